@@ -1,0 +1,58 @@
+"""Run configuration: one validated model that the CLI, sweeps and tests build runs from.
+
+Every run writes its fully resolved configuration (with defaults and scheduler options filled in) into
+``summary.json``, so a run can be repeated exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class RunConfig(BaseModel):
+    """What to simulate: scheduler, workload, datacenter, seed and delay model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduler: str = Field(description="registered scheduler name, e.g. 'megha'")
+    trace: str = Field(description="path of a .tr / .tr.gz / .parquet workload, or 'sample:NAME'")
+    cluster: str | None = Field(None, description="cluster file (Megha or PigeonC JSON), or 'sample:NAME'")
+    workers: int | None = Field(None, ge=1, description="generate a datacenter of this many workers")
+    gms: int | None = Field(None, ge=1, description="number of Global Masters (Megha) / schedulers")
+    lms: int | None = Field(None, ge=1, description="number of Local Masters (Megha) / masters")
+    seed: int = Field(0, description="seed of every random choice in the run")
+    constraints: bool = Field(True, description="synthesize placement constraints (tasks and generated workers)")
+    truncate_durations: bool = Field(False, description="truncate task durations to whole seconds (reference quirk)")
+    dephase: bool = Field(True, description="shift jobs sharing an arrival time by +0.01 s each (reference quirk)")
+    resources: bool = Field(False, description="resource mode: workers have CPU/memory, tasks have requests")
+    capacity: dict[str, float] = Field(default_factory=lambda: {"cpu": 64.0, "mem": 16.0})
+    demand: dict[str, float] = Field(
+        default_factory=lambda: {"cpu": 1.0, "mem": 0.25},
+        description="per-task request in resource mode when the trace has none",
+    )
+    network_delay: float = Field(0.0005, ge=0, description="one-way network delay in seconds")
+    worker_report_delay: float = Field(
+        0.0, ge=0, description="delay of a worker's completion report to its own master (reference: 0)"
+    )
+    processing: dict[str, float] = Field(
+        default_factory=dict, description="per-message processing cost (s) by component kind, e.g. {'gm': 1e-5}"
+    )
+    processing_per_item: dict[str, float] = Field(
+        default_factory=dict, description="extra processing cost (s) per task in a message, by component kind"
+    )
+    max_jobs: int | None = Field(None, ge=1, description="use only the first N jobs of the trace")
+    load_scale: float = Field(1.0, gt=0, description="divide inter-arrival times by this factor")
+    stall_timeout: float = Field(
+        3600.0, gt=0, description="stop a run when no task runs or starts for this long while tasks wait"
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="scheduler-specific options")
+
+    @field_validator("capacity", "demand")
+    @classmethod
+    def _non_negative(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, x in v.items():
+            if x < 0:
+                raise ValueError(f"{k} must be >= 0")
+        return v

@@ -1,0 +1,1 @@
+"""Scheduler families, one sub-package each; see :mod:`megha.schedulers.registry`."""

@@ -1,0 +1,45 @@
+"""The ``ideal`` scheduler: unlimited capacity, every task starts one network delay after it arrives.
+
+It is the lower bound every real scheduler is measured against and the end-to-end check of the
+pipeline (trace → engine → metrics → reports): its job delay is exactly one network delay.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.schedulers.common.messages import Finished, JobArrival, Launch
+from megha.schedulers.common.workers import WorkerPool
+from megha.schedulers.registry import BuildContext, Deployment, register
+from megha.sim.component import Component
+
+
+class IdealScheduler(Component):
+    """Launches every task at once on an unlimited worker pool."""
+
+    kind = "scheduler"
+
+    def __init__(self, address: str, pool: str, recorder) -> None:
+        super().__init__(address)
+        self.pool = pool
+        self.rec = recorder
+
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, JobArrival):
+            self.rec.decided(msg.tasks, now)
+            workers = np.full(msg.tasks.size, -1, dtype=np.int64)
+            self.port.send(self.pool, Launch(msg.tasks, workers, msg.durations, self.address, msg.demands))
+        elif isinstance(msg, Finished):
+            self.rec.completion_known(msg.tasks, now)
+        else:
+            super().on_message(msg, now)
+
+
+@register("ideal", "unlimited capacity: each task starts one network delay after arrival (lower bound)",
+          modes=("slot", "resource"))
+def build(ctx: BuildContext) -> Deployment:
+    pool = WorkerPool("ideal/pool", 0, ctx.recorder, unlimited=True)
+    sched = IdealScheduler("ideal/scheduler", pool.address, ctx.recorder)
+    ctx.engine.add(pool)
+    ctx.engine.add(sched)
+    return Deployment(route=lambda job: sched.address, describe={"workers": "unlimited"}, components=[pool, sched])

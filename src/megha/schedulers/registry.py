@@ -1,0 +1,129 @@
+"""Scheduler registry: each scheduler family registers a builder under one or more names.
+
+A family lives in its own sub-package of :mod:`megha.schedulers` and registers itself on import with
+:func:`register`; :func:`get` imports every sub-package once, so adding a family never means editing a
+shared list. A builder receives a :class:`BuildContext` (engine, recorder, workload, datacenter, options)
+and returns a :class:`Deployment` that tells the runner where each job enters the system.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from megha.errors import InputError
+from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
+from megha.model.workload import Workload
+from megha.sim.component import Address
+from megha.sim.engine import Engine
+
+
+class SchedulerOptions(BaseModel):
+    """Base of every scheduler's options model (unknown keys are rejected with a clear message)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class BuildContext:
+    """Everything a scheduler builder needs to wire its components into an engine."""
+
+    engine: Engine
+    recorder: TaskRecorder
+    workload: Workload
+    datacenter: Datacenter
+    feasible: np.ndarray
+    options: Any
+    rng: np.random.Generator
+    n_gms: int | None = None
+    n_lms: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class Deployment:
+    """A wired scheduler: ``route(job)`` gives the address where the job is submitted."""
+
+    route: Callable[[int], Address]
+    counters: Callable[[], dict[str, int]] = lambda: {}
+    describe: dict = field(default_factory=dict)
+    components: list = field(default_factory=list)
+
+
+@dataclass
+class SchedulerSpec:
+    name: str
+    help: str
+    build: Callable[[BuildContext], Deployment]
+    options: type[SchedulerOptions]
+    family: str
+    modes: tuple[str, ...] = ("slot",)
+    defaults: dict = field(default_factory=dict)
+    in_compare: bool = True
+
+
+_REGISTRY: dict[str, SchedulerSpec] = {}
+_loaded = False
+
+
+def register(
+    name: str,
+    help: str,
+    options: type[SchedulerOptions] = SchedulerOptions,
+    modes: tuple[str, ...] = ("slot",),
+    defaults: dict | None = None,
+    in_compare: bool = True,
+) -> Callable[[Callable[[BuildContext], Deployment]], Callable[[BuildContext], Deployment]]:
+    """Decorator: register ``build`` under ``name``. ``defaults`` preset options (e.g. 1 GM × 1 LM)."""
+
+    def deco(build: Callable[[BuildContext], Deployment]) -> Callable[[BuildContext], Deployment]:
+        family = build.__module__.split(".")[2] if build.__module__.startswith("megha.schedulers.") else name
+        _REGISTRY[name] = SchedulerSpec(name, help, build, options, family, modes, defaults or {}, in_compare)
+        return build
+
+    return deco
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    import megha.schedulers as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.ispkg and mod.name != "common":
+            importlib.import_module(f"megha.schedulers.{mod.name}")
+    _loaded = True
+
+
+def names() -> list[str]:
+    """Registered scheduler names, in registration order."""
+    _load_all()
+    return list(_REGISTRY)
+
+
+def get(name: str) -> SchedulerSpec:
+    """The spec registered under ``name``; unknown names list the known ones."""
+    _load_all()
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        raise InputError(f"unknown scheduler {name!r}; known: {', '.join(_REGISTRY)}")
+    return spec
+
+
+def parse_options(spec: SchedulerSpec, raw: dict[str, Any]) -> SchedulerOptions:
+    """Validate scheduler options (defaults of the spec first, then the user's)."""
+    merged = {**spec.defaults, **raw}
+    try:
+        return spec.options(**merged)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
+        known = ", ".join(spec.options.model_fields)
+        raise InputError(f"scheduler {spec.name!r}: bad option(s): {msgs} (options: {known or 'none'})") from None

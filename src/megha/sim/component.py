@@ -1,0 +1,104 @@
+"""The sans-I/O component contract shared by the simulator and the live runtime.
+
+A scheduler component (a GM, an LM, a Sparrow scheduler, a worker pool …) is a plain object:
+
+* it receives messages with :meth:`Component.on_message` and timers with :meth:`Component.on_timer`,
+  each time with the current time ``now`` passed in;
+* it acts only through its :class:`Port` — ``send`` a message to an address, ``set_timer``/``cancel_timer``
+  — and draws randomness only from ``port.rng``, a seeded :class:`numpy.random.Generator`;
+* it never reads a clock, sleeps, or opens a socket.
+
+The simulator's port pushes onto a virtual-time event heap; the live runtime's port writes to a broker;
+a test's :class:`RecordingPort` just records what was sent, so a component can be driven by hand-written
+messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Protocol
+
+import numpy as np
+
+Address = str
+
+
+class Port(Protocol):
+    """What a component can do to the outside world."""
+
+    rng: np.random.Generator
+
+    def send(self, dst: Address, msg: Any) -> None:
+        """Send ``msg`` to the component at ``dst``."""
+
+    def set_timer(self, delay: float, key: Hashable) -> int:
+        """Call ``on_timer(key, now)`` after ``delay`` seconds; returns a handle for :meth:`cancel_timer`."""
+
+    def cancel_timer(self, handle: int) -> None:
+        """Cancel a pending timer (no effect if it already fired)."""
+
+
+class Component:
+    """Base class of sans-I/O components. Subclasses set ``kind`` (used by delay and cost models)."""
+
+    kind: str = "component"
+
+    def __init__(self, address: Address) -> None:
+        self.address = address
+        self.port: Port = _UnattachedPort()
+
+    def attach(self, port: Port) -> None:
+        """Give the component its port (done by the engine or the live runtime)."""
+        self.port = port
+
+    def on_start(self, now: float) -> None:
+        """Called once when the run starts (set initial timers here)."""
+
+    def on_message(self, msg: Any, now: float) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not handle {type(msg).__name__}")
+
+    def on_timer(self, key: Hashable, now: float) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no timers")
+
+
+class _UnattachedPort:
+    rng = np.random.default_rng(0)
+
+    def send(self, dst: Address, msg: Any) -> None:
+        raise RuntimeError("component is not attached to an engine or runtime")
+
+    def set_timer(self, delay: float, key: Hashable) -> int:
+        raise RuntimeError("component is not attached to an engine or runtime")
+
+    def cancel_timer(self, handle: int) -> None:
+        raise RuntimeError("component is not attached to an engine or runtime")
+
+
+class RecordingPort:
+    """A port for unit tests: records sends and timers instead of delivering them."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.sent: list[tuple[Address, Any]] = []
+        self.timers: dict[int, tuple[float, Hashable]] = {}
+        self._next = 0
+
+    def send(self, dst: Address, msg: Any) -> None:
+        self.sent.append((dst, msg))
+
+    def set_timer(self, delay: float, key: Hashable) -> int:
+        self._next += 1
+        self.timers[self._next] = (delay, key)
+        return self._next
+
+    def cancel_timer(self, handle: int) -> None:
+        self.timers.pop(handle, None)
+
+    def take(self, kind: type | None = None) -> list[tuple[Address, Any]]:
+        """Pop the recorded sends (only those whose message is of ``kind`` if given)."""
+        if kind is None:
+            out, self.sent = self.sent, []
+            return out
+        out = [(d, m) for d, m in self.sent if isinstance(m, kind)]
+        self.sent = [(d, m) for d, m in self.sent if not isinstance(m, kind)]
+        return out

@@ -1,0 +1,233 @@
+"""The discrete-event engine: a virtual clock, a heap of events, and ports for components.
+
+Ordering is deterministic: events run by time, then by insertion order. Every component gets its own
+:class:`numpy.random.Generator`, spawned from the run's seed in registration order, so the same
+configuration and seed give the same results.
+
+Message latency comes from a :class:`DelayModel` (a constant one-way network delay, default 0.5 ms, with
+per-link overrides by component kind). An optional :class:`ProcessingModel` gives each message a
+processing cost at the receiver: a component handles one message at a time, so messages queue behind a
+busy component (framework queuing) and everything it sends leaves after the cost (processing delay).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from megha.sim.component import Address, Component
+
+_MSG = 0
+_TIMER = 1
+
+
+@dataclass
+class DelayModel:
+    """One-way message latency: ``network_delay`` seconds, or a per-(sender kind, receiver kind) override."""
+
+    network_delay: float = 0.0005
+    links: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def delay(self, src_kind: str, dst_kind: str) -> float:
+        d = self.links.get((src_kind, dst_kind))
+        if d is None:
+            d = self.links.get((src_kind, "*"), self.links.get(("*", dst_kind), self.network_delay))
+        return d
+
+
+@dataclass
+class ProcessingModel:
+    """Per-message processing cost at the receiver: ``base[kind] + per_item[kind] × len(msg)`` seconds."""
+
+    base: dict[str, float] = field(default_factory=dict)
+    per_item: dict[str, float] = field(default_factory=dict)
+
+    def cost(self, kind: str, msg: Any) -> float:
+        c = self.base.get(kind, 0.0)
+        k = self.per_item.get(kind, 0.0)
+        if k:
+            c += k * _msg_len(msg)
+        return c
+
+    @property
+    def active(self) -> bool:
+        return any(self.base.values()) or any(self.per_item.values())
+
+
+def _msg_len(msg: Any) -> int:
+    try:
+        return len(msg)
+    except TypeError:
+        return 1
+
+
+class SimPort:
+    """The simulator's port for one component."""
+
+    __slots__ = ("_delays", "comp", "engine", "rng")
+
+    def __init__(self, engine: Engine, comp: Component, rng: np.random.Generator) -> None:
+        self.engine = engine
+        self.comp = comp
+        self.rng = rng
+        self._delays: dict[Address, tuple[Component, float]] = {}
+
+    def send(self, dst: Address, msg: Any) -> None:
+        e = self.engine
+        hit = self._delays.get(dst)
+        if hit is None:
+            target = e.components.get(dst)
+            if target is None:
+                raise KeyError(f"{self.comp.address} sent {type(msg).__name__} to unknown address {dst!r}")
+            hit = (target, e.delay_model.delay(self.comp.kind, target.kind))
+            self._delays[dst] = hit
+        target, d = hit
+        d += e._send_offset
+        e.msg_counts[type(msg)] += 1
+        if e.recorder is not None:
+            ids = msg.alloc_tasks if hasattr(msg, "alloc_tasks") else None
+            if ids is not None:
+                e.recorder.add_comm(ids, d - e._send_offset)
+        heapq.heappush(e._heap, (e.now + d, next(e._seq), _MSG, target, msg))
+
+    def set_timer(self, delay: float, key: Hashable) -> int:
+        e = self.engine
+        if delay < 0 or math.isnan(delay):
+            raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
+        tid = next(e._seq)
+        heapq.heappush(e._heap, (e.now + e._send_offset + delay, tid, _TIMER, self.comp, key))
+        return tid
+
+    def cancel_timer(self, handle: int) -> None:
+        self.engine._cancelled.add(handle)
+
+
+class Engine:
+    """A deterministic discrete-event loop over sans-I/O components."""
+
+    def __init__(
+        self,
+        seed: int = 0,
+        delay_model: DelayModel | None = None,
+        processing: ProcessingModel | None = None,
+        recorder: Any = None,
+    ) -> None:
+        self.now = 0.0
+        self.delay_model = delay_model or DelayModel()
+        self.processing = processing if processing is not None and processing.active else None
+        self.recorder = recorder
+        self.components: dict[Address, Component] = {}
+        self.msg_counts: Counter = Counter()
+        self.events = 0
+        self._heap: list[tuple] = []
+        self._seq = itertools.count()
+        self._cancelled: set[int] = set()
+        self._send_offset = 0.0
+        self._busy_until: dict[Address, float] = {}
+        self._seed_seq = np.random.SeedSequence(seed)
+        self._started = False
+        self._stopping = False
+
+    def stop(self) -> None:
+        """Stop :meth:`run` after the current event (e.g. when every task is done)."""
+        self._stopping = True
+
+    def add(self, comp: Component) -> Component:
+        """Register a component; it gets a port and its own random generator."""
+        if comp.address in self.components:
+            raise ValueError(f"duplicate component address {comp.address!r}")
+        (child,) = self._seed_seq.spawn(1)
+        comp.attach(SimPort(self, comp, np.random.default_rng(child)))
+        self.components[comp.address] = comp
+        if self._started:
+            comp.on_start(self.now)
+        return comp
+
+    def replace(self, comp: Component) -> Component:
+        """Swap in a new component at an existing address (e.g. a restarted GM); pending messages go to it."""
+        old = self.components.pop(comp.address)
+        self.add(comp)
+        self._heap = [
+            (t, s, k, comp if c is old else c, p) for (t, s, k, c, p) in self._heap
+        ]
+        heapq.heapify(self._heap)
+        return comp
+
+    def inject(self, at: float, dst: Address, msg: Any) -> None:
+        """Deliver ``msg`` to ``dst`` at time ``at`` (no network delay) — used for external inputs."""
+        heapq.heappush(self._heap, (at, next(self._seq), _MSG, self.components[dst], msg))
+
+    def call_at(self, at: float, comp: Component, key: Hashable) -> None:
+        """Fire ``comp.on_timer(key)`` at absolute time ``at``."""
+        heapq.heappush(self._heap, (at, next(self._seq), _TIMER, comp, key))
+
+    @property
+    def pending(self) -> int:
+        return len(self._heap)
+
+    def run(
+        self,
+        until: float = math.inf,
+        progress: Callable[[float], None] | None = None,
+        progress_every: int = 1 << 15,
+    ) -> float:
+        """Run events with time ≤ ``until``; returns the time of the last event processed."""
+        if not self._started:
+            self._started = True
+            for comp in list(self.components.values()):
+                comp.on_start(self.now)
+        heap = self._heap
+        pop = heapq.heappop
+        cancelled = self._cancelled
+        proc = self.processing
+        busy = self._busy_until
+        rec = self.recorder
+        n = self.events
+        next_progress = n + progress_every
+        self._stopping = False
+        while heap and not self._stopping:
+            item = heap[0]
+            t = item[0]
+            if t > until:
+                break
+            pop(heap)
+            _, seq, kind, comp, payload = item
+            if kind == _TIMER and cancelled and seq in cancelled:
+                cancelled.discard(seq)
+                continue
+            if proc is not None and kind == _MSG:
+                free_at = busy.get(comp.address, 0.0)
+                if free_at > t:  # the component is busy: the message waits its turn
+                    heapq.heappush(heap, (free_at, seq, kind, comp, payload))
+                    continue
+                cost = proc.cost(comp.kind, payload)
+                busy[comp.address] = t + cost
+                self._send_offset = cost
+                if cost and rec is not None:
+                    ids = payload.alloc_tasks if hasattr(payload, "alloc_tasks") else None
+                    if ids is not None:
+                        rec.add_proc(ids, cost)
+            self.now = t
+            n += 1
+            if kind == _MSG:
+                comp.on_message(payload, t)
+            else:
+                comp.on_timer(payload, t)
+            self._send_offset = 0.0
+            if n >= next_progress and progress is not None:
+                self.events = n
+                progress(t)
+                next_progress = n + progress_every
+        self.events = n
+        return self.now
+
+    def message_counts(self) -> dict[str, int]:
+        """Messages sent, by message type name."""
+        return {cls.__name__: c for cls, c in sorted(self.msg_counts.items(), key=lambda kv: kv[0].__name__)}
