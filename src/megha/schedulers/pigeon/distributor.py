@@ -1,0 +1,147 @@
+"""PigeonC/Pigeon distributors: hand each task of a job to a master; no probing, no load information.
+
+* PigeonC (constraint-aware): a task goes to a master drawn at random with weight = number of workers in that
+  master's group that satisfy the task's constraints (:class:`MasterWeights`, cached per constraint mask).
+* Pigeon (original): a job's tasks are spread evenly over the masters, round robin from a random master. With
+  placement constraints, a task whose turn falls on a master with no suitable worker moves on to the next
+  master that has one (so a constrained run cannot strand a task).
+
+The distributor classifies a job as short when its mean task duration is below the cutoff, and learns of task
+completions from the masters (:class:`~megha.schedulers.pigeon.messages.TasksDone`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.matching import SegmentedIndex
+from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.pigeon.messages import TaskBatch, TasksDone
+from megha.sim.component import Component
+
+
+class MasterWeights:
+    """Static per-master counts of workers satisfying a constraint mask (a memo over the cluster description).
+
+    Built on a :class:`~megha.model.matching.SegmentedIndex` whose segments are the masters' groups. Read-only
+    cluster data, so the distributors of a deployment may share one instance.
+    """
+
+    def __init__(self, index: SegmentedIndex) -> None:
+        self.index = index
+        self.n_masters = index.n_segments
+        self._cum: dict[int, np.ndarray] = {}
+
+    def counts(self, mask: int) -> np.ndarray:
+        """Workers of each master's group that have every constraint in ``mask``."""
+        c = self.cumulative(mask)
+        return np.diff(c, prepend=0)
+
+    def cumulative(self, mask: int) -> np.ndarray:
+        """Cumulative counts over masters (``[-1]`` = suitable workers in the datacenter), cached."""
+        c = self._cum.get(mask)
+        if c is None:
+            idx = self.index
+            bits = np.bitwise_count(idx.static_vector(mask))
+            if idx.uniform_words:
+                per = bits.reshape(idx.n_segments, idx.uniform_words).sum(axis=1, dtype=np.int64)
+            else:
+                per = np.add.reduceat(bits.astype(np.int64), idx.seg_word_start[:-1])
+            c = np.cumsum(per)
+            if len(self._cum) >= 1 << 17:
+                self._cum.clear()
+            self._cum[mask] = c
+        return c
+
+    def choose(self, masks: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Weighted master choice for each task, ``u`` uniform in [0, 1) per task."""
+        uniq, inv = np.unique(masks, return_inverse=True)
+        if uniq.size == 1:
+            c = self.cumulative(int(uniq[0]))
+            return np.searchsorted(c, u * c[-1], side="right")
+        cum = np.stack([self.cumulative(m) for m in uniq.tolist()])[inv.ravel()]
+        x = u * cum[:, -1]
+        return (cum <= x[:, None]).sum(axis=1)
+
+    def spread(self, masks: np.ndarray, start: int) -> np.ndarray:
+        """Even spread (round robin from ``start``); a task skips masters with no suitable worker."""
+        n = masks.size
+        m_idx = (start + np.arange(n, dtype=np.int64)) % self.n_masters
+        constrained = np.flatnonzero(masks != 0)
+        for i in constrained.tolist():
+            counts = self.counts(int(masks[i]))
+            j = int(m_idx[i])
+            if counts[j] == 0:
+                ok = np.flatnonzero(counts > 0)
+                k = int(np.searchsorted(ok, j))
+                m_idx[i] = ok[k % ok.size]
+        return m_idx
+
+
+class PigeonDistributor(Component):
+    """One distributor (sans-I/O): receives jobs, sends each master its share of the tasks."""
+
+    kind = "distributor"
+
+    def __init__(
+        self,
+        address: str,
+        number: int,
+        masters: list[str],
+        weights: MasterWeights,
+        recorder: TaskRecorder,
+        cutoff: float,
+        weighted: bool = True,
+    ) -> None:
+        super().__init__(address)
+        if len(masters) != weights.n_masters:
+            raise ValueError(f"{address}: {len(masters)} masters but weights for {weights.n_masters}")
+        self.number = number
+        self.masters = list(masters)
+        self.weights = weights
+        self.rec = recorder
+        self.cutoff = float(cutoff)
+        self.weighted = weighted
+        self.jobs_short = 0
+        self.jobs_long = 0
+
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, TasksDone):
+            self.rec.completion_known(msg.tasks, now)
+        elif isinstance(msg, JobArrival):
+            self._distribute(msg)
+        else:
+            super().on_message(msg, now)
+
+    def choose_masters(self, masks: np.ndarray) -> np.ndarray:
+        """Master index of each task of a job."""
+        rng = self.port.rng
+        if self.weighted:
+            return self.weights.choose(masks, rng.random(masks.size))
+        return self.weights.spread(masks, int(rng.integers(self.weights.n_masters)))
+
+    def _distribute(self, msg: JobArrival) -> None:
+        n = msg.tasks.size
+        if n == 0:
+            return
+        short = bool(msg.mean_duration < self.cutoff)
+        if short:
+            self.jobs_short += 1
+        else:
+            self.jobs_long += 1
+        m_idx = self.choose_masters(msg.masks)
+        send = self.port.send
+        if n == 1:
+            send(self.masters[int(m_idx[0])],
+                 TaskBatch(msg.job, msg.tasks, msg.durations, msg.masks, short, self.number))
+            return
+        order = np.argsort(m_idx, kind="stable")
+        sorted_m = m_idx[order]
+        cuts = np.flatnonzero(sorted_m[1:] != sorted_m[:-1]) + 1
+        starts = np.r_[0, cuts]
+        ends = np.r_[cuts, n]
+        tasks, durs, masks = msg.tasks[order], msg.durations[order], msg.masks[order]
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            send(self.masters[int(sorted_m[a])],
+                 TaskBatch(msg.job, tasks[a:b], durs[a:b], masks[a:b], short, self.number))

@@ -1,0 +1,209 @@
+"""A PigeonC/Pigeon master: owns a fixed group of workers, places the tasks it receives, queues the rest.
+
+The master keeps an exact availability vector of its group (it is the only scheduler of those workers) and
+matches a task against it with the shared packed-constraint index (Algorithm 1 of the IoT 2023 paper):
+Random or Minimum-Constraints choice among the suitable free workers. A task that finds no suitable free
+worker waits in one of two FIFO queues — short (high-priority) jobs or long jobs — indexed by constraint mask
+(:class:`~megha.model.matching.WaitQueue`), so handing a freed worker to the first queued task that fits costs a
+few vector operations.
+
+Weighted fair queuing (Pigeon): when a worker frees, the master serves up to ``fqw`` short tasks for every long
+task; a long task is served when its turn comes or when no queued short task fits the worker (PigeonC), and a
+short task is served when no long task fits. A task never leaves its master.
+
+Pigeon (unconstrained original) also *reserves* some workers of each group for short tasks: a long task never
+runs on them and, when one frees, it only takes short tasks. New short tasks prefer free reserved workers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.matching import FastRandom, Policy, SegmentedIndex, WaitQueue
+from megha.schedulers.common.messages import Finished, Launch
+from megha.schedulers.pigeon.messages import TaskBatch, TasksDone
+from megha.sim.component import Component
+
+
+class PigeonMaster(Component):
+    """Master of one worker group (sans-I/O)."""
+
+    kind = "master"
+
+    def __init__(
+        self,
+        address: str,
+        workers: np.ndarray,
+        worker_masks: np.ndarray,
+        pool: str,
+        recorder: TaskRecorder,
+        distributors: list[str],
+        policy: Policy = Policy.RANDOM,
+        fqw: int = 20,
+        reserved: np.ndarray | None = None,
+    ) -> None:
+        """``workers``: global ids of the group; ``reserved``: global ids reserved for short tasks (Pigeon)."""
+        super().__init__(address)
+        workers = np.asarray(workers, dtype=np.int64)
+        if workers.size == 0:
+            raise ValueError(f"{address}: a master needs at least one worker")
+        self.workers = workers
+        self.pool = pool
+        self.rec = recorder
+        self.distributors = list(distributors)
+        self.policy = Policy(policy)
+        self.fqw = int(fqw)
+        self.index = SegmentedIndex([workers], worker_masks, cache_size=1 << 14)
+        self.avail = self.index.all_available()
+        self.n_free = int(workers.size)
+        self.mask_of: dict[int, int] = dict(zip(workers.tolist(), worker_masks[workers].tolist(), strict=True))
+        self.reserved: set[int] = set()
+        self.reserved_vec: np.ndarray | None = None
+        self.general_vec: np.ndarray | None = None
+        if reserved is not None and len(reserved):
+            reserved = np.asarray(reserved, dtype=np.int64)
+            if not np.isin(reserved, workers).all():
+                raise ValueError(f"{address}: reserved workers must belong to the group")
+            flags = np.zeros(worker_masks.size, dtype=bool)
+            flags[reserved] = True
+            self.reserved = set(reserved.tolist())
+            self.reserved_vec = self.index.pack_workers(flags)
+            self.general_vec = self.index.valid & ~self.reserved_vec
+        self.short_q = WaitQueue()
+        self.long_q = WaitQueue()
+        self.fq_counter = 0  # short tasks served from the queues since the last long task
+        self.dist_of: dict[int, int] = {}
+        self.rnd: FastRandom | None = None
+        self.stats = {"queued_short": 0, "queued_long": 0, "served_short": 0, "served_long": 0}
+
+    def on_start(self, now: float) -> None:
+        self.rnd = FastRandom(self.port.rng)
+
+    # --- messages -------------------------------------------------------------------------------------
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, Finished):
+            self._freed(msg, now)
+        elif isinstance(msg, TaskBatch):
+            self._arrive(msg, now)
+        else:
+            super().on_message(msg, now)
+
+    def _arrive(self, msg: TaskBatch, now: float) -> None:
+        if self.rnd is None:
+            self.rnd = FastRandom(self.port.rng)
+        tasks = msg.tasks.tolist()
+        self.dist_of.update(dict.fromkeys(tasks, msg.distributor))
+        short = msg.short
+        q = self.short_q if short else self.long_q
+        lt: list[int] = []
+        lw: list[int] = []
+        ld: list[float] = []
+        queued = 0
+        for t, d, m in zip(tasks, msg.durations.tolist(), msg.masks.tolist(), strict=True):
+            w = self._match(m, short) if self.n_free else -1
+            if w < 0:
+                q.push_back((t, d), m)
+                queued += 1
+            else:
+                lt.append(t)
+                lw.append(w)
+                ld.append(d)
+        if queued:
+            self.stats["queued_short" if short else "queued_long"] += queued
+        if lt:
+            self._launch(lt, lw, ld, now)
+
+    def _match(self, mask: int, short: bool) -> int:
+        """A suitable free worker for a new task (marked busy), or -1."""
+        idx = self.index
+        static = idx.static_vector(mask)
+        if self.reserved_vec is None:
+            cand = np.bitwise_and(self.avail, static)
+        elif short:
+            cand = self.avail & static & self.reserved_vec
+            if not cand.any():
+                cand = np.bitwise_and(self.avail, static)
+        else:
+            cand = self.avail & static & self.general_vec
+        w = idx.pick(cand, 0, self.policy, self.rnd)
+        if w >= 0:
+            idx.set_worker(self.avail, w, False)
+            self.n_free -= 1
+        return w
+
+    def _freed(self, msg: Finished, now: float) -> None:
+        tasks = msg.tasks.tolist()
+        dist_of = self.dist_of
+        by_dist: dict[int, list[int]] = {}
+        for t in tasks:
+            d = dist_of.pop(t)
+            lst = by_dist.get(d)
+            if lst is None:
+                by_dist[d] = [t]
+            else:
+                lst.append(t)
+        for d, ts in by_dist.items():
+            self.port.send(self.distributors[d], TasksDone(np.array(ts, dtype=np.int64)))
+        lt: list[int] = []
+        lw: list[int] = []
+        ld: list[float] = []
+        idx = self.index
+        for w in msg.workers.tolist():
+            entry = self.next_task(w)
+            if entry is None:
+                idx.set_worker(self.avail, w, True)
+                self.n_free += 1
+            else:
+                lt.append(entry[0])
+                lw.append(w)
+                ld.append(entry[1])
+        if lt:
+            self._launch(lt, lw, ld, now)
+
+    def next_task(self, worker: int):
+        """Weighted fair queuing: the queued ``(task, duration)`` the freed ``worker`` runs next, or None."""
+        sq = self.short_q
+        lq = self.long_q
+        if not sq and not lq:
+            return None
+        wm = self.mask_of[worker]
+        if worker in self.reserved:
+            e = sq.pop_first_fitting(wm) if sq else None
+            if e is not None:
+                self.stats["served_short"] += 1
+            return e
+        tried_short = False
+        if sq and (self.fq_counter < self.fqw or not lq):
+            tried_short = True
+            e = sq.pop_first_fitting(wm)
+            if e is not None:
+                self.fq_counter += 1
+                self.stats["served_short"] += 1
+                return e
+        if lq:
+            e = lq.pop_first_fitting(wm)
+            if e is not None:
+                self.fq_counter = 0
+                self.stats["served_long"] += 1
+                return e
+        if sq and not tried_short:
+            e = sq.pop_first_fitting(wm)
+            if e is not None:
+                self.fq_counter += 1
+                self.stats["served_short"] += 1
+                return e
+        return None
+
+    def _launch(self, tasks: list[int], workers: list[int], durations: list[float], now: float) -> None:
+        t = np.array(tasks, dtype=np.int64)
+        self.rec.decided(t, now)
+        self.port.send(
+            self.pool,
+            Launch(t, np.array(workers, dtype=np.int64), np.array(durations, dtype=np.float64), self.address),
+        )
+
+    # --- inspection -----------------------------------------------------------------------------------
+    def queued(self) -> int:
+        """Tasks waiting in this master's queues."""
+        return len(self.short_q) + len(self.long_q)

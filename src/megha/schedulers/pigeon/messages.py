@@ -1,0 +1,36 @@
+"""Messages between PigeonC/Pigeon distributors and masters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class TaskBatch:
+    """Tasks of one job that a distributor hands to one master (all short or all long)."""
+
+    job: int
+    tasks: np.ndarray  # int64 global task ids
+    durations: np.ndarray  # float64
+    masks: np.ndarray  # uint32 placement-constraint masks
+    short: bool  # the job is short (high priority) by the trace's cutoff
+    distributor: int  # index of the distributor that will learn of the completions
+
+    @property
+    def alloc_tasks(self) -> np.ndarray:
+        return self.tasks
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
+
+
+@dataclass(slots=True)
+class TasksDone:
+    """A master tells a distributor that tasks it distributed have finished."""
+
+    tasks: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
