@@ -1,0 +1,1 @@
+"""Sirius: min-cost max-flow scheduling (seed 002) — work in progress."""

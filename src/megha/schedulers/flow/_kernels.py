@@ -1,0 +1,658 @@
+"""Compiled kernels of the dynamic flow network and of the incremental min-cost flow solver.
+
+Storage (all ``int64``, grown by the Python wrapper :class:`megha.schedulers.flow.network.FlowNetwork`):
+
+* ``N[row, v]`` — node table, rows ``N_*`` below;
+* ``A[row, a]`` — arc table (one row per field), capacity stored as ``upper − lower`` and flow as
+  ``true flow − lower`` (the standard lower-bound transformation);
+* ``H[row, h]`` — half-arcs: ``h = 2a`` is the forward residual arc of arc ``a``, ``h = 2a + 1`` its reverse;
+  each half-arc sits in the doubly linked adjacency list of its tail, so adding or removing an arc is O(1);
+* ``M`` — counters (high-water marks, free-stack tops, dirty-list lengths, search stamp, statistics);
+* ``FN``/``FA`` — free stacks of node and arc ids; ``DN``/``DA`` — dirty node and arc lists.
+
+The solver keeps a pseudo-flow and node potentials ``π`` that satisfy reduced-cost optimality
+(``c_π(u,w) = c(u,w) + π(u) − π(w) ≥ 0`` on every residual arc). A change (new node or arc, removed node or
+arc, new cost, bounds or supply) breaks this only locally: :func:`k_solve` first restores reduced-cost
+optimality on the touched arcs by saturating or emptying them, which leaves imbalances (excess ≠ 0) at a few
+nodes, then removes the imbalances by successive shortest paths — a Dijkstra on reduced costs from one
+imbalanced node (forward from an excess, backward from a deficit, whichever node has the smaller degree so the
+search stays local), stopped as soon as a node of the opposite sign is settled — and updates only the
+potentials of the nodes that search settled. Each search leaves reduced-cost optimality intact, so when no
+imbalance is left the flow is optimal (it equals a from-scratch solve's cost).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# node rows
+N_ALIVE = 0
+N_SUP = 1  # supply b(v) (before the lower-bound transformation)
+N_EXC = 2  # excess: b(v) + true inflow − true outflow
+N_POT = 3  # potential π(v)
+N_FIRST = 4  # first half-arc of the adjacency list, −1 if empty
+N_DEG = 5
+N_FLAG = 6
+N_DIST = 7  # search scratch
+N_PRED = 8
+N_STAMP = 9
+N_DONE = 10
+NF = 11
+
+# arc rows
+A_CAP = 0  # upper − lower
+A_COST = 1
+A_FLOW = 2  # true flow − lower, in [0, A_CAP]
+A_LOW = 3
+A_ALIVE = 4
+A_FLAG = 5
+AF = 6
+
+# half-arc rows
+H_TO = 0
+H_NEXT = 1
+H_PREV = 2
+HF = 3
+
+# meta counters
+M_NHW = 0
+M_AHW = 1
+M_NFREE = 2
+M_AFREE = 3
+M_NDN = 4
+M_NDA = 5
+M_STAMP = 6
+M_SEARCHES = 7
+M_SCANS = 8
+M_AUGMENTS = 9
+M_NALIVE = 10
+M_AALIVE = 11
+M_SETTLED = 12
+M_FAILED = 13
+MF = 16
+
+# flags
+F_NEW = 1
+F_DIRTY = 2
+F_ACTIVE = 4
+
+INF = np.int64(1) << np.int64(62)
+
+
+# ------------------------------------------------------------------------------------------------ graph edits
+@njit(cache=True)
+def _mark_node(N, M, DN, v):
+    f = N[N_FLAG, v]
+    if f & F_DIRTY == 0:
+        N[N_FLAG, v] = f | F_DIRTY
+        DN[M[M_NDN]] = v
+        M[M_NDN] += 1
+
+
+@njit(cache=True)
+def _mark_arc(A, M, DA, a):
+    f = A[A_FLAG, a]
+    if f & F_DIRTY == 0:
+        A[A_FLAG, a] = f | F_DIRTY
+        DA[M[M_NDA]] = a
+        M[M_NDA] += 1
+
+
+@njit(cache=True)
+def k_add_nodes(N, M, FN, DN, supplies, out):
+    """Allocate one node per supply; ids written to ``out``."""
+    for i in range(supplies.size):
+        if M[M_NFREE] > 0:
+            M[M_NFREE] -= 1
+            v = FN[M[M_NFREE]]
+        else:
+            v = M[M_NHW]
+            M[M_NHW] += 1
+        N[N_ALIVE, v] = 1
+        N[N_SUP, v] = supplies[i]
+        N[N_EXC, v] = supplies[i]
+        N[N_POT, v] = 0
+        N[N_FIRST, v] = -1
+        N[N_DEG, v] = 0
+        N[N_STAMP, v] = 0
+        N[N_DONE, v] = 0
+        f = N[N_FLAG, v]
+        N[N_FLAG, v] = (f & F_DIRTY) | F_NEW
+        _mark_node(N, M, DN, v)
+        M[M_NALIVE] += 1
+        out[i] = v
+
+
+@njit(cache=True)
+def _link(N, H, v, h):
+    first = N[N_FIRST, v]
+    H[H_NEXT, h] = first
+    H[H_PREV, h] = -1
+    if first >= 0:
+        H[H_PREV, first] = h
+    N[N_FIRST, v] = h
+    N[N_DEG, v] += 1
+
+
+@njit(cache=True)
+def _unlink(N, H, v, h):
+    p = H[H_PREV, h]
+    n = H[H_NEXT, h]
+    if p >= 0:
+        H[H_NEXT, p] = n
+    else:
+        N[N_FIRST, v] = n
+    if n >= 0:
+        H[H_PREV, n] = p
+    N[N_DEG, v] -= 1
+
+
+@njit(cache=True)
+def k_add_arcs(N, A, H, M, FA, DN, DA, tails, heads, lowers, uppers, costs, out):
+    """Allocate arcs ``tails[i] → heads[i]`` with bounds ``[lowers, uppers]`` and unit costs; ids to ``out``.
+
+    Returns −1 on success, else the index of the first invalid arc (dead endpoint or lower > upper);
+    arcs before it have been added.
+    """
+    for i in range(tails.size):
+        u = tails[i]
+        w = heads[i]
+        if u < 0 or w < 0 or u >= M[M_NHW] or w >= M[M_NHW] or N[N_ALIVE, u] == 0 or N[N_ALIVE, w] == 0:
+            return i
+        if lowers[i] > uppers[i] or lowers[i] < 0:
+            return i
+        if M[M_AFREE] > 0:
+            M[M_AFREE] -= 1
+            a = FA[M[M_AFREE]]
+        else:
+            a = M[M_AHW]
+            M[M_AHW] += 1
+        A[A_CAP, a] = uppers[i] - lowers[i]
+        A[A_COST, a] = costs[i]
+        A[A_FLOW, a] = 0
+        A[A_LOW, a] = lowers[i]
+        A[A_ALIVE, a] = 1
+        h = 2 * a
+        H[H_TO, h] = w
+        H[H_TO, h + 1] = u
+        _link(N, H, u, h)
+        _link(N, H, w, h + 1)
+        lo = lowers[i]
+        if lo != 0:
+            N[N_EXC, u] -= lo
+            N[N_EXC, w] += lo
+        _mark_arc(A, M, DA, a)
+        _mark_node(N, M, DN, u)
+        _mark_node(N, M, DN, w)
+        M[M_AALIVE] += 1
+        out[i] = a
+    return -1
+
+
+@njit(cache=True)
+def _remove_arc(N, A, H, M, FA, DN, a):
+    h = 2 * a
+    u = H[H_TO, h + 1]
+    w = H[H_TO, h]
+    f = A[A_LOW, a] + A[A_FLOW, a]
+    if f != 0:
+        N[N_EXC, u] += f
+        N[N_EXC, w] -= f
+        _mark_node(N, M, DN, u)
+        _mark_node(N, M, DN, w)
+    _unlink(N, H, u, h)
+    _unlink(N, H, w, h + 1)
+    A[A_ALIVE, a] = 0
+    A[A_FLOW, a] = 0
+    FA[M[M_AFREE]] = a
+    M[M_AFREE] += 1
+    M[M_AALIVE] -= 1
+
+
+@njit(cache=True)
+def k_remove_arcs(N, A, H, M, FA, DN, ids):
+    """Remove arcs (ids of dead arcs are ignored). Their flow turns into imbalance at their endpoints."""
+    for i in range(ids.size):
+        a = ids[i]
+        if a >= 0 and a < M[M_AHW] and A[A_ALIVE, a] == 1:
+            _remove_arc(N, A, H, M, FA, DN, a)
+
+
+@njit(cache=True)
+def k_remove_nodes(N, A, H, M, FN, FA, DN, ids):
+    """Remove nodes with all their arcs (ids of dead nodes are ignored)."""
+    for i in range(ids.size):
+        v = ids[i]
+        if v < 0 or v >= M[M_NHW] or N[N_ALIVE, v] == 0:
+            continue
+        while N[N_FIRST, v] >= 0:  # each removal unlinks the list head (both halves of a self-loop)
+            _remove_arc(N, A, H, M, FA, DN, N[N_FIRST, v] >> 1)
+        N[N_ALIVE, v] = 0
+        N[N_EXC, v] = 0
+        N[N_SUP, v] = 0
+        FN[M[M_NFREE]] = v
+        M[M_NFREE] += 1
+        M[M_NALIVE] -= 1
+
+
+@njit(cache=True)
+def k_set_costs(A, M, DA, ids, costs):
+    for i in range(ids.size):
+        a = ids[i]
+        if A[A_COST, a] != costs[i]:
+            A[A_COST, a] = costs[i]
+            _mark_arc(A, M, DA, a)
+
+
+@njit(cache=True)
+def k_set_bounds(N, A, H, M, DN, DA, ids, lowers, uppers):
+    """New bounds of arcs; returns −1, or the index of the first invalid pair (lower > upper or < 0)."""
+    for i in range(ids.size):
+        a = ids[i]
+        lo = lowers[i]
+        up = uppers[i]
+        if lo > up or lo < 0:
+            return i
+        u = H[H_TO, 2 * a + 1]
+        w = H[H_TO, 2 * a]
+        dl = lo - A[A_LOW, a]
+        if dl != 0:
+            # keep the transformed flow: the true flow moves with the lower bound
+            N[N_EXC, u] -= dl
+            N[N_EXC, w] += dl
+            A[A_LOW, a] = lo
+        cap = up - lo
+        A[A_CAP, a] = cap
+        if A[A_FLOW, a] > cap:
+            d = A[A_FLOW, a] - cap
+            A[A_FLOW, a] = cap
+            N[N_EXC, u] += d
+            N[N_EXC, w] -= d
+        _mark_arc(A, M, DA, a)
+        _mark_node(N, M, DN, u)
+        _mark_node(N, M, DN, w)
+    return -1
+
+
+@njit(cache=True)
+def k_set_supplies(N, M, DN, ids, supplies):
+    for i in range(ids.size):
+        v = ids[i]
+        d = supplies[i] - N[N_SUP, v]
+        if d != 0:
+            N[N_SUP, v] = supplies[i]
+            N[N_EXC, v] += d
+            _mark_node(N, M, DN, v)
+
+
+@njit(cache=True)
+def k_add_flow(N, A, H, M, DN, DA, ids, deltas):
+    """Change the flow of arcs by ``deltas`` (clamped to the bounds); imbalances are repaired by the next solve."""
+    for i in range(ids.size):
+        a = ids[i]
+        f = A[A_FLOW, a] + deltas[i]
+        if f < 0:
+            f = 0
+        if f > A[A_CAP, a]:
+            f = A[A_CAP, a]
+        d = f - A[A_FLOW, a]
+        if d != 0:
+            A[A_FLOW, a] = f
+            u = H[H_TO, 2 * a + 1]
+            w = H[H_TO, 2 * a]
+            N[N_EXC, u] -= d
+            N[N_EXC, w] += d
+            _mark_node(N, M, DN, u)
+            _mark_node(N, M, DN, w)
+        _mark_arc(A, M, DA, a)
+
+
+@njit(cache=True)
+def k_out_flow_arcs(N, A, H, nodes, out):
+    """For each node, the first outgoing arc carrying positive true flow (−1 if none)."""
+    for i in range(nodes.size):
+        v = nodes[i]
+        out[i] = -1
+        h = N[N_FIRST, v]
+        while h >= 0:
+            if h & 1 == 0:
+                a = h >> 1
+                if A[A_LOW, a] + A[A_FLOW, a] > 0:
+                    out[i] = a
+                    break
+            h = H[H_NEXT, h]
+
+
+@njit(cache=True)
+def k_reset_solution(N, A, H, M, DN, DA):
+    """Forget the flow and potentials (cold start): every node new, every arc dirty."""
+    for v in range(M[M_NHW]):
+        if N[N_ALIVE, v] == 1:
+            N[N_EXC, v] = N[N_SUP, v]
+            N[N_POT, v] = 0
+            N[N_FLAG, v] |= F_NEW
+            _mark_node(N, M, DN, v)
+    for a in range(M[M_AHW]):
+        if A[A_ALIVE, a] == 1:
+            A[A_FLOW, a] = 0
+            lo = A[A_LOW, a]
+            if lo != 0:
+                u = H[H_TO, 2 * a + 1]
+                w = H[H_TO, 2 * a]
+                N[N_EXC, u] -= lo
+                N[N_EXC, w] += lo
+            _mark_arc(A, M, DA, a)
+
+
+# ------------------------------------------------------------------------------------------------ heap
+@njit(cache=True)
+def _hpush(hd, hv, n, d, v):
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if hd[p] <= d:
+            break
+        hd[i] = hd[p]
+        hv[i] = hv[p]
+        i = p
+    hd[i] = d
+    hv[i] = v
+    return n + 1
+
+
+@njit(cache=True)
+def _hpop(hd, hv, n):
+    """Remove the root of a heap of size ``n`` (the caller reads hd[0], hv[0] first); returns the new size."""
+    n -= 1
+    if n == 0:
+        return 0
+    d = hd[n]
+    v = hv[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hd[c + 1] < hd[c]:
+            c += 1
+        if hd[c] >= d:
+            break
+        hd[i] = hd[c]
+        hv[i] = hv[c]
+        i = c
+    hd[i] = d
+    hv[i] = v
+    return n
+
+
+# ------------------------------------------------------------------------------------------------ solver
+@njit(cache=True)
+def _residual(A, h):
+    a = h >> 1
+    if h & 1 == 0:
+        return A[A_CAP, a] - A[A_FLOW, a]
+    return A[A_FLOW, a]
+
+
+@njit(cache=True)
+def _hcost(A, h):
+    if h & 1 == 0:
+        return A[A_COST, h >> 1]
+    return -A[A_COST, h >> 1]
+
+
+@njit(cache=True)
+def _push_half(N, A, H, h, delta):
+    """Send ``delta`` units along half-arc ``h`` (residual assumed)."""
+    a = h >> 1
+    if h & 1 == 0:
+        A[A_FLOW, a] += delta
+    else:
+        A[A_FLOW, a] -= delta
+
+
+@njit(cache=True)
+def _search(N, A, H, M, hd, hv, settled, src, forward):
+    """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
+
+    Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
+    and augments along the path. Returns the units moved (0 if no such node is reachable).
+    """
+    M[M_STAMP] += 1
+    cur = M[M_STAMP]
+    M[M_SEARCHES] += 1
+    N[N_STAMP, src] = cur
+    N[N_DIST, src] = 0
+    N[N_PRED, src] = -1
+    n = _hpush(hd, hv, 0, 0, src)
+    ub = INF
+    best = -1
+    ns = 0
+    scans = 0
+    while n > 0:
+        d = hd[0]
+        u = hv[0]
+        n = _hpop(hd, hv, n)
+        if d >= ub:
+            break
+        if N[N_DONE, u] == cur or N[N_DIST, u] != d:
+            continue
+        N[N_DONE, u] = cur
+        settled[ns] = u
+        ns += 1
+        pu = N[N_POT, u]
+        h = N[N_FIRST, u]
+        while h >= 0:
+            scans += 1
+            w = H[H_TO, h]
+            if forward:
+                hh = h
+                a = hh >> 1
+                if hh & 1 == 0:
+                    res = A[A_CAP, a] - A[A_FLOW, a]
+                    c = A[A_COST, a]
+                else:
+                    res = A[A_FLOW, a]
+                    c = -A[A_COST, a]
+                rc = c + pu - N[N_POT, w]
+            else:
+                hh = h ^ 1  # the half-arc w → u
+                a = hh >> 1
+                if hh & 1 == 0:
+                    res = A[A_CAP, a] - A[A_FLOW, a]
+                    c = A[A_COST, a]
+                else:
+                    res = A[A_FLOW, a]
+                    c = -A[A_COST, a]
+                rc = c + N[N_POT, w] - pu
+            if res > 0:
+                nd = d + rc
+                if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
+                    N[N_STAMP, w] = cur
+                    N[N_DIST, w] = nd
+                    N[N_PRED, w] = hh
+                    ex = N[N_EXC, w]
+                    if (forward and ex < 0) or ((not forward) and ex > 0):
+                        ub = nd
+                        best = w
+                    else:
+                        n = _hpush(hd, hv, n, nd, w)
+            h = H[H_NEXT, h]
+    M[M_SCANS] += scans
+    M[M_SETTLED] += ns
+    if best < 0:
+        M[M_FAILED] += 1
+        return 0
+    # potentials of the settled nodes (the others move by the constant ub, which is dropped)
+    for i in range(ns):
+        u = settled[i]
+        if forward:
+            N[N_POT, u] -= ub - N[N_DIST, u]
+        else:
+            N[N_POT, u] += ub - N[N_DIST, u]
+    # bottleneck
+    if forward:
+        delta = min(N[N_EXC, src], -N[N_EXC, best])
+        x = best
+        while x != src:
+            hh = N[N_PRED, x]
+            r = _residual(A, hh)
+            if r < delta:
+                delta = r
+            x = H[H_TO, hh ^ 1]
+        x = best
+        while x != src:
+            hh = N[N_PRED, x]
+            _push_half(N, A, H, hh, delta)
+            x = H[H_TO, hh ^ 1]
+        N[N_EXC, src] -= delta
+        N[N_EXC, best] += delta
+    else:
+        delta = min(N[N_EXC, best], -N[N_EXC, src])
+        x = best
+        while x != src:
+            hh = N[N_PRED, x]
+            r = _residual(A, hh)
+            if r < delta:
+                delta = r
+            x = H[H_TO, hh]
+        x = best
+        while x != src:
+            hh = N[N_PRED, x]
+            _push_half(N, A, H, hh, delta)
+            x = H[H_TO, hh]
+        N[N_EXC, best] -= delta
+        N[N_EXC, src] += delta
+    M[M_AUGMENTS] += 1
+    return delta
+
+
+@njit(cache=True)
+def _init_potential(N, A, H, v):
+    """Potential for a new node that keeps its arcs to already-priced nodes optimal where possible."""
+    lo = -INF  # out-arcs need π(v) ≥ π(w) − c
+    hi = INF  # in-arcs need π(v) ≤ π(u) + c
+    h = N[N_FIRST, v]
+    while h >= 0:
+        w = H[H_TO, h]
+        if w != v and N[N_FLAG, w] & F_NEW == 0:
+            if _residual(A, h) > 0:
+                x = N[N_POT, w] - _hcost(A, h)
+                if x > lo:
+                    lo = x
+            if _residual(A, h ^ 1) > 0:
+                x = N[N_POT, w] + _hcost(A, h ^ 1)
+                if x < hi:
+                    hi = x
+        h = H[H_NEXT, h]
+    if lo > -INF and (lo <= hi or hi == INF):
+        N[N_POT, v] = lo
+    elif hi < INF:
+        N[N_POT, v] = hi
+    else:
+        N[N_POT, v] = 0
+
+
+@njit(cache=True)
+def _fix_arc(N, A, H, M, DN, a):
+    """Restore reduced-cost optimality of one arc by saturating or emptying it."""
+    u = H[H_TO, 2 * a + 1]
+    w = H[H_TO, 2 * a]
+    rc = A[A_COST, a] + N[N_POT, u] - N[N_POT, w]
+    f = A[A_FLOW, a]
+    target = f
+    if rc < 0:
+        target = A[A_CAP, a]
+    elif rc > 0:
+        target = 0
+    d = target - f
+    if d != 0:
+        A[A_FLOW, a] = target
+        N[N_EXC, u] -= d
+        N[N_EXC, w] += d
+        _mark_node(N, M, DN, u)
+        _mark_node(N, M, DN, w)
+
+
+@njit(cache=True)
+def k_solve(N, A, H, M, DN, DA, hd, hv, settled, active):
+    """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal)."""
+    # 1. price new nodes
+    nd = M[M_NDN]
+    for i in range(nd):
+        v = DN[i]
+        if N[N_ALIVE, v] == 1 and N[N_FLAG, v] & F_NEW != 0:
+            _init_potential(N, A, H, v)
+            N[N_FLAG, v] &= ~F_NEW
+    # 2. reduced-cost optimality on touched arcs
+    na = M[M_NDA]
+    for i in range(na):
+        a = DA[i]
+        A[A_FLAG, a] &= ~F_DIRTY
+        if A[A_ALIVE, a] == 1:
+            _fix_arc(N, A, H, M, DN, a)
+    M[M_NDA] = 0
+    # 3. imbalanced nodes, lowest degree first
+    nd = M[M_NDN]
+    k = 0
+    for i in range(nd):
+        v = DN[i]
+        N[N_FLAG, v] &= ~F_DIRTY
+        if N[N_ALIVE, v] == 1 and N[N_EXC, v] != 0 and N[N_FLAG, v] & F_ACTIVE == 0:
+            N[N_FLAG, v] |= F_ACTIVE
+            active[k] = v
+            k += 1
+    M[M_NDN] = 0
+    if k > 1:
+        deg = np.empty(k, dtype=np.int64)
+        for i in range(k):
+            deg[i] = N[N_DEG, active[i]]
+        order = np.argsort(deg, kind="mergesort")
+        tmp = active[:k].copy()
+        for i in range(k):
+            active[i] = tmp[order[i]]
+    # 4. successive shortest paths
+    left = 0
+    for i in range(k):
+        v = active[i]
+        N[N_FLAG, v] &= ~F_ACTIVE
+        while N[N_EXC, v] != 0:
+            moved = _search(N, A, H, M, hd, hv, settled, v, N[N_EXC, v] > 0)
+            if moved == 0:
+                break
+    for i in range(k):
+        v = active[i]
+        e = N[N_EXC, v]
+        if e != 0:
+            left += abs(e)
+            _mark_node(N, M, DN, v)  # retried at the next solve
+    return left
+
+
+@njit(cache=True)
+def k_check(N, A, H, M):
+    """Verify bounds, conservation and reduced-cost optimality; returns an error code (0 = fine) and an id."""
+    nhw = M[M_NHW]
+    bal = np.zeros(nhw, dtype=np.int64)
+    for v in range(nhw):
+        if N[N_ALIVE, v] == 1:
+            bal[v] = N[N_SUP, v]
+    for a in range(M[M_AHW]):
+        if A[A_ALIVE, a] == 0:
+            continue
+        u = H[H_TO, 2 * a + 1]
+        w = H[H_TO, 2 * a]
+        f = A[A_FLOW, a]
+        if f < 0 or f > A[A_CAP, a]:
+            return 1, a
+        t = f + A[A_LOW, a]
+        bal[u] -= t
+        bal[w] += t
+        rc = A[A_COST, a] + N[N_POT, u] - N[N_POT, w]
+        if (f < A[A_CAP, a] and rc < 0) or (f > 0 and rc > 0):
+            return 2, a
+    for v in range(nhw):
+        if N[N_ALIVE, v] == 1 and bal[v] != N[N_EXC, v]:
+            return 3, v
+    return 0, -1

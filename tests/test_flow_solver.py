@@ -1,0 +1,198 @@
+"""Property tests of the incremental min-cost flow solver against OR-Tools solving from scratch.
+
+Random small graphs with lower bounds and negative costs go through random sequences of changes (nodes and
+arcs added and removed, costs, bounds and supplies changed); after every change the incremental solver's
+cost must equal OR-Tools' (or both must find the problem infeasible), and flow conservation, bounds and
+reduced-cost optimality must hold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from megha.errors import InputError
+from megha.schedulers.flow.network import FlowNetwork
+from megha.schedulers.flow.solvers import OPTIMAL, IncrementalSolver, OrToolsSolver, solve_ortools, warm_up
+
+warm_up()
+
+
+def _oracle(net: FlowNetwork) -> tuple[str, int]:
+    status, cost, _ = solve_ortools(net.export())
+    return status, cost
+
+
+def _assert_agrees(net: FlowNetwork, sol: IncrementalSolver) -> None:
+    res = sol.solve(net)
+    status, cost = _oracle(net)
+    assert res.status == status, (res.status, status)
+    if status == OPTIMAL:
+        assert res.cost == cost
+        net.check()
+
+
+def _random_arc(rng: np.random.Generator, nodes: np.ndarray) -> tuple[int, int, int, int, int]:
+    u, w = rng.choice(nodes, 2, replace=True)
+    up = int(rng.integers(0, 6))
+    lo = int(rng.integers(0, up + 1)) if rng.random() < 0.3 else 0
+    return int(u), int(w), int(rng.integers(-10, 11)), up, lo
+
+
+def _run_sequence(seed: int, n_nodes: int, n_steps: int) -> None:
+    rng = np.random.default_rng(seed)
+    net = FlowNetwork(node_capacity=4, arc_capacity=4)  # tiny: exercises growth
+    sup = rng.integers(-3, 4, n_nodes)
+    sup[-1] -= sup.sum()
+    nodes = net.add_nodes(sup)
+    arcs = []
+    for _ in range(int(rng.integers(n_nodes, 4 * n_nodes))):
+        u, w, c, up, lo = _random_arc(rng, nodes)
+        arcs.append(net.add_arc(u, w, c, up, lo))
+    # a cheap-to-reach-feasible backbone: a cycle of generous arcs with a high cost
+    for i in range(n_nodes):
+        arcs.append(net.add_arc(int(nodes[i]), int(nodes[(i + 1) % n_nodes]), 40, 30))
+    sol = IncrementalSolver()
+    _assert_agrees(net, sol)
+    live_nodes = list(nodes.tolist())
+    for _ in range(n_steps):
+        op = int(rng.integers(0, 8))
+        live_arcs = net.alive_arcs()
+        if op == 0:  # add an arc
+            u, w, c, up, lo = _random_arc(rng, np.array(live_nodes))
+            net.add_arc(u, w, c, up, lo)
+        elif op == 1 and live_arcs.size > 1:  # remove an arc
+            net.remove_arcs([int(rng.choice(live_arcs))])
+        elif op == 2 and live_arcs.size:  # change costs
+            k = int(rng.integers(1, min(4, live_arcs.size) + 1))
+            ids = rng.choice(live_arcs, k, replace=False)
+            net.set_costs(ids, rng.integers(-10, 11, k))
+        elif op == 3 and live_arcs.size:  # change bounds
+            a = int(rng.choice(live_arcs))
+            up = int(rng.integers(0, 8))
+            lo = int(rng.integers(0, up + 1)) if rng.random() < 0.5 else 0
+            net.set_bounds([a], [lo], [up])
+        elif op == 4 and len(live_nodes) >= 2:  # move supply between two nodes
+            u, w = rng.choice(live_nodes, 2, replace=False)
+            d = int(rng.integers(1, 4))
+            s = net.supplies([u, w])
+            net.set_supplies([u, w], [s[0] + d, s[1] - d])
+        elif op == 5:  # add a node wired into the graph, supply taken from another node
+            other = int(rng.choice(live_nodes))
+            d = int(rng.integers(-2, 3))
+            v = net.add_node(d)
+            net.set_supplies([other], [int(net.supplies([other])[0]) - d])
+            for w in rng.choice(live_nodes, 2):
+                net.add_arc(v, int(w), int(rng.integers(-5, 20)), int(rng.integers(1, 4)))
+                net.add_arc(int(w), v, int(rng.integers(-5, 20)), int(rng.integers(1, 4)))
+            live_nodes.append(v)
+        elif op == 6 and len(live_nodes) > 3:  # remove a node, its supply moves to another node
+            v = int(rng.choice(live_nodes))
+            live_nodes.remove(v)
+            other = int(rng.choice(live_nodes))
+            s = int(net.supplies([v])[0])
+            net.remove_nodes([v])
+            net.set_supplies([other], [int(net.supplies([other])[0]) + s])
+        elif op == 7 and live_arcs.size:  # a hand-made flow change (as when a placed task is retired)
+            a = int(rng.choice(live_arcs))
+            net.add_flow([a], [int(rng.integers(-2, 3))])
+        _assert_agrees(net, sol)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n_nodes=st.integers(2, 9), n_steps=st.integers(1, 25))
+def test_incremental_matches_ortools_after_every_change(seed: int, n_nodes: int, n_steps: int) -> None:
+    _run_sequence(seed, n_nodes, n_steps)
+
+
+def test_long_sequence_on_a_bigger_graph() -> None:
+    _run_sequence(12345, 40, 300)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_scheduling_shaped_graph_with_balance_node(seed: int) -> None:
+    """Tasks (supply 1) → machines / unscheduled aggregators with fairness lower bounds → sink."""
+    rng = np.random.default_rng(seed)
+    net = FlowNetwork()
+    sink = net.add_node(0)
+    net.balance_node = sink
+    n_m = int(rng.integers(1, 6))
+    machines = net.add_nodes(np.zeros(n_m, dtype=np.int64))
+    m_arcs = net.add_arcs(machines, np.full(n_m, sink), 0, rng.integers(1, 4, n_m))
+    jobs = []
+    for _ in range(int(rng.integers(1, 4))):
+        n_t = int(rng.integers(1, 6))
+        u = net.add_node(0)
+        tasks = net.add_nodes(np.ones(n_t, dtype=np.int64))
+        net.add_arcs(tasks, np.full(n_t, u), 50, 1)
+        for t in tasks:
+            k = int(rng.integers(1, n_m + 1))
+            ms = rng.choice(machines, k, replace=False)
+            net.add_arcs(np.full(k, t), ms, rng.integers(-5, 10, k), 1)
+        ua = net.add_arc(u, sink, 0, n_t, int(rng.integers(0, n_t + 1)))
+        jobs.append([u, list(tasks), ua])
+    sol = IncrementalSolver()
+    _assert_agrees(net, sol)
+    for _ in range(15):
+        j = jobs[int(rng.integers(0, len(jobs)))]
+        u, tasks, ua = j
+        r = rng.random()
+        if r < 0.35 and tasks:  # a task leaves
+            t = tasks.pop(int(rng.integers(0, len(tasks))))
+            net.remove_nodes([t])
+        elif r < 0.7:  # a task arrives
+            t = net.add_node(1)
+            net.add_arc(t, u, 50, 1)
+            k = int(rng.integers(1, n_m + 1))
+            ms = rng.choice(machines, k, replace=False)
+            net.add_arcs(np.full(k, t), ms, rng.integers(-5, 10, k), 1)
+            tasks.append(t)
+        elif r < 0.85:  # machine capacity changes (failure = capacity 0, or a prohibitive cost)
+            i = int(rng.integers(0, n_m))
+            net.set_bounds([m_arcs[i]], [0], [int(rng.integers(0, 4))])
+        else:
+            net.set_costs([m_arcs[int(rng.integers(0, n_m))]], [int(rng.integers(0, 1000))])
+        n = len(tasks)
+        net.set_bounds([ua], [int(rng.integers(0, n + 1))], [n])
+        _assert_agrees(net, sol)
+
+
+def test_ortools_solver_installs_its_flow() -> None:
+    net = FlowNetwork()
+    s, m, t = net.add_nodes([2, 0, -2])
+    a = net.add_arcs([s, s, m], [m, t, t], [1, 5, 1], [1, 5, 5], [0, 0, 0])
+    res = OrToolsSolver().solve(net)
+    assert res.optimal and res.cost == 2 + 5
+    assert net.flows(a).tolist() == [1, 1, 1]
+    # the incremental solver starts cold after a foreign solve and agrees
+    res2 = IncrementalSolver().solve(net)
+    assert res2.cost == res.cost
+    net.check()
+
+
+def test_infeasible_is_reported_and_recovers() -> None:
+    net = FlowNetwork()
+    s, t = net.add_nodes([3, -3])
+    a = net.add_arc(s, t, 1, 2)
+    sol = IncrementalSolver()
+    assert sol.solve(net).status == "infeasible"
+    net.set_bounds([a], [0], [3])
+    res = sol.solve(net)
+    assert res.optimal and res.cost == 3
+    net.check()
+
+
+def test_bad_input_is_named() -> None:
+    net = FlowNetwork()
+    s, t = net.add_nodes([1, -1])
+    with pytest.raises(InputError, match="lower > upper"):
+        net.add_arc(s, t, 1, 1, 2)
+    with pytest.raises(InputError, match="does not exist"):
+        net.set_costs([99], [1])
+    net.add_arc(s, t, 1, 1)
+    net.set_supplies([s], [2])
+    with pytest.raises(InputError, match="sum to 1"):
+        IncrementalSolver().solve(net)
