@@ -27,7 +27,8 @@ class TaskRecorder:
         self.end = nan.copy()  # time the task finished on its worker
         self.known = nan.copy()  # time the scheduler learned the task finished (job completion uses this)
         self.worker = np.full(n, -1, dtype=np.int64)
-        self.comm = np.zeros(n)  # communication delay on the allocation path
+        self._comm = np.zeros(n)  # communication delay on the allocation path (see the comm property)
+        self._comm_log: list = []  # (task ids, seconds) pairs applied lazily, in one vectorized pass
         self.proc = np.zeros(n)  # processing delay on the allocation path
         self.wq = np.zeros(n)  # worker queuing delay
         self.launches = np.zeros(n, dtype=np.int32)
@@ -83,7 +84,17 @@ class TaskRecorder:
 
     # --- allocation-time components ----------------------------------------------------------------
     def add_comm(self, ids, d: float) -> None:
-        self.comm[ids] += d
+        self._comm_log.append((ids, d))
+
+    @property
+    def comm(self) -> np.ndarray:
+        """Communication delay per task (applies the pending log first)."""
+        if self._comm_log:
+            log, self._comm_log = self._comm_log, []
+            ids = np.concatenate([np.atleast_1d(np.asarray(i, dtype=np.int64)) for i, _ in log])
+            ds = np.repeat([d for _, d in log], [np.size(i) for i, _ in log])
+            self._comm += np.bincount(ids, weights=ds, minlength=self.n)
+        return self._comm
 
     def add_proc(self, ids, d: float) -> None:
         self.proc[ids] += d

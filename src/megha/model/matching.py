@@ -257,7 +257,7 @@ class WaitQueue:
         else:
             self._heads[s] = _INF
             self._empty_slots += 1
-            if self._empty_slots > 256 and self._empty_slots * 2 > self._n_slots:
+            if self._empty_slots > 64 and self._empty_slots * 2 > self._n_slots:
                 self._compact()
         return entry
 

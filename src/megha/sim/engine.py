@@ -15,7 +15,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,13 +88,16 @@ class SimPort:
             hit = (target, e.delay_model.delay(self.comp.kind, target.kind))
             self._delays[dst] = hit
         target, d = hit
-        d += e._send_offset
-        e.msg_counts[type(msg)] += 1
-        if e.recorder is not None:
-            ids = msg.alloc_tasks if hasattr(msg, "alloc_tasks") else None
+        cls = type(msg)
+        info = e._types.get(cls)
+        if info is None:
+            info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+        info[0] += 1
+        if info[1]:
+            ids = msg.alloc_tasks
             if ids is not None:
-                e.recorder.add_comm(ids, d - e._send_offset)
-        heapq.heappush(e._heap, (e.now + d, next(e._seq), _MSG, target, msg))
+                e.recorder.add_comm(ids, d)
+        heapq.heappush(e._heap, (e.now + d + e._send_offset, next(e._seq), _MSG, target, msg))
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         e = self.engine
@@ -124,7 +126,7 @@ class Engine:
         self.processing = processing if processing is not None and processing.active else None
         self.recorder = recorder
         self.components: dict[Address, Component] = {}
-        self.msg_counts: Counter = Counter()
+        self._types: dict[type, list] = {}  # message type -> [count sent, carries alloc_tasks]
         self.events = 0
         self._heap: list[tuple] = []
         self._seq = itertools.count()
@@ -230,4 +232,4 @@ class Engine:
 
     def message_counts(self) -> dict[str, int]:
         """Messages sent, by message type name."""
-        return {cls.__name__: c for cls, c in sorted(self.msg_counts.items(), key=lambda kv: kv[0].__name__)}
+        return {cls.__name__: info[0] for cls, info in sorted(self._types.items(), key=lambda kv: kv[0].__name__)}

@@ -53,12 +53,13 @@ class WorkerPool(Component):
         if not self.unlimited:
             if self.used is None:
                 busy = self.slot_task[workers]
-                if (busy >= 0).any() or np.unique(workers).size != workers.size:
-                    w = int(workers[np.flatnonzero(busy >= 0)[0]]) if (busy >= 0).any() else int(workers[0])
+                self.slot_task[workers] = tasks
+                if (busy >= 0).any() or (tasks.size > 1 and (self.slot_task[workers] != tasks).any()):
+                    bad = busy >= 0 if (busy >= 0).any() else self.slot_task[workers] != tasks
+                    w = int(workers[np.flatnonzero(bad)[0]])
                     raise SimulationError(
                         f"{self.address}: worker {w} over-committed at t={now:.6f}: it already runs a task"
                     )
-                self.slot_task[workers] = tasks
             else:
                 np.add.at(self.used, workers, msg.demands)
                 over = (self.used[workers] > self.capacity[workers] + 1e-9).any(axis=1)

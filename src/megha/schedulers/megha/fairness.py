@@ -1,0 +1,126 @@
+"""Global fair sharing with preemption (Megha paper §IV-C, Algorithm 2).
+
+Users have queues with configured shares of the datacenter; each user queue is mapped to one GM, and a
+GM serves its queues round robin. Fairness acts only under contention: when a task finds no worker in
+the GM's internal partitions nor by repartition, and its user is under its share, the GM asks an LM to
+preempt tasks of the user with the largest share violation; the LM verifies the request (the GM's view of
+other users' consumption may be stale). A user over its share waits.
+
+Usage is counted in *units*: running tasks in slot mode, CPU cores in resource mode, as a fraction of the
+datacenter's total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from megha.model.matching import WaitQueue
+
+# entry layout of a queued task (tuples are compact and fast)
+E_TASK, E_DUR, E_MASK, E_DEMAND, E_USER = range(5)
+
+
+@dataclass
+class FairShare:
+    """Shares (fractions summing to ≤ 1), the GM of each user, and the datacenter's total units."""
+
+    shares: np.ndarray
+    user_gm: np.ndarray
+    total: float
+
+    @property
+    def n_users(self) -> int:
+        return int(self.shares.size)
+
+    def violation(self, usage: np.ndarray) -> np.ndarray:
+        """Usage share minus configured share, per user (positive = over its share)."""
+        return usage / self.total - self.shares
+
+    def under_share(self, user: int, usage: np.ndarray) -> bool:
+        return bool(usage[user] / self.total < self.shares[user] - 1e-12)
+
+    def victims(self, user: int, usage: np.ndarray) -> list[int]:
+        """Users over their share, largest violation first (never ``user`` itself)."""
+        v = self.violation(usage)
+        order = np.argsort(-v, kind="stable")
+        return [int(u) for u in order if u != user and v[u] > 1e-12]
+
+
+class SingleQueue:
+    """One FIFO (no fairness): the GM's task queue."""
+
+    def __init__(self) -> None:
+        self.q = WaitQueue()
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+    def push_back(self, e: tuple) -> None:
+        self.q.push_back(e, e[E_MASK])
+
+    def push_front(self, e: tuple) -> None:
+        self.q.push_front(e, e[E_MASK])
+
+    def pop_fitting(self, wmask: int, accept=None, usage=None) -> tuple | None:
+        if accept is None:
+            return self.q.pop_first_fitting(wmask)
+        return self.q.pop_first_fitting_where(wmask, accept)
+
+    def heads(self, k: int) -> list[tuple]:
+        return self.q.entries()[:k]
+
+    def remove(self, pred) -> list[tuple]:
+        return self.q.remove_where(pred)
+
+
+class FairQueues:
+    """One FIFO per user of this GM, served round robin; users under their share are served first."""
+
+    def __init__(self, users: list[int], fair: FairShare) -> None:
+        self.users = users
+        self.fair = fair
+        self.qs = {u: WaitQueue() for u in users}
+        self.rr = 0
+        self._n = 0
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self.qs.values())
+
+    def push_back(self, e: tuple) -> None:
+        self.qs[e[E_USER]].push_back(e, e[E_MASK])
+
+    def push_front(self, e: tuple) -> None:
+        self.qs[e[E_USER]].push_front(e, e[E_MASK])
+
+    def _order(self, usage: np.ndarray | None) -> list[int]:
+        n = len(self.users)
+        rr = [self.users[(self.rr + i) % n] for i in range(n)]
+        if usage is None:
+            return rr
+        under = [u for u in rr if self.fair.under_share(u, usage)]
+        return under + [u for u in rr if u not in under]
+
+    def pop_fitting(self, wmask: int, accept=None, usage=None) -> tuple | None:
+        for u in self._order(usage):
+            q = self.qs[u]
+            if not len(q):
+                continue
+            e = q.pop_first_fitting(wmask) if accept is None else q.pop_first_fitting_where(wmask, accept)
+            if e is not None:
+                self.rr = (self.users.index(u) + 1) % len(self.users)
+                return e
+        return None
+
+    def heads(self, k: int) -> list[tuple]:
+        out = []
+        for u in self.users:
+            out.extend(self.qs[u].entries()[:k])
+        return out
+
+    def remove(self, pred) -> list[tuple]:
+        out = []
+        for q in self.qs.values():
+            out.extend(q.remove_where(pred))
+        return out

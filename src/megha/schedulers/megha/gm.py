@@ -1,0 +1,399 @@
+"""The Global Master: places tasks on its eventually consistent global view; LMs validate.
+
+Per task (Megha paper §IV-B, IoT 2023 §4.3): AND the task's constraint vectors with the view's
+availability, look at the GM's internal partitions first (round robin over LMs), then at external ones
+(a *repartition*, round robin over LMs), choose a worker by policy (random or min-constraints) and book it
+in the view at once; requests to the same LM are batched. No match → the task waits in the GM's queue.
+When a worker becomes free in the view — the GM's own task completed, or an LM update says so — it goes to
+the first queued task that fits (work conserving). A rejected mapping (an *inconsistency*) is retried at
+once against the refreshed view, or goes back to the head of the queue.
+
+With fairness (Algorithm 2) the GM serves per-user queues round robin and, under contention, asks an LM to
+preempt tasks of the user with the largest share violation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.matching import FastRandom, Policy
+from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.megha.fairness import E_DEMAND, E_MASK, E_TASK, E_USER, FairQueues, FairShare, SingleQueue
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.messages import (
+    LaunchReply,
+    LaunchRequest,
+    Preempted,
+    PreemptReply,
+    PreemptRequest,
+    StateDelta,
+    SyncRequest,
+    TaskDone,
+)
+from megha.schedulers.megha.state import ResourceView, SlotView
+from megha.sim.component import Component
+
+
+class GlobalMaster(Component):
+    """Megha GM ``g``: a sans-I/O state machine (messages and timers in, messages out)."""
+
+    kind = "gm"
+
+    def __init__(
+        self,
+        g: int,
+        layout: MeghaLayout,
+        recorder: TaskRecorder,
+        policy: Policy = Policy.RANDOM,
+        batch_size: int = 100,
+        repartition: bool = True,
+        fair: FairShare | None = None,
+        job_user: np.ndarray | None = None,
+        preemption: bool = True,
+        fresh_view: bool = True,
+    ) -> None:
+        super().__init__(layout.gm_address(g))
+        self.g = g
+        self.layout = layout
+        self.rec = recorder
+        self.policy = Policy(policy)
+        self.batch_size = batch_size
+        self.repartition = repartition
+        self.fair = fair
+        self.job_user = job_user
+        self.preemption = preemption and fair is not None
+        idx = layout.idx
+        if layout.capacity is None:
+            self.view: SlotView | ResourceView = SlotView(idx, layout.n_workers, all_free=fresh_view)
+        else:
+            self.view = ResourceView(idx, layout.capacity, all_free=fresh_view)
+        self.resource_mode = layout.capacity is not None
+        if fair is not None:
+            users = [u for u in range(fair.n_users) if int(fair.user_gm[u]) == g]
+            self.queue: SingleQueue | FairQueues = FairQueues(users, fair)
+            self.lm_usage = np.zeros((layout.n_lms, fair.n_users))
+            self.own_usage = np.zeros(fair.n_users)
+            self.my_users = users
+        else:
+            self.queue = SingleQueue()
+        self.fresh_view = fresh_view
+        self._int = layout.int_orders[g]
+        self._ext = layout.ext_orders[g]
+        self.rr_int = g % layout.n_lms
+        self.rr_ext = g % layout.n_lms
+        self._masks = layout.worker_masks
+        self._lm_of = layout.lm_of
+        self._G = layout.n_gms
+        self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]
+        self._batch: list[list] = [[] for _ in range(layout.n_lms)]
+        self._dirty: list[int] = []
+        self.req_seq = 0
+        self.unacked: dict[int, tuple] = {}  # request id -> (lm, workers, demands, entries, rejected ids)
+        self.unacked_by_lm: list[deque] = [deque() for _ in range(layout.n_lms)]
+        self.running: dict[int, tuple] = {}  # own running tasks -> entry (fairness: usage and requeue)
+        self.preempting: dict[int, tuple] = {}  # task -> (entry, victims left, LMs left for this victim)
+        self.counters: Counter = Counter()
+        self.rnd = FastRandom(np.random.default_rng(0))
+        self._handlers = {
+            JobArrival: self._on_job,
+            LaunchReply: self._on_reply,
+            TaskDone: self._on_done,
+            StateDelta: self._on_delta,
+            PreemptReply: self._on_preempt_reply,
+            Preempted: self._on_preempted,
+        }
+
+    def attach(self, port) -> None:
+        super().attach(port)
+        self.rnd = FastRandom(port.rng)
+
+    def on_start(self, now: float) -> None:
+        if not self.fresh_view:  # a (re)started GM rebuilds its view from the LMs
+            for a in self._lm_addr:
+                self.port.send(a, SyncRequest(self.g))
+
+    def on_message(self, msg, now: float) -> None:
+        h = self._handlers.get(type(msg))
+        if h is None:
+            raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
+        h(msg, now)
+
+    # --- placement ----------------------------------------------------------------------------------------
+    def _place(self, e: tuple, now: float) -> bool:
+        """Find a worker for entry ``e`` in the view and book it; False when there is none."""
+        cand = self.view.candidates(e[E_MASK], e[E_DEMAND])
+        if cand is None:
+            return False
+        idx = self.layout.idx
+        has = idx.segments_with(cand)
+        order = self._int[self.rr_int]
+        h = has[order]
+        k = int(h.argmax())
+        if h[k]:
+            seg = int(order[k])
+            self.rr_int = (seg // self._G + 1) % self.layout.n_lms
+        else:
+            if not self.repartition:
+                return False
+            order = self._ext[self.rr_ext]
+            h = has[order]
+            k = int(h.argmax())
+            if not h[k]:
+                return False
+            seg = int(order[k])
+            self.rr_ext = (seg // self._G + 1) % self.layout.n_lms
+            self.counters["repartition_requests"] += 1
+        w = idx.pick(cand, seg, self.policy, self.rnd)
+        self._book(e, w)
+        return True
+
+    def _book(self, e: tuple, w: int) -> None:
+        self.view.take(w, e[E_DEMAND])
+        lm = int(self._lm_of[w])
+        b = self._batch[lm]
+        if not b:
+            self._dirty.append(lm)
+        b.append((e, w))
+
+    def _flush(self, now: float) -> None:
+        if not self._dirty:
+            return
+        for lm in self._dirty:
+            b = self._batch[lm]
+            self._batch[lm] = []
+            for lo in range(0, len(b), self.batch_size):
+                chunk = b[lo : lo + self.batch_size]
+                entries = [e for e, _ in chunk]
+                tasks = np.fromiter((e[E_TASK] for e in entries), dtype=np.int64, count=len(entries))
+                workers = np.fromiter((w for _, w in chunk), dtype=np.int64, count=len(chunk))
+                durs = np.fromiter((e[1] for e in entries), dtype=np.float64, count=len(entries))
+                users = np.fromiter((e[E_USER] for e in entries), dtype=np.int64, count=len(entries))
+                dem = np.array([e[E_DEMAND] for e in entries]) if self.resource_mode else None
+                self.req_seq += 1
+                self.unacked[self.req_seq] = (lm, workers, dem, entries, None)
+                self.unacked_by_lm[lm].append(self.req_seq)
+                self.rec.decided(tasks, now)
+                self.port.send(self._lm_addr[lm], LaunchRequest(self.g, self.req_seq, tasks, workers, durs, users, dem))
+        self._dirty.clear()
+
+    def _offer(self, w: int, now: float) -> None:
+        """Worker ``w`` gained capacity in the view: give it to the first queued task(s) that fit."""
+        wm = int(self._masks[w])
+        usage = self._usage() if self.fair is not None else None
+        if self.resource_mode:
+            view = self.view
+            while True:
+                e = self.queue.pop_fitting(wm, lambda x: view.fits(w, x[E_DEMAND]), usage)
+                if e is None:
+                    return
+                self._book(e, w)
+        else:
+            e = self.queue.pop_fitting(wm, None, usage)
+            if e is None:
+                self.view.release(w, None)
+            else:
+                self._book(e, w)
+
+    def _apply_truth(self, workers: np.ndarray, state: np.ndarray) -> list[int]:
+        view = self.view
+        gained = []
+        if self.resource_mode:
+            for i, w in enumerate(workers.tolist()):
+                if view.apply_truth(w, state[i]):
+                    gained.append(w)
+        else:
+            for w, s in zip(workers.tolist(), state.tolist(), strict=True):
+                if view.apply_truth(w, s):
+                    gained.append(w)
+        return gained
+
+    # --- handlers -----------------------------------------------------------------------------------------
+    def _on_job(self, msg: JobArrival, now: float) -> None:
+        user = int(self.job_user[msg.job]) if self.job_user is not None else int(msg.user)
+        tasks = msg.tasks.tolist()
+        durs = msg.durations.tolist()
+        masks = msg.masks.tolist()
+        dem = msg.demands
+        place = self._place
+        for i, t in enumerate(tasks):
+            e = (t, durs[i], masks[i], None if dem is None else dem[i], user)
+            if not place(e, now):
+                self._contended(e, now)
+        self._flush(now)
+
+    def _ack(self, lm: int, upto: int) -> None:
+        """The LM processed every request of this GM up to ``upto``: they are no longer in flight."""
+        q = self.unacked_by_lm[lm]
+        while q and q[0] <= upto:
+            _, workers, dem, entries, rejected = self.unacked.pop(q.popleft())
+            self.view.acked(workers, dem)
+            if self.fair is not None:
+                for e in entries:
+                    if rejected is None or e[E_TASK] not in rejected:
+                        self._start_usage(e)
+
+    def _on_reply(self, msg: LaunchReply, now: float) -> None:
+        if self.fair is not None and msg.usage is not None:
+            self.lm_usage[msg.lm] = msg.usage
+        rejected_entries = []
+        pending = self.unacked.get(msg.req)
+        if pending is not None and msg.rejected.size:
+            rej = set(msg.rejected.tolist())
+            rejected_entries = [e for e in pending[3] if e[E_TASK] in rej]
+            self.counters["inconsistencies"] += len(rejected_entries)
+            self.unacked[msg.req] = (*pending[:4], rej)
+        self._ack(msg.lm, msg.acked)
+        gained = self._apply_truth(msg.delta_workers, msg.delta_state)
+        failed = [e for e in rejected_entries if not self._place(e, now)]
+        for e in reversed(failed):
+            self.queue.push_front(e)
+        for w in gained:
+            self._offer(w, now)
+        self._flush(now)
+
+    def _on_done(self, msg: TaskDone, now: float) -> None:
+        self._ack(msg.lm, msg.acked)
+        self.rec.completion_known(msg.tasks, now)
+        if self.fair is not None:
+            for t in msg.tasks.tolist():
+                self._end_usage(t)
+        view = self.view
+        if self.resource_mode:
+            for i, w in enumerate(msg.workers.tolist()):
+                view.give_back(w, msg.demands[i])
+                self._offer(w, now)
+        else:
+            for w in msg.workers.tolist():
+                self._offer(w, now)
+        self._flush(now)
+
+    def _on_delta(self, msg: StateDelta, now: float) -> None:
+        if self.fair is not None and msg.usage is not None:
+            self.lm_usage[msg.lm] = msg.usage
+        self._ack(msg.lm, msg.acked)
+        self.counters["updates_received"] += 1
+        for w in self._apply_truth(msg.workers, msg.state):
+            self._offer(w, now)
+        if self.preemption:
+            self._fair_retry(now)
+        self._flush(now)
+
+    # --- fairness -----------------------------------------------------------------------------------------
+    def _units(self, e: tuple) -> float:
+        return float(e[E_DEMAND][0]) if self.resource_mode else 1.0
+
+    def _start_usage(self, e: tuple) -> None:
+        self.running[e[E_TASK]] = e
+        self.own_usage[e[E_USER]] += self._units(e)
+
+    def _end_usage(self, task: int) -> tuple | None:
+        e = self.running.pop(task, None)
+        if e is not None:
+            self.own_usage[e[E_USER]] -= self._units(e)
+        return e
+
+    def _usage(self) -> np.ndarray:
+        u = self.lm_usage.sum(axis=0)
+        for user in self.my_users:  # exact for this GM's own users
+            u[user] = self.own_usage[user]
+        return u
+
+    def _contended(self, e: tuple, now: float) -> None:
+        """No worker anywhere in the view: queue, or (fairness) try to preempt an over-share user."""
+        if not self.preemption:
+            self.queue.push_back(e)
+            return
+        usage = self._usage()
+        if not self.fair.under_share(e[E_USER], usage):
+            self.queue.push_back(e)
+            return
+        victims = self.fair.victims(e[E_USER], usage)
+        if not self._try_preempt(e, victims, None, now):
+            self.queue.push_back(e)
+
+    def _try_preempt(self, e: tuple, victims: list[int], lms: list[int] | None, now: float) -> bool:
+        while victims:
+            v = victims[0]
+            if lms is None:
+                col = self.lm_usage[:, v]
+                lms = [int(x) for x in np.argsort(-col, kind="stable") if col[x] > 0]
+            if lms:
+                lm = lms.pop(0)
+                self.preempting[e[E_TASK]] = (e, victims, lms)
+                self.counters["preemption_attempts"] += 1
+                self.rec.decided(e[E_TASK], now)
+                self.port.send(
+                    self._lm_addr[lm],
+                    PreemptRequest(self.g, e[E_TASK], e[1], e[E_MASK], e[E_USER], v, e[E_DEMAND]),
+                )
+                return True
+            victims = victims[1:]
+            lms = None
+        return False
+
+    def _fair_retry(self, now: float) -> None:
+        """Under contention, let the head task of each under-share user try preemption again."""
+        usage = self._usage()
+        busy_users = {p[0][E_USER] for p in self.preempting.values()}
+        for u in self.my_users:
+            if u in busy_users or not self.fair.under_share(u, usage):
+                continue
+            q = self.queue.qs[u]
+            e = q.pop_front()
+            if e is None:
+                continue
+            if self._place(e, now):
+                continue
+            if not self._try_preempt(e, self.fair.victims(u, usage), None, now):
+                q.push_front(e, e[E_MASK])
+
+    def _on_preempt_reply(self, msg: PreemptReply, now: float) -> None:
+        if self.fair is not None and msg.usage is not None:
+            self.lm_usage[msg.lm] = msg.usage
+        self._ack(msg.lm, msg.acked)
+        e, victims, lms = self.preempting.pop(msg.task)
+        if msg.ok:
+            self._start_usage(e)
+            self.counters["preemptions_granted"] += 1
+        else:
+            self.counters["preemptions_refused"] += 1
+            if not self._try_preempt(e, victims, lms, now):
+                self.queue.push_back(e)
+        for w in self._apply_truth(msg.delta_workers, msg.delta_state):
+            self._offer(w, now)
+        self._flush(now)
+
+    def _on_preempted(self, msg: Preempted, now: float) -> None:
+        for t in msg.tasks.tolist():
+            e = self._end_usage(t)
+            if e is not None:
+                self.queue.push_front(e)
+                self.counters["tasks_requeued_after_preemption"] += 1
+
+    # --- high availability -------------------------------------------------------------------------------
+    def successor(self) -> GlobalMaster:
+        """A new GM at the same address that rebuilds its view from the LMs (the GM is stateless).
+
+        Only the work handed to this GM carries over — its queued tasks and its unacknowledged requests, as a
+        client would resubmit them; the view starts empty and is rebuilt from full LM snapshots.
+        """
+        new = GlobalMaster(
+            self.g, self.layout, self.rec, self.policy, self.batch_size, self.repartition, self.fair,
+            self.job_user, self.preemption, fresh_view=False,
+        )
+        new.queue = self.queue
+        new.unacked = self.unacked
+        new.unacked_by_lm = self.unacked_by_lm
+        new.running = self.running
+        new.preempting = self.preempting
+        for _, workers, dem, _, _ in self.unacked.values():  # keep reservations of requests still in flight
+            if self.resource_mode:
+                np.add.at(new.view.inflight, workers, dem)
+            else:
+                np.add.at(new.view.inflight, workers, 1)
+        if self.fair is not None:
+            new.own_usage = self.own_usage
+        return new

@@ -1,0 +1,290 @@
+"""The Local Master: owns one cluster, validates GMs' mappings against its true state, launches tasks.
+
+* A batch of mappings from a GM is validated one by one; a mapping to a worker that is no longer free is
+  an *inconsistency* and is rejected. The reply (one per batch) carries the rejected tasks and the LM's
+  pending delta for that GM: the workers changed by *other* GMs since that GM's last update, as truth.
+* Changes caused by a GM's own tasks are not put in its delta: it books its launches itself and learns of
+  its completions through :class:`TaskDone` (the IoT 2023 paper's enhancement against double booking).
+* Every ``heartbeat`` seconds each GM with pending changes gets a :class:`StateDelta`.
+* Resource mode: a task launched in another GM's partition of a node carves a logical node of exactly the
+  task's request into that GM's partition (repartition at resource granularity).
+* Fairness: a preemption request is verified against the LM's true state — the victim must be over its
+  share within this cluster and run tasks on a worker that suits the requester — then the victim's tasks
+  are killed and the requester's task launched in their place.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.constraints import MASK_DTYPE
+from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
+from megha.schedulers.megha.fairness import FairShare
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.messages import (
+    LaunchReply,
+    LaunchRequest,
+    Preempted,
+    PreemptReply,
+    PreemptRequest,
+    StateDelta,
+    SyncRequest,
+    TaskDone,
+)
+from megha.schedulers.megha.state import ResourceCluster, SlotCluster
+from megha.sim.component import Component
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class LocalMaster(Component):
+    """Megha LM ``l`` for the contiguous worker range ``layout.lm_lo[l]:layout.lm_hi[l]``."""
+
+    kind = "lm"
+
+    def __init__(
+        self,
+        l: int,  # noqa: E741 - the papers' name
+        layout: MeghaLayout,
+        recorder: TaskRecorder,
+        heartbeat: float = 5.0,
+        fair: FairShare | None = None,
+        reply_always: bool = False,
+    ) -> None:
+        super().__init__(layout.lm_address(l))
+        self.l = l
+        self.layout = layout
+        self.rec = recorder
+        self.heartbeat = heartbeat
+        self.fair = fair
+        lo, hi = int(layout.lm_lo[l]), int(layout.lm_hi[l])
+        self.lo, self.hi = lo, hi
+        if layout.capacity is None:
+            self.cluster: SlotCluster | ResourceCluster = SlotCluster(lo, hi - lo)
+            self.total_units = float(hi - lo)
+        else:
+            self.cluster = ResourceCluster(lo, layout.capacity[lo:hi].copy())
+            self.total_units = float(layout.capacity[lo:hi, 0].sum())
+        self.resource_mode = layout.capacity is not None
+        self.reply_always = reply_always
+        self.G = layout.n_gms
+        self.processed = [0] * layout.n_gms  # highest request id processed, per GM
+        self.pending: list[dict[int, None]] = [{} for _ in range(self.G)]
+        self.gm_addr = [layout.gm_address(g) for g in range(self.G)]
+        self.pool = layout.pool_address(l)
+        self._part = layout.part_of
+        self._masks = layout.worker_masks
+        self.usage = np.zeros(fair.n_users) if fair is not None else None
+        self.user_tasks: dict[int, dict[int, int]] = {}  # fairness: user -> {task: worker}
+        self.kill_pending: dict[int, tuple] = {}  # task -> (owner gm, worker, demand)
+        self._phase = 0.0
+        self._armed = False
+        self.counters: Counter = Counter()
+        self._handlers = {
+            LaunchRequest: self._on_request,
+            Finished: self._on_finished,
+            Killed: self._on_killed,
+            SyncRequest: self._on_sync,
+            PreemptRequest: self._on_preempt,
+        }
+
+    def on_start(self, now: float) -> None:
+        # heartbeats fall on a fixed grid, staggered over one period between LMs; the timer is armed only
+        # while there is something to report, so an idle LM costs no events
+        self._phase = now + self.heartbeat * (self.l + 1) / max(self.layout.n_lms, 1)
+
+    def _arm(self, now: float) -> None:
+        h = self.heartbeat
+        k = max(0.0, (now - self._phase) // h + 1)
+        self.port.set_timer(self._phase + k * h - now, "heartbeat")
+        self._armed = True
+
+    def on_message(self, msg, now: float) -> None:
+        h = self._handlers.get(type(msg))
+        if h is None:
+            raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
+        h(msg, now)
+
+    # --- bookkeeping helpers -----------------------------------------------------------------------------
+    def _changed(self, w: int, by_gm: int, now: float) -> None:
+        """Worker ``w`` changed because of GM ``by_gm``'s task: every other GM must hear of it."""
+        if not self._armed:
+            self._arm(now)
+        for g, p in enumerate(self.pending):
+            if g == by_gm:
+                p.pop(w, None)
+            else:
+                p[w] = None
+
+    def _units(self, demand) -> float:
+        return float(demand[0]) if self.resource_mode else 1.0
+
+    def _delta_for(self, gm: int, extra: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        p = self.pending[gm]
+        workers = list(p)
+        if extra:
+            workers.extend(w for w in extra if w not in p)
+        self.pending[gm] = {}
+        return np.array(workers, dtype=np.int64), self.cluster.truth(workers)
+
+    def _usage_copy(self) -> np.ndarray | None:
+        return None if self.usage is None else self.usage.copy()
+
+    # --- handlers ------------------------------------------------------------------------------------------
+    def _on_request(self, msg: LaunchRequest, now: float) -> None:
+        gm = msg.gm
+        cluster = self.cluster
+        tasks = msg.tasks.tolist()
+        workers = msg.workers.tolist()
+        users = msg.users.tolist()
+        dem = msg.demands
+        acc: list[int] = []
+        rej_t: list[int] = []
+        rej_w: list[int] = []
+        part = self._part
+        repart = 0
+        for i, t in enumerate(tasks):
+            w = workers[i]
+            d = None if dem is None else dem[i]
+            if cluster.try_place(w, t, d, gm, users[i]):
+                acc.append(i)
+                if part[w] != gm:
+                    repart += 1
+                    if self.resource_mode:
+                        cluster.carve(w, t, gm, d)
+                self._changed(w, gm, now)
+                if self.usage is not None:
+                    self.usage[users[i]] += self._units(d)
+                    self.user_tasks.setdefault(users[i], {})[t] = w
+            else:
+                rej_t.append(t)
+                rej_w.append(w)
+        if repart:
+            self.counters["repartitions"] += repart
+        if acc:
+            if len(acc) == len(tasks):
+                lt, lw, ld, ldem = msg.tasks, msg.workers, msg.durations, dem
+            else:
+                a = np.array(acc, dtype=np.int64)
+                lt, lw, ld = msg.tasks[a], msg.workers[a], msg.durations[a]
+                ldem = None if dem is None else dem[a]
+            self.port.send(self.pool, Launch(lt, lw, ld, self.address, ldem))
+        self.processed[gm] = msg.req
+        if rej_t:
+            self.counters["inconsistencies"] += len(rej_t)
+        if rej_t or self.reply_always:
+            dw, ds = self._delta_for(gm, rej_w)
+            self.port.send(
+                self.gm_addr[gm],
+                LaunchReply(self.l, msg.req, np.array(rej_t, dtype=np.int64), dw, ds, self._usage_copy(), msg.req),
+            )
+
+    def _on_finished(self, msg: Finished, now: float) -> None:
+        cluster = self.cluster
+        by_gm: dict[int, list[int]] = {}
+        dem = msg.demands
+        for i, (t, w) in enumerate(zip(msg.tasks.tolist(), msg.workers.tolist(), strict=True)):
+            d = None if dem is None else dem[i]
+            kp = self.kill_pending.pop(t, None)
+            if kp is not None:  # finished before the kill reached the worker: a normal completion
+                gm = kp[0]
+            else:
+                gm, user = cluster.remove(w, t, d)
+                self._changed(w, gm, now)
+                if self.usage is not None:
+                    self.usage[user] -= self._units(d)
+                    self.user_tasks.get(user, {}).pop(t, None)
+            by_gm.setdefault(gm, []).append(i)
+        for gm, idx in by_gm.items():
+            if len(idx) == msg.tasks.size:
+                self.port.send(self.gm_addr[gm], TaskDone(self.l, msg.tasks, msg.workers, dem, self.processed[gm]))
+            else:
+                a = np.array(idx, dtype=np.int64)
+                self.port.send(
+                    self.gm_addr[gm],
+                    TaskDone(self.l, msg.tasks[a], msg.workers[a], None if dem is None else dem[a], self.processed[gm]),
+                )
+
+    def on_timer(self, key, now: float) -> None:
+        self._armed = False
+        for g in range(self.G):
+            if self.pending[g]:
+                dw, ds = self._delta_for(g)
+                self.port.send(self.gm_addr[g], StateDelta(self.l, dw, ds, False, self._usage_copy(), self.processed[g]))
+                self.counters["updates_sent"] += 1
+            elif self.usage is not None:
+                self.port.send(self.gm_addr[g], StateDelta(self.l, _EMPTY, self.cluster.truth([]), False,
+                                                           self._usage_copy(), self.processed[g]))
+                self.counters["updates_sent"] += 1
+
+    def _on_sync(self, msg: SyncRequest, now: float) -> None:
+        workers = list(range(self.lo, self.hi))
+        self.pending[msg.gm] = {}
+        self.counters["snapshots_sent"] += 1
+        self.port.send(
+            self.gm_addr[msg.gm],
+            StateDelta(self.l, np.array(workers, dtype=np.int64), self.cluster.truth(workers), True,
+                       self._usage_copy(), self.processed[msg.gm]),
+        )
+
+    # --- fairness: verified preemption ----------------------------------------------------------------------
+    def _on_preempt(self, msg: PreemptRequest, now: float) -> None:
+        self.counters["preemption_requests"] += 1
+        chosen = None
+        fair = self.fair
+        if fair is not None and self.usage is not None:
+            over = self.usage[msg.victim] / self.total_units > fair.shares[msg.victim] + 1e-12
+            if over:
+                need = np.uint32(msg.mask)
+                for _, w in sorted(self.user_tasks.get(msg.victim, {}).items()):
+                    if (need & ~self._masks[w].astype(MASK_DTYPE)) != 0:
+                        continue
+                    victims = self.cluster.victims_on(w, msg.victim, msg.demand)
+                    if victims:
+                        chosen = (w, victims)
+                        break
+        if chosen is None:
+            self.counters["preemptions_refused"] += 1
+            dw, ds = self._delta_for(msg.gm)
+            self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, msg.task, False, -1, dw, ds, self._usage_copy(),
+                                                              self.processed[msg.gm]))
+            return
+        w, victims = chosen
+        for t in victims:
+            d = self.cluster.tasks_on[w - self.lo][t][2] if self.resource_mode else None
+            owner, user = self.cluster.remove(w, t, d)
+            self.kill_pending[t] = (owner, w, d)
+            self.usage[user] -= self._units(d)
+            self.user_tasks.get(user, {}).pop(t, None)
+        self.counters["preemptions"] += len(victims)
+        self.port.send(self.pool, Kill(np.array(victims, dtype=np.int64), self.address))
+        placed = self.cluster.try_place(w, msg.task, msg.demand, msg.gm, msg.user)
+        assert placed, "preemption freed too little"
+        if self._part[w] != msg.gm:
+            self.counters["repartitions"] += 1
+            if self.resource_mode:
+                self.cluster.carve(w, msg.task, msg.gm, msg.demand)
+        self._changed(w, msg.gm, now)
+        self.usage[msg.user] += self._units(msg.demand)
+        self.user_tasks.setdefault(msg.user, {})[msg.task] = w
+        dem = None if msg.demand is None else np.asarray(msg.demand, dtype=np.float64)[None, :]
+        self.port.send(
+            self.pool,
+            Launch(np.array([msg.task], dtype=np.int64), np.array([w], dtype=np.int64),
+                   np.array([msg.duration]), self.address, dem),
+        )
+        dw, ds = self._delta_for(msg.gm)
+        self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, msg.task, True, w, dw, ds, self._usage_copy(),
+                                                          self.processed[msg.gm]))
+
+    def _on_killed(self, msg: Killed, now: float) -> None:
+        by_gm: dict[int, list[int]] = {}
+        for t in msg.tasks.tolist():
+            kp = self.kill_pending.pop(t, None)
+            if kp is not None:
+                by_gm.setdefault(kp[0], []).append(t)
+        for gm, ts in by_gm.items():
+            self.port.send(self.gm_addr[gm], Preempted(self.l, np.array(ts, dtype=np.int64)))

@@ -1,0 +1,141 @@
+"""Messages between Megha's Global Masters (GMs) and Local Masters (LMs).
+
+Every LM → GM message carries ``acked``, the highest launch-request id of that GM the LM has processed
+(channels are FIFO, so acknowledgements are cumulative); a batch gets its own reply only when a mapping was
+rejected, unless the deployment asks for a reply to every batch.
+
+Worker state travels as *absolute truth* for the workers that changed: in slot mode a boolean "free", in
+resource mode the free resource vector. A GM turns truth into its view by subtracting its own launch
+requests the LM has not processed yet (channels are FIFO, so those are exactly its unacknowledged
+requests); the view is therefore self-correcting, and a freed worker is never booked twice by its own GM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(slots=True)
+class LaunchRequest:
+    """GM → LM: a batch of task-to-worker mappings to validate and launch."""
+
+    gm: int
+    req: int  # per-GM sequence number, echoed in the reply
+    tasks: np.ndarray
+    workers: np.ndarray
+    durations: np.ndarray
+    users: np.ndarray
+    demands: np.ndarray | None = None  # [n, R] in resource mode
+
+    @property
+    def alloc_tasks(self) -> np.ndarray:
+        return self.tasks
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
+
+
+@dataclass(slots=True)
+class LaunchReply:
+    """LM → GM: which mappings were rejected (inconsistencies), plus the LM's pending delta for that GM."""
+
+    lm: int
+    req: int
+    rejected: np.ndarray  # task ids
+    delta_workers: np.ndarray
+    delta_state: np.ndarray  # bool free (slot) or [k, R] free resources (resource)
+    usage: np.ndarray | None = None  # per-user resources in use in this LM's cluster (fairness)
+    acked: int = 0  # highest request id of this GM the LM has processed (cumulative acknowledgement)
+
+    @property
+    def alloc_tasks(self) -> np.ndarray:
+        return self.rejected
+
+    def __len__(self) -> int:
+        return int(self.rejected.size + self.delta_workers.size)
+
+
+@dataclass(slots=True)
+class TaskDone:
+    """LM → GM: tasks of that GM finished; their workers' resources are the GM's to reuse."""
+
+    lm: int
+    tasks: np.ndarray
+    workers: np.ndarray
+    demands: np.ndarray | None = None
+    acked: int = 0
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
+
+
+@dataclass(slots=True)
+class StateDelta:
+    """LM → GM heartbeat: truth of the workers that changed since the last update (or all, if ``full``)."""
+
+    lm: int
+    workers: np.ndarray
+    state: np.ndarray
+    full: bool = False
+    usage: np.ndarray | None = None
+    acked: int = 0
+
+    def __len__(self) -> int:
+        return int(self.workers.size)
+
+
+@dataclass(slots=True)
+class SyncRequest:
+    """GM → LM: a (re)started GM asks for a full snapshot of the LM's cluster."""
+
+    gm: int
+
+
+@dataclass(slots=True)
+class PreemptRequest:
+    """GM → LM: preempt tasks of ``victim`` so that ``task`` (of an under-share user) can run."""
+
+    gm: int
+    task: int
+    duration: float
+    mask: int
+    user: int
+    victim: int
+    demand: np.ndarray | None = None
+
+    @property
+    def alloc_tasks(self) -> np.ndarray:
+        return np.array([self.task], dtype=np.int64)
+
+
+@dataclass(slots=True)
+class PreemptReply:
+    """LM → GM: whether the preemption was verified (then ``task`` was launched on ``worker``)."""
+
+    lm: int
+    task: int
+    ok: bool
+    worker: int = -1
+    delta_workers: np.ndarray = field(default_factory=lambda: _EMPTY_I)
+    delta_state: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    usage: np.ndarray | None = None
+    acked: int = 0
+
+    @property
+    def alloc_tasks(self) -> np.ndarray:
+        return np.array([self.task], dtype=np.int64)
+
+
+@dataclass(slots=True)
+class Preempted:
+    """LM → GM: these tasks of the GM were preempted and must be queued again."""
+
+    lm: int
+    tasks: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)

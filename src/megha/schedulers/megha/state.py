@@ -1,0 +1,235 @@
+"""State strategies: a GM's (possibly stale) view of the datacenter and an LM's true cluster state.
+
+Two modes share one GM and one LM implementation through these small objects:
+
+* **slot mode** — a worker runs one task; the GM's view is a packed availability bit vector kept up to
+  date incrementally, so matching a task is one AND with the cached constraint vector;
+* **resource mode** — a worker has a resource vector (CPU, memory); the GM's view holds free resources per
+  worker and the LM places several tasks on one node, carving *logical nodes* for other GMs' partitions
+  (the repartition operation of the Megha paper, §IV-B4).
+
+In both modes ``view = LM truth − own unprocessed reservations`` (see :mod:`.messages`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.model.matching import SegmentedIndex
+
+_EPS = 1e-9
+_ONE = np.uint64(1)
+
+
+class SlotView:
+    """GM view in slot mode: one bit per worker (free in the view), plus own in-flight reservations."""
+
+    resource_mode = False
+
+    def __init__(self, idx: SegmentedIndex, n_workers: int, all_free: bool = True) -> None:
+        self.idx = idx
+        self.avail = idx.all_available() if all_free else idx.none_available()
+        self.n_free = n_workers if all_free else 0
+        self.inflight = np.zeros(n_workers, dtype=np.int32)
+        self._flag = bytearray([1 if all_free else 0]) * n_workers  # free in the view (mirror of avail bits)
+        self._bit = idx.bit_of_worker.tolist()
+
+    def candidates(self, mask: int, demand) -> np.ndarray | None:
+        """Workers free in the view that satisfy ``mask``; None when nothing is free at all."""
+        if self.n_free <= 0:
+            return None
+        return self.idx.candidates(self.avail, mask)
+
+    def is_free(self, w: int) -> bool:
+        return bool(self._flag[w])
+
+    def _set(self, w: int, free: bool) -> None:
+        b = self._bit[w]
+        if free:
+            self.avail[b >> 6] |= _ONE << np.uint64(b & 63)
+            self.n_free += 1
+        else:
+            self.avail[b >> 6] &= ~(_ONE << np.uint64(b & 63))
+            self.n_free -= 1
+        self._flag[w] = free
+
+    def take(self, w: int, demand) -> None:
+        """The GM books ``w`` for one of its tasks (a launch request is about to be sent)."""
+        if self._flag[w]:
+            self._set(w, False)
+        self.inflight[w] += 1
+
+    def release(self, w: int, demand) -> None:
+        """``w`` is free in the view (no queued task wanted it)."""
+        if not self._flag[w]:
+            self._set(w, True)
+
+    def acked(self, workers: np.ndarray, demands) -> None:
+        """The LM processed a request: its reservations are no longer in flight."""
+        np.subtract.at(self.inflight, workers, 1)
+
+    def fits(self, w: int, demand) -> bool:
+        return True
+
+    def apply_truth(self, w: int, truth) -> bool:
+        """Set the view of ``w`` from the LM's truth; True when ``w`` became free in the view (offer it)."""
+        free = bool(truth) and self.inflight[w] == 0
+        has = self._flag[w]
+        if free and not has:
+            return True
+        if not free and has:
+            self._set(w, False)
+        return False
+
+    def forget(self, w: int) -> None:
+        """Mark ``w`` busy in the view (used when rebuilding)."""
+        if self._flag[w]:
+            self._set(w, False)
+
+
+class ResourceView:
+    """GM view in resource mode: free resources per worker, plus own in-flight reservations."""
+
+    resource_mode = True
+
+    def __init__(self, idx: SegmentedIndex, capacity: np.ndarray, all_free: bool = True) -> None:
+        self.idx = idx
+        self.free = capacity.copy() if all_free else np.zeros_like(capacity)
+        self.inflight = np.zeros_like(capacity)
+
+    def candidates(self, mask: int, demand: np.ndarray) -> np.ndarray | None:
+        fits = (self.free >= demand - _EPS).all(axis=1)
+        if not fits.any():
+            return None
+        return np.bitwise_and(self.idx.pack_workers(fits), self.idx.static_vector(mask))
+
+    def is_free(self, w: int) -> bool:
+        return bool((self.free[w] > _EPS).any())
+
+    def take(self, w: int, demand: np.ndarray) -> None:
+        self.free[w] -= demand
+        self.inflight[w] += demand
+
+    def release(self, w: int, demand) -> None:
+        pass  # resources were already added by give_back / apply_truth
+
+    def give_back(self, w: int, demand: np.ndarray) -> None:
+        self.free[w] += demand
+
+    def acked(self, workers: np.ndarray, demands: np.ndarray) -> None:
+        np.subtract.at(self.inflight, workers, demands)
+        np.maximum(self.inflight, 0.0, out=self.inflight)
+
+    def fits(self, w: int, demand: np.ndarray) -> bool:
+        return bool((demand <= self.free[w] + _EPS).all())
+
+    def apply_truth(self, w: int, truth: np.ndarray) -> bool:
+        new = truth - self.inflight[w]
+        gained = bool((new > self.free[w] + _EPS).any())
+        self.free[w] = new
+        return gained
+
+    def forget(self, w: int) -> None:
+        self.free[w] = 0.0
+
+
+class SlotCluster:
+    """An LM's true state in slot mode: which task (of which GM and user) runs on each of its workers."""
+
+    resource_mode = False
+
+    def __init__(self, lo: int, n: int) -> None:
+        self.lo = lo
+        self.task = [-1] * n
+        self.owner = [-1] * n
+        self.user = [-1] * n
+
+    def try_place(self, w: int, task: int, demand, gm: int, user: int) -> bool:
+        i = w - self.lo
+        if self.task[i] >= 0:
+            return False
+        self.task[i] = task
+        self.owner[i] = gm
+        self.user[i] = user
+        return True
+
+    def remove(self, w: int, task: int, demand) -> tuple[int, int]:
+        """Free the worker of a finished/killed task; returns (owner GM, user)."""
+        i = w - self.lo
+        gm, user = self.owner[i], self.user[i]
+        self.task[i] = -1
+        self.owner[i] = -1
+        self.user[i] = -1
+        return gm, user
+
+    def truth(self, workers: list[int]) -> np.ndarray:
+        return np.array([self.task[w - self.lo] < 0 for w in workers], dtype=bool)
+
+    def victims_on(self, w: int, victim: int, demand) -> list[int] | None:
+        """Tasks of ``victim`` whose preemption makes room for ``demand`` on ``w``, or None."""
+        i = w - self.lo
+        if self.user[i] == victim and self.task[i] >= 0:
+            return [self.task[i]]
+        return None
+
+    def usage_units(self, demand) -> float:
+        return 1.0
+
+
+class ResourceCluster:
+    """An LM's true state in resource mode: free resources per node and the tasks on each node.
+
+    A task placed for a GM outside that GM's home partition of the node is a *logical node* carved out of
+    the real node (``lent``): exactly the task's request moves into the GM's partition until it finishes.
+    """
+
+    resource_mode = True
+
+    def __init__(self, lo: int, capacity: np.ndarray) -> None:
+        self.lo = lo
+        self.capacity = capacity
+        self.free = capacity.copy()
+        self.lent = np.zeros_like(capacity)  # resources carved out into other GMs' partitions
+        self.tasks_on: list[dict[int, tuple[int, int, np.ndarray]]] = [{} for _ in range(capacity.shape[0])]
+        self.logical: dict[int, tuple[int, int]] = {}  # task -> (worker, gm) for carved logical nodes
+
+    def try_place(self, w: int, task: int, demand: np.ndarray, gm: int, user: int) -> bool:
+        i = w - self.lo
+        if (demand > self.free[i] + _EPS).any():
+            return False
+        self.free[i] -= demand
+        self.tasks_on[i][task] = (gm, user, demand)
+        return True
+
+    def carve(self, w: int, task: int, gm: int, demand: np.ndarray) -> None:
+        """Record a logical node of ``demand`` on ``w`` assigned to GM ``gm``'s partition."""
+        self.lent[w - self.lo] += demand
+        self.logical[task] = (w, gm)
+
+    def remove(self, w: int, task: int, demand) -> tuple[int, int]:
+        i = w - self.lo
+        gm, user, d = self.tasks_on[i].pop(task)
+        self.free[i] += d
+        if self.logical.pop(task, None) is not None:
+            self.lent[i] -= d
+        return gm, user
+
+    def truth(self, workers: list[int]) -> np.ndarray:
+        if not workers:
+            return np.zeros((0, self.free.shape[1]))
+        return self.free[np.asarray(workers, dtype=np.int64) - self.lo].copy()
+
+    def victims_on(self, w: int, victim: int, demand: np.ndarray) -> list[int] | None:
+        i = w - self.lo
+        have = self.free[i].copy()
+        chosen = []
+        for t, (_, user, d) in self.tasks_on[i].items():
+            if user == victim:
+                chosen.append(t)
+                have = have + d
+                if (demand <= have + _EPS).all():
+                    return chosen
+        return None
+
+    def usage_units(self, demand: np.ndarray) -> float:
+        return float(demand[0])
