@@ -93,7 +93,7 @@ def _run_sequence(seed: int, n_nodes: int, n_steps: int) -> None:
             live_nodes.remove(v)
             other = int(rng.choice(live_nodes))
             s = int(net.supplies([v])[0])
-            net.remove_nodes([v])
+            net.remove_nodes([v], unwind=bool(rng.random() < 0.5))
             net.set_supplies([other], [int(net.supplies([other])[0]) + s])
         elif op == 7 and live_arcs.size:  # a hand-made flow change (as when a placed task is retired)
             a = int(rng.choice(live_arcs))

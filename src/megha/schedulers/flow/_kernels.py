@@ -237,6 +237,46 @@ def k_remove_nodes(N, A, H, M, FN, FA, DN, ids):
 
 
 @njit(cache=True)
+def k_unwind(N, A, H, M, DN, DA, ids, max_len):
+    """Take each node's supply back out of the flow before the node is removed.
+
+    For every unit of positive supply of a node, follow arcs carrying flow above their lower bound down to a
+    node with negative supply (a sink) and lower the flow by one on the way, so that removing the node leaves
+    no imbalance behind (a departing task just returns its unit to the sink). The touched arcs are re-checked
+    by the next solve. A walk that meets no such arc stops; what it leaves is repaired by the next solve.
+    """
+    for i in range(ids.size):
+        v = ids[i]
+        if v < 0 or v >= M[M_NHW] or N[N_ALIVE, v] == 0:
+            continue
+        for _ in range(max(N[N_SUP, v], 0)):
+            x = v
+            steps = 0
+            while steps < max_len:
+                h = N[N_FIRST, x]
+                found = -1
+                while h >= 0:
+                    if h & 1 == 0 and A[A_FLOW, h >> 1] > 0:
+                        found = h
+                        break
+                    h = H[H_NEXT, h]
+                if found < 0:
+                    break
+                a = found >> 1
+                w = H[H_TO, found]
+                A[A_FLOW, a] -= 1
+                N[N_EXC, x] += 1
+                N[N_EXC, w] -= 1
+                _mark_node(N, M, DN, x)
+                _mark_node(N, M, DN, w)
+                _mark_arc(A, M, DA, a)
+                x = w
+                steps += 1
+                if N[N_SUP, x] < 0:
+                    break
+
+
+@njit(cache=True)
 def k_set_costs(A, M, DA, ids, costs):
     for i in range(ids.size):
         a = ids[i]
@@ -346,42 +386,49 @@ def k_reset_solution(N, A, H, M, DN, DA):
 
 
 # ------------------------------------------------------------------------------------------------ heap
+# entries are (distance, tie, node); among equal distances the node of lowest degree comes first, so a
+# search that can finish through a small node never scans a hub (an aggregator or the sink) at that distance
 @njit(cache=True)
-def _hpush(hd, hv, n, d, v):
+def _hpush(hd, ht, hv, n, d, t, v):
     i = n
     while i > 0:
         p = (i - 1) >> 1
-        if hd[p] <= d:
+        if hd[p] < d or (hd[p] == d and ht[p] <= t):
             break
         hd[i] = hd[p]
+        ht[i] = ht[p]
         hv[i] = hv[p]
         i = p
     hd[i] = d
+    ht[i] = t
     hv[i] = v
     return n + 1
 
 
 @njit(cache=True)
-def _hpop(hd, hv, n):
-    """Remove the root of a heap of size ``n`` (the caller reads hd[0], hv[0] first); returns the new size."""
+def _hpop(hd, ht, hv, n):
+    """Remove the root of a heap of size ``n`` (the caller reads the root first); returns the new size."""
     n -= 1
     if n == 0:
         return 0
     d = hd[n]
+    t = ht[n]
     v = hv[n]
     i = 0
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and hd[c + 1] < hd[c]:
+        if c + 1 < n and (hd[c + 1] < hd[c] or (hd[c + 1] == hd[c] and ht[c + 1] < ht[c])):
             c += 1
-        if hd[c] >= d:
+        if hd[c] > d or (hd[c] == d and ht[c] >= t):
             break
         hd[i] = hd[c]
+        ht[i] = ht[c]
         hv[i] = hv[c]
         i = c
     hd[i] = d
+    ht[i] = t
     hv[i] = v
     return n
 
@@ -413,7 +460,7 @@ def _push_half(N, A, H, h, delta):
 
 
 @njit(cache=True)
-def _search(N, A, H, M, hd, hv, settled, src, forward):
+def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
     """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
 
     Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
@@ -425,7 +472,7 @@ def _search(N, A, H, M, hd, hv, settled, src, forward):
     N[N_STAMP, src] = cur
     N[N_DIST, src] = 0
     N[N_PRED, src] = -1
-    n = _hpush(hd, hv, 0, 0, src)
+    n = _hpush(hd, ht, hv, 0, 0, 0, src)
     ub = INF
     best = -1
     ns = 0
@@ -433,7 +480,7 @@ def _search(N, A, H, M, hd, hv, settled, src, forward):
     while n > 0:
         d = hd[0]
         u = hv[0]
-        n = _hpop(hd, hv, n)
+        n = _hpop(hd, ht, hv, n)
         if d >= ub:
             break
         if N[N_DONE, u] == cur or N[N_DIST, u] != d:
@@ -477,7 +524,7 @@ def _search(N, A, H, M, hd, hv, settled, src, forward):
                         ub = nd
                         best = w
                     else:
-                        n = _hpush(hd, hv, n, nd, w)
+                        n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
             h = H[H_NEXT, h]
     M[M_SCANS] += scans
     M[M_SETTLED] += ns
@@ -576,7 +623,7 @@ def _fix_arc(N, A, H, M, DN, a):
 
 
 @njit(cache=True)
-def k_solve(N, A, H, M, DN, DA, hd, hv, settled, active):
+def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active):
     """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal)."""
     # 1. price new nodes
     nd = M[M_NDN]
@@ -618,7 +665,7 @@ def k_solve(N, A, H, M, DN, DA, hd, hv, settled, active):
         v = active[i]
         N[N_FLAG, v] &= ~F_ACTIVE
         while N[N_EXC, v] != 0:
-            moved = _search(N, A, H, M, hd, hv, settled, v, N[N_EXC, v] > 0)
+            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0)
             if moved == 0:
                 break
     for i in range(k):

@@ -146,9 +146,17 @@ class FlowNetwork:
     def remove_arcs(self, ids) -> None:
         K.k_remove_arcs(self.N, self.A, self.H, self.M, self.FA, self.DN, _i64(ids, name="arc ids"))
 
-    def remove_nodes(self, ids) -> None:
-        """Remove nodes and every arc touching them."""
-        K.k_remove_nodes(self.N, self.A, self.H, self.M, self.FN, self.FA, self.DN, _i64(ids, name="node ids"))
+    def remove_nodes(self, ids, unwind: bool = True) -> None:
+        """Remove nodes and every arc touching them.
+
+        With ``unwind`` (default) the supply of each removed node is first taken back out of the flow along
+        flow-carrying arcs down to a sink (see :func:`~megha.schedulers.flow._kernels.k_unwind`), so a departing
+        task costs the incremental solver no search; the result is optimal either way.
+        """
+        i = _i64(ids, name="node ids")
+        if unwind:
+            K.k_unwind(self.N, self.A, self.H, self.M, self.DN, self.DA, i, 64)
+        K.k_remove_nodes(self.N, self.A, self.H, self.M, self.FN, self.FA, self.DN, i)
 
     def set_costs(self, ids, costs) -> None:
         i = self._live_arcs(ids)
@@ -256,12 +264,17 @@ class FlowNetwork:
         return out
 
     def total_cost(self) -> int:
-        """``Σ cost · true flow`` over the live arcs (Python int, no overflow)."""
-        a = self.alive_arcs()
-        f = self.A[K.A_FLOW, a] + self.A[K.A_LOW, a]
-        c = self.A[K.A_COST, a]
-        nz = f != 0
-        return int(sum(int(x) * int(y) for x, y in zip(f[nz].tolist(), c[nz].tolist(), strict=True)))
+        """``Σ cost · true flow`` over the live arcs (exact: falls back to Python ints if int64 could overflow)."""
+        hw = int(self.M[K.M_AHW])
+        alive = self.A[K.A_ALIVE, :hw] == 1
+        f = np.where(alive, self.A[K.A_FLOW, :hw] + self.A[K.A_LOW, :hw], 0)
+        c = self.A[K.A_COST, :hw]
+        if hw == 0:
+            return 0
+        if float(np.abs(f).sum()) * float(np.abs(c).max()) < 2.0**62:
+            return int(np.dot(f, c))
+        nz = np.flatnonzero(f)
+        return sum(int(x) * int(y) for x, y in zip(f[nz].tolist(), c[nz].tolist(), strict=True))
 
     def export(self) -> Exported:
         """Compact arrays of the live graph (for from-scratch solvers)."""

@@ -66,6 +66,7 @@ class IncrementalSolver(Solver):
             self._scratch = (
                 np.zeros(heap, dtype=np.int64),
                 np.zeros(heap, dtype=np.int64),
+                np.zeros(heap, dtype=np.int64),
                 np.zeros(cap[0] + 1, dtype=np.int64),
                 np.zeros(cap[0] + 1, dtype=np.int64),
             )
@@ -79,8 +80,8 @@ class IncrementalSolver(Solver):
             net.reset_solution()
         _check_balanced(net)
         before = net.stats()
-        hd, hv, settled, active = self._arrays(net)
-        left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, hv, settled, active)
+        hd, ht, hv, settled, active = self._arrays(net)
+        left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, ht, hv, settled, active)
         net.solution_owner = self.name
         seconds = time.perf_counter() - t0
         after = net.stats()

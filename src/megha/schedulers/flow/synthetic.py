@@ -1,0 +1,154 @@
+"""Quincy-shaped scheduling graphs with task churn, for benchmarks and the latency reproduction.
+
+:class:`ChurnGraph` keeps a :class:`~megha.schedulers.flow.network.FlowNetwork` shaped like the scheduler's
+graph (DESIGN §5.6): every task node has supply 1 and arcs to a few preferred machines (data-locality costs),
+to a cluster aggregator ``X`` that reaches every machine (the "anywhere" cost), and to its job's unscheduled
+aggregator ``U_j``; ``U_j → S`` carries the Quincy fairness bounds ``[N_j − A_j, N_j]`` (max-min fair share
+``A_j``) and the job's waiting cost; machines reach the sink ``S`` with their slots as capacity.
+:meth:`ChurnGraph.step` removes a fraction of the tasks and adds as many new ones (new jobs), as a scheduler
+would between two rounds. Everything is drawn from one seeded generator, so two runs see the same rounds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.schedulers.flow.fairness import max_min_shares
+from megha.schedulers.flow.network import BIG, FlowNetwork
+
+
+class ChurnGraph:
+    """A scheduling-shaped flow network whose tasks come and go (see the module docstring)."""
+
+    def __init__(
+        self,
+        n_machines: int,
+        slots: int,
+        n_tasks: int,
+        rng: np.random.Generator,
+        preferred: int = 10,
+        mean_job_size: float = 20.0,
+        any_cost: int = 150,
+        wait_cost: int = 400,
+        fairness: bool = True,
+        job_sizes: np.ndarray | None = None,
+    ) -> None:
+        self.rng = rng
+        self.n_machines = n_machines
+        self.slots = slots
+        self.preferred = preferred
+        self.mean_job_size = mean_job_size
+        self.any_cost = any_cost
+        self.wait_cost = wait_cost
+        self.fairness = fairness
+        self._sizes = job_sizes
+        n_arcs = n_tasks * (preferred + 3) + 3 * n_machines
+        self.net = FlowNetwork(node_capacity=n_tasks + n_machines + n_tasks // 2 + 16, arc_capacity=n_arcs)
+        net = self.net
+        self.sink = net.add_node(0)
+        net.balance_node = self.sink
+        self.machines = net.add_nodes(np.zeros(n_machines, dtype=np.int64))
+        self.machine_arcs = net.add_arcs(self.machines, np.full(n_machines, self.sink), 0, slots)
+        self.x = net.add_node(0)
+        net.add_arcs(np.full(n_machines, self.x), self.machines, 0, slots)
+        self.job_u: dict[int, int] = {}  # job -> U node
+        self.job_arc: dict[int, int] = {}  # job -> U→S arc
+        self.job_tasks: dict[int, list[int]] = {}
+        self.task_job: dict[int, int] = {}
+        self.next_job = 0
+        self._add_tasks(n_tasks)
+        self._update_jobs(set(self.job_tasks))
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.task_job)
+
+    def _job_size(self) -> int:
+        if self._sizes is not None and self._sizes.size:
+            return int(self._sizes[int(self.rng.integers(0, self._sizes.size))])
+        return int(self.rng.geometric(1.0 / self.mean_job_size))
+
+    def _add_tasks(self, n: int) -> set[int]:
+        """Add ``n`` tasks in new jobs; returns the jobs created."""
+        net = self.net
+        rng = self.rng
+        sizes = []
+        while sum(sizes) < n:
+            sizes.append(min(self._job_size(), n - sum(sizes)))
+        jobs = set()
+        for size in sizes:
+            j = self.next_job
+            self.next_job += 1
+            u = net.add_node(0)
+            self.job_u[j] = u
+            self.job_arc[j] = net.add_arc(u, self.sink, self.wait_cost, 0, 0)
+            tasks = net.add_nodes(np.ones(size, dtype=np.int64))
+            k = self.preferred
+            tails = np.repeat(tasks, k + 2)
+            heads = np.empty((size, k + 2), dtype=np.int64)
+            heads[:, :k] = self.machines[rng.integers(0, self.n_machines, (size, k))]
+            heads[:, k] = self.x
+            heads[:, k + 1] = u
+            costs = np.empty((size, k + 2), dtype=np.int64)
+            costs[:, :k] = rng.integers(0, 100, (size, k))
+            costs[:, k] = self.any_cost
+            costs[:, k + 1] = 0
+            net.add_arcs(tails, heads.ravel(), costs.ravel(), 1)
+            self.job_tasks[j] = tasks.tolist()
+            for t in self.job_tasks[j]:
+                self.task_job[t] = j
+            jobs.add(j)
+        return jobs
+
+    def _update_jobs(self, jobs: set[int]) -> None:
+        """Fairness bounds and waiting costs of the given jobs (all jobs when shares move)."""
+        net = self.net
+        if self.fairness:
+            ids = sorted(self.job_tasks)
+            demand = np.array([len(self.job_tasks[j]) for j in ids], dtype=np.int64)
+            share = max_min_shares(demand, self.n_machines * self.slots)
+            arcs = np.array([self.job_arc[j] for j in ids], dtype=np.int64)
+            lower = demand - share
+            cur_low = net.lowers(arcs)
+            cur_up = net.uppers(arcs)
+            ch = (cur_low != lower) | (cur_up != demand)
+            if ch.any():
+                net.set_bounds(arcs[ch], lower[ch], demand[ch])
+        else:
+            ids = sorted(jobs)
+            if ids:
+                arcs = np.array([self.job_arc[j] for j in ids], dtype=np.int64)
+                demand = np.array([len(self.job_tasks[j]) for j in ids], dtype=np.int64)
+                net.set_bounds(arcs, np.zeros_like(demand), demand)
+
+    def step(self, fraction: float = 0.01) -> dict[str, int]:
+        """One round of churn: ``fraction`` of the tasks leave and as many arrive; returns the counts."""
+        rng = self.rng
+        n = max(1, round(self.n_tasks * fraction))
+        all_tasks = np.fromiter(self.task_job.keys(), dtype=np.int64, count=self.n_tasks)
+        gone = rng.choice(all_tasks, n, replace=False)
+        touched: set[int] = set()
+        for t in gone.tolist():
+            j = self.task_job.pop(t)
+            self.job_tasks[j].remove(t)
+            touched.add(j)
+        self.net.remove_nodes(gone)
+        empty = [j for j in touched if not self.job_tasks[j]]
+        if empty:
+            self.net.remove_nodes([self.job_u[j] for j in empty])
+            for j in empty:
+                del self.job_u[j], self.job_arc[j], self.job_tasks[j]
+            touched -= set(empty)
+        touched |= self._add_tasks(n)
+        self._update_jobs(touched)
+        return {"left": int(n), "arrived": int(n)}
+
+    def fail_machines(self, ids: np.ndarray, cost: int = 10**6) -> None:
+        """Machine failure modelled as a prohibitive cost on its sink arc (the graph stays warm)."""
+        self.net.set_costs(self.machine_arcs[ids], np.full(len(ids), cost))
+
+    def machine_slots(self) -> int:
+        return self.n_machines * self.slots
+
+
+__all__ = ["BIG", "ChurnGraph"]
