@@ -284,7 +284,7 @@ def compare(
     opt: OptOpt = None,
     resources: ResourcesOpt = False,
     constraints: ConstraintsOpt = True,
-    max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")] = 1500,
+    max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")] = 1000,
     load_scale: LoadOpt = 1.0,
     out: Annotated[Path, typer.Option("--out", help="output directory")] = Path("megha-compare"),
     csv: CsvOpt = False,
@@ -293,7 +293,7 @@ def compare(
 ) -> None:
     """Run several schedulers on the same workload and datacenter; print a table and overlay their CDFs.
 
-    With no arguments: the first 1,500 jobs of the bundled Google sub-trace, with synthesized placement
+    With no arguments: the first 1,000 jobs of the bundled Google sub-trace, with synthesized placement
     constraints, on the papers' 10,000-worker constrained datacenter, through every registered scheduler.
     """
     from megha.metrics.report import compare_rows, plot_cdfs, render_compare_table
@@ -342,6 +342,8 @@ def compare(
     else:
         out_console.print(render_compare_table(summaries, title=title))
         if not quiet:
+            walls = ", ".join(f"{s['scheduler']} {s['wall_seconds']:.1f}s" for s in summaries)
+            console.print(f"wall time: {walls}", highlight=False)
             console.print(f"plot: {out / 'delay_cdf.png'}   table: {out / 'compare.csv'}   runs: {out}/<scheduler>/")
     if not all(s["completed"] for s in summaries):
         raise typer.Exit(3)

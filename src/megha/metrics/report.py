@@ -196,23 +196,30 @@ def compare_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def fmt_compact(x: float | None) -> str:
+    """Three significant digits, compact (table cells)."""
+    if x is None:
+        return "-"
+    return f"{x:.3g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+
+
 def render_compare_table(summaries: list[dict[str, Any]], title: str = "") -> Any:
-    """A rich Table of delay percentiles, utilization and wall time, one row per scheduler."""
+    """A rich Table of delay percentiles (seconds), utilization and wall time, one row per scheduler."""
+    from rich import box
     from rich.table import Table
 
-    t = Table(title=title or None)
-    t.add_column("scheduler", style="bold")
+    t = Table(title=title or None, caption="delay in job response time, seconds", caption_justify="left",
+              box=box.SIMPLE_HEAD)
+    t.add_column("scheduler", style="bold", no_wrap=True)
     for k in COMPARE_COLUMNS:
-        t.add_column(f"delay {k}", justify="right")
-    t.add_column("util", justify="right")
-    t.add_column("wall", justify="right")
+        t.add_column("p99.9" if k == "p999" else k, justify="right", no_wrap=True)
+    t.add_column("util", justify="right", no_wrap=True)
     for s in summaries:
         d = s["delay"]
         flag = "" if s["completed"] else " (unfinished)"
         t.add_row(
             s["scheduler"] + flag,
-            *(fmt_seconds(d.get(k)) for k in COMPARE_COLUMNS),
+            *(fmt_compact(d.get(k)) for k in COMPARE_COLUMNS),
             f"{100 * s['utilization_mean']:.1f}%",
-            f"{s['wall_seconds']:.2f} s",
         )
     return t

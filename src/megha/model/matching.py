@@ -18,7 +18,7 @@ of the whole queue.
 from __future__ import annotations
 
 from collections import deque
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from megha.model import bitset
 from megha.model.constraints import MASK_DTYPE, NUM_CONSTRAINTS, popcount
 
 
-class Policy(str, Enum):
+class Policy(StrEnum):
     """How a worker is chosen among the suitable free workers of a segment."""
 
     RANDOM = "random"
@@ -183,6 +183,17 @@ def _random_bit(words: list[int], rnd: FastRandom) -> int:
 
 
 _INF = np.iinfo(np.int64).max
+_FIRST_FIT = None
+
+
+def _first_fit():
+    """The compiled first-fit kernel (numba), loaded on first use."""
+    global _FIRST_FIT
+    if _FIRST_FIT is None:
+        from megha.model._kernels import first_fit
+
+        _FIRST_FIT = first_fit
+    return _FIRST_FIT
 
 
 class WaitQueue:
@@ -279,10 +290,8 @@ class WaitQueue:
         """Remove and return the earliest entry whose mask the worker satisfies, or None."""
         if not self._len:
             return None
-        n = self._n_slots
-        heads = np.where((self._masks[:n] & ~np.uint32(worker_mask)) == 0, self._heads[:n], _INF)
-        s = int(heads.argmin())
-        if heads[s] == _INF:
+        s = _first_fit()(self._masks, self._heads, self._n_slots, np.uint32(~int(worker_mask) & 0xFFFFFFFF))
+        if s < 0:
             return None
         return self._take(s)
 

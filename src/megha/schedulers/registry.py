@@ -103,10 +103,19 @@ def _load_all() -> None:
     _loaded = True
 
 
+_ORDER = ["megha", "megha-central", "pigeonc", "pigeon", "sparrow", "yarn", "macrm", "flow"]
+
+
 def names() -> list[str]:
-    """Registered scheduler names, in registration order."""
+    """Registered scheduler names: Megha first, then its peers, then the rest; ``ideal`` last."""
     _load_all()
-    return list(_REGISTRY)
+
+    def key(n: str) -> tuple[int, str]:
+        if n == "ideal":
+            return (len(_ORDER) + 1, n)
+        return (_ORDER.index(n) if n in _ORDER else len(_ORDER), n)
+
+    return sorted(_REGISTRY, key=key)
 
 
 def get(name: str) -> SchedulerSpec:

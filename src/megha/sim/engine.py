@@ -155,10 +155,13 @@ class Engine:
     def replace(self, comp: Component) -> Component:
         """Swap in a new component at an existing address (e.g. a restarted GM); pending messages go to it."""
         old = self.components.pop(comp.address)
+        for c in self.components.values():  # ports cache their targets: forget the old one
+            port = c.port
+            if isinstance(port, SimPort):
+                port._delays.pop(comp.address, None)
         self.add(comp)
-        self._heap = [
-            (t, s, k, comp if c is old else c, p) for (t, s, k, c, p) in self._heap
-        ]
+        # in place: run() holds a reference to this list
+        self._heap[:] = [(t, s, k, comp if c is old else c, p) for (t, s, k, c, p) in self._heap]
         heapq.heapify(self._heap)
         return comp
 

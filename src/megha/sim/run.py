@@ -113,6 +113,25 @@ class TraceSource(Component):
             self.port.set_timer(float(arr[order[self.pos]]) - now, None)
 
 
+class Injector(Component):
+    """Runs callbacks at given simulated times (fault injection: kill a node, replace a GM, …)."""
+
+    kind = "injector"
+
+    def __init__(self, actions: list[tuple[float, Callable]], engine: Engine, deployment) -> None:
+        super().__init__("injector")
+        self.actions = sorted(actions, key=lambda a: a[0])
+        self.engine = engine
+        self.deployment = deployment
+
+    def on_start(self, now: float) -> None:
+        for i, (t, _) in enumerate(self.actions):
+            self.port.set_timer(max(0.0, t - now), i)
+
+    def on_timer(self, key, now: float) -> None:
+        self.actions[key][1](self.engine, self.deployment, now)
+
+
 class Watchdog(Component):
     """Stops a run that cannot finish: tasks wait but nothing has run or started for ``timeout`` seconds."""
 
@@ -199,8 +218,16 @@ def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
     return w, dc
 
 
-def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None = None) -> RunResult:
-    """Run one simulation. ``progress(now, done, total)`` is called periodically during long runs."""
+def simulate(
+    cfg: RunConfig,
+    progress: Callable[[float, int, int], None] | None = None,
+    actions: list[tuple[float, Callable]] | None = None,
+) -> RunResult:
+    """Run one simulation. ``progress(now, done, total)`` is called periodically during long runs.
+
+    ``actions`` are ``(time, fn(engine, deployment, now))`` callbacks run at simulated times — the hook for
+    fault injection in tests and experiments.
+    """
     t_wall = time.perf_counter()
     spec = registry.get(cfg.scheduler)
     mode = "resource" if cfg.resources else "slot"
@@ -211,7 +238,7 @@ def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None 
     feasible = feasible_tasks(workload, dc)
 
     rec = TaskRecorder(workload.task_arrival, workload.task_demand)
-    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0}
+    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
     if cfg.worker_report_delay != cfg.network_delay:
         links[("worker", "*")] = cfg.worker_report_delay
     delay_model = DelayModel(network_delay=cfg.network_delay, links=links)
@@ -237,6 +264,8 @@ def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None 
     rec.on_all_done = engine.stop
     watchdog = Watchdog(rec, engine, cfg.stall_timeout, source)
     engine.add(watchdog)
+    if actions:
+        engine.add(Injector(actions, engine, deployment))
 
     cb = None
     if progress is not None:

@@ -136,7 +136,7 @@ class GlobalMaster(Component):
             seg = int(order[k])
             self.rr_int = (seg // self._G + 1) % self.layout.n_lms
         else:
-            if not self.repartition:
+            if not self.repartition or self._G == 1:  # one GM: there are no external partitions
                 return False
             order = self._ext[self.rr_ext]
             h = has[order]
@@ -167,10 +167,10 @@ class GlobalMaster(Component):
             for lo in range(0, len(b), self.batch_size):
                 chunk = b[lo : lo + self.batch_size]
                 entries = [e for e, _ in chunk]
-                tasks = np.fromiter((e[E_TASK] for e in entries), dtype=np.int64, count=len(entries))
-                workers = np.fromiter((w for _, w in chunk), dtype=np.int64, count=len(chunk))
-                durs = np.fromiter((e[1] for e in entries), dtype=np.float64, count=len(entries))
-                users = np.fromiter((e[E_USER] for e in entries), dtype=np.int64, count=len(entries))
+                tasks = np.array([e[E_TASK] for e in entries], dtype=np.int64)
+                workers = np.array([w for _, w in chunk], dtype=np.int64)
+                durs = np.array([e[1] for e in entries], dtype=np.float64)
+                users = np.array([e[E_USER] for e in entries], dtype=np.int64)
                 dem = np.array([e[E_DEMAND] for e in entries]) if self.resource_mode else None
                 self.req_seq += 1
                 self.unacked[self.req_seq] = (lm, workers, dem, entries, None)

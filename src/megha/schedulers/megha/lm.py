@@ -213,7 +213,8 @@ class LocalMaster(Component):
         for g in range(self.G):
             if self.pending[g]:
                 dw, ds = self._delta_for(g)
-                self.port.send(self.gm_addr[g], StateDelta(self.l, dw, ds, False, self._usage_copy(), self.processed[g]))
+                delta = StateDelta(self.l, dw, ds, False, self._usage_copy(), self.processed[g])
+                self.port.send(self.gm_addr[g], delta)
                 self.counters["updates_sent"] += 1
             elif self.usage is not None:
                 self.port.send(self.gm_addr[g], StateDelta(self.l, _EMPTY, self.cluster.truth([]), False,

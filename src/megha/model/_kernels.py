@@ -1,0 +1,20 @@
+"""Small compiled kernels (numba) for hot loops; imported lazily so the CLI starts fast."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+INF = np.iinfo(np.int64).max
+
+
+@njit(cache=True, nogil=True)
+def first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: np.uint32) -> int:
+    """Index of the slot with the smallest head among slots whose mask fits the worker, or -1."""
+    best = INF
+    bi = -1
+    for i in range(n):
+        if (masks[i] & not_worker_mask) == 0 and heads[i] < best:
+            best = heads[i]
+            bi = i
+    return bi

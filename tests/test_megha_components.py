@@ -1,0 +1,294 @@
+"""Megha GM and LM driven by hand-written messages (no engine)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.matching import Policy
+from megha.model.topology import Datacenter
+from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
+from megha.schedulers.megha.fairness import FairShare
+from megha.schedulers.megha.gm import GlobalMaster
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.lm import LocalMaster
+from megha.schedulers.megha.messages import (
+    LaunchReply,
+    LaunchRequest,
+    Preempted,
+    PreemptReply,
+    PreemptRequest,
+    StateDelta,
+    SyncRequest,
+    TaskDone,
+)
+from megha.sim.component import RecordingPort
+
+# 8 workers: LM0 = workers 0-3 (partition of GM0: 0,1; of GM1: 2,3), LM1 = workers 4-7 (GM0: 4,5; GM1: 6,7)
+MASKS = np.array([0b01, 0b11, 0b01, 0b11, 0b01, 0b01, 0b11, 0b01], dtype=np.uint32)
+
+
+def layout(capacity=None):
+    names = ("cpu", "mem") if capacity is not None else ()
+    dc = Datacenter(worker_masks=MASKS, capacity=capacity, resource_names=names)
+    return MeghaLayout.build(dc, 2, 2)
+
+
+def recorder(n=32):
+    return TaskRecorder(np.zeros(n))
+
+
+def gm(g=0, lay=None, rec=None, **kw):
+    lay = lay or layout()
+    m = GlobalMaster(g, lay, rec or recorder(), policy=Policy.FIRST, **kw)
+    port = RecordingPort()
+    m.attach(port)
+    return m, port
+
+
+def lm(idx=0, lay=None, rec=None, **kw):
+    lay = lay or layout()
+    m = LocalMaster(idx, lay, rec or recorder(), heartbeat=5.0, **kw)
+    port = RecordingPort()
+    m.attach(port)
+    m.on_start(0.0)
+    return m, port
+
+
+def job(tasks, masks=None, durs=None, demands=None, j=0):
+    tasks = np.array(tasks, dtype=np.int64)
+    return JobArrival(
+        job=j, tasks=tasks, durations=np.array(durs or [1.0] * tasks.size),
+        masks=np.array(masks or [0] * tasks.size, dtype=np.uint32),
+        demands=None if demands is None else np.array(demands, dtype=np.float64),
+    )
+
+
+def requests(port):
+    return [m for _, m in port.take(LaunchRequest)]
+
+
+def test_layout_orders():
+    lay = layout()
+    assert lay.int_orders[0][0].tolist() == [0, 2]  # GM0: (LM0, p0), (LM1, p0)
+    assert lay.int_orders[0][1].tolist() == [2, 0]
+    assert lay.ext_orders[0][0].tolist() == [1, 3]  # GM0 external: (LM0, p1), (LM1, p1)
+    assert lay.part_of.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+
+
+def test_internal_match_round_robin_over_lms():
+    g, port = gm()
+    g.on_message(job([0, 1]), 0.0)
+    reqs = requests(port)
+    # first task on LM0's internal partition, second on LM1's (round robin over LMs)
+    assert [(r.workers.tolist(), port_dst) for r, port_dst in zip(reqs, ["lm0", "lm1"], strict=True)] == [
+        ([0], "lm0"), ([4], "lm1")]
+    assert g.counters["repartition_requests"] == 0
+
+
+def test_constraints_respected():
+    g, port = gm()
+    g.on_message(job([0], masks=[0b10]), 0.0)  # needs constraint 1: workers 1, 3, 6
+    (r,) = requests(port)
+    assert r.workers.tolist() == [1]
+
+
+def test_external_match_is_a_repartition():
+    g, port = gm()
+    g.on_message(job([0, 1, 2, 3]), 0.0)  # fills GM0's internal partitions: 0, 4, 1, 5
+    assert sorted(w for r in requests(port) for w in r.workers.tolist()) == [0, 1, 4, 5]
+    g.on_message(job([4], j=1), 0.1)
+    (r,) = requests(port)
+    assert r.workers.tolist()[0] in (2, 3, 6, 7)
+    assert g.counters["repartition_requests"] == 1
+
+
+def test_no_match_waits_then_gets_the_freed_worker():
+    g, port = gm(repartition=False)
+    g.on_message(job([0, 1, 2, 3]), 0.0)
+    requests(port)
+    g.on_message(job([4], masks=[0b10], j=1), 0.1)  # only worker 1 (busy) suits it internally
+    assert requests(port) == [] and len(g.queue) == 1
+    g.on_message(TaskDone(0, np.array([2]), np.array([0]), None, 1), 1.0)  # worker 0 freed: does not fit
+    assert requests(port) == []
+    assert g.view.is_free(0)
+    g.on_message(TaskDone(0, np.array([1]), np.array([1]), None, 1), 1.5)  # worker 1 freed: work conserving
+    (r,) = requests(port)
+    assert r.tasks.tolist() == [4] and r.workers.tolist() == [1]
+    assert len(g.queue) == 0
+
+
+def test_lm_validates_and_rejects_inconsistent_mappings():
+    rec = recorder()
+    l0, port = lm(rec=rec)
+    ok = LaunchRequest(1, 1, np.array([10]), np.array([0]), np.array([1.0]), np.array([0]))
+    l0.on_message(ok, 0.0)
+    (dst, launch), = port.take(Launch)
+    assert dst == "megha/workers0" and launch.tasks.tolist() == [10]
+    assert port.take(LaunchReply) == []  # accepted batches get no reply of their own
+    assert l0.counters["repartitions"] == 1  # worker 0 is in GM0's partition, GM1 placed there
+    bad = LaunchRequest(0, 7, np.array([11, 12]), np.array([0, 1]), np.array([1.0, 1.0]), np.array([0, 0]))
+    l0.on_message(bad, 0.1)
+    (_, reply), = port.take(LaunchReply)
+    assert reply.rejected.tolist() == [11] and reply.acked == 7
+    # the delta carries the truth of the rejected worker (busy) to GM0
+    assert dict(zip(reply.delta_workers.tolist(), reply.delta_state.tolist(), strict=True))[0] is False
+    assert l0.counters["inconsistencies"] == 1
+
+
+def test_gm_retries_rejected_task_against_refreshed_view():
+    g, port = gm()
+    g.on_message(job([0]), 0.0)
+    (r,) = requests(port)
+    assert r.workers.tolist() == [0]
+    reply = LaunchReply(0, r.req, np.array([0]), np.array([0, 4]), np.array([False, False]), None, r.req)
+    g.on_message(reply, 0.001)
+    (r2,) = requests(port)
+    # 0 and 4 are busy now; round robin moved on to LM1, whose next internal worker is 5
+    assert r2.tasks.tolist() == [0] and r2.workers.tolist() == [5]
+    assert g.counters["inconsistencies"] == 1
+
+
+def test_rejected_task_goes_to_head_of_queue_when_nothing_fits():
+    g, port = gm(repartition=False)
+    g.on_message(job([5], masks=[0b10], j=1), 0.0)  # worker 1 is the only internal fit
+    (r,) = requests(port)
+    g.on_message(job([6], masks=[0b10], j=2), 0.0005)  # waits: worker 1 booked
+    reply = LaunchReply(0, r.req, np.array([5]), np.array([1]), np.array([False]), None, r.req)
+    g.on_message(reply, 0.001)
+    assert [e[0] for e in g.queue.q.entries()] == [5, 6]
+
+
+def test_delta_application_offers_freed_workers():
+    g, port = gm(repartition=False)
+    g.on_message(job([0, 1, 2, 3]), 0.0)
+    reqs = requests(port)
+    g.on_message(job([9], j=1), 0.1)
+    assert len(g.queue) == 1
+    # an LM update marks worker 5 busy (already) and worker 4 free: 4 is offered to the queued task ...
+    last = max(r.req for r in reqs)
+    g.on_message(StateDelta(1, np.array([4]), np.array([True]), False, None, last), 5.0)
+    (r,) = requests(port)
+    assert r.tasks.tolist() == [9] and r.workers.tolist() == [4]
+    # ... but a worker with an own request in flight stays booked whatever the (older) truth says
+    assert not g.view.apply_truth(4, True)
+
+
+def test_lm_sends_only_other_gms_changes():
+    l0, port = lm()
+    l0.on_message(LaunchRequest(0, 1, np.array([1]), np.array([0]), np.array([1.0]), np.array([0])), 0.0)
+    port.take()
+    l0.on_message(Finished(np.array([1]), np.array([0])), 1.0)
+    (dst, done), = port.take(TaskDone)
+    assert dst == "megha/gm0" and done.tasks.tolist() == [1]
+    assert l0.pending[0] == {} and 0 in l0.pending[1]  # GM1 must hear worker 0 changed, GM0 learned via TaskDone
+    l0.on_timer("heartbeat", 5.0)
+    sent = port.take(StateDelta)
+    assert [d for d, _ in sent] == ["megha/gm1"]
+    assert sent[0][1].workers.tolist() == [0] and sent[0][1].state.tolist() == [True]
+
+
+def test_sync_request_gets_full_snapshot_and_restarted_gm_rebuilds_view():
+    l0, port = lm()
+    l0.on_message(LaunchRequest(1, 1, np.array([1]), np.array([2]), np.array([1.0]), np.array([0])), 0.0)
+    port.take()
+    l0.on_message(SyncRequest(0), 1.0)
+    (_, snap), = port.take(StateDelta)
+    assert snap.full and snap.workers.tolist() == [0, 1, 2, 3]
+    assert snap.state.tolist() == [True, True, False, True]
+    g, gport = gm(fresh_view=False)
+    g.on_start(0.0)
+    assert [d for d, _ in gport.take(SyncRequest)] == ["megha/lm0", "megha/lm1"]
+    assert g.view.n_free == 0
+    g.on_message(snap, 1.0)
+    assert [g.view.is_free(w) for w in range(4)] == [True, True, False, True]
+
+
+def test_resource_mode_places_several_tasks_and_carves_logical_nodes():
+    cap = np.tile([4.0, 8.0], (8, 1))
+    lay = layout(cap)
+    l0, port = lm(lay=lay)
+    req = LaunchRequest(1, 1, np.array([1, 2, 3]), np.array([0, 0, 0]), np.ones(3), np.zeros(3, dtype=np.int64),
+                        np.array([[1.0, 2.0], [2.0, 2.0], [2.0, 1.0]]))
+    l0.on_message(req, 0.0)
+    (_, reply), = port.take(LaunchReply)
+    assert reply.rejected.tolist() == [3]  # 1 + 2 cores placed, the third does not fit
+    assert l0.cluster.free[0].tolist() == [1.0, 4.0]
+    # worker 0 is in GM0's partition: GM1's tasks run on logical nodes carved out of it
+    assert l0.cluster.lent[0].tolist() == [3.0, 4.0]
+    assert l0.cluster.logical == {1: (0, 1), 2: (0, 1)}
+    assert l0.counters["repartitions"] == 2
+    l0.on_message(Finished(np.array([1]), np.array([0]), np.array([[1.0, 2.0]])), 1.0)
+    assert l0.cluster.lent[0].tolist() == [2.0, 2.0] and 1 not in l0.cluster.logical
+
+
+def test_resource_mode_gm_packs_a_node():
+    cap = np.tile([4.0, 8.0], (8, 1))
+    g, port = gm(lay=layout(cap))
+    g.on_message(job([0, 1, 2], demands=[[2.0, 1.0]] * 3), 0.0)
+    placed = {t: w for r in requests(port) for t, w in zip(r.tasks.tolist(), r.workers.tolist(), strict=True)}
+    # round robin over LMs, and a node with room takes a second task (fine-grained allocation)
+    assert placed == {0: 0, 1: 4, 2: 0}
+    assert g.view.free[0].tolist() == [0.0, 6.0]
+
+
+def fair_lm(shares=(0.5, 0.5)):
+    fair = FairShare(np.array(shares), np.array([0, 1]), 8.0)
+    return lm(fair=fair)
+
+
+def test_preemption_verified_kills_victim_and_launches_requester():
+    l0, port = fair_lm()
+    # user 1 (GM1) holds all four workers of LM0
+    l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
+    port.take()
+    l0.on_message(PreemptRequest(0, 20, 1.0, 0b10, 0, 1), 1.0)  # needs constraint 1: workers 1 or 3
+    sent = port.take()
+    kinds = [type(m).__name__ for _, m in sent]
+    assert kinds[:2] == ["Kill", "Launch"] and kinds[-1] == "PreemptReply"
+    kill = sent[0][1]
+    assert kill.tasks.tolist() == [1]  # the victim's task on worker 1
+    reply = sent[-1][1]
+    assert reply.ok and reply.worker == 1
+    assert l0.usage.tolist() == [1.0, 3.0]
+    # the pool confirms the kill: the victim's GM is told to requeue its task
+    l0.on_message(Killed(np.array([1]), np.array([1])), 1.001)
+    (dst, pre), = port.take(Preempted)
+    assert dst == "megha/gm1" and pre.tasks.tolist() == [1]
+
+
+def test_preemption_refused_when_victim_is_not_over_share():
+    l0, port = fair_lm(shares=(0.0, 1.0))
+    l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
+    port.take()
+    l0.on_message(PreemptRequest(0, 20, 1.0, 0, 0, 1), 1.0)
+    (_, reply), = port.take(PreemptReply)
+    assert not reply.ok
+    assert port.take(Kill) == []
+
+
+def test_gm_asks_for_preemption_only_when_under_share():
+    fair = FairShare(np.array([0.5, 0.5]), np.array([0, 1]), 8.0)
+    g, port = gm(fair=fair, job_user=np.array([0, 0]), repartition=True)
+    g.lm_usage[:] = [[0.0, 4.0], [0.0, 4.0]]  # user 1 holds everything according to the LMs
+    for w in range(8):
+        g.view.forget(w)
+    g.on_message(job([0]), 0.0)
+    (dst, pre), = port.take(PreemptRequest)
+    assert pre.victim == 1 and dst in ("megha/lm0", "megha/lm1")
+    assert g.counters["preemption_attempts"] == 1
+    g.on_message(PreemptReply(0, 0, True, 1), 0.001)
+    assert g.own_usage.tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("policy", ["random", "min-constraints"])
+def test_policies_choose_suitable_workers(policy):
+    g, port = gm()
+    g.policy = Policy(policy)
+    g.on_message(job([0], masks=[0b01]), 0.0)
+    (r,) = requests(port)
+    w = r.workers.tolist()[0]
+    assert w in (0, 1)
+    if policy == "min-constraints":
+        assert w == 0  # worker 0 has 1 constraint, worker 1 has 2
