@@ -1,0 +1,679 @@
+"""The packing policies of Psychas & Ghaderi as small strategy objects shared by both simulators.
+
+A policy sees a central queue and ``n`` servers of capacity ``UNIT`` (sizes in units, see
+:mod:`~megha.schedulers.packing.structures`). A driver — the time-slotted core
+(:mod:`~megha.schedulers.packing.slotted`) or the event-engine component
+(:mod:`~megha.schedulers.packing.component`) — calls, once per slot:
+
+1. :meth:`PackingPolicy.depart` for every job that left a server since the last slot,
+2. :meth:`PackingPolicy.arrive` with the slot's new jobs,
+3. :meth:`PackingPolicy.schedule`, which returns the ``(job, server)`` placements decided in this slot.
+
+Policies (DESIGN §5.7, paper §IV–VI):
+
+* ``fifo-ff`` — the head-of-line job goes to the lowest-index server with room; stop at the first job that
+  fits nowhere (Hadoop-like FIFO with First-Fit packing, the paper's baseline).
+* ``bf-j`` — every queued job, in arrival order, goes to the feasible server with least residual capacity.
+* ``bf-s`` — every server, in index order, takes the largest queued job that fits, repeatedly.
+* ``bf-js`` — BF-S over the servers that had departures, then BF-J over the slot's new arrivals still
+  queued (≥ 1/2 of the maximum supportable workload).
+* ``vqs`` — virtual queues over the universal partition; a server picks the max-weight configuration of the
+  reduced set when it is empty and serves head-of-line jobs of its configuration's types (≥ 2/3).
+* ``vqs-bf`` — VQS's configuration choice; a server takes the largest fitting jobs of its configuration's
+  types up to their counts, then fills up with BF-S (≥ 2/3, more flexible in practice).
+
+Each policy keeps the invariant "after a slot, no queued job fits where the policy would put it", so a
+slot without arrivals or departures costs O(1), and work per slot is proportional to the placements and
+departures (each step of a scan places a job), not to the number of servers or queued jobs. The vector
+(multi-resource) variants of the Best-Fit family swap in the structures of
+:mod:`~megha.schedulers.packing.multires`; VQS and VQS-BF are single-resource (use the max reduction).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from sortedcontainers import SortedList
+
+from megha.errors import InputError
+from megha.schedulers.packing.partition import ConfigSet, Partition, universal_partition
+from megha.schedulers.packing.structures import (
+    _JOB_BITS,
+    _JOB_MASK,
+    _SERVER_BITS,
+    _SERVER_MASK,
+    UNIT,
+    ArrivalOrder,
+    Constraints,
+    LineServers,
+    MaskedJobs,
+    SizeQueue,
+    size_key,
+)
+
+Compat = Callable[[int, int], bool] | None
+"""Optional placement-constraint check ``compat(job, server)``; ``None`` = every job fits every server.
+
+A :class:`~megha.schedulers.packing.structures.Constraints` object additionally lets the server-side
+queries ("largest queued job that fits this server") run as one numpy scan instead of a Python loop over
+incompatible jobs; any other callable works through plain scanning."""
+
+
+class PackingPolicy:
+    """Base class: bookkeeping shared by every policy (sizes, queue length, placements of the slot)."""
+
+    name = "policy"
+    vector_ok = False  # supports vector (multi-resource) sizes
+
+    def __init__(self, n_servers: int, compat: Compat = None) -> None:
+        if n_servers < 1:
+            raise InputError(f"{self.name}: needs at least one server, got {n_servers}")
+        self.n = n_servers
+        self.compat = compat
+        self.size: dict[int, object] = {}  # job -> size (units, or a vector of units) while queued or running
+        self.nqueued = 0
+        self._out: list[tuple[int, int]] = []
+        self._departed: set[int] = set()
+        self._new: list[int] = []
+
+    # --- driver API ---------------------------------------------------------------------------------
+    def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
+        """New jobs join the queue (sizes in units)."""
+        size = self.size
+        for j, x in zip(jobs, sizes, strict=True):
+            size[j] = x
+            self._enqueue(j, x)
+        self.nqueued += len(jobs)
+        self._new.extend(jobs)
+
+    def depart(self, job: int, server: int) -> None:
+        """A running job left its server."""
+        x = self.size.pop(job)
+        self._release(job, server, x)
+        self._departed.add(server)
+
+    def schedule(self) -> list[tuple[int, int]]:
+        """Decide this slot's placements; returns ``[(job, server), ...]``."""
+        self._out = out = []
+        if self.nqueued:
+            self._schedule()
+        self._departed.clear()
+        self._new.clear()
+        return out
+
+    def queue_len(self) -> int:
+        return self.nqueued
+
+    def describe(self) -> dict:
+        return {"policy": self.name}
+
+    # --- to implement -------------------------------------------------------------------------------
+    def _enqueue(self, job: int, x) -> None:
+        raise NotImplementedError
+
+    def _release(self, job: int, server: int, x) -> None:
+        raise NotImplementedError
+
+    def _schedule(self) -> None:
+        raise NotImplementedError
+
+    def residual(self, s: int):
+        raise NotImplementedError
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def _job_accept(self, s: int):
+        """Predicate over jobs for server ``s`` (None when unconstrained)."""
+        c = self.compat
+        if c is None:
+            return None
+        return lambda j: c(j, s)
+
+    def _server_accept(self, j: int):
+        c = self.compat
+        if c is None:
+            return None
+        return lambda s: c(j, s)
+
+
+class _BestFitFamily(PackingPolicy):
+    """Shared state of FIFO-FF, BF-J, BF-S and BF-J/S: a server index and a queue index."""
+
+    vector_ok = True
+    needs: tuple[str, ...] = ()  # which indexes the policy uses
+
+    def __init__(self, n_servers: int, compat: Compat = None, servers=None, queue_factory=None,
+                 order_factory=None) -> None:
+        super().__init__(n_servers, compat)
+        if servers is None:
+            servers = LineServers(n_servers, by_residual="residual" in self.needs, by_index="index" in self.needs)
+        self.servers = servers
+        self.by_size = (queue_factory or SizeQueue)() if "size" in self.needs else None
+        self.by_arrival = (order_factory or ArrivalOrder)() if "arrival" in self.needs else None
+        self.fifo: deque[int] | None = deque() if "fifo" in self.needs else None
+        self.masked = (MaskedJobs() if isinstance(compat, Constraints) and isinstance(servers, LineServers)
+                       and ("size" in self.needs or "arrival" in self.needs) else None)
+
+    def residual(self, s: int):
+        return self.servers.room(s)
+
+    def _enqueue(self, job: int, x) -> None:
+        if self.by_size is not None:
+            self.by_size.add(job, x)
+        if self.by_arrival is not None:
+            self.by_arrival.append(job, x)
+        if self.fifo is not None:
+            self.fifo.append(job)
+        if self.masked is not None:
+            self.masked.add(job, x, self.compat.mask.get(job, 0))
+
+    def _release(self, job: int, server: int, x) -> None:
+        self.servers.sub(server, x)
+
+    def _place(self, j: int, s: int, x) -> None:
+        """Move queued job ``j`` to server ``s`` (removes it from every queue index except ``fifo``)."""
+        if self.by_size is not None:
+            self.by_size.remove(j, x)
+        if self.by_arrival is not None:
+            self.by_arrival.remove(j)
+        if self.masked is not None:
+            self.masked.remove(j)
+        self.servers.add(s, x)
+        self.nqueued -= 1
+        self._out.append((j, s))
+
+    def _fill_server(self, s: int) -> None:
+        """BF-S on one server: the largest (best-aligned) queued job that fits, until none fits."""
+        q = self.by_size
+        srv = self.servers
+        size = self.size
+        accept = self._job_accept(s)
+        masked = self.masked
+        while self.nqueued:
+            if masked is not None:
+                j = masked.best(srv.room(s), self.compat.inv[s])
+            else:
+                j = q.best_for(srv.room(s), srv.used[s], accept)
+            if j < 0:
+                return
+            self._place(j, s, size[j])
+
+    def _best_fit_job(self, j: int) -> bool:
+        """BF-J on one queued job: to the feasible server with least residual (best alignment)."""
+        x = self.size[j]
+        s = self.servers.best_fit(x, self._server_accept(j))
+        if s < 0:
+            return False
+        self._place(j, s, x)
+        return True
+
+
+class FifoFF(_BestFitFamily):
+    """FIFO with First-Fit: serve the queue in order, each job to the lowest-index server with room."""
+
+    name = "fifo-ff"
+    needs = ("index", "fifo")
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self._blocked = False
+
+    def _schedule(self) -> None:
+        if self._blocked and not self._departed:
+            return  # the head still fits nowhere: servers only got fuller
+        q = self.fifo
+        srv = self.servers
+        size = self.size
+        while q:
+            j = q[0]
+            x = size[j]
+            s = srv.first_fit(x, 0, self._server_accept(j))
+            if s < 0:
+                break
+            q.popleft()
+            self._place(j, s, x)
+        self._blocked = bool(q)
+
+
+class BFJ(_BestFitFamily):
+    """Best-Fit from the job's perspective, over the whole queue in arrival order every slot."""
+
+    name = "bf-j"
+    needs = ("residual", "arrival")
+
+    def _schedule(self) -> None:
+        if self.masked is not None:
+            return self._schedule_constrained()
+        order = self.by_arrival
+        srv = self.servers
+        if self._departed:
+            p = 0
+        elif self._new:
+            p = order.position(self._new[0])  # older jobs fit nowhere: servers only got fuller
+        else:
+            return
+        while self.nqueued:
+            p = order.first_fitting(srv.max_room(), p)
+            if p < 0:
+                return
+            j = order.job_at(p)
+            self._best_fit_job(j)  # may fail for vectors or constraints: the room test is necessary only
+            p += 1
+
+    def _schedule_constrained(self) -> None:
+        """Same decisions with placement constraints: after a slot no queued job fits any compatible server,
+        so older jobs can only go to servers that had departures — scan those (numpy over the queue), then
+        place the new arrivals over all servers."""
+        srv = self.servers
+        cons = self.compat
+        size = self.size
+        if self._departed:
+            dep = sorted(self._departed)
+            for j in self.masked.fitting_any([(srv.room(s), cons.inv[s]) for s in dep]):
+                x = size[j]
+                best, best_room = -1, UNIT + 1
+                for s in dep:
+                    r = srv.room(s)
+                    if x <= r < best_room and cons(j, s):
+                        best, best_room = s, r
+                if best >= 0:
+                    self._place(j, best, x)
+        placed = {j for j, _ in self._out} if self._out else ()
+        for j in self._new:
+            if j not in placed:
+                self._best_fit_job(j)
+
+
+class BFS(_BestFitFamily):
+    """Best-Fit from the server's perspective: servers in index order take the largest fitting jobs."""
+
+    name = "bf-s"
+    needs = ("index", "size")
+
+    def _schedule(self) -> None:
+        if not self._departed and not self._new:
+            return
+        q = self.by_size
+        srv = self.servers
+        lo = 0
+        while self.nqueued:
+            s = srv.first_room(q.min_size(), lo)
+            if s < 0:
+                return
+            self._fill_server(s)
+            lo = s + 1
+
+
+class BFJS(_BestFitFamily):
+    """BF-J/S: BF-S over servers with departures, then BF-J over the slot's new arrivals (paper §IV-A)."""
+
+    name = "bf-js"
+    needs = ("residual", "size")
+
+    def _schedule(self) -> None:
+        if self._departed:
+            for s in sorted(self._departed):
+                if not self.nqueued:
+                    break
+                self._fill_server(s)
+        placed = {j for j, _ in self._out} if self._out else ()
+        for j in self._new:
+            if not self.nqueued:
+                break
+            if j not in placed:  # not already placed by the BF-S step
+                self._best_fit_job(j)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Partition-based policies (single resource)
+# ------------------------------------------------------------------------------------------------------
+class _VirtualQueues(PackingPolicy):
+    """State shared by VQS and VQS-BF: types, per-server configuration and per-type counts."""
+
+    def __init__(self, n_servers: int, compat: Compat = None, partition: Partition | None = None,
+                 configs: ConfigSet | None = None, J: int = 6) -> None:
+        super().__init__(n_servers, compat)
+        self.partition = partition or universal_partition(J)
+        self.cs = configs or ConfigSet(self.partition)
+        if self.cs.partition is not self.partition:
+            raise InputError("VQS: the configuration set was built for another partition")
+        self.T = self.partition.n_types
+        self.typ: dict[int, int] = {}
+        self.nq = [0] * self.T  # Q_j: jobs in virtual queue j
+        self.used = [0] * n_servers
+        self.njobs = [0] * n_servers
+        self.cfg = [-1] * n_servers
+
+    def residual(self, s: int) -> int:
+        return UNIT - self.used[s]
+
+    def describe(self) -> dict:
+        p = self.partition
+        return {"policy": self.name, "virtual_queues": p.describe(),
+                "configurations": [c.label(p) for c in self.cs.configs]}
+
+    def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
+        eff = self.partition.effective
+        super().arrive(jobs, [eff(x) for x in sizes])
+
+
+class VQS(_VirtualQueues):
+    """Virtual Queue Scheduling (paper §V-B): max-weight configuration when empty, head-of-line service.
+
+    A server in configuration (reserved r, other j) keeps one type-r job in a reserved 2/3 of its capacity
+    and packs head-of-line type-j jobs into the rest (1/3, or all of it in a single-type configuration),
+    each virtual queue served in FIFO order until its head no longer fits.
+    """
+
+    name = "vqs"
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        n = self.n
+        self.vq: list[deque[int]] = [deque() for _ in range(self.T)]
+        self.occ = [0] * n  # units of the configuration's "other" type in the server
+        self.has_res = [0] * n
+        # servers waiting for jobs of type j, keyed by the room they have for them
+        self.by_avail: list[SortedList] = [SortedList() for _ in range(self.T)]
+        self.wait_res = SortedList()  # mixed-configuration servers without their reserved job
+        self.empty = SortedList(range(n))
+
+    def _enqueue(self, job: int, x) -> None:
+        t = self.partition.type_of(x)
+        self.typ[job] = t
+        self.vq[t].append(job)
+        self.nq[t] += 1
+
+    def _avail(self, s: int) -> int:
+        return self.cs.configs[self.cfg[s]].space - self.occ[s]
+
+    def _set_avail(self, s: int, old: int, new: int) -> None:
+        o = self.cs.configs[self.cfg[s]].other
+        sl = self.by_avail[o]
+        sl.remove((old << _SERVER_BITS) | s)
+        sl.add((new << _SERVER_BITS) | s)
+
+    def _release(self, job: int, server: int, x) -> None:
+        s = server
+        t = self.typ.pop(job)
+        self.used[s] -= x
+        self.njobs[s] -= 1
+        c = self.cs.configs[self.cfg[s]]
+        if c.res >= 0 and t == c.res:
+            self.has_res[s] = 0
+            self.wait_res.add(s)
+        else:
+            old = c.space - self.occ[s]
+            self.occ[s] -= x
+            self._set_avail(s, old, old + x)
+        if not self.njobs[s]:
+            self._clear(s)
+
+    def _clear(self, s: int) -> None:
+        """Server ``s`` is empty: it drops its configuration (and renews it when it next has work)."""
+        c = self.cs.configs[self.cfg[s]]
+        self.by_avail[c.other].remove(((c.space - self.occ[s]) << _SERVER_BITS) | s)
+        if c.res >= 0 and not self.has_res[s]:
+            self.wait_res.remove(s)
+        self.cfg[s] = -1
+        self.occ[s] = 0
+        self.has_res[s] = 0
+        self.empty.add(s)
+
+    def _place(self, j: int, s: int, t: int) -> None:
+        x = self.size[j]
+        self.vq[t].popleft()
+        self.nq[t] -= 1
+        self.nqueued -= 1
+        self.used[s] += x
+        self.njobs[s] += 1
+        self._out.append((j, s))
+
+    def _fill(self, s: int) -> int:
+        """Serve server ``s`` from its configuration's queues; returns the number of jobs placed."""
+        c = self.cs.configs[self.cfg[s]]
+        placed = 0
+        compat = self.compat
+        size = self.size
+        if c.res >= 0 and not self.has_res[s]:
+            q = self.vq[c.res]
+            if q:
+                j = q[0]
+                if self.used[s] + size[j] <= UNIT and (compat is None or compat(j, s)):
+                    self._place(j, s, c.res)
+                    self.has_res[s] = 1
+                    self.wait_res.discard(s)
+                    placed += 1
+        o = c.other
+        if o >= 0:
+            q = self.vq[o]
+            if q:
+                old = c.space - self.occ[s]
+                avail = old
+                room = UNIT - self.used[s]
+                while q:
+                    j = q[0]
+                    x = size[j]
+                    if x > avail or x > room or (compat is not None and not compat(j, s)):
+                        break
+                    self._place(j, s, o)
+                    avail -= x
+                    room -= x
+                    placed += 1
+                if avail != old:
+                    self.occ[s] += old - avail
+                    self._set_avail(s, old, avail)
+        return placed
+
+    def _renew(self, s: int) -> bool:
+        """Empty server ``s`` takes the max-weight configuration and serves it; False if it stays empty."""
+        c = self.cs.best(self.nq)
+        if c < 0:
+            return False
+        self.empty.remove(s)
+        self.cfg[s] = c
+        conf = self.cs.configs[c]
+        if conf.res >= 0:
+            self.wait_res.add(s)
+        self.by_avail[conf.other].add((conf.space << _SERVER_BITS) | s)
+        if self._fill(s):
+            return True
+        # nothing placed (only possible with placement constraints): stay empty
+        if conf.res >= 0:
+            self.wait_res.discard(s)
+        self.by_avail[conf.other].remove((conf.space << _SERVER_BITS) | s)
+        self.cfg[s] = -1
+        self.empty.add(s)
+        return False
+
+    def _schedule(self) -> None:
+        # 1) empty servers (re)choose a configuration, in index order
+        empty = self.empty
+        i = 0
+        while self.nqueued and i < len(empty):
+            if not self._renew(empty[i]):
+                i += 1
+        # 2) mixed-configuration servers missing their reserved job
+        r = self.cs.res_type
+        if r >= 0:
+            wait = self.wait_res
+            q = self.vq[r]
+            i = 0
+            while q and i < len(wait):
+                s = wait[i]
+                self._fill(s)
+                if not self.has_res[s]:
+                    i += 1
+        # 3) servers with room for the head of each virtual queue
+        size = self.size
+        for t in range(self.T):
+            q = self.vq[t]
+            sl = self.by_avail[t]
+            if not q or not sl:
+                continue
+            if self.compat is None:
+                while q and sl and (sl[-1] >> _SERVER_BITS) >= size[q[0]]:
+                    if not self._fill(sl[-1] & _SERVER_MASK):
+                        break
+            else:
+                lo = sl.bisect_left(size[q[0]] << _SERVER_BITS)
+                for key in list(sl.islice(lo))[::-1]:
+                    if not q:
+                        break
+                    self._fill(key & _SERVER_MASK)
+
+
+class VQSBF(_VirtualQueues):
+    """VQS-BF (paper §VI): VQS's configurations, largest-first within them, then BF-S for the rest.
+
+    Every slot, every server (in index order) with room for the smallest queued job: (1) renews its
+    configuration if it is empty; (2) takes the largest fitting jobs of the reserved type and then of the
+    configuration's other type until it holds ``k`` of each (jobs reserve exactly their size); (3) fills
+    the remaining room with BF-S (largest fitting job of any type).
+    """
+
+    name = "vqs-bf"
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.vq: list[SortedList] = [SortedList() for _ in range(self.T)]  # keys by size, oldest first
+        self.cnt = [0] * (self.n * self.T)  # per-server per-type job counts
+        self.tree = LineServers(self.n, by_index=True).tree  # residual by server id
+        self._lower = [self.partition.lower_units(k) for k in range(self.T)]
+        self.masked = MaskedJobs() if isinstance(self.compat, Constraints) else None
+
+    def _enqueue(self, job: int, x) -> None:
+        t = self.partition.type_of(x)
+        self.typ[job] = t
+        self.vq[t].add(size_key(x, job))
+        self.nq[t] += 1
+        if self.masked is not None:
+            self.masked.add(job, x, self.compat.mask.get(job, 0), t)
+
+    def _release(self, job: int, server: int, x) -> None:
+        s = server
+        t = self.typ.pop(job)
+        self.used[s] -= x
+        self.njobs[s] -= 1
+        self.cnt[s * self.T + t] -= 1
+        self.tree.set(s, UNIT - self.used[s])
+
+    def _place(self, key: int, s: int, t: int) -> int:
+        j = _JOB_MASK - (key & _JOB_MASK)
+        x = key >> _JOB_BITS
+        self.vq[t].remove(key)
+        if self.masked is not None:
+            self.masked.remove(j)
+        self.nq[t] -= 1
+        self.nqueued -= 1
+        self.used[s] += x
+        self.njobs[s] += 1
+        self.cnt[s * self.T + t] += 1
+        self._out.append((j, s))
+        return x
+
+    def _largest_in(self, t: int, room: int, accept, s: int) -> int:
+        """Key of the largest job ≤ room in virtual queue t (oldest among equals), or -1."""
+        if self.masked is not None:
+            j = self.masked.best(room, self.compat.inv[s], t)
+            return -1 if j < 0 else size_key(self.size[j], j)
+        sl = self.vq[t]
+        i = sl.bisect_right((room << _JOB_BITS) | _JOB_MASK) - 1
+        while i >= 0:
+            key = sl[i]
+            if accept is None or accept(_JOB_MASK - (key & _JOB_MASK)):
+                return key
+            i -= 1
+        return -1
+
+    def _largest(self, room: int, accept, s: int) -> tuple[int, int]:
+        """(key, type) of the largest queued job ≤ room over all virtual queues, or (-1, -1)."""
+        if self.masked is not None:
+            j = self.masked.best(room, self.compat.inv[s])
+            return (-1, -1) if j < 0 else (size_key(self.size[j], j), self.typ[j])
+        lower = self._lower
+        t = 0
+        while t < self.T and lower[t] >= room:  # every job of type t is larger than room
+            t += 1
+        while t < self.T:
+            if self.nq[t]:
+                key = self._largest_in(t, room, accept, s)
+                if key >= 0:
+                    return key, t
+            t += 1
+        return -1, -1
+
+    def _min_size(self) -> int:
+        for t in range(self.T - 1, -1, -1):
+            if self.nq[t]:
+                return self.vq[t][0] >> _JOB_BITS
+        return UNIT + 1
+
+    def _visit(self, s: int) -> None:
+        if not self.njobs[s]:
+            self.cfg[s] = self.cs.best(self.nq)
+        accept = self._job_accept(s)
+        room = UNIT - self.used[s]
+        base = s * self.T
+        c = self.cfg[s]
+        if c >= 0:
+            conf = self.cs.configs[c]
+            for t, k in ((conf.res, conf.k_res), (conf.other, conf.k_other)):
+                if t < 0:
+                    continue
+                while self.cnt[base + t] < k and self.nq[t]:
+                    key = self._largest_in(t, room, accept, s)
+                    if key < 0:
+                        break
+                    room -= self._place(key, s, t)
+        while self.nqueued:
+            key, t = self._largest(room, accept, s)
+            if key < 0:
+                break
+            room -= self._place(key, s, t)
+        self.tree.set(s, room)
+
+    def _schedule(self) -> None:
+        if not self._departed and not self._new:
+            return
+        lo = 0
+        tree = self.tree
+        while self.nqueued:
+            s = tree.find_first(self._min_size(), lo)
+            if s < 0:
+                return
+            self._visit(s)
+            lo = s + 1
+
+
+POLICIES: dict[str, type[PackingPolicy]] = {
+    p.name: p for p in (FifoFF, BFJ, BFS, BFJS, VQS, VQSBF)
+}
+
+
+def make_policy(name: str, n_servers: int, compat: Compat = None, *, J: int = 6, split_tail: bool = False,
+                config_set: str = "reduced", reserve: float = 2.0 / 3.0, cuts: list[float] | None = None,
+                vector: int = 0) -> PackingPolicy:
+    """Build policy ``name`` for ``n_servers`` servers.
+
+    ``J``, ``split_tail``, ``cuts`` (explicit partition cut points), ``config_set`` ("reduced" or "pure")
+    and ``reserve`` configure VQS/VQS-BF. ``vector=R > 0`` builds the multi-resource (Tetris-scored)
+    variant of a Best-Fit-family policy for R resources.
+    """
+    cls = POLICIES.get(name)
+    if cls is None:
+        raise InputError(f"unknown packing policy {name!r}; known: {', '.join(POLICIES)}")
+    if issubclass(cls, _VirtualQueues):
+        if vector:
+            raise InputError(f"{name}: multi-resource (tetris) packing is only available for the Best-Fit "
+                             "family (fifo-ff, bf-j, bf-s, bf-js); use the max reduction")
+        from megha.schedulers.packing.partition import custom_partition
+
+        part = custom_partition(cuts, min_size=0.0) if cuts else universal_partition(J, split_tail)
+        return cls(n_servers, compat, partition=part, configs=ConfigSet(part, config_set, reserve))
+    if vector:
+        from megha.schedulers.packing.multires import vector_structures
+
+        servers, qf, of = vector_structures(n_servers, vector)
+        return cls(n_servers, compat, servers=servers, queue_factory=qf, order_factory=of)
+    return cls(n_servers, compat)

@@ -1,0 +1,407 @@
+"""Index structures of the packing schedulers: servers by residual capacity, queues by size or arrival.
+
+Sizes are integers in units of ``1 / UNIT`` of a server's capacity (a server holds ``UNIT``), so capacity
+checks are exact: a job of size ``x`` fits a server iff ``used + x <= UNIT``. :func:`quantize` maps a real
+size in (0, 1] to units, rounding *up* (a placement the scheduler accepts never exceeds the real
+capacity; a slack of 1e-3 units absorbs float noise so that 0.4 + 0.6 still fills a server exactly).
+
+Every query costs O(log n) (n servers or queued jobs) — per-slot work of a policy is proportional to
+what changed, not to the size of the cluster or of the queue:
+
+* :class:`LineServers` — single-resource servers, residual capacity indexed by a sorted list
+  (best fit = tightest server that fits, by bisection) and/or a max-segment tree by server index
+  (first fit = lowest index that fits; "next server at or after i with room for x").
+* :class:`SizeQueue` — queued jobs sorted by size (largest job that fits a given room, smallest job).
+* :class:`ArrivalOrder` — queued jobs in arrival order over a max-segment tree of negated sizes
+  (first job in arrival order that fits a given room).
+* :class:`MaxTree` — the segment tree used by the two above.
+
+Every query takes an optional ``accept`` predicate (server id or job id → bool) used by the simulator path
+when tasks carry placement constraints; candidates that are not accepted are skipped (the query then scans,
+which costs more but stays correct). Vector (multi-resource) counterparts are in
+:mod:`megha.schedulers.packing.multires`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from megha.errors import InputError
+
+UNIT = 1_000_000_000
+"""Capacity of one server in size units."""
+
+_SLACK = 1e-3  # units of float noise forgiven when rounding a size up
+_SERVER_BITS = 24  # server ids < 2**24 in packed sort keys
+_SERVER_MASK = (1 << _SERVER_BITS) - 1
+_JOB_BITS = 40  # job ids < 2**40 in packed sort keys
+_JOB_MASK = (1 << _JOB_BITS) - 1
+NEG = -(1 << 62)
+
+Accept = Callable[[int], bool] | None
+
+
+def quantize(x: float) -> int:
+    """Size in units of a real size in (0, 1], rounded up (at least one unit)."""
+    u = math.ceil(x * UNIT - _SLACK)
+    return 1 if u < 1 else u
+
+
+def quantize_array(x: np.ndarray, what: str = "size") -> np.ndarray:
+    """Vectorized :func:`quantize`; sizes above 1 (more than a server) are an error naming ``what``."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size and not np.isfinite(x).all():
+        raise InputError(f"{what}: sizes must be finite numbers")
+    if x.size and float(x.min()) < 0:
+        raise InputError(f"{what}: sizes must be >= 0 (got {float(x.min())})")
+    u = np.ceil(x * UNIT - _SLACK).astype(np.int64)
+    np.maximum(u, 1, out=u)
+    if u.size and int(u.max()) > UNIT:
+        raise InputError(f"{what}: a job needs more than a whole server (size {float(x.max()):.6g} > 1)")
+    return u
+
+
+class MaxTree:
+    """Max-segment tree over ``n`` integer values: point update and "first index ≥ lo with value ≥ x"."""
+
+    __slots__ = ("n", "size", "t")
+
+    def __init__(self, values: Iterable[int], n: int | None = None, fill: int = NEG) -> None:
+        vals = list(values)
+        self.n = len(vals) if n is None else n
+        size = 1
+        while size < max(self.n, 1):
+            size <<= 1
+        self.size = size
+        t = [fill] * (2 * size)
+        t[size : size + len(vals)] = vals
+        for i in range(size - 1, 0, -1):
+            a, b = t[2 * i], t[2 * i + 1]
+            t[i] = a if a >= b else b
+        self.t = t
+
+    def get(self, i: int) -> int:
+        return self.t[self.size + i]
+
+    def set(self, i: int, v: int) -> None:
+        t = self.t
+        i += self.size
+        t[i] = v
+        i >>= 1
+        while i:
+            a, b = t[2 * i], t[2 * i + 1]
+            m = a if a >= b else b
+            if t[i] == m:
+                break
+            t[i] = m
+            i >>= 1
+
+    def max(self) -> int:
+        return self.t[1]
+
+    def find_first(self, x: int, lo: int = 0) -> int:
+        """Smallest index ``i >= lo`` with value ``>= x``, or -1."""
+        if lo >= self.n:
+            return -1
+        t = self.t
+        size = self.size
+        if lo == 0:
+            if t[1] < x:
+                return -1
+            i = 1
+        else:
+            i = lo + size
+            while t[i] < x:
+                while i & 1:  # a right child: climb until we are a left child
+                    i >>= 1
+                if i == 0:
+                    return -1
+                i += 1  # the right sibling covers the next range
+        while i < size:
+            i <<= 1
+            if t[i] < x:
+                i += 1
+        i -= size
+        return i if i < self.n else -1
+
+
+class LineServers:
+    """``n`` single-resource servers of capacity ``UNIT``, indexed by residual capacity.
+
+    ``by_residual`` keeps a sorted list of (residual, server) for best fit and the maximum residual;
+    ``by_index`` keeps a max-segment tree of residuals by server id for first fit and index-order scans.
+    Only the indexes a policy asks for are maintained.
+    """
+
+    __slots__ = ("n", "njobs", "sorted", "tree", "used")
+
+    def __init__(self, n: int, by_residual: bool = False, by_index: bool = False) -> None:
+        if n < 1:
+            raise InputError(f"a cluster needs at least one server, got {n}")
+        if n > _SERVER_MASK:
+            raise InputError(f"at most {_SERVER_MASK} servers are supported, got {n}")
+        self.n = n
+        self.used = [0] * n
+        self.njobs = [0] * n
+        self.sorted = SortedList((UNIT << _SERVER_BITS) | s for s in range(n)) if by_residual else None
+        self.tree = MaxTree([UNIT] * n) if by_index else None
+
+    def residual(self, s: int) -> int:
+        return UNIT - self.used[s]
+
+    def room(self, s: int) -> int:
+        """Free capacity of server ``s`` (the argument of the queue's ``best_for``)."""
+        return UNIT - self.used[s]
+
+    def fits(self, s: int, x: int) -> bool:
+        return self.used[s] + x <= UNIT
+
+    def _move(self, s: int, old_res: int, new_res: int) -> None:
+        sl = self.sorted
+        if sl is not None:
+            sl.remove((old_res << _SERVER_BITS) | s)
+            sl.add((new_res << _SERVER_BITS) | s)
+        if self.tree is not None:
+            self.tree.set(s, new_res)
+
+    def add(self, s: int, x: int) -> None:
+        """Place a job of size ``x`` on ``s`` (the caller checked that it fits)."""
+        old = UNIT - self.used[s]
+        self.used[s] += x
+        self.njobs[s] += 1
+        self._move(s, old, old - x)
+
+    def sub(self, s: int, x: int) -> None:
+        """A job of size ``x`` left ``s``."""
+        old = UNIT - self.used[s]
+        self.used[s] -= x
+        self.njobs[s] -= 1
+        self._move(s, old, old + x)
+
+    def max_room(self) -> int:
+        if self.sorted is not None:
+            return self.sorted[-1] >> _SERVER_BITS
+        return self.tree.max()
+
+    def best_fit(self, x: int, accept: Accept = None) -> int:
+        """The server with the least residual capacity ≥ ``x`` (lowest id on ties), or -1."""
+        sl = self.sorted
+        i = sl.bisect_left(x << _SERVER_BITS)
+        if accept is None:
+            return sl[i] & _SERVER_MASK if i < len(sl) else -1
+        n = len(sl)
+        while i < n:
+            s = sl[i] & _SERVER_MASK
+            if accept(s):
+                return s
+            i += 1
+        return -1
+
+    def first_fit(self, x: int, lo: int = 0, accept: Accept = None) -> int:
+        """The lowest server id ≥ ``lo`` with residual ≥ ``x``, or -1."""
+        tree = self.tree
+        s = tree.find_first(x, lo)
+        if accept is None:
+            return s
+        while s >= 0 and not accept(s):
+            s = tree.find_first(x, s + 1)
+        return s
+
+    def first_room(self, x: int, lo: int = 0) -> int:
+        """The lowest server id ≥ ``lo`` that could hold a job of size ``x`` (index-order scans)."""
+        return self.tree.find_first(x, lo)
+
+
+def size_key(x: int, job: int) -> int:
+    """Sort key of a queued job: by size, then older (smaller id) jobs above newer ones of equal size."""
+    return (x << _JOB_BITS) | (_JOB_MASK - job)
+
+
+def key_job(key: int) -> int:
+    return _JOB_MASK - (key & _JOB_MASK)
+
+
+def key_size(key: int) -> int:
+    return key >> _JOB_BITS
+
+
+class SizeQueue:
+    """Queued jobs sorted by size: largest job that fits a room, smallest queued size."""
+
+    __slots__ = ("sl",)
+
+    def __init__(self) -> None:
+        self.sl = SortedList()
+
+    def __len__(self) -> int:
+        return len(self.sl)
+
+    def add(self, job: int, x: int) -> None:
+        self.sl.add(size_key(x, job))
+
+    def remove(self, job: int, x: int) -> None:
+        self.sl.remove(size_key(x, job))
+
+    def min_size(self) -> int:
+        """Smallest queued size (the queue must not be empty)."""
+        return self.sl[0] >> _JOB_BITS
+
+    def max_job(self) -> int:
+        return key_job(self.sl[-1])
+
+    def best_for(self, room: int, used=None, accept: Accept = None) -> int:
+        """The largest queued job of size ≤ ``room`` (oldest among equals), or -1."""
+        sl = self.sl
+        i = sl.bisect_right((room << _JOB_BITS) | _JOB_MASK) - 1
+        if accept is None:
+            return _JOB_MASK - (sl[i] & _JOB_MASK) if i >= 0 else -1
+        while i >= 0:
+            j = _JOB_MASK - (sl[i] & _JOB_MASK)
+            if accept(j):
+                return j
+            i -= 1
+        return -1
+
+
+class ArrivalOrder:
+    """Queued jobs in arrival order; finds the first one (at or after a position) that fits a room.
+
+    Positions are stable between calls to :meth:`append`; removed jobs leave holes that are compacted
+    away when the underlying tree is full (amortized O(1) per job).
+    """
+
+    __slots__ = ("alive", "jobs", "pos", "tree")
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.jobs: list[int] = []
+        self.pos: dict[int, int] = {}
+        self.tree = MaxTree([], n=capacity)
+        self.alive = 0
+
+    def __len__(self) -> int:
+        return self.alive
+
+    def append(self, job: int, x: int) -> None:
+        if len(self.jobs) >= self.tree.n:
+            self._rebuild()
+        p = len(self.jobs)
+        self.jobs.append(job)
+        self.pos[job] = p
+        self.tree.set(p, -x)
+        self.alive += 1
+
+    def remove(self, job: int) -> None:
+        p = self.pos.pop(job)
+        self.jobs[p] = -1
+        self.tree.set(p, NEG)
+        self.alive -= 1
+
+    def position(self, job: int) -> int:
+        return self.pos[job]
+
+    def first_fitting(self, room: int, lo: int = 0) -> int:
+        """Position of the first queued job at or after ``lo`` with size ≤ ``room``, or -1."""
+        return self.tree.find_first(-room, lo)
+
+    def job_at(self, p: int) -> int:
+        return self.jobs[p]
+
+    def _rebuild(self) -> None:
+        t = self.tree
+        live = [(j, -t.get(p)) for p, j in enumerate(self.jobs) if j >= 0]
+        cap = max(1024, 2 * len(live) + 1)
+        self.tree = MaxTree([-x for _, x in live], n=cap)
+        self.jobs = [j for j, _ in live]
+        self.pos = {j: p for p, j in enumerate(self.jobs)}
+
+
+class Constraints:
+    """Placement constraints as bit sets: a job fits a server iff ``job_mask & ~server_mask == 0``.
+
+    The driver records each job's mask with :meth:`set` before handing the job to the policy; the policy
+    calls the object as ``constraints(job, server)``.
+    """
+
+    __slots__ = ("inv", "mask")
+
+    def __init__(self, server_masks: Iterable[int]) -> None:
+        self.inv = [~int(m) & 0xFFFFFFFF for m in server_masks]
+        self.mask: dict[int, int] = {}
+
+    def set(self, jobs: Iterable[int], masks: Iterable[int]) -> None:
+        self.mask.update(zip(jobs, (int(m) for m in masks), strict=True))
+
+    def forget(self, job: int) -> None:
+        self.mask.pop(job, None)
+
+    def __call__(self, job: int, server: int) -> bool:
+        return (self.mask.get(job, 0) & self.inv[server]) == 0
+
+
+class MaskedJobs:
+    """Queued jobs with constraint masks, scanned with numpy (used only when constraints bind).
+
+    ``best(room, inv)`` returns the largest job (oldest among equals) of size ≤ ``room`` whose mask fits
+    the server (``mask & inv == 0``), optionally of one type — a vectorized O(queue) scan instead of a
+    Python loop over incompatible jobs.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.size = np.zeros(capacity, dtype=np.int64)
+        self.mask = np.zeros(capacity, dtype=np.uint32)
+        self.typ = np.zeros(capacity, dtype=np.int16)
+        self.ids = np.full(capacity, -1, dtype=np.int64)
+        self.alive = np.zeros(capacity, dtype=bool)
+        self.top = 0
+        self.pos: dict[int, int] = {}
+
+    def add(self, job: int, x: int, mask: int, typ: int = 0) -> None:
+        if self.top >= self.ids.size:
+            self._rebuild()
+        p = self.top
+        self.size[p] = x
+        self.mask[p] = mask
+        self.typ[p] = typ
+        self.ids[p] = job
+        self.alive[p] = True
+        self.pos[job] = p
+        self.top += 1
+
+    def remove(self, job: int) -> None:
+        self.alive[self.pos.pop(job)] = False
+
+    def best(self, room: int, inv: int, typ: int = -1) -> int:
+        top = self.top
+        ok = self.alive[:top] & (self.size[:top] <= room) & ((self.mask[:top] & np.uint32(inv)) == 0)
+        if typ >= 0:
+            ok &= self.typ[:top] == typ
+        idx = np.flatnonzero(ok)
+        if idx.size == 0:
+            return -1
+        return int(self.ids[idx[int(np.argmax(self.size[idx]))]])
+
+    def fitting_any(self, rooms: list[tuple[int, int]]) -> list[int]:
+        """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers."""
+        top = self.top
+        alive = self.alive[:top]
+        size = self.size[:top]
+        mask = self.mask[:top]
+        ok = np.zeros(top, dtype=bool)
+        for room, inv in rooms:
+            ok |= (size <= room) & ((mask & np.uint32(inv)) == 0)
+        return self.ids[np.flatnonzero(ok & alive)].tolist()
+
+    def _rebuild(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.top])
+        cap = max(256, 2 * keep.size + 1)
+        for name in ("size", "mask", "typ", "ids", "alive"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype) if name != "ids" else np.full(cap, -1, dtype=old.dtype)
+            new[: keep.size] = old[keep]
+            setattr(self, name, new)
+        self.top = keep.size
+        self.pos = {int(j): p for p, j in enumerate(self.ids[: keep.size].tolist())}
