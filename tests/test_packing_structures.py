@@ -1,0 +1,137 @@
+"""Index structures of the packing schedulers, checked against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from megha.errors import InputError
+from megha.schedulers.packing.multires import VectorJobs, VectorServers, max_reduce
+from megha.schedulers.packing.structures import (
+    NEG,
+    UNIT,
+    ArrivalOrder,
+    Constraints,
+    LineServers,
+    MaskedJobs,
+    MaxTree,
+    SizeQueue,
+    quantize,
+    quantize_array,
+)
+
+
+def test_quantize_exact_sums():
+    assert quantize(0.4) + quantize(0.6) == UNIT
+    assert quantize(0.2) * 5 == UNIT
+    assert quantize(1.0) == UNIT
+    assert quantize(0.0) == 1  # a zero request still occupies one unit
+    assert quantize(1 / 3) * 3 >= UNIT  # rounded up: never over-commits
+    with pytest.raises(InputError, match="more than a whole server"):
+        quantize_array(np.array([0.5, 1.2]))
+    with pytest.raises(InputError, match=">= 0"):
+        quantize_array(np.array([-0.1]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-5, 20), min_size=1, max_size=70), st.data())
+def test_maxtree_find_first(vals, data):
+    t = MaxTree(vals)
+    for _ in range(5):
+        i = data.draw(st.integers(0, len(vals) - 1))
+        v = data.draw(st.integers(-5, 20))
+        vals[i] = v
+        t.set(i, v)
+    assert t.max() == max(vals)
+    for x in range(-6, 22, 3):
+        for lo in range(0, len(vals) + 1, 7):
+            want = next((k for k in range(lo, len(vals)) if vals[k] >= x), -1)
+            assert t.find_first(x, lo) == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.lists(st.tuples(st.integers(0, 11), st.integers(1, UNIT // 3)), max_size=30),
+       st.integers(1, UNIT))
+def test_line_servers_best_and_first_fit(n, adds, x):
+    srv = LineServers(n, by_residual=True, by_index=True)
+    used = [0] * n
+    for s, a in adds:
+        s %= n
+        if used[s] + a <= UNIT:
+            srv.add(s, a)
+            used[s] += a
+    res = [UNIT - u for u in used]
+    feas = [s for s in range(n) if res[s] >= x]
+    assert srv.best_fit(x) == (min(feas, key=lambda s: (res[s], s)) if feas else -1)
+    assert srv.first_fit(x) == (feas[0] if feas else -1)
+    assert srv.max_room() == max(res)
+    odd = [s for s in feas if s % 2]
+    assert srv.best_fit(x, accept=lambda s: s % 2 == 1) == (min(odd, key=lambda s: (res[s], s)) if odd else -1)
+    assert srv.first_fit(x, accept=lambda s: s % 2 == 1) == (odd[0] if odd else -1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=40), st.integers(0, 60))
+def test_size_queue_largest_fitting_oldest_first(sizes, room):
+    q = SizeQueue()
+    for j, x in enumerate(sizes):
+        q.add(j, x)
+    fit = [j for j, x in enumerate(sizes) if x <= room]
+    want = min(fit, key=lambda j: (-sizes[j], j)) if fit else -1
+    assert q.best_for(room) == want
+    assert q.min_size() == min(sizes)
+    q.remove(0, sizes[0])
+    assert len(q) == len(sizes) - 1
+
+
+def test_arrival_order_survives_compaction():
+    o = ArrivalOrder(capacity=4)
+    for j in range(3000):
+        o.append(j, 100 + j % 7)
+        if j % 3:
+            o.remove(j)
+    assert len(o) == 1000
+    p = o.first_fitting(100, 0)
+    assert o.job_at(p) == 0
+    p = o.first_fitting(103, 1)
+    assert o.job_at(p) == 3  # size 103 ≤ 103
+    assert o.first_fitting(50, 0) == -1
+    assert NEG < 0
+
+
+def test_masked_jobs_respects_masks_and_types():
+    m = MaskedJobs(capacity=2)
+    m.add(0, 50, 0b01, 0)
+    m.add(1, 80, 0b10, 1)
+    m.add(2, 80, 0b00, 1)
+    m.add(3, 90, 0b11, 0)
+    inv_only_bit0 = ~0b01 & 0xFFFFFFFF
+    assert m.best(100, inv_only_bit0) == 2  # 80, oldest compatible (job 1 needs bit 1)
+    assert m.best(100, 0) == 3
+    assert m.best(100, 0, typ=1) == 1
+    m.remove(3)
+    assert m.fitting_any([(60, inv_only_bit0)]) == [0]
+    c = Constraints([0b01, 0b11])
+    c.set([7], [0b10])
+    assert not c(7, 0) and c(7, 1) and c(8, 0)
+
+
+def test_vector_structures_alignment():
+    srv = VectorServers(3, 2)
+    srv.add(0, (UNIT // 2, 0))  # cpu-heavy
+    srv.add(1, (0, UNIT // 2))  # mem-heavy
+    # a cpu-heavy job aligns with server 0
+    assert srv.best_fit((UNIT // 4, UNIT // 10)) == 0
+    assert srv.best_fit((UNIT // 10, UNIT // 4)) == 1
+    assert srv.best_fit((UNIT, UNIT)) == 2
+    assert srv.first_fit((UNIT // 2 + 1, 1)) == 1
+    q = VectorJobs(2, capacity=1)
+    q.add(0, (UNIT // 4, 0))
+    q.add(1, (0, UNIT // 4))
+    q.add(2, (UNIT // 8, UNIT // 8))
+    assert q.best_for(np.array([UNIT, UNIT]), used=np.array([UNIT // 2, 0])) == 0
+    assert q.best_for(np.array([UNIT, UNIT]), used=np.array([0, UNIT // 2])) == 1
+    assert q.min_size().tolist() == [0, 0]
+    np.testing.assert_allclose(max_reduce([[32, 2], [8, 8]], [64, 16]), [0.5, 0.5])
