@@ -17,10 +17,10 @@ import numpy as np
 from pydantic import Field
 
 from megha.model.matching import Policy, SegmentedIndex
-from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.pigeon.cutoff import resolve_cutoff
 from megha.schedulers.pigeon.distributor import MasterWeights, PigeonDistributor
 from megha.schedulers.pigeon.master import PigeonMaster
+from megha.schedulers.pigeon.workers import GroupWorkers
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
 __all__ = ["MasterWeights", "PigeonCOptions", "PigeonDistributor", "PigeonMaster", "PigeonOptions"]
@@ -69,7 +69,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     dist_addr = [f"{name}/distributor{i}" for i in range(n_dist)]
     master_addr = [f"{name}/master{g}" for g in range(n_masters)]
     masters: list[PigeonMaster] = []
-    pools: list[WorkerPool] = []
+    pools: list[GroupWorkers] = []
     n_reserved = 0
     for g, ws in enumerate(members):
         reserved = None
@@ -78,7 +78,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
             if k:
                 reserved = np.sort(ctx.rng.permutation(ws)[:k])
                 n_reserved += k
-        pool = WorkerPool(f"{name}/workers{g}", dc.n_workers, ctx.recorder)
+        pool = GroupWorkers(f"{name}/workers{g}", master_addr[g], ws, ctx.recorder)
         m = PigeonMaster(master_addr[g], ws, dc.worker_masks, pool.address, ctx.recorder, dist_addr,
                          policy=opts.policy, fqw=fqw, reserved=reserved)
         pools.append(pool)

@@ -17,7 +17,7 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import SegmentedIndex
 from megha.schedulers.common.messages import JobArrival
-from megha.schedulers.pigeon.messages import TaskBatch, TasksDone
+from megha.schedulers.pigeon.messages import TaskBatch, TaskDone, TasksDone
 from megha.sim.component import Component
 
 
@@ -107,7 +107,9 @@ class PigeonDistributor(Component):
         self.jobs_long = 0
 
     def on_message(self, msg, now: float) -> None:
-        if isinstance(msg, TasksDone):
+        if type(msg) is TaskDone:
+            self.rec.completion_known(msg.task, now)
+        elif isinstance(msg, TasksDone):
             self.rec.completion_known(msg.tasks, now)
         elif isinstance(msg, JobArrival):
             self._distribute(msg)

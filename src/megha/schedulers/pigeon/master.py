@@ -11,8 +11,10 @@ Weighted fair queuing (Pigeon): when a worker frees, the master serves up to ``f
 task; a long task is served when its turn comes or when no queued short task fits the worker (PigeonC), and a
 short task is served when no long task fits. A task never leaves its master.
 
-Pigeon (unconstrained original) also *reserves* some workers of each group for short tasks: a long task never
-runs on them and, when one frees, it only takes short tasks. New short tasks prefer free reserved workers.
+Pigeon (unconstrained original) also *reserves* some workers of each group for short tasks: a long task does not
+run on them and, when one frees, it takes short tasks only. New short tasks prefer free reserved workers. With
+placement constraints, a long task that no unreserved worker of its group can run may use reserved workers (else
+it would starve forever — the problem that made PigeonC drop the reservation).
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import FastRandom, Policy, SegmentedIndex, WaitQueue
 from megha.schedulers.common.messages import Finished, Launch
-from megha.schedulers.pigeon.messages import TaskBatch, TasksDone
+from megha.schedulers.pigeon.messages import Ended, Start, TaskBatch, TaskDone, TasksDone
 from megha.sim.component import Component
+
+
+def _may_use_reserved(entry) -> bool:
+    return entry[2]
 
 
 class PigeonMaster(Component):
@@ -82,7 +88,9 @@ class PigeonMaster(Component):
 
     # --- messages -------------------------------------------------------------------------------------
     def on_message(self, msg, now: float) -> None:
-        if isinstance(msg, Finished):
+        if type(msg) is Ended:
+            self._freed_one(msg.task, msg.worker, now)
+        elif isinstance(msg, Finished):
             self._freed(msg, now)
         elif isinstance(msg, TaskBatch):
             self._arrive(msg, now)
@@ -100,10 +108,13 @@ class PigeonMaster(Component):
         lw: list[int] = []
         ld: list[float] = []
         queued = 0
+        reserve_check = self.reserved_vec is not None and not short
         for t, d, m in zip(tasks, msg.durations.tolist(), msg.masks.tolist(), strict=True):
-            w = self._match(m, short) if self.n_free else -1
+            # a long task that no unreserved worker of the group can ever run may use reserved ones
+            anywhere = reserve_check and not (self.index.static_vector(m) & self.general_vec).any()
+            w = self._match(m, short or anywhere) if self.n_free else -1
             if w < 0:
-                q.push_back((t, d), m)
+                q.push_back((t, d, anywhere), m)
                 queued += 1
             else:
                 lt.append(t)
@@ -115,7 +126,7 @@ class PigeonMaster(Component):
             self._launch(lt, lw, ld, now)
 
     def _match(self, mask: int, short: bool) -> int:
-        """A suitable free worker for a new task (marked busy), or -1."""
+        """A suitable free worker for a new task (marked busy), or -1; only short tasks may use reserved workers."""
         idx = self.index
         static = idx.static_vector(mask)
         if self.reserved_vec is None:
@@ -161,8 +172,19 @@ class PigeonMaster(Component):
         if lt:
             self._launch(lt, lw, ld, now)
 
+    def _freed_one(self, t: int, w: int, now: float) -> None:
+        """One task ended (the common case): no temporary arrays."""
+        self.port.send(self.distributors[self.dist_of.pop(t)], TaskDone(t))
+        entry = self.next_task(w)
+        if entry is None:
+            self.index.set_worker(self.avail, w, True)
+            self.n_free += 1
+            return
+        self.rec.decided(entry[0], now)
+        self.port.send(self.pool, Start(entry[0], w, entry[1]))
+
     def next_task(self, worker: int):
-        """Weighted fair queuing: the queued ``(task, duration)`` the freed ``worker`` runs next, or None."""
+        """Weighted fair queuing: the queued ``(task, duration, _)`` the freed ``worker`` runs next, or None."""
         sq = self.short_q
         lq = self.long_q
         if not sq and not lq:
@@ -172,6 +194,10 @@ class PigeonMaster(Component):
             e = sq.pop_first_fitting(wm) if sq else None
             if e is not None:
                 self.stats["served_short"] += 1
+            elif lq:
+                e = lq.pop_first_fitting_where(wm, _may_use_reserved)
+                if e is not None:
+                    self.stats["served_long"] += 1
             return e
         tried_short = False
         if sq and (self.fq_counter < self.fqw or not lq):
@@ -196,6 +222,10 @@ class PigeonMaster(Component):
         return None
 
     def _launch(self, tasks: list[int], workers: list[int], durations: list[float], now: float) -> None:
+        if len(tasks) == 1:
+            self.rec.decided(tasks[0], now)
+            self.port.send(self.pool, Start(tasks[0], workers[0], durations[0]))
+            return
         t = np.array(tasks, dtype=np.int64)
         self.rec.decided(t, now)
         self.port.send(

@@ -34,3 +34,40 @@ class TasksDone:
 
     def __len__(self) -> int:
         return int(self.tasks.size)
+
+
+@dataclass(slots=True)
+class Start:
+    """A master starts one task on one of its workers (the single-task form of ``Launch``)."""
+
+    task: int
+    worker: int
+    duration: float
+
+    @property
+    def alloc_tasks(self) -> int:
+        return self.task
+
+    def __len__(self) -> int:
+        return 1
+
+
+@dataclass(slots=True)
+class Ended:
+    """One task finished on its worker (the single-task form of ``Finished``)."""
+
+    task: int
+    worker: int
+
+    def __len__(self) -> int:
+        return 1
+
+
+@dataclass(slots=True)
+class TaskDone:
+    """A master tells a distributor that one task finished (the single-task form of ``TasksDone``)."""
+
+    task: int
+
+    def __len__(self) -> int:
+        return 1

@@ -1,0 +1,20 @@
+"""Messages of the YARN-like resource manager."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class NodeHeartbeat:
+    """Node managers report, at their heartbeat tick, the containers that finished since their last report."""
+
+    nodes: np.ndarray  # int64 nodes reporting
+    tasks: np.ndarray  # int64 finished tasks (containers)
+    task_nodes: np.ndarray  # int64 node of each finished task
+    demands: np.ndarray | None = None  # [k, R] resources the finished tasks held (resource mode)
+
+    def __len__(self) -> int:
+        return int(self.nodes.size)

@@ -1,0 +1,109 @@
+"""Node managers of the YARN-like deployment: run containers, report finished ones at the next heartbeat tick.
+
+One component hosts the node managers of all nodes. It runs the containers the RM launches (checking that the
+RM never over-commits a node: one container per node in slot mode, demands within capacity in resource mode,
+else :class:`~megha.errors.SimulationError`) and reports each finished container to the RM at its node's first
+heartbeat tick after the container ended. Heartbeats of nodes with nothing to report are not simulated (see
+:mod:`megha.schedulers.centralized.heartbeats`). A container's end is recorded at its true end time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.errors import SimulationError
+from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.centralized.heartbeats import HeartbeatSchedule
+from megha.schedulers.centralized.messages import NodeHeartbeat
+from megha.schedulers.common.messages import Launch
+from megha.sim.component import Component
+
+_EPS = 1e-9
+
+
+class NodeManagers(Component):
+    """All node managers of the cluster (one component)."""
+
+    kind = "nodemanager"
+
+    def __init__(self, address: str, rm: str, schedule: HeartbeatSchedule, n_nodes: int, recorder: TaskRecorder,
+                 capacity: np.ndarray | None = None) -> None:
+        super().__init__(address)
+        self.rm = rm
+        self.schedule = schedule
+        self.rec = recorder
+        self.capacity = None if capacity is None else np.asarray(capacity, dtype=np.float64)
+        self.used = None if capacity is None else np.zeros_like(self.capacity)
+        self.on_node: list[int] = [-1] * int(n_nodes)  # slot mode: container running on each node
+        self._due: dict[float, list] = {}  # tick -> [(task, node, end, demand)]
+        self.heartbeats = 0
+        self.running = 0
+
+    def on_message(self, msg, now: float) -> None:
+        if not isinstance(msg, Launch):
+            super().on_message(msg, now)
+            return
+        tasks = msg.tasks.tolist()
+        nodes = msg.workers.tolist()
+        if self.used is None:
+            on_node = self.on_node
+            for t, w in zip(tasks, nodes, strict=True):
+                if on_node[w] >= 0:
+                    raise SimulationError(f"{self.address}: node {w} over-committed at t={now:.6f}: task {t} "
+                                          f"launched while it runs task {on_node[w]}")
+                on_node[w] = t
+        else:
+            np.add.at(self.used, msg.workers, msg.demands)
+            over = (self.used[msg.workers] > self.capacity[msg.workers] + _EPS).any(axis=1)
+            if over.any():
+                w = int(msg.workers[np.flatnonzero(over)[0]])
+                raise SimulationError(f"{self.address}: node {w} over-committed at t={now:.6f}: used "
+                                      f"{self.used[w].tolist()} > capacity {self.capacity[w].tolist()}")
+        self.rec.started(msg.tasks, now, msg.workers)
+        self.running += len(tasks)
+        due = self._due
+        next_tick = self.schedule.next_tick
+        dem = msg.demands
+        for i, (t, w, e) in enumerate(zip(tasks, nodes, (now + msg.durations).tolist(), strict=True)):
+            tick = next_tick(w, e)
+            lst = due.get(tick)
+            item = (t, w, e, None if dem is None else dem[i])
+            if lst is None:
+                due[tick] = [item]
+                self.port.set_timer(tick - now, tick)
+            else:
+                lst.append(item)
+
+    def on_timer(self, key, now: float) -> None:
+        items = self._due.pop(key)
+        self.running -= len(items)
+        if len(items) == 1:
+            t, w, e, d = items[0]
+            self._release(w, d)
+            tasks = np.array([t], dtype=np.int64)
+            nodes = np.array([w], dtype=np.int64)
+            self.rec.finished(tasks, e)
+            self.heartbeats += 1
+            self.port.send(self.rm, NodeHeartbeat(nodes, tasks, nodes, None if d is None else d[None, :]))
+            return
+        items.sort(key=lambda x: x[2])
+        for _, w, _, d in items:
+            self._release(w, d)
+        tasks = np.array([x[0] for x in items], dtype=np.int64)
+        t_nodes = np.array([x[1] for x in items], dtype=np.int64)
+        ends = [x[2] for x in items]
+        lo = 0
+        for i in range(1, len(items) + 1):  # record ends at their true times
+            if i == len(items) or ends[i] != ends[lo]:
+                self.rec.finished(tasks[lo:i], ends[lo])
+                lo = i
+        uniq = np.unique(t_nodes)
+        self.heartbeats += int(uniq.size)
+        dems = None if items[0][3] is None else np.array([x[3] for x in items])
+        self.port.send(self.rm, NodeHeartbeat(uniq, tasks, t_nodes, dems))
+
+    def _release(self, w: int, d) -> None:
+        if self.used is None:
+            self.on_node[w] = -1
+        else:
+            self.used[w] -= d

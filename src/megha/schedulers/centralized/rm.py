@@ -1,0 +1,254 @@
+"""A YARN-like central resource manager (MACRM's baseline, DESIGN §5.4) as a sans-I/O component.
+
+One RM holds the only queue and the only view of the cluster. It allocates a container to a node only while
+processing that node's heartbeat: a task that arrives is allocated at the next heartbeat of a suitable free node
+(the earliest tick among them), a task that finds none waits in the queue until a node's heartbeat reports a
+finished container and frees room that the task fits. Queue policy ``fifo`` (first queued task that fits the
+node) or ``fair`` (users served by fewest running containers, FIFO within a user — YARN's fair scheduler with one
+queue per user). ``am_overhead`` delays a job's requests by its application master's start-up time.
+
+The RM tracks every container it allocated and releases it when a heartbeat reports it finished, so its view
+never promises a node more than it has. Constraint matching uses the shared packed index, laid out in heartbeat
+phase order so "the suitable free node with the soonest heartbeat" is one rotated first-set-bit search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model import bitset
+from megha.model.matching import SegmentedIndex, WaitQueue
+from megha.schedulers.centralized.heartbeats import HeartbeatSchedule, first_set_from
+from megha.schedulers.centralized.messages import NodeHeartbeat
+from megha.schedulers.common.messages import JobArrival, Launch
+from megha.sim.component import Component
+
+_EPS = 1e-9
+
+
+class ResourceManager(Component):
+    """The central RM: heartbeat-gated allocation, FIFO or fair queue."""
+
+    kind = "rm"
+
+    def __init__(
+        self,
+        address: str,
+        pool: str,
+        node_managers: str,
+        worker_masks: np.ndarray,
+        capacity: np.ndarray | None,
+        schedule: HeartbeatSchedule,
+        recorder: TaskRecorder,
+        queue: str = "fifo",
+        am_overhead: float = 0.0,
+        heartbeat_latency: float = 0.0005,
+    ) -> None:
+        super().__init__(address)
+        if queue not in ("fifo", "fair"):
+            raise ValueError(f"{address}: queue must be 'fifo' or 'fair', got {queue!r}")
+        if am_overhead < 0:
+            raise ValueError(f"{address}: am_overhead must be >= 0, got {am_overhead}")
+        self.pool = pool
+        self.nm = node_managers
+        self.rec = recorder
+        self.schedule = schedule
+        self.queue_policy = queue
+        self.am_overhead = float(am_overhead)
+        self.hb_latency = float(heartbeat_latency)
+        self.index = SegmentedIndex([schedule.order], worker_masks, cache_size=1 << 15)
+        self.idle = self.index.all_available()  # nodes with room (RM view), bit order = heartbeat phase order
+        self.mask_of: list[int] = worker_masks.tolist()
+        n = int(worker_masks.size)
+        self.resource = capacity is not None
+        self.busy = None if self.resource else [False] * n
+        self.free = None if capacity is None else np.array(capacity, dtype=np.float64)
+        self.queues: dict[int, WaitQueue] = {}
+        self.running_by_user: dict[int, int] = {}
+        self.user_of: dict[int, int] = {}
+        self.claims: dict[int, list] = {}  # node -> entries allocated at its next heartbeat
+        self._jobs_waiting_am: dict[int, JobArrival] = {}
+        self._launch: tuple[list, list, list, list] = ([], [], [], [])
+        self.stats = {"allocated_at_arrival": 0, "queued": 0, "allocated_from_queue": 0, "heartbeats": 0,
+                      "claim_heartbeats": 0, "max_queue": 0}
+        self._queued = 0
+
+    # --- messages ----------------------------------------------------------------------------------
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, NodeHeartbeat):
+            self._heartbeat(msg, now)
+        elif isinstance(msg, JobArrival):
+            if self.am_overhead > 0:
+                self._jobs_waiting_am[msg.job] = msg
+                self.port.set_timer(self.am_overhead, ("am", msg.job))
+            else:
+                self._submit(msg, now)
+        else:
+            super().on_message(msg, now)
+        self._flush(now)
+
+    def on_timer(self, key, now: float) -> None:
+        kind, x = key
+        if kind == "hb":  # the heartbeat of a free node we allocated to
+            self.stats["claim_heartbeats"] += 1
+            self._launch_claims(x)
+        else:  # "am": the job's application master is up and asks for its containers
+            self._submit(self._jobs_waiting_am.pop(x), now)
+        self._flush(now)
+
+    # --- arrivals --------------------------------------------------------------------------------------
+    def _submit(self, msg: JobArrival, now: float) -> None:
+        user = msg.user if self.queue_policy == "fair" else 0
+        demands = msg.demands
+        q = self.queues.get(user)
+        if q is None:
+            q = self.queues[user] = WaitQueue()
+            self.running_by_user.setdefault(user, 0)
+        start = self.schedule.rotation(now)
+        queued = 0
+        for i, (t, d, m) in enumerate(zip(msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(),
+                                          strict=True)):
+            dem = None if demands is None else demands[i]
+            entry = (t, d, dem, user)
+            node = self._claim_node(m, dem, start)
+            if node < 0:
+                q.push_back(entry, m)
+                queued += 1
+            else:
+                self._claim(node, entry, now)
+        if queued:
+            self.stats["queued"] += queued
+            self._queued += queued
+            if self._queued > self.stats["max_queue"]:
+                self.stats["max_queue"] = self._queued
+
+    def _claim_node(self, mask: int, demand, start: int) -> int:
+        """The suitable node with room whose heartbeat comes soonest, or -1."""
+        idx = self.index
+        cand = idx.candidates(self.idle, mask)
+        if not self.resource:
+            b = first_set_from(cand, start)
+            return -1 if b < 0 else int(idx.worker_at_bit[b])
+        bits = bitset.set_indices(cand)
+        if bits.size == 0:
+            return -1
+        k = int(np.searchsorted(bits, start))
+        if k:
+            bits = np.concatenate([bits[k:], bits[:k]])
+        nodes = idx.worker_at_bit[bits]
+        ok = (self.free[nodes] + _EPS >= demand).all(axis=1)
+        j = int(ok.argmax())
+        return int(nodes[j]) if ok[j] else -1
+
+    def _claim(self, node: int, entry, now: float) -> None:
+        self._take(node, entry)
+        lst = self.claims.get(node)
+        if lst is None:
+            self.claims[node] = [entry]
+            tick = self.schedule.next_tick(node, now)
+            self.port.set_timer(tick - now + self.hb_latency, ("hb", node))
+        else:
+            lst.append(entry)
+        self.stats["allocated_at_arrival"] += 1
+
+    def _take(self, node: int, entry) -> None:
+        """Book ``entry``'s task on ``node`` in the RM's view."""
+        if self.resource:
+            f = self.free[node]
+            f -= entry[2]
+            if not (f > _EPS).all():
+                self.index.set_worker(self.idle, node, False)
+        else:
+            self.busy[node] = True
+            self.index.set_worker(self.idle, node, False)
+        if self.queue_policy == "fair":
+            self.running_by_user[entry[3]] += 1
+            self.user_of[entry[0]] = entry[3]
+
+    def _launch_claims(self, node: int) -> None:
+        lst = self.claims.pop(node, None)
+        if lst:
+            for e in lst:
+                self._add_launch(node, e)
+
+    # --- heartbeats ----------------------------------------------------------------------------------
+    def _heartbeat(self, msg: NodeHeartbeat, now: float) -> None:
+        self.stats["heartbeats"] += int(msg.nodes.size)
+        if msg.tasks.size:
+            self.rec.completion_known(msg.tasks, now)
+            if self.resource:
+                np.add.at(self.free, msg.task_nodes, msg.demands)
+            else:
+                busy = self.busy
+                for w in msg.task_nodes.tolist():
+                    busy[w] = False
+            if self.queue_policy == "fair":
+                for t in msg.tasks.tolist():
+                    self.running_by_user[self.user_of.pop(t)] -= 1
+        for node in msg.nodes.tolist():
+            self._launch_claims(node)
+            self._fill(node)
+
+    def _fill(self, node: int) -> None:
+        """Allocate queued tasks to ``node`` while they fit; mark it idle if room is left."""
+        wm = self.mask_of[node]
+        if not self.resource:
+            if self.busy[node]:
+                return
+            e = self._pop(wm, None) if self._queued else None
+            if e is None:
+                self.index.set_worker(self.idle, node, True)
+                return
+            self._take(node, e)
+            self._add_launch(node, e)
+            return
+        free = self.free[node]
+        while self._queued:
+            e = self._pop(wm, free)
+            if e is None:
+                break
+            self._take(node, e)
+            self._add_launch(node, e)
+        if (free > _EPS).all():
+            self.index.set_worker(self.idle, node, True)
+
+    def _pop(self, worker_mask: int, free):
+        """The next queued entry (policy order) that fits a node with ``worker_mask`` and room ``free``."""
+        if self.queue_policy == "fair" and len(self.queues) > 1:
+            users = sorted((u for u, q in self.queues.items() if q), key=lambda u: (self.running_by_user[u], u))
+        else:
+            users = [u for u, q in self.queues.items() if q]
+        for u in users:
+            q = self.queues[u]
+            if free is None:
+                e = q.pop_first_fitting(worker_mask)
+            else:
+                e = q.pop_first_fitting_where(worker_mask, lambda x: bool((x[2] <= free + _EPS).all()))
+            if e is not None:
+                self._queued -= 1
+                self.stats["allocated_from_queue"] += 1
+                return e
+        return None
+
+    # --- launches ------------------------------------------------------------------------------------
+    def _add_launch(self, node: int, entry) -> None:
+        lt, lw, ld, lm = self._launch
+        lt.append(entry[0])
+        lw.append(node)
+        ld.append(entry[1])
+        lm.append(entry[2])
+
+    def _flush(self, now: float) -> None:
+        lt, lw, ld, lm = self._launch
+        if not lt:
+            return
+        self._launch = ([], [], [], [])
+        tasks = np.array(lt, dtype=np.int64)
+        self.rec.decided(tasks, now)
+        self.port.send(self.pool, Launch(tasks, np.array(lw, dtype=np.int64), np.array(ld, dtype=np.float64),
+                                         self.nm, None if lm[0] is None else np.array(lm)))
+
+    def queued(self) -> int:
+        """Tasks waiting in the RM's queue."""
+        return self._queued

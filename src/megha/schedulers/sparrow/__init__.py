@@ -1,0 +1,55 @@
+"""Sparrow (Ousterhout et al., SOSP 2013; baseline of seeds 000 and 001; DESIGN §5.3).
+
+Distributed schedulers with batch sampling (probe ratio ``d`` = 2, probes on distinct workers), probes queued FIFO
+at the workers' node monitors, and late binding (a worker that reaches a probe asks the scheduler for a task: one
+round trip, a task or a no-op). With placement constraints, probes go only to eligible workers. Works in slot mode
+(one task per worker) and resource mode (probes reserve the task group's demand).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.schedulers.sparrow.monitors import SparrowMonitors
+from megha.schedulers.sparrow.sampling import ProbeSampler
+from megha.schedulers.sparrow.scheduler import SparrowScheduler
+
+__all__ = ["ProbeSampler", "SparrowMonitors", "SparrowOptions", "SparrowScheduler"]
+
+
+class SparrowOptions(SchedulerOptions):
+    """Options of ``sparrow``."""
+
+    schedulers: int | None = Field(None, ge=1, description="number of distributed schedulers (default: --gms, 10)")
+    probe_ratio: float = Field(2.0, ge=1, description="probes per task (d)")
+
+
+@register("sparrow", "Sparrow: distributed schedulers, batch sampling (d=2), worker queues, late binding (SOSP 2013)",
+          options=SparrowOptions, modes=("slot", "resource"))
+def build(ctx: BuildContext) -> Deployment:
+    opts = ctx.options
+    dc = ctx.datacenter
+    n_sched = int(opts.schedulers or ctx.n_gms or 10)
+    addrs = [f"sparrow/scheduler{i}" for i in range(n_sched)]
+    monitors = SparrowMonitors("sparrow/monitors", dc.n_workers, ctx.recorder, addrs, capacity=dc.capacity)
+    sampler = ProbeSampler(dc.worker_masks)
+    scheds = [SparrowScheduler(addrs[i], i, monitors.address, dc.worker_masks, ctx.recorder,
+                               probe_ratio=opts.probe_ratio, sampler=sampler) for i in range(n_sched)]
+    ctx.engine.add(monitors)
+    for s in scheds:
+        ctx.engine.add(s)
+
+    def counters() -> dict[str, int]:
+        return {
+            "sparrow_probes": sum(s.probes for s in scheds),
+            "sparrow_requests": sum(s.requests for s in scheds),
+            "sparrow_noops": sum(s.noops for s in scheds),
+            "sparrow_probes_queued": monitors.queued_probes,
+            "sparrow_max_worker_queue": monitors.max_queue,
+        }
+
+    describe = {"schedulers": n_sched, "probe_ratio": opts.probe_ratio, "workers": dc.n_workers,
+                "mode": "resource" if dc.capacity is not None else "slot"}
+    return Deployment(route=lambda job: addrs[job % n_sched], counters=counters, describe=describe,
+                      components=[monitors, *scheds])

@@ -1,0 +1,117 @@
+"""Probe sampling for Sparrow: batch sampling without replacement, restricted to eligible workers.
+
+For a group of ``k`` tasks sharing a constraint mask, Sparrow probes ``ceil(d·k)`` distinct workers that satisfy
+the mask (all ``k·d`` of an unconstrained job = batch sampling; a single constrained task = per-task sampling).
+When fewer workers are eligible, every eligible worker is probed, plus repeat probes so that a group always has
+at least one probe per task (a probe yields at most one task).
+
+Sampling is by rejection from uniform draws over all workers (a uniform ordered sample without replacement of the
+eligible set), vectorized over all groups of a job; rare masks fall back to an exact draw from the eligible list.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from megha.model.constraints import MASK_DTYPE
+
+
+class ProbeSampler:
+    """Samples probe targets among the workers that satisfy a constraint mask."""
+
+    def __init__(self, worker_masks: np.ndarray, exact_below: float = 0.05) -> None:
+        self.masks = np.asarray(worker_masks, dtype=MASK_DTYPE)
+        self.n = int(self.masks.size)
+        self._uw, self._cw = np.unique(self.masks, return_counts=True)
+        self._count: dict[int, int] = {0: self.n}
+        self.exact_below = exact_below
+
+    def eligible_count(self, mask: int) -> int:
+        """Workers that have every constraint in ``mask`` (cached)."""
+        c = self._count.get(mask)
+        if c is None:
+            c = int(self._cw[(MASK_DTYPE(mask) & ~self._uw) == 0].sum())
+            if len(self._count) > 1 << 17:
+                self._count.clear()
+            self._count[mask] = c
+        return c
+
+    def eligible(self, mask: int) -> np.ndarray:
+        """Ids of the workers that satisfy ``mask``."""
+        if mask == 0:
+            return np.arange(self.n, dtype=np.int64)
+        return np.flatnonzero((MASK_DTYPE(mask) & ~self.masks) == 0)
+
+    def sample(self, rng: np.random.Generator, gmasks: list[int], want: list[int], need: list[int]
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Probe targets for each group: ``want[g]`` distinct eligible workers, at least ``need[g]`` probes.
+
+        Returns ``(workers, groups)``, one entry per probe.
+        """
+        n = self.n
+        out_w: list[np.ndarray] = []
+        out_g: list[np.ndarray] = []
+        rej_g: list[int] = []
+        rej_s: list[int] = []
+        rej_r: list[int] = []
+        distinct = [0] * len(gmasks)
+        for g, (m, w) in enumerate(zip(gmasks, want, strict=True)):
+            e = self.eligible_count(m)
+            s = min(w, e)
+            distinct[g] = s
+            if s <= 0:
+                continue
+            if e < self.exact_below * n or 2 * s > e:
+                sel = self.eligible(m)
+                pick = sel if s == e else rng.choice(sel, s, replace=False)
+                out_w.append(np.asarray(pick, dtype=np.int64))
+                out_g.append(np.full(s, g, dtype=np.int32))
+            else:
+                rej_g.append(g)
+                rej_s.append(s)
+                rej_r.append(math.ceil(s * n / e * 1.3) + 8)
+        if rej_g:
+            self._rejection(rng, gmasks, rej_g, rej_s, rej_r, out_w, out_g)
+        for g, (m, k) in enumerate(zip(gmasks, need, strict=True)):
+            extra = k - distinct[g]
+            if extra > 0:  # fewer eligible workers than tasks: probe some of them again
+                sel = self.eligible(m)
+                out_w.append(sel[rng.integers(0, sel.size, extra)].astype(np.int64))
+                out_g.append(np.full(extra, g, dtype=np.int32))
+        if not out_w:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        return np.concatenate(out_w), np.concatenate(out_g)
+
+    def _rejection(self, rng, gmasks, rej_g, rej_s, rej_r, out_w, out_g) -> None:
+        n = self.n
+        k = len(rej_g)
+        r = np.array(rej_r, dtype=np.int64)
+        s = np.array(rej_s, dtype=np.int64)
+        owner = np.repeat(np.arange(k, dtype=np.int64), r)
+        cands = rng.integers(0, n, int(r.sum()))
+        gm = np.array([gmasks[g] for g in rej_g], dtype=MASK_DTYPE)
+        fit = (gm[owner] & ~self.masks[cands]) == 0
+        cands = cands[fit]
+        owner = owner[fit]
+        _, first = np.unique(owner * n + cands, return_index=True)
+        first.sort()
+        cands = cands[first]
+        owner = owner[first]
+        starts = np.searchsorted(owner, np.arange(k))
+        rank = np.arange(owner.size) - starts[owner]
+        keep = rank < s[owner]
+        cands = cands[keep]
+        owner = owner[keep]
+        got = np.bincount(owner, minlength=k)
+        rej = np.asarray(rej_g, dtype=np.int32)
+        out_w.append(cands)
+        out_g.append(rej[owner])
+        for i in np.flatnonzero(got < s).tolist():  # unlucky draws: complete exactly
+            g = rej_g[i]
+            have = cands[owner == i]
+            sel = np.setdiff1d(self.eligible(gmasks[g]), have, assume_unique=True)
+            more = rng.choice(sel, int(s[i] - got[i]), replace=False)
+            out_w.append(np.asarray(more, dtype=np.int64))
+            out_g.append(np.full(more.size, g, dtype=np.int32))
