@@ -56,13 +56,18 @@ class SlotWorkload:
     def n(self) -> int:
         return int(self.arrival.size)
 
-    def offered_load(self, n_servers: int, horizon: int | None = None) -> float:
-        """Σ size × service / (horizon × servers): the traffic intensity ρ (first resource if vector)."""
+    def offered_load(self, n_servers: int, horizon: int | None = None, clip: bool = False) -> float:
+        """Σ size × service / (horizon × servers): the traffic intensity ρ (max over resources if vector).
+
+        ``clip=True`` counts only the work that falls before ``horizon`` (service cut at the horizon) — the
+        load a trace window really applies when some of its tasks outlast it.
+        """
         if self.n == 0:
             return 0.0
         h = horizon if horizon is not None else int(self.arrival[-1]) + 1
         s = self.size if self.size.ndim == 1 else self.size.max(axis=1)
-        return float((s * self.service).sum()) / (max(h, 1) * n_servers)
+        svc = np.minimum(self.service, np.maximum(h - self.arrival, 0)) if clip else self.service
+        return float((s * svc).sum()) / (max(h, 1) * n_servers)
 
 
 @dataclass
