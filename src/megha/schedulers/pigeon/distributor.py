@@ -32,11 +32,20 @@ class MasterWeights:
         self.index = index
         self.n_masters = index.n_segments
         self._cum: dict[int, np.ndarray] = {}
+        self._counts: dict[int, list[int]] = {}
 
     def counts(self, mask: int) -> np.ndarray:
         """Workers of each master's group that have every constraint in ``mask``."""
-        c = self.cumulative(mask)
-        return np.diff(c, prepend=0)
+        return np.array(self._count_list(mask), dtype=np.int64)
+
+    def _count_list(self, mask: int) -> list[int]:
+        c = self._counts.get(mask)
+        if c is None:
+            c = np.diff(self.cumulative(mask), prepend=0).tolist()
+            if len(self._counts) >= 1 << 17:
+                self._counts.clear()
+            self._counts[mask] = c
+        return c
 
     def cumulative(self, mask: int) -> np.ndarray:
         """Cumulative counts over masters (``[-1]`` = suitable workers in the datacenter), cached."""
@@ -69,13 +78,16 @@ class MasterWeights:
         n = masks.size
         m_idx = (start + np.arange(n, dtype=np.int64)) % self.n_masters
         constrained = np.flatnonzero(masks != 0)
-        for i in constrained.tolist():
-            counts = self.counts(int(masks[i]))
-            j = int(m_idx[i])
-            if counts[j] == 0:
-                ok = np.flatnonzero(counts > 0)
-                k = int(np.searchsorted(ok, j))
-                m_idx[i] = ok[k % ok.size]
+        if constrained.size:
+            n_m = self.n_masters
+            for i, mask in zip(constrained.tolist(), masks[constrained].tolist(), strict=True):
+                counts = self._count_list(mask)
+                j = int(m_idx[i])
+                k = 0
+                while counts[j] == 0 and k < n_m:  # next master (cyclic) with a suitable worker
+                    j = (j + 1) % n_m
+                    k += 1
+                m_idx[i] = j
         return m_idx
 
 

@@ -76,6 +76,7 @@ class PigeonMaster(Component):
             self.reserved = set(reserved.tolist())
             self.reserved_vec = self.index.pack_workers(flags)
             self.general_vec = self.index.valid & ~self.reserved_vec
+        self._only_res: dict[int, bool] = {}
         self.short_q = WaitQueue()
         self.long_q = WaitQueue()
         self.fq_counter = 0  # short tasks served from the queues since the last long task
@@ -111,7 +112,7 @@ class PigeonMaster(Component):
         reserve_check = self.reserved_vec is not None and not short
         for t, d, m in zip(tasks, msg.durations.tolist(), msg.masks.tolist(), strict=True):
             # a long task that no unreserved worker of the group can ever run may use reserved ones
-            anywhere = reserve_check and not (self.index.static_vector(m) & self.general_vec).any()
+            anywhere = reserve_check and self._only_reserved(m)
             w = self._match(m, short or anywhere) if self.n_free else -1
             if w < 0:
                 q.push_back((t, d, anywhere), m)
@@ -124,6 +125,13 @@ class PigeonMaster(Component):
             self.stats["queued_short" if short else "queued_long"] += queued
         if lt:
             self._launch(lt, lw, ld, now)
+
+    def _only_reserved(self, mask: int) -> bool:
+        """No unreserved worker of the group satisfies ``mask`` (cached)."""
+        r = self._only_res.get(mask)
+        if r is None:
+            r = self._only_res[mask] = not (self.index.static_vector(mask) & self.general_vec).any()
+        return r
 
     def _match(self, mask: int, short: bool) -> int:
         """A suitable free worker for a new task (marked busy), or -1; only short tasks may use reserved workers."""

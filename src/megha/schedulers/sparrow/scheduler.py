@@ -25,12 +25,14 @@ from megha.sim.component import Component
 class _Job:
     """Unlaunched tasks of one job, by task group (constraint mask)."""
 
-    __slots__ = ("demands", "durations", "gdem", "gmask_list", "gmasks", "nonempty", "probes_out", "remaining",
-                 "stacks", "tasks")
+    __slots__ = ("demands", "dur_list", "durations", "gdem", "gmask_list", "gmasks", "nonempty", "probes_out",
+                 "remaining", "stacks", "task_list", "tasks")
 
     def __init__(self, tasks, durations, demands, gmasks, stacks, gdem, probes_out) -> None:
         self.tasks = tasks
         self.durations = durations
+        self.task_list: list[int] = tasks.tolist()
+        self.dur_list: list[float] = durations.tolist()
         self.demands = demands
         self.gmasks = gmasks  # uint32 array per group
         self.gmask_list = gmasks.tolist()
@@ -155,9 +157,9 @@ class SparrowScheduler(Component):
             self.noops += 1
             reply = Grant(msg.job, self.number, msg.worker, -1, 0.0, msg.waited, None, None, msg.reserved)
         else:
-            t = int(job.tasks[i])
+            t = job.task_list[i]
             self.rec.decided(t, now)
-            reply = Grant(msg.job, self.number, msg.worker, t, float(job.durations[i]), msg.waited, t,
+            reply = Grant(msg.job, self.number, msg.worker, t, job.dur_list[i], msg.waited, t,
                           None if job.demands is None else job.demands[i], msg.reserved)
         self.port.send(self.monitors, reply)
 
