@@ -243,14 +243,16 @@ def test_preemption_verified_kills_victim_and_launches_requester():
     # user 1 (GM1) holds all four workers of LM0
     l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
     port.take()
-    l0.on_message(PreemptRequest(0, 20, 1.0, 0b10, 0, 1), 1.0)  # needs constraint 1: workers 1 or 3
+    # candidate 20 needs constraint 2 (no worker has it), candidate 21 constraint 1 (workers 1 and 3)
+    l0.on_message(PreemptRequest(0, np.array([20, 21]), np.ones(2), np.array([0b100, 0b10], dtype=np.uint32), 0, 1),
+                  1.0)
     sent = port.take()
     kinds = [type(m).__name__ for _, m in sent]
     assert kinds[:2] == ["Kill", "Launch"] and kinds[-1] == "PreemptReply"
     kill = sent[0][1]
     assert kill.tasks.tolist() == [1]  # the victim's task on worker 1
     reply = sent[-1][1]
-    assert reply.ok and reply.worker == 1
+    assert reply.ok and reply.worker == 1 and reply.task == 21 and reply.request == 20
     assert l0.usage.tolist() == [1.0, 3.0]
     # the pool confirms the kill: the victim's GM is told to requeue its task
     l0.on_message(Killed(np.array([1]), np.array([1])), 1.001)
@@ -262,7 +264,7 @@ def test_preemption_refused_when_victim_is_not_over_share():
     l0, port = fair_lm(shares=(0.0, 1.0))
     l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
     port.take()
-    l0.on_message(PreemptRequest(0, 20, 1.0, 0, 0, 1), 1.0)
+    l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
     (_, reply), = port.take(PreemptReply)
     assert not reply.ok
     assert port.take(Kill) == []
@@ -278,7 +280,7 @@ def test_gm_asks_for_preemption_only_when_under_share():
     (dst, pre), = port.take(PreemptRequest)
     assert pre.victim == 1 and dst in ("megha/lm0", "megha/lm1")
     assert g.counters["preemption_attempts"] == 1
-    g.on_message(PreemptReply(0, 0, True, 1), 0.001)
+    g.on_message(PreemptReply(0, 0, True, 0, worker=1), 0.001)
     assert g.own_usage.tolist() == [1.0, 0.0]
 
 

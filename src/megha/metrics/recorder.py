@@ -35,7 +35,8 @@ class TaskRecorder:
         self.finishes = np.zeros(n, dtype=np.int32)
         self.preemptions = np.zeros(n, dtype=np.int32)
         self.counters: Counter = Counter()
-        self.preempted_runs: list[tuple[np.ndarray, np.ndarray, float]] = []  # (tasks, starts, end time)
+        # runs cut short by preemption: (tasks, their starts, their workers, time they were stopped)
+        self.preempted_runs: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
         self.running = 0
         self.outstanding = 0  # feasible tasks whose completion the scheduler has not learned yet
         self.last_progress = 0.0
@@ -75,7 +76,7 @@ class TaskRecorder:
     def preempted(self, ids, t: float) -> None:
         """Tasks were killed on their worker before finishing; they will be launched again."""
         ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
-        self.preempted_runs.append((ids.copy(), self.start[ids].copy(), t))
+        self.preempted_runs.append((ids.copy(), self.start[ids].copy(), self.worker[ids].copy(), t))
         self.preemptions[ids] += 1
         self.running -= ids.size
         self.start[ids] = np.nan

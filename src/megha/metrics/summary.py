@@ -95,7 +95,7 @@ def utilization_series(rec: TaskRecorder, total: float, weights: np.ndarray | No
     starts = [rec.start[ok]]
     ends = [rec.end[ok]]
     ws = [w[ok]]
-    for ids, st, t in rec.preempted_runs:
+    for ids, st, _, t in rec.preempted_runs:
         good = np.isfinite(st)
         starts.append(st[good])
         ends.append(np.full(int(good.sum()), t))

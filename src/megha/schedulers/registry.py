@@ -55,6 +55,7 @@ class Deployment:
     counters: Callable[[], dict[str, int]] = lambda: {}
     describe: dict = field(default_factory=dict)
     components: list = field(default_factory=list)
+    extras: dict = field(default_factory=dict)  # runtime-only results for experiments (not serialized)
 
 
 @dataclass

@@ -57,6 +57,7 @@ class RunResult:
     options: dict
     describe: dict = field(default_factory=dict)
     unfinished_reason: str | None = None
+    extras: dict = field(default_factory=dict)
 
     @property
     def scheduler(self) -> str:
@@ -300,4 +301,5 @@ def simulate(
         options=options.model_dump(),
         describe=deployment.describe,
         unfinished_reason=reason,
+        extras=deployment.extras,
     )

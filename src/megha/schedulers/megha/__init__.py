@@ -47,6 +47,7 @@ class MeghaOptions(SchedulerOptions):
         "random", description="fairness: how jobs get users when the trace has none"
     )
     preemption: bool = Field(True, description="fairness: preempt over-share users under contention")
+    preempt_candidates: int = Field(16, ge=1, description="fairness: queued tasks offered per preemption request")
     reply_always: bool = Field(
         False, description="LM replies to every launch batch (else only to batches with rejected mappings)"
     )
@@ -94,7 +95,8 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         assert hi > lo
     for g in range(layout.n_gms):
         gms.append(eng.add(GlobalMaster(g, layout, ctx.recorder, opts.policy, opts.batch_size, opts.repartition,
-                                        fair, job_user, opts.preemption)))
+                                        fair, job_user, opts.preemption,
+                                        preempt_candidates=opts.preempt_candidates, fair_period=opts.heartbeat)))
     n_g = layout.n_gms
     if fair is not None:
         user_gm = fair.user_gm
@@ -115,7 +117,8 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     describe = {"gms": layout.n_gms, "lms": layout.n_lms, "partition_size": int(layout.idx.seg_size.mean()),
                 "mode": "resource" if layout.capacity is not None else "slot",
                 "fairness": fair is not None}
-    return Deployment(route=route, counters=counters, describe=describe, components=[*gms, *lms])
+    extras = {"job_user": job_user, "fair": fair, "layout": layout}
+    return Deployment(route=route, counters=counters, describe=describe, components=[*gms, *lms], extras=extras)
 
 
 @register("megha", "Megha: GMs place tasks on an eventually consistent global view, LMs validate and launch",

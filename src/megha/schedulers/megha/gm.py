@@ -54,6 +54,8 @@ class GlobalMaster(Component):
         job_user: np.ndarray | None = None,
         preemption: bool = True,
         fresh_view: bool = True,
+        preempt_candidates: int = 16,
+        fair_period: float = 5.0,
     ) -> None:
         super().__init__(layout.gm_address(g))
         self.g = g
@@ -65,6 +67,10 @@ class GlobalMaster(Component):
         self.fair = fair
         self.job_user = job_user
         self.preemption = preemption and fair is not None
+        self.preempt_candidates = preempt_candidates
+        self.fair_period = fair_period
+        self._fair_backoff = fair_period
+        self._fair_armed = False
         idx = layout.idx
         if layout.capacity is None:
             self.view: SlotView | ResourceView = SlotView(idx, layout.n_workers, all_free=fresh_view)
@@ -310,11 +316,16 @@ class GlobalMaster(Component):
         if not self.fair.under_share(e[E_USER], usage):
             self.queue.push_back(e)
             return
-        victims = self.fair.victims(e[E_USER], usage)
-        if not self._try_preempt(e, victims, None, now):
+        if e[E_USER] in self._preempting_users() or not self._try_preempt([e], self.fair.victims(e[E_USER], usage),
+                                                                          None, now):
             self.queue.push_back(e)
+            self._arm_fair()
 
-    def _try_preempt(self, e: tuple, victims: list[int], lms: list[int] | None, now: float) -> bool:
+    def _preempting_users(self) -> set[int]:
+        return {p[0][0][E_USER] for p in self.preempting.values()}
+
+    def _try_preempt(self, entries: list[tuple], victims: list[int], lms: list[int] | None, now: float) -> bool:
+        """Ask an LM to preempt a victim for one of ``entries`` (same user); False when no victim is left."""
         while victims:
             v = victims[0]
             if lms is None:
@@ -322,56 +333,113 @@ class GlobalMaster(Component):
                 lms = [int(x) for x in np.argsort(-col, kind="stable") if col[x] > 0]
             if lms:
                 lm = lms.pop(0)
-                self.preempting[e[E_TASK]] = (e, victims, lms)
+                first = entries[0][E_TASK]
+                self.preempting[first] = (entries, victims, lms)
                 self.counters["preemption_attempts"] += 1
-                self.rec.decided(e[E_TASK], now)
+                tasks = np.array([x[E_TASK] for x in entries], dtype=np.int64)
+                self.rec.decided(tasks, now)
+                dem = np.array([x[E_DEMAND] for x in entries]) if self.resource_mode else None
                 self.port.send(
                     self._lm_addr[lm],
-                    PreemptRequest(self.g, e[E_TASK], e[1], e[E_MASK], e[E_USER], v, e[E_DEMAND]),
+                    PreemptRequest(self.g, tasks, np.array([x[1] for x in entries]),
+                                   np.array([x[E_MASK] for x in entries], dtype=np.uint32), entries[0][E_USER], v, dem),
                 )
                 return True
             victims = victims[1:]
             lms = None
         return False
 
+    def on_timer(self, key, now: float) -> None:
+        if key == "fair":
+            self._fair_armed = False
+            self._fair_retry(now)
+            self._flush(now)
+
+    def _arm_fair(self) -> None:
+        if not self._fair_armed:
+            self._fair_armed = True
+            self.port.set_timer(self._fair_backoff, "fair")
+
     def _fair_retry(self, now: float) -> None:
-        """Under contention, let the head task of each under-share user try preemption again."""
+        """Under contention, let the head tasks of each under-share user try placement, then preemption.
+
+        Runs on every LM update and, while some user of this GM waits below its share, every ``fair_period``
+        seconds (when nothing changes in the datacenter no update arrives to trigger it).
+        """
         usage = self._usage()
-        busy_users = {p[0][E_USER] for p in self.preempting.values()}
+        if any(len(self.queue.qs[u]) and self.fair.under_share(u, usage) for u in self.my_users):
+            self._arm_fair()
+        busy_users = self._preempting_users()
         for u in self.my_users:
             if u in busy_users or not self.fair.under_share(u, usage):
                 continue
+            victims = self.fair.victims(u, usage)
+            if not victims:
+                continue
             q = self.queue.qs[u]
-            e = q.pop_front()
-            if e is None:
-                continue
-            if self._place(e, now):
-                continue
-            if not self._try_preempt(e, self.fair.victims(u, usage), None, now):
-                q.push_front(e, e[E_MASK])
+            cands = []
+            while len(cands) < self.preempt_candidates:
+                e = q.pop_front()
+                if e is None:
+                    break
+                if not self._place(e, now):
+                    cands.append(e)
+            if cands and not self._try_preempt(cands, victims, None, now):
+                for e in reversed(cands):
+                    q.push_front(e, e[E_MASK])
+
+    def _requeue(self, entries: list[tuple], front: bool, now: float) -> None:
+        """Tasks come back to the GM: place them if the view allows, else queue them (head or tail)."""
+        rest = [e for e in entries if not self._place(e, now)]
+        if front:
+            for e in reversed(rest):
+                self.queue.push_front(e)
+        else:
+            for e in rest:
+                self.queue.push_back(e)
 
     def _on_preempt_reply(self, msg: PreemptReply, now: float) -> None:
         if self.fair is not None and msg.usage is not None:
             self.lm_usage[msg.lm] = msg.usage
         self._ack(msg.lm, msg.acked)
-        e, victims, lms = self.preempting.pop(msg.task)
+        entries, victims, lms = self.preempting.pop(msg.request)
         if msg.ok:
-            self._start_usage(e)
             self.counters["preemptions_granted"] += 1
-        else:
-            self.counters["preemptions_refused"] += 1
-            if not self._try_preempt(e, victims, lms, now):
-                self.queue.push_back(e)
+            self._fair_backoff = self.fair_period
+            for e in entries:
+                if e[E_TASK] == msg.task:
+                    self._start_usage(e)
+            gained = self._apply_truth(msg.delta_workers, msg.delta_state)
+            self._requeue([x for x in entries if x[E_TASK] != msg.task], True, now)
+            for w in gained:
+                self._offer(w, now)
+            self._flush(now)
+            return
+        elif not self._try_preempt(entries, victims, lms, now):
+            gained = self._apply_truth(msg.delta_workers, msg.delta_state)
+            self._requeue(entries, False, now)  # Algorithm 2: reinsert in the user's queue
+            # nobody could be preempted for these tasks: try less often until something succeeds
+            self._fair_backoff = min(2 * self._fair_backoff, 64 * self.fair_period)
+            self._arm_fair()
+            for w in gained:
+                self._offer(w, now)
+            self._flush(now)
+            return
         for w in self._apply_truth(msg.delta_workers, msg.delta_state):
             self._offer(w, now)
         self._flush(now)
 
     def _on_preempted(self, msg: Preempted, now: float) -> None:
+        self._ack(msg.lm, msg.acked)  # the launch of a preempted task may not be acknowledged yet
+        back = []
         for t in msg.tasks.tolist():
             e = self._end_usage(t)
-            if e is not None:
-                self.queue.push_front(e)
-                self.counters["tasks_requeued_after_preemption"] += 1
+            if e is None:
+                raise RuntimeError(f"{self.address}: preempted task {t} is not one of this GM's running tasks")
+            back.append(e)
+            self.counters["tasks_requeued_after_preemption"] += 1
+        self._requeue(back, True, now)
+        self._flush(now)
 
     # --- high availability -------------------------------------------------------------------------------
     def successor(self) -> GlobalMaster:
@@ -382,7 +450,8 @@ class GlobalMaster(Component):
         """
         new = GlobalMaster(
             self.g, self.layout, self.rec, self.policy, self.batch_size, self.repartition, self.fair,
-            self.job_user, self.preemption, fresh_view=False,
+            self.job_user, self.preemption, fresh_view=False, preempt_candidates=self.preempt_candidates,
+            fair_period=self.fair_period,
         )
         new.queue = self.queue
         new.unacked = self.unacked

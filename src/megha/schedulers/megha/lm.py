@@ -20,7 +20,6 @@ from collections import Counter
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
-from megha.model.constraints import MASK_DTYPE
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.layout import MeghaLayout
@@ -239,21 +238,28 @@ class LocalMaster(Component):
         if fair is not None and self.usage is not None:
             over = self.usage[msg.victim] / self.total_units > fair.shares[msg.victim] + 1e-12
             if over:
-                need = np.uint32(msg.mask)
-                for _, w in sorted(self.user_tasks.get(msg.victim, {}).items()):
-                    if (need & ~self._masks[w].astype(MASK_DTYPE)) != 0:
-                        continue
-                    victims = self.cluster.victims_on(w, msg.victim, msg.demand)
-                    if victims:
-                        chosen = (w, victims)
-                        break
+                running = self.user_tasks.get(msg.victim, {})
+                if running:
+                    ws = np.unique(np.fromiter(running.values(), dtype=np.int64, count=len(running)))
+                    wm = self._masks[ws]
+                    for k, mask in enumerate(msg.masks.tolist()):
+                        demand = None if msg.demands is None else msg.demands[k]
+                        for w in ws[(np.uint32(mask) & ~wm) == 0].tolist():  # task ⊆ worker
+                            victims = self.cluster.victims_on(w, msg.victim, demand)
+                            if victims:
+                                chosen = (k, w, victims, demand)
+                                break
+                        if chosen is not None:
+                            break
+        first = int(msg.tasks[0])
         if chosen is None:
             self.counters["preemptions_refused"] += 1
             dw, ds = self._delta_for(msg.gm)
-            self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, msg.task, False, -1, dw, ds, self._usage_copy(),
+            self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, first, False, -1, dw, ds, self._usage_copy(),
                                                               self.processed[msg.gm]))
             return
-        w, victims = chosen
+        k, w, victims, demand = chosen
+        task = int(msg.tasks[k])
         for t in victims:
             d = self.cluster.tasks_on[w - self.lo][t][2] if self.resource_mode else None
             owner, user = self.cluster.remove(w, t, d)
@@ -262,24 +268,24 @@ class LocalMaster(Component):
             self.user_tasks.get(user, {}).pop(t, None)
         self.counters["preemptions"] += len(victims)
         self.port.send(self.pool, Kill(np.array(victims, dtype=np.int64), self.address))
-        placed = self.cluster.try_place(w, msg.task, msg.demand, msg.gm, msg.user)
+        placed = self.cluster.try_place(w, task, demand, msg.gm, msg.user)
         assert placed, "preemption freed too little"
         if self._part[w] != msg.gm:
             self.counters["repartitions"] += 1
             if self.resource_mode:
-                self.cluster.carve(w, msg.task, msg.gm, msg.demand)
+                self.cluster.carve(w, task, msg.gm, demand)
         self._changed(w, msg.gm, now)
-        self.usage[msg.user] += self._units(msg.demand)
-        self.user_tasks.setdefault(msg.user, {})[msg.task] = w
-        dem = None if msg.demand is None else np.asarray(msg.demand, dtype=np.float64)[None, :]
+        self.usage[msg.user] += self._units(demand)
+        self.user_tasks.setdefault(msg.user, {})[task] = w
+        dem = None if demand is None else np.asarray(demand, dtype=np.float64)[None, :]
         self.port.send(
             self.pool,
-            Launch(np.array([msg.task], dtype=np.int64), np.array([w], dtype=np.int64),
-                   np.array([msg.duration]), self.address, dem),
+            Launch(np.array([task], dtype=np.int64), np.array([w], dtype=np.int64),
+                   np.array([msg.durations[k]]), self.address, dem),
         )
         dw, ds = self._delta_for(msg.gm)
-        self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, msg.task, True, w, dw, ds, self._usage_copy(),
-                                                          self.processed[msg.gm]))
+        self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, first, True, task, dw, ds, self._usage_copy(),
+                                                          self.processed[msg.gm], w))
 
     def _on_killed(self, msg: Killed, now: float) -> None:
         by_gm: dict[int, list[int]] = {}
@@ -288,4 +294,4 @@ class LocalMaster(Component):
             if kp is not None:
                 by_gm.setdefault(kp[0], []).append(t)
         for gm, ts in by_gm.items():
-            self.port.send(self.gm_addr[gm], Preempted(self.l, np.array(ts, dtype=np.int64)))
+            self.port.send(self.gm_addr[gm], Preempted(self.l, np.array(ts, dtype=np.int64), self.processed[gm]))

@@ -97,37 +97,47 @@ class SyncRequest:
 
 @dataclass(slots=True)
 class PreemptRequest:
-    """GM → LM: preempt tasks of ``victim`` so that ``task`` (of an under-share user) can run."""
+    """GM → LM: preempt tasks of ``victim`` so that one of ``tasks`` (of an under-share user) can run.
+
+    The candidates are tried in order; the LM launches the first one it can free a suitable worker for.
+    """
 
     gm: int
-    task: int
-    duration: float
-    mask: int
+    tasks: np.ndarray
+    durations: np.ndarray
+    masks: np.ndarray
     user: int
     victim: int
-    demand: np.ndarray | None = None
+    demands: np.ndarray | None = None
 
     @property
     def alloc_tasks(self) -> np.ndarray:
-        return np.array([self.task], dtype=np.int64)
+        return self.tasks
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
 
 
 @dataclass(slots=True)
 class PreemptReply:
-    """LM → GM: whether the preemption was verified (then ``task`` was launched on ``worker``)."""
+    """LM → GM: whether the preemption was verified (then ``task`` was launched on ``worker``).
+
+    ``request`` is the first candidate of the request (it identifies the request at the GM).
+    """
 
     lm: int
-    task: int
+    request: int
     ok: bool
-    worker: int = -1
+    task: int = -1
     delta_workers: np.ndarray = field(default_factory=lambda: _EMPTY_I)
     delta_state: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     usage: np.ndarray | None = None
     acked: int = 0
+    worker: int = -1
 
     @property
-    def alloc_tasks(self) -> np.ndarray:
-        return np.array([self.task], dtype=np.int64)
+    def alloc_tasks(self) -> np.ndarray | None:
+        return np.array([self.task], dtype=np.int64) if self.task >= 0 else None
 
 
 @dataclass(slots=True)
@@ -136,6 +146,7 @@ class Preempted:
 
     lm: int
     tasks: np.ndarray
+    acked: int = 0
 
     def __len__(self) -> int:
         return int(self.tasks.size)
