@@ -265,7 +265,7 @@ def _window(wl: SlotWorkload, first: int, frac: float) -> SlotWorkload:
 def google(ctx: ReproContext) -> dict:
     slot = 0.001
     servers = int(ctx.extra.get("servers", 1000))
-    scales = [1.0, 1.5, 2.0] if ctx.quick else [0.75, 1.0, 1.25, 1.5, 1.75, 2.0]
+    scales = [1.0, 1.5, 2.0] if ctx.quick else [0.75, 1.0, 1.5, 2.0, 2.5, 3.0]
     frac = 0.5 if ctx.quick else 1.0
     policies = ("fifo-ff", "bf-js", "vqs", "vqs-bf") if ctx.quick else ALL
     tetris_scales = scales[-1:] if ctx.quick else scales
