@@ -177,7 +177,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
     from megha.metrics.report import plot_cdfs
 
     rows: list[dict] = []
-    doc: dict = {"workloads": {}, "paper": PAPER}
+    doc: dict = {"workloads": {}, "paper_reported": PAPER}
     norm: dict[str, float] = {}
     for name, trace, max_jobs, workers in workloads:
         ctx.log(f"[bold]{name}[/]" + (f" (first {max_jobs} jobs)" if max_jobs else ""))

@@ -90,7 +90,7 @@ def run_sparrow(ctx: ReproContext) -> dict:
                  ("GOOG_subtrace", "sample:GOOG_subtrace", 2000 if ctx.quick else None)]
     scheds = [("Megha", "megha", {"heartbeat": HEARTBEAT}), ("Sparrow", "sparrow", {}),
               ("Megha_central", "megha-central", {"heartbeat": HEARTBEAT})]
-    doc: dict = {"workloads": {}, "paper": PAPER_SPARROW, "percentiles": list(PERCENTILES)}
+    doc: dict = {"workloads": {}, "paper_reported": PAPER_SPARROW, "percentiles": list(PERCENTILES)}
     rows = []
     for name, trace, max_jobs in workloads:
         ctx.log(f"[bold]{name}[/]" + (f" (first {max_jobs} jobs)" if max_jobs else ""))
@@ -144,7 +144,7 @@ def run_central(ctx: ReproContext) -> dict:
     trace = "sample:synthetic_FB_sub_2000jobs"
     max_jobs = 700 if ctx.quick else None
     layouts = {10000: (5, 5), 20000: (5, 10)}
-    doc: dict = {"trace": trace, "max_jobs": max_jobs, "paper": PAPER_CENTRAL, "sizes": {},
+    doc: dict = {"trace": trace, "max_jobs": max_jobs, "paper_reported": PAPER_CENTRAL, "sizes": {},
                  "processing": {"base_per_message": BASE_COST, "per_task_per_worker_of_state": PER_TASK_PER_WORKER}}
     rows = []
     allocs: dict[str, np.ndarray] = {}
