@@ -210,3 +210,14 @@ def test_cutoff_per_trace_family():
     assert resolve_cutoff(3.0, "GOOG_subtrace") == (3.0, "option")
     assert resolve_cutoff(None, "syn_250.0", {"cutoff": 2}) == (2.0, "cluster-file")
     assert resolve_cutoff(None, "mytrace")[0] == TRACE_CUTOFFS["yahoo"]
+
+
+def test_reference_weights_reproduce_the_authors_constraint_set_table():
+    # one group, workers in order {0,1}, {0}, {2}: the table is {{0,1}: 2, {2}: 1}
+    masks = np.array([0b011, 0b001, 0b100], dtype=U32)
+    idx = SegmentedIndex([np.array([0, 1, 2])], masks)
+    exact, ref = MasterWeights(idx), MasterWeights(idx, reference=True)
+    assert exact.counts(0b010).tolist() == [1] and ref.counts(0b010).tolist() == [2]  # over-counted
+    assert exact.counts(0b001).tolist() == [2] and ref.counts(0b001).tolist() == [2]
+    assert exact.counts(0b100).tolist() == [1] and ref.counts(0b100).tolist() == [1]
+    assert ref.counts(0b000).tolist() == [3]

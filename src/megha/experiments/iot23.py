@@ -10,7 +10,9 @@
 Each writes CDFs of the delay in job response time (Figs. 6/8), the CDF of utilization over time (Fig. 10), PigeonC's
 mean utilization normalized by Megha's (Fig. 9), a table of delay percentiles, and ``summary.json`` with every
 run's delay summary and counters next to the paper's reported numbers. ``megha-central`` (1 GM × 1 LM) is run as
-the centralized reference. The paper averages three seeds; we run one (``--seed``).
+the centralized reference, and ``PigeonC_rand_refweights`` is PigeonC with the authors' simulator's master weights
+(``weights=reference``: its constraint-set table counts, for a task, workers that do not satisfy it), which is
+what makes the paper's PigeonC queues grow on the synthetic traces. The paper averages three seeds; we run one.
 
 ``--quick``: the first jobs of each trace only (the onset of the queues, not their steady state).
 """
@@ -166,9 +168,13 @@ def _configs(trace: str, seed: int, max_jobs: int | None, workers: int | None) -
         out.append((f"PigeonC_{short}", p))
     if workers is None:
         c = RunConfig(scheduler="megha-central", cluster=MEGHA_CLUSTER, **common)
+        ref = RunConfig(scheduler="pigeonc", cluster=PIGEON_CLUSTER, options={"weights": "reference"}, **common)
     else:
         c = RunConfig(scheduler="megha-central", workers=workers, **common)
+        ref = RunConfig(scheduler="pigeonc", workers=workers, options={"masters": 100, "distributors": 10,
+                                                                      "weights": "reference"}, **common)
     out.append(("Megha_central", c))
+    out.append(("PigeonC_rand_refweights", ref))
     return out
 
 
@@ -188,7 +194,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
             rows.append(delay_row(name, r))
         plot_cdfs({k: r["_delays"] for k, r in runs.items()}, ctx.out / f"{fig}_delay_cdf_{name}.png",
                   title=f"{name}: delay in job response time")
-        utilization_cdf({k: runs[k]["_util"] for k in ("Megha_rand", "PigeonC_rand")},
+        utilization_cdf({k: runs[k]["_util"] for k in ("Megha_rand", "PigeonC_rand", "PigeonC_rand_refweights")},
                         ctx.out / f"fig10_utilization_cdf_{name}.png", title=f"{name}: utilization over time")
         mu = np.mean([runs[f"Megha_{p}"]["utilization_mean"] for p, _ in POLICIES])
         pu = np.mean([runs[f"PigeonC_{p}"]["utilization_mean"] for p, _ in POLICIES])
@@ -202,6 +208,10 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
             f"p99_ratio_pigeonc_over_megha_{p}": _ratio(runs[f"PigeonC_{p}"]["delay"]["p99"],
                                                          runs[f"Megha_{p}"]["delay"]["p99"]) for p, _ in POLICIES
         })
+        checks["p99_ratio_pigeonc_refweights_over_megha_rand"] = _ratio(
+            runs["PigeonC_rand_refweights"]["delay"]["p99"], runs["Megha_rand"]["delay"]["p99"])
+        checks["p50_ratio_pigeonc_refweights_over_megha_rand"] = _ratio(
+            runs["PigeonC_rand_refweights"]["delay"]["p50"], runs["Megha_rand"]["delay"]["p50"])
         doc["workloads"][name] = {
             "trace": trace, "max_jobs": max_jobs, "workers": workers or 10000,
             "runs": {k: public(r) for k, r in runs.items()},
@@ -210,7 +220,8 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
         }
         ctx.log(f"  PigeonC/Megha utilization {norm[name]:.3f}; p99 PigeonC/Megha "
                 f"rand {checks['p99_ratio_pigeonc_over_megha_rand']:.3g}, "
-                f"min {checks['p99_ratio_pigeonc_over_megha_min']:.3g}")
+                f"min {checks['p99_ratio_pigeonc_over_megha_min']:.3g}, "
+                f"reference weights {checks['p99_ratio_pigeonc_refweights_over_megha_rand']:.3g}")
     bars(norm, ctx.out / "fig9_normalized_utilization.png", "PigeonC's mean utilization normalized to Megha's",
          "PigeonC / Megha")
     write_table(rows, ctx.out / "delays", ["workload", "scheduler", "p50", "mean", "p90", "p99", "p999", "max",

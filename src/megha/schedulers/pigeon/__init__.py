@@ -13,6 +13,8 @@ Facebook 76.5951 s), see :mod:`megha.schedulers.pigeon.cutoff`.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from pydantic import Field
 
@@ -39,6 +41,9 @@ class PigeonCOptions(SchedulerOptions):
     policy: Policy = Field(Policy.RANDOM, description="worker choice: random | min-constraints | first")
     fqw: int | None = Field(None, ge=0, description="short tasks served per long task (default: cluster file, 20)")
     cutoff: float | None = Field(None, ge=0, description="short/long cutoff on a job's mean task duration (s)")
+    weights: Literal["exact", "reference"] = Field(
+        "exact", description="master weights: exact suitable-worker counts, or the authors' simulator's "
+        "constraint-set table (compatibility: reproduces the paper's PigeonC numbers)")
 
 
 class PigeonOptions(PigeonCOptions):
@@ -64,7 +69,8 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     members = [order[bounds[g] : bounds[g + 1]] for g in range(n_masters)]
     if any(m.size == 0 for m in members):
         raise ValueError(f"{name}: every master needs at least one worker")
-    weights = MasterWeights(SegmentedIndex(members, dc.worker_masks, cache_size=1 << 12))
+    weights = MasterWeights(SegmentedIndex(members, dc.worker_masks, cache_size=1 << 12),
+                            reference=opts.weights == "reference")
 
     dist_addr = [f"{name}/distributor{i}" for i in range(n_dist)]
     master_addr = [f"{name}/master{g}" for g in range(n_masters)]
@@ -104,7 +110,8 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         "fqw": fqw,
         "cutoff": cutoff,
         "cutoff_source": cutoff_source,
-        "master_choice": "weighted by suitable workers" if weighted else "even spread",
+        "master_choice": ("even spread" if not weighted else "weighted by suitable workers" if opts.weights == "exact"
+                          else "weighted by the reference's constraint-set table"),
         "reserved_workers": n_reserved,
     }
     return Deployment(route=lambda job: dist_addr[job % n_dist], counters=counters, describe=describe,

@@ -28,11 +28,41 @@ class MasterWeights:
     cluster data, so the distributors of a deployment may share one instance.
     """
 
-    def __init__(self, index: SegmentedIndex) -> None:
+    def __init__(self, index: SegmentedIndex, reference: bool = False) -> None:
+        """``reference=True`` reproduces the authors' simulator's constraint-set table (see :meth:`_reference`)."""
         self.index = index
         self.n_masters = index.n_segments
         self._cum: dict[int, np.ndarray] = {}
         self._counts: dict[int, list[int]] = {}
+        self.reference = reference
+        if reference:
+            self._ref_keys, self._ref_counts, self._ref_owner = self._reference_tables()
+
+    def _reference_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The reference simulator's per-master constraint-set occurrence table.
+
+        Workers are visited in order; a worker whose constraint set is a subset of sets already in the table
+        increments each of those, otherwise its set enters the table with count 1. A task's weight is then the
+        sum of the counts of the sets that contain the task's constraints, which counts workers that do not
+        satisfy the task (a subset of a superset). This compatibility mode reproduces the paper's PigeonC routing.
+        """
+        idx = self.index
+        keys, counts, owner = [], [], []
+        for s in range(idx.n_segments):
+            lo = int(idx.seg_word_start[s]) * 64
+            table: dict[int, int] = {}
+            for m in idx.mask_at_bit[lo: lo + int(idx.seg_size[s])].tolist():
+                hit = False
+                for k in table:
+                    if not (m & ~k):
+                        table[k] += 1
+                        hit = True
+                if not hit:
+                    table[m] = 1
+            keys.extend(table)
+            counts.extend(table.values())
+            owner.extend([s] * len(table))
+        return (np.array(keys, dtype=np.int64), np.array(counts, dtype=np.int64), np.array(owner, dtype=np.int64))
 
     def counts(self, mask: int) -> np.ndarray:
         """Workers of each master's group that have every constraint in ``mask``."""
@@ -57,6 +87,10 @@ class MasterWeights:
                 per = bits.reshape(idx.n_segments, idx.uniform_words).sum(axis=1, dtype=np.int64)
             else:
                 per = np.add.reduceat(bits.astype(np.int64), idx.seg_word_start[:-1])
+            if self.reference:
+                fit = (int(mask) & ~self._ref_keys) == 0
+                ref = np.bincount(self._ref_owner[fit], self._ref_counts[fit], minlength=idx.n_segments)
+                per = np.where(per > 0, ref.astype(np.int64), 0)  # the reference stops on a master with none
             c = np.cumsum(per)
             if len(self._cum) >= 1 << 17:
                 self._cum.clear()
