@@ -69,7 +69,7 @@ def test_simulate_every_policy_resource_mode(name, tiny_trace):
     assert np.array_equal(res.recorder.known, again.recorder.known)
 
 
-@pytest.mark.parametrize("name", ["bf-js", "vqs-bf", "fifo-ff"])
+@pytest.mark.parametrize("name", sorted(POLICIES))
 def test_simulate_with_constraints_and_slot_mode(name, tiny_trace):
     res = simulate(_cfg(name, tiny_trace, constraints=True, workers=6, seed=3))
     assert res.unfinished_reason is None
