@@ -82,7 +82,7 @@ def test_internal_match_round_robin_over_lms():
     g.on_message(job([0, 1]), 0.0)
     reqs = requests(port)
     # first task on LM0's internal partition, second on LM1's (round robin over LMs)
-    assert [(r.workers.tolist(), port_dst) for r, port_dst in zip(reqs, ["lm0", "lm1"], strict=True)] == [
+    assert [(r.workers, port_dst) for r, port_dst in zip(reqs, ["lm0", "lm1"], strict=True)] == [
         ([0], "lm0"), ([4], "lm1")]
     assert g.counters["repartition_requests"] == 0
 
@@ -91,16 +91,16 @@ def test_constraints_respected():
     g, port = gm()
     g.on_message(job([0], masks=[0b10]), 0.0)  # needs constraint 1: workers 1, 3, 6
     (r,) = requests(port)
-    assert r.workers.tolist() == [1]
+    assert r.workers == [1]
 
 
 def test_external_match_is_a_repartition():
     g, port = gm()
     g.on_message(job([0, 1, 2, 3]), 0.0)  # fills GM0's internal partitions: 0, 4, 1, 5
-    assert sorted(w for r in requests(port) for w in r.workers.tolist()) == [0, 1, 4, 5]
+    assert sorted(w for r in requests(port) for w in r.workers) == [0, 1, 4, 5]
     g.on_message(job([4], j=1), 0.1)
     (r,) = requests(port)
-    assert r.workers.tolist()[0] in (2, 3, 6, 7)
+    assert r.workers[0] in (2, 3, 6, 7)
     assert g.counters["repartition_requests"] == 1
 
 
@@ -115,7 +115,7 @@ def test_no_match_waits_then_gets_the_freed_worker():
     assert g.view.is_free(0)
     g.on_message(TaskDone(0, np.array([1]), np.array([1]), None, 1), 1.5)  # worker 1 freed: work conserving
     (r,) = requests(port)
-    assert r.tasks.tolist() == [4] and r.workers.tolist() == [1]
+    assert r.tasks == [4] and r.workers == [1]
     assert len(g.queue) == 0
 
 
@@ -125,15 +125,15 @@ def test_lm_validates_and_rejects_inconsistent_mappings():
     ok = LaunchRequest(1, 1, np.array([10]), np.array([0]), np.array([1.0]), np.array([0]))
     l0.on_message(ok, 0.0)
     (dst, launch), = port.take(Launch)
-    assert dst == "megha/workers0" and launch.tasks.tolist() == [10]
+    assert dst == "megha/workers0" and launch.tasks == [10]
     assert port.take(LaunchReply) == []  # accepted batches get no reply of their own
     assert l0.counters["repartitions"] == 1  # worker 0 is in GM0's partition, GM1 placed there
     bad = LaunchRequest(0, 7, np.array([11, 12]), np.array([0, 1]), np.array([1.0, 1.0]), np.array([0, 0]))
     l0.on_message(bad, 0.1)
     (_, reply), = port.take(LaunchReply)
-    assert reply.rejected.tolist() == [11] and reply.acked == 7
+    assert reply.rejected == [11] and reply.acked == 7
     # the delta carries the truth of the rejected worker (busy) to GM0
-    assert dict(zip(reply.delta_workers.tolist(), reply.delta_state.tolist(), strict=True))[0] is False
+    assert dict(zip(reply.delta_workers, reply.delta_state, strict=True))[0] is False
     assert l0.counters["inconsistencies"] == 1
 
 
@@ -141,12 +141,12 @@ def test_gm_retries_rejected_task_against_refreshed_view():
     g, port = gm()
     g.on_message(job([0]), 0.0)
     (r,) = requests(port)
-    assert r.workers.tolist() == [0]
+    assert r.workers == [0]
     reply = LaunchReply(0, r.req, np.array([0]), np.array([0, 4]), np.array([False, False]), None, r.req)
     g.on_message(reply, 0.001)
     (r2,) = requests(port)
     # 0 and 4 are busy now; round robin moved on to LM1, whose next internal worker is 5
-    assert r2.tasks.tolist() == [0] and r2.workers.tolist() == [5]
+    assert r2.tasks == [0] and r2.workers == [5]
     assert g.counters["inconsistencies"] == 1
 
 
@@ -170,7 +170,7 @@ def test_delta_application_offers_freed_workers():
     last = max(r.req for r in reqs)
     g.on_message(StateDelta(1, np.array([4]), np.array([True]), False, None, last), 5.0)
     (r,) = requests(port)
-    assert r.tasks.tolist() == [9] and r.workers.tolist() == [4]
+    assert r.tasks == [9] and r.workers == [4]
     # ... but a worker with an own request in flight stays booked whatever the (older) truth says
     assert not g.view.apply_truth(4, True)
 
@@ -181,12 +181,12 @@ def test_lm_sends_only_other_gms_changes():
     port.take()
     l0.on_message(Finished(np.array([1]), np.array([0])), 1.0)
     (dst, done), = port.take(TaskDone)
-    assert dst == "megha/gm0" and done.tasks.tolist() == [1]
+    assert dst == "megha/gm0" and done.tasks == [1]
     assert l0.pending[0] == {} and 0 in l0.pending[1]  # GM1 must hear worker 0 changed, GM0 learned via TaskDone
     l0.on_timer("heartbeat", 5.0)
     sent = port.take(StateDelta)
     assert [d for d, _ in sent] == ["megha/gm1"]
-    assert sent[0][1].workers.tolist() == [0] and sent[0][1].state.tolist() == [True]
+    assert sent[0][1].workers == [0] and sent[0][1].state == [True]
 
 
 def test_sync_request_gets_full_snapshot_and_restarted_gm_rebuilds_view():
@@ -195,8 +195,8 @@ def test_sync_request_gets_full_snapshot_and_restarted_gm_rebuilds_view():
     port.take()
     l0.on_message(SyncRequest(0), 1.0)
     (_, snap), = port.take(StateDelta)
-    assert snap.full and snap.workers.tolist() == [0, 1, 2, 3]
-    assert snap.state.tolist() == [True, True, False, True]
+    assert snap.full and snap.workers == [0, 1, 2, 3]
+    assert snap.state == [True, True, False, True]
     g, gport = gm(fresh_view=False)
     g.on_start(0.0)
     assert [d for d, _ in gport.take(SyncRequest)] == ["megha/lm0", "megha/lm1"]
@@ -213,7 +213,7 @@ def test_resource_mode_places_several_tasks_and_carves_logical_nodes():
                         np.array([[1.0, 2.0], [2.0, 2.0], [2.0, 1.0]]))
     l0.on_message(req, 0.0)
     (_, reply), = port.take(LaunchReply)
-    assert reply.rejected.tolist() == [3]  # 1 + 2 cores placed, the third does not fit
+    assert reply.rejected == [3]  # 1 + 2 cores placed, the third does not fit
     assert l0.cluster.free[0].tolist() == [1.0, 4.0]
     # worker 0 is in GM0's partition: GM1's tasks run on logical nodes carved out of it
     assert l0.cluster.lent[0].tolist() == [3.0, 4.0]
@@ -227,7 +227,7 @@ def test_resource_mode_gm_packs_a_node():
     cap = np.tile([4.0, 8.0], (8, 1))
     g, port = gm(lay=layout(cap))
     g.on_message(job([0, 1, 2], demands=[[2.0, 1.0]] * 3), 0.0)
-    placed = {t: w for r in requests(port) for t, w in zip(r.tasks.tolist(), r.workers.tolist(), strict=True)}
+    placed = {t: w for r in requests(port) for t, w in zip(r.tasks, r.workers, strict=True)}
     # round robin over LMs, and a node with room takes a second task (fine-grained allocation)
     assert placed == {0: 0, 1: 4, 2: 0}
     assert g.view.free[0].tolist() == [0.0, 6.0]
@@ -250,14 +250,14 @@ def test_preemption_verified_kills_victim_and_launches_requester():
     kinds = [type(m).__name__ for _, m in sent]
     assert kinds[:2] == ["Kill", "Launch"] and kinds[-1] == "PreemptReply"
     kill = sent[0][1]
-    assert kill.tasks.tolist() == [1]  # the victim's task on worker 1
+    assert kill.tasks == [1]  # the victim's task on worker 1
     reply = sent[-1][1]
     assert reply.ok and reply.worker == 1 and reply.task == 21 and reply.request == 20
     assert l0.usage.tolist() == [1.0, 3.0]
     # the pool confirms the kill: the victim's GM is told to requeue its task
     l0.on_message(Killed(np.array([1]), np.array([1])), 1.001)
     (dst, pre), = port.take(Preempted)
-    assert dst == "megha/gm1" and pre.tasks.tolist() == [1]
+    assert dst == "megha/gm1" and pre.tasks == [1]
 
 
 def test_preemption_refused_when_victim_is_not_over_share():
@@ -290,7 +290,7 @@ def test_policies_choose_suitable_workers(policy):
     g.policy = Policy(policy)
     g.on_message(job([0], masks=[0b01]), 0.0)
     (r,) = requests(port)
-    w = r.workers.tolist()[0]
+    w = r.workers[0]
     assert w in (0, 1)
     if policy == "min-constraints":
         assert w == 0  # worker 0 has 1 constraint, worker 1 has 2

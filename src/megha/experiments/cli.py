@@ -17,6 +17,9 @@ def attach(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option("--out", help="output directory")] = None,
         seed: Annotated[int, typer.Option("--seed", help="seed")] = 0,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress output")] = False,
+        set_: Annotated[
+            list[str] | None, typer.Option("--set", help="experiment parameter key=value (repeatable)")
+        ] = None,
     ) -> None:
         """Reproduce a figure of the papers: writes summary.json, tables and the figure."""
         from rich.table import Table
@@ -37,7 +40,9 @@ def attach(app: typer.Typer) -> None:
             return
         target = out or Path("megha-reproduce") / experiment
         log = (lambda s: None) if quiet else (lambda s: console.print(s, highlight=False))
-        ctx = ReproContext(out=target, quick=quick, seed=seed, log=log)
+        from megha.cli import parse_opts
+
+        ctx = ReproContext(out=target, quick=quick, seed=seed, log=log, extra=parse_opts(set_))
         doc = run_experiment(experiment, ctx)
         if not quiet:
             console.print(f"[bold]{doc['experiment']}[/] done in {doc['wall_seconds']:.1f} s; outputs in {target}/")

@@ -18,7 +18,11 @@ from megha.sim.component import Component
 
 
 class WorkerPool(Component):
-    """Simulated workers; ``capacity`` is ``None`` for single-slot workers, ``unlimited`` disables checks."""
+    """Simulated workers; ``capacity`` is ``None`` for single-slot workers, ``unlimited`` disables checks.
+
+    Task ids, workers and durations may come as numpy arrays or as Python lists (cheaper for the small batches
+    of a busy datacenter); :class:`Finished` answers use the same kind the launcher used.
+    """
 
     kind = "worker"
 
@@ -34,10 +38,11 @@ class WorkerPool(Component):
         self.rec = recorder
         self.unlimited = unlimited
         self.capacity = capacity
-        self.slot_task = np.full(n_workers, -1, dtype=np.int64)  # slot mode: task running on each worker
+        self.slot_task = [-1] * n_workers  # slot mode: task running on each worker
         self.used = None if capacity is None else np.zeros_like(capacity)
-        self._ends: dict[float, list] = {}  # end time -> [tasks..., ], [workers...], reply_to, demands
+        self._ends: dict[float, list] = {}  # end time -> tasks ending then
         self._running: dict[int, tuple[float, int, str, np.ndarray | None]] = {}
+        self._as_list: dict[str, bool] = {}  # reply address -> launcher used lists
 
     def on_message(self, msg, now: float) -> None:
         if isinstance(msg, Launch):
@@ -47,37 +52,37 @@ class WorkerPool(Component):
         else:
             super().on_message(msg, now)
 
+    def _over(self, w: int, now: float, what: str) -> None:
+        raise SimulationError(f"{self.address}: worker {w} over-committed at t={now:.6f}: {what}")
+
     def _launch(self, msg: Launch, now: float) -> None:
-        tasks = msg.tasks
-        workers = msg.workers
+        as_list = isinstance(msg.tasks, list)
+        tasks = msg.tasks if as_list else msg.tasks.tolist()
+        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
+        demands = msg.demands
         if not self.unlimited:
             if self.used is None:
-                busy = self.slot_task[workers]
-                self.slot_task[workers] = tasks
-                if (busy >= 0).any() or (tasks.size > 1 and (self.slot_task[workers] != tasks).any()):
-                    bad = busy >= 0 if (busy >= 0).any() else self.slot_task[workers] != tasks
-                    w = int(workers[np.flatnonzero(bad)[0]])
-                    raise SimulationError(
-                        f"{self.address}: worker {w} over-committed at t={now:.6f}: it already runs a task"
-                    )
+                slot = self.slot_task
+                for t, w in zip(tasks, workers, strict=True):
+                    if slot[w] >= 0:
+                        self._over(w, now, f"it already runs task {slot[w]}")
+                    slot[w] = t
             else:
-                np.add.at(self.used, workers, msg.demands)
-                over = (self.used[workers] > self.capacity[workers] + 1e-9).any(axis=1)
+                wa = np.asarray(workers, dtype=np.int64)
+                np.add.at(self.used, wa, demands)
+                over = (self.used[wa] > self.capacity[wa] + 1e-9).any(axis=1)
                 if over.any():
-                    w = int(workers[np.flatnonzero(over)[0]])
-                    raise SimulationError(
-                        f"{self.address}: worker {w} over-committed at t={now:.6f}: "
-                        f"used {self.used[w].tolist()} > capacity {self.capacity[w].tolist()}"
-                    )
-        self.rec.started(tasks, now, workers)
-        ends = now + msg.durations
+                    w = int(wa[np.flatnonzero(over)[0]])
+                    self._over(w, now, f"used {self.used[w].tolist()} > capacity {self.capacity[w].tolist()}")
+        self.rec.started(msg.tasks, now, msg.workers)
+        reply = msg.reply_to
+        self._as_list[reply] = as_list
         running = self._running
         groups = self._ends
-        demands = msg.demands
-        reply = msg.reply_to
-        for i, (t, w, e) in enumerate(zip(tasks.tolist(), workers.tolist(), ends.tolist(), strict=True)):
-            d = None if demands is None else demands[i]
-            running[t] = (e, w, reply, d)
+        for i, t in enumerate(tasks):
+            e = now + durs[i]
+            running[t] = (e, workers[i], reply, None if demands is None else demands[i])
             g = groups.get(e)
             if g is None:
                 groups[e] = [t]
@@ -103,24 +108,27 @@ class WorkerPool(Component):
             lst[1].append(w)
             lst[2].append(d)
         for reply, (ts, ws, ds) in by_reply.items():
-            t_arr = np.array(ts, dtype=np.int64)
-            w_arr = np.array(ws, dtype=np.int64)
             d_arr = None if ds[0] is None else np.array(ds)
-            self._release(t_arr, w_arr, d_arr)
-            self.rec.finished(t_arr, now)
-            self.port.send(reply, Finished(t_arr, w_arr, d_arr))
+            self._release(ts, ws, d_arr)
+            self.rec.finished(ts, now)
+            if self._as_list.get(reply, False):
+                self.port.send(reply, Finished(ts, ws, d_arr))
+            else:
+                self.port.send(reply, Finished(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr))
 
-    def _release(self, tasks: np.ndarray, workers: np.ndarray, demands: np.ndarray | None) -> None:
+    def _release(self, tasks: list[int], workers: list[int], demands: np.ndarray | None) -> None:
         if self.unlimited:
             return
         if self.used is None:
-            self.slot_task[workers] = -1
+            slot = self.slot_task
+            for w in workers:
+                slot[w] = -1
         else:
-            np.subtract.at(self.used, workers, demands)
+            np.subtract.at(self.used, np.asarray(workers, dtype=np.int64), demands)
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []
-        for t in msg.tasks.tolist():
+        for t in (msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()):
             entry = self._running.pop(t, None)
             if entry is None:
                 continue
@@ -128,13 +136,11 @@ class WorkerPool(Component):
             ts.append(t)
             ws.append(w)
             ds.append(d)
-        t_arr = np.array(ts, dtype=np.int64)
-        w_arr = np.array(ws, dtype=np.int64)
         d_arr = None if not ds or ds[0] is None else np.array(ds)
-        if t_arr.size:
-            self._release(t_arr, w_arr, d_arr)
-            self.rec.preempted(t_arr, now)
-        self.port.send(msg.reply_to, Killed(t_arr, w_arr, d_arr))
+        if ts:
+            self._release(ts, ws, d_arr)
+            self.rec.preempted(ts, now)
+        self.port.send(msg.reply_to, Killed(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr))
 
     def running_tasks(self) -> int:
         return len(self._running)

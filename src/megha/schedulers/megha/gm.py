@@ -37,6 +37,11 @@ from megha.schedulers.megha.state import ResourceView, SlotView
 from megha.sim.component import Component
 
 
+def _as_list(x) -> list:
+    """Messages carry lists (cheap for small batches) or numpy arrays (tests, other senders)."""
+    return x if isinstance(x, list) else np.asarray(x).tolist()
+
+
 class GlobalMaster(Component):
     """Megha GM ``g``: a sans-I/O state machine (messages and timers in, messages out)."""
 
@@ -173,10 +178,10 @@ class GlobalMaster(Component):
             for lo in range(0, len(b), self.batch_size):
                 chunk = b[lo : lo + self.batch_size]
                 entries = [e for e, _ in chunk]
-                tasks = np.array([e[E_TASK] for e in entries], dtype=np.int64)
-                workers = np.array([w for _, w in chunk], dtype=np.int64)
-                durs = np.array([e[1] for e in entries], dtype=np.float64)
-                users = np.array([e[E_USER] for e in entries], dtype=np.int64)
+                tasks = [e[E_TASK] for e in entries]
+                workers = [w for _, w in chunk]
+                durs = [e[1] for e in entries]
+                users = [e[E_USER] for e in entries]
                 dem = np.array([e[E_DEMAND] for e in entries]) if self.resource_mode else None
                 self.req_seq += 1
                 self.unacked[self.req_seq] = (lm, workers, dem, entries, None)
@@ -203,15 +208,15 @@ class GlobalMaster(Component):
             else:
                 self._book(e, w)
 
-    def _apply_truth(self, workers: np.ndarray, state: np.ndarray) -> list[int]:
+    def _apply_truth(self, workers, state) -> list[int]:
         view = self.view
         gained = []
         if self.resource_mode:
-            for i, w in enumerate(workers.tolist()):
+            for i, w in enumerate(_as_list(workers)):
                 if view.apply_truth(w, state[i]):
                     gained.append(w)
         else:
-            for w, s in zip(workers.tolist(), state.tolist(), strict=True):
+            for w, s in zip(_as_list(workers), _as_list(state), strict=True):
                 if view.apply_truth(w, s):
                     gained.append(w)
         return gained
@@ -246,8 +251,8 @@ class GlobalMaster(Component):
             self.lm_usage[msg.lm] = msg.usage
         rejected_entries = []
         pending = self.unacked.get(msg.req)
-        if pending is not None and msg.rejected.size:
-            rej = set(msg.rejected.tolist())
+        if pending is not None and len(msg.rejected):
+            rej = set(_as_list(msg.rejected))
             rejected_entries = [e for e in pending[3] if e[E_TASK] in rej]
             self.counters["inconsistencies"] += len(rejected_entries)
             self.unacked[msg.req] = (*pending[:4], rej)
@@ -264,15 +269,15 @@ class GlobalMaster(Component):
         self._ack(msg.lm, msg.acked)
         self.rec.completion_known(msg.tasks, now)
         if self.fair is not None:
-            for t in msg.tasks.tolist():
+            for t in _as_list(msg.tasks):
                 self._end_usage(t)
         view = self.view
         if self.resource_mode:
-            for i, w in enumerate(msg.workers.tolist()):
+            for i, w in enumerate(_as_list(msg.workers)):
                 view.give_back(w, msg.demands[i])
                 self._offer(w, now)
         else:
-            for w in msg.workers.tolist():
+            for w in _as_list(msg.workers):
                 self._offer(w, now)
         self._flush(now)
 
@@ -432,7 +437,7 @@ class GlobalMaster(Component):
     def _on_preempted(self, msg: Preempted, now: float) -> None:
         self._ack(msg.lm, msg.acked)  # the launch of a preempted task may not be acknowledged yet
         back = []
-        for t in msg.tasks.tolist():
+        for t in _as_list(msg.tasks):
             e = self._end_usage(t)
             if e is None:
                 raise RuntimeError(f"{self.address}: preempted task {t} is not one of this GM's running tasks")
@@ -460,9 +465,10 @@ class GlobalMaster(Component):
         new.preempting = self.preempting
         for _, workers, dem, _, _ in self.unacked.values():  # keep reservations of requests still in flight
             if self.resource_mode:
-                np.add.at(new.view.inflight, workers, dem)
+                np.add.at(new.view.inflight, np.asarray(workers, dtype=np.int64), dem)
             else:
-                np.add.at(new.view.inflight, workers, 1)
+                for w in workers:
+                    new.view.inflight[w] += 1
         if self.fair is not None:
             new.own_usage = self.own_usage
         return new

@@ -36,7 +36,10 @@ from megha.schedulers.megha.messages import (
 from megha.schedulers.megha.state import ResourceCluster, SlotCluster
 from megha.sim.component import Component
 
-_EMPTY = np.zeros(0, dtype=np.int64)
+
+def _as_list(x) -> list:
+    """Messages carry lists (cheap for small batches) or numpy arrays (tests, other senders)."""
+    return x if isinstance(x, list) else np.asarray(x).tolist()
 
 
 class LocalMaster(Component):
@@ -121,13 +124,13 @@ class LocalMaster(Component):
     def _units(self, demand) -> float:
         return float(demand[0]) if self.resource_mode else 1.0
 
-    def _delta_for(self, gm: int, extra: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _delta_for(self, gm: int, extra: list[int] | None = None) -> tuple[list[int], list | np.ndarray]:
         p = self.pending[gm]
         workers = list(p)
         if extra:
             workers.extend(w for w in extra if w not in p)
         self.pending[gm] = {}
-        return np.array(workers, dtype=np.int64), self.cluster.truth(workers)
+        return workers, self.cluster.truth(workers)
 
     def _usage_copy(self) -> np.ndarray | None:
         return None if self.usage is None else self.usage.copy()
@@ -136,9 +139,9 @@ class LocalMaster(Component):
     def _on_request(self, msg: LaunchRequest, now: float) -> None:
         gm = msg.gm
         cluster = self.cluster
-        tasks = msg.tasks.tolist()
-        workers = msg.workers.tolist()
-        users = msg.users.tolist()
+        tasks = _as_list(msg.tasks)
+        workers = _as_list(msg.workers)
+        users = _as_list(msg.users)
         dem = msg.demands
         acc: list[int] = []
         rej_t: list[int] = []
@@ -164,12 +167,14 @@ class LocalMaster(Component):
         if repart:
             self.counters["repartitions"] += repart
         if acc:
+            durs = _as_list(msg.durations)
             if len(acc) == len(tasks):
-                lt, lw, ld, ldem = msg.tasks, msg.workers, msg.durations, dem
+                lt, lw, ld, ldem = tasks, workers, durs, dem
             else:
-                a = np.array(acc, dtype=np.int64)
-                lt, lw, ld = msg.tasks[a], msg.workers[a], msg.durations[a]
-                ldem = None if dem is None else dem[a]
+                lt = [tasks[i] for i in acc]
+                lw = [workers[i] for i in acc]
+                ld = [durs[i] for i in acc]
+                ldem = None if dem is None else dem[np.array(acc, dtype=np.int64)]
             self.port.send(self.pool, Launch(lt, lw, ld, self.address, ldem))
         self.processed[gm] = msg.req
         if rej_t:
@@ -178,14 +183,16 @@ class LocalMaster(Component):
             dw, ds = self._delta_for(gm, rej_w)
             self.port.send(
                 self.gm_addr[gm],
-                LaunchReply(self.l, msg.req, np.array(rej_t, dtype=np.int64), dw, ds, self._usage_copy(), msg.req),
+                LaunchReply(self.l, msg.req, rej_t, dw, ds, self._usage_copy(), msg.req),
             )
 
     def _on_finished(self, msg: Finished, now: float) -> None:
         cluster = self.cluster
         by_gm: dict[int, list[int]] = {}
         dem = msg.demands
-        for i, (t, w) in enumerate(zip(msg.tasks.tolist(), msg.workers.tolist(), strict=True)):
+        tasks = _as_list(msg.tasks)
+        workers = _as_list(msg.workers)
+        for i, (t, w) in enumerate(zip(tasks, workers, strict=True)):
             d = None if dem is None else dem[i]
             kp = self.kill_pending.pop(t, None)
             if kp is not None:  # finished before the kill reached the worker: a normal completion
@@ -198,13 +205,13 @@ class LocalMaster(Component):
                     self.user_tasks.get(user, {}).pop(t, None)
             by_gm.setdefault(gm, []).append(i)
         for gm, idx in by_gm.items():
-            if len(idx) == msg.tasks.size:
-                self.port.send(self.gm_addr[gm], TaskDone(self.l, msg.tasks, msg.workers, dem, self.processed[gm]))
+            if len(idx) == len(tasks):
+                self.port.send(self.gm_addr[gm], TaskDone(self.l, tasks, workers, dem, self.processed[gm]))
             else:
-                a = np.array(idx, dtype=np.int64)
                 self.port.send(
                     self.gm_addr[gm],
-                    TaskDone(self.l, msg.tasks[a], msg.workers[a], None if dem is None else dem[a], self.processed[gm]),
+                    TaskDone(self.l, [tasks[i] for i in idx], [workers[i] for i in idx],
+                             None if dem is None else dem[np.array(idx, dtype=np.int64)], self.processed[gm]),
                 )
 
     def on_timer(self, key, now: float) -> None:
@@ -216,7 +223,7 @@ class LocalMaster(Component):
                 self.port.send(self.gm_addr[g], delta)
                 self.counters["updates_sent"] += 1
             elif self.usage is not None:
-                self.port.send(self.gm_addr[g], StateDelta(self.l, _EMPTY, self.cluster.truth([]), False,
+                self.port.send(self.gm_addr[g], StateDelta(self.l, [], self.cluster.truth([]), False,
                                                            self._usage_copy(), self.processed[g]))
                 self.counters["updates_sent"] += 1
 
@@ -226,8 +233,7 @@ class LocalMaster(Component):
         self.counters["snapshots_sent"] += 1
         self.port.send(
             self.gm_addr[msg.gm],
-            StateDelta(self.l, np.array(workers, dtype=np.int64), self.cluster.truth(workers), True,
-                       self._usage_copy(), self.processed[msg.gm]),
+            StateDelta(self.l, workers, self.cluster.truth(workers), True, self._usage_copy(), self.processed[msg.gm]),
         )
 
     # --- fairness: verified preemption ----------------------------------------------------------------------
@@ -289,7 +295,7 @@ class LocalMaster(Component):
 
     def _on_killed(self, msg: Killed, now: float) -> None:
         by_gm: dict[int, list[int]] = {}
-        for t in msg.tasks.tolist():
+        for t in _as_list(msg.tasks):
             kp = self.kill_pending.pop(t, None)
             if kp is not None:
                 by_gm.setdefault(kp[0], []).append(t)

@@ -1,5 +1,9 @@
 """Messages between Megha's Global Masters (GMs) and Local Masters (LMs).
 
+Per-task fields are plain lists (ints, floats, bools) — cheaper than numpy arrays for the small batches of a
+busy datacenter and directly serializable; resource requests are ``[n, R]`` numpy arrays. Receivers also
+accept numpy arrays.
+
 Every LM → GM message carries ``acked``, the highest launch-request id of that GM the LM has processed
 (channels are FIFO, so acknowledgements are cumulative); a batch gets its own reply only when a mapping was
 rejected, unless the deployment asks for a reply to every batch.
@@ -25,18 +29,18 @@ class LaunchRequest:
 
     gm: int
     req: int  # per-GM sequence number, echoed in the reply
-    tasks: np.ndarray
-    workers: np.ndarray
-    durations: np.ndarray
-    users: np.ndarray
+    tasks: list[int]
+    workers: list[int]
+    durations: list[float]
+    users: list[int]
     demands: np.ndarray | None = None  # [n, R] in resource mode
 
     @property
-    def alloc_tasks(self) -> np.ndarray:
+    def alloc_tasks(self) -> list[int]:
         return self.tasks
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)
 
 
 @dataclass(slots=True)
@@ -45,18 +49,18 @@ class LaunchReply:
 
     lm: int
     req: int
-    rejected: np.ndarray  # task ids
-    delta_workers: np.ndarray
-    delta_state: np.ndarray  # bool free (slot) or [k, R] free resources (resource)
+    rejected: list[int]  # task ids
+    delta_workers: list[int]
+    delta_state: list[bool] | np.ndarray  # free (slot) or [k, R] free resources (resource)
     usage: np.ndarray | None = None  # per-user resources in use in this LM's cluster (fairness)
     acked: int = 0  # highest request id of this GM the LM has processed (cumulative acknowledgement)
 
     @property
-    def alloc_tasks(self) -> np.ndarray:
+    def alloc_tasks(self) -> list[int]:
         return self.rejected
 
     def __len__(self) -> int:
-        return int(self.rejected.size + self.delta_workers.size)
+        return len(self.rejected) + len(self.delta_workers)
 
 
 @dataclass(slots=True)
@@ -64,13 +68,13 @@ class TaskDone:
     """LM → GM: tasks of that GM finished; their workers' resources are the GM's to reuse."""
 
     lm: int
-    tasks: np.ndarray
-    workers: np.ndarray
+    tasks: list[int]
+    workers: list[int]
     demands: np.ndarray | None = None
     acked: int = 0
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)
 
 
 @dataclass(slots=True)
@@ -78,14 +82,14 @@ class StateDelta:
     """LM → GM heartbeat: truth of the workers that changed since the last update (or all, if ``full``)."""
 
     lm: int
-    workers: np.ndarray
-    state: np.ndarray
+    workers: list[int]
+    state: list[bool] | np.ndarray
     full: bool = False
     usage: np.ndarray | None = None
     acked: int = 0
 
     def __len__(self) -> int:
-        return int(self.workers.size)
+        return len(self.workers)
 
 
 @dataclass(slots=True)

@@ -30,7 +30,7 @@ class SlotView:
         self.idx = idx
         self.avail = idx.all_available() if all_free else idx.none_available()
         self.n_free = n_workers if all_free else 0
-        self.inflight = np.zeros(n_workers, dtype=np.int32)
+        self.inflight = [0] * n_workers  # own launch requests per worker the LM has not processed yet
         self._flag = bytearray([1 if all_free else 0]) * n_workers  # free in the view (mirror of avail bits)
         self._bit = idx.bit_of_worker.tolist()
 
@@ -64,9 +64,11 @@ class SlotView:
         if not self._flag[w]:
             self._set(w, True)
 
-    def acked(self, workers: np.ndarray, demands) -> None:
+    def acked(self, workers: list[int], demands) -> None:
         """The LM processed a request: its reservations are no longer in flight."""
-        np.subtract.at(self.inflight, workers, 1)
+        inflight = self.inflight
+        for w in workers:
+            inflight[w] -= 1
 
     def fits(self, w: int, demand) -> bool:
         return True
@@ -116,8 +118,8 @@ class ResourceView:
     def give_back(self, w: int, demand: np.ndarray) -> None:
         self.free[w] += demand
 
-    def acked(self, workers: np.ndarray, demands: np.ndarray) -> None:
-        np.subtract.at(self.inflight, workers, demands)
+    def acked(self, workers, demands: np.ndarray) -> None:
+        np.subtract.at(self.inflight, np.asarray(workers, dtype=np.int64), demands)
         np.maximum(self.inflight, 0.0, out=self.inflight)
 
     def fits(self, w: int, demand: np.ndarray) -> bool:
@@ -162,8 +164,10 @@ class SlotCluster:
         self.user[i] = -1
         return gm, user
 
-    def truth(self, workers: list[int]) -> np.ndarray:
-        return np.array([self.task[w - self.lo] < 0 for w in workers], dtype=bool)
+    def truth(self, workers: list[int]) -> list[bool]:
+        lo = self.lo
+        task = self.task
+        return [task[w - lo] < 0 for w in workers]
 
     def victims_on(self, w: int, victim: int, demand) -> list[int] | None:
         """Tasks of ``victim`` whose preemption makes room for ``demand`` on ``w``, or None."""
