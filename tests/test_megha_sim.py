@@ -107,8 +107,9 @@ def test_replaced_gm_rebuilds_its_view_and_the_run_completes():
         gm = seen["new"]
         # the rebuilt view agrees with the LMs' truth for every worker without an own request in flight
         for lm in (c for c in engine.components.values() if c.kind == "lm"):
+            pending = set(lm.pending_for(1))
             for w in range(lm.lo, lm.hi):
-                if gm.view.inflight[w] == 0 and w not in lm.pending[1]:
+                if gm.view.inflight[w] == 0 and w not in pending:
                     truth = lm.cluster.task[w - lm.lo] < 0
                     assert gm.view.is_free(w) == truth or truth
 

@@ -183,17 +183,17 @@ def _random_bit(words: list[int], rnd: FastRandom) -> int:
 
 
 _INF = np.iinfo(np.int64).max
-_FIRST_FIT = None
+_FF = None
 
 
 def _first_fit():
     """The compiled first-fit kernel (numba), loaded on first use."""
-    global _FIRST_FIT
-    if _FIRST_FIT is None:
+    global _FF
+    if _FF is None:
         from megha.model._kernels import first_fit
 
-        _FIRST_FIT = first_fit
-    return _FIRST_FIT
+        _FF = first_fit
+    return _FF
 
 
 class WaitQueue:
@@ -291,6 +291,16 @@ class WaitQueue:
         if not self._len:
             return None
         s = _first_fit()(self._masks, self._heads, self._n_slots, np.uint32(~int(worker_mask) & 0xFFFFFFFF))
+        if s < 0:
+            return None
+        return self._take(s)
+
+    def pop_first_fitting_inv(self, inverted_worker_mask: np.uint32):
+        """:meth:`pop_first_fitting` given ``~worker_mask`` as a ``uint32`` (saves the conversion per call)."""
+        if not self._len:
+            return None
+        s = _FF(self._masks, self._heads, self._n_slots, inverted_worker_mask) if _FF else _first_fit()(
+            self._masks, self._heads, self._n_slots, inverted_worker_mask)
         if s < 0:
             return None
         return self._take(s)

@@ -63,9 +63,9 @@ class SingleQueue:
     def push_front(self, e: tuple) -> None:
         self.q.push_front(e, e[E_MASK])
 
-    def pop_fitting(self, wmask: int, accept=None, usage=None) -> tuple | None:
+    def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
         if accept is None:
-            return self.q.pop_first_fitting(wmask)
+            return self.q.pop_first_fitting(wmask) if inv is None else self.q.pop_first_fitting_inv(inv)
         return self.q.pop_first_fitting_where(wmask, accept)
 
     def heads(self, k: int) -> list[tuple]:
@@ -102,7 +102,7 @@ class FairQueues:
         under = [u for u in rr if self.fair.under_share(u, usage)]
         return under + [u for u in rr if u not in under]
 
-    def pop_fitting(self, wmask: int, accept=None, usage=None) -> tuple | None:
+    def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
         for u in self._order(usage):
             q = self.qs[u]
             if not len(q):

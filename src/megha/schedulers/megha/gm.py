@@ -96,6 +96,7 @@ class GlobalMaster(Component):
         self.rr_int = g % layout.n_lms
         self.rr_ext = g % layout.n_lms
         self._masks = layout.worker_masks
+        self._inv_masks = ~layout.worker_masks  # uint32, for the queue's first-fit kernel
         self._lm_of = layout.lm_of
         self._G = layout.n_gms
         self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]
@@ -202,7 +203,7 @@ class GlobalMaster(Component):
                     return
                 self._book(e, w)
         else:
-            e = self.queue.pop_fitting(wm, None, usage)
+            e = self.queue.pop_fitting(wm, None, usage, self._inv_masks[w])
             if e is None:
                 self.view.release(w, None)
             else:

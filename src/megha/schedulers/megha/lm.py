@@ -74,7 +74,11 @@ class LocalMaster(Component):
         self.reply_always = reply_always
         self.G = layout.n_gms
         self.processed = [0] * layout.n_gms  # highest request id processed, per GM
-        self.pending: list[dict[int, None]] = [{} for _ in range(self.G)]
+        # change log: latest change of each worker (sequence number, GM whose task caused it), oldest first;
+        # GM g has been told about every change up to sequence number _sent[g]
+        self._changes: dict[int, tuple[int, int]] = {}
+        self._seq = 0
+        self._sent = [0] * self.G
         self.gm_addr = [layout.gm_address(g) for g in range(self.G)]
         self.pool = layout.pool_address(l)
         self._part = layout.part_of
@@ -112,24 +116,39 @@ class LocalMaster(Component):
 
     # --- bookkeeping helpers -----------------------------------------------------------------------------
     def _changed(self, w: int, by_gm: int, now: float) -> None:
-        """Worker ``w`` changed because of GM ``by_gm``'s task: every other GM must hear of it."""
+        """Worker ``w`` changed because of GM ``by_gm``'s task: every other GM must hear of it.
+
+        Only the latest change of a worker matters: a change by a GM's own task supersedes earlier ones for
+        that GM (it books its launches itself and learns of its completions through TaskDone).
+        """
         if not self._armed:
             self._arm(now)
-        for g, p in enumerate(self.pending):
-            if g == by_gm:
-                p.pop(w, None)
-            else:
-                p[w] = None
+        self._seq += 1
+        ch = self._changes
+        ch.pop(w, None)
+        ch[w] = (self._seq, by_gm)
+
+    def pending_for(self, gm: int) -> list[int]:
+        """Workers changed by other GMs since ``gm``'s last update, oldest first."""
+        sent = self._sent[gm]
+        out = []
+        for w, (seq, by) in reversed(self._changes.items()):
+            if seq <= sent:
+                break
+            if by != gm:
+                out.append(w)
+        out.reverse()
+        return out
 
     def _units(self, demand) -> float:
         return float(demand[0]) if self.resource_mode else 1.0
 
     def _delta_for(self, gm: int, extra: list[int] | None = None) -> tuple[list[int], list | np.ndarray]:
-        p = self.pending[gm]
-        workers = list(p)
+        workers = self.pending_for(gm)
         if extra:
-            workers.extend(w for w in extra if w not in p)
-        self.pending[gm] = {}
+            seen = set(workers)
+            workers.extend(w for w in extra if w not in seen)
+        self._sent[gm] = self._seq
         return workers, self.cluster.truth(workers)
 
     def _usage_copy(self) -> np.ndarray | None:
@@ -217,7 +236,7 @@ class LocalMaster(Component):
     def on_timer(self, key, now: float) -> None:
         self._armed = False
         for g in range(self.G):
-            if self.pending[g]:
+            if self._sent[g] < self._seq and self.pending_for(g):
                 dw, ds = self._delta_for(g)
                 delta = StateDelta(self.l, dw, ds, False, self._usage_copy(), self.processed[g])
                 self.port.send(self.gm_addr[g], delta)
@@ -229,7 +248,7 @@ class LocalMaster(Component):
 
     def _on_sync(self, msg: SyncRequest, now: float) -> None:
         workers = list(range(self.lo, self.hi))
-        self.pending[msg.gm] = {}
+        self._sent[msg.gm] = self._seq
         self.counters["snapshots_sent"] += 1
         self.port.send(
             self.gm_addr[msg.gm],
