@@ -45,7 +45,7 @@ def launches(port):
     out = []
     for dst, msg in port.take():
         assert dst == "nm" and isinstance(msg, Launch)
-        out.extend(zip(msg.tasks.tolist(), msg.workers.tolist(), strict=True))
+        out.extend(zip(np.asarray(msg.tasks).tolist(), np.asarray(msg.workers).tolist(), strict=True))
     return out
 
 
@@ -160,7 +160,7 @@ def test_node_manager_reports_at_the_first_tick_after_the_container_ends():
     assert delay == pytest.approx(1.5)
     nm.on_timer(key, 1.5)
     ((dst, hb),) = nm.port.take()
-    assert dst == "rm" and hb.tasks.tolist() == [3] and hb.nodes.tolist() == [0]
+    assert dst == "rm" and list(hb.tasks) == [3] and list(hb.nodes) == [0]
     assert rec.end[3] == pytest.approx(1.2)  # the true end, reported later
 
 

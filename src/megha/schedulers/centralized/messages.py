@@ -11,10 +11,10 @@ import numpy as np
 class NodeHeartbeat:
     """Node managers report, at their heartbeat tick, the containers that finished since their last report."""
 
-    nodes: np.ndarray  # int64 nodes reporting
-    tasks: np.ndarray  # int64 finished tasks (containers)
-    task_nodes: np.ndarray  # int64 node of each finished task
+    nodes: np.ndarray | list[int]  # nodes reporting (lists are cheaper for the common one-node heartbeat)
+    tasks: np.ndarray | list[int]  # finished tasks (containers)
+    task_nodes: np.ndarray | list[int]  # node of each finished task
     demands: np.ndarray | None = None  # [k, R] resources the finished tasks held (resource mode)
 
     def __len__(self) -> int:
-        return int(self.nodes.size)
+        return len(self.nodes)

@@ -43,8 +43,9 @@ class NodeManagers(Component):
         if not isinstance(msg, Launch):
             super().on_message(msg, now)
             return
-        tasks = msg.tasks.tolist()
-        nodes = msg.workers.tolist()
+        tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
+        nodes = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        durations = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
         if self.used is None:
             on_node = self.on_node
             for t, w in zip(tasks, nodes, strict=True):
@@ -53,18 +54,20 @@ class NodeManagers(Component):
                                           f"launched while it runs task {on_node[w]}")
                 on_node[w] = t
         else:
-            np.add.at(self.used, msg.workers, msg.demands)
-            over = (self.used[msg.workers] > self.capacity[msg.workers] + _EPS).any(axis=1)
+            w_arr = np.asarray(nodes, dtype=np.int64)
+            np.add.at(self.used, w_arr, msg.demands)
+            over = (self.used[w_arr] > self.capacity[w_arr] + _EPS).any(axis=1)
             if over.any():
-                w = int(msg.workers[np.flatnonzero(over)[0]])
+                w = int(w_arr[np.flatnonzero(over)[0]])
                 raise SimulationError(f"{self.address}: node {w} over-committed at t={now:.6f}: used "
                                       f"{self.used[w].tolist()} > capacity {self.capacity[w].tolist()}")
-        self.rec.started(msg.tasks, now, msg.workers)
+        self.rec.started(tasks, now, nodes)
         self.running += len(tasks)
         due = self._due
         next_tick = self.schedule.next_tick
         dem = msg.demands
-        for i, (t, w, e) in enumerate(zip(tasks, nodes, (now + msg.durations).tolist(), strict=True)):
+        for i, (t, w, d) in enumerate(zip(tasks, nodes, durations, strict=True)):
+            e = now + d
             tick = next_tick(w, e)
             lst = due.get(tick)
             item = (t, w, e, None if dem is None else dem[i])
@@ -80,11 +83,9 @@ class NodeManagers(Component):
         if len(items) == 1:
             t, w, e, d = items[0]
             self._release(w, d)
-            tasks = np.array([t], dtype=np.int64)
-            nodes = np.array([w], dtype=np.int64)
-            self.rec.finished(tasks, e)
+            self.rec.finished([t], e)
             self.heartbeats += 1
-            self.port.send(self.rm, NodeHeartbeat(nodes, tasks, nodes, None if d is None else d[None, :]))
+            self.port.send(self.rm, NodeHeartbeat([w], [t], [w], None if d is None else d[None, :]))
             return
         items.sort(key=lambda x: x[2])
         for _, w, _, d in items:

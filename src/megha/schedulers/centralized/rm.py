@@ -27,6 +27,10 @@ from megha.sim.component import Component
 _EPS = 1e-9
 
 
+def _as_list(x) -> list:
+    return x if isinstance(x, list) else x.tolist()
+
+
 class ResourceManager(Component):
     """The central RM: heartbeat-gated allocation, FIFO or fair queue."""
 
@@ -174,19 +178,21 @@ class ResourceManager(Component):
 
     # --- heartbeats ----------------------------------------------------------------------------------
     def _heartbeat(self, msg: NodeHeartbeat, now: float) -> None:
-        self.stats["heartbeats"] += int(msg.nodes.size)
-        if msg.tasks.size:
-            self.rec.completion_known(msg.tasks, now)
+        nodes = _as_list(msg.nodes)
+        tasks = _as_list(msg.tasks)
+        self.stats["heartbeats"] += len(nodes)
+        if tasks:
+            self.rec.completion_known(tasks, now)
             if self.resource:
-                np.add.at(self.free, msg.task_nodes, msg.demands)
+                np.add.at(self.free, np.asarray(msg.task_nodes, dtype=np.int64), msg.demands)
             else:
                 busy = self.busy
-                for w in msg.task_nodes.tolist():
+                for w in _as_list(msg.task_nodes):
                     busy[w] = False
             if self.queue_policy == "fair":
-                for t in msg.tasks.tolist():
+                for t in tasks:
                     self.running_by_user[self.user_of.pop(t)] -= 1
-        for node in msg.nodes.tolist():
+        for node in nodes:
             self._launch_claims(node)
             self._fill(node)
 
@@ -215,12 +221,12 @@ class ResourceManager(Component):
 
     def _pop(self, worker_mask: int, free):
         """The next queued entry (policy order) that fits a node with ``worker_mask`` and room ``free``."""
-        if self.queue_policy == "fair" and len(self.queues) > 1:
-            users = sorted((u for u, q in self.queues.items() if q), key=lambda u: (self.running_by_user[u], u))
+        if len(self.queues) == 1:  # FIFO (or a single user)
+            qs = self.queues.values()
         else:
-            users = [u for u, q in self.queues.items() if q]
-        for u in users:
-            q = self.queues[u]
+            qs = [self.queues[u] for u in sorted((u for u, q in self.queues.items() if q),
+                                                 key=lambda u: (self.running_by_user[u], u))]
+        for q in qs:
             if free is None:
                 e = q.pop_first_fitting(worker_mask)
             else:
@@ -244,10 +250,9 @@ class ResourceManager(Component):
         if not lt:
             return
         self._launch = ([], [], [], [])
-        tasks = np.array(lt, dtype=np.int64)
-        self.rec.decided(tasks, now)
-        self.port.send(self.pool, Launch(tasks, np.array(lw, dtype=np.int64), np.array(ld, dtype=np.float64),
-                                         self.nm, None if lm[0] is None else np.array(lm)))
+        self.rec.decided(lt, now)
+        # lists: cheaper than arrays for the one-task launches of a busy cluster (the node managers accept both)
+        self.port.send(self.pool, Launch(lt, lw, ld, self.nm, None if lm[0] is None else np.array(lm)))
 
     def queued(self) -> int:
         """Tasks waiting in the RM's queue."""

@@ -70,6 +70,7 @@ M_NALIVE = 10
 M_AALIVE = 11
 M_SETTLED = 12
 M_FAILED = 13
+M_FIXES = 14  # arcs saturated or emptied by the optimality repair
 MF = 16
 
 # flags
@@ -601,13 +602,71 @@ def _init_potential(N, A, H, v):
         N[N_POT, v] = 0
 
 
+TIGHTEN_MAX_DEGREE = 256
+
+
+@njit(cache=True)
+def _lo(N, A, H, v):
+    """Smallest valid potential of ``v``: max over its residual out-arcs of π(w) − c (−INF if none)."""
+    lo = -INF
+    h = N[N_FIRST, v]
+    while h >= 0:
+        if _residual(A, h) > 0:
+            x = N[N_POT, H[H_TO, h]] - _hcost(A, h)
+            if x > lo:
+                lo = x
+        h = H[H_NEXT, h]
+    return lo
+
+
+@njit(cache=True)
+def _hi(N, A, H, v):
+    """Largest valid potential of ``v``: min over its residual in-arcs of π(u) + c (INF if none)."""
+    hi = INF
+    h = N[N_FIRST, v]
+    while h >= 0:
+        r = h ^ 1
+        if _residual(A, r) > 0:
+            x = N[N_POT, H[H_TO, h]] + _hcost(A, r)
+            if x < hi:
+                hi = x
+        h = H[H_NEXT, h]
+    return hi
+
+
 @njit(cache=True)
 def _fix_arc(N, A, H, M, DN, a):
-    """Restore reduced-cost optimality of one arc by saturating or emptying it."""
+    """Restore reduced-cost optimality of one arc: first by moving the potential of a small endpoint within
+    its valid range (no flow change), else by saturating or emptying the arc (which leaves imbalances)."""
     u = H[H_TO, 2 * a + 1]
     w = H[H_TO, 2 * a]
-    rc = A[A_COST, a] + N[N_POT, u] - N[N_POT, w]
+    c = A[A_COST, a]
+    rc = c + N[N_POT, u] - N[N_POT, w]
     f = A[A_FLOW, a]
+    if rc < 0 and f < A[A_CAP, a]:
+        # lower π(w) or raise π(u) as far as their other arcs allow
+        if N[N_DEG, w] <= TIGHTEN_MAX_DEGREE and u != w:
+            lo = _lo(N, A, H, w)
+            if lo < N[N_POT, w]:
+                N[N_POT, w] = max(lo, c + N[N_POT, u]) if lo > -INF else c + N[N_POT, u]
+        rc = c + N[N_POT, u] - N[N_POT, w]
+        if rc < 0 and N[N_DEG, u] <= TIGHTEN_MAX_DEGREE and u != w:
+            hi = _hi(N, A, H, u)
+            if hi > N[N_POT, u]:
+                N[N_POT, u] = min(hi, N[N_POT, w] - c) if hi < INF else N[N_POT, w] - c
+        rc = c + N[N_POT, u] - N[N_POT, w]
+    elif rc > 0 and f > 0:
+        # raise π(w) or lower π(u)
+        if N[N_DEG, w] <= TIGHTEN_MAX_DEGREE and u != w:
+            hi = _hi(N, A, H, w)
+            if hi > N[N_POT, w]:
+                N[N_POT, w] = min(hi, c + N[N_POT, u]) if hi < INF else c + N[N_POT, u]
+        rc = c + N[N_POT, u] - N[N_POT, w]
+        if rc > 0 and N[N_DEG, u] <= TIGHTEN_MAX_DEGREE and u != w:
+            lo = _lo(N, A, H, u)
+            if lo < N[N_POT, u]:
+                N[N_POT, u] = max(lo, N[N_POT, w] - c) if lo > -INF else N[N_POT, w] - c
+        rc = c + N[N_POT, u] - N[N_POT, w]
     target = f
     if rc < 0:
         target = A[A_CAP, a]
@@ -620,6 +679,7 @@ def _fix_arc(N, A, H, M, DN, a):
         N[N_EXC, w] += d
         _mark_node(N, M, DN, u)
         _mark_node(N, M, DN, w)
+        M[M_FIXES] += 1
 
 
 @njit(cache=True)

@@ -325,6 +325,7 @@ class FlowNetwork:
             "settled": int(m[K.M_SETTLED]),
             "augments": int(m[K.M_AUGMENTS]),
             "failed_searches": int(m[K.M_FAILED]),
+            "arc_fixes": int(m[K.M_FIXES]),
         }
 
 

@@ -154,7 +154,7 @@ class PigeonDistributor(Component):
 
     def on_message(self, msg, now: float) -> None:
         if type(msg) is TaskDone:
-            self.rec.completion_known(msg.task, now)
+            self.rec.completion_known([msg.task], now)
         elif isinstance(msg, TasksDone):
             self.rec.completion_known(msg.tasks, now)
         elif isinstance(msg, JobArrival):

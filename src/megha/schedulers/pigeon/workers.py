@@ -32,7 +32,7 @@ class GroupWorkers(Component):
     def on_message(self, msg, now: float) -> None:
         if type(msg) is Start:
             self._start(msg.task, msg.worker, now + msg.duration, now)
-            self.rec.started(msg.task, now, msg.worker)
+            self.rec.started([msg.task], now, [msg.worker])
         elif isinstance(msg, Launch):
             for t, w, e in zip(msg.tasks.tolist(), msg.workers.tolist(), (now + msg.durations).tolist(),
                                strict=True):
@@ -62,7 +62,7 @@ class GroupWorkers(Component):
         if len(items) == 1:
             t, w = items[0]
             task_on[w] = -1
-            self.rec.finished(t, now)
+            self.rec.finished([t], now)
             self.port.send(self.master, Ended(t, w))
             return
         for _, w in items:

@@ -211,10 +211,9 @@ class SparrowMonitors(Component):
             else:
                 g.append(t)
         if started_t:
-            ids = np.array(started_t, dtype=np.int64)
-            self.rec.started(ids, now, np.array(started_w, dtype=np.int64))
-            waited = msg.waited if len(started_i) == len(workers) else msg.waited[started_i]
-            self.rec.add_worker_queue(ids, waited)
+            self.rec.started(started_t, now, started_w)
+            for t, wq in zip(started_t, msg.waited[started_i].tolist(), strict=True):  # scalar entries
+                self.rec.add_worker_queue([t], wq)
 
     def _grant(self, msg: Grant, now: float) -> None:
         """Slot mode, one answer."""
@@ -237,8 +236,8 @@ class SparrowMonitors(Component):
         else:
             g.append(t)
         rec = self.rec
-        rec.started(t, now, w)
-        rec.add_worker_queue(t, msg.waited)
+        rec.started([t], now, [w])
+        rec.add_worker_queue([t], msg.waited)
 
     def _grant_resource(self, msg: Grant, now: float) -> None:
         """Resource mode, one answer: as a batch of one."""
@@ -259,7 +258,7 @@ class SparrowMonitors(Component):
             _, w, sched, _ = running.pop(t)
             self.on_worker[w] = -1
             self.slot_free[w] = True
-            self.rec.finished(t, now)
+            self.rec.finished([t], now)
             self.port.send(self.schedulers[sched], Done(t, w))
             self._advance(w, now)
             self._flush()

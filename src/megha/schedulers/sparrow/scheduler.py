@@ -78,7 +78,7 @@ class SparrowScheduler(Component):
         if tp is Request:
             self._request(msg, now)
         elif tp is Done:
-            self.rec.completion_known(msg.task, now)
+            self.rec.completion_known([msg.task], now)
         elif isinstance(msg, GetTask):
             self._get_task(msg, now)
         elif isinstance(msg, Finished):

@@ -1,0 +1,564 @@
+"""The scheduling graph of the flow scheduler, kept up to date incrementally between rounds.
+
+Nodes (DESIGN §5.6, paper Fig. 2–5, with the Quincy/Firmament tricks of DESIGN §7):
+
+* ``S`` — the sink, the network's balance node (its demand follows the number of task nodes);
+* ``M_i`` — one per machine, ``M_i → S`` with capacity = free slots (no preemption) or all slots
+  (preemption), cost = the cost model's machine cost; a failed machine gets a prohibitive cost instead of a
+  zero capacity, so the graph stays warm;
+* ``E_q`` — one *equivalence-class aggregator* per hard-constraint mask ``q`` of waiting tasks (``q = 0`` is
+  Quincy's cluster aggregator ``X``), with arcs to machines satisfying ``q``: all of them for a class that
+  every machine satisfies (through rack aggregators ``R_r`` when asked), else up to ``ec_fanout`` of them,
+  enough free ones for its waiting tasks (at most ``ec_fanout``; with preemption ``ec_fanout`` machines, busy
+  ones included), chosen at random and refreshed every round — this keeps the graph sparse (when fewer
+  machines than fit are connected, the optimum is the optimum of this sparser graph);
+* ``U_j`` — the unscheduled aggregator of job ``j``: ``U_j → S`` with bounds ``[N_j − A_j, N_j]`` when the
+  cost model asks for max-min fairness (paper eq. 1–2), else ``[0, N_j]``; its cost is the waiting cost;
+* ``T`` — one per task in the graph, supply 1, arcs to ``U_j`` (cost 0), to ``E_mask`` (the task's cost) and,
+  when the cost model gives it machine preferences, directly to up to ``max_arcs`` preferred machines.
+
+Every round's assignment is an optimal min-cost flow of this graph. A task routed through an aggregator is
+matched to one of the machines the aggregator's flow reaches (any matching of the flow decomposition is
+valid: every machine an aggregator reaches satisfies all its tasks' hard constraints).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from megha.schedulers.flow.costs import CostModel
+from megha.schedulers.flow.fairness import max_min_shares
+from megha.schedulers.flow.network import BIG, FlowNetwork
+from megha.schedulers.flow.solvers import Solver, SolveResult
+
+ROLE_SINK, ROLE_MACHINE, ROLE_EC, ROLE_JOB, ROLE_TASK, ROLE_RACK = 0, 1, 2, 3, 4, 5
+PROHIBITIVE = 1 << 30
+
+
+@dataclass
+class _Class:
+    """An equivalence-class aggregator E_q."""
+
+    mask: int
+    node: int
+    full: bool  # every machine satisfies the mask: permanent arcs to all machines (or racks)
+    targets: dict[int, int] = field(default_factory=dict)  # machine -> arc E_q → M
+    rack_arcs: dict[int, int] = field(default_factory=dict)  # rack -> arc E_q → R
+    waiting: int = 0
+
+
+def _grow(a: np.ndarray, n: int, fill) -> np.ndarray:
+    if n <= a.size:
+        return a
+    out = np.full(max(n, 2 * a.size), fill, dtype=a.dtype)
+    out[: a.size] = a
+    return out
+
+
+class SchedulingGraph:
+    """Flow graph of one scheduler: machines, equivalence classes, jobs and tasks (see module docstring)."""
+
+    def __init__(
+        self,
+        machine_mask: np.ndarray,
+        machine_slots: np.ndarray,
+        cost_model: CostModel,
+        *,
+        machine_rack: np.ndarray | None = None,
+        preemption: bool = False,
+        migration: bool = True,
+        unscheduled_base: int = 1000,
+        continuation_bonus: int = 50,
+        max_arcs: int = 16,
+        ec_fanout: int = 128,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.cm = cost_model
+        self.preemption = preemption
+        self.migration = migration
+        self.unscheduled_base = int(unscheduled_base)
+        self.continuation_bonus = int(continuation_bonus)
+        self.max_arcs = int(max_arcs)
+        self.ec_fanout = int(ec_fanout)
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        nm = machine_mask.size
+        self.machine_mask = np.asarray(machine_mask, dtype=np.uint32)
+        self.machine_slots = np.asarray(machine_slots, dtype=np.int64)
+        self.machine_free = self.machine_slots.copy()
+        self.machine_failed = np.zeros(nm, dtype=bool)
+        self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
+        # columns read by cost models (grown on demand)
+        self.task_job = np.zeros(0, dtype=np.int64)
+        self.task_soft = np.zeros(0, dtype=np.uint32)
+        self.task_hard = np.zeros(0, dtype=np.uint32)
+        self.task_node = np.zeros(0, dtype=np.int64)
+        self.task_machine = np.zeros(0, dtype=np.int64)  # preemption: machine a running task holds, else −1
+        self.task_direct = np.zeros(0, dtype=np.int64)  # preemption: the running task's arc to its machine
+        self.job_priority = np.zeros(0, dtype=np.int64)
+        self.job_arrival = np.zeros(0, dtype=np.float64)
+        self.job_node = np.zeros(0, dtype=np.int64)
+        self.job_arc = np.zeros(0, dtype=np.int64)
+        self.job_in_graph = np.zeros(0, dtype=np.int64)  # task nodes of the job in the graph (N_j)
+        self.job_running = np.zeros(0, dtype=np.int64)  # running tasks (outside the graph without preemption)
+        self.job_cost = np.zeros(0, dtype=np.int64)
+        self.job_lower = np.zeros(0, dtype=np.int64)
+        self.jobs: set[int] = set()
+        self.classes: dict[int, _Class] = {}
+
+        net = FlowNetwork(node_capacity=nm + 1024, arc_capacity=4 * nm + 4096)
+        self.net = net
+        self.sink = net.add_node(0)
+        net.balance_node = self.sink
+        self.node_role = np.zeros(net.node_capacity, dtype=np.int8)
+        self.node_ref = np.zeros(net.node_capacity, dtype=np.int64)
+        self.node_role[self.sink] = ROLE_SINK
+        self.machine_node = net.add_nodes(np.zeros(nm, dtype=np.int64))
+        self._roles(self.machine_node, ROLE_MACHINE, np.arange(nm))
+        mcost = self.cm.machine_cost(self, np.arange(nm))
+        self.machine_arc = net.add_arcs(self.machine_node, np.full(nm, self.sink), mcost, self.machine_slots)
+        self.machine_cost = mcost
+        self.machine_dirty: set[int] = set()
+        # racks
+        self.rack_node = np.zeros(0, dtype=np.int64)
+        self.machine_rack = None
+        self.rack_to_machine_arc = None
+        if machine_rack is not None and nm:
+            self.machine_rack = np.asarray(machine_rack, dtype=np.int64)
+            n_racks = int(self.machine_rack.max()) + 1
+            self.rack_node = net.add_nodes(np.zeros(n_racks, dtype=np.int64))
+            self._roles(self.rack_node, ROLE_RACK, np.arange(n_racks))
+            self.rack_to_machine_arc = net.add_arcs(self.rack_node[self.machine_rack], self.machine_node, 0, BIG)
+
+    # ---------------------------------------------------------------------------------------- helpers
+    def _roles(self, nodes: np.ndarray, role: int, ref: np.ndarray) -> None:
+        cap = self.net.node_capacity
+        if self.node_role.size < cap:
+            self.node_role = _grow(self.node_role, cap, 0)
+            self.node_ref = _grow(self.node_ref, cap, 0)
+        self.node_role[nodes] = role
+        self.node_ref[nodes] = ref
+
+    def _ensure_tasks(self, hi: int) -> None:
+        if hi > self.task_job.size:
+            self.task_job = _grow(self.task_job, hi, 0)
+            self.task_soft = _grow(self.task_soft, hi, 0)
+            self.task_hard = _grow(self.task_hard, hi, 0)
+            self.task_node = _grow(self.task_node, hi, -1)
+            self.task_machine = _grow(self.task_machine, hi, -1)
+            self.task_direct = _grow(self.task_direct, hi, -1)
+
+    def _ensure_jobs(self, hi: int) -> None:
+        if hi > self.job_priority.size:
+            self.job_priority = _grow(self.job_priority, hi, 0)
+            self.job_arrival = _grow(self.job_arrival, hi, 0.0)
+            self.job_node = _grow(self.job_node, hi, -1)
+            self.job_arc = _grow(self.job_arc, hi, -1)
+            self.job_in_graph = _grow(self.job_in_graph, hi, 0)
+            self.job_running = _grow(self.job_running, hi, 0)
+            self.job_cost = _grow(self.job_cost, hi, 0)
+            self.job_lower = _grow(self.job_lower, hi, 0)
+
+    def _class(self, mask: int) -> _Class:
+        c = self.classes.get(mask)
+        if c is None:
+            node = self.net.add_node(0)
+            self._roles(np.array([node]), ROLE_EC, np.array([mask]))
+            full = (mask & ~self.all_mask) == 0
+            c = _Class(mask=mask, node=node, full=full)
+            self.classes[mask] = c
+            if full:
+                if self.machine_rack is not None:
+                    racks = np.arange(self.rack_node.size)
+                    arcs = self.net.add_arcs(np.full(racks.size, node), self.rack_node, 0, BIG)
+                    c.rack_arcs = dict(zip(racks.tolist(), arcs.tolist(), strict=True))
+                else:
+                    ms = np.arange(self.machine_mask.size)
+                    arcs = self.net.add_arcs(np.full(ms.size, node), self.machine_node, 0, BIG)
+                    c.targets = dict(zip(ms.tolist(), arcs.tolist(), strict=True))
+        return c
+
+    def fits(self, mask: int) -> np.ndarray:
+        """Machines satisfying a hard-constraint mask."""
+        return np.flatnonzero((self.machine_mask & np.uint32(mask)) == np.uint32(mask))
+
+    # ---------------------------------------------------------------------------------------- jobs and tasks
+    def add_tasks(
+        self,
+        job: int,
+        tasks: np.ndarray,
+        hard: np.ndarray,
+        soft: np.ndarray,
+        priority: int,
+        arrival: float,
+    ) -> None:
+        """Tasks of ``job`` enter the graph as waiting tasks (a new job or tasks coming back from preemption)."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        if tasks.size == 0:
+            return
+        self._ensure_tasks(int(tasks.max()) + 1)
+        self._ensure_jobs(job + 1)
+        net = self.net
+        if self.job_node[job] < 0:
+            u = net.add_node(0)
+            self._roles(np.array([u]), ROLE_JOB, np.array([job]))
+            self.job_node[job] = u
+            self.job_arc[job] = net.add_arc(u, self.sink, 0, 0)
+            self.job_priority[job] = priority
+            self.job_arrival[job] = arrival
+            self.job_cost[job] = 0
+            self.job_lower[job] = 0
+            self.jobs.add(job)
+        self.task_job[tasks] = job
+        self.task_hard[tasks] = hard
+        self.task_soft[tasks] = soft
+        nodes = net.add_nodes(np.ones(tasks.size, dtype=np.int64))
+        self._roles(nodes, ROLE_TASK, tasks)
+        self.task_node[tasks] = nodes
+        self.job_in_graph[job] += tasks.size
+        self._wire(tasks, nodes, job)
+
+    def _wire(self, tasks: np.ndarray, nodes: np.ndarray, job: int) -> None:
+        """Arcs of waiting tasks: to U_j, to their class aggregator, and to preferred machines."""
+        net = self.net
+        n = tasks.size
+        tcost = self.cm.task_cost(self, tasks)
+        heads = [np.full(n, self.job_node[job])]
+        costs = [np.zeros(n, dtype=np.int64)]
+        tails = [nodes]
+        hard = self.task_hard[tasks]
+        for q in np.unique(hard).tolist():
+            sel = hard == q
+            c = self._class(int(q))
+            c.waiting += int(sel.sum())
+            tails.append(nodes[sel])
+            heads.append(np.full(int(sel.sum()), c.node))
+            costs.append(tcost[sel])
+        pref = self.cm.has_preferences(self, tasks)
+        for i in np.flatnonzero(pref).tolist():
+            t = int(tasks[i])
+            ms = self._preferred(t)
+            if ms.size:
+                tails.append(np.full(ms.size, nodes[i]))
+                heads.append(self.machine_node[ms])
+                costs.append(tcost[i] + self.cm.pair_cost(self, np.full(ms.size, t), ms))
+        net.add_arcs(np.concatenate(tails), np.concatenate(heads), np.concatenate(costs), 1)
+
+    def _preferred(self, t: int) -> np.ndarray:
+        """Up to ``max_arcs`` machines where task ``t`` is cheaper than on its aggregator (free ones first)."""
+        ms = self.fits(int(self.task_hard[t]))
+        if ms.size == 0:
+            return ms
+        pc = self.cm.pair_cost(self, np.full(ms.size, t), ms)
+        ms = ms[pc < 0]
+        if ms.size <= self.max_arcs:
+            return ms
+        pc = pc[pc < 0]
+        free = self.machine_free[ms] > 0
+        key = pc.astype(np.float64) - free * 1e15 + self.rng.random(ms.size)
+        return ms[np.argsort(key, kind="stable")[: self.max_arcs]]
+
+    def remove_tasks(self, tasks: np.ndarray) -> None:
+        """Tasks leave the graph (finished while running under preemption, or withdrawn)."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        nodes = self.task_node[tasks]
+        keep = nodes >= 0
+        tasks, nodes = tasks[keep], nodes[keep]
+        if tasks.size == 0:
+            return
+        for t in tasks.tolist():
+            j = int(self.task_job[t])
+            self.job_in_graph[j] -= 1
+            if self.task_machine[t] < 0:
+                self.classes[int(self.task_hard[t])].waiting -= 1
+        self.net.remove_nodes(nodes, unwind=True)
+        self.task_node[tasks] = -1
+        self.task_direct[tasks] = -1
+
+    # ---------------------------------------------------------------------------------------- machines
+    def set_free(self, machines: np.ndarray, free: np.ndarray) -> None:
+        """Record the machines' free slots (applied to the graph at the next :meth:`prepare`)."""
+        self.machine_free[machines] = free
+        self.machine_dirty.update(np.asarray(machines).tolist())
+
+    def fail_machines(self, machines: np.ndarray, failed: bool = True) -> None:
+        """Mark machines failed (prohibitive cost on ``M → S``) or repaired."""
+        self.machine_failed[machines] = failed
+        self.machine_dirty.update(np.asarray(machines).tolist())
+
+    # ---------------------------------------------------------------------------------------- rounds
+    def prepare(self, now: float) -> None:
+        """Bring costs, bounds and aggregator arcs up to date for a round at ``now``."""
+        net = self.net
+        # machines
+        if self.machine_dirty:
+            ms = np.fromiter(self.machine_dirty, dtype=np.int64)
+            ms.sort()
+            self.machine_dirty.clear()
+            cost = self.cm.machine_cost(self, ms) + np.where(self.machine_failed[ms], PROHIBITIVE, 0)
+            arcs = self.machine_arc[ms]
+            ch = cost != self.machine_cost[ms]
+            if ch.any():
+                net.set_costs(arcs[ch], cost[ch])
+                self.machine_cost[ms[ch]] = cost[ch]
+            if not self.preemption:
+                up = self.machine_free[ms]
+                ch = up != net.uppers(arcs)
+                if ch.any():
+                    net.set_bounds(arcs[ch], np.zeros(int(ch.sum()), dtype=np.int64), up[ch])
+        # jobs: fairness bounds and waiting costs
+        if self.jobs:
+            jobs = np.fromiter(self.jobs, dtype=np.int64)
+            jobs.sort()
+            n_in = self.job_in_graph[jobs]
+            if self.cm.fair_shares:
+                running = self.job_running[jobs]
+                capacity = int(self.machine_slots[~self.machine_failed].sum())
+                if self.preemption:
+                    share = max_min_shares(n_in, capacity)
+                    lower = n_in - share
+                else:
+                    share = max_min_shares(n_in + running, capacity)
+                    allowed = np.maximum(share - running, 0)
+                    lower = np.maximum(n_in - allowed, 0)
+            else:
+                lower = np.zeros(jobs.size, dtype=np.int64)
+            arcs = self.job_arc[jobs]
+            ch = (lower != self.job_lower[jobs]) | (n_in != net.uppers(arcs))
+            if ch.any():
+                net.set_bounds(arcs[ch], lower[ch], n_in[ch])
+                self.job_lower[jobs[ch]] = lower[ch]
+            cost = self.unscheduled_base + self.cm.max_task_cost() + self.cm.unscheduled(self, jobs, now)
+            ch = cost != self.job_cost[jobs]
+            if ch.any():
+                net.set_costs(arcs[ch], cost[ch])
+                self.job_cost[jobs[ch]] = cost[ch]
+        self._refresh_classes()
+
+    def _refresh_classes(self) -> None:
+        """Keep each partial class aggregator connected to enough machines (free ones first)."""
+        net = self.net
+        for c in list(self.classes.values()):
+            if c.full:
+                continue
+            if c.waiting <= 0:
+                if c.targets:
+                    net.remove_arcs(np.fromiter(c.targets.values(), dtype=np.int64))
+                    c.targets.clear()
+                continue
+            if self.preemption:  # arcs to busy machines too: a waiting task may displace a running one
+                want = self.ec_fanout if self.ec_fanout > 0 else self.machine_mask.size
+            else:  # enough free machines for every waiting task, a few spare
+                want = c.waiting + 8 if self.ec_fanout <= 0 else min(c.waiting + 8, self.ec_fanout)
+            if c.targets:
+                tm = np.fromiter(c.targets.keys(), dtype=np.int64)
+                live = tm[(self.machine_free[tm] > 0) | self.preemption]
+                if not self.preemption and tm.size > 2 * max(want, 1):
+                    dead = tm[self.machine_free[tm] <= 0]
+                    if dead.size:
+                        net.remove_arcs(np.array([c.targets.pop(m) for m in dead.tolist()], dtype=np.int64))
+                have = live.size
+            else:
+                have = 0
+            if have >= want:
+                continue
+            ms = self.fits(c.mask)
+            if c.targets:
+                ms = ms[~np.isin(ms, np.fromiter(c.targets.keys(), dtype=np.int64))]
+            if not self.preemption:
+                ms = ms[self.machine_free[ms] > 0]
+            if ms.size == 0:
+                continue
+            k = want - have if self.ec_fanout > 0 else ms.size
+            if ms.size > k:
+                # free machines first, random among them (classes then rarely crowd the same machines)
+                free = self.machine_free[ms] > 0
+                key = self.rng.random(ms.size) - free
+                ms = np.sort(ms[np.argsort(key, kind="stable")[:k]])
+            arcs = net.add_arcs(np.full(ms.size, c.node), self.machine_node[ms], 0, BIG)
+            c.targets.update(zip(ms.tolist(), arcs.tolist(), strict=True))
+
+    def solve(self, solver: Solver) -> SolveResult:
+        return solver.solve(self.net)
+
+    def task_nodes(self) -> np.ndarray:
+        """Tasks currently in the graph (sorted)."""
+        return np.flatnonzero(self.task_node >= 0)
+
+    def assignment(self, tasks: np.ndarray) -> np.ndarray:
+        """Machine each task is placed on by the current flow (−1 = unscheduled), aggregators decomposed."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        out = np.full(tasks.size, -1, dtype=np.int64)
+        self._paths = {}
+        if tasks.size == 0:
+            return out
+        net = self.net
+        arcs = net.out_flow_arcs(self.task_node[tasks])
+        has = arcs >= 0
+        heads = np.full(tasks.size, -1, dtype=np.int64)
+        heads[has] = net.heads(arcs[has])
+        role = np.where(has, self.node_role[np.maximum(heads, 0)], -1)
+        direct = role == ROLE_MACHINE
+        out[direct] = self.node_ref[heads[direct]]
+        for i in np.flatnonzero(direct).tolist():
+            self._paths[int(tasks[i])] = [int(arcs[i])]
+        via = np.flatnonzero(role == ROLE_EC)
+        if via.size:
+            by_class: dict[int, list[int]] = {}
+            for i in via.tolist():
+                by_class.setdefault(int(self.node_ref[heads[i]]), []).append(i)
+            rack_used: dict[int, np.ndarray] = {}  # units of R → M flow already matched (racks are shared)
+            for q in sorted(by_class):
+                idx = by_class[q]
+                slots = self._class_flow(self.classes[q], rack_used)
+                for i, (m, path) in zip(idx, slots, strict=False):
+                    out[i] = m
+                    self._paths[int(tasks[i])] = [int(arcs[i]), *path]
+        return out
+
+    def _class_flow(self, c: _Class, rack_used: dict[int, np.ndarray]) -> list[tuple[int, list[int]]]:
+        """One (machine, arcs from the aggregator to it) per unit of flow leaving the aggregator, in order."""
+        net = self.net
+        units: list[tuple[int, list[int]]] = []
+        if c.targets:
+            ms = np.fromiter(c.targets.keys(), dtype=np.int64)
+            arcs = np.fromiter(c.targets.values(), dtype=np.int64)
+            f = net.flows(arcs)
+            order = np.argsort(ms, kind="stable")
+            for m, a, k in zip(ms[order].tolist(), arcs[order].tolist(), f[order].tolist(), strict=True):
+                units.extend([(m, [a])] * k)
+        if c.rack_arcs:
+            for r, a in sorted(c.rack_arcs.items()):
+                k = int(net.flows([a])[0])
+                if k <= 0:
+                    continue
+                ms = np.flatnonzero(self.machine_rack == r)
+                ra = self.rack_to_machine_arc[ms]
+                used = rack_used.get(r)
+                if used is None:
+                    used = rack_used[r] = np.zeros(ms.size, dtype=np.int64)
+                f = net.flows(ra) - used
+                for i, (m, b, n) in enumerate(zip(ms.tolist(), ra.tolist(), f.tolist(), strict=True)):
+                    n = min(n, k)
+                    if n <= 0:
+                        continue
+                    units.extend([(m, [a, b])] * n)
+                    used[i] += n
+                    k -= n
+        return units
+
+    def commit(self, tasks: np.ndarray, machines: np.ndarray) -> None:
+        """No preemption: placed tasks leave the graph and take a slot of their machine (no imbalance left).
+
+        The unit of each task is taken back along the exact path of :meth:`assignment` (task → aggregator →
+        machine → sink), then the node is removed and the machine's capacity lowered by one.
+        """
+        tasks = np.asarray(tasks, dtype=np.int64)
+        if tasks.size == 0:
+            return
+        path_arcs: list[int] = []
+        for t, m in zip(tasks.tolist(), machines.tolist(), strict=True):
+            path_arcs.extend(self._paths[t])
+            path_arcs.append(int(self.machine_arc[m]))
+            self.job_in_graph[int(self.task_job[t])] -= 1
+            self.job_running[int(self.task_job[t])] += 1
+            self.classes[int(self.task_hard[t])].waiting -= 1
+        pa = np.array(path_arcs, dtype=np.int64)
+        self.net.add_flow(pa, np.full(pa.size, -1, dtype=np.int64))
+        self.net.remove_nodes(self.task_node[tasks], unwind=False)
+        self.task_node[tasks] = -1
+        ms, cnt = np.unique(machines, return_counts=True)
+        self.machine_free[ms] -= cnt
+        arcs = self.machine_arc[ms]
+        self.net.set_bounds(arcs, np.zeros(ms.size, dtype=np.int64), self.machine_free[ms])
+        self.machine_dirty.update(ms.tolist())
+
+    def finished_outside(self, tasks: np.ndarray, machines: np.ndarray) -> None:
+        """No preemption: running tasks (not in the graph) finished; their slots are free again."""
+        ms, cnt = np.unique(np.asarray(machines, dtype=np.int64), return_counts=True)
+        self.machine_free[ms] += cnt
+        self.machine_dirty.update(ms.tolist())
+        for t in np.asarray(tasks, dtype=np.int64).tolist():
+            j = int(self.task_job[t])
+            self.job_running[j] -= 1
+        self._drop_empty_jobs(np.unique(self.task_job[np.asarray(tasks, dtype=np.int64)]))
+
+    def _drop_empty_jobs(self, jobs: np.ndarray) -> None:
+        for j in jobs.tolist():
+            if j in self.jobs and self.job_in_graph[j] == 0 and self.job_running[j] == 0:
+                self.net.remove_nodes([int(self.job_node[j])])
+                self.job_node[j] = -1
+                self.job_arc[j] = -1
+                self.jobs.discard(j)
+
+    # ---------------------------------------------------------------------------------------- preemption mode
+    def start_running(self, tasks: np.ndarray, machines: np.ndarray) -> None:
+        """Preemption: placed tasks stay in the graph, tied to their machine by a cheaper continuation arc."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        if tasks.size == 0:
+            return
+        tcost = self.cm.task_cost(self, tasks)
+        pc = self.cm.pair_cost(self, tasks, machines)
+        nodes = self.task_node[tasks]
+        for t in tasks.tolist():
+            j = int(self.task_job[t])
+            self.job_running[j] += 1
+            self.classes[int(self.task_hard[t])].waiting -= 1
+        arcs = self.net.add_arcs(nodes, self.machine_node[machines], tcost + pc - self.continuation_bonus, 1)
+        self.task_direct[tasks] = arcs
+        self.task_machine[tasks] = machines
+        if not self.migration:
+            # a running task may only stay or go back to waiting: drop its aggregator and preference arcs
+            self._rewire_running(tasks)
+
+    def _rewire_running(self, tasks: np.ndarray) -> None:
+        net = self.net
+        for t in tasks.tolist():
+            node = int(self.task_node[t])
+            keep = {int(self.task_direct[t])}
+            drop = []
+            h = int(net.N[4, node])  # first half-arc
+            while h >= 0:
+                if h & 1 == 0:
+                    a = h >> 1
+                    head = int(net.H[0, h])
+                    if a not in keep and self.node_role[head] != ROLE_JOB:
+                        drop.append(a)
+                h = int(net.H[1, h])
+            if drop:
+                net.remove_arcs(np.array(drop, dtype=np.int64))
+
+    def stop_running(self, tasks: np.ndarray, back_to_waiting: bool) -> None:
+        """Preemption: tasks stopped running (killed → waiting again, or finished → leave the graph)."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        if tasks.size == 0:
+            return
+        direct = self.task_direct[tasks]
+        for t in tasks.tolist():
+            self.job_running[int(self.task_job[t])] -= 1
+        self.task_machine[tasks] = -1
+        self.task_direct[tasks] = -1
+        if back_to_waiting:
+            live = direct[direct >= 0]
+            if live.size:
+                self.net.remove_arcs(live)
+            for t in tasks.tolist():
+                self.classes[int(self.task_hard[t])].waiting += 1
+            if not self.migration:
+                for t in tasks.tolist():
+                    node = int(self.task_node[t])
+                    j = int(self.task_job[t])
+                    self.net.remove_nodes([node])
+                    self.job_in_graph[j] -= 1
+                    self.classes[int(self.task_hard[t])].waiting -= 1
+                    self.task_node[t] = -1
+                    self.add_tasks(j, np.array([t]), self.task_hard[[t]], self.task_soft[[t]],
+                                   int(self.job_priority[j]), float(self.job_arrival[j]))
+        else:
+            nodes = self.task_node[tasks]
+            for t in tasks.tolist():
+                self.job_in_graph[int(self.task_job[t])] -= 1
+            self.net.remove_nodes(nodes, unwind=True)
+            self.task_node[tasks] = -1
+            self._drop_empty_jobs(np.unique(self.task_job[tasks]))

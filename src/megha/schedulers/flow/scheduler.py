@@ -1,0 +1,418 @@
+"""The flow scheduler component: rounds of min-cost flow placement over a slot datacenter.
+
+Rounds are triggered by events (job arrivals, task completions, preemptions) and spaced by at least
+``min_interval`` seconds. A round brings the :class:`~megha.schedulers.flow.graph.SchedulingGraph` up to date,
+solves it (incremental solver by default) and launches the tasks the flow places. Without preemption a placed
+task leaves the graph and takes a slot; with preemption running tasks stay in the graph and a task whose flow
+leaves its machine is killed (and re-placed — possibly elsewhere, a migration — once the kill is confirmed).
+
+The measured wall time of each round is kept for metrics and counters only; the decisions take effect at the
+round's simulated time, or after a *modelled* deterministic round cost (``round_cost`` +
+``round_cost_per_node`` × graph nodes) when one is configured, so results stay deterministic.
+
+Two queue-based baselines share the loop (``policy``): ``random`` places waiting tasks FIFO on a random free
+machine satisfying their constraints (the paper's Random), ``greedy`` places them one at a time, in the cost
+model's order (priority, then arrival), on the cheapest free machine (a Swarm/Kubernetes-like scheduler).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from megha.errors import SimulationError
+from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
+from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
+from megha.schedulers.flow.costs import CostModel
+from megha.schedulers.flow.graph import SchedulingGraph
+from megha.schedulers.flow.solvers import IncrementalSolver, Solver, solve_ortools
+from megha.sim.component import Component
+
+WAITING, RUNNING, DONE, KILLING = 1, 2, 3, 4
+
+
+@dataclass
+class Machines:
+    """Workers grouped into machines: ``K`` consecutive workers with the same constraint mask form one."""
+
+    mask: np.ndarray  # uint32 per machine
+    slots: np.ndarray  # int64 per machine
+    block: np.ndarray  # physical machine (worker // K) of each machine node
+    of_worker: np.ndarray  # machine of each worker
+    ptr: np.ndarray  # CSR: workers of machine m are workers[ptr[m]:ptr[m+1]]
+    workers: np.ndarray
+
+    @classmethod
+    def build(cls, dc: Datacenter, slots_per_machine: int) -> Machines:
+        n = dc.n_workers
+        k = max(1, int(slots_per_machine))
+        block = np.arange(n, dtype=np.int64) // k
+        key = block * (1 << 32) + dc.worker_masks.astype(np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        inv = inv.ravel().astype(np.int64)
+        order = np.argsort(inv, kind="stable")
+        counts = np.bincount(inv, minlength=uniq.size)
+        ptr = np.zeros(uniq.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return cls(
+            mask=(uniq & 0xFFFFFFFF).astype(np.uint32),
+            slots=counts.astype(np.int64),
+            block=(uniq >> 32).astype(np.int64),
+            of_worker=inv,
+            ptr=ptr,
+            workers=order.astype(np.int64),
+        )
+
+    @property
+    def n(self) -> int:
+        return int(self.mask.size)
+
+
+@dataclass
+class FlowSettings:
+    """Behaviour of :class:`FlowScheduler` (built from the registered options)."""
+
+    policy: str = "flow"
+    min_interval: float = 0.0
+    preemption: bool = False
+    round_cost: float = 0.0
+    round_cost_per_node: float = 0.0
+    soft_mask: int = 0
+    soft_speedup: float = 1.0
+    verify: bool = False
+
+
+class FlowScheduler(Component):
+    """Sirius-style central scheduler (see the module docstring)."""
+
+    kind = "scheduler"
+
+    def __init__(
+        self,
+        address: str,
+        pool: str,
+        recorder: TaskRecorder,
+        machines: Machines,
+        graph: SchedulingGraph | None,
+        cost_model: CostModel,
+        solver: Solver | None,
+        settings: FlowSettings,
+        n_tasks: int = 0,
+    ) -> None:
+        super().__init__(address)
+        self.pool = pool
+        self.rec = recorder
+        self.m = machines
+        self.g = graph
+        self.cm = cost_model
+        self.solver = solver if solver is not None else IncrementalSolver()
+        self.s = settings
+        n_workers = int(machines.of_worker.size)
+        self.worker_busy = np.zeros(n_workers, dtype=bool)
+        self.free = machines.slots.copy()  # actual free slots per machine
+        self.state = np.zeros(n_tasks, dtype=np.int8)
+        self.duration = np.zeros(n_tasks)
+        self.mask = np.zeros(n_tasks, dtype=np.uint32)
+        self.job = np.zeros(n_tasks, dtype=np.int64)
+        self.machine = np.full(n_tasks, -1, dtype=np.int64)
+        self.soft = np.zeros(n_tasks, dtype=np.uint32)
+        self.queue: deque[int] = deque()  # waiting tasks in arrival order (queue policies)
+        self.job_priority = np.zeros(16, dtype=np.int64)
+        self.job_arrival = np.zeros(16)
+        self._round_timer: int | None = None
+        self._busy_until = 0.0
+        self._last_round = -np.inf
+        self.round_wall: list[float] = []
+        self.round_sim_cost: list[float] = []
+        self.counts = {"rounds": 0, "preemptions": 0, "searches": 0, "max_nodes": 0, "max_arcs": 0, "launched": 0}
+        # the queue policies read costs through a view with the graph's columns
+        self._view = graph if graph is not None else _QueueView(machines, self)
+
+    # ---------------------------------------------------------------------------------------- bookkeeping
+    def _ensure(self, hi: int) -> None:
+        if hi > self.state.size:
+            n = max(hi, 2 * self.state.size)
+            for name, fill in (("state", 0), ("duration", 0.0), ("mask", 0), ("job", 0), ("machine", -1), ("soft", 0)):
+                a = getattr(self, name)
+                b = np.full(n, fill, dtype=a.dtype)
+                b[: a.size] = a
+                setattr(self, name, b)
+
+    def _request_round(self, now: float) -> None:
+        if self._round_timer is not None:
+            return
+        at = max(now, self._busy_until, self._last_round + self.s.min_interval)
+        self._round_timer = self.port.set_timer(at - now, "round")
+
+    # ---------------------------------------------------------------------------------------- messages
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, JobArrival):
+            self._arrival(msg, now)
+        elif isinstance(msg, Finished):
+            self._finished(msg, now)
+        elif isinstance(msg, Killed):
+            self._killed(msg, now)
+        else:
+            super().on_message(msg, now)
+
+    def _arrival(self, msg: JobArrival, now: float) -> None:
+        tasks = msg.tasks
+        if tasks.size == 0:
+            return
+        self._ensure(int(tasks.max()) + 1)
+        self.state[tasks] = WAITING
+        self.duration[tasks] = msg.durations
+        self.mask[tasks] = msg.masks
+        self.job[tasks] = msg.job
+        if msg.job >= self.job_priority.size:
+            n = max(msg.job + 1, 2 * self.job_priority.size)
+            self.job_priority = np.concatenate([self.job_priority, np.zeros(n - self.job_priority.size, np.int64)])
+            self.job_arrival = np.concatenate([self.job_arrival, np.zeros(n - self.job_arrival.size)])
+        self.job_priority[msg.job] = int(msg.priority)
+        self.job_arrival[msg.job] = now
+        soft_bits = np.uint32(self.s.soft_mask)
+        self.soft[tasks] = msg.masks & soft_bits
+        if self.g is not None:
+            self.g.add_tasks(msg.job, tasks, msg.masks & ~soft_bits, msg.masks & soft_bits, int(msg.priority), now)
+        else:
+            self.queue.extend(tasks.tolist())
+        self._request_round(now)
+
+    def _finished(self, msg: Finished, now: float) -> None:
+        tasks, workers = msg.tasks, msg.workers
+        self.rec.completion_known(tasks, now)
+        self.state[tasks] = DONE
+        self.worker_busy[workers] = False
+        ms = self.m.of_worker[workers]
+        np.add.at(self.free, ms, 1)
+        self.machine[tasks] = -1
+        if self.g is not None:
+            if self.s.preemption:
+                self.g.stop_running(tasks, back_to_waiting=False)
+                u = np.unique(ms)
+                self.g.set_free(u, self.free[u])
+            else:
+                self.g.finished_outside(tasks, ms)
+        self._request_round(now)
+
+    def _killed(self, msg: Killed, now: float) -> None:
+        tasks, workers = msg.tasks, msg.workers
+        if tasks.size:
+            self.worker_busy[workers] = False
+            ms = self.m.of_worker[workers]
+            np.add.at(self.free, ms, 1)
+            self.state[tasks] = WAITING
+            self.machine[tasks] = -1
+            self.counts["preemptions"] += int(tasks.size)
+            if self.g is not None:
+                self.g.stop_running(tasks, back_to_waiting=True)
+                u = np.unique(ms)
+                self.g.set_free(u, self.free[u])
+            else:
+                self.queue.extendleft(reversed(tasks.tolist()))
+        self._request_round(now)
+
+    # ---------------------------------------------------------------------------------------- rounds
+    def on_timer(self, key, now: float) -> None:
+        if key == "round":
+            self._round_timer = None
+            self._round(now)
+        elif isinstance(key, tuple) and key[0] == "apply":
+            self._send(key[1], key[2], key[3])
+        else:
+            super().on_timer(key, now)
+
+    def _round(self, now: float) -> None:
+        self._last_round = now
+        t0 = time.perf_counter()
+        if self.g is not None:
+            tasks, machines, kills, size = self._flow_round(now)
+        else:
+            tasks, machines = self._queue_round()
+            kills = np.zeros(0, dtype=np.int64)
+            size = len(self.queue)
+        self.round_wall.append(time.perf_counter() - t0)
+        self.counts["rounds"] += 1
+        workers = self._take_workers(tasks, machines)
+        self.state[tasks] = RUNNING
+        self.machine[tasks] = machines
+        self.rec.decided(tasks, now)
+        self.counts["launched"] += int(tasks.size)
+        if self.g is not None and self.s.preemption and tasks.size:
+            self.g.start_running(tasks, machines)
+            u = np.unique(machines)
+            self.g.set_free(u, self.free[u])
+        if kills.size:
+            self.state[kills] = KILLING
+        if tasks.size and self._waiting_fits_free():
+            self._request_round(now)  # aggregators reach only part of the free machines: go on while it helps
+        cost = self.s.round_cost + self.s.round_cost_per_node * size
+        self.round_sim_cost.append(cost)
+        if cost > 0:
+            if tasks.size:
+                self.rec.add_proc(tasks, cost)
+            self._busy_until = now + cost
+            self.port.set_timer(cost, ("apply", tasks, workers, kills))
+        else:
+            self._send(tasks, workers, kills)
+
+    def _waiting_fits_free(self) -> bool:
+        """Is some waiting task's hard mask satisfied by a machine with a free slot?"""
+        if self.g is None or self.free.sum() <= 0:
+            return False
+        waiting = [c.mask for c in self.g.classes.values() if c.waiting > 0]
+        if not waiting:
+            return False
+        fm = np.unique(self.m.mask[self.free > 0])
+        q = np.array(waiting, dtype=np.uint32)
+        return bool(((q[:, None] & ~fm[None, :]) == 0).any())
+
+    def _send(self, tasks: np.ndarray, workers: np.ndarray, kills: np.ndarray) -> None:
+        if tasks.size:
+            durations = self.duration[tasks]
+            if self.s.soft_speedup != 1.0 and self.s.soft_mask:
+                soft = self.mask[tasks] & np.uint32(self.s.soft_mask)
+                wm = self.m.mask[self.m.of_worker[workers]]
+                fast = (soft != 0) & ((wm & soft) == soft)
+                durations = np.where(fast, durations / self.s.soft_speedup, durations)
+            self.port.send(self.pool, Launch(tasks, workers, durations, self.address))
+        if kills.size:
+            self.port.send(self.pool, Kill(kills, self.address))
+
+    def _take_workers(self, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
+        """One free worker of each task's machine (lowest index first); marks them busy."""
+        workers = np.empty(tasks.size, dtype=np.int64)
+        m = self.m
+        for i, mach in enumerate(machines.tolist()):
+            ws = m.workers[m.ptr[mach] : m.ptr[mach + 1]]
+            free = ws[~self.worker_busy[ws]]
+            if free.size == 0:
+                raise SimulationError(f"{self.address}: machine {mach} has no free slot for task {int(tasks[i])}")
+            w = int(free[0])
+            self.worker_busy[w] = True
+            workers[i] = w
+        if machines.size:
+            np.subtract.at(self.free, machines, 1)
+        return workers
+
+    def _flow_round(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        g = self.g
+        g.prepare(now)
+        res = g.solve(self.solver)
+        if not res.optimal:
+            raise SimulationError(f"{self.address}: the scheduling graph has no feasible flow ({res.status})")
+        self.counts["searches"] += int(res.stats.get("searches", 0))
+        self.counts["max_nodes"] = max(self.counts["max_nodes"], g.net.n_nodes)
+        self.counts["max_arcs"] = max(self.counts["max_arcs"], g.net.n_arcs)
+        if self.s.verify:
+            status, cost, _ = solve_ortools(g.net.export())
+            if status != "optimal" or cost != res.cost:
+                raise SimulationError(f"{self.address}: round at t={now}: solver cost {res.cost} != OR-Tools {cost}")
+        in_graph = g.task_nodes()
+        where = g.assignment(in_graph)
+        st = self.state[in_graph]
+        place = (st == WAITING) & (where >= 0)
+        tasks = in_graph[place]
+        machines = where[place]
+        kills = np.zeros(0, dtype=np.int64)
+        if self.s.preemption:
+            moved = (st == RUNNING) & (where != self.machine[in_graph])
+            kills = in_graph[moved]
+            # launch only where a slot is really free now (kills in flight free theirs later)
+            if tasks.size:
+                ok = np.zeros(tasks.size, dtype=bool)
+                left = self.free.copy()
+                for i, mach in enumerate(machines.tolist()):
+                    if left[mach] > 0:
+                        left[mach] -= 1
+                        ok[i] = True
+                tasks, machines = tasks[ok], machines[ok]
+        else:
+            g.commit(tasks, machines)
+        return tasks, machines, kills, g.net.n_nodes
+
+    def _queue_round(self) -> tuple[np.ndarray, np.ndarray]:
+        """Random / greedy queue scheduling of the waiting tasks onto free machines."""
+        if not self.queue or self.free.sum() <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        order = np.fromiter(self.queue, dtype=np.int64, count=len(self.queue))
+        greedy = self.s.policy == "greedy"
+        if greedy:
+            order = order[np.argsort(self.cm.rank(self._view, order), kind="stable")]
+        free = self.free.copy()
+        cands: dict[int, np.ndarray] = {}
+        placed_t: list[int] = []
+        placed_m: list[int] = []
+        left = int(free.sum())
+        hard_bits = np.uint32(~np.uint32(self.s.soft_mask))
+        rng = self.port.rng
+        for t in order.tolist():
+            if left <= 0:
+                break
+            q = int(self.mask[t] & hard_bits)
+            c = cands.get(q)
+            if c is None:
+                c = np.flatnonzero((self.m.mask & np.uint32(q)) == np.uint32(q))
+            c = c[free[c] > 0]
+            cands[q] = c
+            if c.size == 0:
+                continue
+            if greedy:
+                cost = self.cm.pair_cost(self._view, np.full(c.size, t), c) + self.cm.machine_cost(self._view, c)
+                best = np.flatnonzero(cost == cost.min())
+                m = int(c[best[int(rng.integers(best.size))]])
+            else:
+                m = int(c[int(rng.integers(c.size))])
+            free[m] -= 1
+            left -= 1
+            placed_t.append(t)
+            placed_m.append(m)
+        if placed_t:
+            done = set(placed_t)
+            self.queue = deque(t for t in self.queue if t not in done)
+        return np.array(placed_t, dtype=np.int64), np.array(placed_m, dtype=np.int64)
+
+    # ---------------------------------------------------------------------------------------- metrics
+    def counters(self) -> dict[str, int]:
+        """Round counts and latencies (wall-clock figures are measurements: they vary between runs)."""
+        out = {f"flow_{k}": int(v) for k, v in self.counts.items()}
+        if self.round_wall:
+            w = np.array(self.round_wall) * 1e6
+            out["flow_round_us_p50"] = int(np.percentile(w, 50))
+            out["flow_round_us_p90"] = int(np.percentile(w, 90))
+            out["flow_round_us_max"] = int(w.max())
+            out["flow_round_us_total"] = int(w.sum())
+        return out
+
+
+class _QueueView:
+    """The columns cost models read, for the queue policies (no graph): views of the scheduler's arrays."""
+
+    def __init__(self, machines: Machines, sched: FlowScheduler) -> None:
+        self.s = sched
+        self.machine_mask = machines.mask
+        self.machine_slots = machines.slots
+
+    @property
+    def machine_free(self) -> np.ndarray:
+        return self.s.free
+
+    @property
+    def task_job(self) -> np.ndarray:
+        return self.s.job
+
+    @property
+    def task_soft(self) -> np.ndarray:
+        return self.s.soft
+
+    @property
+    def job_priority(self) -> np.ndarray:
+        return self.s.job_priority
+
+    @property
+    def job_arrival(self) -> np.ndarray:
+        return self.s.job_arrival
