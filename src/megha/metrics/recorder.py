@@ -4,47 +4,73 @@ Components report what happens to tasks — started on a worker, finished, compl
 scheduler, preempted — and where allocation time goes (communication, processing, worker queuing). The
 engine attributes message latency automatically for messages that carry ``alloc_tasks``.
 
-Reports are cheap to make: each call appends ``(task ids, time, …)`` to a log (ids may be a list, a numpy
-array or an int), and the columns are materialized in one vectorized pass when they are read. Only the
-counters a run needs while it runs (running tasks, outstanding completions) are kept live.
+Reports are cheap: each call extends flat per-kind lists of task ids (ids may be a list, a numpy array or an
+int) and notes the value once per call; the columns are materialized in one vectorized pass when they are
+read. Only the counters a run needs while it runs (running tasks, outstanding completions) are kept live.
 Summaries and tables are derived at the end (:mod:`megha.metrics.summary`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from itertools import chain
 
 import numpy as np
 
 
-def _ids(x) -> np.ndarray:
-    return np.atleast_1d(np.asarray(x, dtype=np.int64))
+class _Log:
+    """Flat task ids of one kind of report, with one value per report and the report's length."""
 
+    __slots__ = ("ids", "lens", "vals", "workers")
 
-def _count(x) -> int:
-    try:
-        return len(x)
-    except TypeError:  # a single task id
-        return 1
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.vals: list = []
+        self.lens: list[int] = []
+        self.workers: list[int] = []
 
-
-def _flat(seqs: list) -> tuple[np.ndarray, list[int]]:
-    """Concatenate task-id sequences (lists, arrays or single ids) into one array, with their lengths."""
-    parts = []
-    lens = []
-    for x in seqs:
-        if isinstance(x, np.ndarray):
-            parts.append(x.ravel().tolist())
-            lens.append(x.size)
-        elif isinstance(x, list | tuple):
-            parts.append(x)
-            lens.append(len(x))
+    def add(self, ids, val, workers=None) -> int:
+        if isinstance(ids, list):
+            n = len(ids)
+            self.ids.extend(ids)
+        elif isinstance(ids, np.ndarray):
+            lst = ids.ravel().tolist()
+            n = len(lst)
+            self.ids.extend(lst)
+        elif isinstance(ids, tuple):
+            n = len(ids)
+            self.ids.extend(ids)
         else:
-            parts.append((int(x),))
-            lens.append(1)
-    total = sum(lens)
-    return np.fromiter(chain.from_iterable(parts), dtype=np.int64, count=total), lens
+            n = 1
+            self.ids.append(int(ids))
+        self.vals.append(val)
+        self.lens.append(n)
+        if workers is not None:
+            if isinstance(workers, list):
+                self.workers.extend(workers)
+            elif isinstance(workers, np.ndarray):
+                self.workers.extend(workers.ravel().tolist())
+            else:
+                self.workers.append(int(workers))
+        return n
+
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, one value per id, workers) — and empties the log."""
+        ids = np.array(self.ids, dtype=np.int64)
+        lens = np.array(self.lens, dtype=np.int64)
+        if self.vals and all(np.ndim(v) == 0 for v in self.vals):
+            vals = np.repeat(np.array(self.vals, dtype=np.float64), lens)
+        else:
+            vals = np.concatenate([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
+                                   for v, n in zip(self.vals, self.lens, strict=True)]) if self.vals else np.zeros(0)
+        workers = np.array(self.workers, dtype=np.int64)
+        self.ids, self.vals, self.lens, self.workers = [], [], [], []
+        return ids, vals, workers
+
+    def __bool__(self) -> bool:
+        return bool(self.lens)
+
+
+_KINDS = ("decided", "started", "finished", "known", "comm", "proc", "wq")
 
 
 class TaskRecorder:
@@ -67,8 +93,13 @@ class TaskRecorder:
         self._launches = np.zeros(n, dtype=np.int32)
         self._finishes = np.zeros(n, dtype=np.int32)
         self.preemptions = np.zeros(n, dtype=np.int32)
-        # logs, applied in order by _flush(): (kind, ids, value, workers)
-        self._log: list[tuple] = []
+        self._logs = {k: _Log() for k in _KINDS}
+        self._decided = self._logs["decided"]
+        self._started = self._logs["started"]
+        self._finished = self._logs["finished"]
+        self._knownlog = self._logs["known"]
+        self._commlog = self._logs["comm"]
+        self._dirty = False
         self.counters: Counter = Counter()
         # runs cut short by preemption: (tasks, their starts, their workers, time they were stopped)
         self.preempted_runs: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
@@ -79,41 +110,28 @@ class TaskRecorder:
 
     # --- materialization ------------------------------------------------------------------------------
     def _flush(self) -> None:
-        log, self._log = self._log, []
-        if not log:
+        if not self._dirty:
             return
-        by_kind: dict[str, list] = {}
-        for entry in log:
-            by_kind.setdefault(entry[0], []).append(entry)
-        # "set" kinds: later entries win, so apply in log order with one fancy assignment per kind
+        self._dirty = False
+        logs = self._logs
         for kind, col in (("decided", self._scheduled), ("finished", self._end), ("known", self._known)):
-            entries = by_kind.get(kind)
-            if entries:
-                ids, lens = _flat([e[1] for e in entries])
-                col[ids] = np.repeat(np.fromiter((e[2] for e in entries), dtype=np.float64, count=len(entries)), lens)
+            if logs[kind]:
+                ids, vals, _ = logs[kind].take()
+                col[ids] = vals  # later reports win
                 if kind == "finished":
                     self._finishes += np.bincount(ids, minlength=self.n).astype(np.int32)
         for kind, col in (("comm", self._comm), ("proc", self._proc), ("wq", self._wq)):
-            entries = by_kind.get(kind)
-            if entries:
-                ids, lens = _flat([e[1] for e in entries])
-                if all(np.ndim(e[2]) == 0 for e in entries):
-                    vals = np.repeat(np.fromiter((e[2] for e in entries), dtype=np.float64, count=len(entries)), lens)
-                else:
-                    vals = np.concatenate([np.broadcast_to(np.asarray(e[2], dtype=np.float64), (n,))
-                                           for e, n in zip(entries, lens, strict=True)])
+            if logs[kind]:
+                ids, vals, _ = logs[kind].take()
                 col += np.bincount(ids, weights=vals, minlength=self.n)
-        entries = by_kind.get("started")
-        if entries:
-            ids, lens = _flat([e[1] for e in entries])
-            times = np.fromiter((e[2] for e in entries), dtype=np.float64, count=len(entries))
-            self._start[ids] = np.repeat(times, lens)
-            self._worker[ids], _ = _flat([e[3] for e in entries])
+        if logs["started"]:
+            ids, vals, workers = logs["started"].take()
+            self._start[ids] = vals
+            self._worker[ids] = workers
             self._launches += np.bincount(ids, minlength=self.n).astype(np.int32)
 
     def _col(self, name: str) -> np.ndarray:
-        if self._log:
-            self._flush()
+        self._flush()
         return getattr(self, name)
 
     scheduled = property(lambda self: self._col("_scheduled"))
@@ -134,30 +152,31 @@ class TaskRecorder:
 
     def decided(self, ids, t: float) -> None:
         """The scheduler decided where the tasks go (recorded on every attempt; the last one wins)."""
-        self._log.append(("decided", ids, t, None))
+        self._decided.add(ids, t)
+        self._dirty = True
 
     def started(self, ids, t: float, workers) -> None:
         """Tasks started executing on ``workers``."""
-        self._log.append(("started", ids, t, workers))
-        self.running += _count(ids)
+        self.running += self._started.add(ids, t, workers)
+        self._dirty = True
         self.last_progress = t
 
     def finished(self, ids, t: float) -> None:
         """Tasks finished executing on their worker."""
-        self._log.append(("finished", ids, t, None))
-        self.running -= _count(ids)
+        self.running -= self._finished.add(ids, t)
+        self._dirty = True
         self.last_progress = t
 
     def completion_known(self, ids, t: float) -> None:
         """The scheduler learned the tasks finished (job response time ends at the last such time)."""
-        self._log.append(("known", ids, t, None))
-        self.outstanding -= _count(ids)
+        self.outstanding -= self._knownlog.add(ids, t)
+        self._dirty = True
         if self.outstanding <= 0 and self.on_all_done is not None:
             self.on_all_done()
 
     def preempted(self, ids, t: float) -> None:
         """Tasks were killed on their worker before finishing; they will be launched again."""
-        ids = _ids(ids)
+        ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
         self._flush()
         self.preempted_runs.append((ids.copy(), self._start[ids].copy(), self._worker[ids].copy(), t))
         self.preemptions[ids] += 1
@@ -168,14 +187,17 @@ class TaskRecorder:
 
     # --- allocation-time components ----------------------------------------------------------------
     def add_comm(self, ids, d: float) -> None:
-        self._log.append(("comm", ids, d, None))
+        self._commlog.add(ids, d)
+        self._dirty = True
 
     def add_proc(self, ids, d: float) -> None:
-        self._log.append(("proc", ids, d, None))
+        self._logs["proc"].add(ids, d)
+        self._dirty = True
 
     def add_worker_queue(self, ids, d) -> None:
         """Worker queuing delay (a number, or one number per task)."""
-        self._log.append(("wq", ids, d, None))
+        self._logs["wq"].add(ids, d)
+        self._dirty = True
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] += n

@@ -9,12 +9,17 @@ INF = np.iinfo(np.int64).max
 
 
 @njit(cache=True, nogil=True)
-def first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: np.uint32) -> int:
-    """Index of the slot with the smallest head among slots whose mask fits the worker, or -1."""
+def first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: int) -> int:
+    """Index of the slot with the smallest head among slots whose mask fits the worker, or -1.
+
+    ``not_worker_mask`` is the complement of the worker's mask as a plain int (numpy scalars would send every
+    call through numba's slow dispatch path).
+    """
     best = INF
     bi = -1
+    nm = np.uint32(not_worker_mask & 0xFFFFFFFF)
     for i in range(n):
-        if (masks[i] & not_worker_mask) == 0 and heads[i] < best:
+        if (masks[i] & nm) == 0 and heads[i] < best:
             best = heads[i]
             bi = i
     return bi

@@ -290,13 +290,13 @@ class WaitQueue:
         """Remove and return the earliest entry whose mask the worker satisfies, or None."""
         if not self._len:
             return None
-        s = _first_fit()(self._masks, self._heads, self._n_slots, np.uint32(~int(worker_mask) & 0xFFFFFFFF))
+        s = _first_fit()(self._masks, self._heads, self._n_slots, ~int(worker_mask) & 0xFFFFFFFF)
         if s < 0:
             return None
         return self._take(s)
 
-    def pop_first_fitting_inv(self, inverted_worker_mask: np.uint32):
-        """:meth:`pop_first_fitting` given ``~worker_mask`` as a ``uint32`` (saves the conversion per call)."""
+    def pop_first_fitting_inv(self, inverted_worker_mask: int):
+        """:meth:`pop_first_fitting` given ``~worker_mask & 0xFFFFFFFF`` as an int (saves the conversion)."""
         if not self._len:
             return None
         s = _FF(self._masks, self._heads, self._n_slots, inverted_worker_mask) if _FF else _first_fit()(

@@ -96,7 +96,7 @@ class GlobalMaster(Component):
         self.rr_int = g % layout.n_lms
         self.rr_ext = g % layout.n_lms
         self._masks = layout.worker_masks
-        self._inv_masks = ~layout.worker_masks  # uint32, for the queue's first-fit kernel
+        self._inv_masks = (~layout.worker_masks).tolist()  # complements as ints, for the first-fit kernel
         self._lm_of = layout.lm_of
         self._G = layout.n_gms
         self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]

@@ -211,18 +211,25 @@ class LocalMaster(Component):
         dem = msg.demands
         tasks = _as_list(msg.tasks)
         workers = _as_list(msg.workers)
-        for i, (t, w) in enumerate(zip(tasks, workers, strict=True)):
+        kill_pending = self.kill_pending
+        usage = self.usage
+        for i, t in enumerate(tasks):
+            w = workers[i]
             d = None if dem is None else dem[i]
-            kp = self.kill_pending.pop(t, None)
+            kp = kill_pending.pop(t, None) if kill_pending else None
             if kp is not None:  # finished before the kill reached the worker: a normal completion
                 gm = kp[0]
             else:
                 gm, user = cluster.remove(w, t, d)
                 self._changed(w, gm, now)
-                if self.usage is not None:
-                    self.usage[user] -= self._units(d)
+                if usage is not None:
+                    usage[user] -= self._units(d)
                     self.user_tasks.get(user, {}).pop(t, None)
-            by_gm.setdefault(gm, []).append(i)
+            lst = by_gm.get(gm)
+            if lst is None:
+                by_gm[gm] = [i]
+            else:
+                lst.append(i)
         for gm, idx in by_gm.items():
             if len(idx) == len(tasks):
                 self.port.send(self.gm_addr[gm], TaskDone(self.l, tasks, workers, dem, self.processed[gm]))
@@ -236,9 +243,11 @@ class LocalMaster(Component):
     def on_timer(self, key, now: float) -> None:
         self._armed = False
         for g in range(self.G):
-            if self._sent[g] < self._seq and self.pending_for(g):
-                dw, ds = self._delta_for(g)
-                delta = StateDelta(self.l, dw, ds, False, self._usage_copy(), self.processed[g])
+            workers = self.pending_for(g) if self._sent[g] < self._seq else []
+            self._sent[g] = self._seq
+            if workers:
+                delta = StateDelta(self.l, workers, self.cluster.truth(workers), False, self._usage_copy(),
+                                   self.processed[g])
                 self.port.send(self.gm_addr[g], delta)
                 self.counters["updates_sent"] += 1
             elif self.usage is not None:
