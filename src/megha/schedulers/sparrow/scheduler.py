@@ -150,9 +150,24 @@ class SparrowScheduler(Component):
     def _request(self, msg: Request, now: float) -> None:
         """One request (the common case under load)."""
         self.requests += 1
-        job = self.jobs[msg.job]
-        i = self._next_index(job, msg.worker, msg.group) if job.remaining else -1
-        self._done_probes(msg.job, job, 1)
+        job_id = msg.job
+        job = self.jobs[job_id]
+        if job.remaining:
+            st = job.stacks[msg.group]
+            if st:  # the probe's own group still has a task (inlined _next_index)
+                i = st.pop()
+                job.remaining -= 1
+                if not st and job.nonempty is not None:
+                    job.nonempty[msg.group] = False
+            else:
+                i = self._other_group(job, msg.worker, msg.group)
+                if i >= 0:
+                    job.remaining -= 1
+        else:
+            i = -1
+        job.probes_out -= 1
+        if job.probes_out <= 0:
+            self._done_probes(job_id, job, 0)
         if i < 0:
             self.noops += 1
             reply = Grant(msg.job, self.number, msg.worker, -1, 0.0, msg.waited, None, None, msg.reserved)
