@@ -82,3 +82,20 @@ def test_cluster_file_not_json(tmp_path):
     p.write_text("{nope")
     with pytest.raises(InputError, match="line 1"):
         load_cluster(p)
+
+
+def test_run_config_machine_profiles_reach_the_generator():
+    from megha.config import RunConfig
+    from megha.sim.run import load_inputs
+
+    lo, hi = [0.0] * 20 + [1.0], [1.0] * 21
+    cfg = RunConfig(scheduler="ideal", trace="sample:YH_small", workers=400, lms=4, seed=3,
+                    machine_profiles=[lo, hi])
+    _, dc = load_inputs(cfg)
+    has0 = (dc.worker_masks & 1).reshape(4, 100)  # constraint 0, per LM cluster of 100 workers
+    chosen = dc.meta["profiles"]
+    assert len(chosen) == 4
+    for c in range(4):  # a cluster drawn from `lo` has no constraint 0, one drawn from `hi` has it everywhere
+        assert has0[c].sum() == (0 if chosen[c] == 0 else 100)
+    with pytest.raises(ValueError):
+        RunConfig(scheduler="ideal", trace="x", machine_fractions=[0.5] * 20)

@@ -24,6 +24,12 @@ class RunConfig(BaseModel):
     lms: int | None = Field(None, ge=1, description="number of Local Masters (Megha) / masters")
     seed: int = Field(0, description="seed of every random choice in the run")
     constraints: bool = Field(True, description="synthesize placement constraints (tasks and generated workers)")
+    machine_fractions: list[float] | None = Field(
+        None, description="generated workers: probability of each of the 21 machine constraints (default: papers')"
+    )
+    machine_profiles: list[list[float]] | None = Field(
+        None, description="generated workers: several fraction vectors; each LM cluster draws one at random"
+    )
     truncate_durations: bool = Field(False, description="truncate task durations to whole seconds (reference quirk)")
     dephase: bool = Field(True, description="shift jobs sharing an arrival time by +0.01 s each (reference quirk)")
     resources: bool = Field(False, description="resource mode: workers have CPU/memory, tasks have requests")
@@ -48,6 +54,21 @@ class RunConfig(BaseModel):
         3600.0, gt=0, description="stop a run when no task runs or starts for this long while tasks wait"
     )
     options: dict[str, Any] = Field(default_factory=dict, description="scheduler-specific options")
+
+    @field_validator("machine_fractions")
+    @classmethod
+    def _fractions(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and (len(v) != 21 or any(not 0 <= x <= 1 for x in v)):
+            raise ValueError("needs 21 probabilities in [0, 1]")
+        return v
+
+    @field_validator("machine_profiles")
+    @classmethod
+    def _profiles(cls, v: list[list[float]] | None) -> list[list[float]] | None:
+        if v is not None:
+            for p in v:
+                cls._fractions(p)
+        return v
 
     @field_validator("capacity", "demand")
     @classmethod

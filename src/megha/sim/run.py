@@ -196,7 +196,12 @@ def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
         if cfg.workers is None:
             raise InputError("give a datacenter: --cluster FILE or --workers N")
         dc = topology.generate(
-            cfg.workers, stream(cfg.seed, _STREAM_DATACENTER), constrained=cfg.constraints
+            cfg.workers,
+            stream(cfg.seed, _STREAM_DATACENTER),
+            fractions=None if cfg.machine_fractions is None else np.asarray(cfg.machine_fractions),
+            profiles=None if cfg.machine_profiles is None else [np.asarray(p) for p in cfg.machine_profiles],
+            n_clusters=cfg.lms or 1,
+            constrained=cfg.constraints,
         )
     if cfg.resources:
         dc = dc.with_resources(cfg.capacity)
