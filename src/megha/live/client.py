@@ -1,0 +1,449 @@
+"""The client: submit a trace (time-compressed) or one job, follow it, and measure it like the simulator.
+
+The client sends :class:`~megha.schedulers.common.messages.JobArrival` messages to the GMs (round robin by
+job, as the simulator routes them) at the trace's arrival times divided by the compression factor (task
+durations are divided by the same factor), collects the task events the services publish (``decided`` by a
+GM, ``started``/``finished`` by a worker host, ``known`` when the GM learns of the completion, ``lost`` when a
+worker died under a task), and at the end builds the simulator's
+:class:`~megha.metrics.recorder.TaskRecorder` and :class:`~megha.sim.run.RunResult` from them, so
+:func:`megha.metrics.report.write_run` writes the same ``summary.json``, tables and plots.
+
+Faults handled here: when a GM restarts (new incarnation in its status), the tasks that GM held and that
+never started are submitted to it again once it has rebuilt its view (it is stateless; the client is the
+owner of the work, paper §IV-D), and completions the GM could not learn while it was down are taken as known
+when it has rebuilt its view. A GM silent for ``gm_dead_after`` seconds gets no new jobs, and its unstarted
+tasks go to another GM.
+
+Every task completes exactly once or is reported: the result names tasks that finished more than once,
+never finished, or failed (non-zero exit, with the reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from megha.config import RunConfig
+from megha.live import wire
+from megha.live.config import LiveConfig
+from megha.live.messages import Events, RunSpec, Status
+from megha.live.runtime import EVENTS, HOSTS, STATUS, Runtime
+from megha.live.transport import Transport
+from megha.live.worker import RUN_SHIFT
+from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
+from megha.model.workload import Workload, feasible_tasks
+from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.sim.run import _STREAM_TASK_CONSTRAINTS, RunResult, stream
+
+log = logging.getLogger("megha.live.client")
+
+_MASK = (1 << RUN_SHIFT) - 1
+
+
+def prepare_workload(cfg: LiveConfig, trace: str, dc: Datacenter, compress: float = 1.0,
+                     max_jobs: int | None = None) -> Workload:
+    """Load a trace as the simulator would (constraints from the same seed), then compress time by ``compress``."""
+    from megha.samples import resolve
+    from megha.workload.tracefile import load_workload
+
+    if compress <= 0:
+        raise ValueError("the compression factor must be > 0")
+    w = load_workload(resolve(trace, "trace"))
+    if max_jobs is not None and max_jobs < w.n_jobs:
+        n_t = int(w.job_num_tasks[:max_jobs].sum())
+        w = replace(w, job_arrival=w.job_arrival[:max_jobs], job_num_tasks=w.job_num_tasks[:max_jobs],
+                    job_mean_duration=w.job_mean_duration[:max_jobs], task_duration=w.task_duration[:n_t],
+                    task_mask=None if w.task_mask is None else w.task_mask[:n_t],
+                    task_demand=None if w.task_demand is None else w.task_demand[:n_t],
+                    job_user=None if w.job_user is None else w.job_user[:max_jobs],
+                    job_priority=None if w.job_priority is None else w.job_priority[:max_jobs])
+    d = cfg.datacenter
+    if d.constraints:
+        if w.task_mask is None:
+            w = w.with_constraints(stream(d.seed, _STREAM_TASK_CONSTRAINTS))
+    else:
+        w = replace(w, task_mask=None)
+    if d.resources:
+        names = dc.resource_names
+        if w.task_demand is None:
+            w = w.with_demands(np.tile(np.array([d.demand[k] for k in names]), (w.n_tasks, 1)), names)
+    else:
+        w = replace(w, task_demand=None, resource_names=())
+    t0 = float(w.job_arrival.min()) if w.n_jobs else 0.0
+    name = w.name if compress == 1 else f"{w.name} (time/{compress:g})"
+    return replace(w, job_arrival=(w.job_arrival - t0) / compress, task_duration=w.task_duration / compress,
+                   job_mean_duration=w.job_mean_duration / compress, name=name)
+
+
+def one_job(tasks: int, duration: float, mask: int = 0, demand: np.ndarray | None = None,
+            names: tuple[str, ...] = ()) -> Workload:
+    """A workload of one job with ``tasks`` tasks of ``duration`` seconds."""
+    if tasks < 1:
+        raise ValueError("a job needs at least one task")
+    return Workload(job_arrival=np.zeros(1), job_num_tasks=np.array([tasks], dtype=np.int64),
+                    job_mean_duration=np.array([duration]), task_duration=np.full(tasks, float(duration)),
+                    task_mask=np.full(tasks, mask, dtype=np.uint32) if mask else None,
+                    task_demand=None if demand is None else np.tile(demand, (tasks, 1)), resource_names=names,
+                    name="one-job")
+
+
+@dataclass
+class LiveRun:
+    """What a live run produced, before it is turned into a :class:`RunResult`."""
+
+    workload: Workload
+    feasible: np.ndarray
+    t0: float
+    submitted_at: np.ndarray
+    log: list[tuple]
+    counters: Counter
+    statuses: dict[str, Status]
+    wall_seconds: float
+    unfinished_reason: str | None
+    failures: dict[int, str] = field(default_factory=dict)
+    outputs: dict[int, str] = field(default_factory=dict)
+
+
+class LiveClient:
+    """Submits work to a deployment and follows it through the events and status subjects."""
+
+    def __init__(self, cfg: LiveConfig, transport: Transport, layout: MeghaLayout) -> None:
+        self.cfg = cfg
+        self.transport = transport
+        self.layout = layout
+        self.rt: Runtime | None = None
+        self.address = "client"
+        self.statuses: dict[str, Status] = {}
+        self.gm_epoch: dict[int, int] = {}
+        self.gm_seen: dict[int, float] = {}
+        self.counters: Counter = Counter()
+        self._seq: dict[str, int] = {}
+        self.run_id = 0
+        self._reset_run()
+
+    def _reset_run(self) -> None:
+        self.log: list[tuple] = []
+        self._order = 0
+        self.n = 0
+
+    async def start(self) -> None:
+        await self.transport.start()
+        self.rt = Runtime(self.transport, self.cfg.name, "client", "client")
+        self.epoch = self.rt.epoch
+        await self.transport.subscribe(self.rt.subject(EVENTS), self._on_events)
+        await self.transport.subscribe(self.rt.subject(STATUS), self._on_status)
+
+    async def close(self) -> None:
+        if self.rt is not None:
+            await self.rt.close()
+
+    def send(self, dst: str, msg) -> None:
+        s = self._seq.get(dst, 0) + 1
+        self._seq[dst] = s
+        self.transport.publish(self.rt.subject(dst), wire.encode(msg, f"{self.address}/{self.epoch}", dst,
+                                                                 self.epoch, s, 0))
+
+    # --- status and readiness ------------------------------------------------------------------------------
+    def _on_status(self, data: bytes) -> None:
+        try:
+            env = wire.decode(data)
+        except wire.WireError as e:
+            self.counters["rejected_messages"] += 1
+            log.warning("client: rejected status: %s", e)
+            return
+        st = env.msg
+        if not isinstance(st, Status):
+            return
+        key = st.src if st.kind != "lm" else f"{st.src}#{st.role}#{st.epoch}"
+        self.statuses[key] = st
+        if st.kind == "gm":
+            g = int(st.src.rsplit("gm", 1)[1])
+            self.gm_seen[g] = time.monotonic()
+            prev = self.gm_epoch.get(g)
+            if prev is not None and prev != st.epoch:
+                self.counters["gm_restarts_seen"] += 1
+                self._restarted.add(g)
+            self.gm_epoch[g] = st.epoch
+
+    def ready_problems(self, run: int | None = None) -> list[str]:
+        """What is not ready yet (empty when the deployment can take work)."""
+        probs = []
+        L, G = self.layout.n_lms, self.layout.n_gms
+        now = time.time()
+        fresh = {k: s for k, s in self.statuses.items() if now - s.t < 3.0}
+        for g in range(G):
+            s = fresh.get(self.layout.gm_address(g))
+            if s is None:
+                probs.append(f"GM {g} not seen")
+            elif s.info.get("synced", 0) < L:
+                probs.append(f"GM {g} synced with {s.info.get('synced')}/{L} LMs")
+        for lm in range(L):
+            act = [s for s in fresh.values() if s.src == self.layout.lm_address(lm) and s.role == "active"]
+            if not act:
+                probs.append(f"LM {lm} has no active master")
+            elif act[-1].info.get("hostless_workers", 1) > 0:
+                probs.append(f"LM {lm}: {act[-1].info.get('hostless_workers')} workers without a host")
+        hosts = [s for s in fresh.values() if s.kind == "worker"]
+        if len(hosts) < self.cfg.workers.hosts:
+            probs.append(f"{len(hosts)}/{self.cfg.workers.hosts} worker hosts seen")
+        if run is not None:
+            missing = [s.src for s in hosts if run not in s.info.get("runs", [])]
+            if missing:
+                probs.append(f"run spec not acknowledged by {missing[:3]}")
+        return probs
+
+    async def wait_ready(self, timeout: float = 30.0, run: int | None = None) -> None:
+        end = time.monotonic() + timeout
+        while True:
+            probs = self.ready_problems(run)
+            if not probs:
+                return
+            if time.monotonic() > end:
+                raise TimeoutError("deployment not ready: " + "; ".join(probs[:6]))
+            await asyncio.sleep(0.05)
+
+    # --- events ------------------------------------------------------------------------------------------
+    def _on_events(self, data: bytes) -> None:
+        try:
+            env = wire.decode(data)
+        except wire.WireError as e:
+            self.counters["rejected_messages"] += 1
+            log.warning("client: rejected event batch: %s", e)
+            return
+        if not isinstance(env.msg, Events) or not self.run_id:
+            return
+        if not self.rt.accept(env):
+            self.counters["duplicate_event_batches"] += 1
+            return
+        run = self.run_id
+        for kind, t, ids, aux, note in env.msg.items:
+            if not ids:
+                continue
+            arr = np.asarray(ids, dtype=np.int64)
+            sel = (arr >> RUN_SHIFT) == run
+            if not sel.any():
+                continue
+            local = arr[sel] & _MASK
+            if local.max() >= self.n:
+                self.counters["events_for_unknown_tasks"] += 1
+                continue
+            a = np.asarray(aux, dtype=np.int64)[sel] if len(aux) == len(ids) else None
+            self._order += 1
+            self.log.append((float(t), self._order, kind, local, a, note))
+            self._apply(kind, local, a, note, float(t))
+
+    def _apply(self, kind: str, local: np.ndarray, aux, note: str, t: float) -> None:
+        self.last_progress = time.monotonic()
+        if kind == "started":
+            np.add.at(self.started, local, 1)
+        elif kind == "finished":
+            np.add.at(self.finished, local, 1)
+        elif kind == "known":
+            new = local[~self.known[local]]
+            dup = local.size - new.size
+            if dup:
+                self.counters["duplicate_completions_reported"] += dup
+            self.known[new] = True
+            self.n_known += int(new.size)
+        elif kind == "failed":
+            for i, x in enumerate(local.tolist()):
+                code = int(aux[i]) if aux is not None else -1
+                self.failures[x] = note or f"exit code {code}"
+        elif kind == "lost":
+            self.counters["runs_lost"] += int(local.size)
+        elif kind == "output":
+            self.outputs[int(local[0])] = note
+
+    # --- running a workload --------------------------------------------------------------------------------
+    async def run(self, workload: Workload, dc: Datacenter, kind: str = "sleep", command: str = "",
+                  cwd: str = "", stall_timeout: float = 30.0, ready_timeout: float = 30.0,
+                  gm_dead_after: float = 3.0, progress=None) -> LiveRun:
+        """Submit ``workload`` (arrival times relative to now) and wait for every feasible task."""
+        self._reset_run()
+        w = workload
+        feasible = feasible_tasks(w, dc)
+        self.n = w.n_tasks
+        self.started = np.zeros(self.n, dtype=np.int32)
+        self.finished = np.zeros(self.n, dtype=np.int32)
+        self.known = np.zeros(self.n, dtype=bool)
+        self.n_known = 0
+        self.failures: dict[int, str] = {}
+        self.outputs: dict[int, str] = {}
+        self._restarted: set[int] = set()
+        self.run_id = int(np.random.default_rng().integers(1, 1 << 20))
+        base = self.run_id << RUN_SHIFT
+        self.send(HOSTS, RunSpec(self.run_id, kind, command, cwd))
+        await self.wait_ready(ready_timeout, run=self.run_id)
+        G = self.layout.n_gms
+        job_gm = np.arange(w.n_jobs) % G
+        submitted = np.zeros(w.n_tasks, dtype=bool)
+        submitted_at = np.full(w.n_jobs, np.nan)
+        order = np.argsort(w.job_arrival, kind="stable")
+        n_feasible = int(feasible.sum())
+        wall0 = time.perf_counter()
+        t0 = time.time() + 0.02
+        self.last_progress = time.monotonic()
+        reason = None
+        pos = 0
+        dead: set[int] = set()
+        pending_resync: set[int] = set()
+        while True:
+            now = time.time()
+            # submit every job that is due
+            while pos < order.size and t0 + w.job_arrival[order[pos]] <= now:
+                j = int(order[pos])
+                pos += 1
+                g = int(job_gm[j])
+                if g in dead:
+                    alive = [x for x in range(G) if x not in dead]
+                    g = alive[j % len(alive)] if alive else g
+                    job_gm[j] = g
+                lo = int(w.job_first_task[j])
+                hi = lo + int(w.job_num_tasks[j])
+                ok = feasible[lo:hi]
+                submitted_at[j] = time.time() - t0
+                if not ok.any():
+                    continue
+                idx = np.arange(lo, hi, dtype=np.int64)[ok]
+                submitted[idx] = True
+                self._submit(j, idx, g, w, base)
+            if pos < order.size:
+                nxt = t0 + w.job_arrival[order[pos]]
+                await asyncio.sleep(min(max(0.0, nxt - time.time()), 0.05))
+            else:
+                await asyncio.sleep(0.02)
+            if progress is not None:
+                progress(self.n_known, n_feasible)
+            if self.n_known >= n_feasible and pos >= order.size:
+                break
+            # GM faults
+            pending_resync |= self._restarted
+            self._restarted.clear()
+            for g in list(pending_resync):
+                st = self.statuses.get(self.layout.gm_address(g))
+                if st is not None and st.info.get("synced", 0) >= self.layout.n_lms:
+                    pending_resync.discard(g)
+                    dead.discard(g)
+                    self._resubmit(g, job_gm, submitted, feasible, w, base, "gm_restart")
+            mono = time.monotonic()
+            for g in range(G):
+                seen = self.gm_seen.get(g)
+                if g not in dead and seen is not None and mono - seen > gm_dead_after and G > 1:
+                    dead.add(g)
+                    self.counters["gms_presumed_dead"] += 1
+                    alive = [x for x in range(G) if x not in dead]
+                    if alive:
+                        log.warning("GM %d silent for %.1f s: its unstarted tasks go to GM %d", g, mono - seen,
+                                    alive[0])
+                        sel = self._unstarted_of(g, job_gm, submitted, feasible, w)
+                        for j in np.unique(w.task_job[sel]).tolist():
+                            job_gm[j] = alive[j % len(alive)]
+                        self._resubmit_tasks(sel, job_gm, w, base, "gm_dead")
+            if mono - self.last_progress > stall_timeout:
+                left = int(n_feasible - self.n_known)
+                reason = (f"{left} task(s) never completed: no event for {stall_timeout:.0f} s "
+                          f"({int((self.started[feasible] == 0).sum())} never started)")
+                break
+        return LiveRun(w, feasible, t0, submitted_at, self.log, Counter(self.counters), dict(self.statuses),
+                       time.perf_counter() - wall0, reason, dict(self.failures), dict(self.outputs))
+
+    def _submit(self, j: int, idx: np.ndarray, g: int, w: Workload, base: int) -> None:
+        msg = JobArrival(
+            job=(self.run_id << 24) + j, tasks=idx + base, durations=w.task_duration[idx], masks=w.masks[idx],
+            demands=None if w.task_demand is None else w.task_demand[idx],
+            user=0 if w.job_user is None else int(w.job_user[j]), mean_duration=float(w.job_mean_duration[j]),
+            priority=0 if w.job_priority is None else int(w.job_priority[j]))
+        self.send(self.layout.gm_address(g), msg)
+
+    def _unstarted_of(self, g: int, job_gm, submitted, feasible, w: Workload) -> np.ndarray:
+        return (job_gm[w.task_job] == g) & submitted & feasible & (self.started == 0) & ~self.known
+
+    def _resubmit(self, g: int, job_gm, submitted, feasible, w: Workload, base: int, why: str) -> None:
+        # completions the GM could not learn while it was down: it knows of them now (its view is rebuilt)
+        lost_done = (job_gm[w.task_job] == g) & feasible & (self.finished > 0) & ~self.known
+        if lost_done.any():
+            ids = np.flatnonzero(lost_done)
+            self._order += 1
+            t = time.time()
+            self.log.append((t, self._order, "known", ids, None, "learned at GM resync"))
+            self._apply("known", ids, None, "", t)
+            self.counters["completions_learned_at_resync"] += int(ids.size)
+        self._resubmit_tasks(self._unstarted_of(g, job_gm, submitted, feasible, w), job_gm, w, base, why)
+
+    def _resubmit_tasks(self, sel: np.ndarray, job_gm, w: Workload, base: int, why: str) -> None:
+        ids = np.flatnonzero(sel)
+        if ids.size == 0:
+            return
+        self.counters[f"tasks_resubmitted_{why}"] += int(ids.size)
+        jobs = w.task_job[ids]
+        for j in np.unique(jobs).tolist():
+            self._submit(j, ids[jobs == j], int(job_gm[j]), w, base)
+
+
+def to_run_result(run: LiveRun, cfg: LiveConfig, dc: Datacenter, trace: str) -> RunResult:
+    """Turn a live run into the simulator's :class:`RunResult` (same metrics, same reports)."""
+    w = run.workload
+    arrival = np.where(np.isfinite(run.submitted_at), run.submitted_at, w.job_arrival)
+    wl = replace(w, job_arrival=arrival)
+    rec = TaskRecorder(wl.task_arrival, wl.task_demand)
+    n_feasible = int(run.feasible.sum())
+    rec.expect(n_feasible)
+    known_once = np.zeros(w.n_tasks, dtype=bool)
+    t0 = run.t0
+    end = 0.0
+    for t, _, kind, ids, aux, _note in sorted(run.log, key=lambda x: (x[0], x[1])):
+        tr = t - t0
+        end = max(end, tr)
+        if kind == "decided":
+            rec.decided(ids, tr)
+        elif kind == "started":
+            rec.started(ids, tr, aux if aux is not None else np.full(ids.size, -1))
+        elif kind == "finished":
+            rec.finished(ids, tr)
+        elif kind == "known":
+            new = ids[~known_once[ids]]
+            known_once[new] = True
+            if new.size:
+                rec.completion_known(new, tr)
+        elif kind == "lost":
+            running = ids[np.isfinite(rec.start[ids])]
+            if running.size:
+                rec.preempted(running, tr)
+    counters: Counter = Counter(run.counters)
+    for key, st in run.statuses.items():
+        for k, v in st.info.get("counters", {}).items():
+            if st.role == "standby":
+                continue
+            counters[k] += int(v)
+        for k, v in st.info.get("service_counters", {}).items():
+            counters[f"service_{k}"] += int(v)
+        del key
+    fin = rec.finishes[run.feasible]
+    counters["tasks_finished_twice"] = int((fin > 1).sum())
+    counters["tasks_never_finished"] = int((fin == 0).sum())
+    counters["tasks_failed"] = len(run.failures)
+    counters["tasks_infeasible"] = int((~run.feasible).sum())
+    reason = run.unfinished_reason
+    if reason is None and counters["tasks_finished_twice"]:
+        reason = f"{counters['tasks_finished_twice']} task(s) finished more than once"
+    d = cfg.datacenter
+    m = cfg.megha
+    rc = RunConfig(scheduler="megha-live", trace=trace, cluster=d.cluster, workers=None if d.cluster else d.workers,
+                   gms=m.gms, lms=m.lms, seed=d.seed, constraints=d.constraints, resources=d.resources,
+                   capacity=d.capacity, demand=d.demand, dephase=False,
+                   options={"policy": m.policy, "heartbeat": m.heartbeat, "batch_size": m.batch_size,
+                            "repartition": m.repartition, "reply_always": m.reply_always})
+    describe = {"gms": m.gms, "lms": m.lms, "hosts": cfg.workers.hosts, "broker": cfg.broker.kind,
+                "lm_standby": cfg.ha.lm_standby, "mode": "resource" if d.resources else "slot",
+                "failures": {str(k): v for k, v in list(run.failures.items())[:100]}}
+    return RunResult(config=rc, workload=wl, datacenter=dc, recorder=rec, feasible=run.feasible,
+                     counters=dict(counters), message_counts={}, end_time=end, events=len(run.log),
+                     wall_seconds=run.wall_seconds, options=dict(rc.options), describe=describe,
+                     unfinished_reason=reason, extras={"outputs": run.outputs})

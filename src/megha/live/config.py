@@ -1,0 +1,105 @@
+"""Deployment configuration of the live runtime (a TOML or JSON file; see ``examples/live/``).
+
+Every service of a deployment reads the same file, so they agree on the datacenter (workers and their
+constraints, generated from ``datacenter.seed`` exactly as the simulator does), the Megha layout (GMs, LMs,
+partitions) and the subjects they talk on (``name`` is the subject namespace, so deployments can share a
+broker).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from megha.errors import InputError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BrokerConfig(_Strict):
+    """Where the message broker is, and whether ``megha live up`` starts one."""
+
+    kind: Literal["nats", "inproc"] = Field("nats", description="nats (processes) or inproc (one process)")
+    url: str = Field("", description="NATS URL; default nats://<bind>:<port>")
+    user: str = Field("", description="NATS user (with password)")
+    password: str = Field("", description="NATS password")
+    token: str = Field("", description="NATS auth token (instead of user/password)")
+    start_server: bool = Field(True, description="megha live up starts nats-server when it is installed")
+    server_bin: str = Field("nats-server", description="nats-server executable")
+    bind: str = Field("127.0.0.1", description="address the started nats-server listens on (loopback by default)")
+    port: int = Field(4222, ge=1, le=65535)
+
+    def resolved_url(self) -> str:
+        return self.url or f"nats://{self.bind}:{self.port}"
+
+
+class DatacenterConfig(_Strict):
+    workers: int | None = Field(200, ge=1, description="generate this many workers (as megha simulate -w)")
+    cluster: str | None = Field(None, description="or a cluster file / sample:NAME")
+    seed: int = Field(0, description="seed of the generated workers' constraints (and of task constraints)")
+    constraints: bool = Field(True, description="placement constraints on workers and tasks")
+    resources: bool = Field(False, description="resource mode (CPU/memory per worker and task)")
+    capacity: dict[str, float] = Field(default_factory=lambda: {"cpu": 64.0, "mem": 16.0})
+    demand: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0, "mem": 0.25})
+
+
+class MeghaConfig(_Strict):
+    gms: int = Field(2, ge=1)
+    lms: int = Field(4, ge=1)
+    policy: Literal["random", "min-constraints", "first"] = "random"
+    heartbeat: float = Field(1.0, gt=0, description="LM update period (s)")
+    batch_size: int = Field(100, ge=1)
+    repartition: bool = True
+    reply_always: bool = False
+
+
+class WorkersConfig(_Strict):
+    hosts: int = Field(2, ge=1, description="worker host processes; each serves a slice of every LM's cluster")
+    beat: float = Field(0.2, gt=0, description="host heartbeat period (s)")
+    task_kind: Literal["sleep", "cpu", "command"] = Field("sleep", description="default way to run a task")
+    output_dir: str = Field("", description="capture command output here (one file per task)")
+
+
+class HAConfig(_Strict):
+    lm_standby: bool = Field(True, description="run a standby next to each LM")
+    failover_timeout: float = Field(1.0, gt=0, description="standby takes over after this much silence (s)")
+    host_timeout: float = Field(1.0, gt=0, description="a worker host silent this long is dead (s)")
+    restart: bool = Field(True, description="the supervisor restarts dead GMs and worker hosts")
+
+
+class LiveConfig(_Strict):
+    """A whole live deployment."""
+
+    name: str = Field("megha", description="subject namespace of this deployment")
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
+    datacenter: DatacenterConfig = Field(default_factory=DatacenterConfig)
+    megha: MeghaConfig = Field(default_factory=MeghaConfig)
+    workers: WorkersConfig = Field(default_factory=WorkersConfig)
+    ha: HAConfig = Field(default_factory=HAConfig)
+    state_dir: str = Field(".megha-live", description="pids and logs of `megha live up`")
+
+
+def load_config(path: str | Path | None) -> LiveConfig:
+    """Read a deployment file (TOML or JSON); ``None`` gives the defaults."""
+    if path is None:
+        return LiveConfig()
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(f"{p}: {e.strerror}") from e
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{p}: {e}") from e
+    try:
+        return LiveConfig(**data)
+    except ValidationError as e:
+        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise InputError(f"{p}: invalid live configuration: {msgs}") from e

@@ -1,0 +1,201 @@
+"""Build and start the services of a deployment: GMs, LMs (active/standby), worker hosts.
+
+``start_gm``/``start_lm``/``start_host`` start one service on a transport inside the running event loop (a
+process runs one of them: ``megha live gm|lm|worker``); :class:`LocalDeployment` starts a whole deployment in
+one loop — over the in-process bus (tests, ``megha live run``) or over NATS — and can kill and restart its
+services for fault tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from megha.live.config import LiveConfig
+from megha.live.masters import LiveGlobalMaster, LiveLocalMaster
+from megha.live.runtime import HOSTS, Runtime
+from megha.live.transport import InProcBroker, NatsTransport, Transport
+from megha.live.worker import WorkerHost
+from megha.model import topology
+from megha.model.topology import Datacenter
+from megha.samples import resolve
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.sim.run import _STREAM_DATACENTER, stream
+
+log = logging.getLogger("megha.live.deploy")
+
+
+def datacenter_of(cfg: LiveConfig) -> Datacenter:
+    """The deployment's workers, built exactly as ``megha simulate`` builds them from the same settings."""
+    d = cfg.datacenter
+    if d.cluster is not None:
+        dc = topology.load_cluster(resolve(d.cluster, "cluster"))
+    else:
+        dc = topology.generate(d.workers, stream(d.seed, _STREAM_DATACENTER), constrained=d.constraints)
+    if d.resources:
+        dc = dc.with_resources(d.capacity)
+    return dc
+
+
+def layout_of(cfg: LiveConfig, dc: Datacenter | None = None) -> MeghaLayout:
+    return MeghaLayout.build(dc if dc is not None else datacenter_of(cfg), cfg.megha.lms, cfg.megha.gms)
+
+
+def host_workers(layout: MeghaLayout, n_hosts: int, h: int) -> list[int]:
+    """Workers of host ``h`` of ``n_hosts``: the h-th slice of every LM's cluster (a host death leaves every
+    LM with workers to relaunch on)."""
+    out: list[int] = []
+    for lm in range(layout.n_lms):
+        ws = np.arange(int(layout.lm_lo[lm]), int(layout.lm_hi[lm]))
+        out.extend(np.array_split(ws, n_hosts)[h].tolist())
+    return out
+
+
+def make_transport(cfg: LiveConfig, who: str, broker: InProcBroker | None = None,
+                   give_up_after: float | None = 60.0) -> Transport:
+    if cfg.broker.kind == "inproc":
+        if broker is None:
+            raise ValueError("the in-process transport needs a broker shared by the services of one process")
+        return broker.transport()
+    b = cfg.broker
+    return NatsTransport(b.resolved_url(), b.user, b.password, b.token, client_name=f"{cfg.name}-{who}",
+                         give_up_after=give_up_after)
+
+
+def warm_up() -> None:
+    """Compile the JIT kernels the GM's hot path uses (~2 s the first time) before the service goes live."""
+    from megha.model.matching import WaitQueue
+
+    q = WaitQueue()
+    q.push_back((0, 1.0, 0, None, 0), 0)
+    q.pop_first_fitting_inv(0)
+
+
+def _req_base() -> int:
+    # above any earlier incarnation of this GM: milliseconds since the epoch, times 2^20 requests
+    return int(time.time() * 1000) << 20
+
+
+async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaLayout | None = None) -> Runtime:
+    layout = layout or layout_of(cfg)
+    if not 0 <= g < layout.n_gms:
+        raise ValueError(f"GM index {g} outside 0..{layout.n_gms - 1}")
+    warm_up()
+    await transport.start()
+    rt = Runtime(transport, cfg.name, f"gm{g}", "gm")
+    from megha.live.runtime import ForwardingRecorder
+
+    m = cfg.megha
+    gm = LiveGlobalMaster(g, layout, ForwardingRecorder(), req_base=_req_base(), policy=m.policy,
+                          batch_size=m.batch_size, repartition=m.repartition)
+    await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g)
+    rt.start()
+    return rt
+
+
+async def start_lm(cfg: LiveConfig, lm: int, transport: Transport, role: str = "solo",
+                   layout: MeghaLayout | None = None) -> Runtime:
+    layout = layout or layout_of(cfg)
+    if not 0 <= lm < layout.n_lms:
+        raise ValueError(f"LM index {lm} outside 0..{layout.n_lms - 1}")
+    if role not in ("solo", "active", "standby"):
+        raise ValueError(f"LM role must be solo, active or standby, not {role!r}")
+    await transport.start()
+    rt = Runtime(transport, cfg.name, f"lm{lm}-{role}", "lm")
+    from megha.live.runtime import ForwardingRecorder
+
+    m = cfg.megha
+    comp = LiveLocalMaster(lm, layout, ForwardingRecorder(), m.heartbeat, None, m.reply_always,
+                           host_timeout=cfg.ha.host_timeout)
+    await rt.host(comp, seed=cfg.datacenter.seed * 1000 + 500 + lm, role=role,
+                  failover_timeout=cfg.ha.failover_timeout)
+    rt.start()
+    return rt
+
+
+async def start_host(cfg: LiveConfig, h: int, transport: Transport, layout: MeghaLayout | None = None,
+                     name: str | None = None) -> Runtime:
+    layout = layout or layout_of(cfg)
+    n = cfg.workers.hosts
+    if not 0 <= h < n:
+        raise ValueError(f"worker host index {h} outside 0..{n - 1}")
+    await transport.start()
+    rt = Runtime(transport, cfg.name, f"host{h}", "worker")
+    w = cfg.workers
+    comp = WorkerHost(name or f"h{h}", layout, host_workers(layout, n, h), rt.epoch, beat=w.beat,
+                      default_kind=w.task_kind, output_dir=w.output_dir or None,
+                      lease=0.8 * cfg.ha.host_timeout)
+    await rt.host(comp, seed=h, extra_subjects=(HOSTS,))
+    rt.start()
+    return rt
+
+
+@dataclass
+class LocalDeployment:
+    """A whole deployment in this event loop (in-process bus or NATS), with fault injection."""
+
+    cfg: LiveConfig
+    broker: InProcBroker | None = None
+    layout: MeghaLayout | None = None
+    gms: dict[int, Runtime] = field(default_factory=dict)
+    lms: dict[tuple[int, str], Runtime] = field(default_factory=dict)
+    hosts: dict[int, Runtime] = field(default_factory=dict)
+
+    def transport(self, who: str) -> Transport:
+        return make_transport(self.cfg, who, self.broker)
+
+    async def start(self) -> LocalDeployment:
+        if self.cfg.broker.kind == "inproc" and self.broker is None:
+            self.broker = InProcBroker()
+        self.layout = self.layout or layout_of(self.cfg)
+        roles = ("standby", "active") if self.cfg.ha.lm_standby else ("solo",)
+        for role in roles:  # standbys first: they must see the active's first input
+            for lm in range(self.layout.n_lms):
+                self.lms[(lm, role)] = await start_lm(self.cfg, lm, self.transport(f"lm{lm}-{role}"), role,
+                                                      self.layout)
+        for g in range(self.layout.n_gms):
+            self.gms[g] = await start_gm(self.cfg, g, self.transport(f"gm{g}"), self.layout)
+        for h in range(self.cfg.workers.hosts):
+            self.hosts[h] = await start_host(self.cfg, h, self.transport(f"host{h}"), self.layout)
+        return self
+
+    def component(self, rt: Runtime):
+        return next(iter(rt.hosted.values())).comp
+
+    async def kill_host(self, h: int) -> None:
+        """A worker host dies: its tasks stop, it sends nothing more."""
+        rt = self.hosts.pop(h)
+        self.component(rt).shutdown()
+        await rt.close()
+
+    async def restart_host(self, h: int) -> None:
+        self.hosts[h] = await start_host(self.cfg, h, self.transport(f"host{h}"), self.layout)
+
+    async def kill_gm(self, g: int) -> None:
+        rt = self.gms.pop(g)
+        await rt.close()
+
+    async def restart_gm(self, g: int) -> None:
+        self.gms[g] = await start_gm(self.cfg, g, self.transport(f"gm{g}"), self.layout)
+
+    async def kill_lm(self, lm: int, role: str = "active") -> None:
+        rt = self.lms.pop((lm, role))
+        await rt.close()
+
+    async def close(self) -> None:
+        for rt in [*self.hosts.values(), *self.gms.values(), *self.lms.values()]:
+            try:
+                comp = self.component(rt)
+                if hasattr(comp, "shutdown"):
+                    comp.shutdown()
+                await rt.close()
+            except Exception:
+                log.exception("closing a service failed")
+        self.hosts.clear()
+        self.gms.clear()
+        self.lms.clear()
+        await asyncio.sleep(0)

@@ -1,0 +1,489 @@
+"""The simulator's GM and LM, with the few additions a real deployment needs (still sans-I/O).
+
+:class:`LiveGlobalMaster` is :class:`~megha.schedulers.megha.gm.GlobalMaster` that
+
+* always starts with an empty view and rebuilds it from full LM snapshots (``fresh_view=False``), asking
+  again every ``sync_period`` until every LM answered — the same code path for a first start and for a
+  restart (the GM is stateless, paper §IV-D);
+* numbers its launch requests from ``req_base`` (the service passes a value above any earlier incarnation's)
+  so a stale cumulative acknowledgement never acknowledges a new request;
+* remembers the queue entry of each task it placed until the task is done, so tasks handed back by an LM
+  (:class:`~megha.live.messages.Relaunch`) are queued again with their own constraints;
+* checks incoming messages (``validate``) so a bad message is rejected before it can corrupt state.
+
+:class:`LiveLocalMaster` is :class:`~megha.schedulers.megha.lm.LocalMaster` plus worker liveness:
+
+* worker hosts announce themselves with :class:`~megha.live.messages.HostBeat`; launches go to the host
+  serving each worker (the simulator's single pool address is split by host);
+* the LM keeps its *active task list* (task → worker, duration, demand, host); a host silent for
+  ``host_timeout`` is dead: its tasks are relaunched by the LM on free workers of its cluster whose
+  constraints include the dead worker's (so the task's constraints hold), or handed back to their GM when no
+  such worker is free; the dead host's workers are marked busy in the LM's truth (so GMs stop using them)
+  until the host comes back;
+* completion reports from a worker that no longer holds the task (a host declared dead that was only slow)
+  are dropped, and the host is told to kill it: a task completes exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+
+import numpy as np
+
+from megha.live.messages import HostBeat, Relaunch
+from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
+from megha.schedulers.megha.fairness import E_TASK
+from megha.schedulers.megha.gm import GlobalMaster
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.lm import LocalMaster
+from megha.schedulers.megha.messages import (
+    LaunchReply,
+    LaunchRequest,
+    Preempted,
+    PreemptReply,
+    PreemptRequest,
+    StateDelta,
+    SyncRequest,
+    TaskDone,
+)
+
+log = logging.getLogger("megha.live.masters")
+
+_DOWN = 1 << 62  # task id marking a dead worker as occupied in the LM's slot truth
+
+
+def host_address(layout: MeghaLayout, name: str) -> str:
+    """Address of a worker host process."""
+    return f"{layout.prefix}/host/{name}"
+
+
+def _rng_check(values, lo: int, hi: int, what: str) -> None:
+    if isinstance(values, np.ndarray):
+        if values.size and (int(values.min()) < lo or int(values.max()) >= hi):
+            raise ValueError(f"{what} outside [{lo}, {hi})")
+        return
+    for v in values:
+        if v < lo or v >= hi:
+            raise ValueError(f"{what} {v} outside [{lo}, {hi})")
+
+
+class LiveGlobalMaster(GlobalMaster):
+    """A GM for the live runtime (see the module docs)."""
+
+    def __init__(self, g: int, layout: MeghaLayout, recorder, *, req_base: int = 0, sync_period: float = 0.5,
+                 **kw) -> None:
+        kw["fresh_view"] = False
+        super().__init__(g, layout, recorder, **kw)
+        self.req_seq = req_base
+        self.sync_period = sync_period
+        self.synced: set[int] = set()
+        self._entries: dict[int, tuple] = {}
+        self._handlers[Relaunch] = self._on_relaunch
+        self._handlers[StateDelta] = self._on_delta_live
+        self._handlers[TaskDone] = self._on_done_live
+
+    def on_start(self, now: float) -> None:
+        super().on_start(now)  # SyncRequest to every LM
+        self.port.set_timer(self.sync_period, "sync")
+
+    def on_timer(self, key, now: float) -> None:
+        if key == "sync":
+            missing = [lm for lm in range(self.layout.n_lms) if lm not in self.synced]
+            for lm in missing:
+                self.port.send(self._lm_addr[lm], SyncRequest(self.g))
+            if missing:
+                self.port.set_timer(self.sync_period, "sync")
+            return
+        super().on_timer(key, now)
+
+    def _book(self, e: tuple, w: int) -> None:
+        self._entries[e[E_TASK]] = e
+        super()._book(e, w)
+
+    def _on_delta_live(self, msg: StateDelta, now: float) -> None:
+        if msg.full:
+            self.synced.add(msg.lm)
+        self._on_delta(msg, now)
+
+    def _on_done_live(self, msg: TaskDone, now: float) -> None:
+        self._on_done(msg, now)
+        ent = self._entries
+        for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
+            ent.pop(t, None)
+
+    def _on_relaunch(self, msg: Relaunch, now: float) -> None:
+        entries = []
+        dem = msg.demands
+        for i, t in enumerate(msg.tasks):
+            e = self._entries.pop(t, None)
+            if e is None:
+                e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], 0)
+            if self.fair is not None:
+                self._end_usage(t)
+            entries.append(e)
+        self.counters["tasks_handed_back"] += len(entries)
+        self._requeue(entries, True, now)
+        self._flush(now)
+
+    def validate(self, msg) -> None:
+        """Reject messages that would corrupt the GM's state (raises ValueError)."""
+        L, N = self.layout.n_lms, self.layout.n_workers
+        if isinstance(msg, JobArrival):
+            _rng_check(msg.tasks, 0, 1 << 62, "task id")
+            _rng_check(msg.durations, 0, 1 << 40, "duration")
+            if self.fair is not None and not 0 <= msg.user < self.fair.n_users:
+                raise ValueError(f"user {msg.user} has no fairness queue")
+            return
+        lm = getattr(msg, "lm", None)
+        if lm is not None and not 0 <= lm < L:
+            raise ValueError(f"LM {lm} does not exist (the deployment has {L})")
+        lo, hi = (int(self.layout.lm_lo[lm]), int(self.layout.lm_hi[lm])) if lm is not None else (0, N)
+        if isinstance(msg, StateDelta):
+            _rng_check(msg.workers, lo, hi, "worker")
+        elif isinstance(msg, LaunchReply):
+            _rng_check(msg.delta_workers, lo, hi, "worker")
+        elif isinstance(msg, TaskDone):
+            _rng_check(msg.workers, lo, hi, "worker")
+        elif isinstance(msg, PreemptReply):
+            _rng_check(msg.delta_workers, lo, hi, "worker")
+            if msg.request not in self.preempting:
+                raise ValueError(f"no preemption request {msg.request} is pending")
+        elif isinstance(msg, Preempted | Relaunch):
+            pass
+        else:
+            raise ValueError(f"a GM does not handle {type(msg).__name__}")
+
+    def status_info(self) -> dict:
+        view = self.view
+        free = int(view.n_free) if hasattr(view, "n_free") else int((view.free[:, 0] > 1e-9).sum())
+        return {"queue": len(self.queue), "unacked": len(self.unacked), "placed_running": len(self._entries),
+                "view_free": free, "synced": len(self.synced), "lms": self.layout.n_lms,
+                "counters": {k: int(v) for k, v in self.counters.items()}}
+
+
+class LiveLocalMaster(LocalMaster):
+    """An LM for the live runtime (see the module docs)."""
+
+    def __init__(self, l: int, layout: MeghaLayout, recorder, heartbeat: float = 5.0, fair=None,  # noqa: E741
+                 reply_always: bool = False, host_timeout: float = 1.0, check_period: float = 0.2) -> None:
+        super().__init__(l, layout, recorder, heartbeat, fair, reply_always)
+        self.host_timeout = host_timeout
+        self.check_period = check_period
+        n = self.hi - self.lo
+        self.hosts: dict[str, list] = {}  # name -> [epoch, last seen, workers, alive]
+        self.host_of: list[str | None] = [None] * n
+        self.down = np.zeros(n, dtype=bool)
+        self.active: dict[int, list] = {}  # task -> [worker, duration, demand row | None, host | None]
+        self.parked: dict[int, list[int]] = {}  # worker without a host yet -> tasks waiting for it
+        self.relaunch: deque = deque()
+        self._last_check = 0.0
+
+    def attach(self, port) -> None:
+        super().attach(_PoolTap(self, port))
+
+    def on_start(self, now: float) -> None:
+        super().on_start(now)
+        self._last_check = now
+        self.port.set_timer(self.check_period, "hosts")
+
+    def on_takeover(self, now: float) -> None:
+        """Called when this (standby) LM becomes active: give every host a grace period."""
+        for h in self.hosts.values():
+            h[1] = now
+        self._last_check = now
+
+    # --- dispatch ------------------------------------------------------------------------------------------
+    def on_message(self, msg, now: float) -> None:
+        t = type(msg)
+        if t is HostBeat:
+            self._on_beat(msg, now)
+            return
+        if t is Finished:
+            msg = self._filter_done(msg, "finished")
+            if msg is None:
+                return
+            super().on_message(msg, now)
+            if self.relaunch:
+                self._try_relaunch(now)
+            return
+        if t is Killed:
+            msg = self._filter_done(msg, "killed")
+            if msg is None:
+                return
+        super().on_message(msg, now)
+
+    def on_timer(self, key, now: float) -> None:
+        if key == "hosts":
+            if now - self._last_check > self.check_period + self.host_timeout / 2:
+                for h in self.hosts.values():  # this LM stalled: the hosts' beats may still be queued
+                    h[1] = max(h[1], now)
+            self._last_check = now
+            for name, h in list(self.hosts.items()):
+                if h[3] and now - h[1] > self.host_timeout:
+                    self._host_down(name, now, f"no heartbeat for {now - h[1]:.2f} s")
+            self.port.set_timer(self.check_period, "hosts")
+            return
+        super().on_timer(key, now)
+
+    def _filter_done(self, msg, what: str):
+        """Keep only reports from the worker that currently holds each task (exactly-once completion)."""
+        tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
+        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        keep = []
+        active = self.active
+        for i, (t, w) in enumerate(zip(tasks, workers, strict=True)):
+            a = active.get(t)
+            if a is not None and a[0] == w:
+                del active[t]
+                keep.append(i)
+            else:
+                self.counters[f"stale_{what}_dropped"] += 1
+        if len(keep) == len(tasks):
+            return msg
+        if not keep:
+            return None
+        dem = None if msg.demands is None else msg.demands[np.array(keep, dtype=np.int64)]
+        return type(msg)([tasks[i] for i in keep], [workers[i] for i in keep], dem)
+
+    # --- the pool side: launches to hosts ------------------------------------------------------------------
+    def _to_pool(self, msg) -> None:
+        if isinstance(msg, Launch):
+            tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
+            workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+            durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
+            dem = msg.demands
+            by_host: dict[str, list[int]] = {}
+            lo = self.lo
+            for i, t in enumerate(tasks):
+                w = workers[i]
+                h = self.host_of[w - lo]
+                self.active[t] = [w, durs[i], None if dem is None else dem[i], h]
+                if h is None:
+                    self.parked.setdefault(w, []).append(t)
+                else:
+                    by_host.setdefault(h, []).append(i)
+            for h, idx in by_host.items():
+                self._launch_on(h, [tasks[i] for i in idx], [workers[i] for i in idx], [durs[i] for i in idx],
+                                None if dem is None else dem[np.array(idx, dtype=np.int64)])
+        elif isinstance(msg, Kill):
+            by_host: dict[str, list[int]] = {}
+            parked = []
+            for t in (msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()):
+                a = self.active.get(t)
+                if a is None:
+                    continue
+                if a[3] is None:
+                    parked.append(t)
+                else:
+                    by_host.setdefault(a[3], []).append(t)
+            for h, ts in by_host.items():
+                self.port.send(self._host_addr(h), Kill(ts, self.address))
+            if parked:  # never started: killed at once
+                ws = []
+                for t in parked:
+                    w = self.active[t][0]
+                    self.parked.get(w, []).remove(t)
+                    ws.append(w)
+                self.on_message(Killed(parked, ws, None), 0.0)
+        else:
+            raise TypeError(f"{self.address}: unexpected pool message {type(msg).__name__}")
+
+    def _host_addr(self, name: str) -> str:
+        return host_address(self.layout, name)
+
+    def _launch_on(self, host: str, tasks: list, workers: list, durs: list, dem) -> None:
+        self.port.send(self._host_addr(host), Launch(tasks, workers, durs, self.address, dem))
+
+    # --- worker liveness -----------------------------------------------------------------------------------
+    def _on_beat(self, msg: HostBeat, now: float) -> None:
+        h = self.hosts.get(msg.host)
+        if h is not None and h[3] and h[0] == msg.epoch:
+            h[1] = now
+            return
+        if h is not None and h[3]:  # restarted before we noticed: its old tasks are gone
+            self._host_down(msg.host, now, "host restarted")
+        lo = self.lo
+        self.hosts[msg.host] = [msg.epoch, now, list(msg.workers), True]
+        self.counters["host_registrations"] += 1
+        ready: dict[str, list[int]] = {}
+        for w in msg.workers:
+            i = w - lo
+            prev = self.host_of[i]
+            if prev is not None and prev != msg.host and self.hosts.get(prev, [0, 0, [], False])[3]:
+                log.warning("%s: worker %d moves from host %s to %s", self.address, w, prev, msg.host)
+            self.host_of[i] = msg.host
+            if self.down[i]:
+                self._unblock(w, now)
+            for t in self.parked.pop(w, []):
+                a = self.active.get(t)
+                if a is not None:
+                    a[3] = msg.host
+                    ready.setdefault(msg.host, []).append(t)
+        for host, ts in ready.items():
+            a = [self.active[t] for t in ts]
+            dem = None if a[0][2] is None else np.array([x[2] for x in a])
+            self._launch_on(host, ts, [x[0] for x in a], [x[1] for x in a], dem)
+        if self.relaunch:
+            self._try_relaunch(now)
+
+    def _block(self, w: int) -> None:
+        i = w - self.lo
+        self.down[i] = True
+        c = self.cluster
+        if self.resource_mode:
+            c.free[i] = 0.0
+        else:
+            c.task[i] = _DOWN
+            c.owner[i] = -1
+            c.user[i] = -1
+
+    def _unblock(self, w: int, now: float) -> None:
+        i = w - self.lo
+        self.down[i] = False
+        c = self.cluster
+        if self.resource_mode:
+            c.free[i] = c.capacity[i] - sum((d for _, _, d in c.tasks_on[i].values()), np.zeros_like(c.free[i]))
+        else:
+            c.task[i] = -1
+        self._changed(w, -1, now)
+
+    def _host_down(self, name: str, now: float, reason: str) -> None:
+        h = self.hosts[name]
+        h[3] = False
+        self.counters["hosts_lost"] += 1
+        lost = [t for t, a in self.active.items() if a[3] == name]
+        log.warning("%s: worker host %s is down (%s): %d task(s) to relaunch", self.address, name, reason, len(lost))
+        masks = self._masks
+        for t in lost:
+            w, dur, d, _ = self.active.pop(t)
+            gm, user = self.cluster.remove(w, t, d)
+            if self.usage is not None:
+                self.usage[user] -= self._units(d)
+                self.user_tasks.get(user, {}).pop(t, None)
+            self.relaunch.append((t, gm, user, dur, d, int(masks[w])))
+        for w in h[2]:
+            if self.host_of[w - self.lo] == name and not self.down[w - self.lo]:
+                self._block(w)
+                self._changed(w, -1, now)
+        if lost:
+            self.port.send(self._host_addr(name), Kill(list(lost), self.address))  # fence it if it is alive
+            note = f"worker host {name} down: {reason}"
+            if hasattr(self.rec, "lost"):
+                self.rec.lost(lost, now, note)
+            self._try_relaunch(now, hand_back=True)
+
+    def _try_relaunch(self, now: float, hand_back: bool = True) -> None:
+        """Relaunch lost tasks on suitable free workers; hand the rest back to their GMs."""
+        c = self.cluster
+        lo, hi = self.lo, self.hi
+        masks = self._masks[lo:hi]
+        up = ~self.down & np.array([h is not None and self.hosts[h][3] for h in self.host_of], dtype=bool)
+        if self.resource_mode:
+            free_any = up
+        else:
+            free_any = up & (np.array(c.task) < 0)
+        launches: list[tuple] = []
+        back: dict[int, list[tuple]] = {}
+        for item in self.relaunch:
+            t, gm, user, dur, d, need = item
+            ok = free_any & ((np.uint32(need) & ~masks) == 0)
+            if self.resource_mode:
+                ok &= (c.free >= np.asarray(d) - 1e-9).all(axis=1)
+            cand = np.flatnonzero(ok)
+            if cand.size == 0:
+                back.setdefault(gm, []).append(item)
+                continue
+            pref = cand[self._part[cand + lo] == gm]
+            i = int((pref if pref.size else cand)[0])
+            w = i + lo
+            placed = c.try_place(w, t, d, gm, user)
+            assert placed
+            if self.resource_mode and self._part[w] != gm:
+                c.carve(w, t, gm, d)
+            if not self.resource_mode:
+                free_any[i] = False
+            if self.usage is not None:
+                self.usage[user] += self._units(d)
+                self.user_tasks.setdefault(user, {})[t] = w
+            self._changed(w, -1, now)
+            launches.append((t, w, dur, d))
+        self.relaunch = deque()
+        if launches:
+            self.counters["tasks_relaunched"] += len(launches)
+            dem = None if launches[0][3] is None else np.array([x[3] for x in launches])
+            self._to_pool(Launch([x[0] for x in launches], [x[1] for x in launches], [x[2] for x in launches],
+                                 self.address, dem))
+        if not hand_back:
+            for items in back.values():
+                self.relaunch.extend(items)
+            return
+        for gm, items in back.items():
+            self.counters["tasks_handed_back"] += len(items)
+            dem = None if items[0][4] is None else np.array([x[4] for x in items])
+            self.port.send(self.gm_addr[gm], Relaunch(self.l, [x[0] for x in items], [x[3] for x in items],
+                                                      [x[5] for x in items], dem))
+
+    # --- checks and status ---------------------------------------------------------------------------------
+    def validate(self, msg) -> None:
+        """Reject messages that would corrupt the LM's state (raises ValueError)."""
+        G = self.G
+        if isinstance(msg, LaunchRequest):
+            if not 0 <= msg.gm < G:
+                raise ValueError(f"GM {msg.gm} does not exist (the deployment has {G})")
+            _rng_check(msg.workers, self.lo, self.hi, "worker")
+            _rng_check(msg.tasks, 0, 1 << 62, "task id")
+            _rng_check(msg.durations, 0, 1 << 40, "duration")
+            if self.fair is not None:
+                _rng_check(msg.users, 0, self.fair.n_users, "user")
+            else:
+                _rng_check(msg.users, 0, 1 << 31, "user")
+        elif isinstance(msg, Finished | Killed):
+            _rng_check(msg.workers, self.lo, self.hi, "worker")
+        elif isinstance(msg, SyncRequest):
+            if not 0 <= msg.gm < G:
+                raise ValueError(f"GM {msg.gm} does not exist")
+        elif isinstance(msg, PreemptRequest):
+            if self.fair is None:
+                raise ValueError("preemption needs fairness shares")
+            if not 0 <= msg.gm < G or not 0 <= msg.user < self.fair.n_users or not 0 <= msg.victim < self.fair.n_users:
+                raise ValueError("preemption request names an unknown GM or user")
+        elif isinstance(msg, HostBeat):
+            if msg.lm != self.l:
+                raise ValueError(f"heartbeat for LM {msg.lm} sent to LM {self.l}")
+            _rng_check(msg.workers, self.lo, self.hi, "worker")
+        else:
+            raise ValueError(f"an LM does not handle {type(msg).__name__}")
+
+    def status_info(self) -> dict:
+        c = self.cluster
+        n = self.hi - self.lo
+        busy = int((np.array(c.task) >= 0).sum()) if not self.resource_mode else int(
+            (c.free[:, 0] < c.capacity[:, 0] - 1e-9).sum())
+        alive = [k for k, h in self.hosts.items() if h[3]]
+        return {"workers": n, "running": len(self.active), "busy_workers": busy - int(self.down.sum()),
+                "down_workers": int(self.down.sum()), "hosts_alive": len(alive), "hosts_known": len(self.hosts),
+                "hostless_workers": sum(1 for h in self.host_of if h is None), "relaunch_pending": len(self.relaunch),
+                "counters": {k: int(v) for k, v in self.counters.items()}}
+
+
+class _PoolTap:
+    """The LM's port, with messages for the LM's worker pool diverted to the LM's host dispatch."""
+
+    def __init__(self, lm: LiveLocalMaster, port) -> None:
+        self.lm = lm
+        self.inner = port
+        self.rng = port.rng
+        self.pool = lm.pool
+
+    def send(self, dst: str, msg) -> None:
+        if dst == self.pool:
+            self.lm._to_pool(msg)
+        else:
+            self.inner.send(dst, msg)
+
+    def set_timer(self, delay: float, key) -> int:
+        return self.inner.set_timer(delay, key)
+
+    def cancel_timer(self, handle: int) -> None:
+        self.inner.cancel_timer(handle)

@@ -1,0 +1,110 @@
+"""Messages that exist only in the live runtime (the simulator needs none of them).
+
+* :class:`HostBeat` — a worker host tells an LM it is alive, which of the LM's workers it serves and which
+  tasks it runs (worker liveness, paper §IV-D).
+* :class:`Relaunch` — an LM hands a dead worker's tasks back to their GM when no suitable worker is free.
+* :class:`RunSpec` — a client tells the worker hosts how to run the tasks of one run (sleep, CPU or a command).
+* :class:`Events` — task events reported by services to clients (decided, started, finished, known, lost,
+  failed); the client builds the simulator's :class:`~megha.metrics.recorder.TaskRecorder` from them.
+* :class:`Status` — a periodic health and load report of a service (``megha live status``, readiness).
+* :class:`Repl` — one input of an active LM, forwarded to its standby (state-machine replication).
+* :class:`Control` — operator commands (shutdown).
+
+Event items are lists ``[kind, time, task_ids, aux, note]``; ``aux`` is the workers (``started``), the exit
+codes (``finished``) or empty; ``note`` is a reason (``failed``/``lost``) or an empty string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EVENT_KINDS = ("decided", "started", "finished", "known", "lost", "failed", "output")
+
+
+@dataclass(slots=True)
+class HostBeat:
+    """Worker host → LM: alive; serves ``workers`` of this LM; runs ``running`` tasks."""
+
+    host: str
+    epoch: int
+    lm: int
+    workers: list[int]
+    running: list[int]
+    period: float = 0.2
+
+
+@dataclass(slots=True)
+class Relaunch:
+    """LM → GM: tasks whose worker died and that the LM could not relaunch in its own cluster.
+
+    The GM puts them back at the head of its queue (with their own constraints when it still knows them, else
+    ``masks``: the constraints of the dead worker, which the task is known to satisfy).
+    """
+
+    lm: int
+    tasks: list[int]
+    durations: list[float]
+    masks: list[int]
+    demands: object = None  # [n, R] numpy array in resource mode
+
+
+@dataclass(slots=True)
+class RunSpec:
+    """Client → every worker host: how the tasks of run ``run`` execute.
+
+    ``kind`` is ``sleep`` (hold the slot for the duration), ``cpu`` (burn CPU for the duration in a
+    subprocess) or ``command`` (run ``command``, a shell-free argument string formatted with ``{task}``,
+    ``{job}``, ``{duration}`` and ``{worker}``; its output is captured).
+    """
+
+    run: int
+    kind: str = "sleep"
+    command: str = ""
+    cwd: str = ""
+
+
+@dataclass(slots=True)
+class Events:
+    """Service → clients: a batch of task events."""
+
+    src: str
+    items: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(slots=True)
+class Status:
+    """Service → anyone: periodic health/load report (role, queues, running tasks, counters)."""
+
+    src: str
+    kind: str
+    role: str
+    epoch: int
+    t: float
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Repl:
+    """Active LM → standby LM: an input the active handled, in the order it handled it.
+
+    ``what`` is ``msg`` (``data`` holds the encoded envelope as received), ``timer`` (``key`` fired),
+    ``start`` (the component started) or ``beat`` (the active is alive; nothing happened).
+    """
+
+    lm: int
+    n: int
+    what: str
+    now: float
+    key: str = ""
+    data: bytes = b""
+
+
+@dataclass(slots=True)
+class Control:
+    """Operator → services: ``shutdown`` (exit cleanly) or ``ping``."""
+
+    cmd: str
+    arg: str = ""

@@ -1,0 +1,336 @@
+"""The wire format: versioned, schema-checked msgpack envelopes (never pickle).
+
+An envelope is a msgpack array::
+
+    [version, type, src, dst, epoch, seq, term, body]
+
+* ``version`` — :data:`VERSION`; another version is rejected.
+* ``type`` — the message class name; it must be in :data:`SCHEMAS` (every Megha message, the worker messages
+  ``JobArrival``/``Launch``/``Finished``/``Kill``/``Killed`` and the live-only messages of
+  :mod:`megha.live.messages`).
+* ``src``/``dst`` — logical addresses (``megha/gm0``, ``megha/lm1``, ``events`` …).
+* ``epoch``, ``seq``, ``term`` — delivery metadata for exactly-once delivery per (src, dst) stream: ``epoch``
+  names one incarnation of the sender's state, ``seq`` numbers its messages to ``dst`` (0 = not deduplicated),
+  ``term`` fences a deposed active LM (see :mod:`megha.live.runtime`).
+* ``body`` — a map of the message's fields. numpy arrays travel as msgpack extension type 1
+  (``[dtype, shape, raw bytes]``, little-endian, whitelisted dtypes); Python lists of numbers stay lists.
+
+Decoding checks every field against the type's schema (kind, element types, array dtype and rank, no
+missing or extra fields) and the type's cross-field rules (equal lengths of per-task columns); anything else
+raises :class:`WireError`, which services log and count before going on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from megha.live import messages as L
+from megha.schedulers.common import messages as C
+from megha.schedulers.megha import messages as M
+
+VERSION = 1
+_EXT_ND = 1
+_DTYPES = {"<i8", "<i4", "<u4", "<u8", "<f8", "<f4", "|b1", "|u1"}
+MAX_STR = 4096
+
+
+class WireError(ValueError):
+    """A message that cannot be decoded or does not match its schema."""
+
+
+@dataclass(slots=True)
+class Envelope:
+    """A decoded message with its delivery metadata."""
+
+    type: str
+    src: str
+    dst: str
+    epoch: int
+    seq: int
+    term: int
+    msg: Any
+
+
+# --- encoding -------------------------------------------------------------------------------------------
+def _default(o: Any) -> Any:
+    if isinstance(o, np.ndarray):
+        a = np.ascontiguousarray(o)
+        if a.dtype.byteorder == ">":
+            a = a.astype(a.dtype.newbyteorder("<"))
+        if a.dtype.str not in _DTYPES:
+            if a.dtype.kind == "i":
+                a = a.astype("<i8")
+            elif a.dtype.kind == "u":
+                a = a.astype("<u8")
+            elif a.dtype.kind == "f":
+                a = a.astype("<f8")
+            elif a.dtype.kind == "b":
+                a = a.astype("|b1")
+            else:
+                raise WireError(f"cannot send a numpy array of dtype {a.dtype}")
+        return msgpack.ExtType(_EXT_ND, msgpack.packb([a.dtype.str, list(a.shape), a.tobytes()]))
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, tuple):
+        return list(o)
+    raise WireError(f"cannot encode a value of type {type(o).__name__}")
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code != _EXT_ND:
+        raise WireError(f"unknown msgpack extension type {code}")
+    try:
+        dt, shape, raw = msgpack.unpackb(data, raw=False)
+    except Exception as e:
+        raise WireError(f"malformed array: {e}") from e
+    if dt not in _DTYPES or not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape):
+        raise WireError(f"malformed array header {dt!r} {shape!r}")
+    if len(shape) > 2:
+        raise WireError(f"arrays of rank {len(shape)} are not allowed")
+    dtype = np.dtype(dt)
+    if not isinstance(raw, bytes) or len(raw) != math.prod(shape) * dtype.itemsize:
+        raise WireError("array size does not match its shape")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+_packer = msgpack.Packer(default=_default, use_bin_type=True, autoreset=True)
+
+
+def encode(msg: Any, src: str, dst: str, epoch: int = 0, seq: int = 0, term: int = 0) -> bytes:
+    """Serialize ``msg`` (an instance of a registered message class) with its delivery metadata."""
+    name = type(msg).__name__
+    schema = SCHEMAS.get(name)
+    if schema is None or schema.cls is not type(msg):
+        raise WireError(f"{name} is not a registered wire message")
+    body = {f: getattr(msg, f) for f in schema.names}
+    return _packer.pack([VERSION, name, src, dst, epoch, seq, term, body])
+
+
+# --- schema checking ------------------------------------------------------------------------------------
+def _is_int(x: Any) -> bool:
+    return type(x) is int
+
+
+def _is_num(x: Any) -> bool:
+    t = type(x)
+    return (t is int or t is float) and t is not bool
+
+
+def _k_int(v: Any) -> Any:
+    if type(v) is not int:
+        raise WireError("expected an integer")
+    return v
+
+
+def _k_float(v: Any) -> Any:
+    if not _is_num(v):
+        raise WireError("expected a number")
+    return float(v)
+
+
+def _k_bool(v: Any) -> Any:
+    if type(v) is not bool:
+        raise WireError("expected a boolean")
+    return v
+
+
+def _k_str(v: Any) -> Any:
+    if type(v) is not str or len(v) > MAX_STR:
+        raise WireError("expected a string (at most 4096 characters)")
+    return v
+
+
+def _k_bytes(v: Any) -> Any:
+    if type(v) is not bytes:
+        raise WireError("expected bytes")
+    return v
+
+
+def _vector(kinds: str, what: str, elem: Callable[[Any], bool], to: str | None) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            if v.ndim != 1 or v.dtype.kind not in kinds:
+                raise WireError(f"expected a 1-D array of {what}, got {v.dtype} with {v.ndim} dims")
+            return v if to is None else v.astype(to, copy=False)
+        if type(v) is not list or not all(elem(x) for x in v):
+            raise WireError(f"expected a list of {what}")
+        return v if to is None else np.asarray(v, dtype=to).reshape(-1)
+
+    return check
+
+
+def _k_state(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        if (v.ndim == 1 and v.dtype.kind == "b") or (v.ndim == 2 and v.dtype.kind == "f"):
+            return v
+        raise WireError(f"expected worker state as bools or an [n, R] float array, got {v.dtype} {v.shape}")
+    if type(v) is not list or not all(type(x) is bool for x in v):
+        raise WireError("expected a list of booleans")
+    return v
+
+
+def _k_mat_opt(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, np.ndarray) or v.ndim != 2 or v.dtype.kind not in "fiu":
+        raise WireError("expected None or an [n, R] numeric array")
+    return v.astype(np.float64, copy=False)
+
+
+def _k_vec_opt(v: Any) -> Any:
+    if v is None:
+        return None
+    if not isinstance(v, np.ndarray) or v.ndim != 1 or v.dtype.kind not in "fiu":
+        raise WireError("expected None or a 1-D numeric array")
+    return v.astype(np.float64, copy=False)
+
+
+def _k_events(v: Any) -> Any:
+    if type(v) is not list:
+        raise WireError("expected a list of events")
+    for it in v:
+        if (type(it) is not list or len(it) != 5 or it[0] not in L.EVENT_KINDS or not _is_num(it[1])
+                or type(it[2]) is not list or not all(type(x) is int for x in it[2])
+                or type(it[3]) is not list or not all(type(x) is int for x in it[3]) or type(it[4]) is not str):
+            raise WireError("malformed event (expected [kind, time, [task ids], [ints], note])")
+    return v
+
+
+def _k_info(v: Any) -> Any:
+    if type(v) is not dict or len(v) > 256:
+        raise WireError("expected a map")
+    for k, x in v.items():
+        if type(k) is not str:
+            raise WireError("map keys must be strings")
+        if not (x is None or type(x) in (int, float, bool, str) or
+                (type(x) is list and all(type(y) in (int, float, str, bool) for y in x)) or
+                (type(x) is dict and all(type(a) is str and type(b) in (int, float) for a, b in x.items()))):
+            raise WireError(f"map value {k!r} has an unsupported type")
+    return v
+
+
+K_INT, K_FLOAT, K_BOOL, K_STR, K_BYTES = _k_int, _k_float, _k_bool, _k_str, _k_bytes
+K_IDS = _vector("iu", "integers", _is_int, None)
+K_IDS_ARR = _vector("iu", "integers", _is_int, "<i8")
+K_MASKS_ARR = _vector("iu", "integers", _is_int, "<u4")
+K_FLOATS = _vector("fiu", "numbers", _is_num, None)
+K_FLOATS_ARR = _vector("fiu", "numbers", _is_num, "<f8")
+
+
+@dataclass(frozen=True)
+class Schema:
+    cls: type
+    fields: tuple[tuple[str, Callable[[Any], Any]], ...]
+    same_length: tuple[str, ...] = ()  # per-task columns that must have equal lengths
+    rows_of: tuple[str, str] | None = None  # (matrix field, column it must have as many rows as)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f for f, _ in self.fields)
+
+
+def _s(cls: type, *fields: tuple[str, Callable], same: tuple[str, ...] = (), rows: tuple[str, str] | None = None
+       ) -> tuple[str, Schema]:
+    return cls.__name__, Schema(cls, tuple(fields), same, rows)
+
+
+SCHEMAS: dict[str, Schema] = dict([
+    _s(C.JobArrival, ("job", K_INT), ("tasks", K_IDS_ARR), ("durations", K_FLOATS_ARR), ("masks", K_MASKS_ARR),
+       ("demands", _k_mat_opt), ("user", K_INT), ("mean_duration", K_FLOAT), ("priority", K_INT),
+       same=("tasks", "durations", "masks"), rows=("demands", "tasks")),
+    _s(C.Launch, ("tasks", K_IDS), ("workers", K_IDS), ("durations", K_FLOATS), ("reply_to", K_STR),
+       ("demands", _k_mat_opt), same=("tasks", "workers", "durations"), rows=("demands", "tasks")),
+    _s(C.Finished, ("tasks", K_IDS), ("workers", K_IDS), ("demands", _k_mat_opt), same=("tasks", "workers"),
+       rows=("demands", "tasks")),
+    _s(C.Kill, ("tasks", K_IDS), ("reply_to", K_STR)),
+    _s(C.Killed, ("tasks", K_IDS), ("workers", K_IDS), ("demands", _k_mat_opt), same=("tasks", "workers"),
+       rows=("demands", "tasks")),
+    _s(M.LaunchRequest, ("gm", K_INT), ("req", K_INT), ("tasks", K_IDS), ("workers", K_IDS), ("durations", K_FLOATS),
+       ("users", K_IDS), ("demands", _k_mat_opt), same=("tasks", "workers", "durations", "users"),
+       rows=("demands", "tasks")),
+    _s(M.LaunchReply, ("lm", K_INT), ("req", K_INT), ("rejected", K_IDS), ("delta_workers", K_IDS),
+       ("delta_state", _k_state), ("usage", _k_vec_opt), ("acked", K_INT), same=("delta_workers", "delta_state")),
+    _s(M.TaskDone, ("lm", K_INT), ("tasks", K_IDS), ("workers", K_IDS), ("demands", _k_mat_opt), ("acked", K_INT),
+       same=("tasks", "workers"), rows=("demands", "tasks")),
+    _s(M.StateDelta, ("lm", K_INT), ("workers", K_IDS), ("state", _k_state), ("full", K_BOOL), ("usage", _k_vec_opt),
+       ("acked", K_INT), same=("workers", "state")),
+    _s(M.SyncRequest, ("gm", K_INT)),
+    _s(M.PreemptRequest, ("gm", K_INT), ("tasks", K_IDS_ARR), ("durations", K_FLOATS_ARR), ("masks", K_MASKS_ARR),
+       ("user", K_INT), ("victim", K_INT), ("demands", _k_mat_opt), same=("tasks", "durations", "masks"),
+       rows=("demands", "tasks")),
+    _s(M.PreemptReply, ("lm", K_INT), ("request", K_INT), ("ok", K_BOOL), ("task", K_INT),
+       ("delta_workers", K_IDS_ARR), ("delta_state", _k_state), ("usage", _k_vec_opt), ("acked", K_INT),
+       ("worker", K_INT), same=("delta_workers", "delta_state")),
+    _s(M.Preempted, ("lm", K_INT), ("tasks", K_IDS_ARR), ("acked", K_INT)),
+    _s(L.HostBeat, ("host", K_STR), ("epoch", K_INT), ("lm", K_INT), ("workers", K_IDS), ("running", K_IDS),
+       ("period", K_FLOAT)),
+    _s(L.Relaunch, ("lm", K_INT), ("tasks", K_IDS), ("durations", K_FLOATS), ("masks", K_IDS), ("demands", _k_mat_opt),
+       same=("tasks", "durations", "masks"), rows=("demands", "tasks")),
+    _s(L.RunSpec, ("run", K_INT), ("kind", K_STR), ("command", K_STR), ("cwd", K_STR)),
+    _s(L.Events, ("src", K_STR), ("items", _k_events)),
+    _s(L.Status, ("src", K_STR), ("kind", K_STR), ("role", K_STR), ("epoch", K_INT), ("t", K_FLOAT),
+       ("info", _k_info)),
+    _s(L.Repl, ("lm", K_INT), ("n", K_INT), ("what", K_STR), ("now", K_FLOAT), ("key", K_STR), ("data", K_BYTES)),
+    _s(L.Control, ("cmd", K_STR), ("arg", K_STR)),
+])
+
+
+def _length(v: Any) -> int:
+    return int(v.shape[0]) if isinstance(v, np.ndarray) else len(v)
+
+
+def decode(data: bytes) -> Envelope:
+    """Parse and check one envelope; raises :class:`WireError` naming what is wrong."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise WireError("a message must be bytes")
+    try:
+        obj = msgpack.unpackb(data, raw=False, ext_hook=_ext_hook, strict_map_key=True)
+    except WireError:
+        raise
+    except Exception as e:
+        raise WireError(f"not a msgpack message: {type(e).__name__}: {e}") from e
+    if type(obj) is not list or len(obj) != 8:
+        raise WireError("an envelope is [version, type, src, dst, epoch, seq, term, body]")
+    version, name, src, dst, epoch, seq, term, body = obj
+    if version != VERSION:
+        raise WireError(f"unsupported wire version {version!r} (this build speaks {VERSION})")
+    if type(name) is not str:
+        raise WireError("message type must be a string")
+    schema = SCHEMAS.get(name)
+    if schema is None:
+        raise WireError(f"unknown message type {name[:64]!r}")
+    if type(src) is not str or type(dst) is not str or len(src) > 256 or len(dst) > 256:
+        raise WireError("src and dst must be short strings")
+    if type(epoch) is not int or type(seq) is not int or type(term) is not int or seq < 0 or term < 0:
+        raise WireError("epoch, seq and term must be integers (seq, term >= 0)")
+    if type(body) is not dict:
+        raise WireError(f"{name}: body must be a map")
+    if len(body) != len(schema.fields) or any(f not in body for f in schema.names):
+        missing = [f for f in schema.names if f not in body]
+        extra = [str(f) for f in body if f not in schema.names]
+        raise WireError(f"{name}: missing fields {missing}, unexpected fields {extra[:5]}")
+    kw = {}
+    for f, check in schema.fields:
+        try:
+            kw[f] = check(body[f])
+        except WireError as e:
+            raise WireError(f"{name}.{f}: {e}") from None
+    if schema.same_length:
+        lens = {f: _length(kw[f]) for f in schema.same_length}
+        if len(set(lens.values())) > 1:
+            raise WireError(f"{name}: per-task columns differ in length {lens}")
+    if schema.rows_of is not None:
+        m, col = schema.rows_of
+        if kw[m] is not None and kw[m].shape[0] != _length(kw[col]):
+            raise WireError(f"{name}.{m}: {kw[m].shape[0]} rows for {_length(kw[col])} tasks")
+    return Envelope(name, src, dst, epoch, seq, term, schema.cls(**kw))

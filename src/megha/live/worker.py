@@ -1,0 +1,291 @@
+"""A worker host: one process (or in-process service) running many emulated workers' real tasks.
+
+The host serves a set of worker ids (a slice of one or more LM clusters). For a :class:`Launch` it starts each
+task on its worker, reports ``started`` to clients, and when the task ends reports ``finished`` (with its exit
+code; ``failed`` with the reason when the code is not 0) and sends :class:`Finished` to the launching LM. How a
+task runs is set per run by the client's :class:`~megha.live.messages.RunSpec`:
+
+* ``sleep`` — hold the worker for the task's duration (an event-loop timer; thousands of tasks are cheap);
+* ``cpu`` — a subprocess that burns one CPU for the task's duration;
+* ``command`` — a subprocess running the run's command line (``{task}``, ``{job}``, ``{duration}``,
+  ``{worker}`` are substituted; no shell), stdout and stderr captured to ``output_dir/run<R>/task<T>.log``
+  when ``output_dir`` is set, and the last lines sent to clients as an ``output`` event.
+
+It also sends each LM it serves a :class:`~megha.live.messages.HostBeat` every ``beat`` seconds (worker
+liveness) and enforces the allocation invariant (one task per worker in slot mode, demands within capacity in
+resource mode): a violation is logged and counted as ``overcommits`` (a scheduler bug, never expected).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shlex
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from megha.live.masters import host_address
+from megha.live.messages import Control, Events, HostBeat, RunSpec
+from megha.live.runtime import EVENTS, ForwardingRecorder
+from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.sim.component import Component
+
+log = logging.getLogger("megha.live.worker")
+
+RUN_SHIFT = 36  # task id = run << RUN_SHIFT | index within the run
+TASK_KINDS = ("sleep", "cpu", "command")
+
+_CPU = "import time,sys\nend=time.perf_counter()+float(sys.argv[1])\nwhile time.perf_counter()<end: pass\n"
+
+
+class WorkerHost(Component):
+    """Runs launched tasks for real on its workers (see the module docs)."""
+
+    kind = "worker"
+
+    def __init__(self, name: str, layout: MeghaLayout, workers: list[int], epoch: int, beat: float = 0.2,
+                 default_kind: str = "sleep", output_dir: str | None = None, lease: float = 0.6) -> None:
+        super().__init__(host_address(layout, name))
+        if default_kind not in TASK_KINDS:
+            raise ValueError(f"task kind {default_kind!r} is not one of {TASK_KINDS}")
+        self.name = name
+        self.layout = layout
+        self.epoch = epoch
+        self.beat = beat
+        self.lease = max(lease, 2 * beat)  # must stay below the LMs' host_timeout
+        self._last_beat = 0.0
+        self.default_kind = default_kind
+        self.output_dir = Path(output_dir) if output_dir else None
+        self.rec = ForwardingRecorder()
+        self.workers = sorted(int(w) for w in workers)
+        self.mine = set(self.workers)
+        lm_of = layout.lm_of
+        self.by_lm: dict[int, list[int]] = {}
+        for w in self.workers:
+            self.by_lm.setdefault(int(lm_of[w]), []).append(w)
+        self.capacity = layout.capacity
+        self.used = None if layout.capacity is None else np.zeros_like(layout.capacity)
+        self.slot: dict[int, int] = {}
+        self.running: dict[int, list] = {}  # task -> [worker, reply_to, demand, handle, start, lm]
+        self.specs: dict[int, RunSpec] = {}
+        self.counters: Counter = Counter()
+        self._out: dict[str, list[list]] = {}  # reply -> [tasks, workers, demands]
+        self._flush_armed = False
+        self.closing = False
+
+    # --- component interface -------------------------------------------------------------------------------
+    def on_start(self, now: float) -> None:
+        self._last_beat = now
+        self._beat()
+        self.port.set_timer(self.beat, "beat")
+
+    def on_timer(self, key, now: float) -> None:
+        if key == "beat":
+            if now - self._last_beat > self.lease:
+                self._fence(now)
+            self._last_beat = now
+            self._beat()
+            self.port.set_timer(self.beat, "beat")
+
+    def _fence(self, now: float) -> None:
+        """This host could not renew its lease in time (it stalled): its LMs may have given its tasks to other
+        workers, so it stops them all and comes back as a new incarnation (exactly-once completion)."""
+        n = len(self.running)
+        log.error("%s: heartbeat lease missed by %.2f s: stopping %d task(s), re-registering", self.address,
+                  now - self._last_beat, n)
+        for r in self.running.values():
+            r[3].cancel()
+        self.running.clear()
+        self.slot.clear()
+        if self.used is not None:
+            self.used[:] = 0.0
+        self._out.clear()
+        self.epoch += 1
+        self.counters["self_fenced"] += 1
+        self.counters["tasks_dropped_by_fence"] += n
+
+    def _beat(self) -> None:
+        by_lm_running: dict[int, list[int]] = {}
+        for t, r in self.running.items():
+            by_lm_running.setdefault(r[5], []).append(t)
+        for lm, ws in self.by_lm.items():
+            self.port.send(self.layout.lm_address(lm),
+                           HostBeat(self.name, self.epoch, lm, ws, by_lm_running.get(lm, []), self.beat))
+
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, Launch):
+            self._launch(msg, now)
+        elif isinstance(msg, Kill):
+            self._kill(msg, now)
+        elif isinstance(msg, RunSpec):
+            if msg.kind not in TASK_KINDS:
+                raise ValueError(f"run {msg.run}: unknown task kind {msg.kind!r}")
+            self.specs[msg.run] = msg
+            self.counters["runs_known"] = len(self.specs)
+        elif isinstance(msg, Control):
+            pass
+        else:
+            raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
+
+    def validate(self, msg) -> None:
+        if isinstance(msg, Launch):
+            for w in (msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()):
+                if w not in self.mine:
+                    raise ValueError(f"worker {w} is not hosted by {self.name}")
+            for d in msg.durations:
+                if not 0 <= d < 1e9:
+                    raise ValueError(f"task duration {d} is not valid")
+
+    # --- launching --------------------------------------------------------------------------------------
+    def _launch(self, msg: Launch, now: float) -> None:
+        tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
+        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
+        dem = msg.demands
+        started_t, started_w = [], []
+        lm_of = self.layout.lm_of
+        for i, t in enumerate(tasks):
+            w = workers[i]
+            if t in self.running:
+                self.counters["duplicate_launches"] += 1
+                continue
+            d = None if dem is None else dem[i]
+            if self.used is None:
+                if w in self.slot:
+                    self.counters["overcommits"] += 1
+                    log.error("%s: worker %d over-committed: runs %d, asked to run %d", self.address, w,
+                              self.slot[w], t)
+                self.slot[w] = t
+            else:
+                self.used[w] += d
+                if (self.used[w] > self.capacity[w] + 1e-9).any():
+                    self.counters["overcommits"] += 1
+                    log.error("%s: worker %d over-committed (%s > %s)", self.address, w, self.used[w].tolist(),
+                              self.capacity[w].tolist())
+            handle = self._start(t, w, float(durs[i]))
+            self.running[t] = [w, msg.reply_to, d, handle, now, int(lm_of[w])]
+            started_t.append(t)
+            started_w.append(w)
+        if started_t:
+            self.rec.started(started_t, now, started_w)
+            self.counters["tasks_started"] += len(started_t)
+
+    def _spec(self, t: int) -> RunSpec:
+        run = t >> RUN_SHIFT
+        s = self.specs.get(run)
+        return s if s is not None else RunSpec(run, self.default_kind)
+
+    def _start(self, t: int, w: int, dur: float):
+        spec = self._spec(t)
+        loop = asyncio.get_running_loop()
+        if spec.kind == "sleep":
+            return loop.call_later(dur, self._complete, t, 0, "")
+        if spec.kind == "cpu":
+            argv = [sys.executable, "-c", _CPU, repr(dur)]
+        else:
+            fields = {"task": t & ((1 << RUN_SHIFT) - 1), "task_id": t, "run": t >> RUN_SHIFT,
+                      "duration": f"{dur:.6g}", "worker": w}
+            try:
+                argv = [a.format(**fields) for a in shlex.split(spec.command)]
+            except (KeyError, ValueError, IndexError) as e:
+                return loop.call_soon(self._complete, t, 126, f"bad command template: {e}")
+            if not argv:
+                return loop.call_soon(self._complete, t, 126, "empty command")
+        return asyncio.ensure_future(self._run_proc(t, argv, spec.cwd or None))
+
+    async def _run_proc(self, t: int, argv: list[str], cwd: str | None) -> None:
+        try:
+            proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
+                                                        stderr=asyncio.subprocess.STDOUT, cwd=cwd,
+                                                        stdin=asyncio.subprocess.DEVNULL)
+        except OSError as e:
+            self._complete(t, 127, f"cannot start {argv[0]!r}: {e.strerror or e}")
+            return
+        try:
+            out, _ = await proc.communicate()
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise
+        text = out.decode(errors="replace")
+        if self.output_dir is not None:
+            d = self.output_dir / f"run{t >> RUN_SHIFT}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"task{t & ((1 << RUN_SHIFT) - 1)}.log").write_text(text)
+        if text and self._spec(t).kind == "command":
+            self.rec.output(t, time.time(), text)
+        code = proc.returncode
+        self._complete(t, code, "" if code == 0 else f"exit code {code}")
+
+    # --- completion ----------------------------------------------------------------------------------------
+    def _release(self, t: int) -> list | None:
+        r = self.running.pop(t, None)
+        if r is None:
+            return None
+        w, d = r[0], r[2]
+        if self.used is None:
+            if self.slot.get(w) == t:
+                del self.slot[w]
+        else:
+            self.used[w] -= d
+        return r
+
+    def _complete(self, t: int, code: int, note: str) -> None:
+        r = self._release(t)
+        if r is None or self.closing:
+            return
+        now = time.time()
+        self.rec.finished([t], now, [int(code)])
+        if code != 0:
+            self.rec.failed([t], now, [int(code)], note)
+            self.counters["tasks_failed"] += 1
+        self.counters["tasks_finished"] += 1
+        o = self._out.get(r[1])
+        if o is None:
+            o = self._out[r[1]] = [[], [], []]
+        o[0].append(t)
+        o[1].append(r[0])
+        o[2].append(r[2])
+        if not self._flush_armed:
+            self._flush_armed = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_armed = False
+        out, self._out = self._out, {}
+        for reply, (ts, ws, ds) in out.items():
+            self.port.send(reply, Finished(ts, ws, None if ds[0] is None else np.array(ds)))
+        if self.rec.items:
+            self.port.send(EVENTS, Events(self.address, self.rec.take()))
+
+    def _kill(self, msg: Kill, now: float) -> None:
+        ts, ws, ds = [], [], []
+        for t in (msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()):
+            r = self._release(t)
+            if r is None:
+                continue
+            h = r[3]
+            h.cancel()
+            ts.append(t)
+            ws.append(r[0])
+            ds.append(r[2])
+        self.counters["tasks_killed"] += len(ts)
+        self.port.send(msg.reply_to, Killed(ts, ws, None if not ds or ds[0] is None else np.array(ds)))
+
+    def shutdown(self) -> None:
+        """Stop every running task (the process is going away)."""
+        self.closing = True
+        for r in self.running.values():
+            r[3].cancel()
+        self.running.clear()
+
+    def status_info(self) -> dict:
+        return {"workers": len(self.workers), "running": len(self.running), "runs": sorted(self.specs)[-20:],
+                "counters": {k: int(v) for k, v in self.counters.items()}}
