@@ -94,6 +94,27 @@ def one_job(tasks: int, duration: float, mask: int = 0, demand: np.ndarray | Non
                     name="one-job")
 
 
+def synthetic_workload(n_jobs: int, tasks_per_job: int, duration: float, span: float, seed: int = 0,
+                       jitter: float = 0.5) -> Workload:
+    """``n_jobs`` jobs of ``tasks_per_job`` tasks arriving evenly over ``span`` seconds; task durations are
+    ``duration`` × a uniform factor in [1 − jitter, 1 + jitter] (unconstrained; constraints are added by the
+    deployment's settings when prepared)."""
+    rng = np.random.default_rng(seed)
+    n = n_jobs * tasks_per_job
+    dur = duration * rng.uniform(1 - jitter, 1 + jitter, size=n)
+    arr = np.linspace(0.0, span, n_jobs, endpoint=False)
+    return Workload(job_arrival=arr, job_num_tasks=np.full(n_jobs, tasks_per_job, dtype=np.int64),
+                    job_mean_duration=dur.reshape(n_jobs, tasks_per_job).mean(axis=1), task_duration=dur,
+                    name=f"synthetic {n_jobs}x{tasks_per_job}")
+
+
+def with_constraints(cfg: LiveConfig, w: Workload) -> Workload:
+    """Give a generated workload task constraints the way the deployment's settings say."""
+    if cfg.datacenter.constraints and w.task_mask is None:
+        return w.with_constraints(stream(cfg.datacenter.seed, _STREAM_TASK_CONSTRAINTS))
+    return w
+
+
 @dataclass
 class LiveRun:
     """What a live run produced, before it is turned into a :class:`RunResult`."""

@@ -75,6 +75,17 @@ def warm_up() -> None:
     q.pop_first_fitting_inv(0)
 
 
+def quiet_gc() -> None:
+    """Move everything allocated so far (modules, numba, the layout) out of the garbage collector's reach.
+
+    A full collection over a heap with numba and numpy loaded pauses a process for 0.2–0.3 s here — longer than
+    a worker host's heartbeat lease allows; services call this once they are built."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _req_base() -> int:
     # above any earlier incarnation of this GM: milliseconds since the epoch, times 2^20 requests
     return int(time.time() * 1000) << 20
@@ -161,6 +172,7 @@ class LocalDeployment:
             self.gms[g] = await start_gm(self.cfg, g, self.transport(f"gm{g}"), self.layout)
         for h in range(self.cfg.workers.hosts):
             self.hosts[h] = await start_host(self.cfg, h, self.transport(f"host{h}"), self.layout)
+        quiet_gc()
         return self
 
     def component(self, rt: Runtime):

@@ -82,6 +82,8 @@ class LiveGlobalMaster(GlobalMaster):
         self._handlers[Relaunch] = self._on_relaunch
         self._handlers[StateDelta] = self._on_delta_live
         self._handlers[TaskDone] = self._on_done_live
+        self._handlers[JobArrival] = self._on_job_live
+        self._have: set[int] = set()  # tasks received and not known done (a resubmitted task is dropped)
 
     def on_start(self, now: float) -> None:
         super().on_start(now)  # SyncRequest to every LM
@@ -101,6 +103,22 @@ class LiveGlobalMaster(GlobalMaster):
         self._entries[e[E_TASK]] = e
         super()._book(e, w)
 
+    def _on_job_live(self, msg: JobArrival, now: float) -> None:
+        have = self._have
+        tasks = msg.tasks.tolist()
+        keep = [i for i, t in enumerate(tasks) if t not in have]
+        if len(keep) < len(tasks):
+            self.counters["duplicate_tasks_dropped"] += len(tasks) - len(keep)
+            if not keep:
+                return
+            k = np.array(keep, dtype=np.int64)
+            msg = JobArrival(msg.job, msg.tasks[k], msg.durations[k], msg.masks[k],
+                             None if msg.demands is None else msg.demands[k], msg.user, msg.mean_duration,
+                             msg.priority)
+            tasks = msg.tasks.tolist()
+        have.update(tasks)
+        self._on_job(msg, now)
+
     def _on_delta_live(self, msg: StateDelta, now: float) -> None:
         if msg.full:
             self.synced.add(msg.lm)
@@ -109,8 +127,10 @@ class LiveGlobalMaster(GlobalMaster):
     def _on_done_live(self, msg: TaskDone, now: float) -> None:
         self._on_done(msg, now)
         ent = self._entries
+        have = self._have
         for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
             ent.pop(t, None)
+            have.discard(t)
 
     def _on_relaunch(self, msg: Relaunch, now: float) -> None:
         entries = []
