@@ -1,0 +1,218 @@
+"""MACRM: the multi-agent cluster resource manager (seed 001, Sedighi Gilani 2016; DESIGN §5.5).
+
+Registered as ``macrm`` (resource mode: nodes with CPU and memory, tasks with requests). Agents (thesis Fig. 3.1):
+
+* **resource trackers** (``trackers``, each owning a contiguous share of the nodes): node heartbeats, liveness,
+  cluster view, statistics (:mod:`.tracker`);
+* the **resource arbitrator**: admission, a container for each job's job manager, the central queue (FIFO or fair
+  share), the view of free resources and the parallel scheduler actors with optimistic commits (:mod:`.arbitrator`,
+  :mod:`.view`);
+* one **job manager** per job: batch sampling with the adaptive initial rate and doubling, or central requests
+  (:mod:`.jobmanager`);
+* **node managers** (one component per tracker's nodes, per-node rules of Fig. 3.3 exact) (:mod:`.nodes`).
+
+The switch between distributed and centralized allocation and the sampling rate are in :mod:`.policy`; the client,
+supervisor/store, container runtime and fault injection in :mod:`.infra`.
+
+Choices where the thesis leaves room (also listed in the module docstrings):
+
+* A job manager waits for every sampled node to answer or for ``sampling_timeout``, then places; a node answers if it
+  has room for the smallest pending task of the round. Responders may host several tasks (least loaded first).
+* Initial load ("background") is read from ``datacenter.meta["background"]`` ([N, R], resources held by processes
+  outside the scheduler): allocatable capacity is ``datacenter.capacity``, load counts background + containers.
+* The load is the largest used fraction over resources (``load_metric``), from the trackers' statistics.
+* Gang requests (``gang=true``) always go to the central queue and are served by the scheduler actors against the
+  view, all-or-nothing, in both modes. Other requests in distributed mode are served on forwarded heartbeats.
+* The thesis keeps the arbitrator's hard state in ZooKeeper and calls tracker state soft (§3.1.1); §4.2.4 swaps the
+  two in one sentence — we follow §3.1.1. Restarts are by a supervisor that watches periodic ``Alive`` messages.
+* Network partitions (Table 4.5's last column) are not simulated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from megha.errors import InputError
+from megha.schedulers.macrm.arbitrator import ResourceArbitrator
+from megha.schedulers.macrm.infra import Client, MacrmFaults, Runtime, Supervisor
+from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
+from megha.schedulers.macrm.nodes import NodeManagers
+from megha.schedulers.macrm.policy import ModeSwitch, adaptive_rate
+from megha.schedulers.macrm.tracker import ResourceTracker
+from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.schedulers.sparrow.sampling import ProbeSampler
+
+__all__ = ["JobManager", "MacrmOptions", "ModeSwitch", "NodeManagers", "ResourceArbitrator", "ResourceTracker",
+           "adaptive_rate"]
+
+PREFIX = "macrm"
+
+
+class MacrmOptions(SchedulerOptions):
+    """Options of ``macrm`` (``--opt key=value``)."""
+
+    trackers: int | None = Field(None, ge=1, description="resource trackers (default: one per 250 nodes, at most 8)")
+    heartbeat: float = Field(1.0, gt=0, le=60, description="node heartbeat period (s): 1 s in ch. 3, 2 s in ch. 4")
+    sampling_timeout: float = Field(0.005, gt=0, description="job manager's wait for sampling answers (s)")
+    rate: Literal["adaptive", "fixed"] = Field("adaptive", description="initial sampling rate: adaptive d(x) | fixed")
+    initial_rate: float = Field(2.0, ge=1, description="the fixed initial rate (power of two choices: 2)")
+    doubling: bool = Field(True, description="double the sampling rate after each failed round")
+    max_retries: int = Field(3, ge=0, description="sampling retries before leftovers go to the central queue")
+    centralized: bool = Field(True, description="switch to centralized allocation at high load")
+    switch_load: float = Field(0.9, gt=0, le=1, description="load at which to switch to centralized mode")
+    hysteresis: float = Field(0.05, ge=0, lt=1, description="back to distributed below switch_load - hysteresis")
+    queue: Literal["fifo", "fair"] = Field("fifo", description="central queue policy")
+    actors: int = Field(4, ge=1, description="parallel scheduler actors")
+    match_cost: float = Field(1e-4, ge=0, description="a scheduler actor's time to match one request (s)")
+    match_cost_per_task: float = Field(1e-6, ge=0, description="... plus this per task (s)")
+    gang: bool = Field(False, description="every job is a gang request (all-or-nothing)")
+    jm_demand: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0},
+                                        description="job-manager container request (missing resources: 0)")
+    jm_share: float = Field(0.1, gt=0, le=1, description="job-manager containers hold at most this share of the "
+                            "allocatable resources (YARN's maximum AM share; avoids deadlock)")
+    jm_heartbeat: float = Field(1.0, gt=0, description="job-manager heartbeat period (s)")
+    node_timeout: float | None = Field(None, gt=0, description="node declared dead after (s; default 3 x hb + 0.5)")
+    jm_timeout: float | None = Field(None, gt=0, description="job manager declared dead after (s; default 3 x + 0.5)")
+    stats_interval: float = Field(0.1, gt=0, description="trackers' statistics period (s)")
+    alive_interval: float = Field(0.25, gt=0, description="arbitrator/trackers alive-signal period (s)")
+    alive_timeout: float = Field(1.0, gt=0, description="supervisor restarts an agent silent this long (s)")
+    hold_timeout: float | None = Field(None, gt=0, description="node's wait for the sampler's decision (s)")
+    hb_reply_timeout: float = Field(0.1, gt=0, description="node stops waiting for a heartbeat reply after (s)")
+    task_failure_prob: float = Field(0.0, ge=0, le=1, description="probability that a task run fails midway")
+    load_metric: Literal["max", "cpu", "mean"] = Field("max", description="cluster load from resource fractions")
+
+
+def _jm_demand(opts: MacrmOptions, names: tuple[str, ...]) -> np.ndarray:
+    unknown = sorted(set(opts.jm_demand) - set(names))
+    if unknown:
+        raise InputError(f"macrm: jm_demand names unknown resource(s) {unknown} (the cluster has {list(names)})")
+    return np.array([float(opts.jm_demand.get(k, 0.0)) for k in names])
+
+
+@register("macrm", "MACRM: job managers sample nodes (adaptive rate, doubling) at low load, centralized parallel "
+          "scheduler actors at >= 90 % load; trackers, arbitrator, failures (Sedighi Gilani 2016)",
+          options=MacrmOptions, modes=("resource",))
+def build(ctx: BuildContext) -> Deployment:
+    opts: MacrmOptions = ctx.options
+    dc = ctx.datacenter
+    if dc.capacity is None:
+        raise InputError("macrm runs in resource mode (nodes with cores and memory): use --resources")
+    cap = np.asarray(dc.capacity, dtype=np.float64)
+    n, n_res = cap.shape
+    bg = dc.meta.get("background")
+    bg = np.zeros_like(cap) if bg is None else np.asarray(bg, dtype=np.float64)
+    if bg.shape != cap.shape or (bg < 0).any():
+        raise InputError(f"macrm: datacenter.meta['background'] must be a non-negative [{n}, {n_res}] array")
+    jm_dem = _jm_demand(opts, dc.resource_names)
+    if not ((cap + 1e-12 >= jm_dem).all(axis=1)).any():
+        raise InputError(f"macrm: no node can hold a job-manager container of {jm_dem.tolist()}")
+    n_tr = opts.trackers or max(1, min(8, math.ceil(n / 250)))
+    n_tr = min(n_tr, n)
+    bounds = [(k * n) // n_tr for k in range(n_tr + 1)]
+    group_of = np.repeat(np.arange(n_tr, dtype=np.int64), np.diff(bounds))
+    net = ctx.engine.delay_model.network_delay
+    hold = opts.hold_timeout or (2 * opts.sampling_timeout + 4 * net)
+    node_timeout = opts.node_timeout or (3 * opts.heartbeat + 0.5)
+    jm_timeout = opts.jm_timeout or (3 * opts.jm_heartbeat + 0.5)
+    w = ctx.workload
+    feas = ctx.feasible
+    if w.task_demand is not None and feas.any():
+        min_alloc = np.minimum(w.task_demand[feas].min(axis=0), jm_dem)
+    else:
+        min_alloc = np.zeros(n_res)
+
+    addr = {k: f"{PREFIX}/{k}" for k in ("client", "arbitrator", "supervisor", "runtime")}
+    groups = [f"{PREFIX}/nm{g}" for g in range(n_tr)]
+    trackers = [f"{PREFIX}/tracker{g}" for g in range(n_tr)]
+    links = ctx.engine.delay_model.links  # co-located: submission front end, container starts, process restarts
+    links[("macrm-client", "macrm-arbitrator")] = 0.0
+    links[("macrm-nm", "macrm-runtime")] = 0.0
+    links[("macrm-supervisor", "macrm-runtime")] = 0.0
+
+    ledger = KnownLedger(ctx.recorder, w.n_tasks)
+    jm_ctx = JMContext(
+        arbitrator=addr["arbitrator"], groups=groups, group_of=group_of, trackers=trackers,
+        worker_masks=dc.worker_masks, sampler=ProbeSampler(dc.worker_masks), recorder=ctx.recorder, ledger=ledger,
+        n_res=n_res, rate=opts.rate, initial_rate=opts.initial_rate, doubling=opts.doubling,
+        max_retries=opts.max_retries, sampling_timeout=opts.sampling_timeout, jm_heartbeat=opts.jm_heartbeat,
+        gang=opts.gang)
+
+    def make_arbitrator(restarted: bool = False) -> ResourceArbitrator:
+        return ResourceArbitrator(
+            addr["arbitrator"], ctx.recorder, n, dc.worker_masks, group_of, groups, trackers, addr["supervisor"],
+            addr["client"], jm_dem, (cap + bg).sum(axis=0), jm_prefix=f"{PREFIX}/jm", queue=opts.queue,
+            actors=opts.actors, match_cost=opts.match_cost, match_cost_per_task=opts.match_cost_per_task,
+            switch=ModeSwitch(opts.switch_load, opts.hysteresis, enabled=opts.centralized),
+            load_metric=opts.load_metric, alive_interval=opts.alive_interval, restarted=restarted,
+            jm_limit=opts.jm_share * cap.sum(axis=0))
+
+    def make_tracker(g: int):
+        def f() -> ResourceTracker:
+            lo, hi = bounds[g], bounds[g + 1]
+            return ResourceTracker(trackers[g], g, groups[g], lo, (cap + bg)[lo:hi], addr["arbitrator"],
+                                   addr["supervisor"], node_timeout, jm_timeout, opts.stats_interval,
+                                   opts.alive_interval, min_alloc)
+        return f
+
+    factories = {addr["arbitrator"]: lambda: make_arbitrator(restarted=True)}
+    factories.update({trackers[g]: make_tracker(g) for g in range(n_tr)})
+    runtime = Runtime(addr["runtime"], ctx.engine, jm_ctx, factories)
+    supervisor = Supervisor(addr["supervisor"], addr["runtime"], [addr["arbitrator"], *trackers], opts.alive_timeout,
+                            opts.alive_interval)
+    client = Client(addr["client"], addr["arbitrator"])
+    arbitrator = make_arbitrator()
+    nms = [NodeManagers(groups[g], g, bounds[g], cap[bounds[g]:bounds[g + 1]], bg[bounds[g]:bounds[g + 1]],
+                        ctx.recorder, trackers[g], addr["arbitrator"], addr["runtime"], heartbeat=opts.heartbeat,
+                        hold_timeout=hold, hb_reply_timeout=opts.hb_reply_timeout, min_alloc=min_alloc,
+                        task_failure_prob=opts.task_failure_prob, track_users=opts.queue == "fair")
+           for g in range(n_tr)]
+    comps = [runtime, supervisor, client, arbitrator, *[make_tracker(g)() for g in range(n_tr)], *nms]
+    for c in comps:
+        ctx.engine.add(c)
+    faults = MacrmFaults(ctx.engine, runtime, groups, group_of, trackers, addr["arbitrator"])
+
+    def current(address: str):
+        return ctx.engine.components[address]
+
+    def counters() -> dict[str, int]:
+        out: dict[str, int] = {}
+
+        def add(prefix: str, d: dict) -> None:
+            for k, v in d.items():
+                key = f"macrm_{prefix}{k}"
+                out[key] = out.get(key, 0) + int(v)
+
+        for g in groups:
+            add("nm_", current(g).stats)
+        for t in trackers:
+            c = current(t)
+            if isinstance(c, ResourceTracker):
+                add("tracker_", c.stats)
+        arb = current(addr["arbitrator"])
+        if isinstance(arb, ResourceArbitrator):
+            arb.close_stats(ctx.engine.now)
+            add("arb_", arb.stats)
+            out["macrm_arb_left_queued"] = arb.queued()
+            out["macrm_arb_central_at_end"] = int(arb.central)
+        for jm in runtime.jms.values():
+            add("jm_", jm.stats)
+        out["macrm_jm_processes"] = len(runtime.jms)
+        out["macrm_processes_killed"] = runtime.killed
+        out["macrm_agents_restarted"] = runtime.restarted
+        out["macrm_arbitrator_restarts"] = supervisor.restarts.get(addr["arbitrator"], 0)
+        out["macrm_tracker_restarts"] = sum(supervisor.restarts.get(t, 0) for t in trackers)
+        out["macrm_client_resubmissions"] = client.resubmissions
+        return out
+
+    describe = {"nodes": n, "trackers": n_tr, "heartbeat": opts.heartbeat, "sampling_timeout": opts.sampling_timeout,
+                "rate": opts.rate, "doubling": opts.doubling, "max_retries": opts.max_retries,
+                "centralized": opts.centralized, "switch_load": opts.switch_load, "hysteresis": opts.hysteresis,
+                "queue": opts.queue, "actors": opts.actors, "jm_demand": jm_dem.tolist(),
+                "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12)))}
+    extras = {"macrm": faults, "runtime": runtime, "supervisor": supervisor, "group_of": group_of}
+    return Deployment(route=lambda job: addr["client"], counters=counters, describe=describe, components=comps,
+                      extras=extras)

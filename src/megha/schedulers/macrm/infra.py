@@ -1,0 +1,253 @@
+"""What MACRM's agents run on (not part of the thesis's agents themselves): the users' client, the supervisor with
+the replicated store (ZooKeeper + Akka supervision, thesis §3.1.1 and §3.2.1), the container runtime that starts and
+kills processes, and the fault-injection helpers the tests and experiments use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.macrm.jobmanager import JMContext, JobManager
+from megha.schedulers.macrm.messages import (
+    Accepted,
+    Alive,
+    JMExit,
+    NodeCrash,
+    Persist,
+    Recover,
+    Restart,
+    Snapshot,
+    SpawnJM,
+    Submit,
+    TaskCrash,
+    Terminate,
+)
+from megha.sim.component import Component
+
+
+class Crashed(Component):
+    """A dead process at an address: every message and timer is dropped."""
+
+    def __init__(self, address: str, kind: str) -> None:
+        super().__init__(address)
+        self.kind = kind
+        self.dropped = 0
+
+    def on_message(self, msg, now: float) -> None:
+        self.dropped += 1
+
+    def on_timer(self, key, now: float) -> None:
+        pass
+
+
+class Client(Component):
+    """The users' agent: submits each job to the arbitrator and resubmits until it is accepted."""
+
+    kind = "macrm-client"
+
+    def __init__(self, address: str, arbitrator: str, retry: float = 0.5) -> None:
+        super().__init__(address)
+        self.arbitrator = arbitrator
+        self.retry = float(retry)
+        self.pending: dict[int, JobArrival] = {}
+        self._timer = False
+        self.resubmissions = 0
+
+    def on_message(self, msg, now: float) -> None:
+        if isinstance(msg, JobArrival):
+            self.pending[msg.job] = msg
+            self.port.send(self.arbitrator, Submit(msg))
+            if not self._timer:
+                self._timer = True
+                self.port.set_timer(self.retry, ("retry",))
+        elif isinstance(msg, Accepted):
+            self.pending.pop(msg.job, None)
+        else:
+            super().on_message(msg, now)
+
+    def on_timer(self, key, now: float) -> None:
+        self._timer = False
+        if not self.pending:
+            return
+        for job in sorted(self.pending):
+            self.resubmissions += 1
+            self.port.send(self.arbitrator, Submit(self.pending[job]))
+        self._timer = True
+        self.port.set_timer(self.retry, ("retry",))
+
+
+class Supervisor(Component):
+    """Watches the arbitrator and the trackers (periodic :class:`Alive`), restarts a silent one, and keeps the
+    arbitrator's persisted hard state (the ZooKeeper role)."""
+
+    kind = "macrm-supervisor"
+
+    def __init__(self, address: str, runtime: str, watched: list[str], alive_timeout: float = 1.0,
+                 check_interval: float = 0.25) -> None:
+        super().__init__(address)
+        if alive_timeout <= 0 or check_interval <= 0:
+            raise ValueError(f"{address}: alive timeout and check interval must be > 0")
+        self.runtime = runtime
+        self.watched = list(watched)
+        self.alive_timeout = float(alive_timeout)
+        self.check_interval = float(check_interval)
+        self.last: dict[str, float] = {}
+        self.epoch = 0
+        self.jobs: dict[int, list] = {}
+        self.restarts: dict[str, int] = {}
+        self.detection: list[float] = []  # seconds from last sign of life to restart
+
+    def on_start(self, now: float) -> None:
+        for a in self.watched:
+            self.last[a] = now
+        self.port.set_timer(self.check_interval, ("check",))
+
+    def on_message(self, msg, now: float) -> None:
+        tp = type(msg)
+        if tp is Alive:
+            self.last[msg.address] = now
+        elif tp is Persist:
+            self._apply(msg.op, msg.args)
+        elif tp is Recover:
+            jobs = {j: list(r) for j, r in self.jobs.items()}
+            self.port.send(msg.address, Snapshot({"epoch": self.epoch, "jobs": jobs}))
+        else:
+            super().on_message(msg, now)
+
+    def _apply(self, op: str, args: tuple) -> None:
+        if op == "epoch":
+            self.epoch = int(args[0])
+        elif op == "submit":
+            job, spec = args
+            self.jobs[job] = [spec, 0, "queued", "", -1, -1]
+        elif op == "jm":
+            job, attempt, jm, node, tracker = args
+            r = self.jobs[job]
+            r[1:] = [attempt, "running", jm, node, tracker]
+        elif op == "requeue":
+            job, attempt = args
+            r = self.jobs[job]
+            r[1] = attempt
+            r[2] = "queued"
+        elif op == "done":
+            self.jobs.pop(args[0], None)
+        else:
+            raise ValueError(f"{self.address}: unknown store operation {op!r}")
+
+    def on_timer(self, key, now: float) -> None:
+        for a in self.watched:
+            if now - self.last[a] > self.alive_timeout:
+                self.detection.append(now - self.last[a])
+                self.restarts[a] = self.restarts.get(a, 0) + 1
+                self.last[a] = now  # a full timeout for the new instance
+                self.port.send(self.runtime, Restart(a))
+        self.port.set_timer(self.check_interval, ("check",))
+
+
+class Runtime(Component):
+    """The container runtime: starts job-manager processes, kills processes, restarts agents.
+
+    It is the one place that touches the engine (creating and replacing components), as an operating system or an
+    actor system's supervisor would; the agents only send it messages.
+    """
+
+    kind = "macrm-runtime"
+
+    def __init__(self, address: str, engine, jm_ctx: JMContext, factories: dict[str, Callable[[], Component]]) -> None:
+        super().__init__(address)
+        self.engine = engine
+        self.jm_ctx = jm_ctx
+        self.factories = factories
+        self.jms: dict[str, JobManager] = {}
+        self.killed = 0
+        self.restarted = 0
+
+    def on_message(self, msg, now: float) -> None:
+        tp = type(msg)
+        if tp is SpawnJM:
+            jm = JobManager(msg.address, self.jm_ctx, msg.job, msg.attempt, msg.node, msg.load, msg.central)
+            self.jms[msg.address] = jm
+            if msg.address in self.engine.components:
+                self.engine.replace(jm)
+            else:
+                self.engine.add(jm)
+        elif tp is Terminate:
+            self.kill(msg.address)
+        elif tp is Restart:
+            self.restarted += 1
+            self.engine.replace(self.factories[msg.address]())
+        else:
+            super().on_message(msg, now)
+
+    def kill(self, address: str) -> bool:
+        comp = self.engine.components.get(address)
+        if comp is None or isinstance(comp, Crashed):
+            return False
+        self.killed += 1
+        self.engine.replace(Crashed(address, comp.kind))
+        return True
+
+
+class MacrmFaults:
+    """Fault injection for ``simulate(cfg, actions=[(t, fn)])``: ``fn(engine, deployment, now)`` may call, via
+    ``deployment.extras["macrm"]``, :meth:`kill_node`, :meth:`fail_task`, :meth:`kill_jm`, :meth:`kill_tracker` and
+    :meth:`kill_arbitrator`."""
+
+    def __init__(self, engine, runtime: Runtime, groups: list[str], group_of: np.ndarray, trackers: list[str],
+                 arbitrator: str) -> None:
+        self.engine = engine
+        self.runtime = runtime
+        self.groups = groups
+        self.group_of = group_of
+        self.trackers = trackers
+        self.arbitrator = arbitrator
+        self.log: list[tuple[float, str, object]] = []
+
+    def kill_node(self, nodes: int | list[int]) -> None:
+        """Crash machines: their node managers, containers and job managers die."""
+        nodes = [nodes] if isinstance(nodes, int | np.integer) else list(nodes)
+        now = self.engine.now
+        by_group: dict[int, list[int]] = {}
+        for n in nodes:
+            by_group.setdefault(int(self.group_of[n]), []).append(int(n))
+        for g, ns in by_group.items():
+            self.engine.inject(now, self.groups[g], NodeCrash(ns))
+        self.log.append((now, "node", nodes))
+
+    def fail_task(self, tasks: int | list[int]) -> None:
+        """The processes of running tasks fail now (their node managers report it)."""
+        tasks = [tasks] if isinstance(tasks, int | np.integer) else list(tasks)
+        now = self.engine.now
+        for g in self.groups:
+            self.engine.inject(now, g, TaskCrash([int(t) for t in tasks]))
+        self.log.append((now, "task", tasks))
+
+    def live_jm(self, job: int) -> JobManager | None:
+        """The job's current job manager process, if one is running."""
+        best = None
+        for jm in self.runtime.jms.values():
+            live = jm.job == job and not jm.exited and self.engine.components.get(jm.address) is jm
+            if live and (best is None or jm.attempt > best.attempt):
+                best = jm
+        return best
+
+    def kill_jm(self, job: int) -> bool:
+        """The job manager's process dies (its container is released); False if none is running."""
+        jm = self.live_jm(job)
+        if jm is None:
+            return False
+        self.runtime.kill(jm.address)
+        self.engine.inject(self.engine.now, self.groups[jm.group], JMExit(jm.job, jm.attempt))
+        self.log.append((self.engine.now, "jm", job))
+        return True
+
+    def kill_tracker(self, index: int = 0) -> None:
+        self.runtime.kill(self.trackers[index])
+        self.log.append((self.engine.now, "tracker", index))
+
+    def kill_arbitrator(self) -> None:
+        self.runtime.kill(self.arbitrator)
+        self.log.append((self.engine.now, "arbitrator", None))

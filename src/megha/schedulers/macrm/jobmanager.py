@@ -1,0 +1,465 @@
+"""A MACRM job manager (thesis §3.1.3–3.1.4): one per job, in a container the arbitrator allocated.
+
+Distributed mode — batch sampling: for its ``n`` unplaced tasks the job manager samples ``⌈d·n⌉`` distinct nodes
+(eligible for the tasks' placement constraints), waits until every sampled node answered or ``sampling_timeout``
+passed, and places the tasks on the least loaded responders (a responder may take several tasks while they fit);
+the other responders are released. Tasks left over are a *sampling failure*: the next round doubles the rate
+(``doubling``); after ``max_retries`` retries they go to the arbitrator's central queue. The initial rate is the
+adaptive ``d(x)`` of the cluster load (thesis Eq. 3.1) or a fixed one.
+
+Centralized mode (and gang jobs): the job manager sends its tasks to the central queue and learns from the
+arbitrator where they were placed.
+
+Failures: a failed task or a task on a lost node is placed again (exactly one successful completion per task);
+a restarted job manager (next attempt) first *adopts* the job from every node-manager group — the tasks still
+running report to it from then on, the finished ones are known — and schedules only the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.messages import Finished, JobArrival
+from megha.schedulers.macrm.messages import (
+    Adopt,
+    ArbitratorUp,
+    Containers,
+    Forget,
+    JMExit,
+    JMHeartbeat,
+    JMHeartbeatReply,
+    JobDone,
+    JobDoneAck,
+    JobState,
+    LaunchRejected,
+    ModeChange,
+    NodesLost,
+    Placed,
+    SampleDecision,
+    SampleInquiry,
+    SampleReply,
+    TaskFailed,
+    TaskRequest,
+    empty_containers,
+)
+from megha.schedulers.macrm.policy import adaptive_rate, round_rate, samples_for
+from megha.schedulers.sparrow.sampling import ProbeSampler
+from megha.sim.component import Component
+
+_EPS = 1e-9
+UNPLACED, SAMPLING, RUNNING, REQUESTED, DONE = range(5)
+
+
+class KnownLedger:
+    """Reports each task's completion to the recorder once, even if a restarted job manager learns it again.
+
+    Pure instrumentation (the recorder counts completion reports): no scheduling decision reads it.
+    """
+
+    def __init__(self, recorder: TaskRecorder, n_tasks: int) -> None:
+        self.rec = recorder
+        self.seen = np.zeros(n_tasks, dtype=bool)
+
+    def known(self, tasks: list[int], now: float) -> None:
+        new = [t for t in tasks if not self.seen[t]]
+        if new:
+            self.seen[new] = True
+            self.rec.completion_known(new, now)
+
+
+@dataclass
+class JMContext:
+    """What every job manager is configured with (the arbitrator's configuration file and MACRM's options)."""
+
+    arbitrator: str
+    groups: list[str]
+    group_of: np.ndarray
+    trackers: list[str]
+    worker_masks: np.ndarray
+    sampler: ProbeSampler
+    recorder: TaskRecorder
+    ledger: KnownLedger
+    n_res: int
+    rate: str = "adaptive"
+    initial_rate: float = 2.0
+    doubling: bool = True
+    max_retries: int = 3
+    sampling_timeout: float = 0.005
+    jm_heartbeat: float = 1.0
+    gang: bool = False
+    done_retry: float = 0.5
+
+
+class _Round:
+    __slots__ = ("cap", "free", "n_sent", "no", "nodes", "resp", "timer", "todo", "token")
+
+    def __init__(self, no: int, token: tuple, todo: list[int], nodes: np.ndarray, timer: int) -> None:
+        self.no = no
+        self.token = token
+        self.todo = todo
+        self.nodes = nodes
+        self.n_sent = int(nodes.size)
+        self.timer = timer
+        self.resp: list[int] = []
+        self.free: list[np.ndarray] = []
+        self.cap: list[np.ndarray] = []
+
+
+class JobManager(Component):
+    """The job manager of ``spec`` (attempt ``attempt``) running in a container on ``node``."""
+
+    kind = "macrm-jm"
+
+    def __init__(self, address: str, ctx: JMContext, spec: JobArrival, attempt: int, node: int, load: float,
+                 central: bool) -> None:
+        super().__init__(address)
+        self.ctx = ctx
+        self.spec = spec
+        self.job = spec.job
+        self.attempt = attempt
+        self.node = node
+        self.group = int(ctx.group_of[node])
+        self.tracker = ctx.trackers[self.group]
+        self.load = load
+        self.central = central
+        self.tasks: list[int] = spec.tasks.tolist()
+        self.durs: list[float] = spec.durations.tolist()
+        self.n = len(self.tasks)
+        self.local = {t: i for i, t in enumerate(self.tasks)}
+        if spec.demands is None:
+            self.demands = np.zeros((self.n, ctx.n_res))
+        else:
+            self.demands = np.asarray(spec.demands, dtype=np.float64).reshape(self.n, -1)
+        self.masks = np.asarray(spec.masks, dtype=np.uint32)
+        self.state = [UNPLACED] * self.n
+        self.node_of = [-1] * self.n
+        self.unplaced: set[int] = set(range(self.n))
+        self.n_done = 0
+        self.retry = 0
+        self.round: _Round | None = None
+        self.round_no = 0
+        self.adopting = 0
+        self.finished = False
+        self.exited = False
+        self.stats = {"rounds": 0, "samples": 0, "responses": 0, "sampling_failures": 0, "retries": 0,
+                      "placed_by_sampling": 0, "sent_to_central": 0, "leftover_to_central": 0, "task_reruns": 0,
+                      "tasks_lost_on_nodes": 0, "task_failures_seen": 0, "launch_rejections": 0, "adopted": 0,
+                      "late_replies": 0}
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+    def on_start(self, now: float) -> None:
+        self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
+        if self.attempt > 0:
+            self.adopting = len(self.ctx.groups)
+            for g in self.ctx.groups:
+                self.port.send(g, Adopt(self.address, self.job, self.attempt))
+        else:
+            self._schedule(now)
+
+    def on_message(self, msg, now: float) -> None:
+        if self.exited:
+            return
+        tp = type(msg)
+        if tp is SampleReply:
+            self._reply(msg, now)
+        elif tp is Finished:
+            self._finished(msg.tasks, now)
+        elif tp is Placed:
+            self._placed(msg)
+        elif tp is LaunchRejected:
+            self.stats["launch_rejections"] += len(msg.tasks)
+            self._back(msg.tasks, msg.nodes, now)
+        elif tp is TaskFailed:
+            self.stats["task_failures_seen"] += len(msg.tasks)
+            self.stats["task_reruns"] += len(msg.tasks)
+            self._back(msg.tasks, msg.nodes, now)
+        elif tp is NodesLost:
+            self._nodes_lost(msg.nodes, now)
+        elif tp is JobState:
+            self._job_state(msg, now)
+        elif tp is ModeChange or tp is JMHeartbeatReply:
+            self.load = msg.load
+            was = self.central
+            self.central = msg.central
+            if self.central and not was:
+                self._schedule(now)
+        elif tp is ArbitratorUp:
+            self._arbitrator_up(now)
+        elif tp is JobDoneAck:
+            self._exit()
+        else:
+            super().on_message(msg, now)
+
+    def on_timer(self, key, now: float) -> None:
+        if self.exited:
+            return
+        kind = key[0]
+        if kind == "round":
+            r = self.round
+            if r is not None and r.no == key[1]:
+                self._place(now)
+        elif kind == "hb":
+            self.port.send(self.tracker, JMHeartbeat(self.address, self.job, self.attempt))
+            self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
+        elif kind == "done":
+            self.port.send(self.ctx.arbitrator, JobDone(self.job, self.attempt))
+            self.port.set_timer(self.ctx.done_retry, ("done",))
+
+    # --- scheduling --------------------------------------------------------------------------------------------
+    def _schedule(self, now: float) -> None:
+        if self.adopting or self.finished or self.round is not None or not self.unplaced:
+            return
+        todo = sorted(self.unplaced)
+        if self.central or self.ctx.gang:
+            self._request(todo)
+        elif self.retry > self.ctx.max_retries:
+            self.stats["leftover_to_central"] += len(todo)
+            self.retry = 0
+            self._request(todo)
+        else:
+            self._start_round(todo, now)
+
+    def _request(self, todo: list[int]) -> None:
+        for i in todo:
+            self.state[i] = REQUESTED
+            self.unplaced.discard(i)
+        self.stats["sent_to_central"] += len(todo)
+        self.port.send(self.ctx.arbitrator, self._request_msg(todo))
+
+    def _request_msg(self, todo: list[int]) -> TaskRequest:
+        return TaskRequest(self.address, self.job, self.attempt, self.spec.user, [self.tasks[i] for i in todo],
+                           [self.durs[i] for i in todo], self.demands[todo], self.masks[todo].tolist(),
+                           gang=self.ctx.gang)
+
+    def current_rate(self) -> float:
+        """Sampling rate of the next round."""
+        ctx = self.ctx
+        d0 = adaptive_rate(self.load) if ctx.rate == "adaptive" else ctx.initial_rate
+        return round_rate(d0, self.retry, ctx.doubling)
+
+    def _start_round(self, todo: list[int], now: float) -> None:
+        ctx = self.ctx
+        d = self.current_rate()
+        masks = self.masks[todo]
+        if not masks.any():
+            gmasks = [0]
+            counts = [len(todo)]
+        else:
+            u, cnt = np.unique(masks, return_counts=True)
+            gmasks = u.tolist()
+            counts = cnt.tolist()
+        want = [samples_for(d, c, ctx.sampler.eligible_count(m)) for m, c in zip(gmasks, counts, strict=True)]
+        workers, _ = ctx.sampler.sample(self.port.rng, gmasks, want, [0] * len(gmasks))
+        nodes = np.unique(workers)
+        if nodes.size == 0:  # nothing eligible to sample: central queue
+            self.stats["leftover_to_central"] += len(todo)
+            self._request(todo)
+            return
+        self.round_no += 1
+        token = (self.job, self.attempt, self.round_no)
+        need = self.demands[todo].min(axis=0)
+        grp = ctx.group_of[nodes]
+        for g in np.unique(grp).tolist():
+            sel = nodes[grp == g].tolist()
+            self.port.send(ctx.groups[g], SampleInquiry(self.address, self.job, self.attempt, token, sel, need))
+        timer = self.port.set_timer(ctx.sampling_timeout, ("round", self.round_no))
+        self.round = _Round(self.round_no, token, todo, nodes, timer)
+        for i in todo:
+            self.state[i] = SAMPLING
+            self.unplaced.discard(i)
+        self.stats["rounds"] += 1
+        self.stats["samples"] += int(nodes.size)
+
+    def _reply(self, msg: SampleReply, now: float) -> None:
+        r = self.round
+        if r is None or msg.token != r.token:  # too late: release the nodes holding for us
+            self.stats["late_replies"] += len(msg.nodes)
+            self._cancel(msg.token, msg.nodes)
+            return
+        self.stats["responses"] += len(msg.nodes)
+        r.resp.extend(msg.nodes)
+        r.free.append(msg.free)
+        r.cap.append(msg.capacity)
+        if len(r.resp) >= r.n_sent:
+            self._place(now)
+
+    def _cancel(self, token, nodes: list[int]) -> None:
+        grp = self.ctx.group_of[nodes]
+        empty = empty_containers(self.ctx.n_res)
+        for g in np.unique(grp).tolist():
+            sel = [n for n, x in zip(nodes, grp.tolist(), strict=True) if x == g]
+            self.port.send(self.ctx.groups[g], SampleDecision(token, empty, sel))
+
+    def _place(self, now: float) -> None:
+        """Least-loaded placement of the round's tasks on the responders."""
+        r = self.round
+        self.round = None
+        self.port.cancel_timer(r.timer)
+        todo = r.todo
+        assigned: dict[int, int] = {}
+        if r.resp:
+            nodes = np.array(r.resp, dtype=np.int64)
+            free = np.concatenate(r.free).astype(np.float64)
+            cap = np.concatenate(r.cap).astype(np.float64)
+            wm = self.ctx.worker_masks[nodes]
+            safe = np.where(cap > 0, cap, 1.0)
+            dem = self.demands[todo]
+            order = sorted(range(len(todo)), key=lambda k: tuple(-dem[k]))
+            for k in order:
+                i = todo[k]
+                d = dem[k]
+                ok = (free + _EPS >= d).all(axis=1)
+                m = int(self.masks[i])
+                if m:
+                    ok &= (np.uint32(m) & ~wm) == 0
+                if not ok.any():
+                    continue
+                load = ((cap - free) / safe).max(axis=1)
+                j = int(np.argmin(np.where(ok, load, np.inf)))
+                free[j] -= d
+                assigned[i] = j
+            self._decide(r, nodes, assigned, now)
+        leftover = [i for i in todo if i not in assigned]
+        for i in leftover:
+            self.state[i] = UNPLACED
+            self.unplaced.add(i)
+        self.stats["placed_by_sampling"] += len(assigned)
+        if leftover:
+            self.stats["sampling_failures"] += 1
+            self.retry += 1
+            if self.retry <= self.ctx.max_retries and not self.central:
+                self.stats["retries"] += 1
+        else:
+            self.retry = 0
+        self._schedule(now)
+
+    def _decide(self, r: _Round, nodes: np.ndarray, assigned: dict[int, int], now: float) -> None:
+        ctx = self.ctx
+        grp = ctx.group_of[nodes]
+        used = np.zeros(nodes.size, dtype=bool)
+        per_group: dict[int, Containers] = {}
+        ids: list[int] = []
+        for i, j in sorted(assigned.items()):
+            used[j] = True
+            node = int(nodes[j])
+            c = per_group.get(int(grp[j]))
+            if c is None:
+                c = per_group[int(grp[j])] = empty_containers(ctx.n_res)
+                c.demands = []  # type: ignore[assignment]
+            t = self.tasks[i]
+            c.nodes.append(node)
+            c.tasks.append(t)
+            c.jobs.append(self.job)
+            c.attempts.append(self.attempt)
+            c.users.append(self.spec.user)
+            c.durations.append(self.durs[i])
+            c.demands.append(self.demands[i])  # type: ignore[attr-defined]
+            c.owners.append(self.address)
+            c.seqs.append(0)
+            c.specs.append(None)
+            self.state[i] = RUNNING
+            self.node_of[i] = node
+            ids.append(t)
+        if ids:
+            ctx.recorder.decided(ids, now)
+        cancel: dict[int, list[int]] = {}
+        for j in np.flatnonzero(~used).tolist():
+            cancel.setdefault(int(grp[j]), []).append(int(nodes[j]))
+        for g in sorted(set(per_group) | set(cancel)):
+            c = per_group.get(g)
+            if c is None:
+                c = empty_containers(ctx.n_res)
+            else:
+                c.demands = np.array(c.demands)
+            self.port.send(ctx.groups[g], SampleDecision(r.token, c, cancel.get(g, [])))
+
+    # --- outcomes ----------------------------------------------------------------------------------------------
+    def _placed(self, msg: Placed) -> None:
+        for t, node in zip(msg.tasks, msg.nodes, strict=True):
+            i = self.local.get(t)
+            if i is None or self.state[i] == DONE:
+                continue
+            if self.state[i] == UNPLACED:
+                self.unplaced.discard(i)
+            self.state[i] = RUNNING
+            self.node_of[i] = node
+
+    def _back(self, tasks: list[int], nodes: list[int], now: float) -> None:
+        """Tasks that did not start or whose run failed: place them again."""
+        for t, node in zip(tasks, nodes, strict=True):
+            i = self.local.get(t)
+            if i is None or self.state[i] != RUNNING or self.node_of[i] != node:
+                continue
+            self.state[i] = UNPLACED
+            self.node_of[i] = -1
+            self.unplaced.add(i)
+        self._schedule(now)
+
+    def _nodes_lost(self, nodes: list[int], now: float) -> None:
+        lost = set(nodes)
+        n = 0
+        for i in range(self.n):
+            if self.state[i] == RUNNING and self.node_of[i] in lost:
+                self.state[i] = UNPLACED
+                self.node_of[i] = -1
+                self.unplaced.add(i)
+                n += 1
+        if n:
+            self.stats["tasks_lost_on_nodes"] += n
+            self.stats["task_reruns"] += n
+            self._schedule(now)
+
+    def _finished(self, tasks, now: float) -> None:
+        new: list[int] = []
+        for t in (tasks if isinstance(tasks, list) else tasks.tolist()):
+            i = self.local.get(t)
+            if i is None or self.state[i] == DONE:
+                continue
+            self.unplaced.discard(i)
+            self.state[i] = DONE
+            self.n_done += 1
+            new.append(t)
+        if new:
+            self.ctx.ledger.known(new, now)
+        if self.n_done == self.n and not self.finished:
+            self._finish(now)
+
+    def _job_state(self, msg: JobState, now: float) -> None:
+        self.adopting -= 1
+        for t, node in zip(msg.running, msg.nodes, strict=True):
+            i = self.local.get(t)
+            if i is not None and self.state[i] != DONE:
+                self.state[i] = RUNNING
+                self.node_of[i] = node
+                self.unplaced.discard(i)
+                self.stats["adopted"] += 1
+        self._finished(list(msg.finished), now)
+        if self.adopting == 0 and not self.finished:
+            self._schedule(now)
+
+    def _arbitrator_up(self, now: float) -> None:
+        if self.finished:
+            self.port.send(self.ctx.arbitrator, JobDone(self.job, self.attempt))
+            return
+        todo = [i for i in range(self.n) if self.state[i] == REQUESTED]
+        if todo:
+            self.port.send(self.ctx.arbitrator, self._request_msg(todo))
+
+    def _finish(self, now: float) -> None:
+        self.finished = True
+        self.port.send(self.ctx.arbitrator, JobDone(self.job, self.attempt))
+        self.port.set_timer(self.ctx.done_retry, ("done",))
+
+    def _exit(self) -> None:
+        if self.exited:
+            return
+        self.exited = True
+        ctx = self.ctx
+        self.port.send(ctx.groups[self.group], JMExit(self.job, self.attempt))
+        self.port.send(self.tracker, JMHeartbeat(self.address, self.job, self.attempt, final=True))
+        fg = Forget(self.job)
+        for g in ctx.groups:
+            self.port.send(g, fg)

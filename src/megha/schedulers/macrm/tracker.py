@@ -1,0 +1,227 @@
+"""A MACRM resource tracker (thesis §3.2.3): cluster-state-writer and -reader for one share of the nodes.
+
+* **Writer**: receives the node heartbeats of its nodes and keeps their view (used and free resources, per-user
+  usage); forwards the heartbeats of nodes with free resources to the arbitrator — and of nodes that just became
+  full, so the arbitrator's free-resource view drops them — and answers the others itself.
+* **Reader**: watches liveness — a node silent for ``node_timeout`` and a job manager silent for ``jm_timeout``
+  are reported to the arbitrator (reliably: resent until acknowledged) — and sends the arbitrator aggregate
+  statistics (used/total resources, per-user usage) every ``stats_interval``; the arbitrator derives the cluster
+  load, the sampling rate and the mode from them.
+* Job managers heartbeat the tracker of their node; the reply carries the current load and mode.
+
+Its state is soft: a restarted tracker starts from its node list, gives every node and known job manager a full
+timeout before suspecting it, and has a complete view again after one round of heartbeats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.schedulers.macrm.messages import (
+    Alive,
+    ArbitratorUp,
+    ExpectJM,
+    ForwardedHeartbeat,
+    Heartbeat,
+    HeartbeatReply,
+    JMHeartbeat,
+    JMHeartbeatReply,
+    LoadInfo,
+    Report,
+    ReportAck,
+    TrackerStats,
+    TrackerUp,
+)
+from megha.sim.component import Component
+
+_EPS = 1e-9
+
+
+class ResourceTracker(Component):
+    """Tracker ``index`` for nodes ``lo .. lo + n - 1`` whose node managers live in component ``group``."""
+
+    kind = "macrm-tracker"
+
+    def __init__(
+        self,
+        address: str,
+        index: int,
+        group: str,
+        lo: int,
+        physical: np.ndarray,
+        arbitrator: str,
+        supervisor: str,
+        node_timeout: float,
+        jm_timeout: float,
+        stats_interval: float = 0.1,
+        alive_interval: float = 0.25,
+        min_alloc: np.ndarray | None = None,
+    ) -> None:
+        super().__init__(address)
+        if node_timeout <= 0 or jm_timeout <= 0 or stats_interval <= 0 or alive_interval <= 0:
+            raise ValueError(f"{address}: timeouts and intervals must be > 0")
+        self.index = index
+        self.group = group
+        self.lo = int(lo)
+        self.phys = np.asarray(physical, dtype=np.float64)
+        self.n = int(self.phys.shape[0])
+        self.arbitrator = arbitrator
+        self.supervisor = supervisor
+        self.node_timeout = float(node_timeout)
+        self.jm_timeout = float(jm_timeout)
+        self.stats_interval = float(stats_interval)
+        self.alive_interval = float(alive_interval)
+        self.check_interval = min(self.node_timeout, self.jm_timeout) / 4
+        self.min_alloc = np.zeros(self.phys.shape[1]) if min_alloc is None else np.asarray(min_alloc, dtype=float)
+        self.need = (self.min_alloc - _EPS).tolist()
+        n = self.n
+        self.used = np.zeros_like(self.phys)
+        self.known = np.zeros(n, dtype=bool)
+        self.dead = np.zeros(n, dtype=bool)
+        self.last_seen = np.zeros(n)
+        self.fwd_free = [False] * n  # the arbitrator's view currently lists the node as free
+        self.node_users: list[dict[int, np.ndarray]] = [{} for _ in range(n)]
+        self.user_used: dict[int, np.ndarray] = {}
+        self.jms: dict[str, list] = {}  # address -> [job, attempt, last heartbeat]
+        self.unacked: dict[int, Report] = {}
+        self._rid = 0
+        self.load = 0.0
+        self.central = False
+        self.stats = {"heartbeats": 0, "forwarded": 0, "answered": 0, "jm_heartbeats": 0, "nodes_lost": 0,
+                      "jms_lost": 0, "reports_resent": 0, "heartbeats_from_dead": 0}
+
+    def on_start(self, now: float) -> None:
+        self.last_seen[:] = now  # everyone gets a full timeout before being suspected
+        self.port.send(self.arbitrator, TrackerUp(self.index))
+        self.port.set_timer(self.check_interval, ("check",))
+        self.port.set_timer(self.stats_interval, ("stats",))
+        self.port.set_timer(self.alive_interval, ("alive",))
+
+    # --- messages ----------------------------------------------------------------------------------------------
+    def on_message(self, msg, now: float) -> None:
+        tp = type(msg)
+        if tp is Heartbeat:
+            self._heartbeat(msg, now)
+        elif tp is JMHeartbeat:
+            self.stats["jm_heartbeats"] += 1
+            if msg.final:
+                self.jms.pop(msg.jm, None)
+            else:
+                self.jms[msg.jm] = [msg.job, msg.attempt, now]
+                self.port.send(msg.jm, JMHeartbeatReply(self.load, self.central))
+        elif tp is LoadInfo:
+            self.load = msg.load
+            self.central = msg.central
+        elif tp is ExpectJM:
+            for addr, job, att in msg.jms:
+                if addr not in self.jms:
+                    self.jms[addr] = [job, att, now]
+        elif tp is ReportAck:
+            self.unacked.pop(msg.rid, None)
+        elif tp is ArbitratorUp:
+            for r in self.unacked.values():
+                self.stats["reports_resent"] += 1
+                self.port.send(self.arbitrator, r)
+        else:
+            super().on_message(msg, now)
+
+    def _heartbeat(self, msg: Heartbeat, now: float) -> None:
+        lo = self.lo
+        self.stats["heartbeats"] += len(msg.nodes)
+        fwd: list[int] = []
+        rest: list[int] = []
+        need = self.need
+        users = msg.users
+        free_rows = msg.free.tolist()
+        for k, node in enumerate(msg.nodes):
+            i = node - lo
+            if self.dead[i]:
+                self.stats["heartbeats_from_dead"] += 1
+                rest.append(k)
+                continue
+            self.last_seen[i] = now
+            self.used[i] = msg.used[k]
+            self.known[i] = True
+            if users:
+                self._users(i, users[k])
+            f = free_rows[k]
+            has_free = all(a >= b for a, b in zip(f, need, strict=True)) and any(a > _EPS for a in f)
+            if has_free or self.fwd_free[i]:
+                fwd.append(k)
+            else:
+                rest.append(k)
+            self.fwd_free[i] = has_free
+        if fwd:
+            self.stats["forwarded"] += len(fwd)
+            if len(fwd) == len(msg.nodes):
+                self.port.send(self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, msg.free,
+                                                                   msg.acks))
+            else:
+                self.port.send(self.arbitrator, ForwardedHeartbeat(
+                    self.index, self.group, [msg.nodes[k] for k in fwd], msg.free[fwd], [msg.acks[k] for k in fwd]))
+        if rest:
+            self.stats["answered"] += len(rest)
+            self.port.send(self.group, HeartbeatReply([msg.nodes[k] for k in rest]))
+
+    def _users(self, i: int, new: dict) -> None:
+        old = self.node_users[i]
+        if not old and not new:
+            return
+        uu = self.user_used
+        for u, v in old.items():
+            uu[u] = uu[u] - v
+        for u, v in new.items():
+            p = uu.get(u)
+            uu[u] = v.copy() if p is None else p + v
+        self.node_users[i] = new
+
+    # --- timers ------------------------------------------------------------------------------------------------
+    def on_timer(self, key, now: float) -> None:
+        kind = key[0]
+        if kind == "stats":
+            self._send_stats()
+            self.port.set_timer(self.stats_interval, ("stats",))
+        elif kind == "alive":
+            self.port.send(self.supervisor, Alive(self.address))
+            self.port.set_timer(self.alive_interval, ("alive",))
+        elif kind == "check":
+            self._check(now)
+            self.port.set_timer(self.check_interval, ("check",))
+
+    def _report(self, r: Report) -> None:
+        self.unacked[r.rid] = r
+        self.port.send(self.arbitrator, r)
+
+    def _check(self, now: float) -> None:
+        silent = (~self.dead) & (now - self.last_seen > self.node_timeout)
+        if silent.any():
+            idx = np.flatnonzero(silent)
+            self.dead[idx] = True
+            self.known[idx] = False
+            self.used[idx] = 0.0
+            for i in idx.tolist():
+                self.fwd_free[i] = False
+                for u, v in self.node_users[i].items():
+                    self.user_used[u] = self.user_used[u] - v
+                self.node_users[i] = {}
+            self.stats["nodes_lost"] += int(idx.size)
+            self._rid += 1
+            self._report(Report(self.index, self._rid, "nodes", nodes=(idx + self.lo).tolist()))
+        lost = [a for a, (_, _, last) in self.jms.items() if now - last > self.jm_timeout]
+        for a in lost:
+            job, att, _ = self.jms.pop(a)
+            self.stats["jms_lost"] += 1
+            self._rid += 1
+            self._report(Report(self.index, self._rid, "jm", job=job, attempt=att))
+        for r in list(self.unacked.values()):  # resend what the arbitrator has not acknowledged
+            if r.rid <= self._rid - len(lost) - (1 if silent.any() else 0):
+                self.stats["reports_resent"] += 1
+                self.port.send(self.arbitrator, r)
+
+    def _send_stats(self) -> None:
+        live = ~self.dead
+        total = self.phys[live].sum(axis=0)
+        used = self.used[live & self.known].sum(axis=0)
+        complete = bool(self.known[live].all())
+        users = {u: v.copy() for u, v in self.user_used.items() if (v > _EPS).any()}
+        self.port.send(self.arbitrator, TrackerStats(self.index, used, total, users, complete))
