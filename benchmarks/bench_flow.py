@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from megha.schedulers.flow.solvers import IncrementalSolver, solve_ortools, warm_up
+from megha.schedulers.flow.solvers import IncrementalSolver, warm_up
 from megha.schedulers.flow.synthetic import ChurnGraph
 
 
@@ -91,7 +91,8 @@ def run(machines: int, slots: int, tasks: int, rounds: int, churn: float, seed: 
     print(f"   incremental  edit+solve {out['inc_total_ms']:8.2f} ms   solve {out['inc_solve_ms']:8.2f} ms   "
           f"(p90 edit+solve {np.percentile(inc_total, 90) * 1e3:.2f} ms, {med(searches):.0f} searches/round)")
     print(f"   OR-Tools     from scratch {out['ortools_total_ms']:7.2f} ms   solve {out['ortools_solve_ms']:8.2f} ms")
-    print(f"   speed-up     {out['speedup_total']:.1f}x (round vs from scratch), {out['speedup_solve']:.1f}x (solve only)")
+    print(f"   speed-up     {out['speedup_total']:.1f}x (round vs from scratch), "
+          f"{out['speedup_solve']:.1f}x (solve only)")
     return out
 
 

@@ -23,7 +23,7 @@ from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.flow.costs import make_cost_model
 from megha.schedulers.flow.graph import SchedulingGraph
 from megha.schedulers.flow.scheduler import FlowScheduler, FlowSettings, Machines
-from megha.schedulers.flow.solvers import make_solver, warm_up
+from megha.schedulers.flow.solvers import IncrementalSolver, make_solver, warm_up
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
 
@@ -98,6 +98,8 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
             max_arcs=o.max_arcs, ec_fanout=o.ec_fanout, rng=rng,
         )
         solver = make_solver(o.solver)
+        if isinstance(solver, IncrementalSolver):
+            solver.compute_cost = o.verify  # the round's cost is only needed to check it
         warm_up()  # numba compilation (or cache load) before the first round, outside any timed region
     elif o.preemption:
         raise InputError(f"scheduler 'flow': preemption needs policy=flow (got policy={o.policy})")

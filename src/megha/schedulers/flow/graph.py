@@ -47,6 +47,8 @@ class _Class:
     targets: dict[int, int] = field(default_factory=dict)  # machine -> arc E_q → M
     rack_arcs: dict[int, int] = field(default_factory=dict)  # rack -> arc E_q → R
     waiting: int = 0
+    fit: np.ndarray | None = None  # machines satisfying the mask (cached)
+    starved: bool = False  # no further machine to connect until one it fits frees up
 
 
 def _grow(a: np.ndarray, n: int, fill) -> np.ndarray:
@@ -88,6 +90,7 @@ class SchedulingGraph:
         self.machine_slots = np.asarray(machine_slots, dtype=np.int64)
         self.machine_free = self.machine_slots.copy()
         self.machine_failed = np.zeros(nm, dtype=bool)
+        self._mark = np.zeros(nm, dtype=bool)
         self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
         # columns read by cost models (grown on demand)
         self.task_job = np.zeros(0, dtype=np.int64)
@@ -106,6 +109,7 @@ class SchedulingGraph:
         self.job_lower = np.zeros(0, dtype=np.int64)
         self.jobs: set[int] = set()
         self.classes: dict[int, _Class] = {}
+        self._active: set[int] = set()  # partial classes with waiting tasks or arcs (revisited every round)
 
         net = FlowNetwork(node_capacity=nm + 1024, arc_capacity=4 * nm + 4096)
         self.net = net
@@ -232,6 +236,8 @@ class SchedulingGraph:
             sel = hard == q
             c = self._class(int(q))
             c.waiting += int(sel.sum())
+            if not c.full:
+                self._active.add(c.mask)
             tails.append(nodes[sel])
             heads.append(np.full(int(sel.sum()), c.node))
             costs.append(tcost[sel])
@@ -292,10 +298,12 @@ class SchedulingGraph:
         """Bring costs, bounds and aggregator arcs up to date for a round at ``now``."""
         net = self.net
         # machines
+        freed_masks = np.zeros(0, dtype=np.uint32)
         if self.machine_dirty:
             ms = np.fromiter(self.machine_dirty, dtype=np.int64)
             ms.sort()
             self.machine_dirty.clear()
+            freed_masks = np.unique(self.machine_mask[ms[self.machine_free[ms] > 0]])
             cost = self.cm.machine_cost(self, ms) + np.where(self.machine_failed[ms], PROHIBITIVE, 0)
             arcs = self.machine_arc[ms]
             ch = cost != self.machine_cost[ms]
@@ -334,48 +342,63 @@ class SchedulingGraph:
             if ch.any():
                 net.set_costs(arcs[ch], cost[ch])
                 self.job_cost[jobs[ch]] = cost[ch]
-        self._refresh_classes()
+        self._refresh_classes(freed_masks)
 
-    def _refresh_classes(self) -> None:
-        """Keep each partial class aggregator connected to enough machines (free ones first)."""
+    def _refresh_classes(self, freed_masks: np.ndarray) -> None:
+        """Keep each partial class aggregator connected to enough machines (free ones first).
+
+        A class that found no further machine stays *starved* (skipped) until a machine it fits frees up.
+        """
         net = self.net
-        for c in list(self.classes.values()):
-            if c.full:
-                continue
+        mark = self._mark
+        active = [self.classes[q] for q in sorted(self._active)]
+        starved = [c for c in active if c.starved and c.waiting > 0]
+        if starved and freed_masks.size:
+            q = np.array([c.mask for c in starved], dtype=np.uint32)
+            wake = ((q[:, None] & ~freed_masks[None, :]) == 0).any(axis=1)
+            for c, w in zip(starved, wake.tolist(), strict=True):
+                c.starved = not w
+        for c in active:
             if c.waiting <= 0:
                 if c.targets:
                     net.remove_arcs(np.fromiter(c.targets.values(), dtype=np.int64))
                     c.targets.clear()
+                self._active.discard(c.mask)
+                continue
+            if c.starved:
                 continue
             if self.preemption:  # arcs to busy machines too: a waiting task may displace a running one
                 want = self.ec_fanout if self.ec_fanout > 0 else self.machine_mask.size
             else:  # enough free machines for every waiting task, a few spare
                 want = c.waiting + 8 if self.ec_fanout <= 0 else min(c.waiting + 8, self.ec_fanout)
-            if c.targets:
-                tm = np.fromiter(c.targets.keys(), dtype=np.int64)
-                live = tm[(self.machine_free[tm] > 0) | self.preemption]
-                if not self.preemption and tm.size > 2 * max(want, 1):
-                    dead = tm[self.machine_free[tm] <= 0]
-                    if dead.size:
-                        net.remove_arcs(np.array([c.targets.pop(m) for m in dead.tolist()], dtype=np.int64))
-                have = live.size
+            tm = np.fromiter(c.targets.keys(), dtype=np.int64, count=len(c.targets))
+            if self.preemption:
+                have = tm.size
             else:
-                have = 0
+                busy = self.machine_free[tm] <= 0
+                have = int(tm.size - busy.sum())
+                if tm.size > 2 * want and busy.any():
+                    dead = tm[busy]
+                    net.remove_arcs(np.array([c.targets.pop(m) for m in dead.tolist()], dtype=np.int64))
+                    tm = tm[~busy]
             if have >= want:
                 continue
-            ms = self.fits(c.mask)
-            if c.targets:
-                ms = ms[~np.isin(ms, np.fromiter(c.targets.keys(), dtype=np.int64))]
+            if c.fit is None:
+                c.fit = self.fits(c.mask)
+            ms = c.fit
             if not self.preemption:
                 ms = ms[self.machine_free[ms] > 0]
+            if tm.size:
+                mark[tm] = True
+                ms = ms[~mark[ms]]
+                mark[tm] = False
             if ms.size == 0:
+                c.starved = True
                 continue
-            k = want - have if self.ec_fanout > 0 else ms.size
+            k = want - have
             if ms.size > k:
-                # free machines first, random among them (classes then rarely crowd the same machines)
-                free = self.machine_free[ms] > 0
-                key = self.rng.random(ms.size) - free
-                ms = np.sort(ms[np.argsort(key, kind="stable")[:k]])
+                # random among the candidates (classes then rarely crowd the same machines)
+                ms = np.sort(ms[np.argsort(self.rng.random(ms.size), kind="stable")[:k]])
             arcs = net.add_arcs(np.full(ms.size, c.node), self.machine_node[ms], 0, BIG)
             c.targets.update(zip(ms.tolist(), arcs.tolist(), strict=True))
 
@@ -544,7 +567,10 @@ class SchedulingGraph:
             if live.size:
                 self.net.remove_arcs(live)
             for t in tasks.tolist():
-                self.classes[int(self.task_hard[t])].waiting += 1
+                c = self.classes[int(self.task_hard[t])]
+                c.waiting += 1
+                if not c.full:
+                    self._active.add(c.mask)
             if not self.migration:
                 for t in tasks.tolist():
                     node = int(self.task_node[t])

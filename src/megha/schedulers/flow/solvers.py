@@ -55,9 +55,10 @@ class IncrementalSolver(Solver):
 
     name = "incremental"
 
-    def __init__(self) -> None:
+    def __init__(self, compute_cost: bool = True) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
         self._cap = (0, 0)
+        self.compute_cost = compute_cost  # False: SolveResult.cost is 0 (saves an O(arcs) pass per round)
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
         cap = (net.node_capacity, net.arc_capacity)
@@ -87,7 +88,8 @@ class IncrementalSolver(Solver):
         after = net.stats()
         stats = {k: after[k] - before[k] for k in after}
         status = OPTIMAL if left == 0 else INFEASIBLE
-        return SolveResult(status, net.total_cost() if left == 0 else 0, seconds, stats)
+        cost = net.total_cost() if left == 0 and self.compute_cost else 0
+        return SolveResult(status, cost, seconds, stats)
 
 
 def _check_balanced(net: FlowNetwork) -> None:
