@@ -8,7 +8,10 @@ node) or ``fair`` (users served by fewest running containers, FIFO within a user
 queue per user). ``am_overhead`` delays a job's requests by its application master's start-up time.
 
 The RM tracks every container it allocated and releases it when a heartbeat reports it finished, so its view
-never promises a node more than it has. Constraint matching uses the shared packed index, laid out in heartbeat
+never promises a node more than it has. Simulation shortcut (heartbeats that change nothing are not simulated): an
+arriving task is booked at once on the free suitable node whose heartbeat comes first and launched at that tick;
+if another suitable node frees and heartbeats even earlier, the task still waits for its booked tick (at most one
+period). Constraint matching uses the shared packed index, laid out in heartbeat
 phase order so "the suitable free node with the soonest heartbeat" is one rotated first-set-bit search.
 """
 
