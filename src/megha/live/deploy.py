@@ -140,7 +140,8 @@ async def start_host(cfg: LiveConfig, h: int, transport: Transport, layout: Megh
     comp = WorkerHost(name or f"h{h}", layout, host_workers(layout, n, h), rt.epoch, beat=w.beat,
                       default_kind=w.task_kind, output_dir=w.output_dir or None,
                       lease=0.8 * cfg.ha.host_timeout)
-    await rt.host(comp, seed=h, extra_subjects=(HOSTS,))
+    hosted = await rt.host(comp, seed=h, extra_subjects=(HOSTS,))
+    comp.flush_events = hosted.flush_events
     rt.start()
     return rt
 

@@ -212,6 +212,8 @@ class Hosted:
         self.started = False
         self.on_takeover: Callable[[float], None] | None = None
         self.aliases: set[str] = set()
+        self.event_window = 0.01
+        self._events_armed = False
         comp.attach(self.port)
 
     # --- inputs ----------------------------------------------------------------------------------------
@@ -284,10 +286,22 @@ class Hosted:
         elif self.role == "standby":
             self._tasks.append(asyncio.ensure_future(self._watch_loop()))
 
-    def flush_events(self) -> None:
+    def flush_events(self, force: bool = False) -> None:
+        """Send the component's pending task events. A replicated component sends them at once (its outputs
+        must follow its inputs deterministically); others coalesce them for ``event_window`` seconds."""
         rec = getattr(self.comp, "rec", None)
-        if isinstance(rec, ForwardingRecorder) and rec.items:
+        if not isinstance(rec, ForwardingRecorder) or not rec.items:
+            return
+        if force or self.replicated or self.event_window <= 0 or len(rec.items) >= 512:
             self.port.send(EVENTS, Events(self.address, rec.take()))
+        elif not self._events_armed:
+            self._events_armed = True
+            self.rt.loop.call_later(self.event_window, self._flush_later)
+
+    def _flush_later(self) -> None:
+        self._events_armed = False
+        if self.role != "deposed":
+            self.flush_events(force=True)
 
     # --- replication -------------------------------------------------------------------------------------
     def _replicate(self, what: str, key: str, data: bytes) -> None:

@@ -156,15 +156,21 @@ def _k_bytes(v: Any) -> Any:
     return v
 
 
-def _vector(kinds: str, what: str, elem: Callable[[Any], bool], to: str | None) -> Callable[[Any], Any]:
+_INT_T = frozenset({int})
+_NUM_T = frozenset({int, float})
+
+
+def _vector(kinds: str, what: str, types: frozenset, to: str | None) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
+        if type(v) is list:
+            if v and not set(map(type, v)) <= types:
+                raise WireError(f"expected a list of {what}")
+            return v if to is None else np.asarray(v, dtype=to).reshape(-1)
         if isinstance(v, np.ndarray):
             if v.ndim != 1 or v.dtype.kind not in kinds:
                 raise WireError(f"expected a 1-D array of {what}, got {v.dtype} with {v.ndim} dims")
             return v if to is None else v.astype(to, copy=False)
-        if type(v) is not list or not all(elem(x) for x in v):
-            raise WireError(f"expected a list of {what}")
-        return v if to is None else np.asarray(v, dtype=to).reshape(-1)
+        raise WireError(f"expected a list of {what}")
 
     return check
 
@@ -174,7 +180,7 @@ def _k_state(v: Any) -> Any:
         if (v.ndim == 1 and v.dtype.kind == "b") or (v.ndim == 2 and v.dtype.kind == "f"):
             return v
         raise WireError(f"expected worker state as bools or an [n, R] float array, got {v.dtype} {v.shape}")
-    if type(v) is not list or not all(type(x) is bool for x in v):
+    if type(v) is not list or (v and set(map(type, v)) != {bool}):
         raise WireError("expected a list of booleans")
     return v
 
@@ -220,11 +226,11 @@ def _k_info(v: Any) -> Any:
 
 
 K_INT, K_FLOAT, K_BOOL, K_STR, K_BYTES = _k_int, _k_float, _k_bool, _k_str, _k_bytes
-K_IDS = _vector("iu", "integers", _is_int, None)
-K_IDS_ARR = _vector("iu", "integers", _is_int, "<i8")
-K_MASKS_ARR = _vector("iu", "integers", _is_int, "<u4")
-K_FLOATS = _vector("fiu", "numbers", _is_num, None)
-K_FLOATS_ARR = _vector("fiu", "numbers", _is_num, "<f8")
+K_IDS = _vector("iu", "integers", _INT_T, None)
+K_IDS_ARR = _vector("iu", "integers", _INT_T, "<i8")
+K_MASKS_ARR = _vector("iu", "integers", _INT_T, "<u4")
+K_FLOATS = _vector("fiu", "numbers", _NUM_T, None)
+K_FLOATS_ARR = _vector("fiu", "numbers", _NUM_T, "<f8")
 
 
 @dataclass(frozen=True)
@@ -234,9 +240,9 @@ class Schema:
     same_length: tuple[str, ...] = ()  # per-task columns that must have equal lengths
     rows_of: tuple[str, str] | None = None  # (matrix field, column it must have as many rows as)
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(f for f, _ in self.fields)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(f for f, _ in self.fields))
+        object.__setattr__(self, "name_set", frozenset(self.names))
 
 
 def _s(cls: type, *fields: tuple[str, Callable], same: tuple[str, ...] = (), rows: tuple[str, str] | None = None
@@ -315,7 +321,7 @@ def decode(data: bytes) -> Envelope:
         raise WireError("epoch, seq and term must be integers (seq, term >= 0)")
     if type(body) is not dict:
         raise WireError(f"{name}: body must be a map")
-    if len(body) != len(schema.fields) or any(f not in body for f in schema.names):
+    if len(body) != len(schema.fields) or not schema.name_set.issuperset(body):
         missing = [f for f in schema.names if f not in body]
         extra = [str(f) for f in body if f not in schema.names]
         raise WireError(f"{name}: missing fields {missing}, unexpected fields {extra[:5]}")

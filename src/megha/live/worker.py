@@ -78,6 +78,7 @@ class WorkerHost(Component):
         self._out: dict[str, list[list]] = {}  # reply -> [tasks, workers, demands]
         self._flush_armed = False
         self.closing = False
+        self.flush_events = None  # set by the runtime: its (coalescing) event sender
 
     # --- component interface -------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
@@ -263,7 +264,10 @@ class WorkerHost(Component):
         for reply, (ts, ws, ds) in out.items():
             self.port.send(reply, Finished(ts, ws, None if ds[0] is None else np.array(ds)))
         if self.rec.items:
-            self.port.send(EVENTS, Events(self.address, self.rec.take()))
+            if self.flush_events is not None:
+                self.flush_events()
+            else:
+                self.port.send(EVENTS, Events(self.address, self.rec.take()))
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []

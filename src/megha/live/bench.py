@@ -1,0 +1,147 @@
+"""``megha live bench``: placement latency (submit → task start) at sustained task rates.
+
+A deployment is started — ``procs``: separate processes over NATS, as ``megha live up`` runs it; ``nats``
+(default): the services in this process, every message still through nats-server on loopback; ``inproc``: the
+in-process bus, then for each rate the client submits single-task jobs evenly for
+``seconds`` seconds (short sleep tasks on enough unconstrained workers, so nothing waits for capacity: the
+figure is the scheduler's placement path client → GM → LM → worker, three broker hops). Latency per task is
+its start time at the worker minus the client's send time (one clock: same machine). A rate is *sustained*
+when every task started, the start rate kept up with the offered rate (≥ 95 %), and p99 ≤ 50 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from megha.live.client import LiveClient, synthetic_workload, to_run_result
+from megha.live.config import LiveConfig
+from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport
+
+log = logging.getLogger("megha.live.bench")
+
+
+def bench_config(port: int = 14322, workers: int = 1000, gms: int = 1, lms: int = 2, hosts: int = 1,
+                 broker: str = "nats", state_dir: str | None = None) -> LiveConfig:
+    return LiveConfig(
+        name="bench",
+        broker={"kind": broker, "port": port},
+        datacenter={"workers": workers, "constraints": False},
+        megha={"gms": gms, "lms": lms, "heartbeat": 1.0},
+        workers={"hosts": hosts},
+        ha={"lm_standby": False},
+        state_dir=state_dir or tempfile.mkdtemp(prefix="megha-bench-"),
+    )
+
+
+async def _measure(cl: LiveClient, cfg: LiveConfig, dc, rate: float, seconds: float, duration: float,
+                   per_job: int) -> dict:
+    n_jobs = max(1, int(rate * seconds / per_job))
+    w = synthetic_workload(n_jobs, per_job, duration, seconds, seed=int(rate), jitter=0.2)
+    run = await cl.run(w, dc, stall_timeout=20, ready_timeout=30)
+    res = to_run_result(run, cfg, dc, "bench")
+    rec = res.recorder
+    lat = (rec.start - rec.arrival)[res.feasible]
+    started = np.isfinite(lat)
+    st = rec.start[res.feasible][started]
+    span = float(st.max() - st.min()) if st.size > 1 else 0.0
+    achieved = (st.size - 1) / span if span > 0 else float("nan")
+    p50, p99 = (np.percentile(lat[started], [50, 99]) * 1e3).tolist() if started.any() else (np.nan, np.nan)
+    return {"rate": rate, "tasks": int(res.feasible.sum()), "started": int(started.sum()),
+            "achieved_rate": achieved, "p50_ms": p50, "p99_ms": p99,
+            "max_ms": float(np.nanmax(lat) * 1e3) if started.any() else float("nan"),
+            "completed": res.unfinished_reason is None,
+            "sustained": bool(started.all() and achieved >= 0.95 * rate and p99 <= 50.0)}
+
+
+async def run_bench(rates: list[float], seconds: float = 4.0, duration: float = 0.2, per_job: int = 1,
+                    mode: str = "nats", cfg: LiveConfig | None = None, report=print) -> list[dict]:
+    """Measure each rate in turn on one deployment; returns one row per rate."""
+    cfg = cfg or bench_config(broker="inproc" if mode == "inproc" else "nats")
+    dc = datacenter_of(cfg)
+    layout = layout_of(cfg, dc)
+    dep = None
+    sup = None
+    broker_proc = None
+    try:
+        if mode == "procs":
+            from megha.live import supervisor
+
+            path = Path(cfg.state_dir) / "bench.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(cfg.model_dump_json())
+            sup = supervisor.launch(cfg, str(path))
+            transport = make_transport(cfg, "bench-client")
+        else:
+            if mode == "nats":
+                broker_proc = _ensure_nats(cfg)
+            dep = await LocalDeployment(cfg, layout=layout).start()
+            transport = dep.transport("bench-client")
+        cl = LiveClient(cfg, transport, layout)
+        await cl.start()
+        await cl.wait_ready(60)
+        await _measure(cl, cfg, dc, min(rates), 1.0, duration, per_job)  # warm-up
+        rows = []
+        for r in rates:
+            row = await _measure(cl, cfg, dc, r, seconds, duration, per_job)
+            report(row)
+            rows.append(row)
+            await asyncio.sleep(0.5)
+        await cl.close()
+        return rows
+    finally:
+        if dep is not None:
+            await dep.close()
+        if broker_proc is not None:
+            broker_proc.terminate()
+            broker_proc.wait(5)
+        if sup is not None:
+            from megha.live import supervisor
+
+            with contextlib.suppress(Exception):
+                supervisor.terminate(cfg)
+
+
+def _ensure_nats(cfg: LiveConfig):
+    """Start nats-server on the configured loopback port unless one already listens there."""
+    import subprocess
+
+    from megha.live import supervisor
+
+    b = cfg.broker
+    if supervisor.port_open(b.bind, b.port):
+        return None
+    binary = supervisor.nats_server_binary(cfg)
+    if binary is None:
+        raise RuntimeError("nats-server is not installed (apt-get install -y nats-server)")
+    p = subprocess.Popen(supervisor.nats_argv(cfg, binary), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 5
+    while not supervisor.port_open(b.bind, b.port):
+        if time.monotonic() > end:
+            p.kill()
+            raise RuntimeError("nats-server did not start")
+        time.sleep(0.05)
+    return p
+
+
+def format_row(row: dict) -> str:
+    return (f"rate {row['rate']:>7,.0f}/s  achieved {row['achieved_rate']:>8,.0f}/s  "
+            f"p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
+            f"started {row['started']}/{row['tasks']}  {'sustained' if row['sustained'] else 'NOT sustained'}")
+
+
+def main(rates: list[float] | None = None, seconds: float = 4.0, mode: str = "nats", per_job: int = 1) -> list[dict]:
+    logging.basicConfig(level=logging.WARNING)
+    t = time.perf_counter()
+    rows = asyncio.run(run_bench(rates or [1000, 2000, 3000], seconds, mode=mode, per_job=per_job,
+                                 report=lambda r: print(format_row(r), flush=True)))
+    ok = [r["rate"] for r in rows if r["sustained"]]
+    print(f"highest sustained rate: {max(ok) if ok else 0:,.0f} tasks/s ({mode}, {per_job} task(s)/job); "
+          f"bench took {time.perf_counter() - t:.1f} s")
+    return rows

@@ -1,0 +1,76 @@
+"""One service process: ``python -m megha.live.service gm|lm|worker --config FILE --index I [--role R]``.
+
+The process connects to the broker (retrying with backoff), starts its component, and runs until SIGTERM or
+SIGINT, or a ``shutdown`` :class:`~megha.live.messages.Control` on the deployment's control subject.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from megha.live import wire
+from megha.live.config import LiveConfig, load_config
+from megha.live.deploy import make_transport, quiet_gc, start_gm, start_host, start_lm
+from megha.live.messages import Control
+from megha.live.runtime import CONTROL
+
+log = logging.getLogger("megha.live.service")
+
+KINDS = ("gm", "lm", "worker")
+
+
+async def serve(cfg: LiveConfig, kind: str, index: int, role: str = "solo") -> None:
+    """Run one service until told to stop."""
+    if kind not in KINDS:
+        raise ValueError(f"service kind must be one of {KINDS}")
+    who = f"{kind}{index}" + (f"-{role}" if kind == "lm" else "")
+    transport = make_transport(cfg, who, give_up_after=None)
+    if kind == "gm":
+        rt = await start_gm(cfg, index, transport)
+    elif kind == "lm":
+        rt = await start_lm(cfg, index, transport, role)
+    else:
+        rt = await start_host(cfg, index, transport)
+    quiet_gc()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    def on_control(data: bytes) -> None:
+        try:
+            env = wire.decode(data)
+        except wire.WireError as e:
+            log.warning("rejected control message: %s", e)
+            return
+        if isinstance(env.msg, Control) and env.msg.cmd == "shutdown":
+            stop.set()
+
+    await transport.subscribe(rt.subject(CONTROL), on_control)
+    log.info("%s up (broker %s)", who, cfg.broker.kind)
+    await stop.wait()
+    for h in rt.hosted.values():
+        if hasattr(h.comp, "shutdown"):
+            h.comp.shutdown()
+    await rt.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="megha-live-service")
+    p.add_argument("kind", choices=KINDS)
+    p.add_argument("--config", default=None)
+    p.add_argument("--index", type=int, default=0)
+    p.add_argument("--role", default="solo", choices=("solo", "active", "standby"))
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {a.kind}{a.index} %(levelname)s %(message)s",
+                        stream=sys.stderr)
+    cfg = load_config(a.config)
+    asyncio.run(serve(cfg, a.kind, a.index, a.role))
+
+
+if __name__ == "__main__":
+    main()
