@@ -62,7 +62,10 @@ class FlowOptions(SchedulerOptions):
     @field_validator("cost_model")
     @classmethod
     def _known(cls, v: str) -> str:
-        make_cost_model(v)
+        try:
+            make_cost_model(v)
+        except InputError as e:
+            raise ValueError(str(e)) from None
         return v
 
 

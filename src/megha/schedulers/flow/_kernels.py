@@ -71,6 +71,7 @@ M_AALIVE = 11
 M_SETTLED = 12
 M_FAILED = 13
 M_FIXES = 14  # arcs saturated or emptied by the optimality repair
+M_SUPSUM = 15  # sum of the supplies of live nodes
 MF = 16
 
 # flags
@@ -113,6 +114,7 @@ def k_add_nodes(N, M, FN, DN, supplies, out):
         N[N_ALIVE, v] = 1
         N[N_SUP, v] = supplies[i]
         N[N_EXC, v] = supplies[i]
+        M[M_SUPSUM] += supplies[i]
         N[N_POT, v] = 0
         N[N_FIRST, v] = -1
         N[N_DEG, v] = 0
@@ -231,6 +233,7 @@ def k_remove_nodes(N, A, H, M, FN, FA, DN, ids):
             _remove_arc(N, A, H, M, FA, DN, N[N_FIRST, v] >> 1)
         N[N_ALIVE, v] = 0
         N[N_EXC, v] = 0
+        M[M_SUPSUM] -= N[N_SUP, v]
         N[N_SUP, v] = 0
         FN[M[M_NFREE]] = v
         M[M_NFREE] += 1
@@ -322,6 +325,7 @@ def k_set_supplies(N, M, DN, ids, supplies):
         v = ids[i]
         d = supplies[i] - N[N_SUP, v]
         if d != 0:
+            M[M_SUPSUM] += d
             N[N_SUP, v] = supplies[i]
             N[N_EXC, v] += d
             _mark_node(N, M, DN, v)
@@ -363,6 +367,65 @@ def k_out_flow_arcs(N, A, H, nodes, out):
                     out[i] = a
                     break
             h = H[H_NEXT, h]
+
+
+@njit(cache=True)
+def k_decompose(N, A, H, roots, role, task_role, cursor, used, touched, out_task, out_root, out_arcs):
+    """Decompose the flow reaching ``roots`` (machines) into unit paths back to task nodes.
+
+    The graph is acyclic from tasks to machines (task → aggregators → machine), so following, from a root,
+    any in-arc with unused flow leads to a task. One row per unit: the task node, the root and up to four
+    arcs (task side first, −1 padded). Per-node cursors make each adjacency list scanned once in total.
+    Returns the number of rows.
+    """
+    nt = 0
+    rows = 0
+    path = np.empty(8, dtype=np.int64)
+    for i in range(roots.size):
+        r = roots[i]
+        while True:
+            x = r
+            k = 0
+            ok = False
+            while k < 8:
+                h = cursor[x]
+                if h == -2:
+                    h = N[N_FIRST, x]
+                    touched[nt] = x
+                    nt += 1
+                while h >= 0:
+                    if h & 1 == 1:
+                        a = h >> 1
+                        if role[H[H_TO, h]] != 0 and A[A_LOW, a] + A[A_FLOW, a] - used[a] > 0:
+                            break
+                    h = H[H_NEXT, h]
+                cursor[x] = h
+                if h < 0:
+                    break
+                a = h >> 1
+                used[a] += 1
+                path[k] = a
+                k += 1
+                u = H[H_TO, h]
+                if role[u] == task_role:
+                    ok = True
+                    out_task[rows] = u
+                    break
+                x = u
+            if not ok:
+                break
+            out_root[rows] = r
+            for j in range(4):
+                out_arcs[rows, j] = path[k - 1 - j] if j < k else -1
+            rows += 1
+    for j in range(nt):
+        x = touched[j]
+        cursor[x] = -2
+        h = N[N_FIRST, x]
+        while h >= 0:
+            used[h >> 1] = 0
+            h = H[H_NEXT, h]
+    return rows
 
 
 @njit(cache=True)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from megha.schedulers.flow import _kernels as K
 from megha.schedulers.flow.costs import CostModel
 from megha.schedulers.flow.fairness import max_min_shares
 from megha.schedulers.flow.network import BIG, FlowNetwork
@@ -91,6 +92,10 @@ class SchedulingGraph:
         self.machine_free = self.machine_slots.copy()
         self.machine_failed = np.zeros(nm, dtype=bool)
         self._mark = np.zeros(nm, dtype=bool)
+        self._cursor = np.zeros(0, dtype=np.int64)
+        self._touched = np.zeros(0, dtype=np.int64)
+        self._used = np.zeros(0, dtype=np.int64)
+        self._paths: dict[int, list[int]] = {}
         self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
         # columns read by cost models (grown on demand)
         self.task_job = np.zeros(0, dtype=np.int64)
@@ -109,7 +114,9 @@ class SchedulingGraph:
         self.job_lower = np.zeros(0, dtype=np.int64)
         self.jobs: set[int] = set()
         self.classes: dict[int, _Class] = {}
-        self._active: set[int] = set()  # partial classes with waiting tasks or arcs (revisited every round)
+        self._dirty: set[int] = set()  # partial classes whose waiting tasks or targets changed
+        self._starved: set[int] = set()  # partial classes with no further machine to connect for now
+        self._target_of: dict[int, set[int]] = {}  # machine -> partial classes with an arc to it
 
         net = FlowNetwork(node_capacity=nm + 1024, arc_capacity=4 * nm + 4096)
         self.net = net
@@ -183,6 +190,17 @@ class SchedulingGraph:
                     c.targets = dict(zip(ms.tolist(), arcs.tolist(), strict=True))
         return c
 
+    def _touch(self, c: _Class) -> None:
+        if not c.full:
+            self._dirty.add(c.mask)
+
+    def _touch_targets_of(self, machines: np.ndarray) -> None:
+        """Classes connected to machines that just became full must look for other machines."""
+        for m in machines.tolist():
+            qs = self._target_of.get(m)
+            if qs:
+                self._dirty.update(qs)
+
     def fits(self, mask: int) -> np.ndarray:
         """Machines satisfying a hard-constraint mask."""
         return np.flatnonzero((self.machine_mask & np.uint32(mask)) == np.uint32(mask))
@@ -236,8 +254,7 @@ class SchedulingGraph:
             sel = hard == q
             c = self._class(int(q))
             c.waiting += int(sel.sum())
-            if not c.full:
-                self._active.add(c.mask)
+            self._touch(c)
             tails.append(nodes[sel])
             heads.append(np.full(int(sel.sum()), c.node))
             costs.append(tcost[sel])
@@ -277,7 +294,9 @@ class SchedulingGraph:
             j = int(self.task_job[t])
             self.job_in_graph[j] -= 1
             if self.task_machine[t] < 0:
-                self.classes[int(self.task_hard[t])].waiting -= 1
+                c = self.classes[int(self.task_hard[t])]
+                c.waiting -= 1
+                self._touch(c)
         self.net.remove_nodes(nodes, unwind=True)
         self.task_node[tasks] = -1
         self.task_direct[tasks] = -1
@@ -347,25 +366,36 @@ class SchedulingGraph:
     def _refresh_classes(self, freed_masks: np.ndarray) -> None:
         """Keep each partial class aggregator connected to enough machines (free ones first).
 
-        A class that found no further machine stays *starved* (skipped) until a machine it fits frees up.
+        Only classes whose waiting tasks or targets changed are revisited; a class that found no further
+        machine is *starved* (skipped) until a machine it fits frees up.
         """
         net = self.net
         mark = self._mark
-        active = [self.classes[q] for q in sorted(self._active)]
-        starved = [c for c in active if c.starved and c.waiting > 0]
-        if starved and freed_masks.size:
-            q = np.array([c.mask for c in starved], dtype=np.uint32)
+        if self._starved and freed_masks.size:
+            st = sorted(self._starved)
+            q = np.array(st, dtype=np.uint32)
             wake = ((q[:, None] & ~freed_masks[None, :]) == 0).any(axis=1)
-            for c, w in zip(starved, wake.tolist(), strict=True):
-                c.starved = not w
-        for c in active:
+            for mask, w in zip(st, wake.tolist(), strict=True):
+                if w:
+                    self._starved.discard(mask)
+                    self._dirty.add(mask)
+        dirty = sorted(self._dirty)
+        self._dirty.clear()
+        add_t: list[np.ndarray] = []
+        add_m: list[np.ndarray] = []
+        add_c: list[_Class] = []
+        drop: list[int] = []
+        for mask in dirty:
+            c = self.classes[mask]
             if c.waiting <= 0:
                 if c.targets:
-                    net.remove_arcs(np.fromiter(c.targets.values(), dtype=np.int64))
+                    for m, a in c.targets.items():
+                        self._target_of[m].discard(mask)
+                        drop.append(a)
                     c.targets.clear()
-                self._active.discard(c.mask)
+                self._starved.discard(mask)
                 continue
-            if c.starved:
+            if mask in self._starved:
                 continue
             if self.preemption:  # arcs to busy machines too: a waiting task may displace a running one
                 want = self.ec_fanout if self.ec_fanout > 0 else self.machine_mask.size
@@ -378,8 +408,9 @@ class SchedulingGraph:
                 busy = self.machine_free[tm] <= 0
                 have = int(tm.size - busy.sum())
                 if tm.size > 2 * want and busy.any():
-                    dead = tm[busy]
-                    net.remove_arcs(np.array([c.targets.pop(m) for m in dead.tolist()], dtype=np.int64))
+                    for m in tm[busy].tolist():
+                        drop.append(c.targets.pop(m))
+                        self._target_of[m].discard(mask)
                     tm = tm[~busy]
             if have >= want:
                 continue
@@ -393,14 +424,30 @@ class SchedulingGraph:
                 ms = ms[~mark[ms]]
                 mark[tm] = False
             if ms.size == 0:
-                c.starved = True
+                self._starved.add(mask)
                 continue
             k = want - have
             if ms.size > k:
                 # random among the candidates (classes then rarely crowd the same machines)
                 ms = np.sort(ms[np.argsort(self.rng.random(ms.size), kind="stable")[:k]])
-            arcs = net.add_arcs(np.full(ms.size, c.node), self.machine_node[ms], 0, BIG)
-            c.targets.update(zip(ms.tolist(), arcs.tolist(), strict=True))
+            add_t.append(np.full(ms.size, c.node))
+            add_m.append(ms)
+            add_c.append(c)
+        if drop:
+            net.remove_arcs(np.array(drop, dtype=np.int64))
+        if add_t:
+            ms_all = np.concatenate(add_m)
+            arcs = net.add_arcs(np.concatenate(add_t), self.machine_node[ms_all], 0, BIG)
+            pos = 0
+            for c, ms in zip(add_c, add_m, strict=True):
+                c.targets.update(zip(ms.tolist(), arcs[pos : pos + ms.size].tolist(), strict=True))
+                for m in ms.tolist():
+                    self._target_of.setdefault(m, set()).add(c.mask)
+                pos += ms.size
+
+    def unserved(self) -> bool:
+        """Some class has waiting tasks and may still reach free machines (worth another round now)."""
+        return any(self.classes[q].waiting > 0 and q not in self._starved for q in self._dirty)
 
     def solve(self, solver: Solver) -> SolveResult:
         return solver.solve(self.net)
@@ -409,72 +456,52 @@ class SchedulingGraph:
         """Tasks currently in the graph (sorted)."""
         return np.flatnonzero(self.task_node >= 0)
 
-    def assignment(self, tasks: np.ndarray) -> np.ndarray:
-        """Machine each task is placed on by the current flow (−1 = unscheduled), aggregators decomposed."""
-        tasks = np.asarray(tasks, dtype=np.int64)
-        out = np.full(tasks.size, -1, dtype=np.int64)
-        self._paths = {}
-        if tasks.size == 0:
-            return out
-        net = self.net
-        arcs = net.out_flow_arcs(self.task_node[tasks])
-        has = arcs >= 0
-        heads = np.full(tasks.size, -1, dtype=np.int64)
-        heads[has] = net.heads(arcs[has])
-        role = np.where(has, self.node_role[np.maximum(heads, 0)], -1)
-        direct = role == ROLE_MACHINE
-        out[direct] = self.node_ref[heads[direct]]
-        for i in np.flatnonzero(direct).tolist():
-            self._paths[int(tasks[i])] = [int(arcs[i])]
-        via = np.flatnonzero(role == ROLE_EC)
-        if via.size:
-            by_class: dict[int, list[int]] = {}
-            for i in via.tolist():
-                by_class.setdefault(int(self.node_ref[heads[i]]), []).append(i)
-            rack_used: dict[int, np.ndarray] = {}  # units of R → M flow already matched (racks are shared)
-            for q in sorted(by_class):
-                idx = by_class[q]
-                slots = self._class_flow(self.classes[q], rack_used)
-                for i, (m, path) in zip(idx, slots, strict=False):
-                    out[i] = m
-                    self._paths[int(tasks[i])] = [int(arcs[i]), *path]
-        return out
+    def placements(self) -> tuple[np.ndarray, np.ndarray]:
+        """(tasks, machines) placed by the current flow, aggregator flows decomposed into unit paths.
 
-    def _class_flow(self, c: _Class, rack_used: dict[int, np.ndarray]) -> list[tuple[int, list[int]]]:
-        """One (machine, arcs from the aggregator to it) per unit of flow leaving the aggregator, in order."""
+        Any decomposition is valid: every machine an aggregator reaches satisfies all its tasks' hard
+        constraints. The arcs of each task's path are kept for :meth:`commit`.
+        """
         net = self.net
-        units: list[tuple[int, list[int]]] = []
-        if c.targets:
-            ms = np.fromiter(c.targets.keys(), dtype=np.int64)
-            arcs = np.fromiter(c.targets.values(), dtype=np.int64)
-            f = net.flows(arcs)
-            order = np.argsort(ms, kind="stable")
-            for m, a, k in zip(ms[order].tolist(), arcs[order].tolist(), f[order].tolist(), strict=True):
-                units.extend([(m, [a])] * k)
-        if c.rack_arcs:
-            for r, a in sorted(c.rack_arcs.items()):
-                k = int(net.flows([a])[0])
-                if k <= 0:
-                    continue
-                ms = np.flatnonzero(self.machine_rack == r)
-                ra = self.rack_to_machine_arc[ms]
-                used = rack_used.get(r)
-                if used is None:
-                    used = rack_used[r] = np.zeros(ms.size, dtype=np.int64)
-                f = net.flows(ra) - used
-                for i, (m, b, n) in enumerate(zip(ms.tolist(), ra.tolist(), f.tolist(), strict=True)):
-                    n = min(n, k)
-                    if n <= 0:
-                        continue
-                    units.extend([(m, [a, b])] * n)
-                    used[i] += n
-                    k -= n
-        return units
+        flow = net.flows(self.machine_arc)
+        roots = self.machine_node[flow > 0]
+        n = int(flow.sum())
+        self._paths = {}
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        cap = net.node_capacity
+        if self._cursor.size < cap:
+            self._cursor = np.full(cap, -2, dtype=np.int64)
+            self._touched = np.zeros(cap, dtype=np.int64)
+        if self._used.size < net.arc_capacity:
+            self._used = np.zeros(net.arc_capacity, dtype=np.int64)
+        if self.node_role.size < cap:
+            self._roles(np.zeros(0, dtype=np.int64), ROLE_SINK, np.zeros(0, dtype=np.int64))
+        out_task = np.empty(n, dtype=np.int64)
+        out_root = np.empty(n, dtype=np.int64)
+        out_arcs = np.empty((n, 4), dtype=np.int64)
+        rows = K.k_decompose(net.N, net.A, net.H, roots, self.node_role, ROLE_TASK, self._cursor, self._used,
+                             self._touched, out_task, out_root, out_arcs)
+        tasks = self.node_ref[out_task[:rows]]
+        machines = self.node_ref[out_root[:rows]]
+        arcs = out_arcs[:rows]
+        self._paths = {t: [a for a in row if a >= 0] for t, row in zip(tasks.tolist(), arcs.tolist(), strict=True)}
+        return tasks, machines
+
+    def assignment(self, tasks: np.ndarray) -> np.ndarray:
+        """Machine of each given task in the current flow (−1 = unscheduled)."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        placed, machines = self.placements()
+        out = np.full(tasks.size, -1, dtype=np.int64)
+        if placed.size:
+            lookup = dict(zip(placed.tolist(), machines.tolist(), strict=True))
+            out[:] = [lookup.get(t, -1) for t in tasks.tolist()]
+        return out
 
     def commit(self, tasks: np.ndarray, machines: np.ndarray) -> None:
         """No preemption: placed tasks leave the graph and take a slot of their machine (no imbalance left).
 
-        The unit of each task is taken back along the exact path of :meth:`assignment` (task → aggregator →
+        The unit of each task is taken back along the exact path of :meth:`placements` (task → aggregator →
         machine → sink), then the node is removed and the machine's capacity lowered by one.
         """
         tasks = np.asarray(tasks, dtype=np.int64)
@@ -486,7 +513,9 @@ class SchedulingGraph:
             path_arcs.append(int(self.machine_arc[m]))
             self.job_in_graph[int(self.task_job[t])] -= 1
             self.job_running[int(self.task_job[t])] += 1
-            self.classes[int(self.task_hard[t])].waiting -= 1
+            c = self.classes[int(self.task_hard[t])]
+            c.waiting -= 1
+            self._touch(c)
         pa = np.array(path_arcs, dtype=np.int64)
         self.net.add_flow(pa, np.full(pa.size, -1, dtype=np.int64))
         self.net.remove_nodes(self.task_node[tasks], unwind=False)
@@ -496,6 +525,7 @@ class SchedulingGraph:
         arcs = self.machine_arc[ms]
         self.net.set_bounds(arcs, np.zeros(ms.size, dtype=np.int64), self.machine_free[ms])
         self.machine_dirty.update(ms.tolist())
+        self._touch_targets_of(ms[self.machine_free[ms] <= 0])
 
     def finished_outside(self, tasks: np.ndarray, machines: np.ndarray) -> None:
         """No preemption: running tasks (not in the graph) finished; their slots are free again."""
@@ -527,7 +557,9 @@ class SchedulingGraph:
         for t in tasks.tolist():
             j = int(self.task_job[t])
             self.job_running[j] += 1
-            self.classes[int(self.task_hard[t])].waiting -= 1
+            c = self.classes[int(self.task_hard[t])]
+            c.waiting -= 1
+            self._touch(c)
         arcs = self.net.add_arcs(nodes, self.machine_node[machines], tcost + pc - self.continuation_bonus, 1)
         self.task_direct[tasks] = arcs
         self.task_machine[tasks] = machines
@@ -569,8 +601,7 @@ class SchedulingGraph:
             for t in tasks.tolist():
                 c = self.classes[int(self.task_hard[t])]
                 c.waiting += 1
-                if not c.full:
-                    self._active.add(c.mask)
+                self._touch(c)
             if not self.migration:
                 for t in tasks.tolist():
                     node = int(self.task_node[t])

@@ -198,11 +198,15 @@ class FlowNetwork:
         b = self.balance_node
         if b is None:
             return
-        hw = int(self.M[K.M_NHW])
-        alive = self.N[K.N_ALIVE, :hw] == 1
-        total = int(self.N[K.N_SUP, :hw][alive].sum()) - int(self.N[K.N_SUP, b])
-        if int(self.N[K.N_SUP, b]) != -total:
-            self.set_supplies([b], [-total])
+        own = int(self.N[K.N_SUP, b])
+        others = int(self.M[K.M_SUPSUM]) - own
+        if own != -others:
+            self.set_supplies([b], [-others])
+
+    @property
+    def supply_sum(self) -> int:
+        """Sum of all live nodes' supplies (must be 0 to solve)."""
+        return int(self.M[K.M_SUPSUM])
 
     def reset_solution(self) -> None:
         """Drop the current flow and potentials (the next incremental solve starts cold)."""

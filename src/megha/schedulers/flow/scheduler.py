@@ -248,7 +248,7 @@ class FlowScheduler(Component):
             self.g.set_free(u, self.free[u])
         if kills.size:
             self.state[kills] = KILLING
-        if tasks.size and self._waiting_fits_free():
+        if tasks.size and self.g is not None and not self.s.preemption and self.g.unserved():
             self._request_round(now)  # aggregators reach only part of the free machines: go on while it helps
         cost = self.s.round_cost + self.s.round_cost_per_node * size
         self.round_sim_cost.append(cost)
@@ -259,17 +259,6 @@ class FlowScheduler(Component):
             self.port.set_timer(cost, ("apply", tasks, workers, kills))
         else:
             self._send(tasks, workers, kills)
-
-    def _waiting_fits_free(self) -> bool:
-        """Is some waiting task's hard mask satisfied by a machine with a free slot?"""
-        if self.g is None or self.free.sum() <= 0:
-            return False
-        waiting = [c.mask for c in self.g.classes.values() if c.waiting > 0]
-        if not waiting:
-            return False
-        fm = np.unique(self.m.mask[self.free > 0])
-        q = np.array(waiting, dtype=np.uint32)
-        return bool(((q[:, None] & ~fm[None, :]) == 0).any())
 
     def _send(self, tasks: np.ndarray, workers: np.ndarray, kills: np.ndarray) -> None:
         if tasks.size:
@@ -312,16 +301,19 @@ class FlowScheduler(Component):
             status, cost, _ = solve_ortools(g.net.export())
             if status != "optimal" or cost != res.cost:
                 raise SimulationError(f"{self.address}: round at t={now}: solver cost {res.cost} != OR-Tools {cost}")
-        in_graph = g.task_nodes()
-        where = g.assignment(in_graph)
-        st = self.state[in_graph]
-        place = (st == WAITING) & (where >= 0)
-        tasks = in_graph[place]
-        machines = where[place]
+        placed, where = g.placements()
+        st = self.state[placed]
+        new = st == WAITING
+        tasks = placed[new]
+        machines = where[new]
         kills = np.zeros(0, dtype=np.int64)
         if self.s.preemption:
-            moved = (st == RUNNING) & (where != self.machine[in_graph])
-            kills = in_graph[moved]
+            # running tasks whose unit left their machine: preempt (they are re-placed after the kill)
+            running = np.flatnonzero(self.state[: self.machine.size] == RUNNING)
+            stay = np.zeros(self.state.size, dtype=bool)
+            keep = (st == RUNNING) & (where == self.machine[placed])
+            stay[placed[keep]] = True
+            kills = running[~stay[running]]
             # launch only where a slot is really free now (kills in flight free theirs later)
             if tasks.size:
                 ok = np.zeros(tasks.size, dtype=bool)

@@ -93,8 +93,7 @@ class IncrementalSolver(Solver):
 
 
 def _check_balanced(net: FlowNetwork) -> None:
-    nodes = net.alive_nodes()
-    total = int(net.N[K.N_SUP, nodes].sum())
+    total = net.supply_sum
     if total != 0:
         raise InputError(f"flow network: supplies sum to {total}, they must sum to 0 (set a balance node)")
 
