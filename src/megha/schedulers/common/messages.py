@@ -27,7 +27,7 @@ class JobArrival:
     priority: int = 0
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)  # numpy array or list
 
 
 @dataclass(slots=True)
@@ -45,7 +45,7 @@ class Launch:
         return self.tasks
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)  # numpy array or list
 
 
 @dataclass(slots=True)
@@ -57,7 +57,7 @@ class Finished:
     demands: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)  # numpy array or list
 
 
 @dataclass(slots=True)
@@ -68,7 +68,7 @@ class Kill:
     reply_to: str
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)  # numpy array or list
 
 
 @dataclass(slots=True)
@@ -80,4 +80,4 @@ class Killed:
     demands: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return int(self.tasks.size)
+        return len(self.tasks)  # numpy array or list
