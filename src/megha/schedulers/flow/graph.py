@@ -381,6 +381,9 @@ class SchedulingGraph:
                     self._dirty.add(mask)
         dirty = sorted(self._dirty)
         self._dirty.clear()
+        # candidates come from the (usually short) list of free machines, not from all fitting machines
+        free_list = None if self.preemption else np.flatnonzero(self.machine_free > 0)
+        free_masks = None if free_list is None else self.machine_mask[free_list]
         add_t: list[np.ndarray] = []
         add_m: list[np.ndarray] = []
         add_c: list[_Class] = []
@@ -414,11 +417,13 @@ class SchedulingGraph:
                     tm = tm[~busy]
             if have >= want:
                 continue
-            if c.fit is None:
-                c.fit = self.fits(c.mask)
-            ms = c.fit
-            if not self.preemption:
-                ms = ms[self.machine_free[ms] > 0]
+            if free_list is not None:
+                q = np.uint32(c.mask)
+                ms = free_list[(free_masks & q) == q]
+            else:
+                if c.fit is None:
+                    c.fit = self.fits(c.mask)
+                ms = c.fit
             if tm.size:
                 mark[tm] = True
                 ms = ms[~mark[ms]]
