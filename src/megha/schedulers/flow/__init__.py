@@ -38,13 +38,18 @@ class FlowOptions(SchedulerOptions):
     slots_per_machine: int = Field(1, ge=1, description="K consecutive workers form one machine of K slots")
     rack_size: int = Field(0, ge=0, description="machines per rack aggregator under the cluster aggregator (0: none)")
     min_interval: float = Field(0.0, ge=0, description="minimum simulated seconds between two rounds")
+    period: float = Field(0.0, ge=0, description="also run a round every this many seconds while tasks wait (0: off)")
     preemption: bool = Field(False, description="running tasks stay in the graph and may be preempted")
     migration: bool = Field(True, description="with preemption: a running task may be moved to another machine")
     round_cost: float = Field(0.0, ge=0, description="modelled seconds per round before its decisions apply")
     round_cost_per_node: float = Field(0.0, ge=0, description="modelled extra seconds per graph node per round")
     unscheduled_cost: int = Field(1000, ge=1, description="base cost of leaving a task unscheduled")
+    placement_cost: int = Field(
+        0, description="cost added to every placement; above unscheduled_cost tasks wait for machines they prefer"
+    )
     wait_weight: float = Field(1.0, ge=0, description="quincy: waiting cost per second waited")
     wait_quantum: float = Field(1.0, ge=0, description="quincy: the waiting cost steps every this many seconds")
+    fairness: bool = Field(True, description="quincy: enforce max-min fair shares (False: waiting cost only)")
     utility: float = Field(1.0, ge=0, description="placement: utility of a machine with the task's soft constraints")
     soft_mask: int = Field(0, ge=0, description="constraint bits treated as soft preferences (e.g. a GPU bit)")
     soft_speedup: float = Field(1.0, gt=0, description="tasks run this many times faster where their soft bits hold")
@@ -75,6 +80,7 @@ def cost_model_of(o: FlowOptions):
         o.cost_model,
         wait_weight=o.wait_weight,
         wait_quantum=o.wait_quantum,
+        fairness=o.fairness,
         utility=o.utility,
         priority_weight=o.priority_weight,
         load_weight=min(o.load_weight, o.priority_weight - 1),
@@ -98,7 +104,7 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
             machines.mask, machines.slots, cm,
             machine_rack=rack, preemption=o.preemption, migration=o.migration,
             unscheduled_base=o.unscheduled_cost, continuation_bonus=o.continuation_bonus,
-            max_arcs=o.max_arcs, ec_fanout=o.ec_fanout, rng=rng,
+            max_arcs=o.max_arcs, ec_fanout=o.ec_fanout, placement_cost=o.placement_cost, rng=rng,
         )
         solver = make_solver(o.solver)
         if isinstance(solver, IncrementalSolver):
@@ -107,7 +113,8 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
     elif o.preemption:
         raise InputError(f"scheduler 'flow': preemption needs policy=flow (got policy={o.policy})")
     settings = FlowSettings(
-        policy=o.policy, min_interval=o.min_interval, preemption=o.preemption, round_cost=o.round_cost,
+        policy=o.policy, min_interval=o.min_interval, period=o.period, preemption=o.preemption,
+        round_cost=o.round_cost,
         round_cost_per_node=o.round_cost_per_node, soft_mask=o.soft_mask, soft_speedup=o.soft_speedup,
         verify=o.verify,
     )

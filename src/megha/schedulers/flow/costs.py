@@ -84,7 +84,7 @@ class Quincy(CostModel):
     wait_weight: float = 1.0  # cost units per second waited
     wait_quantum: float = 1.0  # seconds: the waiting cost steps at this granularity (fewer cost changes)
     name: str = "quincy"
-    fair_shares: bool = True
+    fair_shares: bool = True  # False keeps only the growing waiting cost (FIFO-like among equals)
 
     def unscheduled(self, g: GraphView, jobs: np.ndarray, now: float) -> np.ndarray:
         if self.wait_weight <= 0:
@@ -199,8 +199,8 @@ MODELS = ("quincy", "placement", "priority")
 def make_cost_model(spec: str, **params) -> Combined:
     """Build ``'quincy'``, ``'placement'``, ``'priority'`` or a ``+``-joined combination of them.
 
-    ``params`` may hold ``wait_weight``, ``wait_quantum`` (quincy), ``utility`` (placement), ``priority_weight``,
-    ``load_weight``, ``priority_levels``, ``priority_order`` (priority); unused ones are ignored.
+    ``params`` may hold ``wait_weight``, ``wait_quantum``, ``fairness`` (quincy), ``utility`` (placement),
+    ``priority_weight``, ``load_weight``, ``priority_levels``, ``priority_order`` (priority); others are ignored.
     """
     names = [s.strip() for s in spec.split("+") if s.strip()]
     if not names:
@@ -209,7 +209,11 @@ def make_cost_model(spec: str, **params) -> Combined:
     for n in names:
         if n == "quincy":
             parts.append(
-                Quincy(wait_weight=params.get("wait_weight", 1.0), wait_quantum=params.get("wait_quantum", 1.0))
+                Quincy(
+                    wait_weight=params.get("wait_weight", 1.0),
+                    wait_quantum=params.get("wait_quantum", 1.0),
+                    fair_shares=params.get("fairness", True),
+                )
             )
         elif n == "placement":
             parts.append(Placement(utility=params.get("utility", 1.0)))

@@ -76,9 +76,11 @@ class SchedulingGraph:
         continuation_bonus: int = 50,
         max_arcs: int = 16,
         ec_fanout: int = 128,
+        placement_cost: int = 0,
         rng: np.random.Generator | None = None,
     ) -> None:
         self.cm = cost_model
+        self.placement_cost = int(placement_cost)
         self.preemption = preemption
         self.migration = migration
         self.unscheduled_base = int(unscheduled_base)
@@ -245,7 +247,7 @@ class SchedulingGraph:
         """Arcs of waiting tasks: to U_j, to their class aggregator, and to preferred machines."""
         net = self.net
         n = tasks.size
-        tcost = self.cm.task_cost(self, tasks)
+        tcost = self.cm.task_cost(self, tasks) + self.placement_cost
         heads = [np.full(n, self.job_node[job])]
         costs = [np.zeros(n, dtype=np.int64)]
         tails = [nodes]
@@ -556,7 +558,7 @@ class SchedulingGraph:
         tasks = np.asarray(tasks, dtype=np.int64)
         if tasks.size == 0:
             return
-        tcost = self.cm.task_cost(self, tasks)
+        tcost = self.cm.task_cost(self, tasks) + self.placement_cost
         pc = self.cm.pair_cost(self, tasks, machines)
         nodes = self.task_node[tasks]
         for t in tasks.tolist():

@@ -78,6 +78,7 @@ class FlowSettings:
 
     policy: str = "flow"
     min_interval: float = 0.0
+    period: float = 0.0
     preemption: bool = False
     round_cost: float = 0.0
     round_cost_per_node: float = 0.0
@@ -124,6 +125,7 @@ class FlowScheduler(Component):
         self.job_priority = np.zeros(16, dtype=np.int64)
         self.job_arrival = np.zeros(16)
         self._round_timer: int | None = None
+        self._tick: int | None = None
         self._busy_until = 0.0
         self._last_round = -np.inf
         self.round_wall: list[float] = []
@@ -221,6 +223,9 @@ class FlowScheduler(Component):
         if key == "round":
             self._round_timer = None
             self._round(now)
+        elif key == "tick":
+            self._tick = None
+            self._request_round(now)
         elif isinstance(key, tuple) and key[0] == "apply":
             self._send(key[1], key[2], key[3])
         else:
@@ -250,6 +255,8 @@ class FlowScheduler(Component):
             self.state[kills] = KILLING
         if tasks.size and self.g is not None and not self.s.preemption and self.g.unserved():
             self._request_round(now)  # aggregators reach only part of the free machines: go on while it helps
+        elif self.s.period > 0 and self._tick is None and self._has_waiting():
+            self._tick = self.port.set_timer(self.s.period, "tick")  # time-dependent costs: look again later
         cost = self.s.round_cost + self.s.round_cost_per_node * size
         self.round_sim_cost.append(cost)
         if cost > 0:
@@ -259,6 +266,11 @@ class FlowScheduler(Component):
             self.port.set_timer(cost, ("apply", tasks, workers, kills))
         else:
             self._send(tasks, workers, kills)
+
+    def _has_waiting(self) -> bool:
+        if self.g is not None:
+            return any(c.waiting > 0 for c in self.g.classes.values())
+        return bool(self.queue)
 
     def _send(self, tasks: np.ndarray, workers: np.ndarray, kills: np.ndarray) -> None:
         if tasks.size:
