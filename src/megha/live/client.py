@@ -11,8 +11,11 @@ worker died under a task), and at the end builds the simulator's
 Faults handled here: when a GM restarts (new incarnation in its status), the tasks that GM held and that
 never started are submitted to it again once it has rebuilt its view (it is stateless; the client is the
 owner of the work, paper §IV-D), and completions the GM could not learn while it was down are taken as known
-when it has rebuilt its view. A GM silent for ``gm_dead_after`` seconds gets no new jobs, and its unstarted
-tasks go to another GM.
+when it has rebuilt its view (or, at the latest, ``orphan_grace`` seconds after the worker reported them). A GM
+silent for ``gm_dead_after`` seconds gets no new jobs, and its unstarted tasks go to another GM. A task whose
+run was lost with its worker and that has not started again after ``orphan_grace`` seconds (its LM handed it
+back to a GM that died meanwhile) is submitted again; GMs drop tasks they already hold, so this never runs a
+task twice.
 
 Every task completes exactly once or is reported: the result names tasks that finished more than once,
 never finished, or failed (non-zero exit, with the reason).
@@ -266,6 +269,7 @@ class LiveClient:
             np.add.at(self.started, local, 1)
         elif kind == "finished":
             np.add.at(self.finished, local, 1)
+            self.finished_at[local] = time.monotonic()
         elif kind == "known":
             new = local[~self.known[local]]
             dup = local.size - new.size
@@ -279,13 +283,15 @@ class LiveClient:
                 self.failures[x] = note or f"exit code {code}"
         elif kind == "lost":
             self.counters["runs_lost"] += int(local.size)
+            np.add.at(self.lost, local, 1)
+            self.lost_at[local] = time.monotonic()
         elif kind == "output":
             self.outputs[int(local[0])] = note
 
     # --- running a workload --------------------------------------------------------------------------------
     async def run(self, workload: Workload, dc: Datacenter, kind: str = "sleep", command: str = "",
                   cwd: str = "", stall_timeout: float = 30.0, ready_timeout: float = 30.0,
-                  gm_dead_after: float = 3.0, progress=None) -> LiveRun:
+                  gm_dead_after: float = 3.0, orphan_grace: float = 3.0, progress=None) -> LiveRun:
         """Submit ``workload`` (arrival times relative to now) and wait for every feasible task."""
         self._reset_run()
         w = workload
@@ -294,14 +300,19 @@ class LiveClient:
         self.started = np.zeros(self.n, dtype=np.int32)
         self.finished = np.zeros(self.n, dtype=np.int32)
         self.known = np.zeros(self.n, dtype=bool)
+        self.lost = np.zeros(self.n, dtype=np.int32)
+        self.lost_at = np.zeros(self.n)
+        self.finished_at = np.zeros(self.n)
         self.n_known = 0
         self.failures: dict[int, str] = {}
         self.outputs: dict[int, str] = {}
         self._restarted: set[int] = set()
         self.run_id = int(np.random.default_rng().integers(1, 1 << 20))
         base = self.run_id << RUN_SHIFT
-        self.send(HOSTS, RunSpec(self.run_id, kind, command, cwd))
+        spec = RunSpec(self.run_id, kind, command, cwd)
+        self.send(HOSTS, spec)
         await self.wait_ready(ready_timeout, run=self.run_id)
+        next_check = time.monotonic() + 1.0
         G = self.layout.n_gms
         job_gm = np.arange(w.n_jobs) % G
         submitted = np.zeros(w.n_tasks, dtype=bool)
@@ -354,6 +365,28 @@ class LiveClient:
                     dead.discard(g)
                     self._resubmit(g, job_gm, submitted, feasible, w, base, "gm_restart")
             mono = time.monotonic()
+            if mono > next_check:
+                next_check = mono + 1.0
+                # a restarted host must learn how this run's tasks execute
+                if any(st.kind == "worker" and self.run_id not in st.info.get("runs", [self.run_id])
+                       for st in self.statuses.values() if time.time() - st.t < 2.0):
+                    self.send(HOSTS, spec)
+                # tasks whose run was cut short and that did not start again: the LM handed them back to a GM
+                # that may have died meanwhile; submit them again (a GM drops tasks it already holds)
+                orphan = (submitted & feasible & ~self.known & (self.finished == 0) & (self.lost > 0)
+                          & (self.started <= self.lost) & (mono - self.lost_at > orphan_grace))
+                if orphan.any():
+                    self.lost_at[orphan] = mono
+                    self._resubmit_tasks(orphan, job_gm, w, base, "lost")
+                # completions a GM never reported (its TaskDone went to it while it was down)
+                unheard = feasible & ~self.known & (self.finished > 0) & (mono - self.finished_at > orphan_grace)
+                if unheard.any():
+                    ids = np.flatnonzero(unheard)
+                    self._order += 1
+                    t = time.time()
+                    self.log.append((t, self._order, "known", ids, None, "GM down: learned by the client"))
+                    self._apply("known", ids, None, "", t)
+                    self.counters["completions_learned_by_client"] += int(ids.size)
             for g in range(G):
                 seen = self.gm_seen.get(g)
                 if g not in dead and seen is not None and mono - seen > gm_dead_after and G > 1:
@@ -384,7 +417,9 @@ class LiveClient:
         self.send(self.layout.gm_address(g), msg)
 
     def _unstarted_of(self, g: int, job_gm, submitted, feasible, w: Workload) -> np.ndarray:
-        return (job_gm[w.task_job] == g) & submitted & feasible & (self.started == 0) & ~self.known
+        """Tasks of GM ``g`` that are not running (never started, or their run was lost) nor done."""
+        return ((job_gm[w.task_job] == g) & submitted & feasible & (self.started <= self.lost) & ~self.known
+                & (self.finished == 0))
 
     def _resubmit(self, g: int, job_gm, submitted, feasible, w: Workload, base: int, why: str) -> None:
         # completions the GM could not learn while it was down: it knows of them now (its view is rebuilt)
