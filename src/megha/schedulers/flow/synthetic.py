@@ -11,6 +11,8 @@ would between two rounds. Everything is drawn from one seeded generator, so two 
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from megha.schedulers.flow.fairness import max_min_shares
@@ -32,6 +34,7 @@ class ChurnGraph:
         wait_cost: int = 400,
         fairness: bool = True,
         job_sizes: np.ndarray | None = None,
+        durations: np.ndarray | None = None,
     ) -> None:
         self.rng = rng
         self.n_machines = n_machines
@@ -42,6 +45,11 @@ class ChurnGraph:
         self.wait_cost = wait_cost
         self.fairness = fairness
         self._sizes = job_sizes
+        self._durations = durations  # task durations to sample; None: departures are drawn at random
+        self.clock = 0.0
+        self._ends: list[tuple[float, int]] = []  # (end time, task) heap when durations are given
+        self.last_left = np.zeros(0, dtype=np.int64)
+        self.last_arrived = np.zeros(0, dtype=np.int64)
         n_arcs = n_tasks * (preferred + 3) + 3 * n_machines
         self.net = FlowNetwork(node_capacity=n_tasks + n_machines + n_tasks // 2 + 16, arc_capacity=n_arcs)
         net = self.net
@@ -58,6 +66,7 @@ class ChurnGraph:
         self.next_job = 0
         self._add_tasks(n_tasks)
         self._update_jobs(set(self.job_tasks))
+        self.initial_tasks = self.last_arrived
 
     @property
     def n_tasks(self) -> int:
@@ -97,7 +106,12 @@ class ChurnGraph:
             self.job_tasks[j] = tasks.tolist()
             for t in self.job_tasks[j]:
                 self.task_job[t] = j
+            if self._durations is not None and self._durations.size:
+                d = self._durations[rng.integers(0, self._durations.size, size)]
+                for t, e in zip(tasks.tolist(), (self.clock + d).tolist(), strict=True):
+                    heapq.heappush(self._ends, (e, t))
             jobs.add(j)
+            self.last_arrived = np.concatenate([self.last_arrived, tasks])
         return jobs
 
     def _update_jobs(self, jobs: set[int]) -> None:
@@ -125,8 +139,20 @@ class ChurnGraph:
         """One round of churn: ``fraction`` of the tasks leave and as many arrive; returns the counts."""
         rng = self.rng
         n = max(1, round(self.n_tasks * fraction))
-        all_tasks = np.fromiter(self.task_job.keys(), dtype=np.int64, count=self.n_tasks)
-        gone = rng.choice(all_tasks, n, replace=False)
+        if self._ends:  # the n tasks that finish first leave; the clock moves to the last of them
+            gone_l = []
+            while len(gone_l) < n and self._ends:
+                e, t = heapq.heappop(self._ends)
+                if t in self.task_job:
+                    gone_l.append(t)
+                    self.clock = max(self.clock, e)
+            gone = np.array(gone_l, dtype=np.int64)
+            n = gone.size
+        else:
+            all_tasks = np.fromiter(self.task_job.keys(), dtype=np.int64, count=self.n_tasks)
+            gone = rng.choice(all_tasks, n, replace=False)
+        self.last_left = gone
+        self.last_arrived = np.zeros(0, dtype=np.int64)
         touched: set[int] = set()
         for t in gone.tolist():
             j = self.task_job.pop(t)
