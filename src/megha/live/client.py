@@ -156,6 +156,7 @@ class LiveClient:
         self.log: list[tuple] = []
         self._order = 0
         self.n = 0
+        self.started = np.zeros(0, dtype=np.int32)
 
     async def start(self) -> None:
         await self.transport.start()
