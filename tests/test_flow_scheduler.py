@@ -143,5 +143,15 @@ def test_bad_options_are_named() -> None:
     with pytest.raises(ValueError, match="unknown cost model"):
         FlowOptions(cost_model="fifo")
     dc = Datacenter(worker_masks=np.zeros(2, dtype=np.uint32)).with_resources()
-    with pytest.raises(InputError, match="slot mode only"):
-        build_scheduler("s", "pool", TaskRecorder(np.zeros(1)), dc, FlowOptions(), np.random.default_rng(0))
+    with pytest.raises(InputError, match="slots_per_machine=1"):
+        build_scheduler("s", "pool", TaskRecorder(np.zeros(1)), dc, FlowOptions(slots_per_machine=4),
+                        np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("opts", [{}, {"policy": "greedy"}, {"preemption": True, "cost_model": "priority"}])
+def test_resource_mode_completes_without_overcommit(opts: dict) -> None:
+    cfg = RunConfig(scheduler="flow", trace="sample:YH_small", workers=6, max_jobs=20, seed=1, resources=True,
+                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, options=opts)
+    res = simulate(cfg)  # the pool raises on any over-commit of a worker's resources
+    assert res.unfinished_reason is None
+    assert (res.recorder.finishes[res.feasible] == 1).all()

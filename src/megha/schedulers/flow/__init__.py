@@ -92,8 +92,8 @@ def cost_model_of(o: FlowOptions):
 def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: np.random.Generator,
                     n_tasks: int = 0) -> FlowScheduler:
     """Wire a :class:`FlowScheduler` for datacenter ``dc`` (used by :func:`build` and by tests)."""
-    if dc.resource_mode:
-        raise InputError("scheduler 'flow' supports slot mode only (machines of K slots); resource mode is not built")
+    if dc.resource_mode and o.slots_per_machine != 1:
+        raise InputError("scheduler 'flow': in resource mode every worker is one machine (slots_per_machine=1)")
     machines = Machines.build(dc, o.slots_per_machine)
     cm = cost_model_of(o)
     graph = None
@@ -118,18 +118,19 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
         round_cost_per_node=o.round_cost_per_node, soft_mask=o.soft_mask, soft_speedup=o.soft_speedup,
         verify=o.verify,
     )
-    return FlowScheduler(address, pool, recorder, machines, graph, cm, solver, settings, n_tasks=n_tasks)
+    return FlowScheduler(address, pool, recorder, machines, graph, cm, solver, settings, n_tasks=n_tasks,
+                         capacity=dc.capacity)
 
 
 @register(
     "flow",
     "Sirius min-cost max-flow rounds (cost models quincy/placement/priority; incremental or OR-Tools solver)",
     options=FlowOptions,
-    modes=("slot",),
+    modes=("slot", "resource"),
 )
 def build(ctx: BuildContext) -> Deployment:
     o: FlowOptions = ctx.options
-    pool = WorkerPool("flow/pool", ctx.datacenter.n_workers, ctx.recorder)
+    pool = WorkerPool("flow/pool", ctx.datacenter.n_workers, ctx.recorder, capacity=ctx.datacenter.capacity)
     sched = build_scheduler("flow/scheduler", pool.address, ctx.recorder, ctx.datacenter, o, ctx.rng,
                             n_tasks=ctx.workload.n_tasks)
     ctx.engine.add(pool)

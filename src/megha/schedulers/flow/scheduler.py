@@ -103,6 +103,7 @@ class FlowScheduler(Component):
         solver: Solver | None,
         settings: FlowSettings,
         n_tasks: int = 0,
+        capacity: np.ndarray | None = None,
     ) -> None:
         super().__init__(address)
         self.pool = pool
@@ -114,7 +115,13 @@ class FlowScheduler(Component):
         self.s = settings
         n_workers = int(machines.of_worker.size)
         self.worker_busy = np.zeros(n_workers, dtype=bool)
-        self.free = machines.slots.copy()  # actual free slots per machine
+        self.free = machines.slots.copy()  # actual free slots per machine (resource mode: free units)
+        # resource mode: one machine per worker; a machine's flow capacity is the number of the largest task
+        # seen so far (per resource) that its free resources hold — conservative, so never an over-commit
+        self.capacity = capacity
+        self.res_free = None if capacity is None else np.asarray(capacity, dtype=np.float64).copy()
+        self.dmax = None if capacity is None else np.zeros(self.res_free.shape[1])
+        self.demand = None if capacity is None else np.zeros((n_tasks, self.res_free.shape[1]))
         self.state = np.zeros(n_tasks, dtype=np.int8)
         self.duration = np.zeros(n_tasks)
         self.mask = np.zeros(n_tasks, dtype=np.uint32)
@@ -143,6 +150,26 @@ class FlowScheduler(Component):
                 b = np.full(n, fill, dtype=a.dtype)
                 b[: a.size] = a
                 setattr(self, name, b)
+            if self.demand is not None:
+                d = np.zeros((n, self.demand.shape[1]))
+                d[: self.demand.shape[0]] = self.demand
+                self.demand = d
+
+    def _units(self, ms: np.ndarray, res: np.ndarray | None = None) -> np.ndarray:
+        """Resource mode: how many of the largest tasks seen so far fit the machines' free resources."""
+        r = self.res_free[ms] if res is None else res
+        pos = self.dmax > 0
+        if not pos.any():
+            return np.full(ms.size, 1 << 20, dtype=np.int64)
+        u = np.floor((r[:, pos] + 1e-9) / self.dmax[pos]).min(axis=1)
+        return np.clip(u, 0, 1 << 20).astype(np.int64)
+
+    def _sync_units(self, ms: np.ndarray) -> None:
+        """Resource mode: refresh the machines' free units (and tell the graph)."""
+        ms = np.unique(ms)
+        self.free[ms] = self._units(ms)
+        if self.g is not None:
+            self.g.set_free(ms, self.free[ms])
 
     def _request_round(self, now: float) -> None:
         if self._round_timer is not None:
@@ -178,6 +205,18 @@ class FlowScheduler(Component):
         self.job_arrival[msg.job] = now
         soft_bits = np.uint32(self.s.soft_mask)
         self.soft[tasks] = msg.masks & soft_bits
+        if self.res_free is not None:
+            if msg.demands is None:
+                raise SimulationError(f"{self.address}: resource mode needs task demands (job {msg.job})")
+            d = np.asarray(msg.demands, dtype=np.float64).reshape(tasks.size, -1)
+            self.demand[tasks] = d
+            top = np.maximum(self.dmax, d.max(axis=0))
+            if (top > self.dmax).any():
+                self.dmax = top
+                all_m = np.arange(self.m.n)
+                if self.g is not None:
+                    self.g.machine_slots[:] = self._units(all_m, np.asarray(self.capacity, dtype=np.float64))
+                self._sync_units(all_m)
         if self.g is not None:
             self.g.add_tasks(msg.job, tasks, msg.masks & ~soft_bits, msg.masks & soft_bits, int(msg.priority), now)
         else:
@@ -199,6 +238,9 @@ class FlowScheduler(Component):
                 self.g.set_free(u, self.free[u])
             else:
                 self.g.finished_outside(tasks, ms)
+        if self.res_free is not None:
+            np.add.at(self.res_free, ms, self.demand[tasks])
+            self._sync_units(ms)
         self._request_round(now)
 
     def _killed(self, msg: Killed, now: float) -> None:
@@ -216,6 +258,9 @@ class FlowScheduler(Component):
                 self.g.set_free(u, self.free[u])
             else:
                 self.queue.extendleft(reversed(tasks.tolist()))
+            if self.res_free is not None:
+                np.add.at(self.res_free, ms, self.demand[tasks])
+                self._sync_units(ms)
         self._request_round(now)
 
     # ---------------------------------------------------------------------------------------- rounds
@@ -280,7 +325,8 @@ class FlowScheduler(Component):
                 wm = self.m.mask[self.m.of_worker[workers]]
                 fast = (soft != 0) & ((wm & soft) == soft)
                 durations = np.where(fast, durations / self.s.soft_speedup, durations)
-            self.port.send(self.pool, Launch(tasks, workers, durations, self.address))
+            demands = None if self.demand is None else self.demand[tasks]
+            self.port.send(self.pool, Launch(tasks, workers, durations, self.address, demands))
         if kills.size:
             self.port.send(self.pool, Kill(kills, self.address))
 
@@ -288,6 +334,14 @@ class FlowScheduler(Component):
         """One free worker of each task's machine (lowest index first); marks them busy."""
         workers = np.empty(tasks.size, dtype=np.int64)
         m = self.m
+        if self.res_free is not None:  # one worker per machine; resources, not slots
+            workers[:] = m.workers[m.ptr[machines]]
+            if machines.size:
+                np.subtract.at(self.res_free, machines, self.demand[tasks])
+                if (self.res_free[machines] < -1e-9).any():
+                    raise SimulationError(f"{self.address}: a machine's resources were over-committed")
+                self._sync_units(machines)
+            return workers
         for i, mach in enumerate(machines.tolist()):
             ws = m.workers[m.ptr[mach] : m.ptr[mach + 1]]
             free = ws[~self.worker_busy[ws]]
