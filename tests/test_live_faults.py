@@ -89,7 +89,7 @@ def test_restarted_gm_rebuilds_its_view_and_work_is_resubmitted():
         await asyncio.sleep(0.6)
         await dep.restart_gm(0)
 
-    res, _, cl = asyncio.run(_run(_cfg(), restart, n_jobs=40, span=2.5))
+    res, _, _ = asyncio.run(_run(_cfg(), restart, n_jobs=40, span=2.5))
     _exactly_once(res)
     assert res.counters["gm_restarts_seen"] >= 1
 
@@ -99,7 +99,7 @@ def test_active_lm_dies_and_standby_takes_over():
         await dep.kill_lm(0, "active")
         await dep.kill_lm(2, "active")
 
-    res, dep, _ = asyncio.run(_run(_cfg(), kill))
+    res, _, _ = asyncio.run(_run(_cfg(), kill))
     _exactly_once(res)
     assert res.counters["service_takeovers"] >= 2
 
@@ -115,8 +115,7 @@ def test_malformed_messages_are_rejected_and_services_stay_up():
             wire._packer.pack([99, "LaunchRequest", "x", lay.lm_address(0), 0, 1, 0, {}]),
             wire._packer.pack([1, "NoSuchMessage", "x", lay.gm_address(0), 0, 1, 0, {}]),
             wire._packer.pack([1, "LaunchRequest", "x", lay.lm_address(0), 0, 1, 0, {"gm": 0}]),
-            wire.encode(LaunchRequest(0, 5, [1, 2], [0], [1.0, 1.0], [0, 0]), "x", lay.lm_address(0), 1, 1)
-            if False else wire._packer.pack([1, "LaunchRequest", "x", lay.lm_address(0), 1, 1, 0,
+            wire._packer.pack([1, "LaunchRequest", "x", lay.lm_address(0), 1, 1, 0,
                                              {"gm": 0, "req": 5, "tasks": [1, 2], "workers": [0],
                                               "durations": [1.0, 1.0], "users": [0, 0], "demands": None}]),
             wire.encode(LaunchRequest(0, 5, [1], [10_000], [1.0], [0]), "x", lay.lm_address(0), 1, 2),
@@ -128,7 +127,7 @@ def test_malformed_messages_are_rejected_and_services_stay_up():
         await asyncio.sleep(0.05)
         cl.counters["garbage_sent"] += len(bad)
 
-    res, dep, cl = asyncio.run(_run(_cfg(), garbage))
+    res, _, _ = asyncio.run(_run(_cfg(), garbage))
     _exactly_once(res)
     assert res.counters["service_rejected_messages"] >= 7
 

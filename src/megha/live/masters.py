@@ -321,8 +321,8 @@ class LiveLocalMaster(LocalMaster):
         if h is not None and h[3] and h[0] == msg.epoch:
             h[1] = now
             return
-        if h is not None and h[3]:  # restarted before we noticed: its old tasks are gone
-            self._host_down(msg.host, now, "host restarted")
+        if h is not None and h[3]:  # restarted before we noticed: its old tasks are gone (relaunched below)
+            self._host_down(msg.host, now, "host restarted", relaunch=False)
         lo = self.lo
         self.hosts[msg.host] = [msg.epoch, now, list(msg.workers), True]
         self.counters["host_registrations"] += 1
@@ -368,7 +368,7 @@ class LiveLocalMaster(LocalMaster):
             c.task[i] = -1
         self._changed(w, -1, now)
 
-    def _host_down(self, name: str, now: float, reason: str) -> None:
+    def _host_down(self, name: str, now: float, reason: str, relaunch: bool = True) -> None:
         h = self.hosts[name]
         h[3] = False
         self.counters["hosts_lost"] += 1
@@ -391,7 +391,8 @@ class LiveLocalMaster(LocalMaster):
             note = f"worker host {name} down: {reason}"
             if hasattr(self.rec, "lost"):
                 self.rec.lost(lost, now, note)
-            self._try_relaunch(now, hand_back=True)
+            if relaunch:
+                self._try_relaunch(now, hand_back=True)
 
     def _try_relaunch(self, now: float, hand_back: bool = True) -> None:
         """Relaunch lost tasks on suitable free workers; hand the rest back to their GMs."""
