@@ -1,0 +1,196 @@
+"""Where sweep runs execute: a local process pool (default) or an existing Ray cluster.
+
+Both engines offer the same three calls to the sweep driver: ``submit(plan)`` returns a handle,
+``wait(handles, timeout)`` returns the finished ``(handle, outcome)`` pairs, ``close()``. The driver keeps at
+most ``capacity`` runs in flight, so "in flight" is "running" for the progress display.
+
+* :class:`LocalPool` — ``concurrent.futures.ProcessPoolExecutor``, one process per concurrent run (fork on
+  Linux after importing the simulator once, so a run starts in milliseconds). A worker process that dies
+  (out of memory, a crash in native code) breaks the pool: the pool is rebuilt and the runs that were in flight
+  are retried once; a run in flight during two crashes is reported failed.
+* :class:`RayPool` — Ray tasks on a running cluster (``address="auto"``, ``"ray://host:10001"``), or on a fresh
+  local instance (``address="local"``), or on the session already started with ``ray.init()``. Ray is
+  optional (``pip install "ray>=2.9"``) and imported only here. Runs return their output files to the driver,
+  which writes them, so the cluster's nodes need megha installed but no shared file system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+from collections.abc import Hashable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from megha.errors import InputError
+from megha.sweep import worker
+
+
+def default_workers() -> int:
+    """Number of cores available to this process."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class LocalPool:
+    """A process pool on this machine."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None, runs_dir: str, plots: bool = False, csv: bool = False,
+                 schedulers: set[str] | frozenset[str] = frozenset()) -> None:
+        self.capacity = workers or default_workers()
+        if self.capacity < 1:
+            raise InputError(f"--workers must be at least 1, got {workers}")
+        self.runs_dir = runs_dir
+        self.plots = plots
+        self.csv = csv
+        self.crashes: dict[str, int] = {}
+        worker.warm_up(schedulers)
+        self._pool = self._make_pool()
+
+    def _make_pool(self) -> ProcessPoolExecutor:
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        pool = ProcessPoolExecutor(max_workers=self.capacity, mp_context=ctx)
+        # start the processes now (before any progress-display thread exists in this process)
+        for f in [pool.submit(worker._noop) for _ in range(self.capacity)]:
+            f.result()
+        return pool
+
+    def submit(self, plan: dict[str, Any]) -> Future:
+        fut = self._pool.submit(worker.execute, plan, self.runs_dir, self.plots, self.csv)
+        fut.plan = plan  # type: ignore[attr-defined]
+        return fut
+
+    def wait(self, handles: list[Future], timeout: float) -> list[tuple[Hashable, dict[str, Any]]]:
+        done, _ = futures_wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
+        out: list[tuple[Hashable, dict[str, Any]]] = []
+        broken = False
+        for f in done:
+            exc = f.exception()
+            if exc is None:
+                out.append((f, f.result()))
+            elif isinstance(exc, BrokenProcessPool):
+                broken = True
+            else:  # pickling errors and the like: report the run as failed
+                plan = f.plan  # type: ignore[attr-defined]
+                outcome = {"id": plan["id"], "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                           "seconds": 0.0}
+                worker.write_error(_path(self.runs_dir, plan["id"]), outcome)
+                out.append((f, outcome))
+        if broken:
+            handled = {id(f) for f, _ in out}
+            lost = []
+            for f in handles:
+                if id(f) in handled:
+                    continue
+                if f.done() and f.exception() is None:
+                    out.append((f, f.result()))
+                else:
+                    lost.append(f)
+            out.extend(self._recover(lost))
+        return out
+
+    def _recover(self, lost: list[Future]) -> list[tuple[Hashable, dict[str, Any]]]:
+        """The pool broke: rebuild it, resubmit the runs in flight (once each), fail the repeat offenders."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._make_pool()
+        out: list[tuple[Hashable, dict[str, Any]]] = []
+        for f in lost:
+            plan = f.plan  # type: ignore[attr-defined]
+            n = self.crashes[plan["id"]] = self.crashes.get(plan["id"], 0) + 1
+            if n >= 2:
+                outcome = {"id": plan["id"], "status": "failed", "seconds": 0.0,
+                           "error": "the worker process running this run died twice (out of memory? a crash?)"}
+                worker.write_error(_path(self.runs_dir, plan["id"]), outcome)
+                out.append((f, outcome))
+            else:
+                out.append((f, {"id": plan["id"], "status": "retry", "resubmit": self.submit(plan)}))
+        return out
+
+    def close(self, cancel: bool = False) -> None:
+        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
+
+
+def _path(runs_dir: str, rid: str) -> Path:
+    return Path(runs_dir) / rid
+
+
+def import_ray() -> Any:
+    """``import ray`` with a clear error when it is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise InputError('running a sweep on Ray needs the ray package: pip install "ray>=2.9" '
+                         '(or pip install "megha[ray]"); without --address the sweep runs on a local process pool'
+                         ) from None
+    return ray
+
+
+class RayPool:
+    """Ray tasks on a cluster; outputs come back to the driver as bytes."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None, workers: int | None, runs_dir: str, plots: bool = False,
+                 csv: bool = False) -> None:
+        ray = import_ray()
+        self.ray = ray
+        self.runs_dir = runs_dir
+        self.plots = plots
+        self.csv = csv
+        self._owns = False
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False,
+                                      "include_dashboard": False}
+            if address in (None, "local"):
+                ray.init(**kwargs)
+            else:
+                try:
+                    ray.init(address=address, **kwargs)
+                except (ConnectionError, RuntimeError, ValueError) as e:
+                    raise InputError(f"cannot connect to the Ray cluster at {address!r}: {e}") from None
+            self._owns = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.capacity = max(1, workers or cpus)
+        self._remote = ray.remote(num_cpus=1, max_retries=1)(worker.execute)
+        self._plans: dict[Any, dict[str, Any]] = {}
+
+    def submit(self, plan: dict[str, Any]) -> Any:
+        ref = self._remote.remote(plan, None, self.plots, self.csv)
+        self._plans[ref] = plan
+        return ref
+
+    def wait(self, handles: list[Any], timeout: float) -> list[tuple[Hashable, dict[str, Any]]]:
+        ray = self.ray
+        ready, _ = ray.wait(list(handles), num_returns=1, timeout=timeout)
+        out = []
+        for ref in ready:
+            plan = self._plans.pop(ref)
+            try:
+                outcome = ray.get(ref)
+            except Exception as e:  # the task or its worker died
+                outcome = {"id": plan["id"], "status": "failed", "error": f"{type(e).__name__}: {e}",
+                           "seconds": 0.0}
+            run_dir = _path(self.runs_dir, plan["id"])
+            files = outcome.pop("files", None)
+            if files is not None:
+                worker.write_files(run_dir, files)
+            elif outcome["status"] == "failed":
+                worker.write_error(run_dir, outcome)
+            out.append((ref, outcome))
+        return out
+
+    def close(self, cancel: bool = False) -> None:
+        if cancel:
+            for ref in list(self._plans):
+                with contextlib.suppress(Exception):
+                    self.ray.cancel(ref, force=True)
+        if self._owns:
+            self.ray.shutdown()
