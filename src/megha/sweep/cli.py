@@ -90,9 +90,10 @@ def import_trace_command(
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="keep only the first N jobs")] = None,
     lms: Annotated[int, typer.Option("--lms", help="LMs in the written cluster file")] = 1,
     gms: Annotated[int, typer.Option("--gms", help="partitions per LM in the written cluster file")] = 1,
-    constraints_seed: Annotated[int | None, typer.Option(
-        "--constraints-seed", help="synthesize machine constraints with this seed (default: every machine has "
-        "every constraint)")] = None,
+    constraints_seed: Annotated[int, typer.Option(
+        "--constraints-seed", help="seed of the synthesized machine constraints in the cluster file")] = 0,
+    all_constraints: Annotated[bool, typer.Option(
+        "--all-constraints", help="give every machine every constraint instead of synthesizing them")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Convert a public cluster trace to Megha's columnar job table, keeping CPU and memory requests.
@@ -107,7 +108,8 @@ def import_trace_command(
     console = _console()
     try:
         rep = convert(source, fmt, out, machines=machines, max_jobs=max_jobs, lms=lms, gms=gms,
-                      constraints_seed=constraints_seed, progress=not quiet)
+                      constraints_seed=None if all_constraints else constraints_seed,
+                      progress=not quiet)
     except MeghaError as e:
         console.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
