@@ -58,7 +58,7 @@ class ConvertReport:
         return "\n".join(lines)
 
 
-def _events(fmt: str, files: list[Path], progress, max_jobs: int | None):
+def _events(fmt: str, files: list[Path], progress):
     from megha.workload.converters import google2011, google2019
     from megha.workload.converters._csv import Progress
     from megha.workload.converters.events import EventMatcher, OutOfOrder
@@ -68,7 +68,7 @@ def _events(fmt: str, files: list[Path], progress, max_jobs: int | None):
     for ordered in (True, False):
         bar = Progress(sum(p.stat().st_size for p in files), fmt, progress)
         users = google2011.UserCodes()
-        matcher = EventMatcher(mod.CODES, ordered=ordered, max_jobs=max_jobs)
+        matcher = EventMatcher(mod.CODES, ordered=ordered)
         try:
             mod.feed_events(matcher, files, bar, users)
         except OutOfOrder as e:
@@ -136,7 +136,7 @@ def convert(source: str | Path, fmt: str, out: str | Path, machines: str | Path 
                                  np.repeat(cols["duration"], n), np.repeat(cols["cpu"], n),
                                  np.repeat(cols["mem"], n), meta=rep.as_dict(), max_jobs=max_jobs)
     else:
-        res, users, notes = _events(fmt, files, progress, max_jobs)
+        res, users, notes = _events(fmt, files, progress)
         rep.notes.extend(notes)
         rep.records = res.events
         rep.dropped = dict(res.dropped)

@@ -177,7 +177,7 @@ def _resolve_header(path: Path, schema: Schema) -> list[str]:
     if missing:
         alias = {c.name: c.aliases for c in schema.columns}
         hints = "; ".join(f"{m} (or {', '.join(alias[m])})" if alias[m] else m for m in missing)
-        raise InputError(f"{path}: not a {schema.what} table: missing column(s) {hints}; the header has "
+        raise InputError(f"{path}: not in the {schema.what} format: missing column(s) {hints}; the header has "
                          f"{', '.join(header[:20])}")
     return names
 
@@ -186,13 +186,14 @@ def _check_headerless(path: Path, schema: Schema) -> list[str]:
     row = first_line(path)
     names = [c.name for c in schema.columns]
     if row is not None and len(row) != len(names):
-        raise InputError(f"{path}: not a {schema.what} file: expected {len(names)} columns ({schema.describe()}), "
-                         f"line 1 has {len(row)}: {','.join(row)[:120]!r}")
+        raise InputError(f"{path}: not in the {schema.what} format: expected {len(names)} columns "
+                         f"({schema.describe()}), line 1 has {len(row)}: {','.join(row)[:120]!r}")
     if row is not None:
         for i, c in enumerate(schema.columns):
-            if c.name in schema.use and _valid(c.kind, row[i].strip(), True) is not None and row[i]:
-                raise InputError(f"{path}: not a {schema.what} file: line 1, column '{c.name}' (#{i + 1}): "
-                                 f"{_valid(c.kind, row[i], True)} (expected columns: {schema.describe()})")
+            why = _valid(c.kind, row[i].strip(), True) if c.name in schema.use else None
+            if why is not None:
+                raise InputError(f"{path}: not in the {schema.what} format: line 1, column '{c.name}' (#{i + 1}): "
+                                 f"{why} (expected columns: {schema.describe()})")
     return names
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 
 @dataclass
@@ -36,8 +37,12 @@ def _write(path: Path, lines: list[str] | str) -> None:
     path.write_bytes(gzip.compress(data, compresslevel=1, mtime=0) if path.suffix == ".gz" else data)
 
 
-def _fmt_float(x: np.ndarray) -> np.ndarray:
-    return np.char.mod("%.6g", x)
+def _csv_text(table, header: bool = False) -> str:
+    import pyarrow.csv as pcsv
+
+    buf = pa.BufferOutputStream()
+    pcsv.write_csv(table, buf, pcsv.WriteOptions(include_header=header, quoting_style="none"))
+    return buf.getvalue().to_pybytes().decode()
 
 
 def google_events(n_jobs: int, seed: int = 0, tasks_per_job: int = 8, evict_fraction: float = 0.1,
@@ -93,18 +98,16 @@ def write_google2011(root: Path, n_jobs: int, seed: int = 0, parts: int = 2, n_m
     """A Google 2011 trace directory: ``task_events/part-0000i-of-0000n.csv.gz`` and ``machine_events/``."""
     cols, exp = google_events(n_jobs, seed, **kw)
     n = cols["time"].size
-    users = np.char.add("user", cols["user"].astype(str))
-    fields = [cols["time"].astype(str), np.full(n, ""), cols["job"].astype(str), cols["index"].astype(str),
-              np.full(n, ""), cols["type"].astype(str), users, np.full(n, "1"), cols["priority"].astype(str),
-              _fmt_float(cols["cpu"]), _fmt_float(cols["mem"]), np.full(n, "0.0001"), np.full(n, "0")]
-    lines = fields[0]
-    for f in fields[1:]:
-        lines = np.char.add(np.char.add(lines, ","), f)
+    users = np.array([f"user{u}" for u in range(int(cols["user"].max()) + 1)])[cols["user"]]
+    empty = pa.nulls(n, pa.int64())
+    table = pa.table({"t": cols["time"], "mi": empty, "j": cols["job"], "i": cols["index"], "m": empty,
+                      "ty": cols["type"], "u": users, "sc": np.ones(n, dtype=np.int64), "p": cols["priority"],
+                      "c": cols["cpu"], "r": cols["mem"], "d": np.full(n, 0.0001), "dm": np.zeros(n, np.int64)})
     bounds = np.linspace(0, n, parts + 1).astype(int)
     suffix = ".csv.gz" if gz else ".csv"
     for p in range(parts):
         _write(root / "task_events" / f"part-{p:05d}-of-{parts:05d}{suffix}",
-               "\n".join(lines[bounds[p] : bounds[p + 1]].tolist()) + "\n")
+               _csv_text(table.slice(bounds[p], bounds[p + 1] - bounds[p])))
     rng = np.random.default_rng(seed + 1)
     mrows = []
     for m in range(n_machines):
@@ -128,15 +131,12 @@ def write_google2019(root: Path, n_jobs: int, seed: int = 0, shuffle: bool = Tru
         tys = ty.astype(str)
     n = ty.size
     order = np.random.default_rng(seed + 7).permutation(n) if shuffle else np.arange(n)
-    fields = [cols["time"].astype(str), tys, cols["job"].astype(str), cols["index"].astype(str),
-              cols["priority"].astype(str), np.full(n, "0"), _fmt_float(cols["cpu"]), _fmt_float(cols["mem"])]
-    lines = fields[0]
-    for f in fields[1:]:
-        lines = np.char.add(np.char.add(lines, ","), f)
-    header = "time,type,collection_id,instance_index,priority,collection_type,resource_request.cpus," \
-             "resource_request.memory\n"
+    table = pa.table({"time": cols["time"], "type": tys, "collection_id": cols["job"],
+                      "instance_index": cols["index"], "priority": cols["priority"],
+                      "collection_type": np.zeros(n, np.int64), "resource_request.cpus": cols["cpu"],
+                      "resource_request.memory": cols["mem"]}).take(order)
     suffix = ".csv.gz" if gz else ".csv"
-    _write(root / f"instance_events-000000000000{suffix}", header + "\n".join(lines[order].tolist()) + "\n")
+    _write(root / f"instance_events-000000000000{suffix}", _csv_text(table, header=True))
     m = ["time,machine_id,type,capacity.cpus,capacity.memory\n"]
     m += [f"0,{5000 + i},1,{[0.5, 1.0][i % 2]},{[0.25, 0.5][i % 2]}\n" for i in range(10)]
     _write(root / f"machine_events-000000000000{suffix}", m)
