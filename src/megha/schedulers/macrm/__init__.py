@@ -38,7 +38,7 @@ from pydantic import Field
 
 from megha.errors import InputError
 from megha.schedulers.macrm.arbitrator import ResourceArbitrator
-from megha.schedulers.macrm.infra import Client, MacrmFaults, Runtime, Supervisor
+from megha.schedulers.macrm.infra import Client, Crashed, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.policy import ModeSwitch, adaptive_rate
@@ -107,6 +107,8 @@ def build(ctx: BuildContext) -> Deployment:
     bg = np.zeros_like(cap) if bg is None else np.asarray(bg, dtype=np.float64)
     if bg.shape != cap.shape or (bg < 0).any():
         raise InputError(f"macrm: datacenter.meta['background'] must be a non-negative [{n}, {n_res}] array")
+    if opts.hysteresis >= opts.switch_load:
+        raise InputError(f"macrm: hysteresis ({opts.hysteresis}) must be below switch_load ({opts.switch_load})")
     jm_dem = _jm_demand(opts, dc.resource_names)
     if not ((cap + 1e-12 >= jm_dem).all(axis=1)).any():
         raise InputError(f"macrm: no node can hold a job-manager container of {jm_dem.tolist()}")
@@ -148,7 +150,7 @@ def build(ctx: BuildContext) -> Deployment:
             actors=opts.actors, match_cost=opts.match_cost, match_cost_per_task=opts.match_cost_per_task,
             switch=ModeSwitch(opts.switch_load, opts.hysteresis, enabled=opts.centralized),
             load_metric=opts.load_metric, alive_interval=opts.alive_interval, restarted=restarted,
-            jm_limit=opts.jm_share * cap.sum(axis=0))
+            jm_limit=opts.jm_share * cap.sum(axis=0), capacity=cap)
 
     def make_tracker(g: int):
         def f() -> ResourceTracker:
@@ -173,6 +175,8 @@ def build(ctx: BuildContext) -> Deployment:
     comps = [runtime, supervisor, client, arbitrator, *[make_tracker(g)() for g in range(n_tr)], *nms]
     for c in comps:
         ctx.engine.add(c)
+    for j in range(w.n_jobs):  # job-manager addresses: dead letters until a job manager runs there
+        ctx.engine.add(Crashed(f"{PREFIX}/jm{j}", JobManager.kind))
     faults = MacrmFaults(ctx.engine, runtime, groups, group_of, trackers, addr["arbitrator"])
 
     def current(address: str):
@@ -198,7 +202,7 @@ def build(ctx: BuildContext) -> Deployment:
             add("arb_", arb.stats)
             out["macrm_arb_left_queued"] = arb.queued()
             out["macrm_arb_central_at_end"] = int(arb.central)
-        for jm in runtime.jms.values():
+        for jm in runtime.jms:
             add("jm_", jm.stats)
         out["macrm_jm_processes"] = len(runtime.jms)
         out["macrm_processes_killed"] = runtime.killed

@@ -106,6 +106,7 @@ class JobRec:
     jm: str = ""
     node: int = -1
     tracker: int = -1
+    runs: dict = field(default_factory=dict)  # task -> latest run requested by the current attempt (soft state)
 
 
 class ResourceArbitrator(Component):
@@ -136,6 +137,7 @@ class ResourceArbitrator(Component):
         alive_interval: float = 0.25,
         restarted: bool = False,
         jm_limit: np.ndarray | None = None,
+        capacity: np.ndarray | None = None,
     ) -> None:
         super().__init__(address)
         if queue not in ("fifo", "fair"):
@@ -163,6 +165,7 @@ class ResourceArbitrator(Component):
         self.restarted = restarted
         self.jm_limit = None if jm_limit is None else np.asarray(jm_limit, dtype=np.float64)
         self.jm_used = np.zeros(self.n_res)
+        self.capacity = None if capacity is None else np.asarray(capacity, dtype=np.float64)
         self.view = FreeView(self.n, self.n_res)
         self.jobs: dict[int, JobRec] = {}
         self.queues: dict[int, SortedDict] = {}
@@ -178,15 +181,19 @@ class ResourceArbitrator(Component):
         self.recovering = restarted
         self._buffer: list = []
         self._out: dict[int, list[Containers]] = {}  # group -> containers committed in this event
-        self._placed: dict[str, tuple[list, list]] = {}
+        self._placed: dict[tuple[str, int], tuple[list, list]] = {}
         self.stats = {
             "jobs_admitted": 0, "jm_containers": 0, "jm_restarts": 0, "heartbeat_allocations": 0,
             "actor_matches": 0, "actor_match_failures": 0, "actor_commits": 0, "commit_conflicts": 0,
-            "conflict_retries": 0, "gang_conflicts": 0, "allocations_rejected_by_nodes": 0, "task_requests": 0,
+            "conflict_retries": 0, "gang_conflicts": 0, "gang_infeasible": 0, "allocations_rejected_by_nodes": 0,
+            "task_requests": 0, "duplicate_requests_dropped": 0,
             "tasks_requested": 0, "nodes_lost": 0, "mode_switches": 0, "time_central_ms": 0, "recoveries": 0,
             "max_queue": 0,
         }
         self._central_since: float | None = None
+        self._retry_armed = False
+        self.retry_interval = 1.0
+        self._dirty = False  # new work for the scheduler actors may exist: dispatch at the end of the event
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     @property
@@ -242,6 +249,15 @@ class ResourceArbitrator(Component):
             if not self.recovering:
                 self._commit(key[1], now)
                 self._flush(now)
+        elif kind == "retry":
+            self._retry_armed = False
+            if not self.recovering:
+                for q in self.queues.values():
+                    for it in q.values():
+                        it.blocked = False
+                        self._check_gang(it)
+                self._dispatch(now)
+                self._flush(now)
         elif kind == "alive":
             self.port.send(self.supervisor, Alive(self.address))
             self.port.set_timer(self.alive_interval, ("alive",))
@@ -252,6 +268,7 @@ class ResourceArbitrator(Component):
         self.stats["recoveries"] += 1
         self.epoch = int(state.get("epoch", 0)) + 1
         self._persist("epoch", self.epoch)
+        self.view.next_seq = [self.epoch << 32] * self.n  # above anything the previous incarnation allocated
         for job in sorted(state.get("jobs", {})):
             spec, attempt, status, jm, node, tracker = state["jobs"][job]
             if status == "done":
@@ -262,6 +279,8 @@ class ResourceArbitrator(Component):
                 self._queue_jm(job, rec)
             else:
                 self.jm_used += self.jm_demand
+        if self.central:
+            self._dispatch(now)
         up = ArbitratorUp(self.epoch)
         for t in self.trackers:
             self.port.send(t, up)
@@ -282,7 +301,7 @@ class ResourceArbitrator(Component):
         self.port.send(self.client, Accepted(spec.job))
 
     def _jm_address(self, job: int, attempt: int) -> str:
-        return f"{self.jm_prefix}{job}.{attempt}"
+        return f"{self.jm_prefix}{job}"  # one address per job: attempts are told apart by number
 
     def _queue_jm(self, job: int, rec: JobRec, front: bool = False) -> None:
         spec = rec.spec
@@ -306,6 +325,7 @@ class ResourceArbitrator(Component):
 
     def _jm_released(self) -> None:
         self.jm_used = np.maximum(self.jm_used - self.jm_demand, 0.0)
+        self._dirty = True
 
     # --- queue -------------------------------------------------------------------------------------------------
     def _enqueue(self, it: Item) -> None:
@@ -316,6 +336,7 @@ class ResourceArbitrator(Component):
             q = self.queues[u] = SortedDict()
         q[it.seq] = it
         self.n_queued += 1
+        self._dirty = True
         if self.n_queued > self.stats["max_queue"]:
             self.stats["max_queue"] = self.n_queued
 
@@ -360,14 +381,40 @@ class ResourceArbitrator(Component):
         rec = self.jobs.get(msg.job)
         if rec is None or rec.status != "running" or rec.attempt != msg.attempt or not msg.tasks:
             return
+        # a task is requested once per run: drop repeats (a resubmission racing with the original request)
+        seen = rec.runs
+        keep = [k for k, t in enumerate(msg.tasks) if (msg.runs[k] if msg.runs else 0) > seen.get(t, -1)]
+        if len(keep) < len(msg.tasks):
+            self.stats["duplicate_requests_dropped"] += len(msg.tasks) - len(keep)
+        if not keep:
+            return
+        for k in keep:
+            seen[msg.tasks[k]] = msg.runs[k] if msg.runs else 0
         self.stats["task_requests"] += 1
-        self.stats["tasks_requested"] += len(msg.tasks)
-        it = Item(self._next_seq(False), msg.job, msg.attempt, msg.user, msg.jm, list(msg.tasks),
-                  list(msg.durations), np.asarray(msg.demands, dtype=np.float64).reshape(len(msg.tasks), -1),
-                  np.asarray(msg.masks, dtype=np.uint32), gang=msg.gang)
+        self.stats["tasks_requested"] += len(keep)
+        dem = np.asarray(msg.demands, dtype=np.float64).reshape(len(msg.tasks), -1)
+        it = Item(self._next_seq(False), msg.job, msg.attempt, msg.user, msg.jm, [msg.tasks[k] for k in keep],
+                  [msg.durations[k] for k in keep], dem[keep], np.asarray(msg.masks, dtype=np.uint32)[keep],
+                  gang=msg.gang)
+        self._check_gang(it)
         self._enqueue(it)
         if self.central or it.gang:
             self._dispatch(now)
+
+    def _check_gang(self, it: Item) -> None:
+        """A gang that could not fit even if every task left the cluster (only the job managers' containers stay)
+        would wait forever (resource hoarding): serve it incrementally instead."""
+        if not it.gang or self.capacity is None or len(it.tasks) < 2:
+            return
+        room = self.capacity.copy()
+        for rec in self.jobs.values():
+            if rec.status == "running" and rec.node >= 0:
+                room[rec.node] -= self.jm_demand
+        fit = match(room, ~self.view.dead, it.demands, it.masks, self.worker_masks, self.port.rng, best_fit=True)
+        if (fit < 0).any():
+            it.gang = False
+            it.blocked = False
+            self.stats["gang_infeasible"] += 1
 
     # --- heartbeats: rack-actor view and heartbeat-driven queue serving ----------------------------------------
     def _heartbeat(self, msg: ForwardedHeartbeat, now: float) -> None:
@@ -465,9 +512,9 @@ class ResourceArbitrator(Component):
             else:
                 c.specs.append(None)
                 decided.append(t)
-                p = self._placed.get(it.owner)
+                p = self._placed.get((it.owner, it.attempt))
                 if p is None:
-                    p = self._placed[it.owner] = ([], [])
+                    p = self._placed[(it.owner, it.attempt)] = ([], [])
                 p[0].append(t)
                 p[1].append(node)
         c.demands = dem
@@ -485,9 +532,11 @@ class ResourceArbitrator(Component):
                 if it.blocked and (((f + _EPS >= it.min_dem).all(axis=1)) & ((np.uint32(it.and_mask) & ~wm) == 0)
                                    ).any():
                     it.blocked = False
+                    self._dirty = True
 
     def _dispatch(self, now: float) -> None:
         """Give idle scheduler actors the next requests (policy order) they can match."""
+        self._dirty = False
         if not self.idle or not self.n_queued:
             return
         central = self.central
@@ -503,9 +552,16 @@ class ResourceArbitrator(Component):
             snap = view.free.copy()  # the actor's copy of the view of free resources
             nodes = match(snap, usable, it.demands, it.masks, self.worker_masks, self.port.rng)
             matched = nodes >= 0
+            if it.gang and not matched.all():  # a tighter packing may still hold the whole gang
+                nodes = match(view.free.copy(), usable, it.demands, it.masks, self.worker_masks, self.port.rng,
+                              best_fit=True)
+                matched = nodes >= 0
             if (it.gang and not matched.all()) or not matched.any():
-                it.blocked = True  # wait until the view grows
+                it.blocked = True  # wait until the view grows (and retry now and then: matching is heuristic)
                 self.stats["actor_match_failures"] += 1
+                if not self._retry_armed:
+                    self._retry_armed = True
+                    self.port.set_timer(self.retry_interval, ("retry",))
                 continue
             actor = self.idle.pop()
             it.taken = True
@@ -549,14 +605,16 @@ class ResourceArbitrator(Component):
             self._out.setdefault(grp, []).append(c if len(idx) == len(c) else select_containers(c, idx))
 
     def _flush(self, now: float) -> None:
+        if self._dirty and self.idle and self.n_queued:
+            self._dispatch(now)
         if self._out:
             out, self._out = self._out, {}
             for grp, parts in out.items():
                 self.port.send(self.groups[grp], Allocate(concat_containers(parts, self.n_res)))
         if self._placed:
             placed, self._placed = self._placed, {}
-            for owner, (ts, ns) in placed.items():
-                self.port.send(owner, Placed(ts, ns))
+            for (owner, attempt), (ts, ns) in placed.items():
+                self.port.send(owner, Placed(attempt, ts, ns))
 
     # --- rejections by nodes (stale view) ----------------------------------------------------------------------
     def _alloc_rejected(self, msg: AllocRejected, now: float) -> None:
@@ -574,6 +632,7 @@ class ResourceArbitrator(Component):
             if c.tasks[k] < 0:  # the job manager's container did not start: a new attempt gets a new one
                 self._jm_released()
                 rec.attempt += 1
+                rec.runs = {}
                 rec.status = "queued"
                 self._persist("requeue", c.jobs[k], rec.attempt)
                 self._queue_jm(c.jobs[k], rec, front=True)
@@ -607,6 +666,7 @@ class ResourceArbitrator(Component):
             elif self._central_since is not None:
                 self.stats["time_central_ms"] += round((now - self._central_since) * 1000)
                 self._central_since = None
+            self._dirty = True
             mc = ModeChange(self.central, self.load)
             for g in self.groups:
                 self.port.send(g, mc)
@@ -654,6 +714,7 @@ class ResourceArbitrator(Component):
         self._purge_job(job)
         rec.attempt += 1
         rec.status = "queued"
+        rec.runs = {}
         self._persist("requeue", job, rec.attempt)
         self._queue_jm(job, rec, front=True)
 
@@ -667,7 +728,7 @@ class ResourceArbitrator(Component):
             del self.jobs[msg.job]
             if self.n_queued and self.idle:
                 self._dispatch(now)
-        self.port.send(self._jm_address(msg.job, msg.attempt), JobDoneAck(msg.job))
+        self.port.send(self._jm_address(msg.job, msg.attempt), JobDoneAck(msg.job, msg.attempt))
 
     # --- inspection --------------------------------------------------------------------------------------------
     def queued(self) -> int:

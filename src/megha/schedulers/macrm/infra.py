@@ -26,6 +26,7 @@ from megha.schedulers.macrm.messages import (
     Terminate,
 )
 from megha.sim.component import Component
+from megha.sim.engine import _TIMER
 
 
 class Crashed(Component):
@@ -161,7 +162,7 @@ class Runtime(Component):
         self.engine = engine
         self.jm_ctx = jm_ctx
         self.factories = factories
-        self.jms: dict[str, JobManager] = {}
+        self.jms: list[JobManager] = []  # every job-manager process started (all attempts)
         self.killed = 0
         self.restarted = 0
 
@@ -169,25 +170,34 @@ class Runtime(Component):
         tp = type(msg)
         if tp is SpawnJM:
             jm = JobManager(msg.address, self.jm_ctx, msg.job, msg.attempt, msg.node, msg.load, msg.central)
-            self.jms[msg.address] = jm
-            if msg.address in self.engine.components:
-                self.engine.replace(jm)
-            else:
-                self.engine.add(jm)
+            self.jms.append(jm)
+            self.swap(jm)
         elif tp is Terminate:
             self.kill(msg.address)
         elif tp is Restart:
             self.restarted += 1
-            self.engine.replace(self.factories[msg.address]())
+            self.swap(self.factories[msg.address]())
         else:
             super().on_message(msg, now)
+
+    def swap(self, comp: Component) -> None:
+        """Put a fresh process at ``comp.address``: messages in flight go to it, the old process's timers do not."""
+        e = self.engine
+        if comp.address not in e.components:
+            e.add(comp)
+            return
+        marker = next(e._seq)  # every timer set from here on belongs to the new process
+        e.replace(comp)
+        for _, seq, kind, target, _ in e._heap:
+            if kind == _TIMER and target is comp and seq < marker:
+                e._cancelled.add(seq)
 
     def kill(self, address: str) -> bool:
         comp = self.engine.components.get(address)
         if comp is None or isinstance(comp, Crashed):
             return False
         self.killed += 1
-        self.engine.replace(Crashed(address, comp.kind))
+        self.swap(Crashed(address, comp.kind))
         return True
 
 
@@ -228,7 +238,7 @@ class MacrmFaults:
     def live_jm(self, job: int) -> JobManager | None:
         """The job's current job manager process, if one is running."""
         best = None
-        for jm in self.runtime.jms.values():
+        for jm in self.runtime.jms:
             live = jm.job == job and not jm.exited and self.engine.components.get(jm.address) is jm
             if live and (best is None or jm.attempt > best.attempt):
                 best = jm

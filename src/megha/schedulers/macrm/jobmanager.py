@@ -136,6 +136,7 @@ class JobManager(Component):
         self.masks = np.asarray(spec.masks, dtype=np.uint32)
         self.state = [UNPLACED] * self.n
         self.node_of = [-1] * self.n
+        self.runs = [0] * self.n  # how many times each task had to be placed again
         self.unplaced: set[int] = set(range(self.n))
         self.n_done = 0
         self.retry = 0
@@ -168,7 +169,8 @@ class JobManager(Component):
         elif tp is Finished:
             self._finished(msg.tasks, now)
         elif tp is Placed:
-            self._placed(msg)
+            if msg.attempt == self.attempt:
+                self._placed(msg)
         elif tp is LaunchRejected:
             self.stats["launch_rejections"] += len(msg.tasks)
             self._back(msg.tasks, msg.nodes, now)
@@ -179,7 +181,8 @@ class JobManager(Component):
         elif tp is NodesLost:
             self._nodes_lost(msg.nodes, now)
         elif tp is JobState:
-            self._job_state(msg, now)
+            if msg.attempt == self.attempt:
+                self._job_state(msg, now)
         elif tp is ModeChange or tp is JMHeartbeatReply:
             self.load = msg.load
             was = self.central
@@ -189,7 +192,8 @@ class JobManager(Component):
         elif tp is ArbitratorUp:
             self._arbitrator_up(now)
         elif tp is JobDoneAck:
-            self._exit()
+            if msg.attempt == self.attempt:
+                self._exit()
         else:
             super().on_message(msg, now)
 
@@ -232,7 +236,7 @@ class JobManager(Component):
     def _request_msg(self, todo: list[int]) -> TaskRequest:
         return TaskRequest(self.address, self.job, self.attempt, self.spec.user, [self.tasks[i] for i in todo],
                            [self.durs[i] for i in todo], self.demands[todo], self.masks[todo].tolist(),
-                           gang=self.ctx.gang)
+                           gang=self.ctx.gang, runs=[self.runs[i] for i in todo])
 
     def current_rate(self) -> float:
         """Sampling rate of the next round."""
@@ -395,6 +399,7 @@ class JobManager(Component):
                 continue
             self.state[i] = UNPLACED
             self.node_of[i] = -1
+            self.runs[i] += 1
             self.unplaced.add(i)
         self._schedule(now)
 
@@ -405,6 +410,7 @@ class JobManager(Component):
             if self.state[i] == RUNNING and self.node_of[i] in lost:
                 self.state[i] = UNPLACED
                 self.node_of[i] = -1
+                self.runs[i] += 1
                 self.unplaced.add(i)
                 n += 1
         if n:

@@ -254,6 +254,7 @@ class TaskRequest:
     demands: np.ndarray
     masks: list[int]
     gang: bool = False
+    runs: list[int] = field(default_factory=list)  # per task: which run of it this is (re-requests after failures)
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -261,8 +262,9 @@ class TaskRequest:
 
 @dataclass(slots=True)
 class Placed:
-    """The arbitrator tells a job manager where its requested tasks were started."""
+    """The arbitrator tells a job manager (attempt ``attempt``) where its requested tasks were started."""
 
+    attempt: int
     tasks: list[int]
     nodes: list[int]
 
@@ -290,6 +292,7 @@ class JobDone:
 @dataclass(slots=True)
 class JobDoneAck:
     job: int
+    attempt: int
 
 
 @dataclass(slots=True)
@@ -314,6 +317,7 @@ class JobState:
     """A node-manager group's answer to :class:`Adopt`: the job's running tasks (and nodes) and finished tasks."""
 
     group: int
+    attempt: int
     running: list[int]
     nodes: list[int]
     finished: list[int]

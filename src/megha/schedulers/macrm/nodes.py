@@ -479,7 +479,8 @@ class NodeManagers(Component):
             e[2] = msg.jm
             e[4] = msg.attempt
             nodes.append(self.lo + e[0])
-        self.port.send(msg.jm, JobState(self.group, running, nodes, list(self.finished_by_job.get(msg.job, ()))))
+        self.port.send(msg.jm, JobState(self.group, msg.attempt, running, nodes,
+                                        list(self.finished_by_job.get(msg.job, ()))))
 
     # --- node failures -----------------------------------------------------------------------------------------
     def _crash(self, nodes: list[int], now: float) -> None:

@@ -116,40 +116,51 @@ class FreeView:
 
 
 def match(snap: np.ndarray, usable: np.ndarray, demands: np.ndarray, masks: np.ndarray, worker_masks: np.ndarray,
-          rng: np.random.Generator) -> np.ndarray:
-    """Place each task on a node of the view copy ``snap`` (modified in place) with room for it, chosen at random
-    among the suitable ones (randomness keeps parallel actors from piling onto the same nodes); -1 = no room."""
+          rng: np.random.Generator, best_fit: bool = False) -> np.ndarray:
+    """Place each task on a node of the view copy ``snap`` (modified in place) with room for it; -1 = no room.
+
+    Tasks with the same demand and mask are placed together, the groups with the fewest suitable nodes first. A node
+    is chosen at random among the suitable ones (randomness keeps parallel actors from piling onto the same nodes),
+    or, with ``best_fit``, the suitable node with the least room first (packs tightly: used to retry a gang).
+    """
     k = demands.shape[0]
     out = np.full(k, -1, dtype=np.int64)
     if k == 0:
         return out
-    # tasks with the same demand and mask are placed together
     key = np.concatenate([demands, masks.astype(np.float64)[:, None]], axis=1)
     uniq, inv = np.unique(key, axis=0, return_inverse=True)
     inv = inv.ravel()
+    groups = []
     for g in range(uniq.shape[0]):
         idx = np.flatnonzero(inv == g)
-        d = demands[idx[0]]
         m = int(masks[idx[0]])
         cand = usable.copy()
         if m:
             cand &= (np.uint32(m) & ~worker_masks) == 0
+        groups.append((int(cand.sum()), g, idx, cand))
+    groups.sort(key=lambda x: (x[0], x[1]))
+    for _, _, idx, cand in groups:
+        d = demands[idx[0]]
         pos = d > _EPS
-        if pos.any():
-            slots = np.floor((snap[:, pos] + _EPS) / d[pos]).min(axis=1)
-            slots = np.where(cand, slots, 0).astype(np.int64)
-        else:
-            slots = np.where(cand, idx.size, 0).astype(np.int64)
         todo = idx.size
         at = 0
         while todo > 0:
+            if pos.any():
+                slots = np.floor((snap[:, pos] + _EPS) / d[pos]).min(axis=1)
+                slots = np.where(cand, slots, 0).astype(np.int64)
+            else:
+                slots = np.where(cand, todo, 0).astype(np.int64)
             nodes = np.flatnonzero(slots > 0)
             if nodes.size == 0:
                 break
-            take = rng.permutation(nodes)[:todo]
+            if best_fit:
+                room = snap[nodes][:, pos].sum(axis=1) if pos.any() else np.zeros(nodes.size)
+                node = int(nodes[np.argmin(room)])
+                take = np.full(min(todo, int(slots[node])), node, dtype=np.int64)
+            else:
+                take = rng.permutation(nodes)[:todo]
             out[idx[at:at + take.size]] = take
-            snap[take] -= d
-            slots[take] -= 1
+            np.subtract.at(snap, take, d)
             at += take.size
             todo -= take.size
     return out

@@ -1,0 +1,201 @@
+"""MACRM end to end: every feasible task completes exactly once without over-commit (hypothesis), determinism,
+and the failures of thesis §4.2.4 injected mid-run — node, job manager, resource tracker, arbitrator, task."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from megha.config import RunConfig
+from megha.experiments.macrm import cluster, poisson_jobs, shift, simulate_inputs, slot_background
+from megha.sim.run import simulate
+
+
+def write_trace(jobs) -> str:
+    p = Path(tempfile.mkdtemp()) / "w.tr"
+    p.write_text("".join(f"{a} {len(d)} {np.mean(d)} " + " ".join(map(str, d)) + "\n" for a, d in jobs))
+    return str(p)
+
+
+def usage_never_exceeds_capacity(r) -> bool:
+    """Rebuild every run (finished or cut short) from the recorder and check each node's demand over time."""
+    rec = r.recorder
+    dem = r.workload.task_demand
+    cap = r.datacenter.capacity
+    runs = []
+    ok = np.isfinite(rec.start) & (rec.worker >= 0)
+    for t in np.flatnonzero(ok):
+        runs.append((int(rec.worker[t]), float(rec.start[t]), float(rec.end[t]), dem[t]))
+    for ids, starts, workers, stop in rec.preempted_runs:
+        for t, s, w in zip(ids.tolist(), starts.tolist(), workers.tolist(), strict=True):
+            runs.append((int(w), float(s), float(stop), dem[t]))
+    by_node: dict[int, list] = {}
+    for w, s, e, d in runs:
+        by_node.setdefault(w, []).append((s, e, d))
+    for w, iv in by_node.items():
+        ev = sorted([(s, 1, d) for s, _, d in iv] + [(e, 0, d) for _, e, d in iv], key=lambda x: (x[0], x[1]))
+        used = np.zeros(cap.shape[1])
+        for _, kind, d in ev:
+            used = used + d if kind else used - d
+            if (used > cap[w] + 1e-7).any():
+                return False
+    return True
+
+
+job_st = st.tuples(
+    st.floats(0, 15, allow_nan=False).map(lambda x: round(x, 3)),
+    st.lists(st.floats(0.01, 6, allow_nan=False).map(lambda x: round(x, 3)), min_size=1, max_size=10),
+)
+
+
+@given(
+    jobs=st.lists(job_st, min_size=1, max_size=20),
+    workers=st.integers(2, 16),
+    trackers=st.integers(1, 3),
+    switch_load=st.sampled_from([0.1, 0.9]),
+    rate=st.sampled_from(["adaptive", "fixed"]),
+    retries=st.integers(0, 3),
+    queue=st.sampled_from(["fifo", "fair"]),
+    gang=st.booleans(),
+    actors=st.integers(1, 3),
+    constraints=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_every_feasible_task_completes_exactly_once_without_overcommit(
+    jobs, workers, trackers, switch_load, rate, retries, queue, gang, actors, constraints, seed
+):
+    opts = {"trackers": trackers, "switch_load": switch_load, "rate": rate, "max_retries": retries, "queue": queue,
+            "gang": gang, "actors": actors, "jm_demand": {"cpu": 0.5, "mem": 0.25}, "heartbeat": 0.5}
+    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=workers, resources=True,
+                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.5, "mem": 1.0}, constraints=constraints,
+                    seed=seed, options=opts, stall_timeout=120)
+    r = simulate(cfg)  # node managers refuse anything that does not fit; the runner checks exactly-once
+    assert r.unfinished_reason is None
+    rec = r.recorder
+    assert (rec.finishes[r.feasible] == 1).all() and (rec.launches[r.feasible] == 1).all()
+    wm = r.datacenter.worker_masks[rec.worker[r.feasible]]
+    assert ((r.workload.masks[r.feasible] & ~wm) == 0).all()
+    assert usage_never_exceeds_capacity(r)
+    assert r.counters["macrm_arb_left_queued"] == 0
+
+
+def test_same_seed_same_result():
+    rng = np.random.default_rng(5)
+    jobs = [(round(i * 0.25, 3), [round(float(x), 3) for x in rng.uniform(0.5, 3, 1 + i % 7)]) for i in range(40)]
+    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=12, resources=True,
+                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, seed=3,
+                    options={"trackers": 2})
+    a, b = simulate(cfg), simulate(cfg)
+    for col in ("start", "end", "known", "worker", "scheduled"):
+        assert np.array_equal(getattr(a.recorder, col), getattr(b.recorder, col), equal_nan=True)
+    assert a.counters == b.counters and a.message_counts == b.message_counts
+
+
+# --- failures (thesis §4.2.4, Table 4.5) ------------------------------------------------------------------------------
+def _fault_run(fault: str, central: bool, at: float = 6.0):
+    """100 nodes of 4 cores, Poisson jobs of 9 one-core tasks; background 60 % (distributed) or 93 % (centralized)."""
+    rng = np.random.default_rng(11)
+    load = 0.93 if central else 0.6
+    dc = cluster(np.full((100, 1), 4.0), slot_background(100, 4, load, rng), ("cpu",), "fault")
+    w = shift(poisson_jobs(40, rng, mean_gap=0.25, mean_duration=2.0), 2.5)
+    killed: dict = {}
+
+    def act(engine, dep, now):
+        f = dep.extras["macrm"]
+        if fault == "node":
+            busy = [n for n in range(100) if engine.components[f.groups[int(f.group_of[n])]].on_node[
+                n - engine.components[f.groups[int(f.group_of[n])]].lo]]
+            killed["nodes"] = busy[:5]
+            f.kill_node(busy[:5])
+        elif fault == "jm":
+            killed["jms"] = []
+            for j in range(w.n_jobs):
+                if len(killed["jms"]) < 3 and f.kill_jm(j):
+                    killed["jms"].append(j)
+        elif fault == "tracker":
+            f.kill_tracker(1)
+        elif fault == "arbitrator":
+            f.kill_arbitrator()
+        elif fault == "task":
+            f.fail_task(list(range(w.n_tasks)))
+
+    r = simulate_inputs(w, dc, "macrm", {"trackers": 2}, seed=4, actions=[(at, act)])
+    assert r.unfinished_reason is None
+    rec = r.recorder
+    assert (rec.finishes[r.feasible] == 1).all()  # exactly one successful completion per task
+    assert usage_never_exceeds_capacity(r)
+    assert r.counters["macrm_arb_central_at_end"] == int(central)
+    return r, killed
+
+
+@pytest.mark.parametrize("central", [False, True], ids=["distributed", "centralized"])
+def test_node_failure_detected_by_heartbeat_timeout_and_its_tasks_rerun(central):
+    r, killed = _fault_run("node", central)
+    c = r.counters
+    assert c["macrm_tracker_nodes_lost"] == 5 and c["macrm_arb_nodes_lost"] == 5
+    lost = c["macrm_nm_tasks_lost_on_nodes"]
+    assert lost > 0 and r.recorder.preemptions.sum() == lost
+    assert c["macrm_jm_tasks_lost_on_nodes"] == lost  # every lost run was placed again
+    rerun = np.unique(np.concatenate([ids for ids, *_ in r.recorder.preempted_runs]))
+    assert not np.isin(r.recorder.worker[rerun], killed["nodes"]).any()  # the reruns ran elsewhere
+    runs = r.recorder.preempted_runs
+    assert all(stop == pytest.approx(6.0) for *_, stop in runs)
+
+
+@pytest.mark.parametrize("central", [False, True], ids=["distributed", "centralized"])
+def test_job_manager_failure_detected_by_its_heartbeats_and_restarted(central):
+    r, killed = _fault_run("jm", central)
+    c = r.counters
+    assert killed["jms"] and c["macrm_tracker_jms_lost"] == len(killed["jms"])
+    assert c["macrm_arb_jm_restarts"] == len(killed["jms"])
+    assert c["macrm_jm_processes"] >= r.workload.n_jobs + len(killed["jms"])
+
+
+@pytest.mark.parametrize("central", [False, True], ids=["distributed", "centralized"])
+def test_resource_tracker_failure_restarted_by_the_supervisor(central):
+    r, _ = _fault_run("tracker", central)
+    c = r.counters
+    assert c["macrm_tracker_restarts"] == 1 and c["macrm_agents_restarted"] == 1
+    assert c["macrm_tracker_nodes_lost"] == 0  # the new tracker rebuilt its view without false alarms
+
+
+@pytest.mark.parametrize("central", [False, True], ids=["distributed", "centralized"])
+def test_arbitrator_failure_recovered_from_the_store(central):
+    r, _ = _fault_run("arbitrator", central)
+    c = r.counters
+    assert c["macrm_arbitrator_restarts"] == 1 and c["macrm_arb_recoveries"] == 1
+    assert c["macrm_client_resubmissions"] > 0  # jobs submitted during the outage were resubmitted
+
+
+def test_task_failures_rerun_only_the_failed_tasks():
+    r, _ = _fault_run("task", False)
+    c = r.counters
+    assert c["macrm_nm_task_failures"] > 0 and c["macrm_jm_task_reruns"] == c["macrm_nm_task_failures"]
+    assert r.recorder.preemptions.sum() == c["macrm_nm_task_failures"]
+
+
+def test_random_task_failures_and_all_faults_together():
+    rng = np.random.default_rng(2)
+    dc = cluster(np.full((60, 1), 4.0), slot_background(60, 4, 0.7, rng), ("cpu",), "f")
+    w = shift(poisson_jobs(30, rng, mean_gap=0.3, mean_duration=1.5), 2.5)
+
+    def act(engine, dep, now):
+        f = dep.extras["macrm"]
+        f.kill_node([1, 2, 40])
+        f.kill_arbitrator()
+        f.kill_tracker(0)
+        for j in range(w.n_jobs):
+            if f.kill_jm(j):
+                break
+
+    r = simulate_inputs(w, dc, "macrm", {"trackers": 2, "task_failure_prob": 0.1}, seed=1, actions=[(5.0, act)])
+    assert r.unfinished_reason is None
+    assert (r.recorder.finishes[r.feasible] == 1).all()
+    assert r.counters["macrm_nm_task_failures"] > 0
+    assert usage_never_exceeds_capacity(r)
