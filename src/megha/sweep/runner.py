@@ -23,7 +23,7 @@ from typing import Any
 
 from megha.errors import InputError
 from megha.sweep import worker
-from megha.sweep.spec import RunPlan, SweepSpec, load, parse
+from megha.sweep.spec import RunPlan, SweepSpec, hash_of, load, parse
 
 PLAN_FILE = "sweep.json"
 RUNS = "runs"
@@ -142,6 +142,19 @@ def _clean_stale(runs_dir: Path) -> None:
                 shutil.rmtree(d, ignore_errors=True)
 
 
+def _adopt_renamed(runs_dir: Path, plans: list[RunPlan]) -> None:
+    """A finished run whose id changed (other varying parameters) but whose configuration did not keeps its result."""
+    by_hash: dict[str, Path] = {}
+    for d in runs_dir.iterdir():
+        if d.is_dir() and "__" in d.name and worker.is_complete(d):
+            by_hash[hash_of(d.name)] = d
+    for p in plans:
+        target = runs_dir / p.id
+        src = by_hash.get(hash_of(p.id))
+        if src is not None and src != target and not target.exists():
+            src.rename(target)
+
+
 def run_sweep(
     source: str | Path | dict | SweepSpec,
     out: str | Path | None = None,
@@ -169,6 +182,7 @@ def run_sweep(
     runs_dir = out / RUNS
     runs_dir.mkdir(exist_ok=True)
     _clean_stale(runs_dir)
+    _adopt_renamed(runs_dir, plans)
     finished = [p for p in plans if worker.is_complete(runs_dir / p.id)]
     if finished and not (resume or force):
         raise InputError(f"{out}: {len(finished)} of the {len(plans)} runs are already finished; use --resume to "

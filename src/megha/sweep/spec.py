@@ -195,7 +195,10 @@ def _apply(cfg: dict[str, Any], key: str, value: Any) -> None:
         return
     sub = cfg.get(head)
     if sub is None:
-        sub = {}
+        from megha.config import RunConfig
+
+        default = RunConfig.model_fields[head].get_default(call_default_factory=True)
+        sub = dict(default) if isinstance(default, dict) else {}
     elif not isinstance(sub, dict):
         raise InputError(f"cannot set {key!r}: {head!r} is not a table")
     else:
@@ -221,7 +224,7 @@ def _get(config: dict[str, Any], dotted: str) -> Any:
 
 def _slug(params: dict[str, Any], limit: int = 64) -> str:
     parts = []
-    for k, v in params.items():
+    for k, v in sorted(params.items()):
         short = k.removeprefix("options.")
         val = v if isinstance(v, str | int | float | bool) or v is None else json.dumps(v, separators=(",", ":"))
         if isinstance(val, str) and val.startswith("sample:"):
@@ -231,6 +234,11 @@ def _slug(params: dict[str, Any], limit: int = 64) -> str:
         parts.append(f"{short}-{val}")
     s = re.sub(r"[^A-Za-z0-9._=-]+", "", "_".join(parts))
     return s[:limit].rstrip("_-.") or "run"
+
+
+def hash_of(run_id: str) -> str:
+    """The configuration hash at the end of a run id."""
+    return run_id.rsplit("__", 1)[-1]
 
 
 def config_hash(config: dict[str, Any]) -> str:
