@@ -49,6 +49,7 @@ class _Class:
     rack_arcs: dict[int, int] = field(default_factory=dict)  # rack -> arc E_q → R
     waiting: int = 0
     fit: np.ndarray | None = None  # machines satisfying the mask (cached)
+    live: int = 0  # targets with a free slot (all targets under preemption)
     starved: bool = False  # no further machine to connect until one it fits frees up
 
 
@@ -133,6 +134,7 @@ class SchedulingGraph:
         self.machine_arc = net.add_arcs(self.machine_node, np.full(nm, self.sink), mcost, self.machine_slots)
         self.machine_cost = mcost
         self.machine_dirty: set[int] = set()
+        self._was_free = self.machine_free > 0  # free-slot state of each machine at the last accounting
         # racks
         self.rack_node = np.zeros(0, dtype=np.int64)
         self.machine_rack = None
@@ -195,13 +197,6 @@ class SchedulingGraph:
     def _touch(self, c: _Class) -> None:
         if not c.full:
             self._dirty.add(c.mask)
-
-    def _touch_targets_of(self, machines: np.ndarray) -> None:
-        """Classes connected to machines that just became full must look for other machines."""
-        for m in machines.tolist():
-            qs = self._target_of.get(m)
-            if qs:
-                self._dirty.update(qs)
 
     def fits(self, mask: int) -> np.ndarray:
         """Machines satisfying a hard-constraint mask."""
@@ -324,7 +319,20 @@ class SchedulingGraph:
             ms = np.fromiter(self.machine_dirty, dtype=np.int64)
             ms.sort()
             self.machine_dirty.clear()
-            freed_masks = np.unique(self.machine_mask[ms[self.machine_free[ms] > 0]])
+            now_free = self.machine_free[ms] > 0
+            freed_masks = np.unique(self.machine_mask[ms[now_free]])
+            if not self.preemption:
+                # classes connected to machines that filled up or freed: keep their live counts
+                flip = now_free != self._was_free[ms]
+                for m, f in zip(ms[flip].tolist(), now_free[flip].tolist(), strict=True):
+                    qs = self._target_of.get(m)
+                    if qs:
+                        for q in qs:
+                            c = self.classes[q]
+                            c.live += 1 if f else -1
+                            if not f and c.waiting > 0:
+                                self._dirty.add(q)
+                self._was_free[ms] = now_free
             cost = self.cm.machine_cost(self, ms) + np.where(self.machine_failed[ms], PROHIBITIVE, 0)
             arcs = self.machine_arc[ms]
             ch = cost != self.machine_cost[ms]
@@ -384,7 +392,7 @@ class SchedulingGraph:
         dirty = sorted(self._dirty)
         self._dirty.clear()
         # candidates come from the (usually short) list of free machines, not from all fitting machines
-        free_list = None if self.preemption else np.flatnonzero(self.machine_free > 0)
+        free_list = None if self.preemption else np.flatnonzero(self._was_free)
         free_masks = None if free_list is None else self.machine_mask[free_list]
         add_t: list[np.ndarray] = []
         add_m: list[np.ndarray] = []
@@ -398,6 +406,7 @@ class SchedulingGraph:
                         self._target_of[m].discard(mask)
                         drop.append(a)
                     c.targets.clear()
+                    c.live = 0
                 self._starved.discard(mask)
                 continue
             if mask in self._starved:
@@ -406,19 +415,17 @@ class SchedulingGraph:
                 want = self.ec_fanout if self.ec_fanout > 0 else self.machine_mask.size
             else:  # enough free machines for every waiting task, a few spare
                 want = c.waiting + 8 if self.ec_fanout <= 0 else min(c.waiting + 8, self.ec_fanout)
+            have = c.live
+            if have >= want:
+                continue
             tm = np.fromiter(c.targets.keys(), dtype=np.int64, count=len(c.targets))
-            if self.preemption:
-                have = tm.size
-            else:
-                busy = self.machine_free[tm] <= 0
-                have = int(tm.size - busy.sum())
-                if tm.size > 2 * want and busy.any():
+            if not self.preemption and tm.size > 2 * want:
+                busy = self._was_free[tm] == 0
+                if busy.any():
                     for m in tm[busy].tolist():
                         drop.append(c.targets.pop(m))
                         self._target_of[m].discard(mask)
                     tm = tm[~busy]
-            if have >= want:
-                continue
             if free_list is not None:
                 q = np.uint32(c.mask)
                 ms = free_list[(free_masks & q) == q]
@@ -450,6 +457,7 @@ class SchedulingGraph:
                 c.targets.update(zip(ms.tolist(), arcs[pos : pos + ms.size].tolist(), strict=True))
                 for m in ms.tolist():
                     self._target_of.setdefault(m, set()).add(c.mask)
+                c.live += ms.size if self.preemption else int(self._was_free[ms].sum())
                 pos += ms.size
 
     def unserved(self) -> bool:
@@ -532,7 +540,6 @@ class SchedulingGraph:
         arcs = self.machine_arc[ms]
         self.net.set_bounds(arcs, np.zeros(ms.size, dtype=np.int64), self.machine_free[ms])
         self.machine_dirty.update(ms.tolist())
-        self._touch_targets_of(ms[self.machine_free[ms] <= 0])
 
     def finished_outside(self, tasks: np.ndarray, machines: np.ndarray) -> None:
         """No preemption: running tasks (not in the graph) finished; their slots are free again."""

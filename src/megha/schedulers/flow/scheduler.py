@@ -18,7 +18,6 @@ model's order (priority, then arrival), on the cheapest free machine (a Swarm/Ku
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,7 +127,7 @@ class FlowScheduler(Component):
         self.job = np.zeros(n_tasks, dtype=np.int64)
         self.machine = np.full(n_tasks, -1, dtype=np.int64)
         self.soft = np.zeros(n_tasks, dtype=np.uint32)
-        self.queue: deque[int] = deque()  # waiting tasks in arrival order (queue policies)
+        self.queue = np.zeros(0, dtype=np.int64)  # waiting tasks in arrival order (queue policies)
         self.job_priority = np.zeros(16, dtype=np.int64)
         self.job_arrival = np.zeros(16)
         self._round_timer: int | None = None
@@ -220,7 +219,7 @@ class FlowScheduler(Component):
         if self.g is not None:
             self.g.add_tasks(msg.job, tasks, msg.masks & ~soft_bits, msg.masks & soft_bits, int(msg.priority), now)
         else:
-            self.queue.extend(tasks.tolist())
+            self.queue = np.concatenate([self.queue, tasks])
         self._request_round(now)
 
     def _finished(self, msg: Finished, now: float) -> None:
@@ -257,7 +256,7 @@ class FlowScheduler(Component):
                 u = np.unique(ms)
                 self.g.set_free(u, self.free[u])
             else:
-                self.queue.extendleft(reversed(tasks.tolist()))
+                self.queue = np.concatenate([tasks, self.queue])
             if self.res_free is not None:
                 np.add.at(self.res_free, ms, self.demand[tasks])
                 self._sync_units(ms)
@@ -284,7 +283,7 @@ class FlowScheduler(Component):
         else:
             tasks, machines = self._queue_round()
             kills = np.zeros(0, dtype=np.int64)
-            size = len(self.queue)
+            size = int(self.queue.size)
         self.round_wall.append(time.perf_counter() - t0)
         self.counts["rounds"] += 1
         workers = self._take_workers(tasks, machines)
@@ -315,7 +314,7 @@ class FlowScheduler(Component):
     def _has_waiting(self) -> bool:
         if self.g is not None:
             return any(c.waiting > 0 for c in self.g.classes.values())
-        return bool(self.queue)
+        return bool(self.queue.size)
 
     def _send(self, tasks: np.ndarray, workers: np.ndarray, kills: np.ndarray) -> None:
         if tasks.size:
@@ -395,18 +394,25 @@ class FlowScheduler(Component):
 
     def _queue_round(self) -> tuple[np.ndarray, np.ndarray]:
         """Random / greedy queue scheduling of the waiting tasks onto free machines."""
-        if not self.queue or self.free.sum() <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        order = np.fromiter(self.queue, dtype=np.int64, count=len(self.queue))
+        empty = np.zeros(0, dtype=np.int64)
+        if self.queue.size == 0 or self.free.sum() <= 0:
+            return empty, empty
+        order = self.queue
         greedy = self.s.policy == "greedy"
         if greedy:
             order = order[np.argsort(self.cm.rank(self._view, order), kind="stable")]
+        hard_bits = np.uint32(~np.uint32(self.s.soft_mask))
+        hard = self.mask[order] & hard_bits
+        fl = np.flatnonzero(self.free > 0)
+        fm = self.m.mask[fl]
+        uq, inv = np.unique(hard, return_inverse=True)
+        fits_some = ((uq[:, None] & ~fm[None, :]) == 0).any(axis=1)
+        order = order[fits_some[inv.ravel()]]
         free = self.free.copy()
         cands: dict[int, np.ndarray] = {}
         placed_t: list[int] = []
         placed_m: list[int] = []
         left = int(free.sum())
-        hard_bits = np.uint32(~np.uint32(self.s.soft_mask))
         rng = self.port.rng
         for t in order.tolist():
             if left <= 0:
@@ -414,7 +420,7 @@ class FlowScheduler(Component):
             q = int(self.mask[t] & hard_bits)
             c = cands.get(q)
             if c is None:
-                c = np.flatnonzero((self.m.mask & np.uint32(q)) == np.uint32(q))
+                c = fl[(fm & np.uint32(q)) == np.uint32(q)]
             c = c[free[c] > 0]
             cands[q] = c
             if c.size == 0:
@@ -429,10 +435,10 @@ class FlowScheduler(Component):
             left -= 1
             placed_t.append(t)
             placed_m.append(m)
-        if placed_t:
-            done = set(placed_t)
-            self.queue = deque(t for t in self.queue if t not in done)
-        return np.array(placed_t, dtype=np.int64), np.array(placed_m, dtype=np.int64)
+        tasks = np.array(placed_t, dtype=np.int64)
+        if tasks.size:
+            self.queue = self.queue[~np.isin(self.queue, tasks)]
+        return tasks, np.array(placed_m, dtype=np.int64)
 
     # ---------------------------------------------------------------------------------------- metrics
     def counters(self) -> dict[str, int]:
