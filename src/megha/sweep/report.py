@@ -107,12 +107,23 @@ def _read_col(path: Path, col: str, where: str | None = None) -> np.ndarray:
     return _subsample(v)
 
 
+def _label_keys(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """The keys worth showing in labels: a parameter derived from an earlier one (e.g. a cost computed from the
+    datacenter size) is left out."""
+    out: list[str] = []
+    for k in keys:
+        if not any(_determines(rows, o, k) for o in out):
+            out.append(k)
+    return out
+
+
 def _groups(rows: list[dict[str, Any]], keys: list[str]) -> list[Group]:
     out: OrderedDict[tuple, Group] = OrderedDict()
+    shown = _label_keys(rows, keys)
     for r in rows:
-        key = tuple(r.get(k) for k in keys)
+        key = tuple(_hashable(r.get(k)) for k in keys)
         if key not in out:
-            label = ", ".join(f"{k.removeprefix('options.')}={_fmt(v)}" for k, v in zip(keys, key, strict=True))
+            label = ", ".join(f"{k.removeprefix('options.')}={_fmt(r.get(k))}" for k in shown)
             out[key] = Group(label or "all runs", key)
         out[key].rows.append(r)
     return list(out.values())

@@ -91,7 +91,7 @@ class _Display:
         status = outcome["status"]
         if status == "failed":
             self.failed += 1
-        params = " ".join(f"{k}={v}" for k, v in plan.params.items()) or plan.id
+        params = " ".join(f"{k}={v}" for k, v in plan.params.items() if not isinstance(v, dict | list)) or plan.id
         msg = f"[{self.done}/{self.total}] {params}: {status} in {outcome.get('seconds', 0.0):.1f} s"
         if status == "failed":
             msg += f" — {outcome.get('error')}"
