@@ -89,3 +89,11 @@ def test_bad_toml(tmp_path: Path) -> None:
     f.write_text("[grid\nseed = 1\n")
     with pytest.raises(InputError, match="not valid TOML"):
         load(f)
+
+
+def test_example_sweep_files_expand() -> None:
+    root = Path(__file__).resolve().parents[1] / "examples" / "sweeps"
+    files = sorted(root.glob("*.toml"))
+    assert len(files) >= 3
+    counts = {f.stem: len(load(f).expand()) for f in files}
+    assert counts["schedulers"] == 36 and counts["megha_options"] == 16 and counts["megha_size"] == 3
