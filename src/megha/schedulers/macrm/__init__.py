@@ -38,7 +38,7 @@ from pydantic import Field
 
 from megha.errors import InputError
 from megha.schedulers.macrm.arbitrator import ResourceArbitrator
-from megha.schedulers.macrm.infra import Client, Crashed, MacrmFaults, Runtime, Supervisor
+from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.policy import ModeSwitch, adaptive_rate
@@ -64,7 +64,7 @@ class MacrmOptions(SchedulerOptions):
     max_retries: int = Field(3, ge=0, description="sampling retries before leftovers go to the central queue")
     centralized: bool = Field(True, description="switch to centralized allocation at high load")
     switch_load: float = Field(0.9, gt=0, le=1, description="load at which to switch to centralized mode")
-    hysteresis: float = Field(0.05, ge=0, lt=1, description="back to distributed below switch_load - hysteresis")
+    hysteresis: float = Field(0.02, ge=0, lt=1, description="back to distributed below switch_load - hysteresis")
     queue: Literal["fifo", "fair"] = Field("fifo", description="central queue policy")
     actors: int = Field(4, ge=1, description="parallel scheduler actors")
     match_cost: float = Field(1e-4, ge=0, description="a scheduler actor's time to match one request (s)")
@@ -176,7 +176,7 @@ def build(ctx: BuildContext) -> Deployment:
     for c in comps:
         ctx.engine.add(c)
     for j in range(w.n_jobs):  # job-manager addresses: dead letters until a job manager runs there
-        ctx.engine.add(Crashed(f"{PREFIX}/jm{j}", JobManager.kind))
+        ctx.engine.add(JMSlot(f"{PREFIX}/jm{j}"))
     faults = MacrmFaults(ctx.engine, runtime, groups, group_of, trackers, addr["arbitrator"])
 
     def current(address: str):

@@ -40,6 +40,7 @@ from megha.schedulers.macrm.messages import (
     Containers,
     ExpectJM,
     ForwardedHeartbeat,
+    Forwarding,
     HeartbeatReply,
     JobDone,
     JobDoneAck,
@@ -193,6 +194,7 @@ class ResourceArbitrator(Component):
         self._central_since: float | None = None
         self._retry_armed = False
         self.retry_interval = 1.0
+        self._forwarding: bool | None = True  # trackers forward free nodes' heartbeats (their default)
         self._dirty = False  # new work for the scheduler actors may exist: dispatch at the end of the event
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -239,6 +241,7 @@ class ResourceArbitrator(Component):
             jms = [(r.jm, j, r.attempt) for j, r in self.jobs.items() if r.status == "running" and
                    r.tracker == msg.tracker]
             self.port.send(self.trackers[msg.tracker], ExpectJM(jms))
+            self.port.send(self.trackers[msg.tracker], Forwarding(self._forwarding))
         else:
             super().on_message(msg, now)
         self._flush(now)
@@ -266,6 +269,7 @@ class ResourceArbitrator(Component):
     def _recover(self, state: dict, now: float) -> None:
         self.recovering = False
         self.stats["recoveries"] += 1
+        self._forwarding = None  # tell every tracker what this incarnation wants
         self.epoch = int(state.get("epoch", 0)) + 1
         self._persist("epoch", self.epoch)
         self.view.next_seq = [self.epoch << 32] * self.n  # above anything the previous incarnation allocated
@@ -607,6 +611,12 @@ class ResourceArbitrator(Component):
     def _flush(self, now: float) -> None:
         if self._dirty and self.idle and self.n_queued:
             self._dispatch(now)
+        want = self.central or self.n_queued > 0
+        if want != self._forwarding:
+            self._forwarding = want
+            fw = Forwarding(want)
+            for t in self.trackers:
+                self.port.send(t, fw)
         if self._out:
             out, self._out = self._out, {}
             for grp, parts in out.items():

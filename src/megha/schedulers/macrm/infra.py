@@ -44,6 +44,61 @@ class Crashed(Component):
         pass
 
 
+class _SlotPort:
+    """The port a job-manager process gets inside its slot: timers are tagged with the process's incarnation."""
+
+    __slots__ = ("inc", "rng", "slot")
+
+    def __init__(self, slot: JMSlot, inc: int) -> None:
+        self.slot = slot
+        self.inc = inc
+        self.rng = slot.port.rng
+
+    def send(self, dst: str, msg) -> None:
+        self.slot.port.send(dst, msg)
+
+    def set_timer(self, delay: float, key) -> int:
+        return self.slot.port.set_timer(delay, (self.inc, key))
+
+    def cancel_timer(self, handle: int) -> None:
+        self.slot.port.cancel_timer(handle)
+
+
+class JMSlot(Component):
+    """The address of one job's job manager: hosts the current job-manager process (attempt), if any.
+
+    Messages to a job whose job manager is not running are dropped (dead letters); a killed process's timers die
+    with it. Starting a process here needs no change to the engine's component table.
+    """
+
+    kind = "macrm-jm"
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.current: JobManager | None = None
+        self.inc = 0
+        self.dropped = 0
+
+    def install(self, jm: JobManager | None, now: float) -> None:
+        """Run ``jm`` here (None: the current process dies)."""
+        self.inc += 1
+        self.current = jm
+        if jm is not None:
+            jm.attach(_SlotPort(self, self.inc))
+            jm.on_start(now)
+
+    def on_message(self, msg, now: float) -> None:
+        if self.current is None:
+            self.dropped += 1
+        else:
+            self.current.on_message(msg, now)
+
+    def on_timer(self, key, now: float) -> None:
+        inc, k = key
+        if self.current is not None and inc == self.inc:
+            self.current.on_timer(k, now)
+
+
 class Client(Component):
     """The users' agent: submits each job to the arbitrator and resubmits until it is accepted."""
 
@@ -171,7 +226,7 @@ class Runtime(Component):
         if tp is SpawnJM:
             jm = JobManager(msg.address, self.jm_ctx, msg.job, msg.attempt, msg.node, msg.load, msg.central)
             self.jms.append(jm)
-            self.swap(jm)
+            self.engine.components[msg.address].install(jm, now)
         elif tp is Terminate:
             self.kill(msg.address)
         elif tp is Restart:
@@ -194,6 +249,12 @@ class Runtime(Component):
 
     def kill(self, address: str) -> bool:
         comp = self.engine.components.get(address)
+        if isinstance(comp, JMSlot):
+            if comp.current is None:
+                return False
+            self.killed += 1
+            comp.install(None, self.engine.now)
+            return True
         if comp is None or isinstance(comp, Crashed):
             return False
         self.killed += 1
@@ -239,7 +300,7 @@ class MacrmFaults:
         """The job's current job manager process, if one is running."""
         best = None
         for jm in self.runtime.jms:
-            live = jm.job == job and not jm.exited and self.engine.components.get(jm.address) is jm
+            live = jm.job == job and not jm.exited and self.engine.components[jm.address].current is jm
             if live and (best is None or jm.attempt > best.attempt):
                 best = jm
         return best

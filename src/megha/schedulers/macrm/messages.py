@@ -359,6 +359,14 @@ class TrackerStats:
 
 
 @dataclass(slots=True)
+class Forwarding:
+    """Whether trackers should forward free nodes' heartbeats: the arbitrator needs them while its queue holds
+    requests or it is in centralized mode (its view of free resources); otherwise trackers answer heartbeats."""
+
+    on: bool
+
+
+@dataclass(slots=True)
 class LoadInfo:
     load: float
     central: bool

@@ -57,9 +57,9 @@ class ModeSwitch:
         """Feed the current load; returns True when the mode changed."""
         if not self.enabled:
             return False
-        if not self.central and load >= self.enter - 1e-12:
+        if not self.central and load >= self.enter - 1e-6:
             self.central = True
-        elif self.central and load < self.exit - 1e-12:
+        elif self.central and load < self.exit - 1e-6:
             self.central = False
         else:
             return False

@@ -2,7 +2,8 @@
 
 * **Writer**: receives the node heartbeats of its nodes and keeps their view (used and free resources, per-user
   usage); forwards the heartbeats of nodes with free resources to the arbitrator — and of nodes that just became
-  full, so the arbitrator's free-resource view drops them — and answers the others itself.
+  full, so the arbitrator's free-resource view drops them — and answers the others itself. The arbitrator turns
+  forwarding off while it has nothing to allocate in distributed mode (:class:`Forwarding`).
 * **Reader**: watches liveness — a node silent for ``node_timeout`` and a job manager silent for ``jm_timeout``
   are reported to the arbitrator (reliably: resent until acknowledged) — and sends the arbitrator aggregate
   statistics (used/total resources, per-user usage) every ``stats_interval``; the arbitrator derives the cluster
@@ -22,6 +23,7 @@ from megha.schedulers.macrm.messages import (
     ArbitratorUp,
     ExpectJM,
     ForwardedHeartbeat,
+    Forwarding,
     Heartbeat,
     HeartbeatReply,
     JMHeartbeat,
@@ -87,6 +89,7 @@ class ResourceTracker(Component):
         self._rid = 0
         self.load = 0.0
         self.central = False
+        self.forward = True
         self.stats = {"heartbeats": 0, "forwarded": 0, "answered": 0, "jm_heartbeats": 0, "nodes_lost": 0,
                       "jms_lost": 0, "reports_resent": 0, "heartbeats_from_dead": 0}
 
@@ -109,6 +112,8 @@ class ResourceTracker(Component):
             else:
                 self.jms[msg.jm] = [msg.job, msg.attempt, now]
                 self.port.send(msg.jm, JMHeartbeatReply(self.load, self.central))
+        elif tp is Forwarding:
+            self.forward = msg.on
         elif tp is LoadInfo:
             self.load = msg.load
             self.central = msg.central
@@ -146,7 +151,7 @@ class ResourceTracker(Component):
                 self._users(i, users[k])
             f = free_rows[k]
             has_free = all(a >= b for a, b in zip(f, need, strict=True)) and any(a > _EPS for a in f)
-            if has_free or self.fwd_free[i]:
+            if self.forward and (has_free or self.fwd_free[i]):
                 fwd.append(k)
             else:
                 rest.append(k)

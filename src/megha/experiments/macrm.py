@@ -1,0 +1,654 @@
+"""MACRM thesis (seed 001) reproductions: sampling techniques (ch. 3) and MACRM vs YARN vs Sparrow (ch. 4).
+
+* ``macrm-sampling`` — Figs 3.4, 3.5, 3.7, 3.8: 200 four-core machines, one-way delay 0.5 ms (1 ms RTT), Poisson jobs
+  (mean inter-arrival 1 s) of 9 one-core tasks sharing one exponential duration (mean 1 s), sampling timeout 5 ms,
+  heartbeat 1 s; average service time (job span − task duration) vs cluster load 60–95 % for the power of two
+  choices, doubling the rate after a failure, the adaptive initial rate (+ doubling), and adaptive + the switch to
+  centralized mode. The load is background occupancy: ``⌊L·800⌋`` of the 800 cores, chosen at random, stay busy.
+* ``macrm-service-time`` — Fig. 4.2: 500 nodes with Google's machine mix (Table 4.1 as Table 4.2 interprets it:
+  1.0 CPU = 12 cores, 1.0 memory = 16 GB; 3,177 cores and 3,772 GB in all), an initial random load of 55 % (per node
+  and resource, normal with mean 55 % and s.d. 22.5 %, clipped), then jobs drawn at random from the Google sub-trace
+  (task counts and durations) every 500 ms with per-job CPU and memory requests drawn to match Table 4.3 (lognormal,
+  means 0.0338 and 0.0284 of a full machine, capped at 0.5 and 0.955). The jobs raise the load; as in the thesis,
+  a job counts in load group L (70 … 90 %) when the load at its arrival is within L ± 5 %. The load used is the
+  *offered* load (background + every arrived task until its duration has passed), identical for all schedulers.
+  MACRM (heartbeat 2 s, sampling timeout 3 ms) vs ``yarn`` (heartbeat 2 s) vs ``sparrow``.
+* ``macrm-burst`` — Fig. 4.3 / Appendix A: bursts of 5–20 jobs of 10–40 tasks (Google jobs with at least that many
+  tasks, extra tasks dropped) submitted at once on the same cluster at initial loads 70–90 % (per node and resource
+  normal with mean L and s.d. (100 − L)/2, as the thesis describes); maximum service time per burst, averaged over
+  the sets of a group.
+
+Initial load is the same for every scheduler: it is taken out of the nodes' allocatable capacity and, for MACRM,
+also passed as ``datacenter.meta["background"]`` so its node managers report it and its load estimate counts it.
+Durations are capped (``max_duration``) so runs end; service time never includes a job's longest task, so the cap
+only matters through the load. Runs use :func:`simulate_inputs`, the runner's steps with an in-memory workload and
+datacenter (heterogeneous machines are not expressible in a :class:`~megha.config.RunConfig`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from megha.config import RunConfig
+from megha.errors import InputError
+from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.recorder import TaskRecorder
+from megha.model.constraints import NUM_CONSTRAINTS
+from megha.model.topology import Datacenter
+from megha.model.workload import Workload, feasible_tasks
+from megha.schedulers import registry
+from megha.sim.engine import DelayModel, Engine
+from megha.sim.run import (
+    _STREAM_ENGINE,
+    _STREAM_SCHEDULER,
+    Injector,
+    RunResult,
+    TraceSource,
+    Watchdog,
+    stream,
+)
+
+ALL_CONSTRAINTS = np.uint32((1 << NUM_CONSTRAINTS) - 1)
+
+# Table 4.1 (count, platform, normalized CPU, normalized memory) and Table 4.2's units
+GOOGLE_MACHINES = [(6732, "B", 0.50, 0.50), (3863, "B", 0.50, 0.25), (1001, "B", 0.50, 0.75),
+                   (795, "C", 1.00, 1.00), (126, "A", 0.25, 0.25), (52, "B", 0.50, 0.12), (5, "B", 0.50, 0.03),
+                   (5, "B", 0.50, 0.97), (3, "C", 1.00, 0.50), (1, "B", 0.50, 0.06)]
+CORES_PER_UNIT = 12.0
+GB_PER_UNIT = 16.0
+# Table 4.3: mean and max request per task (cores, GB)
+CPU_MEAN, CPU_MAX = 0.0338, 0.5
+MEM_MEAN, MEM_MAX = 0.0284, 0.955
+
+PAPER = {
+    "service_time_ms_70": {"MACRM": 12.19, "Sparrow": 10.96},
+    "macrm_vs_yarn": "32 % lower at 70 % load, 56 % lower at 90 % load",
+    "macrm_vs_sparrow": "up to 49 % lower at 90 % load (behind Sparrow at 70 %)",
+    "sampling": "doubling cuts service time > 25 % at 95 %; adaptive rate up to 21 % / 43 % better than doubling / "
+                "power of two at 95 %; the switch to centralized mode lowers it further at >= 90 %",
+    "burst_ms_appendix_A": {
+        "Sparrow": {70: [[11.051, 11.330], [11.432, 12.594]], 80: [[14.474, 15.888], [16.204, 22.760]],
+                    90: [[28.683, 33.108], [34.589, 59.986]]},
+        "MACRM": {70: [[12.299, 12.681], [12.792, 14.489]], 80: [[13.807, 14.975], [15.307, 21.280]],
+                  90: [[14.548, 14.973], [15.043, 16.698]]},
+        "YARN": {70: [[19.240, 40.958], [43.758, 121.033]], 80: [[24.029, 56.607], [58.158, 175.120]],
+                 90: [[37.219, 102.374], [78.323, 254.792]]},
+        "layout": "[[5 jobs x 10 tasks, 5 x 40], [20 x 10, 20 x 40]] (20 x * at 90 % for YARN: 15 jobs)",
+    },
+}
+
+
+# --- running an in-memory workload on an in-memory datacenter ----------------------------------------------------
+def simulate_inputs(workload: Workload, dc: Datacenter, scheduler: str, options: dict | None = None, seed: int = 0,
+                    network_delay: float = 0.0005, actions: list[tuple[float, Callable]] | None = None,
+                    stall_timeout: float = 3600.0, label: str = "generated") -> RunResult:
+    """:func:`megha.sim.run.simulate` for a :class:`Workload` and :class:`Datacenter` built in memory."""
+    t_wall = time.perf_counter()
+    spec = registry.get(scheduler)
+    mode = "resource" if dc.capacity is not None else "slot"
+    if mode not in spec.modes:
+        raise InputError(f"scheduler {scheduler!r} does not support {mode} mode")
+    opts = registry.parse_options(spec, options or {})
+    feasible = feasible_tasks(workload, dc)
+    rec = TaskRecorder(workload.task_arrival, workload.task_demand)
+    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
+    engine = Engine(seed=int(stream(seed, _STREAM_ENGINE).integers(2**63)),
+                    delay_model=DelayModel(network_delay=network_delay, links=links), recorder=rec)
+    ctx = registry.BuildContext(engine=engine, recorder=rec, workload=workload, datacenter=dc, feasible=feasible,
+                                options=opts, rng=stream(seed, _STREAM_SCHEDULER))
+    deployment = spec.build(ctx)
+    source = TraceSource(workload, feasible, deployment.route)
+    engine.add(source)
+    n_feasible = int(feasible.sum())
+    rec.expect(n_feasible)
+    rec.on_all_done = engine.stop
+    watchdog = Watchdog(rec, engine, stall_timeout, source)
+    engine.add(watchdog)
+    if actions:
+        engine.add(Injector(actions, engine, deployment))
+    if n_feasible:
+        engine.run()
+    reason = watchdog.reason
+    if reason is None and rec.outstanding > 0:
+        reason = f"{rec.outstanding} task(s) never completed: the simulation ran out of events"
+    if reason is None:
+        fin = rec.finishes[feasible]
+        if (fin != 1).any():
+            from megha.errors import SimulationError
+
+            bad = np.flatnonzero(feasible)[np.flatnonzero(fin != 1)[:5]].tolist()
+            raise SimulationError(f"tasks did not finish exactly once (e.g. task ids {bad})")
+    counters = dict(rec.counters)
+    counters.update(deployment.counters())
+    counters["tasks_infeasible"] = int((~feasible).sum())
+    counters["jobs_without_feasible_tasks"] = source.skipped_jobs
+    cap = {k: float(v) for k, v in zip(dc.resource_names, dc.capacity.max(axis=0), strict=True)} \
+        if dc.capacity is not None else {}
+    cfg = RunConfig(scheduler=scheduler, trace=label, workers=dc.n_workers, seed=seed, constraints=False,
+                    resources=dc.capacity is not None, capacity=cap or {"cpu": 1.0}, network_delay=network_delay,
+                    options=dict(options or {}), stall_timeout=stall_timeout)
+    return RunResult(config=cfg, workload=workload, datacenter=dc, recorder=rec, feasible=feasible, counters=counters,
+                     message_counts=engine.message_counts(), end_time=engine.now if n_feasible else 0.0,
+                     events=engine.events, wall_seconds=time.perf_counter() - t_wall, options=opts.model_dump(),
+                     describe=deployment.describe, unfinished_reason=reason, extras=deployment.extras)
+
+
+# --- clusters ------------------------------------------------------------------------------------------------------
+def cluster(physical: np.ndarray, background: np.ndarray, names: tuple[str, ...], name: str) -> Datacenter:
+    """Unconstrained nodes whose allocatable capacity is ``physical − background`` (background in ``meta``)."""
+    bg = np.minimum(np.maximum(background, 0.0), physical)
+    n = physical.shape[0]
+    return Datacenter(worker_masks=np.full(n, ALL_CONSTRAINTS, dtype=np.uint32), capacity=physical - bg,
+                      resource_names=names, name=name, meta={"background": bg, "physical": physical})
+
+
+def google_machines(n: int = 500) -> np.ndarray:
+    """[n, 2] cores and GB of ``n`` machines with the Google cluster's mix (largest-remainder rounding)."""
+    counts = np.array([m[0] for m in GOOGLE_MACHINES], dtype=np.float64)
+    share = counts / counts.sum() * n
+    k = np.floor(share).astype(np.int64)
+    rem = share - k
+    for i in np.argsort(-rem, kind="stable")[: n - int(k.sum())]:
+        k[i] += 1
+    rows = [np.tile([m[2] * CORES_PER_UNIT, m[3] * GB_PER_UNIT], (int(c), 1)) for m, c in
+            zip(GOOGLE_MACHINES, k, strict=True) if c]
+    return np.concatenate(rows).astype(np.float64)
+
+
+def gaussian_background(physical: np.ndarray, load: float, rng: np.random.Generator, sd: float | None = None
+                        ) -> np.ndarray:
+    """Per node and resource: a fraction from N(μ, (1 − load)/2) clipped to [0, 1] (thesis §4.2.2), with μ chosen
+    (on the drawn sample) so that the clipped fractions average exactly ``load`` for each resource."""
+    sd = (1.0 - load) / 2 if sd is None else sd
+    z = rng.standard_normal(physical.shape)
+    frac = np.empty_like(z)
+    for r in range(z.shape[1]):
+        lo, hi = load - 5 * sd - 1.0, load + 5 * sd + 1.0
+        for _ in range(60):  # bisection on the mean of the clipped sample
+            mid = (lo + hi) / 2
+            if np.clip(mid + sd * z[:, r], 0.0, 1.0).mean() < load:
+                lo = mid
+            else:
+                hi = mid
+        frac[:, r] = np.clip((lo + hi) / 2 + sd * z[:, r], 0.0, 1.0)
+    return frac * physical
+
+
+def slot_background(n_nodes: int, cores: int, load: float, rng: np.random.Generator) -> np.ndarray:
+    """``⌊load·n·cores⌋`` busy cores chosen uniformly at random among all the cluster's cores: [n, 1]."""
+    total = n_nodes * cores
+    busy = rng.choice(total, size=math.floor(load * total + 1e-9), replace=False)
+    return np.bincount(busy // cores, minlength=n_nodes).astype(np.float64)[:, None]
+
+
+# --- workloads -----------------------------------------------------------------------------------------------------
+def workload_from_jobs(arrivals: np.ndarray, sizes: list[int], durations: np.ndarray, demands: np.ndarray,
+                       names: tuple[str, ...], name: str) -> Workload:
+    """A :class:`Workload` of jobs in arrival order (``durations``/``demands`` per task, concatenated)."""
+    order = np.argsort(arrivals, kind="stable")
+    if not (order == np.arange(order.size)).all():
+        raise InputError("workload_from_jobs: jobs must be given in arrival order")
+    sizes_a = np.asarray(sizes, dtype=np.int64)
+    dur = np.asarray(durations, dtype=np.float64)
+    first = np.concatenate([[0], np.cumsum(sizes_a)[:-1]])
+    mean = np.array([dur[f:f + s].mean() for f, s in zip(first, sizes_a, strict=True)]) if sizes else np.zeros(0)
+    return Workload(job_arrival=np.asarray(arrivals, dtype=np.float64), job_num_tasks=sizes_a,
+                    job_mean_duration=mean, task_duration=dur, task_demand=np.asarray(demands, dtype=np.float64),
+                    resource_names=names, name=name)
+
+
+def poisson_jobs(n_jobs: int, rng: np.random.Generator, start: float = 0.0, mean_gap: float = 1.0,
+                 tasks: int = 9, mean_duration: float = 1.0) -> Workload:
+    """Chapter 3's synthetic jobs: Poisson arrivals, ``tasks`` one-core tasks sharing one Exp(mean) duration."""
+    arr = start + np.cumsum(rng.exponential(mean_gap, n_jobs))
+    arr[0] = start
+    dur = np.repeat(rng.exponential(mean_duration, n_jobs), tasks)
+    dem = np.ones((n_jobs * tasks, 1))
+    return workload_from_jobs(arr, [tasks] * n_jobs, dur, dem, ("cpu",), f"poisson{n_jobs}x{tasks}")
+
+
+def _lognormal_mean(rng: np.random.Generator, n: int, mean: float, cap: float, sigma: float = 0.8) -> np.ndarray:
+    mu = math.log(mean) - sigma * sigma / 2
+    return np.minimum(rng.lognormal(mu, sigma, n), cap)
+
+
+def google_requests(n_jobs: int, rng: np.random.Generator) -> np.ndarray:
+    """Per-job [cores, GB] requests with Table 4.3's means and maxima, read in the table's own units (cores and GB:
+    with them, the thesis's 1,200-job sets of 36.56 tasks add about 45 % to the 3,177-core cluster, which is how
+    its load went from 55 % to 90 %); lognormal, s.d. of log 0.8, capped at the maxima."""
+    cpu = _lognormal_mean(rng, n_jobs, CPU_MEAN, CPU_MAX)
+    mem = _lognormal_mean(rng, n_jobs, MEM_MEAN, MEM_MAX)
+    return np.stack([cpu, mem], axis=1)
+
+
+def _google_trace() -> Workload:
+    from megha.samples import resolve
+    from megha.workload.tracefile import load_workload
+
+    return load_workload(resolve("sample:GOOG_subtrace", "trace"), dephase=False)
+
+
+def google_jobs(rng: np.random.Generator, n_jobs: int, start: float, gap: float, max_duration: float,
+                total: np.ndarray, max_share: float = 0.03, trace: Workload | None = None) -> Workload:
+    """Jobs drawn at random from the Google sub-trace every ``gap`` s, with Table 4.3 requests; jobs whose total
+    request exceeds ``max_share`` of the cluster (any resource) are redrawn."""
+    g = trace or _google_trace()
+    req = google_requests(4 * n_jobs + 16, rng)
+    picks = rng.integers(0, g.n_jobs, 8 * n_jobs + 64)
+    sizes, durs, dems = [], [], []
+    r = 0
+    for j in picks.tolist():
+        if len(sizes) == n_jobs:
+            break
+        k = int(g.job_num_tasks[j])
+        if ((k * req[r]) > max_share * total).any():
+            continue
+        lo = int(g.job_first_task[j])
+        sizes.append(k)
+        durs.append(np.minimum(g.task_duration[lo:lo + k], max_duration))
+        dems.append(np.tile(req[r], (k, 1)))
+        r += 1
+    if len(sizes) < n_jobs:
+        raise InputError("google_jobs: could not draw enough jobs under the size limit")
+    arr = start + gap * np.arange(n_jobs)
+    return workload_from_jobs(arr, sizes, np.concatenate(durs), np.concatenate(dems), ("cpu", "mem"),
+                              f"goog{n_jobs}")
+
+
+def burst_jobs(rng: np.random.Generator, n_jobs: int, n_tasks: int, at: float, max_duration: float,
+               trace: Workload | None = None) -> Workload:
+    """``n_jobs`` Google jobs with >= ``n_tasks`` tasks (extra tasks dropped at random), all arriving at ``at``."""
+    g = trace or _google_trace()
+    ok = np.flatnonzero(g.job_num_tasks >= n_tasks)
+    jobs = rng.choice(ok, size=n_jobs, replace=ok.size < n_jobs)
+    req = google_requests(n_jobs, rng)
+    durs, dems = [], []
+    for k, j in enumerate(jobs.tolist()):
+        lo = int(g.job_first_task[j])
+        keep = np.sort(rng.choice(int(g.job_num_tasks[j]), size=n_tasks, replace=False))
+        durs.append(np.minimum(g.task_duration[lo + keep], max_duration))
+        dems.append(np.tile(req[k], (n_tasks, 1)))
+    return workload_from_jobs(np.full(n_jobs, at), [n_tasks] * n_jobs, np.concatenate(durs), np.concatenate(dems),
+                              ("cpu", "mem"), f"burst{n_jobs}x{n_tasks}")
+
+
+def offered_load(w: Workload, dc: Datacenter, at: np.ndarray) -> np.ndarray:
+    """Load (largest resource fraction) at times ``at`` if every task ran from its arrival for its duration."""
+    phys = dc.meta.get("physical", dc.capacity)
+    bg = dc.meta.get("background", np.zeros_like(phys)).sum(axis=0)
+    tot = phys.sum(axis=0)
+    start = w.task_arrival
+    end = start + w.task_duration
+    so = np.argsort(start, kind="stable")
+    eo = np.argsort(end, kind="stable")
+    zero = np.zeros((1, tot.size))
+    cs = np.concatenate([zero, np.cumsum(w.task_demand[so], axis=0)])
+    ce = np.concatenate([zero, np.cumsum(w.task_demand[eo], axis=0)])
+    live = cs[np.searchsorted(start[so], at, side="right")] - ce[np.searchsorted(end[eo], at, side="right")]
+    return ((bg + live) / tot).max(axis=1)
+
+
+def service_times(res: RunResult) -> np.ndarray:
+    """Per job: completion known − arrival − longest task (NaN for jobs that did not complete)."""
+    from megha.metrics.summary import job_table
+
+    with np.errstate(invalid="ignore"):
+        return job_table(res.workload, res.recorder, res.feasible)["delay"]
+
+
+def shift(w: Workload, by: float) -> Workload:
+    return replace(w, job_arrival=w.job_arrival + by)
+
+
+def direct_service_times(res: RunResult, delay: float) -> np.ndarray:
+    """Service times as if every task's completion reached the job's manager ``delay`` after it ended (the thesis's
+    change to YARN: containers notify the job manager directly instead of at the next node heartbeat)."""
+    w = res.workload
+    tj = w.task_job
+    end = np.where(res.feasible, res.recorder.end, -np.inf)
+    comp = np.full(w.n_jobs, -np.inf)
+    np.maximum.at(comp, tj, end)
+    ideal = np.full(w.n_jobs, -np.inf)
+    np.maximum.at(ideal, tj, np.where(res.feasible, w.task_duration, -np.inf))
+    unfinished = np.zeros(w.n_jobs, dtype=bool)
+    np.logical_or.at(unfinished, tj, res.feasible & np.isnan(res.recorder.end))
+    out = comp + delay - w.job_arrival - ideal
+    out[unfinished | ~np.isfinite(out)] = np.nan
+    return out
+
+
+# --- shared experiment plumbing ------------------------------------------------------------------------------------
+NET = 0.0005  # one-way delay: 1 ms round trip (thesis §3.1.4; 0.8 ms measured in §4.1.2)
+WARMUP = 4.5  # every node heartbeats at least twice before the first job (thesis §4.1.2, step c)
+CH4_HEARTBEAT = 2.0
+MACRM_CH4 = {"heartbeat": CH4_HEARTBEAT, "sampling_timeout": 0.003, "jm_demand": {"cpu": 0.05, "mem": 0.05},
+             "jm_heartbeat": CH4_HEARTBEAT}
+
+
+def ch4_schedulers(n_nodes: int) -> list[tuple[str, str, dict, str]]:
+    """(label, scheduler, options, how completion is timed) for chapter 4's comparisons."""
+    am = CH4_HEARTBEAT / n_nodes + NET  # an AM container waits for the next heartbeat of some node, then starts
+    return [("MACRM", "macrm", dict(MACRM_CH4), "known"),
+            ("YARN", "yarn", {"heartbeat": CH4_HEARTBEAT}, "direct"),
+            ("YARN+AM", "yarn", {"heartbeat": CH4_HEARTBEAT, "am_overhead": round(am, 6)}, "direct"),
+            ("Sparrow", "sparrow", {}, "known")]
+
+
+def _service(res: RunResult, how: str) -> np.ndarray:
+    return direct_service_times(res, NET) if how == "direct" else service_times(res)
+
+
+def _stats(v: np.ndarray) -> dict:
+    v = np.asarray(v, dtype=np.float64)
+    ok = v[np.isfinite(v)]
+    return {"mean": float(ok.mean()) if ok.size else None, "p50": float(np.median(ok)) if ok.size else None,
+            "n": int(v.size), "incomplete": int(v.size - ok.size)}
+
+
+def _pct(better, worse) -> float | None:
+    if better is None or worse is None or worse <= 0:
+        return None
+    return float(100.0 * (1.0 - better / worse))
+
+
+def _table(rows: list[dict], path, cols: list[str]) -> None:
+    from megha.experiments.iot23 import write_table
+
+    write_table(rows, path, cols)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+# --- macrm-sampling: thesis Figs 3.4, 3.5, 3.7, 3.8 ----------------------------------------------------------------
+SAMPLING_VARIANTS = {
+    "power of two": {"rate": "fixed", "doubling": False, "centralized": False, "max_retries": 50},
+    "doubling": {"rate": "fixed", "doubling": True, "centralized": False, "max_retries": 50},
+    "adaptive": {"rate": "adaptive", "doubling": True, "centralized": False, "max_retries": 50},
+    "adaptive + centralized": {"rate": "adaptive", "doubling": True, "centralized": True},
+}
+
+
+@experiment("macrm-sampling", "Figs 3.4/3.5/3.7/3.8: average service time vs load for power-of-two sampling, doubling, "
+            "the adaptive rate, and adaptive + the switch to centralized mode (200 four-core machines)",
+            "MACRM thesis (seed 001)",
+            quick_note="6 loads, 60 jobs per point")
+def run_sampling(ctx: ReproContext) -> dict:
+    loads = [0.6, 0.7, 0.8, 0.85, 0.9, 0.95] if ctx.quick else [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    n_jobs = int(ctx.extra.get("jobs", 60 if ctx.quick else 100))
+    n_nodes, cores = 200, 4
+    base = {"heartbeat": 1.0, "sampling_timeout": 0.005, "jm_demand": {"cpu": 1.0}, "trackers": 1}
+    rows, res_doc = [], {}
+    for load in loads:
+        rng = np.random.default_rng([ctx.seed, round(load * 100)])
+        dc = cluster(np.full((n_nodes, 1), float(cores)), slot_background(n_nodes, cores, load, rng), ("cpu",),
+                     f"ch3-{n_nodes}x{cores}")
+        w = shift(poisson_jobs(n_jobs, rng), WARMUP)
+        for name, opts in SAMPLING_VARIANTS.items():
+            r = simulate_inputs(w, dc, "macrm", {**base, **opts}, seed=ctx.seed, network_delay=NET,
+                                label=f"poisson{n_jobs}")
+            st = service_times(r)
+            c = r.counters
+            row = {"load": f"{round(load * 100)} %", "variant": name,
+                   **{f"service_{k}": v for k, v in _stats(st).items()},
+                   "failed_rounds_per_job": c.get("macrm_jm_sampling_failures", 0) / n_jobs,
+                   "samples_per_job": c.get("macrm_jm_samples", 0) / n_jobs,
+                   "leftover_to_central": c.get("macrm_jm_leftover_to_central", 0),
+                   "central_s": c.get("macrm_arb_time_central_ms", 0) / 1000.0,
+                   "completed": r.unfinished_reason is None}
+            rows.append(row)
+            res_doc.setdefault(name, {})[f"{load:.2f}"] = row
+        ctx.log(f"  load {100 * load:.0f} %: " + ", ".join(
+            f"{r['variant']} {fmt_ms(r['service_mean'])} ({r['failed_rounds_per_job']:.2f} failed rounds/job)"
+            for r in rows[-len(SAMPLING_VARIANTS):]))
+    _table(rows, ctx.out / "sampling", ["load", "variant", "service_mean", "service_p50", "failed_rounds_per_job",
+                                       "samples_per_job", "leftover_to_central", "central_s", "completed"])
+    _plot_sampling(res_doc, loads, ctx.out / "fig3_4-3_8_service_time.png")
+
+    def at(name, load, key="service_mean"):
+        return res_doc[name][f"{load:.2f}"][key]
+
+    hi = [x for x in loads if x >= 0.85]
+    checks = {
+        "doubling_cuts_failed_rounds_at_high_load": all(at("doubling", x, "failed_rounds_per_job") <=
+                                                        at("power of two", x, "failed_rounds_per_job") for x in hi),
+        "adaptive_cuts_failed_rounds_at_high_load": all(at("adaptive", x, "failed_rounds_per_job") <=
+                                                        at("doubling", x, "failed_rounds_per_job") for x in hi),
+        "doubling_vs_power_of_two_at_95_pct": _pct(at("doubling", 0.95), at("power of two", 0.95)),
+        "adaptive_vs_doubling_at_95_pct": _pct(at("adaptive", 0.95), at("doubling", 0.95)),
+        "adaptive_vs_power_of_two_at_95_pct": _pct(at("adaptive", 0.95), at("power of two", 0.95)),
+        "centralized_vs_adaptive_at_90_pct": _pct(at("adaptive + centralized", 0.9), at("adaptive", 0.9)),
+        "centralized_vs_adaptive_at_95_pct": _pct(at("adaptive + centralized", 0.95), at("adaptive", 0.95)),
+    }
+    ctx.log("  " + ", ".join(f"{k} {v:.0f} %" if isinstance(v, float) else f"{k} {v}" for k, v in checks.items()))
+    return {"cluster": f"{n_nodes} x {cores} cores", "jobs_per_point": n_jobs, "loads": loads,
+            "variants": SAMPLING_VARIANTS, "results": res_doc, "checks": checks,
+            "paper_reported": PAPER["sampling"]}
+
+
+def fmt_ms(x) -> str:
+    return "-" if x is None else f"{1000 * x:.2f} ms"
+
+
+def _plot_sampling(doc: dict, loads: list[float], path) -> None:
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), dpi=110, sharex=True)
+    panels = [("Fig. 3.4: power of two", ["power of two"]),
+              ("Fig. 3.5: + doubling after failure", ["power of two", "doubling"]),
+              ("Fig. 3.7: + adaptive initial rate", ["power of two", "doubling", "adaptive"]),
+              ("Fig. 3.8: + switch to centralized", ["adaptive", "adaptive + centralized"])]
+    x = [100 * v for v in loads]
+    for ax, (title, names) in zip(axes.ravel(), panels, strict=True):
+        for n in names:
+            y = [1000 * (doc[n][f"{v:.2f}"]["service_mean"] or np.nan) for v in loads]
+            ax.plot(x, y, marker="o", label=n)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("average service time (ms)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in axes[1]:
+        ax.set_xlabel("cluster load (%)")
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
+
+
+# --- macrm-service-time: thesis Fig. 4.2 -------------------------------------------------------------------------
+GROUPS = [0.70, 0.75, 0.80, 0.85, 0.90]
+
+
+def _group_inputs(rng: np.random.Generator, n_nodes: int, group: float, start: float, max_jobs: int, trace: Workload,
+                  tail: float = 30.0) -> tuple[Workload, Datacenter, np.ndarray]:
+    """Cluster at initial load ``start`` and Google jobs every 500 ms until the offered load passes ``group`` + 5 %."""
+    phys = google_machines(n_nodes)
+    dc = cluster(phys, gaussian_background(phys, start, rng), ("cpu", "mem"), f"google{n_nodes}")
+    w = google_jobs(rng, max_jobs, WARMUP, 0.5, 1e9, phys.sum(axis=0), max_share=0.05, trace=trace)
+    ol = offered_load(w, dc, w.job_arrival)
+    k = int(min(max_jobs, np.searchsorted(np.maximum.accumulate(ol), group + 0.05) + 1))
+    n_t = int(w.job_num_tasks[:k].sum())
+    horizon = float(w.job_arrival[k - 1]) + tail
+    dur = np.minimum(w.task_duration[:n_t], horizon - w.task_arrival[:n_t])  # runs end soon after the last arrival
+    w = replace(w, job_arrival=w.job_arrival[:k], job_num_tasks=w.job_num_tasks[:k],
+                job_mean_duration=w.job_mean_duration[:k], task_duration=dur, task_demand=w.task_demand[:n_t])
+    return w, dc, ol[:k]
+
+
+@experiment("macrm-service-time", "Fig. 4.2: average service time of MACRM, YARN and Sparrow at 70-90 % load "
+            "(500 nodes, Google machine mix, Google jobs every 500 ms)", "MACRM thesis (seed 001)",
+            quick_note="one set of jobs per load group")
+def run_service_time(ctx: ReproContext) -> dict:
+    n_nodes = int(ctx.extra.get("nodes", 500))
+    sets = int(ctx.extra.get("sets", 1 if ctx.quick else 3))
+    max_jobs = int(ctx.extra.get("jobs", 250 if ctx.quick else 400))
+    below = float(ctx.extra.get("start_below", 0.04))
+    g = _google_trace()
+    scheds = ch4_schedulers(n_nodes)
+    per: dict[str, dict[float, list[np.ndarray]]] = {lab: {L: [] for L in GROUPS} for lab, *_ in scheds}
+    raw_yarn: dict[float, list[np.ndarray]] = {L: [] for L in GROUPS}
+    counters: dict[str, dict] = {}
+    for L in GROUPS:
+        for k in range(sets):
+            rng = np.random.default_rng([ctx.seed, k, round(L * 100)])
+            w, dc, ol = _group_inputs(rng, n_nodes, L, L - below, max_jobs, g)
+            sel = (ol >= L - 0.05 - 1e-9) & (ol < L + 0.05)
+            for lab, sched, opts, how in scheds:
+                r = simulate_inputs(w, dc, sched, opts, seed=ctx.seed + k, network_delay=NET,
+                                    stall_timeout=600.0, label=f"goog-{int(L * 100)}-{k}")
+                per[lab][L].append(_service(r, how)[sel])
+                if lab == "YARN":
+                    raw_yarn[L].append(service_times(r)[sel])
+                if k == 0:
+                    counters[f"{lab} {int(L * 100)}%"] = {kk: v for kk, v in r.counters.items() if v}
+        ctx.log(f"  {int(L * 100)} %: " + ", ".join(
+            f"{lab} {fmt_ms(_stats(np.concatenate(per[lab][L]))['mean'])}" for lab, *_ in scheds))
+    rows, results = [], {}
+    for L in GROUPS:
+        row = {"load": f"{int(L * 100)} %"}
+        for lab, *_ in scheds:
+            st = _stats(np.concatenate(per[lab][L]))
+            results.setdefault(lab, {})[f"{int(L * 100)}"] = st
+            row[f"{lab}_mean"] = st["mean"]
+            row[f"{lab}_p50"] = st["p50"]
+            row[f"{lab}_incomplete"] = st["incomplete"]
+        row["jobs_measured"] = results["MACRM"][f"{int(L * 100)}"]["n"]
+        row["YARN_heartbeat_reported_mean"] = _stats(np.concatenate(raw_yarn[L]))["mean"]
+        rows.append(row)
+    cols = ["load", *[f"{lab}_mean" for lab, *_ in scheds], *[f"{lab}_p50" for lab, *_ in scheds],
+            "Sparrow_incomplete", "jobs_measured", "YARN_heartbeat_reported_mean"]
+    _table(rows, ctx.out / "service_time", cols)
+    _plot_groups(results, [lab for lab, *_ in scheds], ctx.out / "fig4_2_service_time.png",
+                 "Fig. 4.2: average service time (500 nodes)")
+
+    def m(lab, L):
+        return results[lab][f"{int(L * 100)}"]["mean"]
+
+    checks = {
+        "macrm_below_yarn_every_load": all((m("MACRM", L) or 1e9) < (m("YARN", L) or 0) for L in GROUPS),
+        "macrm_below_yarn_am_every_load": all((m("MACRM", L) or 1e9) < (m("YARN+AM", L) or 0) for L in GROUPS),
+        "macrm_below_sparrow_at_85_90": all((m("MACRM", L) or 1e9) < (m("Sparrow", L) or 0) for L in (0.85, 0.9)),
+        **{f"macrm_vs_yarn_{int(L * 100)}_pct": _pct(m("MACRM", L), m("YARN", L)) for L in GROUPS},
+        **{f"macrm_vs_yarn_am_{int(L * 100)}_pct": _pct(m("MACRM", L), m("YARN+AM", L)) for L in GROUPS},
+        **{f"macrm_vs_sparrow_{int(L * 100)}_pct": _pct(m("MACRM", L), m("Sparrow", L)) for L in GROUPS},
+    }
+    ctx.log("  " + ", ".join(f"{k} {v:.0f} %" if isinstance(v, float) else f"{k} {v}" for k, v in checks.items()))
+    return {"nodes": n_nodes, "sets_per_group": sets, "max_jobs": max_jobs,
+            "initial_load": f"group load - {below:.2f} (per node and resource ~ N(., 22.5 %) clipped)",
+            "schedulers": {lab: {"scheduler": s, "options": o, "completion": how} for lab, s, o, how in scheds},
+            "results": results, "checks": checks, "counters_first_set": counters,
+            "paper_reported": {k: PAPER[k] for k in ("service_time_ms_70", "macrm_vs_yarn", "macrm_vs_sparrow")}}
+
+
+def _plot_groups(results: dict, labels: list[str], path, title: str) -> None:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    x = np.arange(len(GROUPS))
+    width = 0.8 / len(labels)
+    for i, lab in enumerate(labels):
+        y = [1000 * (results[lab][f"{int(L * 100)}"]["mean"] or np.nan) for L in GROUPS]
+        ax.bar(x + (i - (len(labels) - 1) / 2) * width, y, width=width, label=lab)
+    ax.set_xticks(x, [f"{int(L * 100)} %" for L in GROUPS])
+    ax.set_yscale("log")
+    ax.set_ylabel("average service time (ms)")
+    ax.set_title(title)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
+
+
+# --- macrm-burst: thesis Fig. 4.3 / Appendix A -------------------------------------------------------------------
+@experiment("macrm-burst", "Fig. 4.3: maximum service time of bursts of 5-20 jobs of 10-40 tasks at initial loads "
+            "70-90 % (MACRM, YARN, Sparrow)", "MACRM thesis (seed 001)",
+            quick_note="loads 70/80/90 %, bursts 5 or 20 jobs of 10 or 40 tasks, one set")
+def run_burst(ctx: ReproContext) -> dict:
+    n_nodes = int(ctx.extra.get("nodes", 500))
+    if ctx.quick:
+        loads, n_jobs, n_tasks, sets = [0.7, 0.8, 0.9], [5, 20], [10, 40], 1
+    else:
+        loads, n_jobs, n_tasks, sets = GROUPS, [5, 10, 15, 20], [10, 20, 30, 40], 5
+    sets = int(ctx.extra.get("sets", sets))
+    g = _google_trace()
+    scheds = ch4_schedulers(n_nodes)
+    phys = google_machines(n_nodes)
+    maxima: dict[str, dict[tuple, list[float]]] = {lab: {} for lab, *_ in scheds}
+    for L in loads:
+        for J in n_jobs:
+            for T in n_tasks:
+                for k in range(sets):
+                    rng = np.random.default_rng([ctx.seed, k, round(L * 100), J, T])
+                    dc = cluster(phys, gaussian_background(phys, L, rng), ("cpu", "mem"), f"google{n_nodes}")
+                    at = WARMUP + float(rng.uniform(0.0, CH4_HEARTBEAT))  # bursts come at any heartbeat phase
+                    w = burst_jobs(rng, J, T, at, max_duration=10.0, trace=g)
+                    for lab, sched, opts, how in scheds:
+                        r = simulate_inputs(w, dc, sched, opts, seed=ctx.seed + k, network_delay=NET,
+                                            stall_timeout=600.0, label=f"burst{J}x{T}")
+                        st = _service(r, how)
+                        maxima[lab].setdefault((L, J, T), []).append(float(np.max(st)) if np.isfinite(st).all()
+                                                                      else np.nan)
+        ctx.log(f"  {int(L * 100)} %: " + ", ".join(
+            f"{lab} {fmt_ms(_mean_max(maxima[lab], L))}" for lab, *_ in scheds) + " (mean of burst maxima)")
+    rows = []
+    results: dict = {}
+    for lab, *_ in scheds:
+        for (L, J, T), v in sorted(maxima[lab].items()):
+            arr = np.array(v)
+            ok = arr[np.isfinite(arr)]
+            mean = float(ok.mean()) if ok.size else None
+            rows.append({"scheduler": lab, "load": f"{int(L * 100)} %", "jobs": J, "tasks": T, "max_service_mean": mean,
+                         "incomplete_bursts": int(arr.size - ok.size)})
+            results.setdefault(lab, {}).setdefault(f"{int(L * 100)}", {})[f"{J}x{T}"] = mean
+    _table(rows, ctx.out / "burst", ["scheduler", "load", "jobs", "tasks", "max_service_mean", "incomplete_bursts"])
+    _plot_burst(results, [lab for lab, *_ in scheds], loads, n_jobs, n_tasks, ctx.out / "fig4_3_burst.png")
+
+    def avg(lab, L):
+        return _mean_max(maxima[lab], L)
+
+    checks = {
+        "macrm_below_yarn_every_load": all((avg("MACRM", L) or 1e9) < (avg("YARN", L) or 0) for L in loads),
+        "macrm_below_sparrow_at_85_90": all((avg("MACRM", L) or 1e9) < (avg("Sparrow", L) or 0)
+                                            for L in loads if L >= 0.85),
+        **{f"macrm_vs_yarn_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("YARN", L)) for L in loads},
+        **{f"macrm_vs_sparrow_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("Sparrow", L)) for L in loads},
+    }
+    ctx.log("  " + ", ".join(f"{k} {v:.0f} %" if isinstance(v, float) else f"{k} {v}" for k, v in checks.items()))
+    return {"nodes": n_nodes, "loads": loads, "jobs": n_jobs, "tasks": n_tasks, "sets": sets,
+            "schedulers": {lab: {"scheduler": s, "options": o, "completion": how} for lab, s, o, how in scheds},
+            "results": results, "checks": checks, "paper_reported": PAPER["burst_ms_appendix_A"]}
+
+
+def _mean_max(d: dict, L: float) -> float | None:
+    v = np.array([x for (ll, _, _), xs in d.items() if ll == L for x in xs], dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if v.size else None
+
+
+def _plot_burst(results: dict, labels: list[str], loads, n_jobs, n_tasks, path) -> None:
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(labels), figsize=(4 * len(labels), 4), dpi=110, sharey=True)
+    x = [100 * v for v in loads]
+    for ax, lab in zip(np.atleast_1d(axes), labels, strict=True):
+        for J in n_jobs:
+            for T in n_tasks:
+                y = [1000 * (results[lab].get(f"{int(L * 100)}", {}).get(f"{J}x{T}") or np.nan) for L in loads]
+                ax.plot(x, y, marker="o", label=f"{J} jobs x {T} tasks")
+        ax.set_title(lab)
+        ax.set_xlabel("initial load (%)")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+    np.atleast_1d(axes)[0].set_ylabel("max service time per burst (ms)")
+    np.atleast_1d(axes)[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
