@@ -418,14 +418,11 @@ class SchedulingGraph:
             have = c.live
             if have >= want:
                 continue
-            tm = np.fromiter(c.targets.keys(), dtype=np.int64, count=len(c.targets))
-            if not self.preemption and tm.size > 2 * want:
-                busy = self._was_free[tm] == 0
-                if busy.any():
-                    for m in tm[busy].tolist():
-                        drop.append(c.targets.pop(m))
-                        self._target_of[m].discard(mask)
-                    tm = tm[~busy]
+            if not self.preemption and len(c.targets) > 2 * want:
+                tm = np.fromiter(c.targets.keys(), dtype=np.int64, count=len(c.targets))
+                for m in tm[self._was_free[tm] == 0].tolist():
+                    drop.append(c.targets.pop(m))
+                    self._target_of[m].discard(mask)
             if free_list is not None:
                 q = np.uint32(c.mask)
                 ms = free_list[(free_masks & q) == q]
@@ -433,10 +430,15 @@ class SchedulingGraph:
                 if c.fit is None:
                     c.fit = self.fits(c.mask)
                 ms = c.fit
-            if tm.size:
-                mark[tm] = True
-                ms = ms[~mark[ms]]
-                mark[tm] = False
+            if c.targets:
+                if ms.size <= 64:  # few candidates (a busy cluster): look each up
+                    targeted = c.targets
+                    ms = np.array([m for m in ms.tolist() if m not in targeted], dtype=np.int64)
+                else:
+                    tm = np.fromiter(c.targets.keys(), dtype=np.int64, count=len(c.targets))
+                    mark[tm] = True
+                    ms = ms[~mark[ms]]
+                    mark[tm] = False
             if ms.size == 0:
                 self._starved.add(mask)
                 continue
