@@ -162,3 +162,14 @@ def test_cli_sweep_and_report(tmp_path: Path) -> None:
     assert r.exit_code == 0 and (out / "report.html").is_file()
     r = CliRunner().invoke(app, ["sweep", "report", str(tmp_path)])
     assert r.exit_code == 2 and "not a sweep directory" in " ".join(r.output.split())
+
+
+def test_ray_missing_gives_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    from megha.errors import InputError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(InputError, match=r'pip install "ray>=2.9"'):
+        run_sweep({"base": {"trace": "sample:YH_small", "workers": 10}}, tmp_path / "r", address="auto",
+                  progress=False, log=lambda s: None)

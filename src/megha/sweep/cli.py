@@ -69,13 +69,15 @@ def sweep_command(
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
-    n = len(res.plans)
-    ok = n - len(res.failed) - len(res.unfinished) - (n - len(res.ran) - len(res.skipped))
+    import pyarrow.parquet as pq
+
+    status = pq.read_table(res.table_path, columns=["status"]).column(0).to_pylist()
+    count = {k: status.count(k) for k in ("ok", "unfinished", "failed", "missing")}
     if not quiet:
         console.print(
-            f"[bold]{res.out.name}[/]: {n} runs ({len(res.ran)} run now, {len(res.skipped)} kept), {ok} ok, "
-            f"{len(res.unfinished)} unfinished, {len(res.failed)} failed; {res.wall_seconds:.1f} s on "
-            f"{res.capacity} {res.engine} worker(s)", highlight=False)
+            f"[bold]{res.out.name}[/]: {len(res.plans)} runs ({len(res.ran)} run now, {len(res.skipped)} kept): "
+            f"{count['ok']} ok, {count['unfinished']} unfinished, {count['failed']} failed; {res.wall_seconds:.1f} s "
+            f"on {res.capacity} {res.engine} worker(s)", highlight=False)
         console.print(f"table: {res.table_path}  report: {res.report_path or '-'}", highlight=False)
     if res.failed:
         raise typer.Exit(3)

@@ -115,7 +115,16 @@ class LocalPool:
         return out
 
     def close(self, cancel: bool = False) -> None:
-        self._pool.shutdown(wait=not cancel, cancel_futures=cancel)
+        """Shut the pool down; ``cancel`` (an interrupted sweep) also stops the runs in progress."""
+        if cancel:
+            procs = list(getattr(self._pool, "_processes", {}).values())  # no public API before Python 3.14
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                proc.join(timeout=10)
+        else:
+            self._pool.shutdown(wait=True)
 
 
 def _path(runs_dir: str, rid: str) -> Path:

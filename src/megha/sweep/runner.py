@@ -262,6 +262,7 @@ def _execute(todo: list[RunPlan], spec: SweepSpec, runs_dir: Path, workers: int 
         display.close()
         engine.close(cancel=cancel)
         if cancel:
+            _clean_stale(runs_dir)
             _write_timings(runs_dir.parent, timings, result)
             log(f"interrupted: {len(result.ran)} run(s) finished in this invocation; "
                 f"continue with --resume")
