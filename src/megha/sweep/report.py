@@ -32,6 +32,7 @@ from megha.sweep.runner import load_plans
 from megha.sweep.spec import param_names
 
 MAX_CURVES = 8
+MAX_GROUPS_PLOTTED = 48  # CDF and utilization figures show at most this many groups (the tables have them all)
 MAX_VALUES = 200_000
 PCTS = (("p50", "-", "o"), ("p90", "--", "s"), ("p99", ":", "^"))
 
@@ -377,10 +378,11 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     groups = _groups(done, keys)
     figures: list[Figure] = []
     if done:
-        figures += _cdf_figures(groups, out, "alloc")
-        figures += _cdf_figures(groups, out, "delay")
+        shown = groups[:MAX_GROUPS_PLOTTED]
+        figures += _cdf_figures(shown, out, "alloc")
+        figures += _cdf_figures(shown, out, "delay")
         figures += _percentile_figures(rows, keys)
-        figures += _utilization_figures(groups, out)
+        figures += _utilization_figures(shown, out)
     name = title or doc.get("name", out.name)
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "failed", "missing")}
     parts = [f"<!DOCTYPE html><html lang=en data-plots=0 data-plots-loaded=0 data-errors=0><head><meta charset=utf-8>"
@@ -394,6 +396,9 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     if failed:
         parts.append("<h2>Failed runs</h2>")
         parts.append(_table(failed, ["index", "run_id", *params, "error"], link=True))
+    if len(groups) > MAX_GROUPS_PLOTTED:
+        parts.append(f"<p class=meta>{len(groups)} groups: the CDF and utilization plots show the first "
+                     f"{MAX_GROUPS_PLOTTED}; the tables list every run.</p>")
     if groups:
         parts.append("<h2>Summary per group</h2><p class=meta>means over seeds; seconds</p>")
         gr = _group_rows(groups)
