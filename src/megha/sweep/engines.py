@@ -6,8 +6,8 @@ most ``capacity`` runs in flight, so "in flight" is "running" for the progress d
 
 * :class:`LocalPool` — ``concurrent.futures.ProcessPoolExecutor``, one process per concurrent run (fork on
   Linux after importing the simulator once, so a run starts in milliseconds). A worker process that dies
-  (out of memory, a crash in native code) breaks the pool: the pool is rebuilt and the runs that were in flight
-  are retried once; a run in flight during two crashes is reported failed.
+  (out of memory, a crash in native code) breaks the pool: the pool is rebuilt; the runs that were in flight
+  together are retried one at a time, so the run that kills its process alone is reported failed.
 * :class:`RayPool` — Ray tasks on a running cluster (``address="auto"``, ``"ray://host:10001"``), or on a fresh
   local instance (``address="local"``), or on the session already started with ``ray.init()``. Ray is
   optional (``pip install "ray>=2.9"``) and imported only here. Runs return their output files to the driver,
@@ -45,21 +45,26 @@ class LocalPool:
 
     def __init__(self, workers: int | None, runs_dir: str, plots: bool = False, csv: bool = False,
                  schedulers: set[str] | frozenset[str] = frozenset()) -> None:
-        self.capacity = workers or default_workers()
-        if self.capacity < 1:
+        self._capacity = workers or default_workers()
+        if self._capacity < 1:
             raise InputError(f"--workers must be at least 1, got {workers}")
         self.runs_dir = runs_dir
         self.plots = plots
         self.csv = csv
-        self.crashes: dict[str, int] = {}
+        self.suspects: set[str] = set()
         worker.warm_up(schedulers)
         self._pool = self._make_pool()
 
+    @property
+    def capacity(self) -> int:
+        """Runs to keep in flight: one at a time while runs that were in flight during a crash are retried."""
+        return 1 if self.suspects else self._capacity
+
     def _make_pool(self) -> ProcessPoolExecutor:
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        pool = ProcessPoolExecutor(max_workers=self.capacity, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=self._capacity, mp_context=ctx)
         # start the processes now (before any progress-display thread exists in this process)
-        for f in [pool.submit(worker._noop) for _ in range(self.capacity)]:
+        for f in [pool.submit(worker._noop) for _ in range(self._capacity)]:
             f.result()
         return pool
 
@@ -75,6 +80,7 @@ class LocalPool:
         for f in done:
             exc = f.exception()
             if exc is None:
+                self.suspects.discard(f.plan["id"])  # type: ignore[attr-defined]
                 out.append((f, f.result()))
             elif isinstance(exc, BrokenProcessPool):
                 broken = True
@@ -98,20 +104,22 @@ class LocalPool:
         return out
 
     def _recover(self, lost: list[Future]) -> list[tuple[Hashable, dict[str, Any]]]:
-        """The pool broke: rebuild it, resubmit the runs in flight (once each), fail the repeat offenders."""
+        """The pool broke (a worker process died): rebuild it. A run that was alone in flight is the culprit and
+        fails; runs that were in flight together become suspects, retried one at a time."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = self._make_pool()
         out: list[tuple[Hashable, dict[str, Any]]] = []
         for f in lost:
             plan = f.plan  # type: ignore[attr-defined]
-            n = self.crashes[plan["id"]] = self.crashes.get(plan["id"], 0) + 1
-            if n >= 2:
+            if len(lost) == 1:
+                self.suspects.discard(plan["id"])
                 outcome = {"id": plan["id"], "status": "failed", "seconds": 0.0,
-                           "error": "the worker process running this run died twice (out of memory? a crash?)"}
+                           "error": "the worker process running this run died (out of memory? a crash?)"}
                 worker.write_error(_path(self.runs_dir, plan["id"]), outcome)
                 out.append((f, outcome))
             else:
-                out.append((f, {"id": plan["id"], "status": "retry", "resubmit": self.submit(plan)}))
+                self.suspects.add(plan["id"])
+                out.append((f, {"id": plan["id"], "status": "retry"}))
         return out
 
     def close(self, cancel: bool = False) -> None:

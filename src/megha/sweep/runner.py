@@ -247,8 +247,8 @@ def _execute(todo: list[RunPlan], spec: SweepSpec, runs_dir: Path, workers: int 
             display.update(len(inflight))
             for handle, outcome in engine.wait(list(inflight), timeout=0.5):
                 plan = inflight.pop(handle)
-                if outcome["status"] == "retry":
-                    inflight[outcome["resubmit"]] = plan
+                if outcome["status"] == "retry":  # run it again (next)
+                    queue.append(plan)
                     continue
                 _record(plan, outcome, result, timings, engine.name, time.perf_counter() - t0)
                 display.finished(plan, outcome, len(inflight))
