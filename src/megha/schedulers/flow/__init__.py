@@ -127,6 +127,7 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
     "Sirius min-cost max-flow rounds (cost models quincy/placement/priority; incremental or OR-Tools solver)",
     options=FlowOptions,
     modes=("slot", "resource"),
+    in_compare=False,  # a round over 10,000 machines makes the default `megha compare` take minutes; name it
 )
 def build(ctx: BuildContext) -> Deployment:
     o: FlowOptions = ctx.options
