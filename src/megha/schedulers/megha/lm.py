@@ -33,13 +33,11 @@ from megha.schedulers.megha.messages import (
     SyncRequest,
     TaskDone,
 )
+from megha.schedulers.megha.messages import (
+    as_list as _as_list,
+)
 from megha.schedulers.megha.state import ResourceCluster, SlotCluster
 from megha.sim.component import Component
-
-
-def _as_list(x) -> list:
-    """Messages carry lists (cheap for small batches) or numpy arrays (tests, other senders)."""
-    return x if isinstance(x, list) else np.asarray(x).tolist()
 
 
 class LocalMaster(Component):
