@@ -167,7 +167,9 @@ class RayPool:
             kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False,
                                       "include_dashboard": False}
             if address in (None, "local"):
-                ray.init(**kwargs)
+                # a local instance started for this sweep: no usage reporting unless the user asked for it
+                os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+                ray.init(address=address, **kwargs)  # None: RAY_ADDRESS or a `ray start` cluster, else a new one
             else:
                 try:
                     ray.init(address=address, **kwargs)
