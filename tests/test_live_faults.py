@@ -66,11 +66,6 @@ def test_baseline_run_completes_exactly_once():
     assert res.counters.get("runs_lost", 0) == 0
 
 
-@pytest.mark.xfail(
-    reason="known bug: in a fresh CI environment one task of a killed worker host is sometimes never recorded as "
-    "finished (issue 8 stays open until it is fixed)",
-    strict=False,
-)
 def test_killed_worker_host_tasks_are_relaunched():
     # the host comes back later (as a supervisor restarts it): tasks whose only suitable workers were on it
     # wait for it; the others are relaunched at once by their LM or handed back to their GM

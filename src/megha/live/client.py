@@ -3,8 +3,8 @@
 The client sends :class:`~megha.schedulers.common.messages.JobArrival` messages to the GMs (round robin by
 job, as the simulator routes them) at the trace's arrival times divided by the compression factor (task
 durations are divided by the same factor), collects the task events the services publish (``decided`` by a
-GM, ``started``/``finished`` by a worker host, ``known`` when the GM learns of the completion, ``lost`` when a
-worker died under a task), and at the end builds the simulator's
+GM, ``started`` by a worker host, ``finished`` by the LM when it accepts a worker's completion report, ``known``
+when the GM learns of the completion, ``lost`` when a worker died under a task), and at the end builds the simulator's
 :class:`~megha.metrics.recorder.TaskRecorder` and :class:`~megha.sim.run.RunResult` from them, so
 :func:`megha.metrics.report.write_run` writes the same ``summary.json``, tables and plots.
 

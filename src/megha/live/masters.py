@@ -223,6 +223,7 @@ class LiveLocalMaster(LocalMaster):
             msg = self._filter_done(msg, "finished")
             if msg is None:
                 return
+            self.rec.finished(msg.tasks, now)  # the authoritative completion: exactly once per task
             super().on_message(msg, now)
             if self.relaunch:
                 self._try_relaunch(now)

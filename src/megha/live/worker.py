@@ -1,8 +1,11 @@
 """A worker host: one process (or in-process service) running many emulated workers' real tasks.
 
 The host serves a set of worker ids (a slice of one or more LM clusters). For a :class:`Launch` it starts each
-task on its worker, reports ``started`` to clients, and when the task ends reports ``finished`` (with its exit
-code; ``failed`` with the reason when the code is not 0) and sends :class:`Finished` to the launching LM. How a
+task on its worker, reports ``started`` to clients, and when the task ends flushes its pending events (``failed``
+with the reason when the exit code is not 0) and sends :class:`Finished` to the launching LM. The LM, not the
+host, reports ``finished`` to clients when it accepts the completion, so a run that no longer counts (its host was
+declared dead and the task runs elsewhere) is never reported, and a host killed right after reporting to its LM
+loses no event. How a
 task runs is set per run by the client's :class:`~megha.live.messages.RunSpec`:
 
 * ``sleep`` — hold the worker for the task's duration (an event-loop timer; thousands of tasks are cheap);
@@ -243,7 +246,8 @@ class WorkerHost(Component):
         if r is None or self.closing:
             return
         now = time.time()
-        self.rec.finished([t], now, [int(code)])
+        # no "finished" event here: the LM reports it when it accepts the completion (it alone knows whether
+        # this run still counts — a host declared dead may finish a task that already runs elsewhere)
         if code != 0:
             self.rec.failed([t], now, [int(code)], note)
             self.counters["tasks_failed"] += 1
@@ -261,13 +265,13 @@ class WorkerHost(Component):
     def _flush(self) -> None:
         self._flush_armed = False
         out, self._out = self._out, {}
-        for reply, (ts, ws, ds) in out.items():
-            self.port.send(reply, Finished(ts, ws, None if ds[0] is None else np.array(ds)))
-        if self.rec.items:
+        if self.rec.items:  # events first: a task's "started" reaches clients before its LM learns it finished
             if self.flush_events is not None:
-                self.flush_events()
+                self.flush_events(force=bool(out))
             else:
                 self.port.send(EVENTS, Events(self.address, self.rec.take()))
+        for reply, (ts, ws, ds) in out.items():
+            self.port.send(reply, Finished(ts, ws, None if ds[0] is None else np.array(ds)))
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []
