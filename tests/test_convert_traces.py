@@ -132,3 +132,10 @@ def test_converted_trace_simulates(tmp_path: Path) -> None:
                              resources=True, capacity={"cpu": 1.0, "mem": 1.0}, constraints=False))
     assert res.unfinished_reason is None
     assert res.workload.task_demand is not None and res.workload.task_demand[:, 0].max() <= 0.5
+    # without a capacity setting, each machine gets its own capacity from the machine list
+    res = simulate(RunConfig(scheduler="megha", trace=str(tmp_path / "g.parquet"), cluster=str(tmp_path / "m.json"),
+                             resources=True, constraints=False))
+    np.testing.assert_array_equal(res.datacenter.capacity, load_machines(tmp_path / "m.json").capacity)
+    assert res.unfinished_reason is None and res.feasible.any()
+    ran = np.flatnonzero(res.feasible)
+    assert (res.workload.task_demand[ran] <= res.datacenter.capacity[res.recorder.worker[ran]] + 1e-12).all()

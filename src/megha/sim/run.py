@@ -191,7 +191,7 @@ def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
     if cfg.cluster is not None:
         if cfg.workers is not None:
             raise InputError("give either --cluster or --workers, not both")
-        dc = topology.load_cluster(resolve(cfg.cluster, "cluster"))
+        dc = _load_cluster(resolve(cfg.cluster, "cluster"))
     else:
         if cfg.workers is None:
             raise InputError("give a datacenter: --cluster FILE or --workers N")
@@ -204,7 +204,7 @@ def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
             constrained=cfg.constraints,
         )
     if cfg.resources:
-        dc = dc.with_resources(cfg.capacity)
+        dc = _resource_capacities(dc, cfg)
         if w.task_demand is None:
             names = dc.resource_names
             missing = [k for k in names if k not in cfg.demand]
@@ -221,7 +221,32 @@ def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
             w = w.with_demands(w.task_demand[:, idx], dc.resource_names)
     else:
         w = replace(w, task_demand=None, resource_names=())
+        if dc.capacity is not None:  # slot mode: one task per worker whatever the machine file says
+            dc = replace(dc, capacity=None, resource_names=())
     return w, dc
+
+
+def _load_cluster(path: str) -> Datacenter:
+    """A cluster file; one written by ``megha import-trace --machines`` also brings its machines' capacities."""
+    from megha.workload.converters.machines import load_machines
+
+    return load_machines(path)
+
+
+def _default_capacity() -> dict[str, float]:
+    return RunConfig.model_fields["capacity"].get_default(call_default_factory=True)
+
+
+def _resource_capacities(dc: Datacenter, cfg: RunConfig) -> Datacenter:
+    """The datacenter in resource mode; ``dc.capacity`` ([N, R]) is where the capacities live.
+
+    A cluster file with per-machine capacities (``megha import-trace --machines``) keeps them, unless the
+    configuration sets ``capacity`` to something other than its default: that uniform capacity then overrides
+    the file's for every worker. Any other datacenter gets ``cfg.capacity`` on every worker.
+    """
+    if dc.capacity is not None and cfg.capacity == _default_capacity():
+        return dc
+    return dc.with_resources(cfg.capacity)
 
 
 def simulate(

@@ -106,9 +106,13 @@ def load_machines(path: str | Path):
     from megha.model.topology import load_cluster
 
     p = Path(path)
-    dc = load_cluster(p)
+    dc = load_cluster(p)  # checks the file (readable, valid JSON, layout) and names it in any error
     raw = p.read_bytes()
-    doc = json.loads(gzip.decompress(raw) if p.suffix == ".gz" else raw)
+    if p.suffix == ".gz":
+        raw = gzip.decompress(raw)
+    if b'"megha_machines"' not in raw:  # a plain cluster file: no second parse
+        return dc
+    doc = json.loads(raw)
     mm = doc.get("megha_machines")
     if mm is None:
         return dc
