@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from megha.live.masters import LiveGlobalMaster, LiveLocalMaster, host_address
-from megha.live.messages import HostBeat, Relaunch
+from megha.live.messages import HostBeat, HostKill, HostLaunch, Relaunch
 from megha.live.runtime import ForwardingRecorder
 from megha.model.topology import Datacenter
-from megha.schedulers.common.messages import Finished, JobArrival, Kill, Launch
+from megha.schedulers.common.messages import Finished, JobArrival, Kill
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.messages import LaunchRequest, StateDelta, SyncRequest, TaskDone
 from megha.sim.component import RecordingPort
@@ -32,10 +32,10 @@ def test_launches_go_to_the_host_serving_each_worker_and_wait_for_unregistered_h
     lm, port = _lm(lay)
     lm.on_message(HostBeat("a", 1, 0, [0, 1, 2, 3], [], 0.2), 0.1)
     lm.on_message(LaunchRequest(0, 1, [10, 11], [1, 6], [5.0, 5.0], [0, 0]), 0.2)
-    sent = port.take(Launch)
-    assert sent == [(host_address(lay, "a"), Launch([10], [1], [5.0], lm.address, None))]
+    sent = port.take(HostLaunch)
+    assert sent == [(host_address(lay, "a"), HostLaunch("a", 1, [10], [1], [5.0], lm.address, None))]
     lm.on_message(HostBeat("b", 1, 0, [4, 5, 6, 7], [], 0.2), 0.3)  # worker 6's host registers: parked launch
-    assert port.take(Launch) == [(host_address(lay, "b"), Launch([11], [6], [5.0], lm.address, None))]
+    assert port.take(HostLaunch) == [(host_address(lay, "b"), HostLaunch("b", 1, [11], [6], [5.0], lm.address, None))]
 
 
 def test_dead_host_tasks_are_relaunched_on_a_suitable_worker_or_handed_back():
@@ -49,12 +49,13 @@ def test_dead_host_tasks_are_relaunched_on_a_suitable_worker_or_handed_back():
     port.take()
     lm.on_message(LaunchRequest(0, 2, [12, 13, 14], [4, 6, 7], [5.0] * 3, [0] * 3), 0.1)
     port.take()
-    for k in range(1, 8):  # host b keeps beating, host a is silent
-        lm.on_message(HostBeat("b", 1, 0, [4, 5, 6, 7], [], 0.2), 0.2 * k)
+    for k in range(1, 8):  # host b keeps beating (running its tasks), host a is silent
+        running = [12, 13, 14] + ([10] if k > 5 else [])
+        lm.on_message(HostBeat("b", 1, 0, [4, 5, 6, 7], running, 0.2), 0.2 * k)
         lm.on_timer("hosts", 0.2 * k)
-    launches = port.take(Launch)
+    launches = port.take(HostLaunch)
     # task 10 ran on worker 0 (constraints 0b01): only worker 5 has them all; task 11 (0b10): no free worker
-    assert launches == [(host_address(lay, "b"), Launch([10], [5], [5.0], lm.address, None))]
+    assert launches == [(host_address(lay, "b"), HostLaunch("b", 1, [10], [5], [5.0], lm.address, None))]
     back = [(d, m) for d, m in port.take() if isinstance(m, Relaunch)]
     assert len(back) == 1 and back[0][1].tasks == [11] and back[0][1].masks == [0b10]
     assert back[0][0] == lay.gm_address(0)
@@ -78,7 +79,7 @@ def test_host_restart_with_a_new_epoch_loses_its_tasks():
     lm.on_message(LaunchRequest(1, 1, [10], [3], [5.0], [0]), 0.1)
     port.take()
     lm.on_message(HostBeat("a", 2, 0, list(range(8)), [], 0.2), 0.3)
-    assert next(m for _, m in port.take(Launch)).tasks == [10]  # relaunched on a free worker
+    assert next(m for _, m in port.take(HostLaunch)).tasks == [10]  # relaunched on a free worker
     assert lm.counters["tasks_relaunched"] == 1
 
 
@@ -127,4 +128,26 @@ def test_kill_goes_to_the_host_running_the_task():
     lm.on_message(LaunchRequest(0, 1, [10], [3], [5.0], [0]), 0.1)
     port.take()
     lm._to_pool(Kill([10], lm.address))
-    assert port.take(Kill) == [(host_address(lay, "a"), Kill([10], lm.address))]
+    assert port.take(HostKill) == [(host_address(lay, "a"), HostKill("a", 1, [10], lm.address))]
+
+
+def test_beats_stop_stale_runs_and_relaunch_launches_that_never_arrived():
+    lay = _layout()
+    lm, port = _lm(lay)
+    lm.on_message(HostBeat("a", 1, 0, list(range(8)), [], 0.2), 0.0)
+    lm.on_message(LaunchRequest(0, 1, [10, 11], [3, 4], [5.0, 5.0], [0, 0]), 0.1)
+    port.take()
+    # the host runs task 10 and a task 99 the LM never gave it (a launch re-sent by a standby that took over)
+    lm.on_message(HostBeat("a", 1, 0, list(range(8)), [10, 99], 0.2), 0.2)
+    assert port.take(HostKill) == [(host_address(lay, "a"), HostKill("a", 1, [99], lm.address))]
+    assert lm.counters["stale_runs_stopped"] == 1
+    # task 11 never shows up in the host's beats (the one above was the first): after MISSED_BEATS it is relaunched
+    from megha.live.masters import MISSED_BEATS
+    for k in range(MISSED_BEATS - 2):
+        lm.on_message(HostBeat("a", 1, 0, list(range(8)), [10], 0.2), 0.4 + 0.2 * k)
+    assert not port.take(HostLaunch)
+    lm.on_message(HostBeat("a", 1, 0, list(range(8)), [10], 0.2), 2.0)
+    again = [m for _, m in port.take(HostLaunch)]
+    assert [t for m in again for t in m.tasks] == [11] and lm.counters["launches_lost"] == 1
+    assert lm.counters["tasks_relaunched"] == 1 and 11 in lm.active
+    assert any(item[0] == "lost" and item[2] == [11] for item in lm.rec.items)

@@ -41,6 +41,8 @@ SAMPLES = [
     M.PreemptReply(0, 1, True, 1, np.array([3]), np.array([False]), None, 4, 3),
     M.Preempted(0, np.array([5, 6]), 2),
     L.HostBeat("h0", 7, 0, [0, 1, 2], [9], 0.2),
+    L.HostLaunch("h0", 3, [1, 2], [3, 4], [0.5, 1.0], "megha/lm0", None),
+    L.HostKill("h0", 3, [1], "megha/lm0"),
     L.Relaunch(0, [1, 2], [1.0, 2.0], [3, 4]),
     L.RunSpec(5, "command", "echo {task}", ""),
     L.Events("megha/gm0", [["started", 1.5, [1, 2], [3, 4], ""], ["failed", 2.0, [1], [2], "exit code 2"]]),

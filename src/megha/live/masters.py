@@ -31,7 +31,7 @@ from collections import deque
 
 import numpy as np
 
-from megha.live.messages import HostBeat, Relaunch
+from megha.live.messages import HostBeat, HostKill, HostLaunch, Relaunch
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
 from megha.schedulers.megha.fairness import E_TASK
 from megha.schedulers.megha.gm import GlobalMaster
@@ -50,6 +50,7 @@ from megha.schedulers.megha.messages import (
 
 log = logging.getLogger("megha.live.masters")
 
+MISSED_BEATS = 5  # consecutive host beats without a task the LM launched there before it counts as lost
 _DOWN = 1 << 62  # task id marking a dead worker as occupied in the LM's slot truth
 
 
@@ -197,6 +198,7 @@ class LiveLocalMaster(LocalMaster):
         self.active: dict[int, list] = {}  # task -> [worker, duration, demand row | None, host | None]
         self.parked: dict[int, list[int]] = {}  # worker without a host yet -> tasks waiting for it
         self.relaunch: deque = deque()
+        self._missed: dict[str, dict[int, int]] = {}  # host -> task -> consecutive beats without it
         self._last_check = 0.0
 
     def attach(self, port) -> None:
@@ -299,7 +301,7 @@ class LiveLocalMaster(LocalMaster):
                 else:
                     by_host.setdefault(a[3], []).append(t)
             for h, ts in by_host.items():
-                self.port.send(self._host_addr(h), Kill(ts, self.address))
+                self._kill_on(h, ts)
             if parked:  # never started: killed at once
                 ws = []
                 for t in parked:
@@ -314,13 +316,18 @@ class LiveLocalMaster(LocalMaster):
         return host_address(self.layout, name)
 
     def _launch_on(self, host: str, tasks: list, workers: list, durs: list, dem) -> None:
-        self.port.send(self._host_addr(host), Launch(tasks, workers, durs, self.address, dem))
+        self.port.send(self._host_addr(host), HostLaunch(host, self.hosts[host][0], tasks, workers, durs,
+                                                         self.address, dem))
+
+    def _kill_on(self, host: str, tasks: list) -> None:
+        self.port.send(self._host_addr(host), HostKill(host, self.hosts[host][0], tasks, self.address))
 
     # --- worker liveness -----------------------------------------------------------------------------------
     def _on_beat(self, msg: HostBeat, now: float) -> None:
         h = self.hosts.get(msg.host)
         if h is not None and h[3] and h[0] == msg.epoch:
             h[1] = now
+            self._reconcile(msg, now)
             return
         if h is not None and h[3]:  # restarted before we noticed: its old tasks are gone (relaunched below)
             self._host_down(msg.host, now, "host restarted", relaunch=False)
@@ -347,6 +354,50 @@ class LiveLocalMaster(LocalMaster):
             self._launch_on(host, ts, [x[0] for x in a], [x[1] for x in a], dem)
         if self.relaunch:
             self._try_relaunch(now)
+
+    def _reconcile(self, msg: HostBeat, now: float) -> None:
+        """Compare what the host says it runs for this LM with the LM's active list.
+
+        A task the host runs that the LM does not hold there (a stale launch) is stopped. A task the LM holds
+        there that the host has not reported in ``MISSED_BEATS`` consecutive beats (its launch was lost) is
+        treated as lost: relaunched or handed back. Completions travel on the same stream as beats and arrive
+        first, so a finished task is never mistaken for a lost one.
+        """
+        name = msg.host
+        running = set(msg.running)
+        stale = [t for t in running if (a := self.active.get(t)) is None or a[3] != name]
+        if stale:
+            self.counters["stale_runs_stopped"] += len(stale)
+            self._kill_on(name, stale)
+        miss = self._missed.setdefault(name, {})
+        mine = [t for t, a in self.active.items() if a[3] == name and t not in running]
+        now_missing = {}
+        lost = []
+        for t in mine:
+            k = miss.get(t, 0) + 1
+            if k >= MISSED_BEATS:
+                lost.append(t)
+            else:
+                now_missing[t] = k
+        self._missed[name] = now_missing
+        if lost:
+            self.counters["launches_lost"] += len(lost)
+            self._lose(lost, now, f"launch never reached host {name}")
+            self._try_relaunch(now, hand_back=True)
+
+    def _lose(self, lost: list[int], now: float, note: str) -> None:
+        """Take runs that will not complete off the LM's books and queue the tasks for relaunch."""
+        masks = self._masks
+        for t in lost:
+            w, dur, d, _ = self.active.pop(t)
+            gm, user = self.cluster.remove(w, t, d)
+            if self.usage is not None:
+                self.usage[user] -= self._units(d)
+                self.user_tasks.get(user, {}).pop(t, None)
+            self.relaunch.append((t, gm, user, dur, d, int(masks[w])))
+            self._changed(w, -1, now)
+        if lost and hasattr(self.rec, "lost"):
+            self.rec.lost(lost, now, note)
 
     def _block(self, w: int) -> None:
         i = w - self.lo
@@ -375,23 +426,14 @@ class LiveLocalMaster(LocalMaster):
         self.counters["hosts_lost"] += 1
         lost = [t for t, a in self.active.items() if a[3] == name]
         log.warning("%s: worker host %s is down (%s): %d task(s) to relaunch", self.address, name, reason, len(lost))
-        masks = self._masks
-        for t in lost:
-            w, dur, d, _ = self.active.pop(t)
-            gm, user = self.cluster.remove(w, t, d)
-            if self.usage is not None:
-                self.usage[user] -= self._units(d)
-                self.user_tasks.get(user, {}).pop(t, None)
-            self.relaunch.append((t, gm, user, dur, d, int(masks[w])))
+        self._missed.pop(name, None)
+        self._lose(lost, now, f"worker host {name} down: {reason}")
         for w in h[2]:
             if self.host_of[w - self.lo] == name and not self.down[w - self.lo]:
                 self._block(w)
                 self._changed(w, -1, now)
         if lost:
-            self.port.send(self._host_addr(name), Kill(list(lost), self.address))  # fence it if it is alive
-            note = f"worker host {name} down: {reason}"
-            if hasattr(self.rec, "lost"):
-                self.rec.lost(lost, now, note)
+            self._kill_on(name, list(lost))  # fence it if it is alive
             if relaunch:
                 self._try_relaunch(now, hand_back=True)
 

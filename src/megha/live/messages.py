@@ -2,6 +2,9 @@
 
 * :class:`HostBeat` — a worker host tells an LM it is alive, which of the LM's workers it serves and which
   tasks it runs (worker liveness, paper §IV-D).
+* :class:`HostLaunch` / :class:`HostKill` — an LM starts or stops tasks on one incarnation (``epoch``) of a worker
+  host; another incarnation drops them (a launch re-sent after a standby LM took over never runs on a restarted
+  host that knows nothing of it).
 * :class:`Relaunch` — an LM hands a dead worker's tasks back to their GM when no suitable worker is free.
 * :class:`RunSpec` — a client tells the worker hosts how to run the tasks of one run (sleep, CPU or a command).
 * :class:`Events` — task events reported by services to clients (decided, started, finished, known, lost,
@@ -31,6 +34,29 @@ class HostBeat:
     workers: list[int]
     running: list[int]
     period: float = 0.2
+
+
+@dataclass(slots=True)
+class HostLaunch:
+    """LM → worker host ``host`` in incarnation ``epoch``: run these tasks (the live form of ``Launch``)."""
+
+    host: str
+    epoch: int
+    tasks: list[int]
+    workers: list[int]
+    durations: list[float]
+    reply_to: str
+    demands: object = None  # [n, R] numpy array in resource mode
+
+
+@dataclass(slots=True)
+class HostKill:
+    """LM → worker host ``host`` in incarnation ``epoch``: stop these tasks (the live form of ``Kill``)."""
+
+    host: str
+    epoch: int
+    tasks: list[int]
+    reply_to: str
 
 
 @dataclass(slots=True)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from megha.live.masters import host_address
-from megha.live.messages import Control, Events, HostBeat, RunSpec
+from megha.live.messages import Control, Events, HostBeat, HostKill, HostLaunch, RunSpec
 from megha.live.runtime import EVENTS, ForwardingRecorder
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.megha.layout import MeghaLayout
@@ -123,7 +123,15 @@ class WorkerHost(Component):
                            HostBeat(self.name, self.epoch, lm, ws, by_lm_running.get(lm, []), self.beat))
 
     def on_message(self, msg, now: float) -> None:
-        if isinstance(msg, Launch):
+        if isinstance(msg, HostLaunch | HostKill):
+            if msg.epoch != self.epoch or msg.host != self.name:  # meant for an earlier incarnation of this host
+                self.counters["stale_launches_dropped" if isinstance(msg, HostLaunch) else "stale_kills_dropped"] += 1
+                return
+            if isinstance(msg, HostLaunch):
+                self._launch(Launch(msg.tasks, msg.workers, msg.durations, msg.reply_to, msg.demands), now)
+            else:
+                self._kill(Kill(msg.tasks, msg.reply_to), now)
+        elif isinstance(msg, Launch):
             self._launch(msg, now)
         elif isinstance(msg, Kill):
             self._kill(msg, now)
@@ -138,7 +146,7 @@ class WorkerHost(Component):
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
 
     def validate(self, msg) -> None:
-        if isinstance(msg, Launch):
+        if isinstance(msg, Launch | HostLaunch):
             for w in (msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()):
                 if w not in self.mine:
                     raise ValueError(f"worker {w} is not hosted by {self.name}")
