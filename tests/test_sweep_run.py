@@ -187,3 +187,17 @@ def test_ray_missing_gives_a_clear_error(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(InputError, match=r'pip install "ray>=2.9"'):
         run_sweep({"base": {"trace": "sample:YH_small", "workers": 10}}, tmp_path / "r", address="auto",
                   progress=False, log=lambda s: None)
+
+
+def test_ray_client_address_without_grpc_gives_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    from megha.errors import InputError
+
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    monkeypatch.setitem(sys.modules, "grpc", None)  # import grpc -> ImportError (ray without its client part)
+    with pytest.raises(InputError, match=r'Ray Client address, which needs pip install "ray\[client\]>=2.9"'):
+        run_sweep({"base": {"trace": "sample:YH_small", "workers": 10}}, tmp_path / "r", address="ray://127.0.0.1:1",
+                  progress=False, log=lambda s: None)

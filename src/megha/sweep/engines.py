@@ -10,8 +10,9 @@ most ``capacity`` runs in flight, so "in flight" is "running" for the progress d
   together are retried one at a time, so the run that kills its process alone is reported failed.
 * :class:`RayPool` — Ray tasks on a running cluster (``address="auto"``, ``"ray://host:10001"``), or on a fresh
   local instance (``address="local"``), or on the session already started with ``ray.init()``. Ray is
-  optional (``pip install "ray>=2.9"``) and imported only here. Runs return their output files to the driver,
-  which writes them, so the cluster's nodes need megha installed but no shared file system.
+  optional (``pip install "megha[ray]"``: ``ray[client]>=2.9``, the client part for ``ray://`` addresses) and
+  imported only here. Runs return their output files to the driver, which writes them, so the cluster's nodes
+  need megha installed but no shared file system.
 """
 
 from __future__ import annotations
@@ -150,6 +151,16 @@ def import_ray() -> Any:
     return ray
 
 
+def _require_ray_client(address: str) -> None:
+    """A ``ray://`` address goes through Ray Client, which needs grpcio (``ray[client]``)."""
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        raise InputError(f'{address!r} is a Ray Client address, which needs pip install "ray[client]>=2.9" '
+                         '(included in pip install "megha[ray]"); or run the sweep on a machine of the cluster '
+                         'with --address auto') from None
+
+
 class RayPool:
     """Ray tasks on a cluster; outputs come back to the driver as bytes."""
 
@@ -171,6 +182,8 @@ class RayPool:
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
                 ray.init(address=address, **kwargs)  # None: RAY_ADDRESS or a `ray start` cluster, else a new one
             else:
+                if address.startswith("ray://"):
+                    _require_ray_client(address)
                 try:
                     ray.init(address=address, **kwargs)
                 except (ConnectionError, RuntimeError, ValueError) as e:
