@@ -199,3 +199,44 @@ def test_random_task_failures_and_all_faults_together():
     assert (r.recorder.finishes[r.feasible] == 1).all()
     assert r.counters["macrm_nm_task_failures"] > 0
     assert usage_never_exceeds_capacity(r)
+
+
+def test_faults_through_simulate_actions_on_a_run_config():
+    """The runner's own hook: ``simulate(cfg, actions=...)`` kills a node, a job manager, a resource tracker and the
+    arbitrator at different times of one run; every feasible task still completes exactly once."""
+    rng = np.random.default_rng(8)
+    jobs = [(round(i * 0.2, 3), [round(float(x), 3) for x in rng.uniform(1.0, 4.0, 1 + i % 6)]) for i in range(40)]
+    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=16, resources=True,
+                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, seed=2,
+                    options={"trackers": 2, "heartbeat": 0.5, "jm_demand": {"cpu": 0.5}}, stall_timeout=120)
+    done: dict[str, object] = {}
+
+    def kill_node(engine, dep, now):
+        f = dep.extras["macrm"]
+        nm = engine.components[f.groups[0]]
+        busy = [nm.lo + i for i in range(nm.n) if nm.on_node[i]]
+        done["node"] = busy[:1]
+        f.kill_node(busy[:1])
+
+    def kill_jm(engine, dep, now):
+        f = dep.extras["macrm"]
+        done["jm"] = next((j for j in range(40) if f.kill_jm(j)), None)
+
+    def kill_tracker(engine, dep, now):
+        dep.extras["macrm"].kill_tracker(1)
+
+    def kill_arbitrator(engine, dep, now):
+        dep.extras["macrm"].kill_arbitrator()
+
+    r = simulate(cfg, actions=[(2.0, kill_node), (3.0, kill_jm), (4.0, kill_tracker), (5.0, kill_arbitrator)])
+    assert r.unfinished_reason is None
+    assert done["node"] and done["jm"] is not None
+    rec = r.recorder
+    assert (rec.finishes[r.feasible] == 1).all() and r.feasible.any()
+    assert usage_never_exceeds_capacity(r)
+    c = r.counters  # the arbitrator's own counters restart with it (soft statistics): count on the others
+    assert c["macrm_tracker_nodes_lost"] == 1 and c["macrm_tracker_restarts"] == 1
+    assert c["macrm_arbitrator_restarts"] == 1 and c["macrm_arb_recoveries"] == 1
+    assert c["macrm_jm_processes"] >= r.workload.n_jobs + 1  # the killed job manager got a new attempt
+    lost = c["macrm_nm_tasks_lost_on_nodes"]
+    assert lost > 0 and rec.preemptions.sum() == lost

@@ -286,8 +286,16 @@ class ResourceArbitrator(Component):
         if self.central:
             self._dispatch(now)
         up = ArbitratorUp(self.epoch)
-        for t in self.trackers:
+        watch: dict[int, list] = {}
+        for job, rec in self.jobs.items():
+            if rec.status == "running" and rec.tracker >= 0:
+                watch.setdefault(rec.tracker, []).append((rec.jm, job, rec.attempt))
+        for g, t in enumerate(self.trackers):
             self.port.send(t, up)
+            # a tracker restarted while this arbitrator was down lost its TrackerUp: it must still watch the job
+            # managers of its nodes (a dead one sends no heartbeat to be learned from)
+            if watch.get(g):
+                self.port.send(t, ExpectJM(watch[g]))
         for rec in self.jobs.values():
             if rec.status == "running":
                 self.port.send(rec.jm, up)
