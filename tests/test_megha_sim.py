@@ -122,3 +122,32 @@ def test_replaced_gm_rebuilds_its_view_and_the_run_completes():
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()
     assert r.counters["snapshots_sent"] == 2
+
+
+_SMALL = dict(trace="sample:GOOG_subtrace", cluster=None, gms=3, lms=2)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(max_jobs=200, workers=300, options={"heartbeat": 1.0}),
+        dict(max_jobs=120, workers=300, worker_report_delay=0.0005),
+        dict(max_jobs=50, workers=300, options={"shares": [0.1, 0.25, 0.15, 0.5], "heartbeat": 1.0}),
+        dict(max_jobs=40, workers=60, resources=True, capacity={"cpu": 4, "mem": 8}, demand={"cpu": 1, "mem": 1},
+             options={"shares": [0.3, 0.7]}),
+    ],
+    ids=["slot", "report-delay", "fair-preemption", "resource-fair"],
+)
+def test_in_process_workers_give_the_same_results_as_worker_pools(kw):
+    kw = {**_SMALL, **kw}
+    a = run(**kw)
+    b = run(**{**kw, "options": {**kw.get("options", {}), "in_process_workers": False}})
+    assert a.unfinished_reason is None and b.unfinished_reason is None
+    for col in ("scheduled", "start", "end", "known", "worker", "comm", "launches", "preemptions"):
+        assert np.array_equal(getattr(a.recorder, col), getattr(b.recorder, col), equal_nan=True), col
+    assert a.counters == b.counters
+    assert a.message_counts == b.message_counts
+    assert a.end_time == b.end_time
+    assert a.events < b.events
+    if "shares" in kw.get("options", {}):
+        assert a.counters.get("preemptions", 0) > 0

@@ -70,13 +70,15 @@ def _msg_len(msg: Any) -> int:
 class SimPort:
     """The simulator's port for one component."""
 
-    __slots__ = ("_delays", "comp", "engine", "rng")
+    __slots__ = ("_delays", "_heap", "_next", "comp", "engine", "rng")
 
     def __init__(self, engine: Engine, comp: Component, rng: np.random.Generator) -> None:
         self.engine = engine
         self.comp = comp
         self.rng = rng
         self._delays: dict[Address, tuple[Component, float]] = {}
+        self._heap = engine._heap  # never rebound (Engine.replace edits it in place)
+        self._next = engine._seq.__next__
 
     def send(self, dst: Address, msg: Any) -> None:
         e = self.engine
@@ -97,15 +99,40 @@ class SimPort:
             ids = msg.alloc_tasks
             if ids is not None:
                 e.recorder.add_comm(ids, d)
-        heapq.heappush(e._heap, (e.now + d + e._send_offset, next(e._seq), _MSG, target, msg))
+        heapq.heappush(self._heap, (e.now + d + e._send_offset, self._next(), _MSG, target, msg))
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         e = self.engine
         if delay < 0 or math.isnan(delay):
             raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
-        tid = next(e._seq)
-        heapq.heappush(e._heap, (e.now + e._send_offset + delay, tid, _TIMER, self.comp, key))
+        tid = self._next()
+        heapq.heappush(self._heap, (e.now + e._send_offset + delay, tid, _TIMER, self.comp, key))
         return tid
+
+    def set_timer_at(self, at: float, key: Hashable) -> int:
+        """Fire ``on_timer(key)`` at the absolute simulated time ``at`` (≥ now); returns a handle.
+
+        Simulator-only (not part of the :class:`~megha.sim.component.Port` contract): a component that
+        models a co-located part of itself (e.g. Megha's LM running its workers in-process) uses it to hit
+        exactly the instant a separate component's timer or message would have had.
+        """
+        if not at >= self.engine.now:
+            raise ValueError(f"{self.comp.address}: timer at {at} is before now ({self.engine.now})")
+        tid = self._next()
+        heapq.heappush(self._heap, (at, tid, _TIMER, self.comp, key))
+        return tid
+
+    def count_message(self, cls: type, n: int = 1) -> None:
+        """Count ``n`` messages of type ``cls`` in :meth:`Engine.message_counts` without sending them.
+
+        Simulator-only, for components that model a message exchange in-process (the latency and the
+        ``alloc_tasks`` communication delay are then the component's business).
+        """
+        e = self.engine
+        info = e._types.get(cls)
+        if info is None:
+            info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+        info[0] += n
 
     def cancel_timer(self, handle: int) -> None:
         self.engine._cancelled.add(handle)
@@ -192,11 +219,38 @@ class Engine:
         pop = heapq.heappop
         cancelled = self._cancelled
         proc = self.processing
+        n = self.events
+        next_progress = n + progress_every if progress is not None else math.inf
+        self._stopping = False
+        if proc is None:
+            # the common case, kept lean: no processing model, so no busy components and no send offset
+            while heap:
+                item = pop(heap)
+                t, seq, kind, comp, payload = item
+                if t > until:
+                    heapq.heappush(heap, item)
+                    break
+                if kind == _MSG:
+                    self.now = t
+                    n += 1
+                    comp.on_message(payload, t)
+                else:
+                    if cancelled and seq in cancelled:
+                        cancelled.discard(seq)
+                        continue
+                    self.now = t
+                    n += 1
+                    comp.on_timer(payload, t)
+                if n >= next_progress:
+                    self.events = n
+                    progress(t)
+                    next_progress = n + progress_every
+                if self._stopping:
+                    break
+            self.events = n
+            return self.now
         busy = self._busy_until
         rec = self.recorder
-        n = self.events
-        next_progress = n + progress_every
-        self._stopping = False
         while heap and not self._stopping:
             item = heap[0]
             t = item[0]
@@ -207,7 +261,7 @@ class Engine:
             if kind == _TIMER and cancelled and seq in cancelled:
                 cancelled.discard(seq)
                 continue
-            if proc is not None and kind == _MSG:
+            if kind == _MSG:
                 free_at = busy.get(comp.address, 0.0)
                 if free_at > t:  # the component is busy: the message waits its turn
                     heapq.heappush(heap, (free_at, seq, kind, comp, payload))
@@ -226,7 +280,7 @@ class Engine:
             else:
                 comp.on_timer(payload, t)
             self._send_offset = 0.0
-            if n >= next_progress and progress is not None:
+            if n >= next_progress:
                 self.events = n
                 progress(t)
                 next_progress = n + progress_every

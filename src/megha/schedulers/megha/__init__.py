@@ -31,6 +31,7 @@ from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
+from megha.schedulers.megha.simlm import InProcessWorkers, SimLocalMaster
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
 
@@ -50,6 +51,10 @@ class MeghaOptions(SchedulerOptions):
     preempt_candidates: int = Field(16, ge=1, description="fairness: queued tasks offered per preemption request")
     reply_always: bool = Field(
         False, description="LM replies to every launch batch (else only to batches with rejected mappings)"
+    )
+    in_process_workers: bool = Field(
+        True, description="simulator: each LM runs its workers in-process (same results, fewer events; "
+        "ignored with per-message processing costs)"
     )
     gms: int | None = Field(None, ge=1, description="number of GMs (overrides --gms)")
     lms: int | None = Field(None, ge=1, description="number of LMs (overrides --lms)")
@@ -86,13 +91,19 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     fair, job_user = _fairness(ctx, opts, layout.n_gms, total)
     eng = ctx.engine
     lms, gms = [], []
+    # without per-message processing costs each LM runs its workers in-process (same timing, fewer events)
+    in_process = opts.in_process_workers and eng.processing is None
     for lm in range(layout.n_lms):
-        lo, hi = int(layout.lm_lo[lm]), int(layout.lm_hi[lm])
-        cap = None if layout.capacity is None else layout.capacity
-        pool = WorkerPool(layout.pool_address(lm), layout.n_workers, ctx.recorder, capacity=cap)
-        eng.add(pool)
-        lms.append(eng.add(LocalMaster(lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always)))
-        assert hi > lo
+        if in_process:
+            eng.add(InProcessWorkers(layout.pool_address(lm)))
+            lms.append(eng.add(SimLocalMaster(
+                lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always,
+                launch_delay=eng.delay_model.delay(LocalMaster.kind, WorkerPool.kind),
+                report_delay=eng.delay_model.delay(WorkerPool.kind, LocalMaster.kind))))
+        else:
+            cap = None if layout.capacity is None else layout.capacity
+            eng.add(WorkerPool(layout.pool_address(lm), layout.n_workers, ctx.recorder, capacity=cap))
+            lms.append(eng.add(LocalMaster(lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always)))
     for g in range(layout.n_gms):
         gms.append(eng.add(GlobalMaster(g, layout, ctx.recorder, opts.policy, opts.batch_size, opts.repartition,
                                         fair, job_user, opts.preemption,

@@ -21,7 +21,16 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import FastRandom, Policy
 from megha.schedulers.common.messages import JobArrival
-from megha.schedulers.megha.fairness import E_DEMAND, E_MASK, E_TASK, E_USER, FairQueues, FairShare, SingleQueue
+from megha.schedulers.megha.fairness import (
+    E_DEMAND,
+    E_DUR,
+    E_MASK,
+    E_TASK,
+    E_USER,
+    FairQueues,
+    FairShare,
+    SingleQueue,
+)
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.messages import (
     LaunchReply,
@@ -95,7 +104,7 @@ class GlobalMaster(Component):
         self.rr_ext = g % layout.n_lms
         self._masks = layout.worker_masks
         self._inv_masks = (~layout.worker_masks).tolist()  # complements as ints, for the first-fit kernel
-        self._lm_of = layout.lm_of
+        self._lm_of = layout.lm_of.tolist()
         self._G = layout.n_gms
         self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]
         self._batch: list[list] = [[] for _ in range(layout.n_lms)]
@@ -162,32 +171,53 @@ class GlobalMaster(Component):
 
     def _book(self, e: tuple, w: int) -> None:
         self.view.take(w, e[E_DEMAND])
-        lm = int(self._lm_of[w])
+        lm = self._lm_of[w]
         b = self._batch[lm]
         if not b:
             self._dirty.append(lm)
         b.append((e, w))
 
     def _flush(self, now: float) -> None:
-        if not self._dirty:
+        """Send the mappings booked in this step: one launch request per LM (at most ``batch_size`` each)."""
+        dirty = self._dirty
+        if not dirty:
             return
-        for lm in self._dirty:
-            b = self._batch[lm]
-            self._batch[lm] = []
-            for lo in range(0, len(b), self.batch_size):
-                chunk = b[lo : lo + self.batch_size]
-                entries = [e for e, _ in chunk]
-                tasks = [e[E_TASK] for e in entries]
-                workers = [w for _, w in chunk]
-                durs = [e[1] for e in entries]
-                users = [e[E_USER] for e in entries]
-                dem = np.array([e[E_DEMAND] for e in entries]) if self.resource_mode else None
+        bs = self.batch_size
+        batches = self._batch
+        unacked = self.unacked
+        send = self.port.send
+        decided: list[int] = []
+        dem = None
+        for lm in dirty:
+            b = batches[lm]
+            batches[lm] = []
+            addr = self._lm_addr[lm]
+            by_lm = self.unacked_by_lm[lm]
+            for lo in range(0, len(b), bs):
+                if len(b) == 1:
+                    (e, w), = b
+                    entries = [e]
+                    tasks = [e[E_TASK]]
+                    workers = [w]
+                    durs = [e[E_DUR]]
+                    users = [e[E_USER]]
+                else:
+                    chunk = b[lo : lo + bs]
+                    entries = [e for e, _ in chunk]
+                    tasks = [e[E_TASK] for e in entries]
+                    workers = [w for _, w in chunk]
+                    durs = [e[E_DUR] for e in entries]
+                    users = [e[E_USER] for e in entries]
+                if self.resource_mode:
+                    dem = np.array([e[E_DEMAND] for e in entries])
                 self.req_seq += 1
-                self.unacked[self.req_seq] = (lm, workers, dem, entries, None)
-                self.unacked_by_lm[lm].append(self.req_seq)
-                self.rec.decided(tasks, now)
-                self.port.send(self._lm_addr[lm], LaunchRequest(self.g, self.req_seq, tasks, workers, durs, users, dem))
-        self._dirty.clear()
+                req = self.req_seq
+                unacked[req] = (lm, workers, dem, entries, None)
+                by_lm.append(req)
+                decided.extend(tasks)
+                send(addr, LaunchRequest(self.g, req, tasks, workers, durs, users, dem))
+        dirty.clear()
+        self.rec.decided(decided, now)
 
     def _offer(self, w: int, now: float) -> None:
         """Worker ``w`` gained capacity in the view: give it to the first queued task(s) that fit."""
@@ -209,16 +239,13 @@ class GlobalMaster(Component):
 
     def _apply_truth(self, workers, state) -> list[int]:
         view = self.view
-        gained = []
         if self.resource_mode:
+            gained = []
             for i, w in enumerate(_as_list(workers)):
                 if view.apply_truth(w, state[i]):
                     gained.append(w)
-        else:
-            for w, s in zip(_as_list(workers), _as_list(state), strict=True):
-                if view.apply_truth(w, s):
-                    gained.append(w)
-        return gained
+            return gained
+        return view.apply_truths(_as_list(workers), _as_list(state))
 
     # --- handlers -----------------------------------------------------------------------------------------
     def _on_job(self, msg: JobArrival, now: float) -> None:
@@ -275,6 +302,16 @@ class GlobalMaster(Component):
             for i, w in enumerate(_as_list(msg.workers)):
                 view.give_back(w, msg.demands[i])
                 self._offer(w, now)
+        elif self.fair is None:  # _offer without fairness, inlined (the hottest path of a loaded datacenter)
+            pop = self.queue.q.pop_first_fitting_inv
+            inv = self._inv_masks
+            book = self._book
+            for w in _as_list(msg.workers):
+                e = pop(inv[w])
+                if e is None:
+                    view.release(w, None)
+                else:
+                    book(e, w)
         else:
             for w in _as_list(msg.workers):
                 self._offer(w, now)

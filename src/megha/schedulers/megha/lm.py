@@ -80,6 +80,7 @@ class LocalMaster(Component):
         self.gm_addr = [layout.gm_address(g) for g in range(self.G)]
         self.pool = layout.pool_address(l)
         self._part = layout.part_of
+        self._part_l = layout.part_of.tolist()
         self._masks = layout.worker_masks
         self.usage = np.zeros(fair.n_users) if fair is not None else None
         self.user_tasks: dict[int, dict[int, int]] = {}  # fairness: user -> {task: worker}
@@ -152,6 +153,10 @@ class LocalMaster(Component):
     def _usage_copy(self) -> np.ndarray | None:
         return None if self.usage is None else self.usage.copy()
 
+    def _to_workers(self, msg: Launch | Kill, now: float) -> None:
+        """Hand a launch or a kill to this LM's workers (a message to the worker pool)."""
+        self.port.send(self.pool, msg)
+
     # --- handlers ------------------------------------------------------------------------------------------
     def _on_request(self, msg: LaunchRequest, now: float) -> None:
         gm = msg.gm
@@ -163,24 +168,47 @@ class LocalMaster(Component):
         acc: list[int] = []
         rej_t: list[int] = []
         rej_w: list[int] = []
-        part = self._part
+        part = self._part_l
         repart = 0
-        for i, t in enumerate(tasks):
-            w = workers[i]
-            d = None if dem is None else dem[i]
-            if cluster.try_place(w, t, d, gm, users[i]):
-                acc.append(i)
-                if part[w] != gm:
-                    repart += 1
-                    if self.resource_mode:
-                        cluster.carve(w, t, gm, d)
-                self._changed(w, gm, now)
-                if self.usage is not None:
-                    self.usage[users[i]] += self._units(d)
-                    self.user_tasks.setdefault(users[i], {})[t] = w
-            else:
-                rej_t.append(t)
-                rej_w.append(w)
+        if type(cluster) is SlotCluster and self.usage is None:
+            # slot mode without fairness, inlined: SlotCluster.try_place and _changed per mapping
+            ctask, cowner, cuser, lo = cluster.task, cluster.owner, cluster.user, cluster.lo
+            ch = self._changes
+            for i, t in enumerate(tasks):
+                w = workers[i]
+                j = w - lo
+                if ctask[j] < 0:
+                    ctask[j] = t
+                    cowner[j] = gm
+                    cuser[j] = users[i]
+                    acc.append(i)
+                    if part[w] != gm:
+                        repart += 1
+                    if not self._armed:
+                        self._arm(now)
+                    self._seq += 1
+                    ch.pop(w, None)
+                    ch[w] = (self._seq, gm)
+                else:
+                    rej_t.append(t)
+                    rej_w.append(w)
+        else:
+            for i, t in enumerate(tasks):
+                w = workers[i]
+                d = None if dem is None else dem[i]
+                if cluster.try_place(w, t, d, gm, users[i]):
+                    acc.append(i)
+                    if part[w] != gm:
+                        repart += 1
+                        if self.resource_mode:
+                            cluster.carve(w, t, gm, d)
+                    self._changed(w, gm, now)
+                    if self.usage is not None:
+                        self.usage[users[i]] += self._units(d)
+                        self.user_tasks.setdefault(users[i], {})[t] = w
+                else:
+                    rej_t.append(t)
+                    rej_w.append(w)
         if repart:
             self.counters["repartitions"] += repart
         if acc:
@@ -192,7 +220,7 @@ class LocalMaster(Component):
                 lw = [workers[i] for i in acc]
                 ld = [durs[i] for i in acc]
                 ldem = None if dem is None else dem[np.array(acc, dtype=np.int64)]
-            self.port.send(self.pool, Launch(lt, lw, ld, self.address, ldem))
+            self._to_workers(Launch(lt, lw, ld, self.address, ldem), now)
         self.processed[gm] = msg.req
         if rej_t:
             self.counters["inconsistencies"] += len(rej_t)
@@ -211,23 +239,43 @@ class LocalMaster(Component):
         workers = _as_list(msg.workers)
         kill_pending = self.kill_pending
         usage = self.usage
-        for i, t in enumerate(tasks):
-            w = workers[i]
-            d = None if dem is None else dem[i]
-            kp = kill_pending.pop(t, None) if kill_pending else None
-            if kp is not None:  # finished before the kill reached the worker: a normal completion
-                gm = kp[0]
-            else:
-                gm, user = cluster.remove(w, t, d)
-                self._changed(w, gm, now)
-                if usage is not None:
-                    usage[user] -= self._units(d)
-                    self.user_tasks.get(user, {}).pop(t, None)
-            lst = by_gm.get(gm)
-            if lst is None:
-                by_gm[gm] = [i]
-            else:
-                lst.append(i)
+        if type(cluster) is SlotCluster and usage is None and not kill_pending:
+            # slot mode without fairness, inlined: SlotCluster.remove and _changed per task
+            ctask, cowner, cuser, lo = cluster.task, cluster.owner, cluster.user, cluster.lo
+            ch = self._changes
+            for i in range(len(tasks)):
+                w = workers[i]
+                j = w - lo
+                gm = cowner[j]
+                ctask[j] = cowner[j] = cuser[j] = -1
+                if not self._armed:
+                    self._arm(now)
+                self._seq += 1
+                ch.pop(w, None)
+                ch[w] = (self._seq, gm)
+                lst = by_gm.get(gm)
+                if lst is None:
+                    by_gm[gm] = [i]
+                else:
+                    lst.append(i)
+        else:
+            for i, t in enumerate(tasks):
+                w = workers[i]
+                d = None if dem is None else dem[i]
+                kp = kill_pending.pop(t, None) if kill_pending else None
+                if kp is not None:  # finished before the kill reached the worker: a normal completion
+                    gm = kp[0]
+                else:
+                    gm, user = cluster.remove(w, t, d)
+                    self._changed(w, gm, now)
+                    if usage is not None:
+                        usage[user] -= self._units(d)
+                        self.user_tasks.get(user, {}).pop(t, None)
+                lst = by_gm.get(gm)
+                if lst is None:
+                    by_gm[gm] = [i]
+                else:
+                    lst.append(i)
         for gm, idx in by_gm.items():
             if len(idx) == len(tasks):
                 self.port.send(self.gm_addr[gm], TaskDone(self.l, tasks, workers, dem, self.processed[gm]))
@@ -299,7 +347,7 @@ class LocalMaster(Component):
             self.usage[user] -= self._units(d)
             self.user_tasks.get(user, {}).pop(t, None)
         self.counters["preemptions"] += len(victims)
-        self.port.send(self.pool, Kill(np.array(victims, dtype=np.int64), self.address))
+        self._to_workers(Kill(np.array(victims, dtype=np.int64), self.address), now)
         placed = self.cluster.try_place(w, task, demand, msg.gm, msg.user)
         assert placed, "preemption freed too little"
         if self._part[w] != msg.gm:
@@ -310,10 +358,10 @@ class LocalMaster(Component):
         self.usage[msg.user] += self._units(demand)
         self.user_tasks.setdefault(msg.user, {})[task] = w
         dem = None if demand is None else np.asarray(demand, dtype=np.float64)[None, :]
-        self.port.send(
-            self.pool,
+        self._to_workers(
             Launch(np.array([task], dtype=np.int64), np.array([w], dtype=np.int64),
                    np.array([msg.durations[k]]), self.address, dem),
+            now,
         )
         dw, ds = self._delta_for(msg.gm)
         self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, first, True, task, dw, ds, self._usage_copy(),

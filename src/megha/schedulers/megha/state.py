@@ -18,21 +18,28 @@ import numpy as np
 from megha.model.matching import SegmentedIndex
 
 _EPS = 1e-9
-_ONE = np.uint64(1)
 
 
 class SlotView:
-    """GM view in slot mode: one bit per worker (free in the view), plus own in-flight reservations."""
+    """GM view in slot mode: one bit per worker (free in the view), plus own in-flight reservations.
+
+    The packed availability vector ``avail`` (numpy, for matching) is mirrored by ``_words`` (the same words
+    as Python ints), so booking or freeing a worker costs two plain int operations instead of numpy scalar
+    arithmetic.
+    """
 
     resource_mode = False
 
     def __init__(self, idx: SegmentedIndex, n_workers: int, all_free: bool = True) -> None:
         self.idx = idx
         self.avail = idx.all_available() if all_free else idx.none_available()
+        self._words = self.avail.tolist()
         self.n_free = n_workers if all_free else 0
         self.inflight = [0] * n_workers  # own launch requests per worker the LM has not processed yet
         self._flag = bytearray([1 if all_free else 0]) * n_workers  # free in the view (mirror of avail bits)
-        self._bit = idx.bit_of_worker.tolist()
+        bits = idx.bit_of_worker.tolist()
+        self._word_of = [b >> 6 for b in bits]
+        self._bit_of = [1 << (b & 63) for b in bits]
 
     def candidates(self, mask: int, demand) -> np.ndarray | None:
         """Workers free in the view that satisfy ``mask``; None when nothing is free at all."""
@@ -44,13 +51,15 @@ class SlotView:
         return bool(self._flag[w])
 
     def _set(self, w: int, free: bool) -> None:
-        b = self._bit[w]
+        i = self._word_of[w]
         if free:
-            self.avail[b >> 6] |= _ONE << np.uint64(b & 63)
+            v = self._words[i] | self._bit_of[w]
             self.n_free += 1
         else:
-            self.avail[b >> 6] &= ~(_ONE << np.uint64(b & 63))
+            v = self._words[i] & ~self._bit_of[w]
             self.n_free -= 1
+        self._words[i] = v
+        self.avail[i] = v
         self._flag[w] = free
 
     def take(self, w: int, demand) -> None:
@@ -82,6 +91,19 @@ class SlotView:
         if not free and has:
             self._set(w, False)
         return False
+
+    def apply_truths(self, workers: list[int], truths: list) -> list[int]:
+        """:meth:`apply_truth` for many workers; returns those that became free in the view, in order."""
+        inflight = self.inflight
+        flag = self._flag
+        gained = []
+        for w, s in zip(workers, truths, strict=True):
+            if s and inflight[w] == 0:
+                if not flag[w]:
+                    gained.append(w)
+            elif flag[w]:
+                self._set(w, False)
+        return gained
 
     def forget(self, w: int) -> None:
         """Mark ``w`` busy in the view (used when rebuilding)."""

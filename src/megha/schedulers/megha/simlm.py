@@ -1,0 +1,197 @@
+"""A simulator-only Local Master that runs its cluster's workers in-process.
+
+In the simulator each LM's workers are a :class:`~megha.schedulers.common.workers.WorkerPool` component: a
+batch costs a ``Launch`` message (LM → workers, one network delay), a timer per task end and a ``Finished``
+message back (the worker report delay, 0 by default) — three engine events per task on top of the
+scheduling itself. :class:`SimLocalMaster` keeps exactly that timing model but handles the pool side
+in-process: the workers' state is updated when the LM commits a launch or a kill (it is the only one who
+touches them), the times the pool would have recorded are recorded as such, and the completion reaches the
+LM through one absolute-time timer at the instant the ``Finished`` message would have arrived. The
+over-commit check of the pool is kept (slot mode: one task per worker; resource mode: demands within
+capacity), and the message counts report the ``Launch``/``Finished``/``Kill``/``Killed`` messages modelled.
+
+Only the ordering of events that fall at exactly the same simulated instant may differ from the two-component
+form (an end is ordered by when its task was launched, not by when the pool's timer fired), so results are
+identical unless two unrelated events coincide to the last bit. The deployment uses it only when the engine
+has no processing model (per-message costs need real messages); the live runtime uses :class:`LocalMaster`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.errors import SimulationError
+from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
+from megha.schedulers.common.workers import WorkerPool
+from megha.schedulers.megha.fairness import FairShare
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.lm import LocalMaster
+from megha.sim.component import Component
+
+
+class InProcessWorkers(Component):
+    """Placeholder at the worker-pool address of a :class:`SimLocalMaster` (its workers run inside the LM).
+
+    Registering it keeps the address taken and the engine's per-component random streams in the same order
+    as with real pools, so runs give the same numbers either way.
+    """
+
+    kind = WorkerPool.kind
+
+    def on_message(self, msg, now: float) -> None:
+        raise TypeError(f"{self.address}: the workers of this LM run in-process; got {type(msg).__name__}")
+
+
+class SimLocalMaster(LocalMaster):
+    """:class:`LocalMaster` with its workers in-process (simulator only; needs ``port.set_timer_at``)."""
+
+    def __init__(
+        self,
+        l: int,  # noqa: E741 - the papers' name
+        layout: MeghaLayout,
+        recorder: TaskRecorder,
+        heartbeat: float = 5.0,
+        fair: FairShare | None = None,
+        reply_always: bool = False,
+        launch_delay: float = 0.0005,
+        report_delay: float = 0.0,
+    ) -> None:
+        super().__init__(l, layout, recorder, heartbeat, fair, reply_always)
+        self.launch_delay = launch_delay
+        self.report_delay = report_delay
+        n = self.hi - self.lo
+        self.w_task = [-1] * n  # slot mode: task running on each worker (the workers' own record)
+        if self.resource_mode:
+            self.w_cap = layout.capacity[self.lo : self.hi]
+            self.w_used = np.zeros_like(self.w_cap)
+        self._ends: dict[float, list] = {}  # end time on the worker -> [pool timer instant, task ids...]
+        self._running: dict[int, tuple] = {}  # task -> (end time, worker, demand row or None)
+        self._killed: dict[int, Killed] = {}  # timer key -> Killed report on its way to this LM
+        self._kill_seq = 0
+
+    # --- the worker side, in-process ------------------------------------------------------------------------
+    def _to_workers(self, msg: Launch | Kill, now: float) -> None:
+        if type(msg) is Launch:
+            self._launch(msg, now)
+        else:
+            self._kill(msg, now)
+
+    def _over(self, w: int, now: float, what: str) -> None:
+        raise SimulationError(f"{self.pool}: worker {w} over-committed at t={now:.6f}: {what}")
+
+    def _launch(self, msg: Launch, now: float) -> None:
+        port = self.port
+        port.count_message(Launch)
+        d = self.launch_delay
+        start = now + d  # when the Launch message would reach the workers
+        tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
+        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
+        demands = msg.demands
+        rec = self.rec
+        rec.add_comm(msg.tasks, d)
+        lo = self.lo
+        if self.resource_mode:
+            wa = np.asarray(workers, dtype=np.int64) - lo
+            used = self.w_used
+            np.add.at(used, wa, demands)
+            over = (used[wa] > self.w_cap[wa] + 1e-9).any(axis=1)
+            if over.any():
+                i = int(wa[np.flatnonzero(over)[0]])
+                self._over(i + lo, start, f"used {used[i].tolist()} > capacity {self.w_cap[i].tolist()}")
+        else:
+            slot = self.w_task
+            for t, w in zip(tasks, workers, strict=True):
+                i = w - lo
+                if slot[i] >= 0:
+                    self._over(w, start, f"it already runs task {slot[i]}")
+                slot[i] = t
+        rec.started(msg.tasks, start, msg.workers)
+        running = self._running
+        ends = self._ends
+        r = self.report_delay
+        for i, t in enumerate(tasks):
+            e = start + durs[i]
+            running[t] = (e, workers[i], None if demands is None else demands[i])
+            g = ends.get(e)
+            if g is None:
+                t1 = start + (e - start)  # the instant the pool's timer would fire
+                ends[e] = [t1, t]
+                port.set_timer_at(t1 + r, e)
+            else:
+                g.append(t)
+
+    def _release(self, workers: list[int], demands: np.ndarray | None) -> None:
+        lo = self.lo
+        if self.resource_mode:
+            np.subtract.at(self.w_used, np.asarray(workers, dtype=np.int64) - lo, demands)
+        else:
+            slot = self.w_task
+            for w in workers:
+                slot[w - lo] = -1
+
+    def _end(self, e: float, now: float) -> None:
+        g = self._ends.pop(e)
+        t1 = g[0]
+        running = self._running
+        ts, ws, ds = [], [], []
+        for k in range(1, len(g)):
+            t = g[k]
+            entry = running.pop(t, None)
+            if entry is None or entry[0] != e:  # killed (and maybe relaunched with another end)
+                if entry is not None:
+                    running[t] = entry
+                continue
+            ts.append(t)
+            ws.append(entry[1])
+            ds.append(entry[2])
+        if not ts:
+            return
+        d_arr = None if ds[0] is None else np.array(ds)
+        self._release(ws, d_arr)
+        self.rec.finished(ts, t1)
+        self.port.count_message(Finished)
+        self._on_finished(Finished(ts, ws, d_arr), now)
+
+    def _kill(self, msg: Kill, now: float) -> None:
+        """Free the victims' workers now (the LM reuses them at once); the kill takes effect on the workers one
+        launch delay later, when the pool would have received it: tasks that end by then are not killed."""
+        self.port.count_message(Kill)
+        arrive = now + self.launch_delay
+        ts, ws, ds = [], [], []
+        ends = self._ends
+        for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
+            entry = self._running.get(t)
+            if entry is None or ends[entry[0]][0] <= arrive:  # not running, or finished before the kill arrives
+                continue
+            del self._running[t]
+            ts.append(t)
+            ws.append(entry[1])
+            ds.append(entry[2])
+        d_arr = None if not ds or ds[0] is None else np.array(ds)
+        if ts:
+            self._release(ws, d_arr)
+        self._kill_seq += 1
+        key = ("kill", self._kill_seq)
+        self._killed[key] = Killed(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr)
+        self.port.set_timer_at(arrive, key)
+
+    def on_timer(self, key, now: float) -> None:
+        if type(key) is float:
+            self._end(key, now)
+        elif key == "heartbeat":
+            super().on_timer(key, now)
+        elif key[0] == "kill":  # the kill reaches the workers: they report the killed tasks
+            killed = self._killed.pop(key)
+            if len(killed.tasks):
+                self.rec.preempted(killed.tasks.tolist(), now)
+            self.port.count_message(Killed)
+            key = ("killed", key[1])
+            self._killed[key] = killed
+            self.port.set_timer_at(now + self.report_delay, key)
+        else:
+            self._on_killed(self._killed.pop(key), now)
+
+    def running_tasks(self) -> int:
+        return len(self._running)
