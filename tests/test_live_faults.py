@@ -137,3 +137,17 @@ def test_wire_roundtrip_smoke(n):
     msg = LaunchRequest(1, n, [1, 2, 3], [4, 5, 6], [0.5, 1.0, 2.0], [0, 0, 1])
     env = wire.decode(wire.encode(msg, "a", "b", 7, 9, 0))
     assert env.msg == msg and env.seq == 9 and env.epoch == 7
+
+
+def test_resource_mode_host_killed_tasks_complete_exactly_once():
+    """Resource mode live: CPU/memory per worker and task; a killed worker host's tasks are relaunched."""
+    async def kill(dep, cl):
+        await dep.kill_host(0)
+        await asyncio.sleep(1.2)
+        await dep.restart_host(0)
+
+    cfg = _cfg(datacenter={"workers": 40, "resources": True, "capacity": {"cpu": 4.0, "mem": 8.0},
+                           "demand": {"cpu": 1.0, "mem": 1.0}})
+    res, _, _ = asyncio.run(_run(cfg, kill))
+    _exactly_once(res)
+    assert res.counters["hosts_lost"] >= 1 and res.counters["runs_lost"] > 0

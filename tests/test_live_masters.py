@@ -151,3 +151,20 @@ def test_beats_stop_stale_runs_and_relaunch_launches_that_never_arrived():
     assert [t for m in again for t in m.tasks] == [11] and lm.counters["launches_lost"] == 1
     assert lm.counters["tasks_relaunched"] == 1 and 11 in lm.active
     assert any(item[0] == "lost" and item[2] == [11] for item in lm.rec.items)
+
+
+def test_gm_in_resource_mode_rejects_jobs_without_demands():
+    m = np.full(8, 0b11, dtype=np.uint32)
+    lay = MeghaLayout.build(Datacenter(worker_masks=m).with_resources({"cpu": 4.0, "mem": 8.0}), 1, 1)
+    gm = LiveGlobalMaster(0, lay, ForwardingRecorder())
+    gm.attach(RecordingPort())
+    job = JobArrival(1, np.array([5, 6]), np.array([1.0, 1.0]), np.array([0, 0], dtype=np.uint32))
+    try:
+        gm.validate(job)
+    except ValueError as e:
+        assert "resource mode" in str(e)
+    else:
+        raise AssertionError("a job without demands was accepted in resource mode")
+    ok = JobArrival(1, np.array([5, 6]), np.array([1.0, 1.0]), np.array([0, 0], dtype=np.uint32),
+                    np.array([[1.0, 1.0], [2.0, 1.0]]))
+    gm.validate(ok)

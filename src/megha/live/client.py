@@ -112,9 +112,14 @@ def synthetic_workload(n_jobs: int, tasks_per_job: int, duration: float, span: f
 
 
 def with_constraints(cfg: LiveConfig, w: Workload) -> Workload:
-    """Give a generated workload task constraints the way the deployment's settings say."""
-    if cfg.datacenter.constraints and w.task_mask is None:
-        return w.with_constraints(stream(cfg.datacenter.seed, _STREAM_TASK_CONSTRAINTS))
+    """Give a generated workload task constraints (and, in resource mode, the configured per-task demand) the way
+    the deployment's settings say."""
+    d = cfg.datacenter
+    if d.constraints and w.task_mask is None:
+        w = w.with_constraints(stream(d.seed, _STREAM_TASK_CONSTRAINTS))
+    if d.resources and w.task_demand is None:
+        names = tuple(d.capacity)
+        w = w.with_demands(np.tile(np.array([d.demand.get(k, 0.0) for k in names]), (w.n_tasks, 1)), names)
     return w
 
 

@@ -155,6 +155,16 @@ class LiveGlobalMaster(GlobalMaster):
             _rng_check(msg.durations, 0, 1 << 40, "duration")
             if self.fair is not None and not 0 <= msg.user < self.fair.n_users:
                 raise ValueError(f"user {msg.user} has no fairness queue")
+            if self.resource_mode:
+                R = self.view.free.shape[1]
+                if msg.demands is None or msg.demands.shape != (len(msg.tasks), R):
+                    got = None if msg.demands is None else msg.demands.shape
+                    raise ValueError(f"job {msg.job}: the deployment runs in resource mode and needs a demand row of "
+                                     f"{R} resources per task (got {got})")
+                if not np.isfinite(msg.demands).all() or (msg.demands < 0).any():
+                    raise ValueError(f"job {msg.job}: demands must be finite and >= 0")
+            elif msg.demands is not None:
+                raise ValueError(f"job {msg.job}: the deployment runs in slot mode; tasks must not carry demands")
             return
         lm = getattr(msg, "lm", None)
         if lm is not None and not 0 <= lm < L:
