@@ -30,13 +30,13 @@ N = 200
 ALL = np.uint32((1 << 21) - 1)
 
 
-def make(n_tasks=9, load=0.5, central=False, max_retries=3, rate="adaptive", doubling=True):
+def make(n_tasks=9, load=0.5, central=False, max_retries=3, rate="adaptive", doubling=True, per_responder="fill"):
     rec = TaskRecorder(np.zeros(100))
     rec.expect(n_tasks)
     masks = np.full(N, ALL)
     ctx = JMContext("arb", ["nm0", "nm1"], (np.arange(N) >= N // 2).astype(np.int64), ["tr0", "tr1"], masks,
                     ProbeSampler(masks), rec, KnownLedger(rec, 100), 1, rate=rate, doubling=doubling,
-                    max_retries=max_retries, sampling_timeout=0.005)
+                    max_retries=max_retries, sampling_timeout=0.005, per_responder=per_responder)
     spec = JobArrival(3, np.arange(10, 10 + n_tasks), np.ones(n_tasks), np.zeros(n_tasks, dtype=np.uint32),
                       np.ones((n_tasks, 1)))
     jm = JobManager("jm3.0", ctx, spec, 0, 150, load, central)
@@ -86,6 +86,23 @@ def test_batch_sampling_of_d_times_n_nodes_and_least_loaded_placement():
     assert launched == {10: b, 11: b}  # least loaded first, load updated after each placement
     assert sorted(cancelled) == sorted([a, c])
     assert np.isfinite(rec.scheduled[[10, 11]]).all()
+
+
+def test_one_task_per_responder_fails_the_round_with_fewer_than_n_responders():
+    jm, port, _ = make(n_tasks=2, load=0.5, per_responder="one")
+    nodes, token = sampled(port)
+    a, b = nodes[:2]
+    reply(jm, token, [a, b], [1.0, 4.0], 0.001)
+    round_timeout(jm, port, 0.005)
+    launched, cancelled = decisions(port)
+    assert launched == {10: b, 11: a} and cancelled == []  # one task each, the least loaded first
+    jm2, port2, _ = make(n_tasks=2, load=0.5, per_responder="one")
+    nodes2, token2 = sampled(port2)
+    reply(jm2, token2, [nodes2[0]], [4.0], 0.001)  # room for both, but one responder takes one task
+    round_timeout(jm2, port2, 0.005)
+    launched2, _ = decisions(port2)
+    assert len(launched2) == 1 and jm2.stats["sampling_failures"] == 1
+    assert len(sampled(port2)[0]) == 4 * 1  # the retry samples d = 2 x 2 for the one leftover task (doubled)
 
 
 def test_placement_without_waiting_when_every_sampled_node_answered():

@@ -330,13 +330,23 @@ MACRM_CH4 = {"heartbeat": CH4_HEARTBEAT, "sampling_timeout": 0.003, "jm_demand":
              "jm_heartbeat": CH4_HEARTBEAT}
 
 
-def ch4_schedulers(n_nodes: int) -> list[tuple[str, str, dict, str]]:
+SPARROW_THESIS = {**MACRM_CH4, "rate": "fixed", "initial_rate": 2.0, "doubling": False, "centralized": False,
+                  "max_retries": 100000}
+"""The Sparrow of the thesis's chapter 4: a per-job scheduler that samples with the power of two choices and retries
+after a 3 ms timeout (no adaptive rate, no doubling, no central fallback, no worker queues) — MACRM's own job
+managers and node managers with those rules. Its scheduler containers are placed on node heartbeats like MACRM's
+(the thesis places them by random sampling too), so at low load the two start equal instead of Sparrow ~1 ms ahead."""
+
+
+def ch4_schedulers(n_nodes: int, per_responder: str = "fill") -> list[tuple[str, str, dict, str]]:
     """(label, scheduler, options, how completion is timed) for chapter 4's comparisons."""
     am = CH4_HEARTBEAT / n_nodes + NET  # an AM container waits for the next heartbeat of some node, then starts
-    return [("MACRM", "macrm", dict(MACRM_CH4), "known"),
+    pr = {"per_responder": per_responder}
+    return [("MACRM", "macrm", {**MACRM_CH4, **pr}, "known"),
             ("YARN", "yarn", {"heartbeat": CH4_HEARTBEAT}, "direct"),
             ("YARN+AM", "yarn", {"heartbeat": CH4_HEARTBEAT, "am_overhead": round(am, 6)}, "direct"),
-            ("Sparrow", "sparrow", {}, "known")]
+            ("Sparrow", "sparrow", {}, "known"),
+            ("Sparrow-thesis", "macrm", {**SPARROW_THESIS, **pr}, "known")]
 
 
 def _service(res: RunResult, how: str) -> np.ndarray:
@@ -388,7 +398,8 @@ def run_sampling(ctx: ReproContext) -> dict:
     loads = [0.6, 0.7, 0.8, 0.85, 0.9, 0.95] if ctx.quick else [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
     n_jobs = int(ctx.extra.get("jobs", 60 if ctx.quick else 100))
     n_nodes, cores = 200, 4
-    base = {"heartbeat": 1.0, "sampling_timeout": 0.005, "jm_demand": {"cpu": 1.0}, "trackers": 1}
+    base = {"heartbeat": 1.0, "sampling_timeout": 0.005, "jm_demand": {"cpu": 1.0}, "trackers": 1,
+            "per_responder": str(ctx.extra.get("per_responder", "fill"))}
     rows, res_doc = [], {}
     for load in loads:
         rng = np.random.default_rng([ctx.seed, round(load * 100)])
@@ -493,7 +504,7 @@ def run_service_time(ctx: ReproContext) -> dict:
     max_jobs = int(ctx.extra.get("jobs", 250 if ctx.quick else 400))
     below = float(ctx.extra.get("start_below", 0.04))
     g = _google_trace()
-    scheds = ch4_schedulers(n_nodes)
+    scheds = ch4_schedulers(n_nodes, str(ctx.extra.get("per_responder", "fill")))
     per: dict[str, dict[float, list[np.ndarray]]] = {lab: {L: [] for L in GROUPS} for lab, *_ in scheds}
     raw_yarn: dict[float, list[np.ndarray]] = {L: [] for L in GROUPS}
     counters: dict[str, dict] = {}
@@ -525,7 +536,7 @@ def run_service_time(ctx: ReproContext) -> dict:
         row["YARN_heartbeat_reported_mean"] = _stats(np.concatenate(raw_yarn[L]))["mean"]
         rows.append(row)
     cols = ["load", *[f"{lab}_mean" for lab, *_ in scheds], *[f"{lab}_p50" for lab, *_ in scheds],
-            "Sparrow_incomplete", "jobs_measured", "YARN_heartbeat_reported_mean"]
+            "Sparrow_incomplete", "Sparrow-thesis_incomplete", "jobs_measured", "YARN_heartbeat_reported_mean"]
     _table(rows, ctx.out / "service_time", cols)
     _plot_groups(results, [lab for lab, *_ in scheds], ctx.out / "fig4_2_service_time.png",
                  "Fig. 4.2: average service time (500 nodes)")
@@ -537,9 +548,12 @@ def run_service_time(ctx: ReproContext) -> dict:
         "macrm_below_yarn_every_load": all((m("MACRM", L) or 1e9) < (m("YARN", L) or 0) for L in GROUPS),
         "macrm_below_yarn_am_every_load": all((m("MACRM", L) or 1e9) < (m("YARN+AM", L) or 0) for L in GROUPS),
         "macrm_below_sparrow_at_85_90": all((m("MACRM", L) or 1e9) < (m("Sparrow", L) or 0) for L in (0.85, 0.9)),
+        "macrm_below_sparrow_thesis_at_85_90": all((m("MACRM", L) or 1e9) < (m("Sparrow-thesis", L) or 0)
+                                                   for L in (0.85, 0.9)),
         **{f"macrm_vs_yarn_{int(L * 100)}_pct": _pct(m("MACRM", L), m("YARN", L)) for L in GROUPS},
         **{f"macrm_vs_yarn_am_{int(L * 100)}_pct": _pct(m("MACRM", L), m("YARN+AM", L)) for L in GROUPS},
         **{f"macrm_vs_sparrow_{int(L * 100)}_pct": _pct(m("MACRM", L), m("Sparrow", L)) for L in GROUPS},
+        **{f"macrm_vs_sparrow_thesis_{int(L * 100)}_pct": _pct(m("MACRM", L), m("Sparrow-thesis", L)) for L in GROUPS},
     }
     ctx.log("  " + ", ".join(f"{k} {v:.0f} %" if isinstance(v, float) else f"{k} {v}" for k, v in checks.items()))
     return {"nodes": n_nodes, "sets_per_group": sets, "max_jobs": max_jobs,
@@ -580,7 +594,7 @@ def run_burst(ctx: ReproContext) -> dict:
         loads, n_jobs, n_tasks, sets = GROUPS, [5, 10, 15, 20], [10, 20, 30, 40], 5
     sets = int(ctx.extra.get("sets", sets))
     g = _google_trace()
-    scheds = ch4_schedulers(n_nodes)
+    scheds = ch4_schedulers(n_nodes, str(ctx.extra.get("per_responder", "fill")))
     phys = google_machines(n_nodes)
     maxima: dict[str, dict[tuple, list[float]]] = {lab: {} for lab, *_ in scheds}
     for L in loads:
@@ -619,8 +633,12 @@ def run_burst(ctx: ReproContext) -> dict:
         "macrm_below_yarn_every_load": all((avg("MACRM", L) or 1e9) < (avg("YARN", L) or 0) for L in loads),
         "macrm_below_sparrow_at_85_90": all((avg("MACRM", L) or 1e9) < (avg("Sparrow", L) or 0)
                                             for L in loads if L >= 0.85),
+        "macrm_below_sparrow_thesis_at_85_90": all((avg("MACRM", L) or 1e9) < (avg("Sparrow-thesis", L) or 0)
+                                                   for L in loads if L >= 0.85),
         **{f"macrm_vs_yarn_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("YARN", L)) for L in loads},
         **{f"macrm_vs_sparrow_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("Sparrow", L)) for L in loads},
+        **{f"macrm_vs_sparrow_thesis_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("Sparrow-thesis", L))
+           for L in loads},
     }
     ctx.log("  " + ", ".join(f"{k} {v:.0f} %" if isinstance(v, float) else f"{k} {v}" for k, v in checks.items()))
     return {"nodes": n_nodes, "loads": loads, "jobs": n_jobs, "tasks": n_tasks, "sets": sets,

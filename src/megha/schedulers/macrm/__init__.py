@@ -62,6 +62,8 @@ class MacrmOptions(SchedulerOptions):
     initial_rate: float = Field(2.0, ge=1, description="the fixed initial rate (power of two choices: 2)")
     doubling: bool = Field(True, description="double the sampling rate after each failed round")
     max_retries: int = Field(3, ge=0, description="sampling retries before leftovers go to the central queue")
+    per_responder: Literal["fill", "one"] = Field("fill", description="tasks a sampling responder may take: as many "
+                                                  "as fit (fill) or one (one: n tasks on n of the d x n nodes)")
     centralized: bool = Field(True, description="switch to centralized allocation at high load")
     switch_load: float = Field(0.9, gt=0, le=1, description="load at which to switch to centralized mode")
     hysteresis: float = Field(0.02, ge=0, lt=1, description="back to distributed below switch_load - hysteresis")
@@ -141,7 +143,7 @@ def build(ctx: BuildContext) -> Deployment:
         worker_masks=dc.worker_masks, sampler=ProbeSampler(dc.worker_masks), recorder=ctx.recorder, ledger=ledger,
         n_res=n_res, rate=opts.rate, initial_rate=opts.initial_rate, doubling=opts.doubling,
         max_retries=opts.max_retries, sampling_timeout=opts.sampling_timeout, jm_heartbeat=opts.jm_heartbeat,
-        gang=opts.gang)
+        gang=opts.gang, per_responder=opts.per_responder)
 
     def make_arbitrator(restarted: bool = False) -> ResourceArbitrator:
         return ResourceArbitrator(
@@ -214,6 +216,7 @@ def build(ctx: BuildContext) -> Deployment:
 
     describe = {"nodes": n, "trackers": n_tr, "heartbeat": opts.heartbeat, "sampling_timeout": opts.sampling_timeout,
                 "rate": opts.rate, "doubling": opts.doubling, "max_retries": opts.max_retries,
+                "per_responder": opts.per_responder,
                 "centralized": opts.centralized, "switch_load": opts.switch_load, "hysteresis": opts.hysteresis,
                 "queue": opts.queue, "actors": opts.actors, "jm_demand": jm_dem.tolist(),
                 "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12)))}

@@ -2,10 +2,12 @@
 
 Distributed mode — batch sampling: for its ``n`` unplaced tasks the job manager samples ``⌈d·n⌉`` distinct nodes
 (eligible for the tasks' placement constraints), waits until every sampled node answered or ``sampling_timeout``
-passed, and places the tasks on the least loaded responders (a responder may take several tasks while they fit);
-the other responders are released. Tasks left over are a *sampling failure*: the next round doubles the rate
-(``doubling``); after ``max_retries`` retries they go to the arbitrator's central queue. The initial rate is the
-adaptive ``d(x)`` of the cluster load (thesis Eq. 3.1) or a fixed one.
+passed, and places the tasks on the least loaded responders — a responder takes several tasks while they fit
+(``per_responder="fill"``) or one task (``"one"``: the thesis's "n tasks on the least loaded of d·n nodes", where
+a round fails when fewer than n nodes answer); the other responders are released. Tasks left over are a *sampling
+failure*: the next round doubles the rate (``doubling``); after ``max_retries`` retries they go to the
+arbitrator's central queue. The initial rate is the adaptive ``d(x)`` of the cluster load (thesis Eq. 3.1) or a
+fixed one.
 
 Centralized mode (and gang jobs): the job manager sends its tasks to the central queue and learns from the
 arbitrator where they were placed.
@@ -91,6 +93,7 @@ class JMContext:
     jm_heartbeat: float = 1.0
     gang: bool = False
     done_retry: float = 0.5
+    per_responder: str = "fill"  # "fill": a responder takes tasks while they fit; "one": one task per responder
 
 
 class _Round:
@@ -312,6 +315,8 @@ class JobManager(Component):
             safe = np.where(cap > 0, cap, 1.0)
             dem = self.demands[todo]
             order = sorted(range(len(todo)), key=lambda k: tuple(-dem[k]))
+            one = self.ctx.per_responder == "one"
+            taken = np.zeros(len(nodes), dtype=bool)
             for k in order:
                 i = todo[k]
                 d = dem[k]
@@ -319,11 +324,14 @@ class JobManager(Component):
                 m = int(self.masks[i])
                 if m:
                     ok &= (np.uint32(m) & ~wm) == 0
+                if one:
+                    ok &= ~taken
                 if not ok.any():
                     continue
                 load = ((cap - free) / safe).max(axis=1)
                 j = int(np.argmin(np.where(ok, load, np.inf)))
                 free[j] -= d
+                taken[j] = True
                 assigned[i] = j
             self._decide(r, nodes, assigned, now)
         leftover = [i for i in todo if i not in assigned]
