@@ -95,10 +95,7 @@ def test_machine_file_without_a_resource_of_the_trace_is_an_error(files, tmp_pat
 
 
 @pytest.mark.parametrize("scheduler", [
-    "megha", "yarn", "macrm", "flow",
-    # Sparrow samples probe workers by constraints only: a probe for a task too big for the sampled machine waits
-    # at the head of its queue for ever (remove the mark when Sparrow samples among machines that fit)
-    pytest.param("sparrow", marks=pytest.mark.xfail(strict=True, reason="sparrow stalls on heterogeneous machines")),
+    "megha", "yarn", "macrm", "flow", "sparrow",
 ])
 def test_simulation_uses_per_machine_capacities(files, scheduler: str) -> None:
     res = simulate(_cfg(*files, scheduler=scheduler, resources=True, gms=1, lms=2))

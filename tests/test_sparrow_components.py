@@ -174,3 +174,15 @@ def test_resource_mode_task_larger_than_reservation_is_rejected():
     ((_, req),) = mon.port.take()
     with pytest.raises(SimulationError, match="reserved"):
         mon.on_message(Grant(1, 0, 0, 4, 1.0, 0.0, 4, np.array([2.0, 1.0]), req.reserved), 0.1)
+
+
+def test_probes_go_only_to_machines_big_enough_when_machines_differ():
+    # workers 0-5 have 2 cores, 6-9 have 8: a 4-core group must only probe workers 6-9
+    cap = np.array([[2.0, 4.0]] * 6 + [[8.0, 16.0]] * 4)
+    sampler = ProbeSampler(np.zeros(10, dtype=np.uint32), capacity=cap)
+    rng = np.random.default_rng(0)
+    workers, groups = sampler.sample(rng, [0, 0], [4, 6], [2, 3], np.array([[4.0, 1.0], [1.0, 1.0]]))
+    assert set(workers[groups == 0].tolist()) <= {6, 7, 8, 9} and (groups == 0).sum() == 4
+    assert (groups == 1).sum() == 6 and np.unique(workers[groups == 1]).size == 6
+    # identical machines: the capacity check is skipped (every feasible task fits everywhere)
+    assert ProbeSampler(np.zeros(4, dtype=np.uint32), capacity=np.ones((4, 2))).capacity is None

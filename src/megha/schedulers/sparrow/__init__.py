@@ -33,7 +33,7 @@ def build(ctx: BuildContext) -> Deployment:
     n_sched = int(opts.schedulers or ctx.n_gms or 10)
     addrs = [f"sparrow/scheduler{i}" for i in range(n_sched)]
     monitors = SparrowMonitors("sparrow/monitors", dc.n_workers, ctx.recorder, addrs, capacity=dc.capacity)
-    sampler = ProbeSampler(dc.worker_masks)
+    sampler = ProbeSampler(dc.worker_masks, capacity=dc.capacity)
     scheds = [SparrowScheduler(addrs[i], i, monitors.address, dc.worker_masks, ctx.recorder,
                                probe_ratio=opts.probe_ratio, sampler=sampler) for i in range(n_sched)]
     ctx.engine.add(monitors)

@@ -21,8 +21,13 @@ from megha.model.constraints import MASK_DTYPE
 class ProbeSampler:
     """Samples probe targets among the workers that satisfy a constraint mask."""
 
-    def __init__(self, worker_masks: np.ndarray, exact_below: float = 0.05) -> None:
+    def __init__(self, worker_masks: np.ndarray, exact_below: float = 0.05, capacity: np.ndarray | None = None
+                 ) -> None:
         self.masks = np.asarray(worker_masks, dtype=MASK_DTYPE)
+        # machines of different sizes: a probe must go to a worker big enough for its group's demand (otherwise it
+        # would wait there for ever); with identical machines every feasible task fits every eligible worker
+        cap = None if capacity is None else np.asarray(capacity, dtype=np.float64)
+        self.capacity = cap if cap is not None and cap.shape[0] and (cap != cap[0]).any() else None
         self.n = int(self.masks.size)
         self._uw, self._cw = np.unique(self.masks, return_counts=True)
         self._count: dict[int, int] = {0: self.n}
@@ -44,12 +49,20 @@ class ProbeSampler:
             return np.arange(self.n, dtype=np.int64)
         return np.flatnonzero((MASK_DTYPE(mask) & ~self.masks) == 0)
 
-    def sample(self, rng: np.random.Generator, gmasks: list[int], want: list[int], need: list[int]
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _eligible_fit(self, mask: int, demand: np.ndarray) -> np.ndarray:
+        """Workers that satisfy ``mask`` and are big enough for ``demand`` (heterogeneous machines only)."""
+        sel = self.eligible(mask)
+        return sel[(self.capacity[sel] >= np.asarray(demand) - 1e-9).all(axis=1)]
+
+    def sample(self, rng: np.random.Generator, gmasks: list[int], want: list[int], need: list[int],
+               gdem: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Probe targets for each group: ``want[g]`` distinct eligible workers, at least ``need[g]`` probes.
 
-        Returns ``(workers, groups)``, one entry per probe.
+        ``gdem`` (one demand row per group) restricts the eligible workers to those big enough when machines differ
+        in size. Returns ``(workers, groups)``, one entry per probe.
         """
+        if self.capacity is not None and gdem is not None:
+            return self._sample_fit(rng, gmasks, want, need, gdem)
         n = self.n
         out_w: list[np.ndarray] = []
         out_g: list[np.ndarray] = []
@@ -78,6 +91,25 @@ class ProbeSampler:
             extra = k - distinct[g]
             if extra > 0:  # fewer eligible workers than tasks: probe some of them again
                 sel = self.eligible(m)
+                out_w.append(sel[rng.integers(0, sel.size, extra)].astype(np.int64))
+                out_g.append(np.full(extra, g, dtype=np.int32))
+        if not out_w:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        return np.concatenate(out_w), np.concatenate(out_g)
+
+    def _sample_fit(self, rng, gmasks, want, need, gdem) -> tuple[np.ndarray, np.ndarray]:
+        out_w: list[np.ndarray] = []
+        out_g: list[np.ndarray] = []
+        for g, m in enumerate(gmasks):
+            sel = self._eligible_fit(m, gdem[g])
+            if sel.size == 0:
+                continue
+            s = min(want[g], int(sel.size))
+            pick = sel if s == sel.size else rng.choice(sel, s, replace=False)
+            out_w.append(np.asarray(pick, dtype=np.int64))
+            out_g.append(np.full(s, g, dtype=np.int32))
+            extra = need[g] - s
+            if extra > 0:
                 out_w.append(sel[rng.integers(0, sel.size, extra)].astype(np.int64))
                 out_g.append(np.full(extra, g, dtype=np.int32))
         if not out_w:

@@ -95,7 +95,17 @@ class SparrowScheduler(Component):
             return
         masks = msg.masks
         demands = msg.demands
-        if n == 1 or not masks.any():
+        if demands is not None and n > 1 and self.sampler.capacity is not None:
+            # machines differ in size: group by (mask, demand) so each group's probes go to workers that fit it
+            key = np.column_stack([masks.astype(np.float64), demands])
+            ukey, inv = np.unique(key, axis=0, return_inverse=True)
+            gmasks = ukey[:, 0].astype(masks.dtype)
+            inv = inv.ravel()
+            order = np.argsort(inv, kind="stable")
+            cuts = np.searchsorted(inv[order], np.arange(gmasks.size + 1))
+            stacks = [order[cuts[g]:cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
+            counts = [len(s) for s in stacks]
+        elif n == 1 or not masks.any():
             gmasks = np.array([int(masks[0]) if n == 1 else 0], dtype=masks.dtype)
             stacks = [list(range(n - 1, -1, -1))]
             counts = [n]
@@ -110,7 +120,7 @@ class SparrowScheduler(Component):
         if demands is not None:
             gdem = np.stack([demands[s].max(axis=0) for s in stacks])
         want = [math.ceil(self.d * k) for k in counts]
-        workers, groups = self.sampler.sample(self.port.rng, gmasks.tolist(), want, counts)
+        workers, groups = self.sampler.sample(self.port.rng, gmasks.tolist(), want, counts, gdem)
         self.jobs[msg.job] = _Job(msg.tasks, msg.durations, demands, gmasks, stacks, gdem, int(workers.size))
         self.probes += int(workers.size)
         self.port.send(self.monitors, Probes(msg.job, self.number, workers, groups, gdem))
