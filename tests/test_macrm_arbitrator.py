@@ -26,6 +26,9 @@ from megha.schedulers.macrm.messages import (
     Recover,
     Report,
     ReportAck,
+    SampleDecision,
+    SampleInquiry,
+    SampleReply,
     Snapshot,
     Submit,
     TaskRequest,
@@ -44,12 +47,12 @@ def spec(job, n=1, first=0, user=0):
     return JobArrival(job, tasks, np.ones(n), np.zeros(n, dtype=np.uint32), np.ones((n, 1)), user=user)
 
 
-def make(n=4, actors=2, match_cost=1e-3, per_task=0.0, jm_limit=None, restarted=False):
+def make(n=4, actors=2, match_cost=1e-3, per_task=0.0, jm_limit=None, restarted=False, jm_placement="heartbeat"):
     rec = TaskRecorder(np.zeros(64))
     arb = ResourceArbitrator("arb", rec, n, np.full(n, ALL), np.zeros(n, dtype=np.int64), ["nm0"], ["tr0"], "sup",
                              "client", np.array([1.0]), np.array([4.0 * n]), actors=actors, match_cost=match_cost,
                              match_cost_per_task=per_task, switch=ModeSwitch(0.9, 0.05), restarted=restarted,
-                             jm_limit=jm_limit)
+                             jm_limit=jm_limit, jm_placement=jm_placement, sampling_timeout=0.003)
     port = RecordingPort()
     arb.attach(port)
     arb.on_start(0.0)
@@ -104,6 +107,30 @@ def test_job_manager_container_allocated_in_a_heartbeat_reply():
     assert c.specs[0][0].job == 5
     assert [m.jms for _, m in port.take(ExpectJM)] == [[("macrm/jm5", 5, 0)]]
     assert arb.jobs[5].status == "running" and arb.view.free[1, 0] == 3.0
+
+
+def test_job_manager_container_by_power_of_two_sampling():
+    """jm_placement="sampling" (the thesis's Sparrow): two random nodes sampled, the least loaded responder gets the
+    container, the other is released; no responder -> sampled again after the timeout; heartbeats do not serve it."""
+    arb, port = make(n=8, jm_placement="sampling")
+    arb.on_message(Submit(spec(5, 3)), 0.0)
+    ((dst, inq),) = port.take(SampleInquiry)
+    assert dst == "nm0" and len(inq.nodes) == 2 and inq.jm == "arb" and inq.need.tolist() == [1.0]
+    hb(arb, [0, 1, 2, 3], [4.0] * 4, 0.0005)  # heartbeats do not place a sampled container
+    assert all(m.containers is None for _, m in port.take(HeartbeatReply))
+    (timer,) = [k for _, k in port.timers.values() if k[0] == "jmsample"]
+    arb.on_timer(timer, 0.003)  # nobody answered: a new sampling
+    ((_, inq2),) = port.take(SampleInquiry)
+    assert inq2.token != inq.token and arb.stats["jm_sampling_failures"] == 1
+    a, b = inq2.nodes
+    arb.on_message(SampleReply(inq2.token, [a, b], np.array([[1.5], [3.0]]), np.array([[4.0], [4.0]])), 0.004)
+    ((_, dec),) = port.take(SampleDecision)
+    assert dec.containers.tasks == [-1] and dec.containers.nodes == [b] and dec.cancel == [a]
+    assert dec.containers.seqs[0] > 0  # booked in the view: the node acknowledges it in its heartbeats
+    assert arb.jobs[5].status == "running" and arb.n_queued == 0
+    arb.on_message(SampleReply(inq.token, [7], np.array([[4.0]]), np.array([[4.0]])), 0.005)  # a late reply
+    ((_, late),) = port.take(SampleDecision)
+    assert late.cancel == [7] and len(late.containers) == 0
 
 
 def test_job_manager_share_limit():

@@ -64,14 +64,16 @@ job_st = st.tuples(
     gang=st.booleans(),
     actors=st.integers(1, 3),
     constraints=st.booleans(),
+    jm_placement=st.sampled_from(["heartbeat", "sampling"]),
     seed=st.integers(0, 1000),
 )
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_every_feasible_task_completes_exactly_once_without_overcommit(
-    jobs, workers, trackers, switch_load, rate, retries, queue, gang, actors, constraints, seed
+    jobs, workers, trackers, switch_load, rate, retries, queue, gang, actors, constraints, jm_placement, seed
 ):
     opts = {"trackers": trackers, "switch_load": switch_load, "rate": rate, "max_retries": retries, "queue": queue,
-            "gang": gang, "actors": actors, "jm_demand": {"cpu": 0.5, "mem": 0.25}, "heartbeat": 0.5}
+            "gang": gang, "actors": actors, "jm_demand": {"cpu": 0.5, "mem": 0.25}, "heartbeat": 0.5,
+            "jm_placement": jm_placement}
     cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=workers, resources=True,
                     capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.5, "mem": 1.0}, constraints=constraints,
                     seed=seed, options=opts, stall_timeout=120)
@@ -180,7 +182,8 @@ def test_task_failures_rerun_only_the_failed_tasks():
     assert r.recorder.preemptions.sum() == c["macrm_nm_task_failures"]
 
 
-def test_random_task_failures_and_all_faults_together():
+@pytest.mark.parametrize("jm_placement", ["heartbeat", "sampling"])
+def test_random_task_failures_and_all_faults_together(jm_placement):
     rng = np.random.default_rng(2)
     dc = cluster(np.full((60, 1), 4.0), slot_background(60, 4, 0.7, rng), ("cpu",), "f")
     w = shift(poisson_jobs(30, rng, mean_gap=0.3, mean_duration=1.5), 2.5)
@@ -194,7 +197,8 @@ def test_random_task_failures_and_all_faults_together():
             if f.kill_jm(j):
                 break
 
-    r = simulate_inputs(w, dc, "macrm", {"trackers": 2, "task_failure_prob": 0.1}, seed=1, actions=[(5.0, act)])
+    r = simulate_inputs(w, dc, "macrm", {"trackers": 2, "task_failure_prob": 0.1, "jm_placement": jm_placement}, seed=1,
+                        actions=[(5.0, act)])
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()
     assert r.counters["macrm_nm_task_failures"] > 0

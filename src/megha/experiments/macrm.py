@@ -331,11 +331,12 @@ MACRM_CH4 = {"heartbeat": CH4_HEARTBEAT, "sampling_timeout": 0.003, "jm_demand":
 
 
 SPARROW_THESIS = {**MACRM_CH4, "rate": "fixed", "initial_rate": 2.0, "doubling": False, "centralized": False,
-                  "max_retries": 100000}
-"""The Sparrow of the thesis's chapter 4: a per-job scheduler that samples with the power of two choices and retries
-after a 3 ms timeout (no adaptive rate, no doubling, no central fallback, no worker queues) — MACRM's own job
-managers and node managers with those rules. Its scheduler containers are placed on node heartbeats like MACRM's
-(the thesis places them by random sampling too), so at low load the two start equal instead of Sparrow ~1 ms ahead."""
+                  "max_retries": 100000, "jm_placement": "sampling"}
+"""The Sparrow of the thesis's chapter 4 (§4 intro): jobs queue for a container for their own scheduler, placed by
+random sampling, and the scheduler samples nodes for the tasks with the power of two choices, retrying after a 3 ms
+timeout — no adaptive rate, no doubling, no central fallback, no worker queues. Built from MACRM's own agents with
+those rules (``jm_placement="sampling"``, fixed d = 2). The registered ``sparrow`` (worker queues, late binding,
+long-lived schedulers) is reported beside it as "Sparrow"."""
 
 
 def ch4_schedulers(n_nodes: int, per_responder: str = "fill") -> list[tuple[str, str, dict, str]]:

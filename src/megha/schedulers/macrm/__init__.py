@@ -74,6 +74,9 @@ class MacrmOptions(SchedulerOptions):
     gang: bool = Field(False, description="every job is a gang request (all-or-nothing)")
     jm_demand: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0},
                                         description="job-manager container request (missing resources: 0)")
+    jm_placement: Literal["heartbeat", "sampling"] = Field("heartbeat", description="job-manager containers: on "
+                                                           "node heartbeats (MACRM) or by power-of-two sampling "
+                                                           "(the thesis's Sparrow) in distributed mode")
     jm_share: float = Field(0.1, gt=0, le=1, description="job-manager containers hold at most this share of the "
                             "allocatable resources (YARN's maximum AM share; avoids deadlock)")
     jm_heartbeat: float = Field(1.0, gt=0, description="job-manager heartbeat period (s)")
@@ -152,7 +155,8 @@ def build(ctx: BuildContext) -> Deployment:
             actors=opts.actors, match_cost=opts.match_cost, match_cost_per_task=opts.match_cost_per_task,
             switch=ModeSwitch(opts.switch_load, opts.hysteresis, enabled=opts.centralized),
             load_metric=opts.load_metric, alive_interval=opts.alive_interval, restarted=restarted,
-            jm_limit=opts.jm_share * cap.sum(axis=0), capacity=cap)
+            jm_limit=opts.jm_share * cap.sum(axis=0), capacity=cap, jm_placement=opts.jm_placement,
+            sampling_timeout=opts.sampling_timeout)
 
     def make_tracker(g: int):
         def f() -> ResourceTracker:
@@ -216,7 +220,7 @@ def build(ctx: BuildContext) -> Deployment:
 
     describe = {"nodes": n, "trackers": n_tr, "heartbeat": opts.heartbeat, "sampling_timeout": opts.sampling_timeout,
                 "rate": opts.rate, "doubling": opts.doubling, "max_retries": opts.max_retries,
-                "per_responder": opts.per_responder,
+                "per_responder": opts.per_responder, "jm_placement": opts.jm_placement,
                 "centralized": opts.centralized, "switch_load": opts.switch_load, "hysteresis": opts.hysteresis,
                 "queue": opts.queue, "actors": opts.actors, "jm_demand": jm_dem.tolist(),
                 "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12)))}

@@ -52,6 +52,9 @@ from megha.schedulers.macrm.messages import (
     Recover,
     Report,
     ReportAck,
+    SampleDecision,
+    SampleInquiry,
+    SampleReply,
     Snapshot,
     Submit,
     TaskRequest,
@@ -88,6 +91,7 @@ class Item:
     removed: bool = False
     min_dem: np.ndarray = field(default=None)  # type: ignore[assignment]
     and_mask: int = 0
+    sampling: tuple | None = None  # token of the sampling placing this job-manager container (jm_placement)
 
     def refresh(self) -> None:
         self.min_dem = self.demands.min(axis=0)
@@ -139,12 +143,17 @@ class ResourceArbitrator(Component):
         restarted: bool = False,
         jm_limit: np.ndarray | None = None,
         capacity: np.ndarray | None = None,
+        jm_placement: str = "heartbeat",
+        jm_samples: int = 2,
+        sampling_timeout: float = 0.005,
     ) -> None:
         super().__init__(address)
         if queue not in ("fifo", "fair"):
             raise ValueError(f"{address}: queue must be 'fifo' or 'fair', got {queue!r}")
         if actors < 1:
             raise ValueError(f"{address}: need at least one scheduler actor, got {actors}")
+        if jm_placement not in ("heartbeat", "sampling"):
+            raise ValueError(f"{address}: jm_placement must be 'heartbeat' or 'sampling', got {jm_placement!r}")
         self.rec = recorder
         self.n = int(n_nodes)
         self.worker_masks = np.asarray(worker_masks, dtype=np.uint32)
@@ -196,6 +205,14 @@ class ResourceArbitrator(Component):
         self.retry_interval = 1.0
         self._forwarding: bool | None = True  # trackers forward free nodes' heartbeats (their default)
         self._dirty = False  # new work for the scheduler actors may exist: dispatch at the end of the event
+        # job-manager containers placed by random sampling (the thesis's Sparrow) instead of on heartbeats
+        self.sample_jms = jm_placement == "sampling"
+        self.jm_samples = int(jm_samples)
+        self.sampling_timeout = float(sampling_timeout)
+        self._jm_scan = False
+        self._jm_sampling: dict[tuple, dict] = {}
+        self._jm_token = 0
+        self.stats.update({"jm_samplings": 0, "jm_sampling_failures": 0})
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     @property
@@ -233,6 +250,8 @@ class ResourceArbitrator(Component):
             self._submit(msg.job, now)
         elif tp is AllocRejected:
             self._alloc_rejected(msg, now)
+        elif tp is SampleReply:
+            self._jm_reply(msg, now)
         elif tp is JobDone:
             self._job_done(msg, now)
         elif tp is Report:
@@ -264,6 +283,9 @@ class ResourceArbitrator(Component):
         elif kind == "alive":
             self.port.send(self.supervisor, Alive(self.address))
             self.port.set_timer(self.alive_interval, ("alive",))
+        elif kind == "jmsample" and not self.recovering and key[1] in self._jm_sampling:
+            self._jm_decide(key[1], now)
+            self._flush(now)
 
     # --- recovery ----------------------------------------------------------------------------------------------
     def _recover(self, state: dict, now: float) -> None:
@@ -338,6 +360,7 @@ class ResourceArbitrator(Component):
     def _jm_released(self) -> None:
         self.jm_used = np.maximum(self.jm_used - self.jm_demand, 0.0)
         self._dirty = True
+        self._jm_scan = True
 
     # --- queue -------------------------------------------------------------------------------------------------
     def _enqueue(self, it: Item) -> None:
@@ -349,6 +372,8 @@ class ResourceArbitrator(Component):
         q[it.seq] = it
         self.n_queued += 1
         self._dirty = True
+        if it.is_jm:
+            self._jm_scan = True
         if self.n_queued > self.stats["max_queue"]:
             self.stats["max_queue"] = self.n_queued
 
@@ -455,7 +480,7 @@ class ResourceArbitrator(Component):
         free = view.free[node]  # a row of the view: allocations below update it
         parts: list[Containers] = []
         for it in self._items():
-            if it.gang or it.taken or it.removed:
+            if it.gang or it.taken or it.removed or (it.is_jm and self.sample_jms):
                 continue
             if (free + _EPS < it.min_dem).any() or (it.and_mask & ~wm):
                 continue
@@ -557,7 +582,7 @@ class ResourceArbitrator(Component):
         for it in self._items():
             if not self.idle:
                 break
-            if it.taken or it.blocked or it.removed or not (central or it.gang):
+            if it.taken or it.blocked or it.removed or not (central or it.gang) or it.sampling is not None:
                 continue
             if it.is_jm and not self._jm_room():
                 continue
@@ -617,6 +642,10 @@ class ResourceArbitrator(Component):
             self._out.setdefault(grp, []).append(c if len(idx) == len(c) else select_containers(c, idx))
 
     def _flush(self, now: float) -> None:
+        if self._jm_scan:
+            self._jm_scan = False
+            if self.sample_jms and not self.central and self.n_queued:
+                self._sample_jms(now)
         if self._dirty and self.idle and self.n_queued:
             self._dispatch(now)
         want = self.central or self.n_queued > 0
@@ -633,6 +662,73 @@ class ResourceArbitrator(Component):
             placed, self._placed = self._placed, {}
             for (owner, attempt), (ts, ns) in placed.items():
                 self.port.send(owner, Placed(attempt, ts, ns))
+
+    # --- job-manager containers by random sampling (jm_placement="sampling") ------------------------------------
+    def _sample_jms(self, now: float) -> None:
+        """Sample ``jm_samples`` random live nodes for each queued job-manager container (power of two choices);
+        the least loaded responder gets it, a round without responders is sampled again after the timeout."""
+        live = np.flatnonzero(~self.view.dead)
+        if live.size == 0:
+            return
+        pending = len(self._jm_sampling)
+        for it in self._items():
+            if not it.is_jm or it.taken or it.removed or it.sampling is not None:
+                continue
+            if self.jm_limit is not None and ((self.jm_used > _EPS).any() or pending) and not (
+                    self.jm_used + (pending + 1) * self.jm_demand <= self.jm_limit + _EPS).all():
+                break
+            k = min(self.jm_samples, int(live.size))
+            nodes = np.sort(self.port.rng.choice(live, size=k, replace=False))
+            self._jm_token += 1
+            token = ("arb", self.epoch, self._jm_token)
+            it.sampling = token
+            grp = self.group_of[nodes]
+            for g in np.unique(grp).tolist():
+                self.port.send(self.groups[g], SampleInquiry(self.address, it.job, it.attempt, token,
+                                                             nodes[grp == g].tolist(), self.jm_demand))
+            timer = self.port.set_timer(self.sampling_timeout, ("jmsample", token))
+            self._jm_sampling[token] = {"item": it, "n": int(k), "resp": [], "free": [], "timer": timer}
+            self.stats["jm_samplings"] += 1
+            pending += 1
+
+    def _jm_reply(self, msg: SampleReply, now: float) -> None:
+        s = self._jm_sampling.get(msg.token)
+        if s is None:  # too late (or a previous incarnation's): release the nodes holding for us
+            self._jm_cancel(msg.token, list(msg.nodes))
+            return
+        s["resp"].extend(msg.nodes)
+        s["free"].append(np.asarray(msg.free, dtype=np.float64) / np.maximum(np.asarray(msg.capacity), _EPS))
+        if len(s["resp"]) >= s["n"]:
+            self._jm_decide(msg.token, now)
+
+    def _jm_cancel(self, token, nodes: list[int], skip: int = -1) -> None:
+        grp = self.group_of[nodes] if nodes else np.zeros(0, dtype=np.int64)
+        for g in np.unique(grp).tolist():
+            sel = [n for n, x in zip(nodes, grp.tolist(), strict=True) if x == g and n != skip]
+            if sel:
+                self.port.send(self.groups[g], SampleDecision(token, empty_containers(self.n_res), sel))
+
+    def _jm_decide(self, token, now: float) -> None:
+        s = self._jm_sampling.pop(token)
+        self.port.cancel_timer(s["timer"])
+        it: Item = s["item"]
+        it.sampling = None
+        resp: list[int] = s["resp"]
+        if it.removed or it.taken or self.central or not resp:
+            self._jm_cancel(token, resp)
+            if not resp:
+                self.stats["jm_sampling_failures"] += 1
+            self._jm_scan = True  # sample again (or leave it to the scheduler actors in centralized mode)
+            return
+        free_frac = np.concatenate(s["free"]).min(axis=1)
+        node = int(resp[int(np.argmax(free_frac))])  # the least loaded responder
+        c = self._allocate([(it, 0)], [node], now)
+        self._take_from(it, [0])
+        g = int(self.group_of[node])
+        self.port.send(self.groups[g], SampleDecision(token, c, [n for n in resp if n != node and
+                                                                 int(self.group_of[n]) == g]))
+        others = [n for n in resp if int(self.group_of[n]) != g]
+        self._jm_cancel(token, others)
 
     # --- rejections by nodes (stale view) ----------------------------------------------------------------------
     def _alloc_rejected(self, msg: AllocRejected, now: float) -> None:
@@ -685,6 +781,7 @@ class ResourceArbitrator(Component):
                 self.stats["time_central_ms"] += round((now - self._central_since) * 1000)
                 self._central_since = None
             self._dirty = True
+            self._jm_scan = True
             mc = ModeChange(self.central, self.load)
             for g in self.groups:
                 self.port.send(g, mc)

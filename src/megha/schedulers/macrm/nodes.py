@@ -307,7 +307,7 @@ class NodeManagers(Component):
             i = node - lo
             if not self.alive[i]:
                 continue  # the message reached a dead machine: lost (the failure detector handles it)
-            if from_arbitrator and c.seqs[k] > self.arb_seq[i]:
+            if c.seqs[k] > self.arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
                 self.arb_seq[i] = c.seqs[k]
             t = c.tasks[k]
             job = c.jobs[k]
@@ -368,6 +368,11 @@ class NodeManagers(Component):
             else:
                 self.stats["rejected_jm"] += len(rejected)
                 by_owner: dict[str, tuple[list, list]] = {}
+                jm_rej = [k for k in rejected if c.tasks[k] < 0]  # a sampled job-manager container: the arbitrator's
+                if jm_rej:
+                    sub = select_containers(c, jm_rej)
+                    free = np.array([self.cap[n - lo] - self.used[n - lo] for n in sub.nodes])
+                    self.port.send(self.arbitrator, AllocRejected(sub, free))
                 for k in rejected:
                     if c.tasks[k] < 0:
                         continue
