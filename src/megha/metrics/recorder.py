@@ -17,6 +17,15 @@ from collections import Counter
 import numpy as np
 
 
+def _as_scalars(vals: list) -> np.ndarray | None:
+    """``vals`` as a float array when every value is a scalar (the usual case, one vectorized pass), else None."""
+    try:
+        a = np.array(vals, dtype=np.float64)
+    except (TypeError, ValueError):  # some values are arrays of different lengths
+        return None
+    return a if a.ndim == 1 and a.size == len(vals) else None
+
+
 class _Log:
     """Flat task ids of one kind of report, with one value per report and the report's length."""
 
@@ -57,8 +66,9 @@ class _Log:
         """(ids, one value per id, workers) — and empties the log."""
         ids = np.array(self.ids, dtype=np.int64)
         lens = np.array(self.lens, dtype=np.int64)
-        if self.vals and all(np.ndim(v) == 0 for v in self.vals):
-            vals = np.repeat(np.array(self.vals, dtype=np.float64), lens)
+        scalars = _as_scalars(self.vals) if self.vals else None
+        if scalars is not None:
+            vals = np.repeat(scalars, lens)
         else:
             vals = np.concatenate([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
                                    for v, n in zip(self.vals, self.lens, strict=True)]) if self.vals else np.zeros(0)

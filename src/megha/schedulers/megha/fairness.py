@@ -48,11 +48,44 @@ class FairShare:
         return [int(u) for u in order if u != user and v[u] > 1e-12]
 
 
+_FF = None
+
+
+def _first_fit():
+    """The compiled first-fit kernel, loaded on first use."""
+    global _FF
+    if _FF is None:
+        from megha.schedulers.megha._kernels import first_fit_min
+
+        _FF = first_fit_min
+    return _FF
+
+
+class MaskQueue(WaitQueue):
+    """:class:`~megha.model.matching.WaitQueue` with a faster first-fit kernel (same answers).
+
+    Megha's queues hold thousands of distinct constraint masks under load (GOOG_subtrace: ~1,600), so the
+    scan for a freed worker is the hottest loop of a loaded run; :func:`._kernels.first_fit_min` does it as a
+    vectorized minimum. Relies on WaitQueue's slot arrays (``_masks``, ``_heads``, ``_n_slots``, ``_take``).
+    """
+
+    def pop_first_fitting(self, worker_mask: int):
+        return self.pop_first_fitting_inv(~int(worker_mask) & 0xFFFFFFFF)
+
+    def pop_first_fitting_inv(self, inverted_worker_mask: int):
+        if not self._len:
+            return None
+        s = (_FF or _first_fit())(self._masks, self._heads, self._n_slots, inverted_worker_mask)
+        if s < 0:
+            return None
+        return self._take(s)
+
+
 class SingleQueue:
     """One FIFO (no fairness): the GM's task queue."""
 
     def __init__(self) -> None:
-        self.q = WaitQueue()
+        self.q = MaskQueue()
 
     def __len__(self) -> int:
         return len(self.q)
@@ -81,7 +114,7 @@ class FairQueues:
     def __init__(self, users: list[int], fair: FairShare) -> None:
         self.users = users
         self.fair = fair
-        self.qs = {u: WaitQueue() for u in users}
+        self.qs = {u: MaskQueue() for u in users}
         self.rr = 0
         self._n = 0
 

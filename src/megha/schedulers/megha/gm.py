@@ -237,6 +237,25 @@ class GlobalMaster(Component):
             else:
                 self._book(e, w)
 
+    def _offer_all(self, workers: list[int], now: float) -> None:
+        """:meth:`_offer` for each worker in turn (inlined in slot mode without fairness, the hot path)."""
+        if not workers:
+            return
+        if self.resource_mode or self.fair is not None:
+            for w in workers:
+                self._offer(w, now)
+            return
+        pop = self.queue.q.pop_first_fitting_inv
+        inv = self._inv_masks
+        book = self._book
+        view = self.view
+        for w in workers:
+            e = pop(inv[w])
+            if e is None:
+                view.release(w, None)
+            else:
+                book(e, w)
+
     def _apply_truth(self, workers, state) -> list[int]:
         view = self.view
         if self.resource_mode:
@@ -255,9 +274,17 @@ class GlobalMaster(Component):
         masks = msg.masks.tolist()
         dem = msg.demands
         place = self._place
+        # placing only books workers, so once a constraint mask finds nothing in this job, later tasks with the
+        # same mask cannot either (slot mode: a task's fit depends on its mask alone)
+        failed: set[int] = set()
+        slot = not self.resource_mode
         for i, t in enumerate(tasks):
             e = (t, durs[i], masks[i], None if dem is None else dem[i], user)
-            if not place(e, now):
+            if slot and masks[i] in failed:
+                self._contended(e, now)
+            elif not place(e, now):
+                if slot:
+                    failed.add(masks[i])
                 self._contended(e, now)
         self._flush(now)
 
@@ -287,8 +314,7 @@ class GlobalMaster(Component):
         failed = [e for e in rejected_entries if not self._place(e, now)]
         for e in reversed(failed):
             self.queue.push_front(e)
-        for w in gained:
-            self._offer(w, now)
+        self._offer_all(gained, now)
         self._flush(now)
 
     def _on_done(self, msg: TaskDone, now: float) -> None:
@@ -302,19 +328,8 @@ class GlobalMaster(Component):
             for i, w in enumerate(_as_list(msg.workers)):
                 view.give_back(w, msg.demands[i])
                 self._offer(w, now)
-        elif self.fair is None:  # _offer without fairness, inlined (the hottest path of a loaded datacenter)
-            pop = self.queue.q.pop_first_fitting_inv
-            inv = self._inv_masks
-            book = self._book
-            for w in _as_list(msg.workers):
-                e = pop(inv[w])
-                if e is None:
-                    view.release(w, None)
-                else:
-                    book(e, w)
         else:
-            for w in _as_list(msg.workers):
-                self._offer(w, now)
+            self._offer_all(_as_list(msg.workers), now)
         self._flush(now)
 
     def _on_delta(self, msg: StateDelta, now: float) -> None:
@@ -322,8 +337,7 @@ class GlobalMaster(Component):
             self.lm_usage[msg.lm] = msg.usage
         self._ack(msg.lm, msg.acked)
         self.counters["updates_received"] += 1
-        for w in self._apply_truth(msg.workers, msg.state):
-            self._offer(w, now)
+        self._offer_all(self._apply_truth(msg.workers, msg.state), now)
         if self.preemption:
             self._fair_retry(now)
         self._flush(now)

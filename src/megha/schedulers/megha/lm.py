@@ -153,6 +153,10 @@ class LocalMaster(Component):
     def _usage_copy(self) -> np.ndarray | None:
         return None if self.usage is None else self.usage.copy()
 
+    def _start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], dem, now: float) -> None:
+        """Launch accepted mappings on this LM's workers."""
+        self._to_workers(Launch(tasks, workers, durs, self.address, dem), now)
+
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
         """Hand a launch or a kill to this LM's workers (a message to the worker pool)."""
         self.port.send(self.pool, msg)
@@ -220,7 +224,7 @@ class LocalMaster(Component):
                 lw = [workers[i] for i in acc]
                 ld = [durs[i] for i in acc]
                 ldem = None if dem is None else dem[np.array(acc, dtype=np.int64)]
-            self._to_workers(Launch(lt, lw, ld, self.address, ldem), now)
+            self._start_tasks(lt, lw, ld, ldem, now)
         self.processed[gm] = msg.req
         if rej_t:
             self.counters["inconsistencies"] += len(rej_t)
@@ -232,11 +236,12 @@ class LocalMaster(Component):
             )
 
     def _on_finished(self, msg: Finished, now: float) -> None:
+        self._finished(_as_list(msg.tasks), _as_list(msg.workers), msg.demands, now)
+
+    def _finished(self, tasks: list[int], workers: list[int], dem: np.ndarray | None, now: float) -> None:
+        """Tasks ended on their workers: free them and tell each owner GM (TaskDone)."""
         cluster = self.cluster
         by_gm: dict[int, list[int]] = {}
-        dem = msg.demands
-        tasks = _as_list(msg.tasks)
-        workers = _as_list(msg.workers)
         kill_pending = self.kill_pending
         usage = self.usage
         if type(cluster) is SlotCluster and usage is None and not kill_pending:

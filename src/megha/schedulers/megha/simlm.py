@@ -27,6 +27,7 @@ from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
+from megha.schedulers.megha.messages import as_list as _as_list
 from megha.sim.component import Component
 
 
@@ -73,24 +74,22 @@ class SimLocalMaster(LocalMaster):
     # --- the worker side, in-process ------------------------------------------------------------------------
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
         if type(msg) is Launch:
-            self._launch(msg, now)
+            self._start_tasks(_as_list(msg.tasks), _as_list(msg.workers), _as_list(msg.durations), msg.demands, now)
         else:
             self._kill(msg, now)
 
     def _over(self, w: int, now: float, what: str) -> None:
         raise SimulationError(f"{self.pool}: worker {w} over-committed at t={now:.6f}: {what}")
 
-    def _launch(self, msg: Launch, now: float) -> None:
+    def _start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], demands, now: float) -> None:
+        """What the pool does when the ``Launch`` arrives, one launch delay from now; task ends are grouped by
+        instant (one timer each, at the instant the pool's ``Finished`` would reach this LM)."""
         port = self.port
         port.count_message(Launch)
         d = self.launch_delay
-        start = now + d  # when the Launch message would reach the workers
-        tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
-        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
-        durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
-        demands = msg.demands
+        start = now + d
         rec = self.rec
-        rec.add_comm(msg.tasks, d)
+        rec.add_comm(tasks, d)
         lo = self.lo
         if self.resource_mode:
             wa = np.asarray(workers, dtype=np.int64) - lo
@@ -102,15 +101,16 @@ class SimLocalMaster(LocalMaster):
                 self._over(i + lo, start, f"used {used[i].tolist()} > capacity {self.w_cap[i].tolist()}")
         else:
             slot = self.w_task
-            for t, w in zip(tasks, workers, strict=True):
-                i = w - lo
-                if slot[i] >= 0:
-                    self._over(w, start, f"it already runs task {slot[i]}")
-                slot[i] = t
-        rec.started(msg.tasks, start, msg.workers)
+            for i, t in enumerate(tasks):
+                j = workers[i] - lo
+                if slot[j] >= 0:
+                    self._over(workers[i], start, f"it already runs task {slot[j]}")
+                slot[j] = t
+        rec.started(tasks, start, workers)
         running = self._running
         ends = self._ends
         r = self.report_delay
+        at = port.set_timer_at
         for i, t in enumerate(tasks):
             e = start + durs[i]
             running[t] = (e, workers[i], None if demands is None else demands[i])
@@ -118,7 +118,7 @@ class SimLocalMaster(LocalMaster):
             if g is None:
                 t1 = start + (e - start)  # the instant the pool's timer would fire
                 ends[e] = [t1, t]
-                port.set_timer_at(t1 + r, e)
+                at(t1 + r, e)
             else:
                 g.append(t)
 
@@ -152,7 +152,7 @@ class SimLocalMaster(LocalMaster):
         self._release(ws, d_arr)
         self.rec.finished(ts, t1)
         self.port.count_message(Finished)
-        self._on_finished(Finished(ts, ws, d_arr), now)
+        self._finished(ts, ws, d_arr, now)
 
     def _kill(self, msg: Kill, now: float) -> None:
         """Free the victims' workers now (the LM reuses them at once); the kill takes effect on the workers one
