@@ -217,13 +217,13 @@ def _lognormal_mean(rng: np.random.Generator, n: int, mean: float, cap: float, s
     return np.minimum(rng.lognormal(mu, sigma, n), cap)
 
 
-def google_requests(n_jobs: int, rng: np.random.Generator) -> np.ndarray:
+def google_requests(n_jobs: int, rng: np.random.Generator, scale: float | np.ndarray = 1.0) -> np.ndarray:
     """Per-job [cores, GB] requests with Table 4.3's means and maxima, read in the table's own units (cores and GB:
     with them, the thesis's 1,200-job sets of 36.56 tasks add about 45 % to the 3,177-core cluster, which is how
     its load went from 55 % to 90 %); lognormal, s.d. of log 0.8, capped at the maxima."""
     cpu = _lognormal_mean(rng, n_jobs, CPU_MEAN, CPU_MAX)
     mem = _lognormal_mean(rng, n_jobs, MEM_MEAN, MEM_MAX)
-    return np.stack([cpu, mem], axis=1)
+    return np.stack([cpu, mem], axis=1) * np.asarray(scale, dtype=np.float64)
 
 
 def _google_trace() -> Workload:
@@ -234,11 +234,12 @@ def _google_trace() -> Workload:
 
 
 def google_jobs(rng: np.random.Generator, n_jobs: int, start: float, gap: float, max_duration: float,
-                total: np.ndarray, max_share: float = 0.03, trace: Workload | None = None) -> Workload:
+                total: np.ndarray, max_share: float = 0.03, trace: Workload | None = None,
+                scale: float | np.ndarray = 1.0) -> Workload:
     """Jobs drawn at random from the Google sub-trace every ``gap`` s, with Table 4.3 requests; jobs whose total
     request exceeds ``max_share`` of the cluster (any resource) are redrawn."""
     g = trace or _google_trace()
-    req = google_requests(4 * n_jobs + 16, rng)
+    req = google_requests(4 * n_jobs + 16, rng, scale)
     picks = rng.integers(0, g.n_jobs, 8 * n_jobs + 64)
     sizes, durs, dems = [], [], []
     r = 0
@@ -261,12 +262,12 @@ def google_jobs(rng: np.random.Generator, n_jobs: int, start: float, gap: float,
 
 
 def burst_jobs(rng: np.random.Generator, n_jobs: int, n_tasks: int, at: float, max_duration: float,
-               trace: Workload | None = None) -> Workload:
+               trace: Workload | None = None, scale: float | np.ndarray = 1.0) -> Workload:
     """``n_jobs`` Google jobs with >= ``n_tasks`` tasks (extra tasks dropped at random), all arriving at ``at``."""
     g = trace or _google_trace()
     ok = np.flatnonzero(g.job_num_tasks >= n_tasks)
     jobs = rng.choice(ok, size=n_jobs, replace=ok.size < n_jobs)
-    req = google_requests(n_jobs, rng)
+    req = google_requests(n_jobs, rng, scale)
     durs, dems = [], []
     for k, j in enumerate(jobs.tolist()):
         lo = int(g.job_first_task[j])
@@ -348,6 +349,15 @@ def ch4_schedulers(n_nodes: int, per_responder: str = "fill") -> list[tuple[str,
             ("YARN+AM", "yarn", {"heartbeat": CH4_HEARTBEAT, "am_overhead": round(am, 6)}, "direct"),
             ("Sparrow", "sparrow", {}, "known"),
             ("Sparrow-thesis", "macrm", {**SPARROW_THESIS, **pr}, "known")]
+
+
+def request_scale(ctx: ReproContext) -> np.ndarray:
+    """``--set request_units=normalized`` reads Table 4.3's requests as fractions of the largest machine (x 12 cores,
+    x 16 GB: about 12x larger tasks, nodes fill up task by task); the default reads them as cores and GB."""
+    units = str(ctx.extra.get("request_units", "absolute"))
+    if units not in ("absolute", "normalized"):
+        raise InputError(f"request_units must be 'absolute' or 'normalized', got {units!r}")
+    return np.array([CORES_PER_UNIT, GB_PER_UNIT]) if units == "normalized" else np.ones(2)
 
 
 def _service(res: RunResult, how: str) -> np.ndarray:
@@ -481,11 +491,11 @@ GROUPS = [0.70, 0.75, 0.80, 0.85, 0.90]
 
 
 def _group_inputs(rng: np.random.Generator, n_nodes: int, group: float, start: float, max_jobs: int, trace: Workload,
-                  tail: float = 30.0) -> tuple[Workload, Datacenter, np.ndarray]:
+                  tail: float = 30.0, scale: float | np.ndarray = 1.0) -> tuple[Workload, Datacenter, np.ndarray]:
     """Cluster at initial load ``start`` and Google jobs every 500 ms until the offered load passes ``group`` + 5 %."""
     phys = google_machines(n_nodes)
     dc = cluster(phys, gaussian_background(phys, start, rng), ("cpu", "mem"), f"google{n_nodes}")
-    w = google_jobs(rng, max_jobs, WARMUP, 0.5, 1e9, phys.sum(axis=0), max_share=0.05, trace=trace)
+    w = google_jobs(rng, max_jobs, WARMUP, 0.5, 1e9, phys.sum(axis=0), max_share=0.05, trace=trace, scale=scale)
     ol = offered_load(w, dc, w.job_arrival)
     k = int(min(max_jobs, np.searchsorted(np.maximum.accumulate(ol), group + 0.05) + 1))
     n_t = int(w.job_num_tasks[:k].sum())
@@ -504,6 +514,7 @@ def run_service_time(ctx: ReproContext) -> dict:
     sets = int(ctx.extra.get("sets", 1 if ctx.quick else 3))
     max_jobs = int(ctx.extra.get("jobs", 250 if ctx.quick else 400))
     below = float(ctx.extra.get("start_below", 0.04))
+    scale = request_scale(ctx)
     g = _google_trace()
     scheds = ch4_schedulers(n_nodes, str(ctx.extra.get("per_responder", "fill")))
     per: dict[str, dict[float, list[np.ndarray]]] = {lab: {L: [] for L in GROUPS} for lab, *_ in scheds}
@@ -512,7 +523,7 @@ def run_service_time(ctx: ReproContext) -> dict:
     for L in GROUPS:
         for k in range(sets):
             rng = np.random.default_rng([ctx.seed, k, round(L * 100)])
-            w, dc, ol = _group_inputs(rng, n_nodes, L, L - below, max_jobs, g)
+            w, dc, ol = _group_inputs(rng, n_nodes, L, L - below, max_jobs, g, scale=scale)
             sel = (ol >= L - 0.05 - 1e-9) & (ol < L + 0.05)
             for lab, sched, opts, how in scheds:
                 r = simulate_inputs(w, dc, sched, opts, seed=ctx.seed + k, network_delay=NET,
@@ -594,6 +605,7 @@ def run_burst(ctx: ReproContext) -> dict:
     else:
         loads, n_jobs, n_tasks, sets = GROUPS, [5, 10, 15, 20], [10, 20, 30, 40], 5
     sets = int(ctx.extra.get("sets", sets))
+    scale = request_scale(ctx)
     g = _google_trace()
     scheds = ch4_schedulers(n_nodes, str(ctx.extra.get("per_responder", "fill")))
     phys = google_machines(n_nodes)
@@ -605,7 +617,7 @@ def run_burst(ctx: ReproContext) -> dict:
                     rng = np.random.default_rng([ctx.seed, k, round(L * 100), J, T])
                     dc = cluster(phys, gaussian_background(phys, L, rng), ("cpu", "mem"), f"google{n_nodes}")
                     at = WARMUP + float(rng.uniform(0.0, CH4_HEARTBEAT))  # bursts come at any heartbeat phase
-                    w = burst_jobs(rng, J, T, at, max_duration=10.0, trace=g)
+                    w = burst_jobs(rng, J, T, at, max_duration=10.0, trace=g, scale=scale)
                     for lab, sched, opts, how in scheds:
                         r = simulate_inputs(w, dc, sched, opts, seed=ctx.seed + k, network_delay=NET,
                                             stall_timeout=600.0, label=f"burst{J}x{T}")
