@@ -81,20 +81,32 @@ class MaskQueue(WaitQueue):
         return self._take(s)
 
 
+def _lower(bound: np.ndarray | None, demand) -> np.ndarray:
+    """Componentwise minimum of a running lower bound and a demand (the bound never rises on removal, so it
+    stays a valid lower bound of whatever is still queued)."""
+    d = np.asarray(demand, dtype=np.float64)
+    return d.copy() if bound is None else np.minimum(bound, d)
+
+
 class SingleQueue:
     """One FIFO (no fairness): the GM's task queue."""
 
     def __init__(self) -> None:
         self.q = MaskQueue()
+        self.dmin: np.ndarray | None = None  # resource mode: lower bound of every queued demand
 
     def __len__(self) -> int:
         return len(self.q)
 
     def push_back(self, e: tuple) -> None:
         self.q.push_back(e, e[E_MASK])
+        if e[E_DEMAND] is not None:
+            self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def push_front(self, e: tuple) -> None:
         self.q.push_front(e, e[E_MASK])
+        if e[E_DEMAND] is not None:
+            self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
         if accept is None:
@@ -117,15 +129,20 @@ class FairQueues:
         self.qs = {u: MaskQueue() for u in users}
         self.rr = 0
         self._n = 0
+        self.dmin: np.ndarray | None = None  # resource mode: lower bound of every queued demand
 
     def __len__(self) -> int:
         return sum(len(q) for q in self.qs.values())
 
     def push_back(self, e: tuple) -> None:
         self.qs[e[E_USER]].push_back(e, e[E_MASK])
+        if e[E_DEMAND] is not None:
+            self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def push_front(self, e: tuple) -> None:
         self.qs[e[E_USER]].push_front(e, e[E_MASK])
+        if e[E_DEMAND] is not None:
+            self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def _order(self, usage: np.ndarray | None) -> list[int]:
         n = len(self.users)

@@ -45,7 +45,7 @@ from megha.schedulers.megha.messages import (
 from megha.schedulers.megha.messages import (
     as_list as _as_list,
 )
-from megha.schedulers.megha.state import ResourceView, SlotView
+from megha.schedulers.megha.state import _EPS, ResourceView, SlotView
 from megha.sim.component import Component
 
 
@@ -225,8 +225,21 @@ class GlobalMaster(Component):
         usage = self._usage() if self.fair is not None else None
         if self.resource_mode:
             view = self.view
+            queue = self.queue
             while True:
-                e = self.queue.pop_fitting(wm, lambda x: view.fits(w, x[E_DEMAND]), usage)
+                # every queued demand is >= queue.dmin: when that does not fit, nothing does (skip the scan)
+                if queue.dmin is None or not view.fits(w, queue.dmin):
+                    return
+                room = (view.free[w] + _EPS).tolist()  # view.fits with plain floats (called per queued entry)
+
+                def accept(x, room=room):
+                    d = x[E_DEMAND]
+                    for k, r in enumerate(room):  # noqa: SIM110 - faster than all() over a generator
+                        if d[k] > r:
+                            return False
+                    return True
+
+                e = queue.pop_fitting(wm, accept, usage)
                 if e is None:
                     return
                 self._book(e, w)

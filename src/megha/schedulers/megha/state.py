@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from megha.model import bitset
 from megha.model.matching import SegmentedIndex
 
 _EPS = 1e-9
@@ -112,7 +113,12 @@ class SlotView:
 
 
 class ResourceView:
-    """GM view in resource mode: free resources per worker, plus own in-flight reservations."""
+    """GM view in resource mode: free resources per worker, plus own in-flight reservations.
+
+    ``free`` is ``[N, R]`` by worker id; a column-major copy in the index's bit layout (``[R, n_bits]``, padding
+    bits at -inf) is kept in step so that :meth:`candidates` is R vectorized comparisons and one pack, not a
+    gather over every worker per task.
+    """
 
     resource_mode = True
 
@@ -120,8 +126,29 @@ class ResourceView:
         self.idx = idx
         self.free = capacity.copy() if all_free else np.zeros_like(capacity)
         self.inflight = np.zeros_like(capacity)
+        bits = idx.bit_of_worker
+        self._bit = bits.tolist()
+        self._cols = np.full((capacity.shape[1], idx.n_bits), -np.inf)  # padding and unindexed: never fit
+        ok = bits >= 0
+        self._cols[:, bits[ok]] = self.free[ok].T
+
+    def _sync(self, w: int) -> None:
+        b = self._bit[w]
+        if b >= 0:
+            self._cols[:, b] = self.free[w]
 
     def candidates(self, mask: int, demand: np.ndarray) -> np.ndarray | None:
+        """Workers (packed, bit layout) with at least ``demand`` free that satisfy ``mask``; None if none has room."""
+        cols = self._cols
+        fits = cols[0] >= demand[0] - _EPS
+        for r in range(1, cols.shape[0]):
+            fits &= cols[r] >= demand[r] - _EPS
+        if not fits.any():
+            return None
+        return np.bitwise_and(bitset.pack(fits), self.idx.static_vector(mask))
+
+    def candidates_reference(self, mask: int, demand: np.ndarray) -> np.ndarray | None:
+        """:meth:`candidates` computed from ``free`` by worker id (the plain form; for tests)."""
         fits = (self.free >= demand - _EPS).all(axis=1)
         if not fits.any():
             return None
@@ -133,12 +160,14 @@ class ResourceView:
     def take(self, w: int, demand: np.ndarray) -> None:
         self.free[w] -= demand
         self.inflight[w] += demand
+        self._sync(w)
 
     def release(self, w: int, demand) -> None:
         pass  # resources were already added by give_back / apply_truth
 
     def give_back(self, w: int, demand: np.ndarray) -> None:
         self.free[w] += demand
+        self._sync(w)
 
     def acked(self, workers, demands: np.ndarray) -> None:
         np.subtract.at(self.inflight, np.asarray(workers, dtype=np.int64), demands)
@@ -151,10 +180,12 @@ class ResourceView:
         new = truth - self.inflight[w]
         gained = bool((new > self.free[w] + _EPS).any())
         self.free[w] = new
+        self._sync(w)
         return gained
 
     def forget(self, w: int) -> None:
         self.free[w] = 0.0
+        self._sync(w)
 
 
 class SlotCluster:

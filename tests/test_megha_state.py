@@ -1,0 +1,76 @@
+"""Megha's view objects: the fast forms give the same answers as the plain ones."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from megha.model.topology import generate
+from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.state import ResourceView, SlotView
+
+
+def _layout(n: int, seed: int, resources: bool) -> MeghaLayout:
+    dc = generate(n, np.random.default_rng(seed))
+    if resources:
+        dc = dc.with_resources({"cpu": 4, "mem": 8})
+    return MeghaLayout.build(dc, 2, 3)
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["take", "give", "truth", "forget", "ask"]), st.integers(0, 10**6),
+              st.floats(0, 4), st.floats(0, 8), st.integers(0, (1 << 21) - 1)),
+    max_size=120,
+)
+
+
+@given(n=st.integers(6, 150), seed=st.integers(0, 50), ops=ops, all_free=st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_resource_view_candidates_equal_the_plain_form(n, seed, ops, all_free):
+    lay = _layout(n, seed, True)
+    v = ResourceView(lay.idx, lay.capacity, all_free=all_free)
+    masks = np.unique(lay.worker_masks).tolist()
+    for op, x, cpu, mem, m in ops:
+        w = x % n
+        dem = np.array([cpu, mem])
+        if op == "take":
+            v.take(w, dem)
+        elif op == "give":
+            v.give_back(w, dem)
+        elif op == "truth":
+            v.apply_truth(w, lay.capacity[w] - dem)
+        elif op == "forget":
+            v.forget(w)
+        mask = masks[x % len(masks)] if x % 3 else m & masks[x % len(masks)]  # suitable workers exist or not
+        a, b = v.candidates(mask, dem), v.candidates_reference(mask, dem)
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert np.array_equal(a, b)
+
+
+@given(n=st.integers(6, 200), seed=st.integers(0, 50),
+       ops=st.lists(st.tuples(st.sampled_from(["take", "release", "truth", "forget", "ack"]),
+                              st.integers(0, 10**6), st.booleans()), max_size=200))
+@settings(max_examples=80, deadline=None)
+def test_slot_view_bits_mirror_the_flags(n, seed, ops):
+    lay = _layout(n, seed, False)
+    v = SlotView(lay.idx, n)
+    taken = []
+    for op, x, free in ops:
+        w = x % n
+        if op == "take":
+            v.take(w, None)
+            taken.append(w)
+        elif op == "release":
+            v.release(w, None)
+        elif op == "truth":
+            assert v.apply_truths([w], [free]) == ([w] if v.apply_truth(w, free) else [])
+        elif op == "forget":
+            v.forget(w)
+        elif taken:
+            v.acked([taken.pop(0)], None)
+        flags = np.frombuffer(bytes(v._flag), dtype=np.uint8).astype(bool)
+        assert np.array_equal(v.avail, lay.idx.pack_workers(flags))
+        assert v._words == v.avail.tolist()
+        assert v.n_free == int(flags.sum())
