@@ -244,3 +244,43 @@ def test_faults_through_simulate_actions_on_a_run_config():
     assert c["macrm_jm_processes"] >= r.workload.n_jobs + 1  # the killed job manager got a new attempt
     lost = c["macrm_nm_tasks_lost_on_nodes"]
     assert lost > 0 and rec.preemptions.sum() == lost
+
+
+fault_st = st.lists(st.tuples(st.floats(0.5, 12.0).map(lambda x: round(x, 2)),
+                              st.sampled_from(["node", "jm", "tracker", "arbitrator", "task"])), min_size=1, max_size=4)
+
+
+@given(jobs=st.lists(job_st, min_size=1, max_size=15), faults=fault_st, central=st.booleans(),
+       jm_placement=st.sampled_from(["heartbeat", "sampling"]), seed=st.integers(0, 1000))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_faults_at_any_time_lose_no_task(jobs, faults, central, jm_placement, seed):
+    """Nodes, job managers, trackers, the arbitrator and tasks killed at arbitrary times (also together, also during
+    another agent's recovery): every feasible task still completes exactly once, never over a node's capacity."""
+    opts = {"trackers": 2, "heartbeat": 0.5, "jm_demand": {"cpu": 0.5}, "jm_placement": jm_placement,
+            "switch_load": 0.05 if central else 0.9}
+    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=10, resources=True,
+                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, seed=seed, options=opts,
+                    constraints=False, stall_timeout=30)  # (with constraints, killed nodes may be a task's only ones)
+
+    def action(kind):
+        def act(engine, dep, now):
+            f = dep.extras["macrm"]
+            if kind == "node":
+                nm = engine.components[f.groups[0]]
+                live = [nm.lo + i for i in range(nm.n) if nm.alive[i]]
+                if len(live) > 1:
+                    f.kill_node(live[:1])
+            elif kind == "jm":
+                next((j for j in range(len(jobs)) if f.kill_jm(j)), None)
+            elif kind == "tracker":
+                f.kill_tracker(seed % 2)
+            elif kind == "arbitrator":
+                f.kill_arbitrator()
+            else:
+                f.fail_task(list(range(sum(len(d) for _, d in jobs))))
+        return act
+
+    r = simulate(cfg, actions=[(t, action(k)) for t, k in faults])
+    assert r.unfinished_reason is None
+    assert (r.recorder.finishes[r.feasible] == 1).all()
+    assert usage_never_exceeds_capacity(r)

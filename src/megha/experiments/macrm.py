@@ -12,7 +12,10 @@
   means 0.0338 and 0.0284 of a full machine, capped at 0.5 and 0.955). The jobs raise the load; as in the thesis,
   a job counts in load group L (70 … 90 %) when the load at its arrival is within L ± 5 %. The load used is the
   *offered* load (background + every arrived task until its duration has passed), identical for all schedulers.
-  MACRM (heartbeat 2 s, sampling timeout 3 ms) vs ``yarn`` (heartbeat 2 s) vs ``sparrow``.
+  MACRM (heartbeat 2 s, sampling timeout 3 ms) vs ``yarn`` (heartbeat 2 s) vs two Sparrows: the registered
+  ``sparrow`` (worker queues, late binding; label "Sparrow") and the thesis's own Sparrow (label "Sparrow-thesis",
+  :data:`SPARROW_THESIS`: per-job schedulers placed by sampling, power-of-two task sampling retried after 3 ms).
+  ``--set request_units=normalized`` reads Table 4.3's requests as fractions of the largest machine (12x larger).
 * ``macrm-burst`` — Fig. 4.3 / Appendix A: bursts of 5–20 jobs of 10–40 tasks (Google jobs with at least that many
   tasks, extra tasks dropped) submitted at once on the same cluster at initial loads 70–90 % (per node and resource
   normal with mean L and s.d. (100 − L)/2, as the thesis describes); maximum service time per burst, averaged over
