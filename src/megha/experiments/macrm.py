@@ -380,10 +380,31 @@ def _pct(better, worse) -> float | None:
     return float(100.0 * (1.0 - better / worse))
 
 
-def _table(rows: list[dict], path, cols: list[str]) -> None:
-    from megha.experiments.iot23 import write_table
+TIME_COLS = ("_mean", "_p50", "service_mean", "service_p50")
 
-    write_table(rows, path, cols)
+
+def _cell(col: str, v) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "-"
+    if isinstance(v, float) and (col.endswith(TIME_COLS) or col == "max_service_mean"):
+        return f"{1000 * v:.2f} ms"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return "-" if v is None else str(v)
+
+
+def _table(rows: list[dict], path, cols: list[str]) -> None:
+    """CSV (raw values, seconds) and a Markdown copy (times in ms, counts as numbers)."""
+    import csv
+
+    with path.with_suffix(".csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c) for c in cols})
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_cell(c, r.get(c)) for c in cols) + " |" for r in rows]
+    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 def _plt():
