@@ -17,7 +17,12 @@ supervisor/store, container runtime and fault injection in :mod:`.infra`.
 Choices where the thesis leaves room (also listed in the module docstrings):
 
 * A job manager waits for every sampled node to answer or for ``sampling_timeout``, then places; a node answers if it
-  has room for the smallest pending task of the round. Responders may host several tasks (least loaded first).
+  has room for the smallest pending task of the round. Responders may host several tasks (least loaded first), or
+  one each with ``per_responder=one`` (the thesis's "n tasks on the least loaded of d x n nodes").
+* Job-manager containers are placed on forwarded heartbeats (thesis §3.2.2); ``jm_placement=sampling`` places them by
+  power-of-two sampling instead — the per-job schedulers of the thesis's Sparrow baseline (ch. 4).
+* Trackers forward free nodes' heartbeats only while the arbitrator has something to place or is centralized (it
+  tells them, :class:`~megha.schedulers.macrm.messages.Forwarding`): same allocations, far fewer simulated messages.
 * Initial load ("background") is read from ``datacenter.meta["background"]`` ([N, R], resources held by processes
   outside the scheduler): allocatable capacity is ``datacenter.capacity``, load counts background + containers.
 * The load is the largest used fraction over resources (``load_metric``), from the trackers' statistics.
