@@ -12,6 +12,7 @@ busy component (framework queuing) and everything it sends leaves after the cost
 
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import math
@@ -25,6 +26,7 @@ from megha.sim.component import Address, Component
 
 _MSG = 0
 _TIMER = 1
+_GC_GEN0 = 100_000  # allocations between young-generation collections while running
 
 
 @dataclass
@@ -210,7 +212,20 @@ class Engine:
         progress: Callable[[float], None] | None = None,
         progress_every: int = 1 << 15,
     ) -> float:
-        """Run events with time ≤ ``until``; returns the time of the last event processed."""
+        """Run events with time ≤ ``until``; returns the time of the last event processed.
+
+        The cyclic garbage collector runs less often meanwhile (a run allocates millions of short-lived tuples
+        and messages, and collections cost ~7% of a large run); the previous thresholds are restored after.
+        """
+        old = gc.get_threshold()
+        if old[0] and old[0] < _GC_GEN0:
+            gc.set_threshold(_GC_GEN0, *old[1:])
+        try:
+            return self._run(until, progress, progress_every)
+        finally:
+            gc.set_threshold(*old)
+
+    def _run(self, until: float, progress: Callable[[float], None] | None, progress_every: int) -> float:
         if not self._started:
             self._started = True
             for comp in list(self.components.values()):

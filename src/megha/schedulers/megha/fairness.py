@@ -51,7 +51,7 @@ class FairShare:
 _FF = None
 
 
-def _first_fit():
+def first_fit_kernel():
     """The compiled first-fit kernel, loaded on first use."""
     global _FF
     if _FF is None:
@@ -75,7 +75,7 @@ class MaskQueue(WaitQueue):
     def pop_first_fitting_inv(self, inverted_worker_mask: int):
         if not self._len:
             return None
-        s = (_FF or _first_fit())(self._masks, self._heads, self._n_slots, inverted_worker_mask)
+        s = (_FF or first_fit_kernel())(self._masks, self._heads, self._n_slots, inverted_worker_mask)
         if s < 0:
             return None
         return self._take(s)

@@ -30,6 +30,7 @@ from megha.schedulers.megha.fairness import (
     FairQueues,
     FairShare,
     SingleQueue,
+    first_fit_kernel,
 )
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.messages import (
@@ -258,16 +259,17 @@ class GlobalMaster(Component):
             for w in workers:
                 self._offer(w, now)
             return
-        pop = self.queue.q.pop_first_fitting_inv
+        q = self.queue.q  # MaskQueue.pop_first_fitting_inv, inlined
+        ff = first_fit_kernel()
         inv = self._inv_masks
         book = self._book
         view = self.view
         for w in workers:
-            e = pop(inv[w])
-            if e is None:
+            s = ff(q._masks, q._heads, q._n_slots, inv[w]) if q._len else -1
+            if s < 0:
                 view.release(w, None)
             else:
-                book(e, w)
+                book(q._take(s), w)
 
     def _apply_truth(self, workers, state) -> list[int]:
         view = self.view
@@ -291,13 +293,18 @@ class GlobalMaster(Component):
         # same mask cannot either (slot mode: a task's fit depends on its mask alone)
         failed: set[int] = set()
         slot = not self.resource_mode
+        wait = self.queue.push_back if not self.preemption else None  # _contended without fairness
         for i, t in enumerate(tasks):
             e = (t, durs[i], masks[i], None if dem is None else dem[i], user)
             if slot and masks[i] in failed:
-                self._contended(e, now)
-            elif not place(e, now):
-                if slot:
-                    failed.add(masks[i])
+                pass
+            elif place(e, now):
+                continue
+            elif slot:
+                failed.add(masks[i])
+            if wait is not None:
+                wait(e)
+            else:
                 self._contended(e, now)
         self._flush(now)
 

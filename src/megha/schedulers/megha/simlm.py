@@ -132,10 +132,13 @@ class SimLocalMaster(LocalMaster):
                 slot[w - lo] = -1
 
     def _end(self, e: float, now: float) -> None:
+        """Tasks ending at ``e`` on the workers: the pool's part (free the workers, record the end at the pool's
+        instant), then the LM's (what it does with the pool's ``Finished``)."""
         g = self._ends.pop(e)
-        t1 = g[0]
         running = self._running
         ts, ws, ds = [], [], []
+        slot = None if self.resource_mode else self.w_task
+        lo = self.lo
         for k in range(1, len(g)):
             t = g[k]
             entry = running.pop(t, None)
@@ -144,13 +147,19 @@ class SimLocalMaster(LocalMaster):
                     running[t] = entry
                 continue
             ts.append(t)
-            ws.append(entry[1])
-            ds.append(entry[2])
+            w = entry[1]
+            ws.append(w)
+            if slot is None:
+                ds.append(entry[2])
+            else:
+                slot[w - lo] = -1
         if not ts:
             return
-        d_arr = None if ds[0] is None else np.array(ds)
-        self._release(ws, d_arr)
-        self.rec.finished(ts, t1)
+        d_arr = None
+        if slot is None:
+            d_arr = np.array(ds)
+            self._release(ws, d_arr)
+        self.rec.finished(ts, g[0])
         self.port.count_message(Finished)
         self._finished(ts, ws, d_arr, now)
 
