@@ -69,6 +69,18 @@ class MaskQueue(WaitQueue):
     vectorized minimum. Relies on WaitQueue's slot arrays (``_masks``, ``_heads``, ``_n_slots``, ``_take``).
     """
 
+    def push_back(self, entry, mask: int) -> None:
+        s = self._slot_of.get(mask)
+        if s is None:
+            s = self._slot(int(mask))
+        self._back += 1
+        b = self._buckets[s]
+        if not b:
+            self._heads[s] = self._back
+            self._empty_slots -= 1
+        b.append((self._back, entry))
+        self._len += 1
+
     def pop_first_fitting(self, worker_mask: int):
         return self.pop_first_fitting_inv(~int(worker_mask) & 0xFFFFFFFF)
 

@@ -293,7 +293,10 @@ class GlobalMaster(Component):
         # same mask cannot either (slot mode: a task's fit depends on its mask alone)
         failed: set[int] = set()
         slot = not self.resource_mode
-        wait = self.queue.push_back if not self.preemption else None  # _contended without fairness
+        queue = self.queue
+        # where unplaced tasks go: _contended; without fairness the queue's tail (in slot mode straight into the
+        # MaskQueue, as SingleQueue.push_back does)
+        direct = queue.q.push_back if slot and not self.preemption and type(queue) is SingleQueue else None
         for i, t in enumerate(tasks):
             e = (t, durs[i], masks[i], None if dem is None else dem[i], user)
             if slot and masks[i] in failed:
@@ -302,8 +305,8 @@ class GlobalMaster(Component):
                 continue
             elif slot:
                 failed.add(masks[i])
-            if wait is not None:
-                wait(e)
+            if direct is not None:
+                direct(e, masks[i])
             else:
                 self._contended(e, now)
         self._flush(now)
