@@ -70,6 +70,7 @@ class SimLocalMaster(LocalMaster):
         self._running: dict[int, tuple] = {}  # task -> (end time, worker, demand row or None)
         self._killed: dict[int, Killed] = {}  # timer key -> Killed report on its way to this LM
         self._kill_seq = 0
+        self._early: set[int] = set()  # resource mode: ended tasks whose resources a preemption freed already
 
     # --- the worker side, in-process ------------------------------------------------------------------------
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
@@ -97,13 +98,17 @@ class SimLocalMaster(LocalMaster):
             np.add.at(used, wa, demands)
             over = (used[wa] > self.w_cap[wa] + 1e-9).any(axis=1)
             if over.any():
-                i = int(wa[np.flatnonzero(over)[0]])
-                self._over(i + lo, start, f"used {used[i].tolist()} > capacity {self.w_cap[i].tolist()}")
+                for i in np.unique(wa[over]).tolist():
+                    self._release_ended(i + lo, start)
+                over = (used[wa] > self.w_cap[wa] + 1e-9).any(axis=1)
+                if over.any():
+                    i = int(wa[np.flatnonzero(over)[0]])
+                    self._over(i + lo, start, f"used {used[i].tolist()} > capacity {self.w_cap[i].tolist()}")
         else:
             slot = self.w_task
             for i, t in enumerate(tasks):
                 j = workers[i] - lo
-                if slot[j] >= 0:
+                if slot[j] >= 0 and not self._ends_by(slot[j], start):
                     self._over(workers[i], start, f"it already runs task {slot[j]}")
                 slot[j] = t
         rec.started(tasks, start, workers)
@@ -121,6 +126,22 @@ class SimLocalMaster(LocalMaster):
                 at(t1 + r, e)
             else:
                 g.append(t)
+
+    def _ends_by(self, task: int, t: float) -> bool:
+        """Whether ``task`` (running) has ended on its worker by ``t``: the pool would have freed it already.
+
+        Only a preemption launches on a worker whose task the LM has not yet seen finish (the kill's victim may
+        end before the kill and the new launch arrive); the two-component pool frees it first, so does this.
+        """
+        entry = self._running.get(task)
+        return entry is not None and self._ends[entry[0]][0] <= t
+
+    def _release_ended(self, w: int, t: float) -> None:
+        """Resource mode: free now the resources of tasks on ``w`` that end by ``t`` (see :meth:`_ends_by`)."""
+        for task, (_, tw, dem) in self._running.items():
+            if tw == w and task not in self._early and self._ends_by(task, t):
+                self.w_used[w - self.lo] -= dem
+                self._early.add(task)
 
     def _release(self, workers: list[int], demands: np.ndarray | None) -> None:
         lo = self.lo
@@ -151,14 +172,20 @@ class SimLocalMaster(LocalMaster):
             ws.append(w)
             if slot is None:
                 ds.append(entry[2])
-            else:
+            elif slot[w - lo] == t:  # else a preemption's launch already took the worker (see _ends_by)
                 slot[w - lo] = -1
         if not ts:
             return
         d_arr = None
         if slot is None:
             d_arr = np.array(ds)
-            self._release(ws, d_arr)
+            if self._early:
+                keep = [i for i, t in enumerate(ts) if t not in self._early]
+                self._early.difference_update(ts)
+                if keep:
+                    self._release([ws[i] for i in keep], d_arr[keep])
+            else:
+                self._release(ws, d_arr)
         self.rec.finished(ts, g[0])
         self.port.count_message(Finished)
         self._finished(ts, ws, d_arr, now)
