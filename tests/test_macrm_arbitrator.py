@@ -47,12 +47,14 @@ def spec(job, n=1, first=0, user=0):
     return JobArrival(job, tasks, np.ones(n), np.zeros(n, dtype=np.uint32), np.ones((n, 1)), user=user)
 
 
-def make(n=4, actors=2, match_cost=1e-3, per_task=0.0, jm_limit=None, restarted=False, jm_placement="heartbeat"):
+def make(n=4, actors=2, match_cost=1e-3, per_task=0.0, jm_limit=None, restarted=False, jm_placement="heartbeat",
+         round_end="all"):
     rec = TaskRecorder(np.zeros(64))
     arb = ResourceArbitrator("arb", rec, n, np.full(n, ALL), np.zeros(n, dtype=np.int64), ["nm0"], ["tr0"], "sup",
                              "client", np.array([1.0]), np.array([4.0 * n]), actors=actors, match_cost=match_cost,
                              match_cost_per_task=per_task, switch=ModeSwitch(0.9, 0.05), restarted=restarted,
-                             jm_limit=jm_limit, jm_placement=jm_placement, sampling_timeout=0.003)
+                             jm_limit=jm_limit, jm_placement=jm_placement, sampling_timeout=0.003,
+                             round_end=round_end)
     port = RecordingPort()
     arb.attach(port)
     arb.on_start(0.0)
@@ -131,6 +133,36 @@ def test_job_manager_container_by_power_of_two_sampling():
     arb.on_message(SampleReply(inq.token, [7], np.array([[4.0]]), np.array([[4.0]])), 0.005)  # a late reply
     ((_, late),) = port.take(SampleDecision)
     assert late.cancel == [7] and len(late.containers) == 0
+
+
+def test_job_manager_container_sampling_follows_the_round_end_rule():
+    """round_end="enough": the first answer holds the container (placed after the answers of that instant);
+    "timeout": even two answers wait for the timer."""
+    arb, port = make(n=8, jm_placement="sampling", round_end="enough")
+    arb.on_message(Submit(spec(5, 3)), 0.0)
+    ((_, inq),) = port.take(SampleInquiry)
+    a, b = inq.nodes
+    arb.on_message(SampleReply(inq.token, [a], np.array([[2.0]]), np.array([[4.0]])), 0.001)
+    assert port.take(SampleDecision) == []
+    (zero,) = [h for h, (dl, k) in port.timers.items() if k[0] == "jmsample" and dl == 0.0]
+    arb.on_timer(port.timers.pop(zero)[1], 0.001)
+    ((_, dec),) = port.take(SampleDecision)
+    assert dec.containers.nodes == [a] and arb.jobs[5].status == "running"
+    assert not [k for _, k in port.timers.values() if k[0] == "jmsample"]  # the timeout is cancelled
+    arb.on_message(SampleReply(inq.token, [b], np.array([[4.0]]), np.array([[4.0]])), 0.0012)  # late: released
+    ((_, late),) = port.take(SampleDecision)
+    assert late.cancel == [b] and len(late.containers) == 0
+
+    arb, port = make(n=8, jm_placement="sampling", round_end="timeout")
+    arb.on_message(Submit(spec(5, 3)), 0.0)
+    ((_, inq),) = port.take(SampleInquiry)
+    a, b = inq.nodes
+    arb.on_message(SampleReply(inq.token, [a, b], np.array([[1.0], [3.0]]), np.array([[4.0], [4.0]])), 0.001)
+    assert port.take(SampleDecision) == []
+    (timer,) = [k for _, k in port.timers.values() if k[0] == "jmsample"]
+    arb.on_timer(timer, 0.003)
+    ((_, dec),) = port.take(SampleDecision)
+    assert dec.containers.nodes == [b] and dec.cancel == [a]
 
 
 def test_job_manager_share_limit():

@@ -30,13 +30,15 @@ N = 200
 ALL = np.uint32((1 << 21) - 1)
 
 
-def make(n_tasks=9, load=0.5, central=False, max_retries=3, rate="adaptive", doubling=True, per_responder="fill"):
+def make(n_tasks=9, load=0.5, central=False, max_retries=3, rate="adaptive", doubling=True, per_responder="fill",
+         round_end="all"):
     rec = TaskRecorder(np.zeros(100))
     rec.expect(n_tasks)
     masks = np.full(N, ALL)
     ctx = JMContext("arb", ["nm0", "nm1"], (np.arange(N) >= N // 2).astype(np.int64), ["tr0", "tr1"], masks,
                     ProbeSampler(masks), rec, KnownLedger(rec, 100), 1, rate=rate, doubling=doubling,
-                    max_retries=max_retries, sampling_timeout=0.005, per_responder=per_responder)
+                    max_retries=max_retries, sampling_timeout=0.005, per_responder=per_responder,
+                    round_end=round_end)
     spec = JobArrival(3, np.arange(10, 10 + n_tasks), np.ones(n_tasks), np.zeros(n_tasks, dtype=np.uint32),
                       np.ones((n_tasks, 1)))
     jm = JobManager("jm3.0", ctx, spec, 0, 150, load, central)
@@ -112,6 +114,38 @@ def test_placement_without_waiting_when_every_sampled_node_answered():
     launched, cancelled = decisions(port)
     assert launched == {10: nodes[0]} and cancelled == [nodes[1]]
     assert jm.round is None
+
+
+def test_round_end_enough_places_once_the_answers_hold_every_task():
+    """round_end="enough": answers that hold every task end the round without waiting for the silent nodes, after
+    the answers arriving at that same instant (a zero-delay timer); answers that come later are released."""
+    jm, port, _ = make(n_tasks=2, load=0.5, per_responder="one", round_end="enough")
+    nodes, token = sampled(port)
+    a, b, c, d = nodes
+    reply(jm, token, [a], [4.0], 0.001)  # one responder cannot take two tasks: keep waiting
+    assert [k for _, k in port.timers.values() if k[0] == "round"] == [("round", 1)]
+    reply(jm, token, [b], [1.0], 0.001)  # now two responders hold both tasks: place after this instant's answers
+    rounds = sorted((dl, k) for dl, k in port.timers.values() if k[0] == "round")
+    assert rounds == [(0.0, ("round", 1)), (0.005, ("round", 1))]
+    reply(jm, token, [c], [3.0], 0.001)  # same instant: still compared
+    assert port.take(SampleDecision) == []
+    (zero,) = [h for h, (dl, k) in port.timers.items() if dl == 0.0]
+    jm.on_timer(port.timers.pop(zero)[1], 0.001)
+    launched, cancelled = decisions(port)
+    assert launched == {10: a, 11: c} and cancelled == [b]  # the two least loaded of the three answers
+    assert jm.round is None and not [k for _, k in port.timers.values() if k[0] == "round"]  # timeout cancelled
+    reply(jm, token, [d], [4.0], 0.002)  # too late
+    assert decisions(port) == ({}, [d]) and jm.stats["late_replies"] == 1
+
+
+def test_round_end_timeout_always_waits_for_the_timer():
+    jm, port, _ = make(n_tasks=1, round_end="timeout")
+    nodes, token = sampled(port)
+    reply(jm, token, nodes, [3.0, 2.0], 0.001)  # everyone answered, still wait
+    assert port.take(SampleDecision) == [] and jm.round is not None
+    round_timeout(jm, port, 0.005)
+    launched, cancelled = decisions(port)
+    assert launched == {10: nodes[0]} and cancelled == [nodes[1]]
 
 
 def test_adaptive_initial_rate_from_the_cluster_load():

@@ -31,10 +31,11 @@ from megha.sim.component import RecordingPort
 ONE = np.array([1.0])
 
 
-def make(n=3, cap=4.0, central=False, hold=0.01):
+def make(n=3, cap=4.0, central=False, hold=0.01, hb_blocks_sampling=True):
     rec = TaskRecorder(np.zeros(64))
     nm = NodeManagers("nm", 0, 0, np.full((n, 1), cap), np.zeros((n, 1)), rec, "tracker", "arb", "runtime",
-                      heartbeat=1.0, hold_timeout=hold, hb_reply_timeout=0.1, central=central)
+                      heartbeat=1.0, hold_timeout=hold, hb_reply_timeout=0.1, central=central,
+                      hb_blocks_sampling=hb_blocks_sampling)
     port = RecordingPort()
     nm.attach(port)
     nm.on_start(0.0)
@@ -109,6 +110,19 @@ def test_no_answers_while_waiting_for_a_heartbeat_reply():
     nm.on_message(HeartbeatReply([2], tasks([2], [9], owner="jmZ", seqs=[1])), 0.5015)
     assert nm.arb_seq[2] == 1 and nm.free_of(2)[0] == 3.0
     assert inquiry(port, nm, "jmA", ("A", 2), [2], 0.502) == [2]
+
+
+def test_without_the_heartbeat_rule_a_node_answers_while_its_heartbeat_is_out():
+    """hb_blocks_sampling=False (the thesis's Sparrow: no heartbeats to wait for): only the pending-sampling and
+    free-resource rules of Fig. 3.3 stay, so a second sampler still collides with the first."""
+    nm, port, _ = make(hb_blocks_sampling=False)
+    nm.on_timer(("hb", 2), 0.5)
+    assert [m.nodes for _, m in port.take(Heartbeat)] == [[2]]
+    assert nm.waiting[2] == 1
+    assert inquiry(port, nm, "jmA", ("A", 1), [2], 0.5005) == [2]
+    assert nm.stats["ignored_waiting"] == 0
+    assert inquiry(port, nm, "jmB", ("B", 1), [2], 0.5006) == []  # one pending sampling at a time
+    assert nm.stats["ignored_pending"] == 1
 
 
 def test_lost_heartbeat_reply_stops_blocking_after_a_timeout():

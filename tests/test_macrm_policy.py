@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from megha.schedulers.macrm.policy import ModeSwitch, adaptive_rate, cluster_load, round_rate, samples_for
+from megha.schedulers.macrm.policy import (
+    ROUND_ENDS,
+    ModeSwitch,
+    adaptive_rate,
+    cluster_load,
+    round_action,
+    round_rate,
+    samples_for,
+)
 
 
 def test_rate_is_power_of_two_below_75_percent():
@@ -78,3 +86,22 @@ def test_cluster_load_metrics():
     assert cluster_load(used, np.array([0.0, 100.0])) == pytest.approx(0.9)
     with pytest.raises(ValueError):
         cluster_load(used, total, "median")
+
+
+def test_round_end_rules():
+    def never():
+        raise AssertionError("fits_all must not be evaluated")
+
+    yes, no = (lambda: True), (lambda: False)
+    assert ROUND_ENDS == ("all", "enough", "timeout")
+    # all: only a complete set of answers ends the round before the timeout
+    assert round_action("all", 4, 4, never) == "place"
+    assert round_action("all", 3, 4, never) == "wait"
+    # enough: as soon as the answers hold every task (after the answers of this instant), or when all answered
+    assert round_action("enough", 4, 4, never) == "place"
+    assert round_action("enough", 2, 4, yes) == "defer"
+    assert round_action("enough", 2, 4, no) == "wait"
+    # timeout: the timer is the only trigger
+    assert round_action("timeout", 4, 4, never) == "wait"
+    with pytest.raises(ValueError, match="round end"):
+        round_action("first", 1, 2, yes)

@@ -16,11 +16,15 @@ supervisor/store, container runtime and fault injection in :mod:`.infra`.
 
 Choices where the thesis leaves room (also listed in the module docstrings):
 
-* A job manager waits for every sampled node to answer or for ``sampling_timeout``, then places; a node answers if it
-  has room for the smallest pending task of the round. Responders may host several tasks (least loaded first), or
-  one each with ``per_responder=one`` (the thesis's "n tasks on the least loaded of d x n nodes").
+* A job manager waits for every sampled node to answer or for ``sampling_timeout``, then places (``round_end=all``;
+  ``enough`` places as soon as the answers hold every task, ``timeout`` always waits the timeout: the thesis leaves
+  this open, :data:`~megha.schedulers.macrm.policy.ROUND_ENDS`); a node answers if it has room for the smallest
+  pending task of the round. Responders may host several tasks (least loaded first), or one each with
+  ``per_responder=one`` (the thesis's "n tasks on the least loaded of d x n nodes", §3.1.3, which the chapter-3/4
+  reproductions use).
 * Job-manager containers are placed on forwarded heartbeats (thesis §3.2.2); ``jm_placement=sampling`` places them by
-  power-of-two sampling instead — the per-job schedulers of the thesis's Sparrow baseline (ch. 4).
+  power-of-two sampling instead — the per-job schedulers of the thesis's Sparrow baseline (ch. 4), whose nodes
+  also drop Fig. 3.3's heartbeat rule (``hb_blocks_sampling=false``: that Sparrow has no heartbeats, §4.2.3).
 * Trackers forward free nodes' heartbeats only while the arbitrator has something to place or is centralized (it
   tells them, :class:`~megha.schedulers.macrm.messages.Forwarding`): same allocations, far fewer simulated messages.
 * Initial load ("background") is read from ``datacenter.meta["background"]`` ([N, R], resources held by processes
@@ -69,6 +73,9 @@ class MacrmOptions(SchedulerOptions):
     max_retries: int = Field(3, ge=0, description="sampling retries before leftovers go to the central queue")
     per_responder: Literal["fill", "one"] = Field("fill", description="tasks a sampling responder may take: as many "
                                                   "as fit (fill) or one (one: n tasks on n of the d x n nodes)")
+    round_end: Literal["all", "enough", "timeout"] = Field("all", description="a sampling round ends when every "
+                                                           "sampled node answered (all), when the answers hold every "
+                                                           "task (enough), or only at the timeout (timeout)")
     centralized: bool = Field(True, description="switch to centralized allocation at high load")
     switch_load: float = Field(0.9, gt=0, le=1, description="load at which to switch to centralized mode")
     hysteresis: float = Field(0.02, ge=0, lt=1, description="back to distributed below switch_load - hysteresis")
@@ -92,6 +99,8 @@ class MacrmOptions(SchedulerOptions):
     alive_timeout: float = Field(1.0, gt=0, description="supervisor restarts an agent silent this long (s)")
     hold_timeout: float | None = Field(None, gt=0, description="node's wait for the sampler's decision (s)")
     hb_reply_timeout: float = Field(0.1, gt=0, description="node stops waiting for a heartbeat reply after (s)")
+    hb_blocks_sampling: bool = Field(True, description="a node waiting for its heartbeat's reply ignores samplings "
+                                     "(Fig. 3.3; off for the thesis's Sparrow, which has no heartbeats)")
     task_failure_prob: float = Field(0.0, ge=0, le=1, description="probability that a task run fails midway")
     load_metric: Literal["max", "cpu", "mean"] = Field("max", description="cluster load from resource fractions")
 
@@ -151,7 +160,7 @@ def build(ctx: BuildContext) -> Deployment:
         worker_masks=dc.worker_masks, sampler=ProbeSampler(dc.worker_masks), recorder=ctx.recorder, ledger=ledger,
         n_res=n_res, rate=opts.rate, initial_rate=opts.initial_rate, doubling=opts.doubling,
         max_retries=opts.max_retries, sampling_timeout=opts.sampling_timeout, jm_heartbeat=opts.jm_heartbeat,
-        gang=opts.gang, per_responder=opts.per_responder)
+        gang=opts.gang, per_responder=opts.per_responder, round_end=opts.round_end)
 
     def make_arbitrator(restarted: bool = False) -> ResourceArbitrator:
         return ResourceArbitrator(
@@ -161,7 +170,7 @@ def build(ctx: BuildContext) -> Deployment:
             switch=ModeSwitch(opts.switch_load, opts.hysteresis, enabled=opts.centralized),
             load_metric=opts.load_metric, alive_interval=opts.alive_interval, restarted=restarted,
             jm_limit=opts.jm_share * cap.sum(axis=0), capacity=cap, jm_placement=opts.jm_placement,
-            sampling_timeout=opts.sampling_timeout)
+            sampling_timeout=opts.sampling_timeout, round_end=opts.round_end)
 
     def make_tracker(g: int):
         def f() -> ResourceTracker:
@@ -181,7 +190,8 @@ def build(ctx: BuildContext) -> Deployment:
     nms = [NodeManagers(groups[g], g, bounds[g], cap[bounds[g]:bounds[g + 1]], bg[bounds[g]:bounds[g + 1]],
                         ctx.recorder, trackers[g], addr["arbitrator"], addr["runtime"], heartbeat=opts.heartbeat,
                         hold_timeout=hold, hb_reply_timeout=opts.hb_reply_timeout, min_alloc=min_alloc,
-                        task_failure_prob=opts.task_failure_prob, track_users=opts.queue == "fair")
+                        task_failure_prob=opts.task_failure_prob, track_users=opts.queue == "fair",
+                        hb_blocks_sampling=opts.hb_blocks_sampling)
            for g in range(n_tr)]
     comps = [runtime, supervisor, client, arbitrator, *[make_tracker(g)() for g in range(n_tr)], *nms]
     for c in comps:
@@ -225,7 +235,8 @@ def build(ctx: BuildContext) -> Deployment:
 
     describe = {"nodes": n, "trackers": n_tr, "heartbeat": opts.heartbeat, "sampling_timeout": opts.sampling_timeout,
                 "rate": opts.rate, "doubling": opts.doubling, "max_retries": opts.max_retries,
-                "per_responder": opts.per_responder, "jm_placement": opts.jm_placement,
+                "per_responder": opts.per_responder, "round_end": opts.round_end, "jm_placement": opts.jm_placement,
+                "hb_blocks_sampling": opts.hb_blocks_sampling,
                 "centralized": opts.centralized, "switch_load": opts.switch_load, "hysteresis": opts.hysteresis,
                 "queue": opts.queue, "actors": opts.actors, "jm_demand": jm_dem.tolist(),
                 "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12)))}

@@ -64,7 +64,7 @@ from megha.schedulers.macrm.messages import (
     empty_containers,
     select_containers,
 )
-from megha.schedulers.macrm.policy import ModeSwitch, cluster_load
+from megha.schedulers.macrm.policy import ROUND_ENDS, ModeSwitch, cluster_load, round_action
 from megha.schedulers.macrm.view import FreeView, match
 from megha.sim.component import Component
 
@@ -146,6 +146,7 @@ class ResourceArbitrator(Component):
         jm_placement: str = "heartbeat",
         jm_samples: int = 2,
         sampling_timeout: float = 0.005,
+        round_end: str = "all",
     ) -> None:
         super().__init__(address)
         if queue not in ("fifo", "fair"):
@@ -154,6 +155,8 @@ class ResourceArbitrator(Component):
             raise ValueError(f"{address}: need at least one scheduler actor, got {actors}")
         if jm_placement not in ("heartbeat", "sampling"):
             raise ValueError(f"{address}: jm_placement must be 'heartbeat' or 'sampling', got {jm_placement!r}")
+        if round_end not in ROUND_ENDS:
+            raise ValueError(f"{address}: round_end must be one of {ROUND_ENDS}, got {round_end!r}")
         self.rec = recorder
         self.n = int(n_nodes)
         self.worker_masks = np.asarray(worker_masks, dtype=np.uint32)
@@ -209,6 +212,7 @@ class ResourceArbitrator(Component):
         self.sample_jms = jm_placement == "sampling"
         self.jm_samples = int(jm_samples)
         self.sampling_timeout = float(sampling_timeout)
+        self.round_end = round_end
         self._jm_scan = False
         self._jm_sampling: dict[tuple, dict] = {}
         self._jm_token = 0
@@ -666,7 +670,8 @@ class ResourceArbitrator(Component):
     # --- job-manager containers by random sampling (jm_placement="sampling") ------------------------------------
     def _sample_jms(self, now: float) -> None:
         """Sample ``jm_samples`` random live nodes for each queued job-manager container (power of two choices);
-        the least loaded responder gets it, a round without responders is sampled again after the timeout."""
+        the least loaded responder gets it, a round without responders is sampled again after the timeout. The
+        round ends as the job managers' rounds do (``round_end``; one responder is "enough")."""
         live = np.flatnonzero(~self.view.dead)
         if live.size == 0:
             return
@@ -687,7 +692,8 @@ class ResourceArbitrator(Component):
                 self.port.send(self.groups[g], SampleInquiry(self.address, it.job, it.attempt, token,
                                                              nodes[grp == g].tolist(), self.jm_demand))
             timer = self.port.set_timer(self.sampling_timeout, ("jmsample", token))
-            self._jm_sampling[token] = {"item": it, "n": int(k), "resp": [], "free": [], "timer": timer}
+            self._jm_sampling[token] = {"item": it, "n": int(k), "resp": [], "free": [], "timer": timer,
+                                        "deferred": False}
             self.stats["jm_samplings"] += 1
             pending += 1
 
@@ -698,8 +704,12 @@ class ResourceArbitrator(Component):
             return
         s["resp"].extend(msg.nodes)
         s["free"].append(np.asarray(msg.free, dtype=np.float64) / np.maximum(np.asarray(msg.capacity), _EPS))
-        if len(s["resp"]) >= s["n"]:
+        act = round_action(self.round_end, len(s["resp"]), s["n"], lambda: True)  # any responder holds the container
+        if act == "place":
             self._jm_decide(msg.token, now)
+        elif act == "defer" and not s["deferred"]:
+            s["deferred"] = True  # answers arriving at this same instant are still compared
+            self.port.set_timer(0.0, ("jmsample", msg.token))
 
     def _jm_cancel(self, token, nodes: list[int], skip: int = -1) -> None:
         grp = self.group_of[nodes] if nodes else np.zeros(0, dtype=np.int64)

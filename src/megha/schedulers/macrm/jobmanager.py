@@ -1,8 +1,10 @@
 """A MACRM job manager (thesis §3.1.3–3.1.4): one per job, in a container the arbitrator allocated.
 
 Distributed mode — batch sampling: for its ``n`` unplaced tasks the job manager samples ``⌈d·n⌉`` distinct nodes
-(eligible for the tasks' placement constraints), waits until every sampled node answered or ``sampling_timeout``
-passed, and places the tasks on the least loaded responders — a responder takes several tasks while they fit
+(eligible for the tasks' placement constraints), waits for answers — until every sampled node answered or
+``sampling_timeout`` passed (``round_end="all"``, the default), until the answers can hold every task
+(``"enough"``), or always for the timeout (``"timeout"``; see :data:`~megha.schedulers.macrm.policy.ROUND_ENDS`) —
+and places the tasks on the least loaded responders — a responder takes several tasks while they fit
 (``per_responder="fill"``) or one task (``"one"``: the thesis's "n tasks on the least loaded of d·n nodes", where
 a round fails when fewer than n nodes answer); the other responders are released. Tasks left over are a *sampling
 failure*: the next round doubles the rate (``doubling``); after ``max_retries`` retries they go to the
@@ -47,7 +49,7 @@ from megha.schedulers.macrm.messages import (
     TaskRequest,
     empty_containers,
 )
-from megha.schedulers.macrm.policy import adaptive_rate, round_rate, samples_for
+from megha.schedulers.macrm.policy import ROUND_ENDS, adaptive_rate, round_action, round_rate, samples_for
 from megha.schedulers.sparrow.sampling import ProbeSampler
 from megha.sim.component import Component
 
@@ -94,10 +96,17 @@ class JMContext:
     gang: bool = False
     done_retry: float = 0.5
     per_responder: str = "fill"  # "fill": a responder takes tasks while they fit; "one": one task per responder
+    round_end: str = "all"  # when a sampling round stops waiting for answers (policy.ROUND_ENDS)
+
+    def __post_init__(self) -> None:
+        if self.per_responder not in ("fill", "one"):
+            raise ValueError(f"per_responder must be 'fill' or 'one', got {self.per_responder!r}")
+        if self.round_end not in ROUND_ENDS:
+            raise ValueError(f"round_end must be one of {ROUND_ENDS}, got {self.round_end!r}")
 
 
 class _Round:
-    __slots__ = ("cap", "free", "n_sent", "no", "nodes", "resp", "timer", "todo", "token")
+    __slots__ = ("cap", "deferred", "free", "n_sent", "no", "nodes", "resp", "timer", "todo", "token")
 
     def __init__(self, no: int, token: tuple, todo: list[int], nodes: np.ndarray, timer: int) -> None:
         self.no = no
@@ -109,6 +118,7 @@ class _Round:
         self.resp: list[int] = []
         self.free: list[np.ndarray] = []
         self.cap: list[np.ndarray] = []
+        self.deferred = False
 
 
 class JobManager(Component):
@@ -148,6 +158,7 @@ class JobManager(Component):
         self.adopting = 0
         self.finished = False
         self.exited = False
+        self.started_at = float("nan")  # when this process started (instrumentation: the job-manager wait)
         self.stats = {"rounds": 0, "samples": 0, "responses": 0, "sampling_failures": 0, "retries": 0,
                       "placed_by_sampling": 0, "sent_to_central": 0, "leftover_to_central": 0, "task_reruns": 0,
                       "tasks_lost_on_nodes": 0, "task_failures_seen": 0, "launch_rejections": 0, "adopted": 0,
@@ -155,6 +166,7 @@ class JobManager(Component):
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
+        self.started_at = now
         self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
         if self.attempt > 0:
             self.adopting = len(self.ctx.groups)
@@ -290,8 +302,13 @@ class JobManager(Component):
         r.resp.extend(msg.nodes)
         r.free.append(msg.free)
         r.cap.append(msg.capacity)
-        if len(r.resp) >= r.n_sent:
+        act = round_action(self.ctx.round_end, len(r.resp), r.n_sent,
+                           lambda: len(self._assign(r)[1]) == len(r.todo))
+        if act == "place":
             self._place(now)
+        elif act == "defer" and not r.deferred:
+            r.deferred = True  # answers arriving at this same instant are still compared
+            self.port.set_timer(0.0, ("round", r.no))
 
     def _cancel(self, token, nodes: list[int]) -> None:
         grp = self.ctx.group_of[nodes]
@@ -299,6 +316,40 @@ class JobManager(Component):
         for g in np.unique(grp).tolist():
             sel = [n for n, x in zip(nodes, grp.tolist(), strict=True) if x == g]
             self.port.send(self.ctx.groups[g], SampleDecision(token, empty, sel))
+
+    def _assign(self, r: _Round) -> tuple[np.ndarray, dict[int, int]]:
+        """Least-loaded placement of the round's tasks on the responders so far (largest task first; a responder's
+        load is its largest used fraction): (responder nodes, task index -> responder position)."""
+        nodes = np.array(r.resp, dtype=np.int64)
+        assigned: dict[int, int] = {}
+        if not r.resp:
+            return nodes, assigned
+        todo = r.todo
+        free = np.concatenate(r.free).astype(np.float64)
+        cap = np.concatenate(r.cap).astype(np.float64)
+        wm = self.ctx.worker_masks[nodes]
+        safe = np.where(cap > 0, cap, 1.0)
+        dem = self.demands[todo]
+        order = sorted(range(len(todo)), key=lambda k: tuple(-dem[k]))
+        one = self.ctx.per_responder == "one"
+        taken = np.zeros(len(nodes), dtype=bool)
+        for k in order:
+            i = todo[k]
+            d = dem[k]
+            ok = (free + _EPS >= d).all(axis=1)
+            m = int(self.masks[i])
+            if m:
+                ok &= (np.uint32(m) & ~wm) == 0
+            if one:
+                ok &= ~taken
+            if not ok.any():
+                continue
+            load = ((cap - free) / safe).max(axis=1)
+            j = int(np.argmin(np.where(ok, load, np.inf)))
+            free[j] -= d
+            taken[j] = True
+            assigned[i] = j
+        return nodes, assigned
 
     def _place(self, now: float) -> None:
         """Least-loaded placement of the round's tasks on the responders."""
@@ -308,31 +359,7 @@ class JobManager(Component):
         todo = r.todo
         assigned: dict[int, int] = {}
         if r.resp:
-            nodes = np.array(r.resp, dtype=np.int64)
-            free = np.concatenate(r.free).astype(np.float64)
-            cap = np.concatenate(r.cap).astype(np.float64)
-            wm = self.ctx.worker_masks[nodes]
-            safe = np.where(cap > 0, cap, 1.0)
-            dem = self.demands[todo]
-            order = sorted(range(len(todo)), key=lambda k: tuple(-dem[k]))
-            one = self.ctx.per_responder == "one"
-            taken = np.zeros(len(nodes), dtype=bool)
-            for k in order:
-                i = todo[k]
-                d = dem[k]
-                ok = (free + _EPS >= d).all(axis=1)
-                m = int(self.masks[i])
-                if m:
-                    ok &= (np.uint32(m) & ~wm) == 0
-                if one:
-                    ok &= ~taken
-                if not ok.any():
-                    continue
-                load = ((cap - free) / safe).max(axis=1)
-                j = int(np.argmin(np.where(ok, load, np.inf)))
-                free[j] -= d
-                taken[j] = True
-                assigned[i] = j
+            nodes, assigned = self._assign(r)
             self._decide(r, nodes, assigned, now)
         leftover = [i for i in todo if i not in assigned]
         for i in leftover:

@@ -8,7 +8,9 @@ Every node keeps its own state and follows the per-node rules exactly:
   (``hold_timeout``) fires. A heartbeat due while a sampling is pending is *missed* and sent as soon as the
   sampling resolves. A node ignores inquiries while it waits for its heartbeat's reply (the reply may carry an
   allocation from the arbitrator); a reply that never comes (tracker or arbitrator down) stops blocking the node
-  after ``hb_reply_timeout``.
+  after ``hb_reply_timeout``. With ``hb_blocks_sampling=False`` that last rule is off: the thesis's Sparrow has no
+  heartbeats at all ("it does not monitor cluster nodes", §4.2.3), so nothing makes its nodes ignore a sampling;
+  our heartbeats then only feed the trackers' liveness view and statistics (no allocation travels in them).
 * **Heartbeats**: periodic, every ``heartbeat`` seconds (random phase per node). In centralized mode they are
   hybrid: a container exit triggers an immediate heartbeat (the periodic timer restarts), and a node with no free
   resources at its periodic tick skips it once and re-checks after half an interval, then sends.
@@ -80,6 +82,7 @@ class NodeManagers(Component):
         task_failure_prob: float = 0.0,
         central: bool = False,
         track_users: bool = True,
+        hb_blocks_sampling: bool = True,
     ) -> None:
         super().__init__(address)
         cap = np.asarray(capacity, dtype=np.float64)
@@ -106,6 +109,7 @@ class NodeManagers(Component):
         self.fail_p = float(task_failure_prob)
         self.central = central
         self.track_users = track_users
+        self.hb_blocks = hb_blocks_sampling
         n = self.n
         self.alive = [True] * n
         self.pending: list[tuple | None] = [None] * n  # token of the pending sampling service
@@ -195,7 +199,7 @@ class NodeManagers(Component):
             st["inquiries"] += 1
             if not self.alive[i]:
                 continue
-            if self._waiting(i, now):
+            if self.hb_blocks and self._waiting(i, now):
                 st["ignored_waiting"] += 1
                 continue
             if self.pending[i] is not None:

@@ -1,10 +1,29 @@
-"""MACRM's load-adaptive rules (thesis §3.1.4–3.1.5): the sampling rate and the distributed/centralized switch."""
+"""MACRM's sampling and load-adaptive rules (thesis §3.1.3–3.1.5): the sampling rate, when a sampling round ends,
+and the distributed/centralized switch."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
+
+RoundEnd = Literal["all", "enough", "timeout"]
+ROUND_ENDS: tuple[str, ...] = ("all", "enough", "timeout")
+"""When a sampler (a job manager, or the arbitrator sampling for a job-manager container) stops waiting for answers.
+
+The thesis (§3.1.3) starts a timer after sending the inquiries, waits for responses, and retries "if the job manager
+cannot acquire enough resources from the received responses and the timer times out"; a node that cannot serve
+sends nothing (Fig. 3.3), so silence is only ever detected by the timeout. It leaves open whether a sampler that
+already holds enough answers still waits. Three readings:
+
+* ``all`` — decide once every sampled node answered, else at the timeout: the least loaded of all d·n nodes
+  (power of d choices), at the price of a full timeout whenever one sampled node is silent. The default.
+* ``enough`` — decide as soon as the answers received can hold every task of the round (answers arriving at the
+  same instant are still compared), else at the timeout.
+* ``timeout`` — always decide when the timer fires (the timer is the only trigger).
+"""
 
 ADAPTIVE_FROM = 75.0
 """Below this cluster load (percent) the initial sampling rate is the power of two choices, d = 2."""
@@ -33,6 +52,23 @@ def samples_for(rate: float, tasks: int, eligible: int) -> int:
     """Distinct nodes to sample for ``tasks`` tasks at rate ``rate`` (batch sampling: ``⌈d·n⌉``, at most
     ``eligible``)."""
     return min(math.ceil(rate * tasks - 1e-9), eligible)
+
+
+def round_action(rule: str, answered: int, sampled: int, fits_all: Callable[[], bool]) -> str:
+    """What a sampler does after an answer arrived (:data:`ROUND_ENDS`): ``"place"`` now, ``"defer"`` (place once
+    the answers arriving at this same instant are in), or ``"wait"`` (for more answers or the timeout).
+
+    ``answered`` of the ``sampled`` nodes have answered so far; ``fits_all`` (called only when needed) tells whether
+    those answers can hold every task of the round."""
+    if rule == "timeout":
+        return "wait"
+    if answered >= sampled:
+        return "place"
+    if rule == "all":
+        return "wait"
+    if rule == "enough":
+        return "defer" if fits_all() else "wait"
+    raise ValueError(f"unknown round end {rule!r} ({' | '.join(ROUND_ENDS)})")
 
 
 class ModeSwitch:
