@@ -295,3 +295,102 @@ def test_policies_choose_suitable_workers(policy):
     assert w in (0, 1)
     if policy == "min-constraints":
         assert w == 0  # worker 0 has 1 constraint, worker 1 has 2
+
+
+def test_victims_must_keep_their_share_after_giving_up_the_units():
+    fair = FairShare(np.array([0.1, 0.15, 0.75]), np.array([0, 0, 1]), 6.0)
+    usage = np.array([0.0, 1.0, 2.0])  # user 1 holds one task against a share of 0.9 tasks
+    # one task over 0.9 is a violation, but taking it leaves user 1 at 0 < 0.9: two such users would preempt each
+    # other for ever (the livelock the property test found); user 2 is under its share: nobody is a victim
+    assert fair.victims(0, usage) == [1]
+    assert fair.victims(0, usage, units=1.0) == []
+    usage = np.array([0.0, 3.0, 2.0])  # 3 tasks against 0.9: it can give one up and stay above its share
+    assert fair.victims(0, usage, units=1.0) == [1]
+    assert fair.victims(1, usage, units=1.0) == []  # never the requester itself
+
+
+def test_preemption_refused_when_it_would_push_the_victim_below_its_share():
+    # LM0's cluster is 4 of 8 workers; user 1's share is 3 of them, it holds all 4: it can lose one, not two
+    l0, port = fair_lm(shares=(0.25, 0.75))
+    l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
+    port.take()
+    l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
+    (_, ok), = port.take(PreemptReply)
+    assert ok.ok and l0.usage.tolist() == [1.0, 3.0]
+    port.take()
+    l0.on_message(PreemptRequest(0, np.array([21]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
+    (_, no), = port.take(PreemptReply)
+    assert not no.ok and port.take(Kill) == []
+    assert no.victim_masks is None
+
+
+def test_preemption_refused_for_constraints_says_which_workers_the_victim_holds():
+    l0, port = fair_lm(shares=(0.25, 0.25))
+    l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
+    port.take()
+    # constraint 2: no worker has it
+    l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.array([0b100], dtype=np.uint32), 0, 1), 1.0)
+    (_, no), = port.take(PreemptReply)
+    assert not no.ok and port.take(Kill) == []
+    # the constraint masks of the victim's workers here, for the GM's next choice of candidates
+    assert sorted(no.victim_masks.tolist()) == [0b01, 0b11]
+
+
+def test_lm_judges_the_victims_share_with_the_gms_view_of_other_lms():
+    # user 1 holds 2 of LM0's 4 workers: exactly its share of this cluster (0.5), so on its own the LM refuses ...
+    l0, port = fair_lm(shares=(0.5, 0.5))
+    l0.on_message(LaunchRequest(1, 1, np.arange(2), np.arange(2), np.ones(2), np.ones(2, dtype=np.int64)), 0.0)
+    port.take()
+    l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
+    assert not port.take(PreemptReply)[0][1].ok
+    # ... but the requesting GM saw it hold 3 more workers on LM1: 5 of 8 against a share of 4, so one can go
+    l0.on_message(PreemptRequest(0, np.array([21]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1, None, 3.0), 1.0)
+    (_, reply), = port.take(PreemptReply)
+    assert reply.ok and reply.task == 21 and l0.usage.tolist() == [1.0, 1.0]
+
+
+def test_gm_sends_its_view_of_the_victim_elsewhere_and_uses_refusal_hints():
+    fair = FairShare(np.array([0.5, 0.5]), np.array([0, 1]), 8.0)
+    g, port = gm(fair=fair, job_user=np.array([0, 0, 0]), repartition=True)
+    g.lm_usage[:] = [[0.0, 4.0], [0.0, 3.0]]  # user 1 holds 7 of 8 workers
+    for w in range(8):
+        g.view.forget(w)
+    # a task needing constraint 2 (no worker has it) and then two needing nothing
+    g.on_message(job([0], masks=[0b100]), 0.0)
+    (dst, pre), = port.take(PreemptRequest)
+    assert dst == "megha/lm0" and pre.victim == 1 and pre.victim_elsewhere == 3.0
+    # LM0 refuses: the victim's workers there have masks 0b01 and 0b11; LM1 is asked next
+    g.on_message(PreemptReply(0, 0, False, victim_masks=np.array([0b01, 0b11], dtype=np.uint32)), 0.001)
+    (dst, pre), = port.take(PreemptRequest)
+    assert dst == "megha/lm1" and pre.victim_elsewhere == 4.0
+    g.on_message(PreemptReply(1, 0, False), 0.002)
+    assert len(g.queue) == 1
+    g.on_message(job([1, 2], masks=[0b100, 0]), 0.003)  # user 0 is busy with no preemption: both wait ...
+    port.take()
+    g.preempting.clear()
+    g._fair_not_before = 0.0
+    # ... and the next retry offers the task the victim's workers suit (task 2), not only the oldest ones
+    g._fair_retry(1.0)
+    (_, pre), = port.take(PreemptRequest)
+    assert 2 in pre.tasks.tolist()
+
+
+def test_mutual_preemption_of_fractional_shares_ends():
+    # the property test's counter-example: shares of 0.6 and 0.9 workers on 6 workers made users 0 and 2 preempt
+    # each other for ever (192 preemptions in 200 s); now every task finishes and preemption stops
+    import tempfile
+    from pathlib import Path
+
+    from megha.config import RunConfig
+    from megha.sim.run import simulate
+
+    jobs = [(0.0, [0.05]), (0.58, [2.69, 5.91, 0.64, 0.33, 3.81, 1.1, 4.33]), (0.0, [6.0]), (0.0, [0.33, 4.8, 2.84]),
+            (5.81, [3.92, 4.15, 4.48])]
+    d = Path(tempfile.mkdtemp())
+    (d / "w.tr").write_text("".join(f"{a} {len(ds)} 1 " + " ".join(map(str, ds)) + "\n" for a, ds in jobs))
+    cfg = RunConfig(scheduler="megha", trace=str(d / "w.tr"), workers=6, gms=3, lms=2, seed=6,
+                    options={"shares": [0.1, 0.25, 0.15, 0.5], "user_gms": [0, 1, 1, 2], "heartbeat": 1.0})
+    r = simulate(cfg, actions=[(200.0, lambda engine, dep, now: engine.stop())])
+    assert r.unfinished_reason is None
+    assert (r.recorder.finishes[r.feasible] == 1).all()
+    assert r.counters["preemptions"] <= 2

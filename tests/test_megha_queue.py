@@ -49,3 +49,24 @@ def test_mask_queue_many_masks_compaction():
     for w in range(0, 1 << 21, 997):
         assert a.pop_first_fitting(w) == b.pop_first_fitting(w)
     assert a.entries() == b.entries()
+
+
+def test_pop_heads_takes_one_task_per_mask_and_unpop_restores_the_order():
+    import numpy as np
+
+    from megha.schedulers.megha.fairness import MaskQueue
+
+    q = MaskQueue()
+    for i, m in enumerate([1, 1, 1, 2, 1, 4, 2]):
+        q.push_back(("t", i), m)
+    items = q.pop_heads(2)
+    assert [(m, e[1]) for _, m, e in items] == [(1, 0), (2, 3)]
+    assert [e[1] for e in q.entries()] == [1, 2, 4, 5, 6]
+    q.push_front(("t", -1), 1)  # something else went back to the head in between
+    q.unpop(items)
+    assert [e[1] for e in q.entries()] == [-1, 0, 1, 2, 3, 4, 5, 6]
+    # only masks that one of the given workers satisfies: worker 0b100 suits mask 4, worker 0b011 masks 1 and 2
+    got = q.pop_heads_fitting_any(np.array([0b100], dtype=np.uint32), 3)
+    assert [e[1] for _, _, e in got] == [5]
+    got = q.pop_heads_fitting_any(np.array([0b011], dtype=np.uint32), 3)
+    assert [e[1] for _, _, e in got] == [-1, 3]

@@ -4,8 +4,9 @@ Four user queues with shares 10 %, 25 %, 15 % and 50 %; user 1 maps to GM 1, use
 GM 3; datacenters of 200, 500 and 1,500 workers. The paper uses a 4,550-task google_19 sample that is not public;
 we use the first jobs of the bundled Google sub-trace with about as many tasks (jobs get users at random). The
 paper's finding: allocation time, repartitions, preemption attempts and preemptions all rise as the datacenter
-shrinks. We also measure *unfairness episodes*: intervals in which a user with waiting tasks is below its share
-while another user is above its own.
+shrinks. We also measure *unfairness episodes* (:func:`unfairness_episodes`): intervals in which a user with
+waiting tasks is below its share while another user, holding a worker that suits one of those tasks, is above its
+own by a task or more; every run reports whether its longest episode stays within :data:`ALLOWED_UNFAIR_S`.
 
 Two workloads are run. With a *light* one (the first 25 jobs, ~500 tasks; the largest datacenter is rarely
 contended) every counter rises as the datacenter shrinks, as in the paper. With a *heavy* one (150 jobs, ~20,000
@@ -29,15 +30,20 @@ from megha.metrics import summary as S
 
 SHARES = [0.10, 0.25, 0.15, 0.50]
 USER_GMS = [0, 1, 1, 2]
+#: the longest unfair episode the scenario allows (s): 24 heartbeats of 5 s. A user below its share retries
+#: preemption at least once per heartbeat, and a refusal tells its GM which workers the victim holds, so a fixable
+#: violation should not outlast a few heartbeats; two 60 s samples in a row is the bound we check.
+ALLOWED_UNFAIR_S = 120.0
 
 
-def unfairness_episodes(res, step: float = 60.0, max_samples: int = 1000) -> dict:
+def unfairness_episodes(res, step: float = 60.0, max_samples: int = 20_000) -> dict:
     """Longest and total time during which fairness is violated in a way preemption could fix (slot mode).
 
-    Sampled every ``step`` seconds: a violation is a user with waiting tasks whose usage is below its share (by
-    more than one task and 5 % of the share) while at least one of its waiting tasks suits a worker held by a
-    user over its share. (A user whose tasks only fit workers it already occupies is limited by its placement
-    constraints, not by unfairness.)
+    Sampled every ``step`` seconds (coarser only for runs longer than ``max_samples`` steps): a violation is a
+    user with waiting tasks whose usage is below its share (by more than one task and 5 % of the share) while at
+    least one of its waiting tasks suits a worker held by a user over its share by at least one task (one that
+    could give a task up and still hold its share, as Megha's preemption requires). A user whose tasks only fit
+    workers it already occupies is limited by its placement constraints, not by unfairness.
     """
     rec = res.recorder
     user = np.asarray(res.extras["job_user"])[res.workload.task_job]
@@ -70,7 +76,7 @@ def unfairness_episodes(res, step: float = 60.0, max_samples: int = 1000) -> dic
         ru = user[tk[run]]
         usage = np.bincount(ru, minlength=shares.size).astype(float)
         deficit = shares * total - usage
-        over = deficit < -1e-9
+        over = deficit <= -1.0 + 1e-9
         if not over.any():
             continue
         held = np.unique(wmask[wk[run][over[ru]]])
@@ -104,7 +110,8 @@ def run(ctx: ReproContext) -> dict:
         workloads["heavy"] = 60
     if "max_jobs" in ctx.extra:
         workloads = {"custom": int(ctx.extra["max_jobs"])}
-    out: dict = {"sizes": sizes, "shares": SHARES, "workloads": workloads, "runs": {}, "rises_as_dc_shrinks": {}}
+    out: dict = {"sizes": sizes, "shares": SHARES, "workloads": workloads, "runs": {}, "rises_as_dc_shrinks": {},
+                 "allowed_unfair_episode_s": ALLOWED_UNFAIR_S}
     from megha.metrics.report import plot_cdfs
 
     for name, max_jobs in workloads.items():
@@ -130,6 +137,7 @@ def run(ctx: ReproContext) -> dict:
                 "preemptions": int(c.get("preemptions", 0)),
                 "completed": res.unfinished_reason is None,
                 **ep,
+                "fair_within_allowance": ep["longest_unfair_episode_s"] <= ALLOWED_UNFAIR_S + 1e-9,
             }
             rows.append(row)
             out["runs"][f"{name}/{n}"] = row

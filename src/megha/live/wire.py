@@ -138,6 +138,14 @@ def _k_float(v: Any) -> Any:
     return float(v)
 
 
+def _k_float_opt(v: Any) -> Any:
+    return None if v is None else _k_float(v)
+
+
+def _k_masks_opt(v: Any) -> Any:
+    return None if v is None else K_MASKS_ARR(v)
+
+
 def _k_bool(v: Any) -> Any:
     if type(v) is not bool:
         raise WireError("expected a boolean")
@@ -272,11 +280,12 @@ SCHEMAS: dict[str, Schema] = dict([
        ("acked", K_INT), same=("workers", "state")),
     _s(M.SyncRequest, ("gm", K_INT)),
     _s(M.PreemptRequest, ("gm", K_INT), ("tasks", K_IDS_ARR), ("durations", K_FLOATS_ARR), ("masks", K_MASKS_ARR),
-       ("user", K_INT), ("victim", K_INT), ("demands", _k_mat_opt), same=("tasks", "durations", "masks"),
+       ("user", K_INT), ("victim", K_INT), ("demands", _k_mat_opt), ("victim_elsewhere", _k_float_opt),
+       same=("tasks", "durations", "masks"),
        rows=("demands", "tasks")),
     _s(M.PreemptReply, ("lm", K_INT), ("request", K_INT), ("ok", K_BOOL), ("task", K_INT),
        ("delta_workers", K_IDS_ARR), ("delta_state", _k_state), ("usage", _k_vec_opt), ("acked", K_INT),
-       ("worker", K_INT), same=("delta_workers", "delta_state")),
+       ("worker", K_INT), ("victim_masks", _k_masks_opt), same=("delta_workers", "delta_state")),
     _s(M.Preempted, ("lm", K_INT), ("tasks", K_IDS_ARR), ("acked", K_INT)),
     _s(L.HostBeat, ("host", K_STR), ("epoch", K_INT), ("lm", K_INT), ("workers", K_IDS), ("running", K_IDS),
        ("period", K_FLOAT)),

@@ -23,3 +23,18 @@ def first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: int
             best = heads[i]
             bi = i
     return bi
+
+
+@njit(cache=True, nogil=True)
+def suited_slots(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_masks: np.ndarray) -> np.ndarray:
+    """Which of the first ``n`` non-empty slots fit at least one of the workers (given as complemented masks)."""
+    out = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        if heads[i] == INF:
+            continue
+        m = masks[i]
+        for nm in not_worker_masks:
+            if (m & nm) == 0:
+                out[i] = True
+                break
+    return out

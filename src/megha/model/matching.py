@@ -333,6 +333,59 @@ class WaitQueue:
         s = int(self._heads[: self._n_slots].argmin())
         return self._take(s)
 
+    def pop_heads(self, k: int) -> list[tuple[int, int, object]]:
+        """Remove the earliest entry of each of the ``k`` constraint masks queued longest, in FIFO order.
+
+        Returns ``(seq, mask, entry)`` items; :meth:`unpop` puts them back where they were. Unlike ``k`` calls of
+        :meth:`pop_front`, this yields ``k`` *different* constraint masks (candidates for a preemption that
+        are not all blocked by the same missing constraint).
+        """
+        n = self._n_slots
+        if not self._len or k <= 0:
+            return []
+        heads = self._heads[:n]
+        live = int((heads != _INF).sum())
+        k = min(k, live)
+        pick = np.argpartition(heads, k - 1)[:k] if k < n else np.arange(n)
+        pick = pick[np.argsort(heads[pick], kind="stable")]
+        return self._take_heads([int(m) for m in self._masks[pick].tolist()])
+
+    def pop_heads_fitting_any(self, worker_masks: np.ndarray, k: int) -> list[tuple[int, int, object]]:
+        """:meth:`pop_heads` restricted to constraint masks that at least one of ``worker_masks`` satisfies."""
+        n = self._n_slots
+        if not self._len or k <= 0 or not len(worker_masks):
+            return []
+        from megha.model._kernels import suited_slots
+
+        inv = ~np.asarray(worker_masks, dtype=MASK_DTYPE)
+        ok = np.flatnonzero(suited_slots(self._masks, self._heads, n, inv))
+        if ok.size > k:
+            ok = ok[np.argpartition(self._heads[ok], k - 1)[:k]]
+        ok = ok[np.argsort(self._heads[ok], kind="stable")]
+        return self._take_heads([int(m) for m in self._masks[ok].tolist()])
+
+    def _take_heads(self, masks: list[int]) -> list[tuple[int, int, object]]:
+        out = []
+        for m in masks:  # by mask: taking an entry may compact the slots
+            s = self._slot_of[m]
+            seq = int(self._heads[s])
+            out.append((seq, m, self._take(s)))
+        return out
+
+    def unpop(self, items: list[tuple[int, int, object]]) -> None:
+        """Put back entries taken by :meth:`pop_heads`, each at its old place in the FIFO order."""
+        for seq, m, entry in items:
+            s = self._slot(m)
+            b = self._buckets[s]
+            if not b:
+                self._empty_slots -= 1
+            i = 0
+            while i < len(b) and b[i][0] < seq:
+                i += 1
+            b.insert(i, (seq, entry))
+            self._heads[s] = b[0][0]
+            self._len += 1
+
     def entries(self):
         """All entries in FIFO order (for inspection and tests; not fast)."""
         items = [it for b in self._buckets for it in b]

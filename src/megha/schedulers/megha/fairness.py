@@ -41,11 +41,20 @@ class FairShare:
     def under_share(self, user: int, usage: np.ndarray) -> bool:
         return bool(usage[user] / self.total < self.shares[user] - 1e-12)
 
-    def victims(self, user: int, usage: np.ndarray) -> list[int]:
-        """Users over their share, largest violation first (never ``user`` itself)."""
+    def victims(self, user: int, usage: np.ndarray, units: float = 0.0) -> list[int]:
+        """Users over their share by at least ``units``, largest violation first (never ``user`` itself).
+
+        A victim must stay at or above its own share after giving up ``units``. Without this rule two users
+        whose shares are not whole tasks preempt each other for ever: each is over its share while it runs its
+        one task and under it once preempted (found by the property test; the paper's Algorithm 2 does not
+        say how much violation is enough). With it, preemption only ever moves a user towards its share and
+        never pushes another below its own, so the total shortfall under the shares shrinks with every
+        preemption and preemption always ends.
+        """
         v = self.violation(usage)
+        need = units / self.total - 1e-12
         order = np.argsort(-v, kind="stable")
-        return [int(u) for u in order if u != user and v[u] > 1e-12]
+        return [int(u) for u in order if u != user and v[u] > 1e-12 and v[u] >= need]
 
 
 _FF = None

@@ -84,6 +84,7 @@ class GlobalMaster(Component):
         self.fair_period = fair_period
         self._fair_backoff = fair_period
         self._fair_armed = False
+        self._fair_not_before = 0.0  # after preemption was refused everywhere, LM updates retry no sooner than this
         idx = layout.idx
         if layout.capacity is None:
             self.view: SlotView | ResourceView = SlotView(idx, layout.n_workers, all_free=fresh_view)
@@ -115,6 +116,8 @@ class GlobalMaster(Component):
         self.unacked_by_lm: list[deque] = [deque() for _ in range(layout.n_lms)]
         self.running: dict[int, tuple] = {}  # own running tasks -> entry (fairness: usage and requeue)
         self.preempting: dict[int, tuple] = {}  # task -> (entry, victims left, LMs left for this victim)
+        # (victim, LM) -> constraint masks of the workers the victim held there at the last refusal
+        self._victim_masks: dict[tuple[int, int], np.ndarray] = {}
         self.counters: Counter = Counter()
         self.rnd = FastRandom(np.random.default_rng(0))
         self._handlers = {
@@ -361,7 +364,7 @@ class GlobalMaster(Component):
         self._ack(msg.lm, msg.acked)
         self.counters["updates_received"] += 1
         self._offer_all(self._apply_truth(msg.workers, msg.state), now)
-        if self.preemption:
+        if self.preemption and now >= self._fair_not_before:
             self._fair_retry(now)
         self._flush(now)
 
@@ -394,8 +397,8 @@ class GlobalMaster(Component):
         if not self.fair.under_share(e[E_USER], usage):
             self.queue.push_back(e)
             return
-        if e[E_USER] in self._preempting_users() or not self._try_preempt([e], self.fair.victims(e[E_USER], usage),
-                                                                          None, now):
+        if e[E_USER] in self._preempting_users() or not self._try_preempt(
+                [e], self.fair.victims(e[E_USER], usage, self._units(e)), None, now):
             self.queue.push_back(e)
             self._arm_fair()
 
@@ -417,10 +420,12 @@ class GlobalMaster(Component):
                 tasks = np.array([x[E_TASK] for x in entries], dtype=np.int64)
                 self.rec.decided(tasks, now)
                 dem = np.array([x[E_DEMAND] for x in entries]) if self.resource_mode else None
+                elsewhere = float(self.lm_usage[:, v].sum() - self.lm_usage[lm, v])
                 self.port.send(
                     self._lm_addr[lm],
                     PreemptRequest(self.g, tasks, np.array([x[1] for x in entries]),
-                                   np.array([x[E_MASK] for x in entries], dtype=np.uint32), entries[0][E_USER], v, dem),
+                                   np.array([x[E_MASK] for x in entries], dtype=np.uint32), entries[0][E_USER], v, dem,
+                                   elsewhere),
                 )
                 return True
             victims = victims[1:]
@@ -451,20 +456,35 @@ class GlobalMaster(Component):
         for u in self.my_users:
             if u in busy_users or not self.fair.under_share(u, usage):
                 continue
-            victims = self.fair.victims(u, usage)
-            if not victims:
-                continue
+            # a victim must keep its share after giving up at least one task's units (FairShare.victims)
             q = self.queue.qs[u]
-            cands = []
-            while len(cands) < self.preempt_candidates:
-                e = q.pop_front()
-                if e is None:
-                    break
-                if not self._place(e, now):
-                    cands.append(e)
+            dmin = self.queue.dmin  # resource mode: a lower bound of every queued demand
+            smallest = 1.0 if not self.resource_mode else (0.0 if dmin is None else float(dmin[0]))
+            if not self.fair.victims(u, usage, smallest):
+                continue
+            items = [it for it in self._preempt_candidates(q, usage, u) if not self._place(it[2], now)]
+            cands = [it[2] for it in items]
+            victims = self.fair.victims(u, usage, min((self._units(e) for e in cands), default=0.0))
             if cands and not self._try_preempt(cands, victims, None, now):
-                for e in reversed(cands):
-                    q.push_front(e, e[E_MASK])
+                q.unpop(items)
+
+    def _preempt_candidates(self, q, usage: np.ndarray, u: int) -> list[tuple[int, int, tuple]]:
+        """Queued tasks of user ``u`` to offer for a preemption, as :meth:`WaitQueue.pop_heads` items, oldest first.
+
+        First the oldest task that each worker an LM reported the current victims holding would suit (refusals
+        carry those workers' constraint masks), then the oldest task of each of the oldest other constraint
+        masks: the first tasks of the queue often share a mask that no victim's worker has.
+        """
+        k = self.preempt_candidates
+        items = []
+        if self._victim_masks:
+            victims = set(self.fair.victims(u, usage))
+            held = [m for (v, _), m in self._victim_masks.items() if v in victims]
+            if held:
+                items = q.pop_heads_fitting_any(np.unique(np.concatenate(held)), k // 2)
+        items.extend(q.pop_heads(k - len(items)))
+        items.sort(key=lambda it: it[0])
+        return items
 
     def _requeue(self, entries: list[tuple], front: bool, now: float) -> None:
         """Tasks come back to the GM: place them if the view allows, else queue them (head or tail)."""
@@ -481,9 +501,12 @@ class GlobalMaster(Component):
             self.lm_usage[msg.lm] = msg.usage
         self._ack(msg.lm, msg.acked)
         entries, victims, lms = self.preempting.pop(msg.request)
+        if msg.victim_masks is not None:
+            self._victim_masks[(victims[0], msg.lm)] = msg.victim_masks
         if msg.ok:
             self.counters["preemptions_granted"] += 1
             self._fair_backoff = self.fair_period
+            self._fair_not_before = 0.0
             for e in entries:
                 if e[E_TASK] == msg.task:
                     self._start_usage(e)
@@ -491,12 +514,15 @@ class GlobalMaster(Component):
             self._requeue([x for x in entries if x[E_TASK] != msg.task], True, now)
             for w in gained:
                 self._offer(w, now)
+            # the user may still be under its share: go on at once (each success shrinks a shortfall, so this ends)
+            self._fair_retry(now)
             self._flush(now)
             return
         elif not self._try_preempt(entries, victims, lms, now):
             gained = self._apply_truth(msg.delta_workers, msg.delta_state)
             self._requeue(entries, False, now)  # Algorithm 2: reinsert in the user's queue
             # nobody could be preempted for these tasks: try less often until something succeeds
+            self._fair_not_before = now + self.fair_period  # not on every LM's update: once per period
             self._fair_backoff = min(2 * self._fair_backoff, 64 * self.fair_period)
             self._arm_fair()
             for w in gained:

@@ -8,9 +8,10 @@
 * Every ``heartbeat`` seconds each GM with pending changes gets a :class:`StateDelta`.
 * Resource mode: a task launched in another GM's partition of a node carves a logical node of exactly the
   task's request into that GM's partition (repartition at resource granularity).
-* Fairness: a preemption request is verified against the LM's true state — the victim must be over its
-  share within this cluster and run tasks on a worker that suits the requester — then the victim's tasks
-  are killed and the requester's task launched in their place.
+* Fairness: a preemption request is verified against the LM's true state — the victim must stay at or above
+  its share after losing the preempted tasks (see :meth:`FairShare.victims`; its usage here is exact, its
+  usage on other LMs is the requesting GM's latest view) and run tasks on a worker that suits the requester —
+  then the victim's tasks are killed and the requester's task launched in their place.
 """
 
 from __future__ import annotations
@@ -141,6 +142,13 @@ class LocalMaster(Component):
 
     def _units(self, demand) -> float:
         return float(demand[0]) if self.resource_mode else 1.0
+
+    def _freed_units(self, w: int, tasks: list[int]) -> float:
+        """Units that preempting ``tasks`` on worker ``w`` takes from their user."""
+        if not self.resource_mode:
+            return float(len(tasks))
+        on = self.cluster.tasks_on[w - self.lo]
+        return float(sum(on[t][2][0] for t in tasks))
 
     def _delta_for(self, gm: int, extra: list[int] | None = None) -> tuple[list[int], list | np.ndarray]:
         workers = self.pending_for(gm)
@@ -319,29 +327,37 @@ class LocalMaster(Component):
     def _on_preempt(self, msg: PreemptRequest, now: float) -> None:
         self.counters["preemption_requests"] += 1
         chosen = None
+        running = None
         fair = self.fair
         if fair is not None and self.usage is not None:
-            over = self.usage[msg.victim] / self.total_units > fair.shares[msg.victim] + 1e-12
-            if over:
-                running = self.user_tasks.get(msg.victim, {})
-                if running:
-                    ws = np.unique(np.fromiter(running.values(), dtype=np.int64, count=len(running)))
-                    wm = self._masks[ws]
-                    for k, mask in enumerate(msg.masks.tolist()):
-                        demand = None if msg.demands is None else msg.demands[k]
-                        for w in ws[(np.uint32(mask) & ~wm) == 0].tolist():  # task ⊆ worker
-                            victims = self.cluster.victims_on(w, msg.victim, demand)
-                            if victims:
-                                chosen = (k, w, victims, demand)
-                                break
-                        if chosen is not None:
+            # what the victim may lose and still hold its share: its exact usage here plus, when the GM says, its
+            # usage on the other LMs as the GM last saw it (LMs do not talk to each other), against its share of
+            # the datacenter; else its share of this cluster
+            if msg.victim_elsewhere is None:
+                surplus = self.usage[msg.victim] - fair.shares[msg.victim] * self.total_units + 1e-9
+            else:
+                surplus = self.usage[msg.victim] + msg.victim_elsewhere - fair.shares[msg.victim] * fair.total + 1e-9
+            running = self.user_tasks.get(msg.victim, {}) if surplus > 2e-9 else None
+            if running:
+                ws = np.unique(np.fromiter(running.values(), dtype=np.int64, count=len(running)))
+                wm = self._masks[ws]
+                for k, mask in enumerate(msg.masks.tolist()):
+                    demand = None if msg.demands is None else msg.demands[k]
+                    for w in ws[(np.uint32(mask) & ~wm) == 0].tolist():  # task ⊆ worker
+                        victims = self.cluster.victims_on(w, msg.victim, demand)
+                        if victims and self._freed_units(w, victims) <= surplus:
+                            chosen = (k, w, victims, demand)
                             break
+                    if chosen is not None:
+                        break
         first = int(msg.tasks[0])
         if chosen is None:
             self.counters["preemptions_refused"] += 1
             dw, ds = self._delta_for(msg.gm)
+            # what this LM could free for the victim: the GM picks candidates these workers suit next time
+            masks = np.unique(self._masks[ws]).astype(np.uint32) if running else None
             self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, first, False, -1, dw, ds, self._usage_copy(),
-                                                              self.processed[msg.gm]))
+                                                              self.processed[msg.gm], victim_masks=masks))
             return
         k, w, victims, demand = chosen
         task = int(msg.tasks[k])

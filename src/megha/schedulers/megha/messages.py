@@ -109,6 +109,8 @@ class PreemptRequest:
     """GM → LM: preempt tasks of ``victim`` so that one of ``tasks`` (of an under-share user) can run.
 
     The candidates are tried in order; the LM launches the first one it can free a suitable worker for.
+    ``victim_elsewhere`` is the GM's latest view of the victim's usage on the *other* LMs (which this LM cannot
+    see); None asks the LM to judge the victim's share on its own cluster alone.
     """
 
     gm: int
@@ -118,6 +120,7 @@ class PreemptRequest:
     user: int
     victim: int
     demands: np.ndarray | None = None
+    victim_elsewhere: float | None = None
 
     @property
     def alloc_tasks(self) -> np.ndarray:
@@ -131,7 +134,9 @@ class PreemptRequest:
 class PreemptReply:
     """LM → GM: whether the preemption was verified (then ``task`` was launched on ``worker``).
 
-    ``request`` is the first candidate of the request (it identifies the request at the GM).
+    ``request`` is the first candidate of the request (it identifies the request at the GM). A refusal lists
+    in ``victim_masks`` the constraint masks of the workers on which the victim runs tasks here, so that the GM
+    can pick candidates those workers suit next time.
     """
 
     lm: int
@@ -143,6 +148,7 @@ class PreemptReply:
     usage: np.ndarray | None = None
     acked: int = 0
     worker: int = -1
+    victim_masks: np.ndarray | None = None
 
     @property
     def alloc_tasks(self) -> np.ndarray | None:
