@@ -119,7 +119,9 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
             return gms[job % n_g].address
 
     def counters() -> dict[str, int]:
-        out: dict[str, int] = {}
+        # the paper's counters are reported even when they stay at zero (no fairness: no preemption)
+        out: dict[str, int] = dict.fromkeys(("inconsistencies", "repartitions", "preemptions", "preemption_attempts",
+                                             "updates_sent"), 0)
         for c in [*gms, *lms]:
             for k, v in c.counters.items():
                 out[k] = out.get(k, 0) + int(v)
