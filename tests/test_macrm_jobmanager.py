@@ -7,7 +7,7 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
-from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
+from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger, _Round
 from megha.schedulers.macrm.messages import (
     Forget,
     JMExit,
@@ -146,6 +146,40 @@ def test_round_end_timeout_always_waits_for_the_timer():
     round_timeout(jm, port, 0.005)
     launched, cancelled = decisions(port)
     assert launched == {10: nodes[0]} and cancelled == [nodes[1]]
+
+
+def _scan(todo, dem, free, cap, one):
+    """Reference placement: task by task (largest first), the least loaded responder that fits, lowest position on
+    ties; a responder takes one task (one) or tasks while they fit (fill)."""
+    free = free.copy()
+    safe = np.where(cap > 0, cap, 1.0)
+    taken = np.zeros(len(free), dtype=bool)
+    out = {}
+    for k in sorted(range(len(todo)), key=lambda k: tuple(-dem[k])):
+        ok = (free + 1e-9 >= dem[k]).all(axis=1) & ~(taken if one else np.zeros_like(taken))
+        if ok.any():
+            j = int(np.argmin(np.where(ok, ((cap - free) / safe).max(axis=1), np.inf)))
+            free[j] -= dem[k]
+            taken[j] = True
+            out[todo[k]] = j
+    return out
+
+
+def test_fast_placement_of_alike_tasks_matches_the_scan():
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        one = case % 2 == 0
+        jm, _, _ = make(n_tasks=int(rng.integers(1, 9)), per_responder="one" if one else "fill")
+        n_resp = int(rng.integers(1, 12))
+        cap = rng.choice([2.0, 4.0, 8.0], size=(n_resp, 2))
+        free = np.round(cap * rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=cap.shape), 3)  # ties on purpose
+        alike = case % 3 != 0
+        d = rng.choice([0.25, 0.5, 1.0], size=(jm.n, 2))
+        jm.demands = np.tile(d[0], (jm.n, 1)) if alike else d
+        todo = list(range(jm.n))
+        r = _Round(1, (3, 0, 1), todo, np.arange(n_resp), 0)
+        r.resp, r.free, r.cap = list(range(n_resp)), [free], [cap]
+        assert jm._assign(r)[1] == _scan(todo, jm.demands[todo], free, cap, one), case
 
 
 def test_adaptive_initial_rate_from_the_cluster_load():
