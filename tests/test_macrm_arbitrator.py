@@ -47,14 +47,39 @@ def spec(job, n=1, first=0, user=0):
     return JobArrival(job, tasks, np.ones(n), np.zeros(n, dtype=np.uint32), np.ones((n, 1)), user=user)
 
 
-def make(n=4, actors=2, match_cost=1e-3, per_task=0.0, jm_limit=None, restarted=False, jm_placement="heartbeat",
-         round_end="all"):
+def make(
+    n=4,
+    actors=2,
+    match_cost=1e-3,
+    per_task=0.0,
+    jm_limit=None,
+    restarted=False,
+    jm_placement="heartbeat",
+    round_end="all",
+):
     rec = TaskRecorder(np.zeros(64))
-    arb = ResourceArbitrator("arb", rec, n, np.full(n, ALL), np.zeros(n, dtype=np.int64), ["nm0"], ["tr0"], "sup",
-                             "client", np.array([1.0]), np.array([4.0 * n]), actors=actors, match_cost=match_cost,
-                             match_cost_per_task=per_task, switch=ModeSwitch(0.9, 0.05), restarted=restarted,
-                             jm_limit=jm_limit, jm_placement=jm_placement, sampling_timeout=0.003,
-                             round_end=round_end)
+    arb = ResourceArbitrator(
+        "arb",
+        rec,
+        n,
+        np.full(n, ALL),
+        np.zeros(n, dtype=np.int64),
+        ["nm0"],
+        ["tr0"],
+        "sup",
+        "client",
+        np.array([1.0]),
+        np.array([4.0 * n]),
+        actors=actors,
+        match_cost=match_cost,
+        match_cost_per_task=per_task,
+        switch=ModeSwitch(0.9, 0.05),
+        restarted=restarted,
+        jm_limit=jm_limit,
+        jm_placement=jm_placement,
+        sampling_timeout=0.003,
+        round_end=round_end,
+    )
     port = RecordingPort()
     arb.attach(port)
     arb.on_start(0.0)
@@ -62,8 +87,10 @@ def make(n=4, actors=2, match_cost=1e-3, per_task=0.0, jm_limit=None, restarted=
 
 
 def hb(arb, nodes, free, now, acks=None):
-    arb.on_message(ForwardedHeartbeat(0, "nm0", list(nodes), np.array(free, dtype=float)[:, None],
-                                      list(acks or [0] * len(nodes))), now)
+    arb.on_message(
+        ForwardedHeartbeat(0, "nm0", list(nodes), np.array(free, dtype=float)[:, None], list(acks or [0] * len(nodes))),
+        now,
+    )
 
 
 def go_central(arb, port, now=0.0):
@@ -77,8 +104,12 @@ def running(arb, job, n, first):
 
 
 def request(arb, job, n, first, now, gang=False):
-    arb.on_message(TaskRequest(f"jm{job}", job, 0, 0, list(range(first, first + n)), [1.0] * n, np.ones((n, 1)),
-                               [0] * n, gang=gang), now)
+    arb.on_message(
+        TaskRequest(
+            f"jm{job}", job, 0, 0, list(range(first, first + n)), [1.0] * n, np.ones((n, 1)), [0] * n, gang=gang
+        ),
+        now,
+    )
 
 
 def fire_commits(arb, port, now):
@@ -291,8 +322,9 @@ def test_free_view_commit_and_match():
     assert v.commit(np.array([0, 0, 1]), np.ones((3, 1)), all_or_nothing=True).all()
     assert not v.commit(np.array([1, 1]), np.ones((2, 1)), all_or_nothing=True).any()
     snap = v.free.copy()
-    out = match(snap, v.usable(), np.ones((4, 1)), np.zeros(4, dtype=np.uint32), np.full(3, ALL),
-                np.random.default_rng(0))
+    out = match(
+        snap, v.usable(), np.ones((4, 1)), np.zeros(4, dtype=np.uint32), np.full(3, ALL), np.random.default_rng(0)
+    )
     assert sorted(out.tolist()) == [-1, 0, 0, 1]  # three fit; the copy is used up, not the view
     assert v.free[:, 0].tolist() == [2.0, 1.0, 0.0]
 

@@ -53,16 +53,16 @@ def test_requests_and_synthetic_jobs():
     w = poisson_jobs(50, np.random.default_rng(2))
     assert w.n_tasks == 450 and (w.task_demand == 1).all()
     first = w.job_first_task
-    assert all((w.task_duration[f:f + 9] == w.task_duration[f]).all() for f in first)
+    assert all((w.task_duration[f : f + 9] == w.task_duration[f]).all() for f in first)
 
 
 def test_offered_load_counts_background_and_live_tasks():
     phys = np.full((2, 1), 10.0)
     dc = cluster(phys, np.array([[5.0], [0.0]]), ("cpu",), "t")
-    w = workload_from_jobs(np.array([0.0, 1.0]), [1, 1], np.array([2.0, 0.5]), np.array([[4.0], [2.0]]), ("cpu",),
-                           "t")
+    w = workload_from_jobs(np.array([0.0, 1.0]), [1, 1], np.array([2.0, 0.5]), np.array([[4.0], [2.0]]), ("cpu",), "t")
     assert offered_load(w, dc, np.array([-1.0, 0.0, 1.2, 1.6, 2.5])).tolist() == pytest.approx(
-        [0.25, 0.45, 0.55, 0.45, 0.25])
+        [0.25, 0.45, 0.55, 0.45, 0.25]
+    )
     assert dc.capacity[:, 0].tolist() == [5.0, 10.0]
 
 
@@ -86,7 +86,11 @@ def test_chapter_4_systems_follow_the_thesis_text():
     assert macrm["heartbeat"] == 2.0 and macrm.get("jm_placement", "heartbeat") == "heartbeat"
     assert sparrow["jm_placement"] == "sampling" and sparrow["hb_blocks_sampling"] is False
     assert (sparrow["rate"], sparrow["initial_rate"], sparrow["doubling"], sparrow["centralized"]) == (
-        "fixed", 2.0, False, False)
+        "fixed",
+        2.0,
+        False,
+        False,
+    )
     assert SPARROW_THESIS["max_retries"] > 1000 and NET_CH4 == 0.0004
 
 
@@ -100,11 +104,14 @@ def test_sampler_diagnostics_of_a_small_run():
     assert d["jm_wait"].shape == (2,) and (d["jm_wait"] >= 3 * NET_CH4 - 1e-12).all()  # inquiry, answer, container
 
 
-@pytest.mark.parametrize(("exp", "extra"), [
-    ("macrm-sampling", {"jobs": 8}),
-    ("macrm-service-time", {"nodes": 60, "jobs": 30}),
-    ("macrm-burst", {"nodes": 60}),
-])
+@pytest.mark.parametrize(
+    ("exp", "extra"),
+    [
+        ("macrm-sampling", {"jobs": 8}),
+        ("macrm-service-time", {"nodes": 60, "jobs": 30}),
+        ("macrm-burst", {"nodes": 60}),
+    ],
+)
 def test_reproductions_run_end_to_end(tmp_path, exp, extra):
     ctx = ReproContext(out=tmp_path, quick=True, log=lambda s: None, extra=extra)
     doc = run_experiment(exp, ctx)

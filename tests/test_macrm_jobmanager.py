@@ -30,17 +30,39 @@ N = 200
 ALL = np.uint32((1 << 21) - 1)
 
 
-def make(n_tasks=9, load=0.5, central=False, max_retries=3, rate="adaptive", doubling=True, per_responder="fill",
-         round_end="all"):
+def make(
+    n_tasks=9,
+    load=0.5,
+    central=False,
+    max_retries=3,
+    rate="adaptive",
+    doubling=True,
+    per_responder="fill",
+    round_end="all",
+):
     rec = TaskRecorder(np.zeros(100))
     rec.expect(n_tasks)
     masks = np.full(N, ALL)
-    ctx = JMContext("arb", ["nm0", "nm1"], (np.arange(N) >= N // 2).astype(np.int64), ["tr0", "tr1"], masks,
-                    ProbeSampler(masks), rec, KnownLedger(rec, 100), 1, rate=rate, doubling=doubling,
-                    max_retries=max_retries, sampling_timeout=0.005, per_responder=per_responder,
-                    round_end=round_end)
-    spec = JobArrival(3, np.arange(10, 10 + n_tasks), np.ones(n_tasks), np.zeros(n_tasks, dtype=np.uint32),
-                      np.ones((n_tasks, 1)))
+    ctx = JMContext(
+        "arb",
+        ["nm0", "nm1"],
+        (np.arange(N) >= N // 2).astype(np.int64),
+        ["tr0", "tr1"],
+        masks,
+        ProbeSampler(masks),
+        rec,
+        KnownLedger(rec, 100),
+        1,
+        rate=rate,
+        doubling=doubling,
+        max_retries=max_retries,
+        sampling_timeout=0.005,
+        per_responder=per_responder,
+        round_end=round_end,
+    )
+    spec = JobArrival(
+        3, np.arange(10, 10 + n_tasks), np.ones(n_tasks), np.zeros(n_tasks, dtype=np.uint32), np.ones((n_tasks, 1))
+    )
     jm = JobManager("jm3.0", ctx, spec, 0, 150, load, central)
     port = RecordingPort(seed=1)
     jm.attach(port)
@@ -57,8 +79,9 @@ def sampled(port):
 
 
 def reply(jm, token, nodes, free, now, cap=4.0):
-    jm.on_message(SampleReply(token, list(nodes), np.array(free, dtype=float)[:, None],
-                              np.full((len(nodes), 1), cap)), now)
+    jm.on_message(
+        SampleReply(token, list(nodes), np.array(free, dtype=float)[:, None], np.full((len(nodes), 1), cap)), now
+    )
 
 
 def decisions(port):

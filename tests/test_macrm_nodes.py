@@ -33,9 +33,22 @@ ONE = np.array([1.0])
 
 def make(n=3, cap=4.0, central=False, hold=0.01, hb_blocks_sampling=True):
     rec = TaskRecorder(np.zeros(64))
-    nm = NodeManagers("nm", 0, 0, np.full((n, 1), cap), np.zeros((n, 1)), rec, "tracker", "arb", "runtime",
-                      heartbeat=1.0, hold_timeout=hold, hb_reply_timeout=0.1, central=central,
-                      hb_blocks_sampling=hb_blocks_sampling)
+    nm = NodeManagers(
+        "nm",
+        0,
+        0,
+        np.full((n, 1), cap),
+        np.zeros((n, 1)),
+        rec,
+        "tracker",
+        "arb",
+        "runtime",
+        heartbeat=1.0,
+        hold_timeout=hold,
+        hb_reply_timeout=0.1,
+        central=central,
+        hb_blocks_sampling=hb_blocks_sampling,
+    )
     port = RecordingPort()
     nm.attach(port)
     nm.on_start(0.0)
@@ -44,8 +57,18 @@ def make(n=3, cap=4.0, central=False, hold=0.01, hb_blocks_sampling=True):
 
 def tasks(nodes, ids, owner="jmA", dur=1.0, dem=1.0, seqs=None, job=0, attempt=0):
     k = len(nodes)
-    return Containers(list(nodes), list(ids), [job] * k, [attempt] * k, [0] * k, [dur] * k, np.full((k, 1), dem),
-                      [owner] * k, list(seqs or [0] * k), [None] * k)
+    return Containers(
+        list(nodes),
+        list(ids),
+        [job] * k,
+        [attempt] * k,
+        [0] * k,
+        [dur] * k,
+        np.full((k, 1), dem),
+        [owner] * k,
+        list(seqs or [0] * k),
+        [None] * k,
+    )
 
 
 def inquiry(port, nm, jm, token, nodes, now, need=ONE):

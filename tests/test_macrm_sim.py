@@ -71,12 +71,30 @@ job_st = st.tuples(
 def test_every_feasible_task_completes_exactly_once_without_overcommit(
     jobs, workers, trackers, switch_load, rate, retries, queue, gang, actors, constraints, jm_placement, seed
 ):
-    opts = {"trackers": trackers, "switch_load": switch_load, "rate": rate, "max_retries": retries, "queue": queue,
-            "gang": gang, "actors": actors, "jm_demand": {"cpu": 0.5, "mem": 0.25}, "heartbeat": 0.5,
-            "jm_placement": jm_placement}
-    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=workers, resources=True,
-                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.5, "mem": 1.0}, constraints=constraints,
-                    seed=seed, options=opts, stall_timeout=120)
+    opts = {
+        "trackers": trackers,
+        "switch_load": switch_load,
+        "rate": rate,
+        "max_retries": retries,
+        "queue": queue,
+        "gang": gang,
+        "actors": actors,
+        "jm_demand": {"cpu": 0.5, "mem": 0.25},
+        "heartbeat": 0.5,
+        "jm_placement": jm_placement,
+    }
+    cfg = RunConfig(
+        scheduler="macrm",
+        trace=write_trace(jobs),
+        workers=workers,
+        resources=True,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.5, "mem": 1.0},
+        constraints=constraints,
+        seed=seed,
+        options=opts,
+        stall_timeout=120,
+    )
     r = simulate(cfg)  # node managers refuse anything that does not fit; the runner checks exactly-once
     assert r.unfinished_reason is None
     rec = r.recorder
@@ -90,9 +108,16 @@ def test_every_feasible_task_completes_exactly_once_without_overcommit(
 def test_same_seed_same_result():
     rng = np.random.default_rng(5)
     jobs = [(round(i * 0.25, 3), [round(float(x), 3) for x in rng.uniform(0.5, 3, 1 + i % 7)]) for i in range(40)]
-    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=12, resources=True,
-                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, seed=3,
-                    options={"trackers": 2})
+    cfg = RunConfig(
+        scheduler="macrm",
+        trace=write_trace(jobs),
+        workers=12,
+        resources=True,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.0, "mem": 0.5},
+        seed=3,
+        options={"trackers": 2},
+    )
     a, b = simulate(cfg), simulate(cfg)
     for col in ("start", "end", "known", "worker", "scheduled"):
         assert np.array_equal(getattr(a.recorder, col), getattr(b.recorder, col), equal_nan=True)
@@ -111,8 +136,13 @@ def _fault_run(fault: str, central: bool, at: float = 6.0):
     def act(engine, dep, now):
         f = dep.extras["macrm"]
         if fault == "node":
-            busy = [n for n in range(100) if engine.components[f.groups[int(f.group_of[n])]].on_node[
-                n - engine.components[f.groups[int(f.group_of[n])]].lo]]
+            busy = [
+                n
+                for n in range(100)
+                if engine.components[f.groups[int(f.group_of[n])]].on_node[
+                    n - engine.components[f.groups[int(f.group_of[n])]].lo
+                ]
+            ]
             killed["nodes"] = busy[:5]
             f.kill_node(busy[:5])
         elif fault == "jm":
@@ -197,8 +227,14 @@ def test_random_task_failures_and_all_faults_together(jm_placement):
             if f.kill_jm(j):
                 break
 
-    r = simulate_inputs(w, dc, "macrm", {"trackers": 2, "task_failure_prob": 0.1, "jm_placement": jm_placement}, seed=1,
-                        actions=[(5.0, act)])
+    r = simulate_inputs(
+        w,
+        dc,
+        "macrm",
+        {"trackers": 2, "task_failure_prob": 0.1, "jm_placement": jm_placement},
+        seed=1,
+        actions=[(5.0, act)],
+    )
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()
     assert r.counters["macrm_nm_task_failures"] > 0
@@ -210,9 +246,17 @@ def test_faults_through_simulate_actions_on_a_run_config():
     arbitrator at different times of one run; every feasible task still completes exactly once."""
     rng = np.random.default_rng(8)
     jobs = [(round(i * 0.2, 3), [round(float(x), 3) for x in rng.uniform(1.0, 4.0, 1 + i % 6)]) for i in range(40)]
-    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=16, resources=True,
-                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, seed=2,
-                    options={"trackers": 2, "heartbeat": 0.5, "jm_demand": {"cpu": 0.5}}, stall_timeout=120)
+    cfg = RunConfig(
+        scheduler="macrm",
+        trace=write_trace(jobs),
+        workers=16,
+        resources=True,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.0, "mem": 0.5},
+        seed=2,
+        options={"trackers": 2, "heartbeat": 0.5, "jm_demand": {"cpu": 0.5}},
+        stall_timeout=120,
+    )
     done: dict[str, object] = {}
 
     def kill_node(engine, dep, now):
@@ -246,21 +290,46 @@ def test_faults_through_simulate_actions_on_a_run_config():
     assert lost > 0 and rec.preemptions.sum() == lost
 
 
-fault_st = st.lists(st.tuples(st.floats(0.5, 12.0).map(lambda x: round(x, 2)),
-                              st.sampled_from(["node", "jm", "tracker", "arbitrator", "task"])), min_size=1, max_size=4)
+fault_st = st.lists(
+    st.tuples(
+        st.floats(0.5, 12.0).map(lambda x: round(x, 2)),
+        st.sampled_from(["node", "jm", "tracker", "arbitrator", "task"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
-@given(jobs=st.lists(job_st, min_size=1, max_size=15), faults=fault_st, central=st.booleans(),
-       jm_placement=st.sampled_from(["heartbeat", "sampling"]), seed=st.integers(0, 1000))
+@given(
+    jobs=st.lists(job_st, min_size=1, max_size=15),
+    faults=fault_st,
+    central=st.booleans(),
+    jm_placement=st.sampled_from(["heartbeat", "sampling"]),
+    seed=st.integers(0, 1000),
+)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_faults_at_any_time_lose_no_task(jobs, faults, central, jm_placement, seed):
     """Nodes, job managers, trackers, the arbitrator and tasks killed at arbitrary times (also together, also during
     another agent's recovery): every feasible task still completes exactly once, never over a node's capacity."""
-    opts = {"trackers": 2, "heartbeat": 0.5, "jm_demand": {"cpu": 0.5}, "jm_placement": jm_placement,
-            "switch_load": 0.05 if central else 0.9}
-    cfg = RunConfig(scheduler="macrm", trace=write_trace(jobs), workers=10, resources=True,
-                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, seed=seed, options=opts,
-                    constraints=False, stall_timeout=30)  # (with constraints, killed nodes may be a task's only ones)
+    opts = {
+        "trackers": 2,
+        "heartbeat": 0.5,
+        "jm_demand": {"cpu": 0.5},
+        "jm_placement": jm_placement,
+        "switch_load": 0.05 if central else 0.9,
+    }
+    cfg = RunConfig(
+        scheduler="macrm",
+        trace=write_trace(jobs),
+        workers=10,
+        resources=True,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.0, "mem": 0.5},
+        seed=seed,
+        options=opts,
+        constraints=False,
+        stall_timeout=30,
+    )  # (with constraints, killed nodes may be a task's only ones)
 
     def action(kind):
         def act(engine, dep, now):
@@ -278,6 +347,7 @@ def test_faults_at_any_time_lose_no_task(jobs, faults, central, jm_placement, se
                 f.kill_arbitrator()
             else:
                 f.fail_task(list(range(sum(len(d) for _, d in jobs))))
+
         return act
 
     r = simulate(cfg, actions=[(t, action(k)) for t, k in faults])

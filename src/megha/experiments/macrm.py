@@ -97,9 +97,18 @@ from megha.sim.run import (
 ALL_CONSTRAINTS = np.uint32((1 << NUM_CONSTRAINTS) - 1)
 
 # Table 4.1 (count, platform, normalized CPU, normalized memory) and Table 4.2's units
-GOOGLE_MACHINES = [(6732, "B", 0.50, 0.50), (3863, "B", 0.50, 0.25), (1001, "B", 0.50, 0.75),
-                   (795, "C", 1.00, 1.00), (126, "A", 0.25, 0.25), (52, "B", 0.50, 0.12), (5, "B", 0.50, 0.03),
-                   (5, "B", 0.50, 0.97), (3, "C", 1.00, 0.50), (1, "B", 0.50, 0.06)]
+GOOGLE_MACHINES = [
+    (6732, "B", 0.50, 0.50),
+    (3863, "B", 0.50, 0.25),
+    (1001, "B", 0.50, 0.75),
+    (795, "C", 1.00, 1.00),
+    (126, "A", 0.25, 0.25),
+    (52, "B", 0.50, 0.12),
+    (5, "B", 0.50, 0.03),
+    (5, "B", 0.50, 0.97),
+    (3, "C", 1.00, 0.50),
+    (1, "B", 0.50, 0.06),
+]
 CORES_PER_UNIT = 12.0
 GB_PER_UNIT = 16.0
 # Table 4.3: mean and max request per task (cores, GB)
@@ -111,26 +120,43 @@ PAPER = {
     "macrm_vs_yarn": "32 % lower at 70 % load, 56 % lower at 90 % load",
     "macrm_vs_sparrow": "up to 49 % lower at 90 % load (behind Sparrow at 70 %)",
     "sparrow_growth": "Sparrow's service time grows steeply with load (Fig. 4.2; Appendix A, 5 jobs x 10 tasks: "
-                      "11.05 ms at 70 %, 14.47 at 80 %, 19.41 at 85 %, 28.68 at 90 %: x2.6 from 70 to 90 %), MACRM's "
-                      "does not (12.30 -> 14.55 ms)",
+    "11.05 ms at 70 %, 14.47 at 80 %, 19.41 at 85 %, 28.68 at 90 %: x2.6 from 70 to 90 %), MACRM's "
+    "does not (12.30 -> 14.55 ms)",
     "sampling": "doubling cuts service time > 25 % at 95 %; adaptive rate up to 21 % / 43 % better than doubling / "
-                "power of two at 95 %; the switch to centralized mode lowers it further at >= 90 %",
+    "power of two at 95 %; the switch to centralized mode lowers it further at >= 90 %",
     "burst_ms_appendix_A": {
-        "Sparrow": {70: [[11.051, 11.330], [11.432, 12.594]], 80: [[14.474, 15.888], [16.204, 22.760]],
-                    90: [[28.683, 33.108], [34.589, 59.986]]},
-        "MACRM": {70: [[12.299, 12.681], [12.792, 14.489]], 80: [[13.807, 14.975], [15.307, 21.280]],
-                  90: [[14.548, 14.973], [15.043, 16.698]]},
-        "YARN": {70: [[19.240, 40.958], [43.758, 121.033]], 80: [[24.029, 56.607], [58.158, 175.120]],
-                 90: [[37.219, 102.374], [78.323, 254.792]]},
+        "Sparrow": {
+            70: [[11.051, 11.330], [11.432, 12.594]],
+            80: [[14.474, 15.888], [16.204, 22.760]],
+            90: [[28.683, 33.108], [34.589, 59.986]],
+        },
+        "MACRM": {
+            70: [[12.299, 12.681], [12.792, 14.489]],
+            80: [[13.807, 14.975], [15.307, 21.280]],
+            90: [[14.548, 14.973], [15.043, 16.698]],
+        },
+        "YARN": {
+            70: [[19.240, 40.958], [43.758, 121.033]],
+            80: [[24.029, 56.607], [58.158, 175.120]],
+            90: [[37.219, 102.374], [78.323, 254.792]],
+        },
         "layout": "[[5 jobs x 10 tasks, 5 x 40], [20 x 10, 20 x 40]] (20 x * at 90 % for YARN: 15 jobs)",
     },
 }
 
 
 # --- running an in-memory workload on an in-memory datacenter ----------------------------------------------------
-def simulate_inputs(workload: Workload, dc: Datacenter, scheduler: str, options: dict | None = None, seed: int = 0,
-                    network_delay: float = 0.0005, actions: list[tuple[float, Callable]] | None = None,
-                    stall_timeout: float = 3600.0, label: str = "generated") -> RunResult:
+def simulate_inputs(
+    workload: Workload,
+    dc: Datacenter,
+    scheduler: str,
+    options: dict | None = None,
+    seed: int = 0,
+    network_delay: float = 0.0005,
+    actions: list[tuple[float, Callable]] | None = None,
+    stall_timeout: float = 3600.0,
+    label: str = "generated",
+) -> RunResult:
     """:func:`megha.sim.run.simulate` for a :class:`Workload` and :class:`Datacenter` built in memory."""
     t_wall = time.perf_counter()
     spec = registry.get(scheduler)
@@ -141,10 +167,20 @@ def simulate_inputs(workload: Workload, dc: Datacenter, scheduler: str, options:
     feasible = feasible_tasks(workload, dc)
     rec = TaskRecorder(workload.task_arrival, workload.task_demand)
     links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
-    engine = Engine(seed=int(stream(seed, _STREAM_ENGINE).integers(2**63)),
-                    delay_model=DelayModel(network_delay=network_delay, links=links), recorder=rec)
-    ctx = registry.BuildContext(engine=engine, recorder=rec, workload=workload, datacenter=dc, feasible=feasible,
-                                options=opts, rng=stream(seed, _STREAM_SCHEDULER))
+    engine = Engine(
+        seed=int(stream(seed, _STREAM_ENGINE).integers(2**63)),
+        delay_model=DelayModel(network_delay=network_delay, links=links),
+        recorder=rec,
+    )
+    ctx = registry.BuildContext(
+        engine=engine,
+        recorder=rec,
+        workload=workload,
+        datacenter=dc,
+        feasible=feasible,
+        options=opts,
+        rng=stream(seed, _STREAM_SCHEDULER),
+    )
     deployment = spec.build(ctx)
     source = TraceSource(workload, feasible, deployment.route)
     engine.add(source)
@@ -171,15 +207,39 @@ def simulate_inputs(workload: Workload, dc: Datacenter, scheduler: str, options:
     counters.update(deployment.counters())
     counters["tasks_infeasible"] = int((~feasible).sum())
     counters["jobs_without_feasible_tasks"] = source.skipped_jobs
-    cap = {k: float(v) for k, v in zip(dc.resource_names, dc.capacity.max(axis=0), strict=True)} \
-        if dc.capacity is not None else {}
-    cfg = RunConfig(scheduler=scheduler, trace=label, workers=dc.n_workers, seed=seed, constraints=False,
-                    resources=dc.capacity is not None, capacity=cap or {"cpu": 1.0}, network_delay=network_delay,
-                    options=dict(options or {}), stall_timeout=stall_timeout)
-    return RunResult(config=cfg, workload=workload, datacenter=dc, recorder=rec, feasible=feasible, counters=counters,
-                     message_counts=engine.message_counts(), end_time=engine.now if n_feasible else 0.0,
-                     events=engine.events, wall_seconds=time.perf_counter() - t_wall, options=opts.model_dump(),
-                     describe=deployment.describe, unfinished_reason=reason, extras=deployment.extras)
+    cap = (
+        {k: float(v) for k, v in zip(dc.resource_names, dc.capacity.max(axis=0), strict=True)}
+        if dc.capacity is not None
+        else {}
+    )
+    cfg = RunConfig(
+        scheduler=scheduler,
+        trace=label,
+        workers=dc.n_workers,
+        seed=seed,
+        constraints=False,
+        resources=dc.capacity is not None,
+        capacity=cap or {"cpu": 1.0},
+        network_delay=network_delay,
+        options=dict(options or {}),
+        stall_timeout=stall_timeout,
+    )
+    return RunResult(
+        config=cfg,
+        workload=workload,
+        datacenter=dc,
+        recorder=rec,
+        feasible=feasible,
+        counters=counters,
+        message_counts=engine.message_counts(),
+        end_time=engine.now if n_feasible else 0.0,
+        events=engine.events,
+        wall_seconds=time.perf_counter() - t_wall,
+        options=opts.model_dump(),
+        describe=deployment.describe,
+        unfinished_reason=reason,
+        extras=deployment.extras,
+    )
 
 
 # --- clusters ------------------------------------------------------------------------------------------------------
@@ -187,8 +247,13 @@ def cluster(physical: np.ndarray, background: np.ndarray, names: tuple[str, ...]
     """Unconstrained nodes whose allocatable capacity is ``physical − background`` (background in ``meta``)."""
     bg = np.minimum(np.maximum(background, 0.0), physical)
     n = physical.shape[0]
-    return Datacenter(worker_masks=np.full(n, ALL_CONSTRAINTS, dtype=np.uint32), capacity=physical - bg,
-                      resource_names=names, name=name, meta={"background": bg, "physical": physical})
+    return Datacenter(
+        worker_masks=np.full(n, ALL_CONSTRAINTS, dtype=np.uint32),
+        capacity=physical - bg,
+        resource_names=names,
+        name=name,
+        meta={"background": bg, "physical": physical},
+    )
 
 
 def google_machines(n: int = 500) -> np.ndarray:
@@ -199,13 +264,17 @@ def google_machines(n: int = 500) -> np.ndarray:
     rem = share - k
     for i in np.argsort(-rem, kind="stable")[: n - int(k.sum())]:
         k[i] += 1
-    rows = [np.tile([m[2] * CORES_PER_UNIT, m[3] * GB_PER_UNIT], (int(c), 1)) for m, c in
-            zip(GOOGLE_MACHINES, k, strict=True) if c]
+    rows = [
+        np.tile([m[2] * CORES_PER_UNIT, m[3] * GB_PER_UNIT], (int(c), 1))
+        for m, c in zip(GOOGLE_MACHINES, k, strict=True)
+        if c
+    ]
     return np.concatenate(rows).astype(np.float64)
 
 
-def gaussian_background(physical: np.ndarray, load: float, rng: np.random.Generator, sd: float | None = None
-                        ) -> np.ndarray:
+def gaussian_background(
+    physical: np.ndarray, load: float, rng: np.random.Generator, sd: float | None = None
+) -> np.ndarray:
     """Per node and resource: a fraction from N(μ, (1 − load)/2) clipped to [0, 1] (thesis §4.2.2), with μ chosen
     (on the drawn sample) so that the clipped fractions average exactly ``load`` for each resource."""
     sd = (1.0 - load) / 2 if sd is None else sd
@@ -231,8 +300,14 @@ def slot_background(n_nodes: int, cores: int, load: float, rng: np.random.Genera
 
 
 # --- workloads -----------------------------------------------------------------------------------------------------
-def workload_from_jobs(arrivals: np.ndarray, sizes: list[int], durations: np.ndarray, demands: np.ndarray,
-                       names: tuple[str, ...], name: str) -> Workload:
+def workload_from_jobs(
+    arrivals: np.ndarray,
+    sizes: list[int],
+    durations: np.ndarray,
+    demands: np.ndarray,
+    names: tuple[str, ...],
+    name: str,
+) -> Workload:
     """A :class:`Workload` of jobs in arrival order (``durations``/``demands`` per task, concatenated)."""
     order = np.argsort(arrivals, kind="stable")
     if not (order == np.arange(order.size)).all():
@@ -240,14 +315,26 @@ def workload_from_jobs(arrivals: np.ndarray, sizes: list[int], durations: np.nda
     sizes_a = np.asarray(sizes, dtype=np.int64)
     dur = np.asarray(durations, dtype=np.float64)
     first = np.concatenate([[0], np.cumsum(sizes_a)[:-1]])
-    mean = np.array([dur[f:f + s].mean() for f, s in zip(first, sizes_a, strict=True)]) if sizes else np.zeros(0)
-    return Workload(job_arrival=np.asarray(arrivals, dtype=np.float64), job_num_tasks=sizes_a,
-                    job_mean_duration=mean, task_duration=dur, task_demand=np.asarray(demands, dtype=np.float64),
-                    resource_names=names, name=name)
+    mean = np.array([dur[f : f + s].mean() for f, s in zip(first, sizes_a, strict=True)]) if sizes else np.zeros(0)
+    return Workload(
+        job_arrival=np.asarray(arrivals, dtype=np.float64),
+        job_num_tasks=sizes_a,
+        job_mean_duration=mean,
+        task_duration=dur,
+        task_demand=np.asarray(demands, dtype=np.float64),
+        resource_names=names,
+        name=name,
+    )
 
 
-def poisson_jobs(n_jobs: int, rng: np.random.Generator, start: float = 0.0, mean_gap: float = 1.0,
-                 tasks: int = 9, mean_duration: float = 1.0) -> Workload:
+def poisson_jobs(
+    n_jobs: int,
+    rng: np.random.Generator,
+    start: float = 0.0,
+    mean_gap: float = 1.0,
+    tasks: int = 9,
+    mean_duration: float = 1.0,
+) -> Workload:
     """Chapter 3's synthetic jobs: Poisson arrivals, ``tasks`` one-core tasks sharing one Exp(mean) duration."""
     arr = start + np.cumsum(rng.exponential(mean_gap, n_jobs))
     arr[0] = start
@@ -277,9 +364,18 @@ def _google_trace() -> Workload:
     return load_workload(resolve("sample:GOOG_subtrace", "trace"), dephase=False)
 
 
-def google_jobs(rng: np.random.Generator, n_jobs: int, start: float, gap: float, max_duration: float,
-                total: np.ndarray, max_share: float = 0.03, trace: Workload | None = None,
-                scale: float | np.ndarray = 1.0, jitter: float = 0.0) -> Workload:
+def google_jobs(
+    rng: np.random.Generator,
+    n_jobs: int,
+    start: float,
+    gap: float,
+    max_duration: float,
+    total: np.ndarray,
+    max_share: float = 0.03,
+    trace: Workload | None = None,
+    scale: float | np.ndarray = 1.0,
+    jitter: float = 0.0,
+) -> Workload:
     """Jobs drawn at random from the Google sub-trace every ``gap`` s, with Table 4.3 requests; jobs whose total
     request exceeds ``max_share`` of the cluster (any resource) are redrawn. ``jitter`` moves each arrival by a
     uniform offset in [−jitter, +jitter] (mean gap unchanged, order kept: ``jitter`` < ``gap``/2)."""
@@ -298,7 +394,7 @@ def google_jobs(rng: np.random.Generator, n_jobs: int, start: float, gap: float,
             continue
         lo = int(g.job_first_task[j])
         sizes.append(k)
-        durs.append(np.minimum(g.task_duration[lo:lo + k], max_duration))
+        durs.append(np.minimum(g.task_duration[lo : lo + k], max_duration))
         dems.append(np.tile(req[r], (k, 1)))
         r += 1
     if len(sizes) < n_jobs:
@@ -306,12 +402,18 @@ def google_jobs(rng: np.random.Generator, n_jobs: int, start: float, gap: float,
     arr = start + gap * np.arange(n_jobs)
     if jitter > 0:
         arr = arr + rng.uniform(-jitter, jitter, n_jobs)
-    return workload_from_jobs(arr, sizes, np.concatenate(durs), np.concatenate(dems), ("cpu", "mem"),
-                              f"goog{n_jobs}")
+    return workload_from_jobs(arr, sizes, np.concatenate(durs), np.concatenate(dems), ("cpu", "mem"), f"goog{n_jobs}")
 
 
-def burst_jobs(rng: np.random.Generator, n_jobs: int, n_tasks: int, at: float, max_duration: float,
-               trace: Workload | None = None, scale: float | np.ndarray = 1.0) -> Workload:
+def burst_jobs(
+    rng: np.random.Generator,
+    n_jobs: int,
+    n_tasks: int,
+    at: float,
+    max_duration: float,
+    trace: Workload | None = None,
+    scale: float | np.ndarray = 1.0,
+) -> Workload:
     """``n_jobs`` Google jobs with >= ``n_tasks`` tasks (extra tasks dropped at random), all arriving at ``at``."""
     g = trace or _google_trace()
     ok = np.flatnonzero(g.job_num_tasks >= n_tasks)
@@ -323,8 +425,14 @@ def burst_jobs(rng: np.random.Generator, n_jobs: int, n_tasks: int, at: float, m
         keep = np.sort(rng.choice(int(g.job_num_tasks[j]), size=n_tasks, replace=False))
         durs.append(np.minimum(g.task_duration[lo + keep], max_duration))
         dems.append(np.tile(req[k], (n_tasks, 1)))
-    return workload_from_jobs(np.full(n_jobs, at), [n_tasks] * n_jobs, np.concatenate(durs), np.concatenate(dems),
-                              ("cpu", "mem"), f"burst{n_jobs}x{n_tasks}")
+    return workload_from_jobs(
+        np.full(n_jobs, at),
+        [n_tasks] * n_jobs,
+        np.concatenate(durs),
+        np.concatenate(dems),
+        ("cpu", "mem"),
+        f"burst{n_jobs}x{n_tasks}",
+    )
 
 
 def offered_load(w: Workload, dc: Datacenter, at: np.ndarray) -> np.ndarray:
@@ -379,12 +487,24 @@ PER_RESPONDER = "one"  # "places the n tasks of the job on the least loaded of d
 ARRIVAL_JITTER = 0.05  # s: breaks the lock between 500 ms arrivals and 2 s heartbeats (see the module docstring)
 WARMUP = 4.5  # every node heartbeats at least twice before the first job (thesis §4.1.2, step c)
 CH4_HEARTBEAT = 2.0
-MACRM_CH4 = {"heartbeat": CH4_HEARTBEAT, "sampling_timeout": 0.003, "jm_demand": {"cpu": 0.05, "mem": 0.05},
-             "jm_heartbeat": CH4_HEARTBEAT}
+MACRM_CH4 = {
+    "heartbeat": CH4_HEARTBEAT,
+    "sampling_timeout": 0.003,
+    "jm_demand": {"cpu": 0.05, "mem": 0.05},
+    "jm_heartbeat": CH4_HEARTBEAT,
+}
 
 
-SPARROW_THESIS = {**MACRM_CH4, "rate": "fixed", "initial_rate": 2.0, "doubling": False, "centralized": False,
-                  "max_retries": 100000, "jm_placement": "sampling", "hb_blocks_sampling": False}
+SPARROW_THESIS = {
+    **MACRM_CH4,
+    "rate": "fixed",
+    "initial_rate": 2.0,
+    "doubling": False,
+    "centralized": False,
+    "max_retries": 100000,
+    "jm_placement": "sampling",
+    "hb_blocks_sampling": False,
+}
 """The Sparrow of the thesis's chapter 4, built from MACRM's own agents with the rules the thesis gives it:
 
 * "the jobs are submitted to a queue that allocates containers for their schedulers (like job managers in YARN) by
@@ -404,16 +524,19 @@ The registered ``sparrow`` (worker queues, late binding, long-lived schedulers) 
 "Sparrow"."""
 
 
-def ch4_schedulers(n_nodes: int, per_responder: str = PER_RESPONDER, round_end: str = "all",
-                   net: float = NET_CH4) -> list[tuple[str, str, dict, str]]:
+def ch4_schedulers(
+    n_nodes: int, per_responder: str = PER_RESPONDER, round_end: str = "all", net: float = NET_CH4
+) -> list[tuple[str, str, dict, str]]:
     """(label, scheduler, options, how completion is timed) for chapter 4's comparisons."""
     am = CH4_HEARTBEAT / n_nodes + net  # an AM container waits for the next heartbeat of some node, then starts
     pr = {"per_responder": per_responder, "round_end": round_end}
-    return [("MACRM", "macrm", {**MACRM_CH4, **pr}, "known"),
-            ("YARN", "yarn", {"heartbeat": CH4_HEARTBEAT}, "direct"),
-            ("YARN+AM", "yarn", {"heartbeat": CH4_HEARTBEAT, "am_overhead": round(am, 6)}, "direct"),
-            ("Sparrow", "sparrow", {}, "known"),
-            ("Sparrow-thesis", "macrm", {**SPARROW_THESIS, **pr}, "known")]
+    return [
+        ("MACRM", "macrm", {**MACRM_CH4, **pr}, "known"),
+        ("YARN", "yarn", {"heartbeat": CH4_HEARTBEAT}, "direct"),
+        ("YARN+AM", "yarn", {"heartbeat": CH4_HEARTBEAT, "am_overhead": round(am, 6)}, "direct"),
+        ("Sparrow", "sparrow", {}, "known"),
+        ("Sparrow-thesis", "macrm", {**SPARROW_THESIS, **pr}, "known"),
+    ]
 
 
 def request_scale(ctx: ReproContext) -> np.ndarray:
@@ -439,9 +562,14 @@ def sampler_diagnostics(res: RunResult, sel: np.ndarray | None = None) -> dict:
             start[jm.job] = jm.started_at
     wait = start - w.job_arrival
     c = res.counters
-    return {"jm_wait": wait if sel is None else wait[sel], "inquiries": c.get("macrm_nm_inquiries", 0),
-            "answered": c.get("macrm_nm_answered", 0), "rounds": c.get("macrm_jm_rounds", 0),
-            "failed_rounds": c.get("macrm_jm_sampling_failures", 0), "jobs": w.n_jobs}
+    return {
+        "jm_wait": wait if sel is None else wait[sel],
+        "inquiries": c.get("macrm_nm_inquiries", 0),
+        "answered": c.get("macrm_nm_answered", 0),
+        "rounds": c.get("macrm_jm_rounds", 0),
+        "failed_rounds": c.get("macrm_jm_sampling_failures", 0),
+        "jobs": w.n_jobs,
+    }
 
 
 def _diag_summary(ds: list[dict]) -> dict:
@@ -449,17 +577,23 @@ def _diag_summary(ds: list[dict]) -> dict:
     tot = {k: sum(d[k] for d in ds) for k in ("inquiries", "answered", "rounds", "failed_rounds", "jobs")}
     wait = np.concatenate([d["jm_wait"] for d in ds]) if ds else np.zeros(0)
     wait = wait[np.isfinite(wait)]
-    return {"jm_wait": float(wait.mean()) if wait.size else None,
-            "answer_rate": tot["answered"] / tot["inquiries"] if tot["inquiries"] else None,
-            "failed_rounds_per_job": tot["failed_rounds"] / tot["jobs"] if tot["jobs"] else None,
-            "rounds_per_job": tot["rounds"] / tot["jobs"] if tot["jobs"] else None}
+    return {
+        "jm_wait": float(wait.mean()) if wait.size else None,
+        "answer_rate": tot["answered"] / tot["inquiries"] if tot["inquiries"] else None,
+        "failed_rounds_per_job": tot["failed_rounds"] / tot["jobs"] if tot["jobs"] else None,
+        "rounds_per_job": tot["rounds"] / tot["jobs"] if tot["jobs"] else None,
+    }
 
 
 def _stats(v: np.ndarray) -> dict:
     v = np.asarray(v, dtype=np.float64)
     ok = v[np.isfinite(v)]
-    return {"mean": float(ok.mean()) if ok.size else None, "p50": float(np.median(ok)) if ok.size else None,
-            "n": int(v.size), "incomplete": int(v.size - ok.size)}
+    return {
+        "mean": float(ok.mean()) if ok.size else None,
+        "p50": float(np.median(ok)) if ok.size else None,
+        "n": int(v.size),
+        "incomplete": int(v.size - ok.size),
+    }
 
 
 def _fmt_check(k: str, v) -> str:
@@ -523,42 +657,75 @@ SAMPLING_VARIANTS = {
 }
 
 
-@experiment("macrm-sampling", "Figs 3.4/3.5/3.7/3.8: average service time vs load for power-of-two sampling, doubling, "
-            "the adaptive rate, and adaptive + the switch to centralized mode (200 four-core machines)",
-            "MACRM thesis (seed 001)",
-            quick_note="6 loads, 60 jobs per point")
+@experiment(
+    "macrm-sampling",
+    "Figs 3.4/3.5/3.7/3.8: average service time vs load for power-of-two sampling, doubling, "
+    "the adaptive rate, and adaptive + the switch to centralized mode (200 four-core machines)",
+    "MACRM thesis (seed 001)",
+    quick_note="6 loads, 60 jobs per point",
+)
 def run_sampling(ctx: ReproContext) -> dict:
     loads = [0.6, 0.7, 0.8, 0.85, 0.9, 0.95] if ctx.quick else [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
     n_jobs = int(ctx.extra.get("jobs", 60 if ctx.quick else 100))
     n_nodes, cores = 200, 4
-    base = {"heartbeat": 1.0, "sampling_timeout": 0.005, "jm_demand": {"cpu": 1.0}, "trackers": 1,
-            "per_responder": str(ctx.extra.get("per_responder", PER_RESPONDER)),
-            "round_end": str(ctx.extra.get("round_end", "all"))}
+    base = {
+        "heartbeat": 1.0,
+        "sampling_timeout": 0.005,
+        "jm_demand": {"cpu": 1.0},
+        "trackers": 1,
+        "per_responder": str(ctx.extra.get("per_responder", PER_RESPONDER)),
+        "round_end": str(ctx.extra.get("round_end", "all")),
+    }
     rows, res_doc = [], {}
     for load in loads:
         rng = np.random.default_rng([ctx.seed, round(load * 100)])
-        dc = cluster(np.full((n_nodes, 1), float(cores)), slot_background(n_nodes, cores, load, rng), ("cpu",),
-                     f"ch3-{n_nodes}x{cores}")
+        dc = cluster(
+            np.full((n_nodes, 1), float(cores)),
+            slot_background(n_nodes, cores, load, rng),
+            ("cpu",),
+            f"ch3-{n_nodes}x{cores}",
+        )
         w = shift(poisson_jobs(n_jobs, rng), WARMUP)
         for name, opts in SAMPLING_VARIANTS.items():
-            r = simulate_inputs(w, dc, "macrm", {**base, **opts}, seed=ctx.seed, network_delay=NET,
-                                label=f"poisson{n_jobs}")
+            r = simulate_inputs(
+                w, dc, "macrm", {**base, **opts}, seed=ctx.seed, network_delay=NET, label=f"poisson{n_jobs}"
+            )
             st = service_times(r)
             c = r.counters
-            row = {"load": f"{round(load * 100)} %", "variant": name,
-                   **{f"service_{k}": v for k, v in _stats(st).items()},
-                   "failed_rounds_per_job": c.get("macrm_jm_sampling_failures", 0) / n_jobs,
-                   "samples_per_job": c.get("macrm_jm_samples", 0) / n_jobs,
-                   "leftover_to_central": c.get("macrm_jm_leftover_to_central", 0),
-                   "central_s": c.get("macrm_arb_time_central_ms", 0) / 1000.0,
-                   "completed": r.unfinished_reason is None}
+            row = {
+                "load": f"{round(load * 100)} %",
+                "variant": name,
+                **{f"service_{k}": v for k, v in _stats(st).items()},
+                "failed_rounds_per_job": c.get("macrm_jm_sampling_failures", 0) / n_jobs,
+                "samples_per_job": c.get("macrm_jm_samples", 0) / n_jobs,
+                "leftover_to_central": c.get("macrm_jm_leftover_to_central", 0),
+                "central_s": c.get("macrm_arb_time_central_ms", 0) / 1000.0,
+                "completed": r.unfinished_reason is None,
+            }
             rows.append(row)
             res_doc.setdefault(name, {})[f"{load:.2f}"] = row
-        ctx.log(f"  load {100 * load:.0f} %: " + ", ".join(
-            f"{r['variant']} {fmt_ms(r['service_mean'])} ({r['failed_rounds_per_job']:.2f} failed rounds/job)"
-            for r in rows[-len(SAMPLING_VARIANTS):]))
-    _table(rows, ctx.out / "sampling", ["load", "variant", "service_mean", "service_p50", "failed_rounds_per_job",
-                                       "samples_per_job", "leftover_to_central", "central_s", "completed"])
+        ctx.log(
+            f"  load {100 * load:.0f} %: "
+            + ", ".join(
+                f"{r['variant']} {fmt_ms(r['service_mean'])} ({r['failed_rounds_per_job']:.2f} failed rounds/job)"
+                for r in rows[-len(SAMPLING_VARIANTS) :]
+            )
+        )
+    _table(
+        rows,
+        ctx.out / "sampling",
+        [
+            "load",
+            "variant",
+            "service_mean",
+            "service_p50",
+            "failed_rounds_per_job",
+            "samples_per_job",
+            "leftover_to_central",
+            "central_s",
+            "completed",
+        ],
+    )
     _plot_sampling(res_doc, loads, ctx.out / "fig3_4-3_8_service_time.png")
 
     def at(name, load, key="service_mean"):
@@ -566,10 +733,12 @@ def run_sampling(ctx: ReproContext) -> dict:
 
     hi = [x for x in loads if x >= 0.85]
     checks = {
-        "doubling_cuts_failed_rounds_at_high_load": all(at("doubling", x, "failed_rounds_per_job") <=
-                                                        at("power of two", x, "failed_rounds_per_job") for x in hi),
-        "adaptive_cuts_failed_rounds_at_high_load": all(at("adaptive", x, "failed_rounds_per_job") <=
-                                                        at("doubling", x, "failed_rounds_per_job") for x in hi),
+        "doubling_cuts_failed_rounds_at_high_load": all(
+            at("doubling", x, "failed_rounds_per_job") <= at("power of two", x, "failed_rounds_per_job") for x in hi
+        ),
+        "adaptive_cuts_failed_rounds_at_high_load": all(
+            at("adaptive", x, "failed_rounds_per_job") <= at("doubling", x, "failed_rounds_per_job") for x in hi
+        ),
         "doubling_vs_power_of_two_at_95_pct": _pct(at("doubling", 0.95), at("power of two", 0.95)),
         "adaptive_vs_doubling_at_95_pct": _pct(at("adaptive", 0.95), at("doubling", 0.95)),
         "adaptive_vs_power_of_two_at_95_pct": _pct(at("adaptive", 0.95), at("power of two", 0.95)),
@@ -577,9 +746,16 @@ def run_sampling(ctx: ReproContext) -> dict:
         "centralized_vs_adaptive_at_95_pct": _pct(at("adaptive + centralized", 0.95), at("adaptive", 0.95)),
     }
     ctx.log("  " + ", ".join(_fmt_check(k, v) for k, v in checks.items()))
-    return {"cluster": f"{n_nodes} x {cores} cores", "jobs_per_point": n_jobs, "loads": loads,
-            "variants": SAMPLING_VARIANTS, "options": base, "results": res_doc, "checks": checks,
-            "paper_reported": PAPER["sampling"]}
+    return {
+        "cluster": f"{n_nodes} x {cores} cores",
+        "jobs_per_point": n_jobs,
+        "loads": loads,
+        "variants": SAMPLING_VARIANTS,
+        "options": base,
+        "results": res_doc,
+        "checks": checks,
+        "paper_reported": PAPER["sampling"],
+    }
 
 
 def fmt_ms(x) -> str:
@@ -589,10 +765,12 @@ def fmt_ms(x) -> str:
 def _plot_sampling(doc: dict, loads: list[float], path) -> None:
     plt = _plt()
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), dpi=110, sharex=True)
-    panels = [("Fig. 3.4: power of two", ["power of two"]),
-              ("Fig. 3.5: + doubling after failure", ["power of two", "doubling"]),
-              ("Fig. 3.7: + adaptive initial rate", ["power of two", "doubling", "adaptive"]),
-              ("Fig. 3.8: + switch to centralized", ["adaptive", "adaptive + centralized"])]
+    panels = [
+        ("Fig. 3.4: power of two", ["power of two"]),
+        ("Fig. 3.5: + doubling after failure", ["power of two", "doubling"]),
+        ("Fig. 3.7: + adaptive initial rate", ["power of two", "doubling", "adaptive"]),
+        ("Fig. 3.8: + switch to centralized", ["adaptive", "adaptive + centralized"]),
+    ]
     x = [100 * v for v in loads]
     for ax, (title, names) in zip(axes.ravel(), panels, strict=True):
         for n in names:
@@ -613,28 +791,47 @@ def _plot_sampling(doc: dict, loads: list[float], path) -> None:
 GROUPS = [0.70, 0.75, 0.80, 0.85, 0.90]
 
 
-def _group_inputs(rng: np.random.Generator, n_nodes: int, group: float, start: float, max_jobs: int, trace: Workload,
-                  tail: float = 30.0, scale: float | np.ndarray = 1.0, jitter: float = ARRIVAL_JITTER
-                  ) -> tuple[Workload, Datacenter, np.ndarray]:
+def _group_inputs(
+    rng: np.random.Generator,
+    n_nodes: int,
+    group: float,
+    start: float,
+    max_jobs: int,
+    trace: Workload,
+    tail: float = 30.0,
+    scale: float | np.ndarray = 1.0,
+    jitter: float = ARRIVAL_JITTER,
+) -> tuple[Workload, Datacenter, np.ndarray]:
     """Cluster at initial load ``start`` and Google jobs every 500 ms (± ``jitter``) until the offered load passes
     ``group`` + 5 %."""
     phys = google_machines(n_nodes)
     dc = cluster(phys, gaussian_background(phys, start, rng), ("cpu", "mem"), f"google{n_nodes}")
-    w = google_jobs(rng, max_jobs, WARMUP, 0.5, 1e9, phys.sum(axis=0), max_share=0.05, trace=trace, scale=scale,
-                    jitter=jitter)
+    w = google_jobs(
+        rng, max_jobs, WARMUP, 0.5, 1e9, phys.sum(axis=0), max_share=0.05, trace=trace, scale=scale, jitter=jitter
+    )
     ol = offered_load(w, dc, w.job_arrival)
     k = int(min(max_jobs, np.searchsorted(np.maximum.accumulate(ol), group + 0.05) + 1))
     n_t = int(w.job_num_tasks[:k].sum())
     horizon = float(w.job_arrival[k - 1]) + tail
     dur = np.minimum(w.task_duration[:n_t], horizon - w.task_arrival[:n_t])  # runs end soon after the last arrival
-    w = replace(w, job_arrival=w.job_arrival[:k], job_num_tasks=w.job_num_tasks[:k],
-                job_mean_duration=w.job_mean_duration[:k], task_duration=dur, task_demand=w.task_demand[:n_t])
+    w = replace(
+        w,
+        job_arrival=w.job_arrival[:k],
+        job_num_tasks=w.job_num_tasks[:k],
+        job_mean_duration=w.job_mean_duration[:k],
+        task_duration=dur,
+        task_demand=w.task_demand[:n_t],
+    )
     return w, dc, ol[:k]
 
 
-@experiment("macrm-service-time", "Fig. 4.2: average service time of MACRM, YARN and Sparrow at 70-90 % load "
-            "(500 nodes, Google machine mix, Google jobs every 500 ms)", "MACRM thesis (seed 001)",
-            quick_note="one set of jobs per load group")
+@experiment(
+    "macrm-service-time",
+    "Fig. 4.2: average service time of MACRM, YARN and Sparrow at 70-90 % load "
+    "(500 nodes, Google machine mix, Google jobs every 500 ms)",
+    "MACRM thesis (seed 001)",
+    quick_note="one set of jobs per load group",
+)
 def run_service_time(ctx: ReproContext) -> dict:
     n_nodes = int(ctx.extra.get("nodes", 500))
     sets = int(ctx.extra.get("sets", 1 if ctx.quick else 3))
@@ -645,8 +842,9 @@ def run_service_time(ctx: ReproContext) -> dict:
     net = float(ctx.extra.get("net", NET_CH4))
     scale = request_scale(ctx)
     g = _google_trace()
-    scheds = ch4_schedulers(n_nodes, str(ctx.extra.get("per_responder", PER_RESPONDER)),
-                            str(ctx.extra.get("round_end", "all")), net)
+    scheds = ch4_schedulers(
+        n_nodes, str(ctx.extra.get("per_responder", PER_RESPONDER)), str(ctx.extra.get("round_end", "all")), net
+    )
     samplers = [lab for lab, sched, *_ in scheds if sched == "macrm"]
     per: dict[str, dict[float, list[np.ndarray]]] = {lab: {L: [] for L in GROUPS} for lab, *_ in scheds}
     diag: dict[str, dict[float, list[dict]]] = {lab: {L: [] for L in GROUPS} for lab in samplers}
@@ -655,12 +853,28 @@ def run_service_time(ctx: ReproContext) -> dict:
     for L in GROUPS:
         for k in range(sets):
             rng = np.random.default_rng([ctx.seed, k, round(L * 100)])
-            w, dc, ol = _group_inputs(rng, n_nodes, L, float(start) if start is not None else L - below, max_jobs, g,
-                                      scale=scale, jitter=jitter)
+            w, dc, ol = _group_inputs(
+                rng,
+                n_nodes,
+                L,
+                float(start) if start is not None else L - below,
+                max_jobs,
+                g,
+                scale=scale,
+                jitter=jitter,
+            )
             sel = (ol >= L - 0.05 - 1e-9) & (ol < L + 0.05)
             for lab, sched, opts, how in scheds:
-                r = simulate_inputs(w, dc, sched, opts, seed=ctx.seed + k, network_delay=net,
-                                    stall_timeout=600.0, label=f"goog-{int(L * 100)}-{k}")
+                r = simulate_inputs(
+                    w,
+                    dc,
+                    sched,
+                    opts,
+                    seed=ctx.seed + k,
+                    network_delay=net,
+                    stall_timeout=600.0,
+                    label=f"goog-{int(L * 100)}-{k}",
+                )
                 per[lab][L].append(_service(r, how)[sel])
                 if lab in diag:
                     diag[lab][L].append(sampler_diagnostics(r, sel))
@@ -668,8 +882,10 @@ def run_service_time(ctx: ReproContext) -> dict:
                     raw_yarn[L].append(service_times(r)[sel])
                 if k == 0:
                     counters[f"{lab} {int(L * 100)}%"] = {kk: v for kk, v in r.counters.items() if v}
-        ctx.log(f"  {int(L * 100)} %: " + ", ".join(
-            f"{lab} {fmt_ms(_stats(np.concatenate(per[lab][L]))['mean'])}" for lab, *_ in scheds))
+        ctx.log(
+            f"  {int(L * 100)} %: "
+            + ", ".join(f"{lab} {fmt_ms(_stats(np.concatenate(per[lab][L]))['mean'])}" for lab, *_ in scheds)
+        )
     rows, results, diagnostics = [], {}, {}
     for L in GROUPS:
         row = {"load": f"{int(L * 100)} %"}
@@ -686,12 +902,23 @@ def run_service_time(ctx: ReproContext) -> dict:
         row["jobs_measured"] = results["MACRM"][f"{int(L * 100)}"]["n"]
         row["YARN_heartbeat_reported_mean"] = _stats(np.concatenate(raw_yarn[L]))["mean"]
         rows.append(row)
-    cols = ["load", *[f"{lab}_mean" for lab, *_ in scheds], *[f"{lab}_p50" for lab, *_ in scheds],
-            *[f"{lab}_{kk}" for lab in samplers for kk in ("jm_wait", "answer_rate", "failed_rounds_per_job")],
-            "Sparrow_incomplete", "Sparrow-thesis_incomplete", "jobs_measured", "YARN_heartbeat_reported_mean"]
+    cols = [
+        "load",
+        *[f"{lab}_mean" for lab, *_ in scheds],
+        *[f"{lab}_p50" for lab, *_ in scheds],
+        *[f"{lab}_{kk}" for lab in samplers for kk in ("jm_wait", "answer_rate", "failed_rounds_per_job")],
+        "Sparrow_incomplete",
+        "Sparrow-thesis_incomplete",
+        "jobs_measured",
+        "YARN_heartbeat_reported_mean",
+    ]
     _table(rows, ctx.out / "service_time", cols)
-    _plot_groups(results, [lab for lab, *_ in scheds], ctx.out / "fig4_2_service_time.png",
-                 "Fig. 4.2: average service time (500 nodes)")
+    _plot_groups(
+        results,
+        [lab for lab, *_ in scheds],
+        ctx.out / "fig4_2_service_time.png",
+        "Fig. 4.2: average service time (500 nodes)",
+    )
 
     def m(lab, L):
         return results[lab][f"{int(L * 100)}"]["mean"]
@@ -700,8 +927,9 @@ def run_service_time(ctx: ReproContext) -> dict:
         "macrm_below_yarn_every_load": all((m("MACRM", L) or 1e9) < (m("YARN", L) or 0) for L in GROUPS),
         "macrm_below_yarn_am_every_load": all((m("MACRM", L) or 1e9) < (m("YARN+AM", L) or 0) for L in GROUPS),
         "macrm_below_sparrow_at_85_90": all((m("MACRM", L) or 1e9) < (m("Sparrow", L) or 0) for L in (0.85, 0.9)),
-        "macrm_below_sparrow_thesis_at_85_90": all((m("MACRM", L) or 1e9) < (m("Sparrow-thesis", L) or 0)
-                                                   for L in (0.85, 0.9)),
+        "macrm_below_sparrow_thesis_at_85_90": all(
+            (m("MACRM", L) or 1e9) < (m("Sparrow-thesis", L) or 0) for L in (0.85, 0.9)
+        ),
         **{f"macrm_vs_yarn_{int(L * 100)}_pct": _pct(m("MACRM", L), m("YARN", L)) for L in GROUPS},
         **{f"macrm_vs_yarn_am_{int(L * 100)}_pct": _pct(m("MACRM", L), m("YARN+AM", L)) for L in GROUPS},
         **{f"macrm_vs_sparrow_{int(L * 100)}_pct": _pct(m("MACRM", L), m("Sparrow", L)) for L in GROUPS},
@@ -710,14 +938,23 @@ def run_service_time(ctx: ReproContext) -> dict:
         "macrm_90_over_70": _ratio(m("MACRM", 0.9), m("MACRM", 0.7)),
     }
     ctx.log("  " + ", ".join(_fmt_check(k, v) for k, v in checks.items()))
-    return {"nodes": n_nodes, "sets_per_group": sets, "max_jobs": max_jobs, "network_delay": net,
-            "arrival_jitter": jitter,
-            "initial_load": (f"{float(start):.2f}" if start is not None else f"group load - {below:.2f}")
-            + " (per node and resource ~ N(., (1 - start)/2) clipped)",
-            "schedulers": {lab: {"scheduler": s, "options": o, "completion": how} for lab, s, o, how in scheds},
-            "results": results, "sampler_diagnostics": diagnostics, "checks": checks, "counters_first_set": counters,
-            "paper_reported": {k: PAPER[k] for k in ("service_time_ms_70", "macrm_vs_yarn", "macrm_vs_sparrow",
-                                                     "sparrow_growth")}}
+    return {
+        "nodes": n_nodes,
+        "sets_per_group": sets,
+        "max_jobs": max_jobs,
+        "network_delay": net,
+        "arrival_jitter": jitter,
+        "initial_load": (f"{float(start):.2f}" if start is not None else f"group load - {below:.2f}")
+        + " (per node and resource ~ N(., (1 - start)/2) clipped)",
+        "schedulers": {lab: {"scheduler": s, "options": o, "completion": how} for lab, s, o, how in scheds},
+        "results": results,
+        "sampler_diagnostics": diagnostics,
+        "checks": checks,
+        "counters_first_set": counters,
+        "paper_reported": {
+            k: PAPER[k] for k in ("service_time_ms_70", "macrm_vs_yarn", "macrm_vs_sparrow", "sparrow_growth")
+        },
+    }
 
 
 def _plot_groups(results: dict, labels: list[str], path, title: str) -> None:
@@ -740,9 +977,13 @@ def _plot_groups(results: dict, labels: list[str], path, title: str) -> None:
 
 
 # --- macrm-burst: thesis Fig. 4.3 / Appendix A -------------------------------------------------------------------
-@experiment("macrm-burst", "Fig. 4.3: maximum service time of bursts of 5-20 jobs of 10-40 tasks at initial loads "
-            "70-90 % (MACRM, YARN, Sparrow)", "MACRM thesis (seed 001)",
-            quick_note="loads 70/80/90 %, bursts 5 or 20 jobs of 10 or 40 tasks, one set")
+@experiment(
+    "macrm-burst",
+    "Fig. 4.3: maximum service time of bursts of 5-20 jobs of 10-40 tasks at initial loads "
+    "70-90 % (MACRM, YARN, Sparrow)",
+    "MACRM thesis (seed 001)",
+    quick_note="loads 70/80/90 %, bursts 5 or 20 jobs of 10 or 40 tasks, one set",
+)
 def run_burst(ctx: ReproContext) -> dict:
     n_nodes = int(ctx.extra.get("nodes", 500))
     if ctx.quick:
@@ -753,8 +994,9 @@ def run_burst(ctx: ReproContext) -> dict:
     net = float(ctx.extra.get("net", NET_CH4))
     scale = request_scale(ctx)
     g = _google_trace()
-    scheds = ch4_schedulers(n_nodes, str(ctx.extra.get("per_responder", PER_RESPONDER)),
-                            str(ctx.extra.get("round_end", "all")), net)
+    scheds = ch4_schedulers(
+        n_nodes, str(ctx.extra.get("per_responder", PER_RESPONDER)), str(ctx.extra.get("round_end", "all")), net
+    )
     samplers = [lab for lab, sched, *_ in scheds if sched == "macrm"]
     phys = google_machines(n_nodes)
     maxima: dict[str, dict[tuple, list[float]]] = {lab: {} for lab, *_ in scheds}
@@ -768,17 +1010,28 @@ def run_burst(ctx: ReproContext) -> dict:
                     at = WARMUP + float(rng.uniform(0.0, CH4_HEARTBEAT))  # bursts come at any heartbeat phase
                     w = burst_jobs(rng, J, T, at, max_duration=10.0, trace=g, scale=scale)
                     for lab, sched, opts, how in scheds:
-                        r = simulate_inputs(w, dc, sched, opts, seed=ctx.seed + k, network_delay=net,
-                                            stall_timeout=600.0, label=f"burst{J}x{T}")
+                        r = simulate_inputs(
+                            w,
+                            dc,
+                            sched,
+                            opts,
+                            seed=ctx.seed + k,
+                            network_delay=net,
+                            stall_timeout=600.0,
+                            label=f"burst{J}x{T}",
+                        )
                         if lab in diag:
                             diag[lab][L].append(sampler_diagnostics(r))
                         st = _service(r, how)
-                        maxima[lab].setdefault((L, J, T), []).append(float(np.max(st)) if np.isfinite(st).all()
-                                                                      else np.nan)
+                        maxima[lab].setdefault((L, J, T), []).append(
+                            float(np.max(st)) if np.isfinite(st).all() else np.nan
+                        )
         fails = ", ".join(f"{lab} {_diag_summary(diag[lab][L])['failed_rounds_per_job']:.2f}" for lab in samplers)
-        ctx.log(f"  {int(L * 100)} %: " + ", ".join(
-            f"{lab} {fmt_ms(_mean_max(maxima[lab], L))}" for lab, *_ in scheds)
-            + f" (mean of burst maxima); failed sampling rounds per job: {fails}")
+        ctx.log(
+            f"  {int(L * 100)} %: "
+            + ", ".join(f"{lab} {fmt_ms(_mean_max(maxima[lab], L))}" for lab, *_ in scheds)
+            + f" (mean of burst maxima); failed sampling rounds per job: {fails}"
+        )
     rows = []
     results: dict = {}
     for lab, *_ in scheds:
@@ -786,8 +1039,16 @@ def run_burst(ctx: ReproContext) -> dict:
             arr = np.array(v)
             ok = arr[np.isfinite(arr)]
             mean = float(ok.mean()) if ok.size else None
-            rows.append({"scheduler": lab, "load": f"{int(L * 100)} %", "jobs": J, "tasks": T, "max_service_mean": mean,
-                         "incomplete_bursts": int(arr.size - ok.size)})
+            rows.append(
+                {
+                    "scheduler": lab,
+                    "load": f"{int(L * 100)} %",
+                    "jobs": J,
+                    "tasks": T,
+                    "max_service_mean": mean,
+                    "incomplete_bursts": int(arr.size - ok.size),
+                }
+            )
             results.setdefault(lab, {}).setdefault(f"{int(L * 100)}", {})[f"{J}x{T}"] = mean
     _table(rows, ctx.out / "burst", ["scheduler", "load", "jobs", "tasks", "max_service_mean", "incomplete_bursts"])
     _plot_burst(results, [lab for lab, *_ in scheds], loads, n_jobs, n_tasks, ctx.out / "fig4_3_burst.png")
@@ -797,23 +1058,36 @@ def run_burst(ctx: ReproContext) -> dict:
 
     checks = {
         "macrm_below_yarn_every_load": all((avg("MACRM", L) or 1e9) < (avg("YARN", L) or 0) for L in loads),
-        "macrm_below_sparrow_at_85_90": all((avg("MACRM", L) or 1e9) < (avg("Sparrow", L) or 0)
-                                            for L in loads if L >= 0.85),
-        "macrm_below_sparrow_thesis_at_85_90": all((avg("MACRM", L) or 1e9) < (avg("Sparrow-thesis", L) or 0)
-                                                   for L in loads if L >= 0.85),
+        "macrm_below_sparrow_at_85_90": all(
+            (avg("MACRM", L) or 1e9) < (avg("Sparrow", L) or 0) for L in loads if L >= 0.85
+        ),
+        "macrm_below_sparrow_thesis_at_85_90": all(
+            (avg("MACRM", L) or 1e9) < (avg("Sparrow-thesis", L) or 0) for L in loads if L >= 0.85
+        ),
         **{f"macrm_vs_yarn_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("YARN", L)) for L in loads},
         **{f"macrm_vs_sparrow_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("Sparrow", L)) for L in loads},
-        **{f"macrm_vs_sparrow_thesis_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("Sparrow-thesis", L))
-           for L in loads},
+        **{
+            f"macrm_vs_sparrow_thesis_{int(L * 100)}_pct": _pct(avg("MACRM", L), avg("Sparrow-thesis", L))
+            for L in loads
+        },
         "sparrow_thesis_90_over_70": _ratio(avg("Sparrow-thesis", max(loads)), avg("Sparrow-thesis", min(loads))),
         "macrm_90_over_70": _ratio(avg("MACRM", max(loads)), avg("MACRM", min(loads))),
     }
     ctx.log("  " + ", ".join(_fmt_check(k, v) for k, v in checks.items()))
     diagnostics = {lab: {f"{int(L * 100)}": _diag_summary(diag[lab][L]) for L in loads} for lab in samplers}
-    return {"nodes": n_nodes, "loads": loads, "jobs": n_jobs, "tasks": n_tasks, "sets": sets, "network_delay": net,
-            "schedulers": {lab: {"scheduler": s, "options": o, "completion": how} for lab, s, o, how in scheds},
-            "results": results, "sampler_diagnostics": diagnostics, "checks": checks,
-            "paper_reported": PAPER["burst_ms_appendix_A"]}
+    return {
+        "nodes": n_nodes,
+        "loads": loads,
+        "jobs": n_jobs,
+        "tasks": n_tasks,
+        "sets": sets,
+        "network_delay": net,
+        "schedulers": {lab: {"scheduler": s, "options": o, "completion": how} for lab, s, o, how in scheds},
+        "results": results,
+        "sampler_diagnostics": diagnostics,
+        "checks": checks,
+        "paper_reported": PAPER["burst_ms_appendix_A"],
+    }
 
 
 def _mean_max(d: dict, L: float) -> float | None:

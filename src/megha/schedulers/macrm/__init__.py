@@ -55,8 +55,15 @@ from megha.schedulers.macrm.tracker import ResourceTracker
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 from megha.schedulers.sparrow.sampling import ProbeSampler
 
-__all__ = ["JobManager", "MacrmOptions", "ModeSwitch", "NodeManagers", "ResourceArbitrator", "ResourceTracker",
-           "adaptive_rate"]
+__all__ = [
+    "JobManager",
+    "MacrmOptions",
+    "ModeSwitch",
+    "NodeManagers",
+    "ResourceArbitrator",
+    "ResourceTracker",
+    "adaptive_rate",
+]
 
 PREFIX = "macrm"
 
@@ -71,11 +78,17 @@ class MacrmOptions(SchedulerOptions):
     initial_rate: float = Field(2.0, ge=1, description="the fixed initial rate (power of two choices: 2)")
     doubling: bool = Field(True, description="double the sampling rate after each failed round")
     max_retries: int = Field(3, ge=0, description="sampling retries before leftovers go to the central queue")
-    per_responder: Literal["fill", "one"] = Field("fill", description="tasks a sampling responder may take: as many "
-                                                  "as fit (fill) or one (one: n tasks on n of the d x n nodes)")
-    round_end: Literal["all", "enough", "timeout"] = Field("all", description="a sampling round ends when every "
-                                                           "sampled node answered (all), when the answers hold every "
-                                                           "task (enough), or only at the timeout (timeout)")
+    per_responder: Literal["fill", "one"] = Field(
+        "fill",
+        description="tasks a sampling responder may take: as many "
+        "as fit (fill) or one (one: n tasks on n of the d x n nodes)",
+    )
+    round_end: Literal["all", "enough", "timeout"] = Field(
+        "all",
+        description="a sampling round ends when every "
+        "sampled node answered (all), when the answers hold every "
+        "task (enough), or only at the timeout (timeout)",
+    )
     centralized: bool = Field(True, description="switch to centralized allocation at high load")
     switch_load: float = Field(0.9, gt=0, le=1, description="load at which to switch to centralized mode")
     hysteresis: float = Field(0.02, ge=0, lt=1, description="back to distributed below switch_load - hysteresis")
@@ -84,13 +97,22 @@ class MacrmOptions(SchedulerOptions):
     match_cost: float = Field(1e-4, ge=0, description="a scheduler actor's time to match one request (s)")
     match_cost_per_task: float = Field(1e-6, ge=0, description="... plus this per task (s)")
     gang: bool = Field(False, description="every job is a gang request (all-or-nothing)")
-    jm_demand: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0},
-                                        description="job-manager container request (missing resources: 0)")
-    jm_placement: Literal["heartbeat", "sampling"] = Field("heartbeat", description="job-manager containers: on "
-                                                           "node heartbeats (MACRM) or by power-of-two sampling "
-                                                           "(the thesis's Sparrow) in distributed mode")
-    jm_share: float = Field(0.1, gt=0, le=1, description="job-manager containers hold at most this share of the "
-                            "allocatable resources (YARN's maximum AM share; avoids deadlock)")
+    jm_demand: dict[str, float] = Field(
+        default_factory=lambda: {"cpu": 1.0}, description="job-manager container request (missing resources: 0)"
+    )
+    jm_placement: Literal["heartbeat", "sampling"] = Field(
+        "heartbeat",
+        description="job-manager containers: on "
+        "node heartbeats (MACRM) or by power-of-two sampling "
+        "(the thesis's Sparrow) in distributed mode",
+    )
+    jm_share: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="job-manager containers hold at most this share of the "
+        "allocatable resources (YARN's maximum AM share; avoids deadlock)",
+    )
     jm_heartbeat: float = Field(1.0, gt=0, description="job-manager heartbeat period (s)")
     node_timeout: float | None = Field(None, gt=0, description="node declared dead after (s; default 3 x hb + 0.5)")
     jm_timeout: float | None = Field(None, gt=0, description="job manager declared dead after (s; default 3 x + 0.5)")
@@ -99,8 +121,11 @@ class MacrmOptions(SchedulerOptions):
     alive_timeout: float = Field(1.0, gt=0, description="supervisor restarts an agent silent this long (s)")
     hold_timeout: float | None = Field(None, gt=0, description="node's wait for the sampler's decision (s)")
     hb_reply_timeout: float = Field(0.1, gt=0, description="node stops waiting for a heartbeat reply after (s)")
-    hb_blocks_sampling: bool = Field(True, description="a node waiting for its heartbeat's reply ignores samplings "
-                                     "(Fig. 3.3; off for the thesis's Sparrow, which has no heartbeats)")
+    hb_blocks_sampling: bool = Field(
+        True,
+        description="a node waiting for its heartbeat's reply ignores samplings "
+        "(Fig. 3.3; off for the thesis's Sparrow, which has no heartbeats)",
+    )
     task_failure_prob: float = Field(0.0, ge=0, le=1, description="probability that a task run fails midway")
     load_metric: Literal["max", "cpu", "mean"] = Field("max", description="cluster load from resource fractions")
 
@@ -112,9 +137,13 @@ def _jm_demand(opts: MacrmOptions, names: tuple[str, ...]) -> np.ndarray:
     return np.array([float(opts.jm_demand.get(k, 0.0)) for k in names])
 
 
-@register("macrm", "MACRM: job managers sample nodes (adaptive rate, doubling) at low load, centralized parallel "
-          "scheduler actors at >= 90 % load; trackers, arbitrator, failures (Sedighi Gilani 2016)",
-          options=MacrmOptions, modes=("resource",))
+@register(
+    "macrm",
+    "MACRM: job managers sample nodes (adaptive rate, doubling) at low load, centralized parallel "
+    "scheduler actors at >= 90 % load; trackers, arbitrator, failures (Sedighi Gilani 2016)",
+    options=MacrmOptions,
+    modes=("resource",),
+)
 def build(ctx: BuildContext) -> Deployment:
     opts: MacrmOptions = ctx.options
     dc = ctx.datacenter
@@ -156,43 +185,104 @@ def build(ctx: BuildContext) -> Deployment:
 
     ledger = KnownLedger(ctx.recorder, w.n_tasks)
     jm_ctx = JMContext(
-        arbitrator=addr["arbitrator"], groups=groups, group_of=group_of, trackers=trackers,
-        worker_masks=dc.worker_masks, sampler=ProbeSampler(dc.worker_masks), recorder=ctx.recorder, ledger=ledger,
-        n_res=n_res, rate=opts.rate, initial_rate=opts.initial_rate, doubling=opts.doubling,
-        max_retries=opts.max_retries, sampling_timeout=opts.sampling_timeout, jm_heartbeat=opts.jm_heartbeat,
-        gang=opts.gang, per_responder=opts.per_responder, round_end=opts.round_end)
+        arbitrator=addr["arbitrator"],
+        groups=groups,
+        group_of=group_of,
+        trackers=trackers,
+        worker_masks=dc.worker_masks,
+        sampler=ProbeSampler(dc.worker_masks),
+        recorder=ctx.recorder,
+        ledger=ledger,
+        n_res=n_res,
+        rate=opts.rate,
+        initial_rate=opts.initial_rate,
+        doubling=opts.doubling,
+        max_retries=opts.max_retries,
+        sampling_timeout=opts.sampling_timeout,
+        jm_heartbeat=opts.jm_heartbeat,
+        gang=opts.gang,
+        per_responder=opts.per_responder,
+        round_end=opts.round_end,
+    )
 
     def make_arbitrator(restarted: bool = False) -> ResourceArbitrator:
         return ResourceArbitrator(
-            addr["arbitrator"], ctx.recorder, n, dc.worker_masks, group_of, groups, trackers, addr["supervisor"],
-            addr["client"], jm_dem, (cap + bg).sum(axis=0), jm_prefix=f"{PREFIX}/jm", queue=opts.queue,
-            actors=opts.actors, match_cost=opts.match_cost, match_cost_per_task=opts.match_cost_per_task,
+            addr["arbitrator"],
+            ctx.recorder,
+            n,
+            dc.worker_masks,
+            group_of,
+            groups,
+            trackers,
+            addr["supervisor"],
+            addr["client"],
+            jm_dem,
+            (cap + bg).sum(axis=0),
+            jm_prefix=f"{PREFIX}/jm",
+            queue=opts.queue,
+            actors=opts.actors,
+            match_cost=opts.match_cost,
+            match_cost_per_task=opts.match_cost_per_task,
             switch=ModeSwitch(opts.switch_load, opts.hysteresis, enabled=opts.centralized),
-            load_metric=opts.load_metric, alive_interval=opts.alive_interval, restarted=restarted,
-            jm_limit=opts.jm_share * cap.sum(axis=0), capacity=cap, jm_placement=opts.jm_placement,
-            sampling_timeout=opts.sampling_timeout, round_end=opts.round_end)
+            load_metric=opts.load_metric,
+            alive_interval=opts.alive_interval,
+            restarted=restarted,
+            jm_limit=opts.jm_share * cap.sum(axis=0),
+            capacity=cap,
+            jm_placement=opts.jm_placement,
+            sampling_timeout=opts.sampling_timeout,
+            round_end=opts.round_end,
+        )
 
     def make_tracker(g: int):
         def f() -> ResourceTracker:
             lo, hi = bounds[g], bounds[g + 1]
-            return ResourceTracker(trackers[g], g, groups[g], lo, (cap + bg)[lo:hi], addr["arbitrator"],
-                                   addr["supervisor"], node_timeout, jm_timeout, opts.stats_interval,
-                                   opts.alive_interval, min_alloc)
+            return ResourceTracker(
+                trackers[g],
+                g,
+                groups[g],
+                lo,
+                (cap + bg)[lo:hi],
+                addr["arbitrator"],
+                addr["supervisor"],
+                node_timeout,
+                jm_timeout,
+                opts.stats_interval,
+                opts.alive_interval,
+                min_alloc,
+            )
+
         return f
 
     factories = {addr["arbitrator"]: lambda: make_arbitrator(restarted=True)}
     factories.update({trackers[g]: make_tracker(g) for g in range(n_tr)})
     runtime = Runtime(addr["runtime"], ctx.engine, jm_ctx, factories)
-    supervisor = Supervisor(addr["supervisor"], addr["runtime"], [addr["arbitrator"], *trackers], opts.alive_timeout,
-                            opts.alive_interval)
+    supervisor = Supervisor(
+        addr["supervisor"], addr["runtime"], [addr["arbitrator"], *trackers], opts.alive_timeout, opts.alive_interval
+    )
     client = Client(addr["client"], addr["arbitrator"])
     arbitrator = make_arbitrator()
-    nms = [NodeManagers(groups[g], g, bounds[g], cap[bounds[g]:bounds[g + 1]], bg[bounds[g]:bounds[g + 1]],
-                        ctx.recorder, trackers[g], addr["arbitrator"], addr["runtime"], heartbeat=opts.heartbeat,
-                        hold_timeout=hold, hb_reply_timeout=opts.hb_reply_timeout, min_alloc=min_alloc,
-                        task_failure_prob=opts.task_failure_prob, track_users=opts.queue == "fair",
-                        hb_blocks_sampling=opts.hb_blocks_sampling)
-           for g in range(n_tr)]
+    nms = [
+        NodeManagers(
+            groups[g],
+            g,
+            bounds[g],
+            cap[bounds[g] : bounds[g + 1]],
+            bg[bounds[g] : bounds[g + 1]],
+            ctx.recorder,
+            trackers[g],
+            addr["arbitrator"],
+            addr["runtime"],
+            heartbeat=opts.heartbeat,
+            hold_timeout=hold,
+            hb_reply_timeout=opts.hb_reply_timeout,
+            min_alloc=min_alloc,
+            task_failure_prob=opts.task_failure_prob,
+            track_users=opts.queue == "fair",
+            hb_blocks_sampling=opts.hb_blocks_sampling,
+        )
+        for g in range(n_tr)
+    ]
     comps = [runtime, supervisor, client, arbitrator, *[make_tracker(g)() for g in range(n_tr)], *nms]
     for c in comps:
         ctx.engine.add(c)
@@ -233,13 +323,27 @@ def build(ctx: BuildContext) -> Deployment:
         out["macrm_client_resubmissions"] = client.resubmissions
         return out
 
-    describe = {"nodes": n, "trackers": n_tr, "heartbeat": opts.heartbeat, "sampling_timeout": opts.sampling_timeout,
-                "rate": opts.rate, "doubling": opts.doubling, "max_retries": opts.max_retries,
-                "per_responder": opts.per_responder, "round_end": opts.round_end, "jm_placement": opts.jm_placement,
-                "hb_blocks_sampling": opts.hb_blocks_sampling,
-                "centralized": opts.centralized, "switch_load": opts.switch_load, "hysteresis": opts.hysteresis,
-                "queue": opts.queue, "actors": opts.actors, "jm_demand": jm_dem.tolist(),
-                "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12)))}
+    describe = {
+        "nodes": n,
+        "trackers": n_tr,
+        "heartbeat": opts.heartbeat,
+        "sampling_timeout": opts.sampling_timeout,
+        "rate": opts.rate,
+        "doubling": opts.doubling,
+        "max_retries": opts.max_retries,
+        "per_responder": opts.per_responder,
+        "round_end": opts.round_end,
+        "jm_placement": opts.jm_placement,
+        "hb_blocks_sampling": opts.hb_blocks_sampling,
+        "centralized": opts.centralized,
+        "switch_load": opts.switch_load,
+        "hysteresis": opts.hysteresis,
+        "queue": opts.queue,
+        "actors": opts.actors,
+        "jm_demand": jm_dem.tolist(),
+        "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12))),
+    }
     extras = {"macrm": faults, "runtime": runtime, "supervisor": supervisor, "group_of": group_of}
-    return Deployment(route=lambda job: addr["client"], counters=counters, describe=describe, components=comps,
-                      extras=extras)
+    return Deployment(
+        route=lambda job: addr["client"], counters=counters, describe=describe, components=comps, extras=extras
+    )

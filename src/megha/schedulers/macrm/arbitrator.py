@@ -196,11 +196,25 @@ class ResourceArbitrator(Component):
         self._out: dict[int, list[Containers]] = {}  # group -> containers committed in this event
         self._placed: dict[tuple[str, int], tuple[list, list]] = {}
         self.stats = {
-            "jobs_admitted": 0, "jm_containers": 0, "jm_restarts": 0, "heartbeat_allocations": 0,
-            "actor_matches": 0, "actor_match_failures": 0, "actor_commits": 0, "commit_conflicts": 0,
-            "conflict_retries": 0, "gang_conflicts": 0, "gang_infeasible": 0, "allocations_rejected_by_nodes": 0,
-            "task_requests": 0, "duplicate_requests_dropped": 0,
-            "tasks_requested": 0, "nodes_lost": 0, "mode_switches": 0, "time_central_ms": 0, "recoveries": 0,
+            "jobs_admitted": 0,
+            "jm_containers": 0,
+            "jm_restarts": 0,
+            "heartbeat_allocations": 0,
+            "actor_matches": 0,
+            "actor_match_failures": 0,
+            "actor_commits": 0,
+            "commit_conflicts": 0,
+            "conflict_retries": 0,
+            "gang_conflicts": 0,
+            "gang_infeasible": 0,
+            "allocations_rejected_by_nodes": 0,
+            "task_requests": 0,
+            "duplicate_requests_dropped": 0,
+            "tasks_requested": 0,
+            "nodes_lost": 0,
+            "mode_switches": 0,
+            "time_central_ms": 0,
+            "recoveries": 0,
             "max_queue": 0,
         }
         self._central_since: float | None = None
@@ -261,8 +275,9 @@ class ResourceArbitrator(Component):
         elif tp is Report:
             self._report(msg, now)
         elif tp is TrackerUp:
-            jms = [(r.jm, j, r.attempt) for j, r in self.jobs.items() if r.status == "running" and
-                   r.tracker == msg.tracker]
+            jms = [
+                (r.jm, j, r.attempt) for j, r in self.jobs.items() if r.status == "running" and r.tracker == msg.tracker
+            ]
             self.port.send(self.trackers[msg.tracker], ExpectJM(jms))
             self.port.send(self.trackers[msg.tracker], Forwarding(self._forwarding))
         else:
@@ -343,8 +358,18 @@ class ResourceArbitrator(Component):
 
     def _queue_jm(self, job: int, rec: JobRec, front: bool = False) -> None:
         spec = rec.spec
-        it = Item(self._next_seq(front), job, rec.attempt, spec.user, self._jm_address(job, rec.attempt), [-1],
-                  [0.0], self.jm_demand[None, :].copy(), np.zeros(1, dtype=np.uint32), spec=spec)
+        it = Item(
+            self._next_seq(front),
+            job,
+            rec.attempt,
+            spec.user,
+            self._jm_address(job, rec.attempt),
+            [-1],
+            [0.0],
+            self.jm_demand[None, :].copy(),
+            np.zeros(1, dtype=np.uint32),
+            spec=spec,
+        )
         self._enqueue(it)
 
     def _next_seq(self, front: bool) -> int:
@@ -434,9 +459,18 @@ class ResourceArbitrator(Component):
         self.stats["task_requests"] += 1
         self.stats["tasks_requested"] += len(keep)
         dem = np.asarray(msg.demands, dtype=np.float64).reshape(len(msg.tasks), -1)
-        it = Item(self._next_seq(False), msg.job, msg.attempt, msg.user, msg.jm, [msg.tasks[k] for k in keep],
-                  [msg.durations[k] for k in keep], dem[keep], np.asarray(msg.masks, dtype=np.uint32)[keep],
-                  gang=msg.gang)
+        it = Item(
+            self._next_seq(False),
+            msg.job,
+            msg.attempt,
+            msg.user,
+            msg.jm,
+            [msg.tasks[k] for k in keep],
+            [msg.durations[k] for k in keep],
+            dem[keep],
+            np.asarray(msg.masks, dtype=np.uint32)[keep],
+            gang=msg.gang,
+        )
         self._check_gang(it)
         self._enqueue(it)
         if self.central or it.gang:
@@ -570,8 +604,10 @@ class ResourceArbitrator(Component):
         wm = self.worker_masks[nodes]
         for q in self.queues.values():
             for it in q.values():
-                if it.blocked and (((f + _EPS >= it.min_dem).all(axis=1)) & ((np.uint32(it.and_mask) & ~wm) == 0)
-                                   ).any():
+                if (
+                    it.blocked
+                    and (((f + _EPS >= it.min_dem).all(axis=1)) & ((np.uint32(it.and_mask) & ~wm) == 0)).any()
+                ):
                     it.blocked = False
                     self._dirty = True
 
@@ -594,8 +630,9 @@ class ResourceArbitrator(Component):
             nodes = match(snap, usable, it.demands, it.masks, self.worker_masks, self.port.rng)
             matched = nodes >= 0
             if it.gang and not matched.all():  # a tighter packing may still hold the whole gang
-                nodes = match(view.free.copy(), usable, it.demands, it.masks, self.worker_masks, self.port.rng,
-                              best_fit=True)
+                nodes = match(
+                    view.free.copy(), usable, it.demands, it.masks, self.worker_masks, self.port.rng, best_fit=True
+                )
                 matched = nodes >= 0
             if (it.gang and not matched.all()) or not matched.any():
                 it.blocked = True  # wait until the view grows (and retry now and then: matching is heuristic)
@@ -679,8 +716,11 @@ class ResourceArbitrator(Component):
         for it in self._items():
             if not it.is_jm or it.taken or it.removed or it.sampling is not None:
                 continue
-            if self.jm_limit is not None and ((self.jm_used > _EPS).any() or pending) and not (
-                    self.jm_used + (pending + 1) * self.jm_demand <= self.jm_limit + _EPS).all():
+            if (
+                self.jm_limit is not None
+                and ((self.jm_used > _EPS).any() or pending)
+                and not (self.jm_used + (pending + 1) * self.jm_demand <= self.jm_limit + _EPS).all()
+            ):
                 break
             k = min(self.jm_samples, int(live.size))
             nodes = np.sort(self.port.rng.choice(live, size=k, replace=False))
@@ -689,11 +729,19 @@ class ResourceArbitrator(Component):
             it.sampling = token
             grp = self.group_of[nodes]
             for g in np.unique(grp).tolist():
-                self.port.send(self.groups[g], SampleInquiry(self.address, it.job, it.attempt, token,
-                                                             nodes[grp == g].tolist(), self.jm_demand))
+                self.port.send(
+                    self.groups[g],
+                    SampleInquiry(self.address, it.job, it.attempt, token, nodes[grp == g].tolist(), self.jm_demand),
+                )
             timer = self.port.set_timer(self.sampling_timeout, ("jmsample", token))
-            self._jm_sampling[token] = {"item": it, "n": int(k), "resp": [], "free": [], "timer": timer,
-                                        "deferred": False}
+            self._jm_sampling[token] = {
+                "item": it,
+                "n": int(k),
+                "resp": [],
+                "free": [],
+                "timer": timer,
+                "deferred": False,
+            }
             self.stats["jm_samplings"] += 1
             pending += 1
 
@@ -735,8 +783,9 @@ class ResourceArbitrator(Component):
         c = self._allocate([(it, 0)], [node], now)
         self._take_from(it, [0])
         g = int(self.group_of[node])
-        self.port.send(self.groups[g], SampleDecision(token, c, [n for n in resp if n != node and
-                                                                 int(self.group_of[n]) == g]))
+        self.port.send(
+            self.groups[g], SampleDecision(token, c, [n for n in resp if n != node and int(self.group_of[n]) == g])
+        )
         others = [n for n in resp if int(self.group_of[n]) != g]
         self._jm_cancel(token, others)
 
@@ -763,10 +812,20 @@ class ResourceArbitrator(Component):
                 continue
             by_item.setdefault((c.jobs[k], c.attempts[k], c.owners[k]), []).append(k)
         for (job, att, owner), ks in by_item.items():
-            it = Item(self._next_seq(True), job, att, c.users[ks[0]], owner, [c.tasks[k] for k in ks],
-                      [c.durations[k] for k in ks], c.demands[ks], np.array(
-                          [int(self.jobs[job].spec.masks[_local(self.jobs[job].spec, c.tasks[k])]) for k in ks],
-                          dtype=np.uint32))
+            it = Item(
+                self._next_seq(True),
+                job,
+                att,
+                c.users[ks[0]],
+                owner,
+                [c.tasks[k] for k in ks],
+                [c.durations[k] for k in ks],
+                c.demands[ks],
+                np.array(
+                    [int(self.jobs[job].spec.masks[_local(self.jobs[job].spec, c.tasks[k])]) for k in ks],
+                    dtype=np.uint32,
+                ),
+            )
             self._enqueue(it)
         if grew:
             self._unblock(grew)

@@ -141,8 +141,9 @@ class Supervisor(Component):
 
     kind = "macrm-supervisor"
 
-    def __init__(self, address: str, runtime: str, watched: list[str], alive_timeout: float = 1.0,
-                 check_interval: float = 0.25) -> None:
+    def __init__(
+        self, address: str, runtime: str, watched: list[str], alive_timeout: float = 1.0, check_interval: float = 0.25
+    ) -> None:
         super().__init__(address)
         if alive_timeout <= 0 or check_interval <= 0:
             raise ValueError(f"{address}: alive timeout and check interval must be > 0")
@@ -267,8 +268,9 @@ class MacrmFaults:
     ``deployment.extras["macrm"]``, :meth:`kill_node`, :meth:`fail_task`, :meth:`kill_jm`, :meth:`kill_tracker` and
     :meth:`kill_arbitrator`."""
 
-    def __init__(self, engine, runtime: Runtime, groups: list[str], group_of: np.ndarray, trackers: list[str],
-                 arbitrator: str) -> None:
+    def __init__(
+        self, engine, runtime: Runtime, groups: list[str], group_of: np.ndarray, trackers: list[str], arbitrator: str
+    ) -> None:
         self.engine = engine
         self.runtime = runtime
         self.groups = groups

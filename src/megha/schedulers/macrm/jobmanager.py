@@ -127,8 +127,9 @@ class JobManager(Component):
 
     kind = "macrm-jm"
 
-    def __init__(self, address: str, ctx: JMContext, spec: JobArrival, attempt: int, node: int, load: float,
-                 central: bool) -> None:
+    def __init__(
+        self, address: str, ctx: JMContext, spec: JobArrival, attempt: int, node: int, load: float, central: bool
+    ) -> None:
         super().__init__(address)
         self.ctx = ctx
         self.spec = spec
@@ -160,10 +161,22 @@ class JobManager(Component):
         self.finished = False
         self.exited = False
         self.started_at = float("nan")  # when this process started (instrumentation: the job-manager wait)
-        self.stats = {"rounds": 0, "samples": 0, "responses": 0, "sampling_failures": 0, "retries": 0,
-                      "placed_by_sampling": 0, "sent_to_central": 0, "leftover_to_central": 0, "task_reruns": 0,
-                      "tasks_lost_on_nodes": 0, "task_failures_seen": 0, "launch_rejections": 0, "adopted": 0,
-                      "late_replies": 0}
+        self.stats = {
+            "rounds": 0,
+            "samples": 0,
+            "responses": 0,
+            "sampling_failures": 0,
+            "retries": 0,
+            "placed_by_sampling": 0,
+            "sent_to_central": 0,
+            "leftover_to_central": 0,
+            "task_reruns": 0,
+            "tasks_lost_on_nodes": 0,
+            "task_failures_seen": 0,
+            "launch_rejections": 0,
+            "adopted": 0,
+            "late_replies": 0,
+        }
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
@@ -250,9 +263,18 @@ class JobManager(Component):
         self.port.send(self.ctx.arbitrator, self._request_msg(todo))
 
     def _request_msg(self, todo: list[int]) -> TaskRequest:
-        return TaskRequest(self.address, self.job, self.attempt, self.spec.user, [self.tasks[i] for i in todo],
-                           [self.durs[i] for i in todo], self.demands[todo], self.masks[todo].tolist(),
-                           gang=self.ctx.gang, runs=[self.runs[i] for i in todo])
+        return TaskRequest(
+            self.address,
+            self.job,
+            self.attempt,
+            self.spec.user,
+            [self.tasks[i] for i in todo],
+            [self.durs[i] for i in todo],
+            self.demands[todo],
+            self.masks[todo].tolist(),
+            gang=self.ctx.gang,
+            runs=[self.runs[i] for i in todo],
+        )
 
     def current_rate(self) -> float:
         """Sampling rate of the next round."""
@@ -303,8 +325,7 @@ class JobManager(Component):
         r.resp.extend(msg.nodes)
         r.free.append(msg.free)
         r.cap.append(msg.capacity)
-        act = round_action(self.ctx.round_end, len(r.resp), r.n_sent,
-                           lambda: len(self._assign(r)[1]) == len(r.todo))
+        act = round_action(self.ctx.round_end, len(r.resp), r.n_sent, lambda: len(self._assign(r)[1]) == len(r.todo))
         if act == "place":
             self._place(now)
         elif act == "defer" and not r.deferred:
@@ -357,8 +378,18 @@ class JobManager(Component):
         return nodes, assigned
 
     @staticmethod
-    def _assign_alike(todo: list[int], nodes: np.ndarray, free: np.ndarray, cap: np.ndarray, safe: np.ndarray,
-                      wm: np.ndarray, d: np.ndarray, mask: int, one: bool, assigned: dict[int, int]) -> None:
+    def _assign_alike(
+        todo: list[int],
+        nodes: np.ndarray,
+        free: np.ndarray,
+        cap: np.ndarray,
+        safe: np.ndarray,
+        wm: np.ndarray,
+        d: np.ndarray,
+        mask: int,
+        one: bool,
+        assigned: dict[int, int],
+    ) -> None:
         """:meth:`_assign` for tasks with one demand and mask: the same choices (least load, then lowest position),
         from a sorted list or a heap instead of a scan of every responder per task."""
         ok = (free + _EPS >= d).all(axis=1)
@@ -489,7 +520,7 @@ class JobManager(Component):
 
     def _finished(self, tasks, now: float) -> None:
         new: list[int] = []
-        for t in (tasks if isinstance(tasks, list) else tasks.tolist()):
+        for t in tasks if isinstance(tasks, list) else tasks.tolist():
             i = self.local.get(t)
             if i is None or self.state[i] == DONE:
                 continue

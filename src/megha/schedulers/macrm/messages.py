@@ -87,10 +87,18 @@ def concat_containers(parts: list[Containers], n_res: int) -> Containers:
 
 def select_containers(c: Containers, idx: list[int]) -> Containers:
     """The rows ``idx`` of ``c``."""
-    return Containers([c.nodes[i] for i in idx], [c.tasks[i] for i in idx], [c.jobs[i] for i in idx],
-                      [c.attempts[i] for i in idx], [c.users[i] for i in idx], [c.durations[i] for i in idx],
-                      c.demands[idx] if idx else c.demands[:0], [c.owners[i] for i in idx],
-                      [c.seqs[i] for i in idx], [c.specs[i] for i in idx] if c.specs else [])
+    return Containers(
+        [c.nodes[i] for i in idx],
+        [c.tasks[i] for i in idx],
+        [c.jobs[i] for i in idx],
+        [c.attempts[i] for i in idx],
+        [c.users[i] for i in idx],
+        [c.durations[i] for i in idx],
+        c.demands[idx] if idx else c.demands[:0],
+        [c.owners[i] for i in idx],
+        [c.seqs[i] for i in idx],
+        [c.specs[i] for i in idx] if c.specs else [],
+    )
 
 
 # --- node managers <-> resource tracker / arbitrator ---------------------------------------------------------------

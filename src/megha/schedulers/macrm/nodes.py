@@ -133,10 +133,24 @@ class NodeManagers(Component):
         self._hb_out: list[int] = []
         self._hb_set: set[int] = set()
         self.stats: dict[str, int] = {
-            "heartbeats": 0, "heartbeats_event": 0, "heartbeats_missed": 0, "heartbeats_halved": 0,
-            "hb_reply_timeouts": 0, "inquiries": 0, "answered": 0, "ignored_pending": 0, "ignored_waiting": 0,
-            "ignored_full": 0, "hold_timeouts": 0, "launched": 0, "rejected_jm": 0, "rejected_arbitrator": 0,
-            "task_failures": 0, "tasks_lost_on_nodes": 0, "nodes_crashed": 0, "jms_started": 0,
+            "heartbeats": 0,
+            "heartbeats_event": 0,
+            "heartbeats_missed": 0,
+            "heartbeats_halved": 0,
+            "hb_reply_timeouts": 0,
+            "inquiries": 0,
+            "answered": 0,
+            "ignored_pending": 0,
+            "ignored_waiting": 0,
+            "ignored_full": 0,
+            "hold_timeouts": 0,
+            "launched": 0,
+            "rejected_jm": 0,
+            "rejected_arbitrator": 0,
+            "task_failures": 0,
+            "tasks_lost_on_nodes": 0,
+            "nodes_crashed": 0,
+            "jms_started": 0,
         }
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -326,8 +340,10 @@ class NodeManagers(Component):
                 continue
             self.used[i] += d
             if (self.used[i] > self.cap[i] + 1e-7).any():
-                raise SimulationError(f"{self.address}: node {node} over-committed at t={now:.6f}: used "
-                                      f"{self.used[i].tolist()} > capacity {self.cap[i].tolist()}")
+                raise SimulationError(
+                    f"{self.address}: node {node} over-committed at t={now:.6f}: used "
+                    f"{self.used[i].tolist()} > capacity {self.cap[i].tolist()}"
+                )
             user = c.users[k]
             uu = self.users[i]
             prev = uu.get(user)
@@ -488,8 +504,9 @@ class NodeManagers(Component):
             e[2] = msg.jm
             e[4] = msg.attempt
             nodes.append(self.lo + e[0])
-        self.port.send(msg.jm, JobState(self.group, msg.attempt, running, nodes,
-                                        list(self.finished_by_job.get(msg.job, ()))))
+        self.port.send(
+            msg.jm, JobState(self.group, msg.attempt, running, nodes, list(self.finished_by_job.get(msg.job, ())))
+        )
 
     # --- node failures -----------------------------------------------------------------------------------------
     def _crash(self, nodes: list[int], now: float) -> None:
@@ -536,8 +553,10 @@ class NodeManagers(Component):
         free = self.cap[out] - self.used[out]
         used = self.bg[out] + self.used[out]
         users = [dict(self.users[i]) for i in out] if self.track_users else []
-        self.port.send(self.tracker, Heartbeat(self.group, [self.lo + i for i in out], free, used,
-                                               [self.arb_seq[i] for i in out], users))
+        self.port.send(
+            self.tracker,
+            Heartbeat(self.group, [self.lo + i for i in out], free, used, [self.arb_seq[i] for i in out], users),
+        )
 
     # --- inspection --------------------------------------------------------------------------------------------
     def running_tasks(self) -> int:

@@ -45,7 +45,7 @@ def adaptive_rate(load: float) -> float:
 
 def round_rate(initial: float, retry: int, doubling: bool) -> float:
     """Sampling rate of retry ``retry`` (0 = first round): doubled after each failure when ``doubling``."""
-    return initial * (2.0 ** retry) if doubling else initial
+    return initial * (2.0**retry) if doubling else initial
 
 
 def samples_for(rate: float, tasks: int, eligible: int) -> int:

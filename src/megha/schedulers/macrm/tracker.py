@@ -90,8 +90,16 @@ class ResourceTracker(Component):
         self.load = 0.0
         self.central = False
         self.forward = True
-        self.stats = {"heartbeats": 0, "forwarded": 0, "answered": 0, "jm_heartbeats": 0, "nodes_lost": 0,
-                      "jms_lost": 0, "reports_resent": 0, "heartbeats_from_dead": 0}
+        self.stats = {
+            "heartbeats": 0,
+            "forwarded": 0,
+            "answered": 0,
+            "jm_heartbeats": 0,
+            "nodes_lost": 0,
+            "jms_lost": 0,
+            "reports_resent": 0,
+            "heartbeats_from_dead": 0,
+        }
 
     def on_start(self, now: float) -> None:
         self.last_seen[:] = now  # everyone gets a full timeout before being suspected
@@ -159,11 +167,16 @@ class ResourceTracker(Component):
         if fwd:
             self.stats["forwarded"] += len(fwd)
             if len(fwd) == len(msg.nodes):
-                self.port.send(self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, msg.free,
-                                                                   msg.acks))
+                self.port.send(
+                    self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, msg.free, msg.acks)
+                )
             else:
-                self.port.send(self.arbitrator, ForwardedHeartbeat(
-                    self.index, self.group, [msg.nodes[k] for k in fwd], msg.free[fwd], [msg.acks[k] for k in fwd]))
+                self.port.send(
+                    self.arbitrator,
+                    ForwardedHeartbeat(
+                        self.index, self.group, [msg.nodes[k] for k in fwd], msg.free[fwd], [msg.acks[k] for k in fwd]
+                    ),
+                )
         if rest:
             self.stats["answered"] += len(rest)
             self.port.send(self.group, HeartbeatReply([msg.nodes[k] for k in rest]))

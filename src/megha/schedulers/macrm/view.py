@@ -115,8 +115,15 @@ class FreeView:
         return ok
 
 
-def match(snap: np.ndarray, usable: np.ndarray, demands: np.ndarray, masks: np.ndarray, worker_masks: np.ndarray,
-          rng: np.random.Generator, best_fit: bool = False) -> np.ndarray:
+def match(
+    snap: np.ndarray,
+    usable: np.ndarray,
+    demands: np.ndarray,
+    masks: np.ndarray,
+    worker_masks: np.ndarray,
+    rng: np.random.Generator,
+    best_fit: bool = False,
+) -> np.ndarray:
     """Place each task on a node of the view copy ``snap`` (modified in place) with room for it; -1 = no room.
 
     Tasks with the same demand and mask are placed together, the groups with the fewest suitable nodes first. A node
@@ -159,7 +166,7 @@ def match(snap: np.ndarray, usable: np.ndarray, demands: np.ndarray, masks: np.n
                 take = np.full(min(todo, int(slots[node])), node, dtype=np.int64)
             else:
                 take = rng.permutation(nodes)[:todo]
-            out[idx[at:at + take.size]] = take
+            out[idx[at : at + take.size]] = take
             np.subtract.at(snap, take, d)
             at += take.size
             todo -= take.size
