@@ -71,6 +71,17 @@ def test_compare_prints_table_and_plot(tmp_path):
     assert "scheduler" in (out / "compare.csv").read_text().splitlines()[0]
 
 
+def test_compare_runs_the_google_sample_in_the_papers_setting(tmp_path):
+    # the IoT 2023 paper ran the Google sub-trace on 20,000 workers; Megha then gets 5 GMs x 10 LMs
+    out = tmp_path / "cmp"
+    res = invoke("compare", "--schedulers", "megha,pigeonc", "--max-jobs", "3", "--out", str(out), "--quiet")
+    assert res.exit_code == 0, res.output
+    megha = json.loads((out / "megha" / "summary.json").read_text())
+    assert megha["workers"] == 20000 and (megha["deployment"]["gms"], megha["deployment"]["lms"]) == (5, 10)
+    pigeonc = json.loads((out / "pigeonc" / "summary.json").read_text())
+    assert pigeonc["workers"] == 20000
+
+
 def test_trace_info_and_convert(tmp_path, tiny_trace):
     res = invoke("trace", "info", str(tiny_trace), "--json", "-w", "4")
     assert res.exit_code == 0

@@ -136,8 +136,10 @@ ClusterOpt = Annotated[
     str | None, typer.Option("--cluster", "-c", help="cluster file (Megha/PigeonC JSON) or sample:NAME")
 ]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", help="generate a datacenter of N workers")]
-GmsOpt = Annotated[int | None, typer.Option("--gms", help="Global Masters (Megha) / distributed schedulers")]
-LmsOpt = Annotated[int | None, typer.Option("--lms", help="Local Masters (Megha) / masters")]
+GmsOpt = Annotated[int | None, typer.Option(
+    "--gms", help="Global Masters (Megha; default: the cluster file's, else 5) / distributed schedulers")]
+LmsOpt = Annotated[int | None, typer.Option(
+    "--lms", help="Local Masters (Megha; default: the cluster file's, else one per 2,000 workers) / masters")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="seed of every random choice")]
 OptOpt = Annotated[
     list[str] | None, typer.Option("--opt", "-o", help="scheduler option key=value (repeatable)")
@@ -294,7 +296,8 @@ def compare(
     """Run several schedulers on the same workload and datacenter; print a table and overlay their CDFs.
 
     With no arguments: the first 1,000 jobs of the bundled Google sub-trace, with synthesized placement
-    constraints, on the papers' 10,000-worker constrained datacenter, through every registered scheduler.
+    constraints, on 20,000 constrained workers (the IoT 2023 paper's setting for this trace), through every
+    scheduler of the default comparison. Other bundled traces default to the papers' 10,000-worker datacenter.
     """
     from megha.metrics.report import compare_rows, plot_cdfs, render_compare_table
     from megha.schedulers import registry
@@ -304,9 +307,11 @@ def compare(
     ]
     mode = "resource" if resources else "slot"
     if cluster is None and workers is None:
-        from megha.samples import DEFAULT_CLUSTER
+        from megha.samples import DEFAULT_CLUSTER, PAPER_WORKERS
 
-        cluster = DEFAULT_CLUSTER
+        workers = PAPER_WORKERS.get(trace)
+        if workers is None:
+            cluster = DEFAULT_CLUSTER
     summaries, delays = [], {}
     out.mkdir(parents=True, exist_ok=True)
     import pyarrow.parquet as pq

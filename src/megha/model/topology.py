@@ -30,6 +30,10 @@ from megha.model.constraints import (
 )
 
 DEFAULT_CAPACITY = {"cpu": 64.0, "mem": 16.0}
+#: Megha's layout when neither the datacenter file nor the user gives one: the papers' 10,000-worker datacenter
+#: (``megha_config_G5L5S10000``) has 5 GMs and 5 LMs of 2,000 workers; 20,000 workers get 5 GMs x 10 LMs.
+DEFAULT_GMS = 5
+WORKERS_PER_LM = 2000
 """Resource-mode default worker: 64 CPU cores and 16 GB of memory (Megha paper §V-B)."""
 
 
@@ -66,15 +70,19 @@ class Datacenter:
         """Worker → (LM, partition) mapping for ``n_lms`` LMs with ``n_gms`` partitions each.
 
         Uses the file's layout when it matches (or when the counts are not given), else splits the worker
-        order evenly: contiguous LM clusters, each cut into ``n_gms`` contiguous partitions.
+        order evenly: contiguous LM clusters, each cut into ``n_gms`` contiguous partitions. Counts not given
+        follow the papers' 10,000-worker layout (5 GMs x 5 LMs: 2,000 workers per LM, 400 per partition):
+        :data:`DEFAULT_GMS` GMs and one LM per :data:`WORKERS_PER_LM` workers.
         """
         if self.lm_of is not None and self.partition_of is not None:
             file_lms = int(self.lm_of.max()) + 1
             file_gms = int(self.partition_of.max()) + 1
             if (n_lms in (None, file_lms)) and (n_gms in (None, file_gms)):
                 return self.lm_of, self.partition_of, file_lms, file_gms
-        n_lms = n_lms or 1
-        n_gms = n_gms or 1
+        if n_gms is None:
+            n_gms = max(1, min(DEFAULT_GMS, self.n_workers // (n_lms or 1)))
+        if n_lms is None:
+            n_lms = max(1, min(round(self.n_workers / WORKERS_PER_LM), self.n_workers // n_gms))
         if n_lms * n_gms > self.n_workers:
             raise InputError(
                 f"{n_lms} LMs x {n_gms} GMs need at least {n_lms * n_gms} workers, the datacenter has "
