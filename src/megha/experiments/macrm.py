@@ -74,7 +74,6 @@ datacenter (heterogeneous machines are not expressible in a :class:`~megha.confi
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -83,21 +82,11 @@ import numpy as np
 from megha.config import RunConfig
 from megha.errors import InputError
 from megha.experiments.registry import ReproContext, experiment
-from megha.metrics.recorder import TaskRecorder
 from megha.model.constraints import NUM_CONSTRAINTS
 from megha.model.topology import Datacenter
-from megha.model.workload import Workload, feasible_tasks
-from megha.schedulers import registry
-from megha.sim.engine import DelayModel, Engine
-from megha.sim.run import (
-    _STREAM_ENGINE,
-    _STREAM_SCHEDULER,
-    Injector,
-    RunResult,
-    TraceSource,
-    Watchdog,
-    stream,
-)
+from megha.model.workload import Workload
+from megha.sim.run import RunResult
+from megha.sim.run import simulate_inputs as run_inputs
 
 ALL_CONSTRAINTS = np.uint32((1 << NUM_CONSTRAINTS) - 1)
 
@@ -162,56 +151,9 @@ def simulate_inputs(
     stall_timeout: float = 3600.0,
     label: str = "generated",
 ) -> RunResult:
-    """:func:`megha.sim.run.simulate` for a :class:`Workload` and :class:`Datacenter` built in memory."""
-    t_wall = time.perf_counter()
-    spec = registry.get(scheduler)
-    mode = "resource" if dc.capacity is not None else "slot"
-    if mode not in spec.modes:
-        raise InputError(f"scheduler {scheduler!r} does not support {mode} mode")
-    opts = registry.parse_options(spec, options or {})
-    feasible = feasible_tasks(workload, dc)
-    rec = TaskRecorder(workload.task_arrival, workload.task_demand)
-    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
-    engine = Engine(
-        seed=int(stream(seed, _STREAM_ENGINE).integers(2**63)),
-        delay_model=DelayModel(network_delay=network_delay, links=links),
-        recorder=rec,
-    )
-    ctx = registry.BuildContext(
-        engine=engine,
-        recorder=rec,
-        workload=workload,
-        datacenter=dc,
-        feasible=feasible,
-        options=opts,
-        rng=stream(seed, _STREAM_SCHEDULER),
-    )
-    deployment = spec.build(ctx)
-    source = TraceSource(workload, feasible, deployment.route)
-    engine.add(source)
-    n_feasible = int(feasible.sum())
-    rec.expect(n_feasible)
-    rec.on_all_done = engine.stop
-    watchdog = Watchdog(rec, engine, stall_timeout, source)
-    engine.add(watchdog)
-    if actions:
-        engine.add(Injector(actions, engine, deployment))
-    if n_feasible:
-        engine.run()
-    reason = watchdog.reason
-    if reason is None and rec.outstanding > 0:
-        reason = f"{rec.outstanding} task(s) never completed: the simulation ran out of events"
-    if reason is None:
-        fin = rec.finishes[feasible]
-        if (fin != 1).any():
-            from megha.errors import SimulationError
-
-            bad = np.flatnonzero(feasible)[np.flatnonzero(fin != 1)[:5]].tolist()
-            raise SimulationError(f"tasks did not finish exactly once (e.g. task ids {bad})")
-    counters = dict(rec.counters)
-    counters.update(deployment.counters())
-    counters["tasks_infeasible"] = int((~feasible).sum())
-    counters["jobs_without_feasible_tasks"] = source.skipped_jobs
+    """:func:`megha.sim.run.simulate_inputs` for a :class:`Workload` and :class:`Datacenter` built in memory, with
+    the configuration (recorded in the result) made from these arguments; workers report over the network like
+    every other component (``worker_report_delay`` = ``network_delay``)."""
     cap = (
         {k: float(v) for k, v in zip(dc.resource_names, dc.capacity.max(axis=0), strict=True)}
         if dc.capacity is not None
@@ -226,25 +168,11 @@ def simulate_inputs(
         resources=dc.capacity is not None,
         capacity=cap or {"cpu": 1.0},
         network_delay=network_delay,
+        worker_report_delay=network_delay,
         options=dict(options or {}),
         stall_timeout=stall_timeout,
     )
-    return RunResult(
-        config=cfg,
-        workload=workload,
-        datacenter=dc,
-        recorder=rec,
-        feasible=feasible,
-        counters=counters,
-        message_counts=engine.message_counts(),
-        end_time=engine.now if n_feasible else 0.0,
-        events=engine.events,
-        wall_seconds=time.perf_counter() - t_wall,
-        options=opts.model_dump(),
-        describe=deployment.describe,
-        unfinished_reason=reason,
-        extras=deployment.extras,
-    )
+    return run_inputs(cfg, workload, dc, actions=actions)
 
 
 # --- clusters ------------------------------------------------------------------------------------------------------

@@ -264,8 +264,27 @@ def simulate(
     mode = "resource" if cfg.resources else "slot"
     if mode not in spec.modes:
         raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
-    options = registry.parse_options(spec, cfg.options)
+    registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
     workload, dc = load_inputs(cfg)
+    return simulate_inputs(cfg, workload, dc, progress, actions, t_wall)
+
+
+def simulate_inputs(
+    cfg: RunConfig,
+    workload: Workload,
+    dc: Datacenter,
+    progress: Callable[[float, int, int], None] | None = None,
+    actions: list[tuple[float, Callable]] | None = None,
+    t_wall: float | None = None,
+) -> RunResult:
+    """:func:`simulate` for a workload and datacenter already in memory (``cfg``'s trace and datacenter fields
+    are then only labels): the scheduler, options, seed, delays and timeouts still come from ``cfg``."""
+    t_wall = time.perf_counter() if t_wall is None else t_wall
+    spec = registry.get(cfg.scheduler)
+    mode = "resource" if dc.capacity is not None else "slot"
+    if mode not in spec.modes:
+        raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
+    options = registry.parse_options(spec, cfg.options)
     feasible = feasible_tasks(workload, dc)
 
     rec = TaskRecorder(workload.task_arrival, workload.task_demand)
