@@ -1,6 +1,6 @@
 """Engine throughput: messages and timers per second through the event heap (prints, no assertions).
 
-    python benchmarks/bench_engine.py [--events N] [--pending P]
+python benchmarks/bench_engine.py [--events N] [--pending P]
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ def _ortools_timed(net) -> tuple[int, float, float]:
     np.subtract.at(sup, ex.tail, ex.lower)
     np.add.at(sup, ex.head, ex.lower)
     smcf = min_cost_flow.SimpleMinCostFlow()
-    smcf.add_arcs_with_capacity_and_unit_cost(ex.tail.astype(np.int32), ex.head.astype(np.int32),
-                                              ex.upper - ex.lower, ex.cost)
+    smcf.add_arcs_with_capacity_and_unit_cost(
+        ex.tail.astype(np.int32), ex.head.astype(np.int32), ex.upper - ex.lower, ex.cost
+    )
     smcf.set_nodes_supplies(np.arange(ex.n_nodes, dtype=np.int32), sup)
     t1 = time.perf_counter()
     status = smcf.solve()
@@ -48,18 +49,23 @@ def _ortools_timed(net) -> tuple[int, float, float]:
     return cost, t2 - t0, t2 - t1
 
 
-def run(machines: int, slots: int, tasks: int, rounds: int, churn: float, seed: int, fairness: bool,
-        label: str) -> dict:
+def run(
+    machines: int, slots: int, tasks: int, rounds: int, churn: float, seed: int, fairness: bool, label: str
+) -> dict:
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     g = ChurnGraph(machines, slots, tasks, rng, fairness=fairness)
     build = time.perf_counter() - t0
     sol = IncrementalSolver()
     cold = sol.solve(g.net)
-    print(f"\n== {label}: {machines:,} machines × {slots} slots, {tasks:,} tasks, {churn:.0%} churn/round, "
-          f"{g.net.n_nodes:,} nodes, {g.net.n_arcs:,} arcs")
-    print(f"   graph build {build * 1e3:.0f} ms; incremental cold start {cold.seconds * 1e3:.0f} ms "
-          f"({cold.stats['searches']:,} searches)")
+    print(
+        f"\n== {label}: {machines:,} machines × {slots} slots, {tasks:,} tasks, {churn:.0%} churn/round, "
+        f"{g.net.n_nodes:,} nodes, {g.net.n_arcs:,} arcs"
+    )
+    print(
+        f"   graph build {build * 1e3:.0f} ms; incremental cold start {cold.seconds * 1e3:.0f} ms "
+        f"({cold.stats['searches']:,} searches)"
+    )
     o_cost, o_tot, o_sol = _ortools_timed(g.net)
     assert o_cost == cold.cost, (o_cost, cold.cost)
     inc_total, inc_solve, ort_total, ort_solve, searches = [], [], [], [], []
@@ -88,11 +94,14 @@ def run(machines: int, slots: int, tasks: int, rounds: int, churn: float, seed: 
     out["speedup_total"] = out["ortools_total_ms"] / out["inc_total_ms"]
     out["speedup_solve"] = out["ortools_solve_ms"] / out["inc_solve_ms"]
     print(f"   median over {rounds} rounds (costs equal every round):")
-    print(f"   incremental  edit+solve {out['inc_total_ms']:8.2f} ms   solve {out['inc_solve_ms']:8.2f} ms   "
-          f"(p90 edit+solve {np.percentile(inc_total, 90) * 1e3:.2f} ms, {med(searches):.0f} searches/round)")
+    print(
+        f"   incremental  edit+solve {out['inc_total_ms']:8.2f} ms   solve {out['inc_solve_ms']:8.2f} ms   "
+        f"(p90 edit+solve {np.percentile(inc_total, 90) * 1e3:.2f} ms, {med(searches):.0f} searches/round)"
+    )
     print(f"   OR-Tools     from scratch {out['ortools_total_ms']:7.2f} ms   solve {out['ortools_solve_ms']:8.2f} ms")
-    print(f"   speed-up     {out['speedup_total']:.1f}x (round vs from scratch), "
-          f"{out['speedup_solve']:.1f}x (solve only)")
+    print(
+        f"   speed-up     {out['speedup_total']:.1f}x (round vs from scratch), {out['speedup_solve']:.1f}x (solve only)"
+    )
     return out
 
 
@@ -116,8 +125,16 @@ def main() -> None:
         ok = r["inc_total_ms"] <= 50 and r["speedup_total"] >= 5
         print(f"   target (median ≤ 50 ms and ≥ 5x): {'MET' if ok else 'NOT MET'}")
     if a.scenario in ("contended", "both"):
-        results["contended"] = run(a.machines, 1, a.tasks, a.rounds, a.churn, a.seed, True,
-                                   "contended (1 slot/machine, fairness bounds binding)")
+        results["contended"] = run(
+            a.machines,
+            1,
+            a.tasks,
+            a.rounds,
+            a.churn,
+            a.seed,
+            True,
+            "contended (1 slot/machine, fairness bounds binding)",
+        )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="repeat each run (timings are noisy on a shared machine)")
     args = ap.parse_args()
     opts = {"policy": args.policy}
-    goog = RunConfig(scheduler="megha", trace="sample:GOOG_subtrace", cluster="sample:megha_G5L5S10000",
-                     options=opts, max_jobs=2000 if args.quick else None)
+    goog = RunConfig(
+        scheduler="megha",
+        trace="sample:GOOG_subtrace",
+        cluster="sample:megha_G5L5S10000",
+        options=opts,
+        max_jobs=2000 if args.quick else None,
+    )
     if args.only in (None, "goog"):
         for _ in range(args.repeat):
             bench("megha GOOG_subtrace 10k 5x5", goog)

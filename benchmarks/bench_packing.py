@@ -25,16 +25,23 @@ def workload(servers: int, jobs: int, rho: float = 0.9, seed: int = 0):
     mean_size, mean_service = 0.5, 100.0
     rate = rho * servers / (mean_size * mean_service)
     horizon = int(jobs / rate)
-    return synthetic(rate, horizon, np.random.default_rng(seed), sizes=("uniform", 0.1, 0.9),
-                     service=("geometric", mean_service))
+    return synthetic(
+        rate, horizon, np.random.default_rng(seed), sizes=("uniform", 0.1, 0.9), service=("geometric", mean_service)
+    )
 
 
 def bench(name: str, servers: int, wl, J: int = 4) -> dict:
     t0 = time.perf_counter()
     r = run_slotted(make_policy(name, servers, J=J), wl)
     dt = time.perf_counter() - t0
-    return {"policy": name, "jobs": wl.n, "seconds": dt, "jobs_per_s": wl.n / dt, "mean_queue": r.mean_queue(),
-            "event_slots": int(r.slots.size)}
+    return {
+        "policy": name,
+        "jobs": wl.n,
+        "seconds": dt,
+        "jobs_per_s": wl.n / dt,
+        "mean_queue": r.mean_queue(),
+        "event_slots": int(r.slots.size),
+    }
 
 
 def main() -> None:
@@ -47,15 +54,19 @@ def main() -> None:
     a = ap.parse_args()
 
     wl = workload(a.servers, a.jobs)
-    print(f"BF-J/S headline: {a.servers:,} servers, {wl.n:,} jobs, rho 0.9 "
-          f"({wl.offered_load(a.servers):.3f} measured), {int(wl.arrival[-1]) + 1:,} slots")
+    print(
+        f"BF-J/S headline: {a.servers:,} servers, {wl.n:,} jobs, rho 0.9 "
+        f"({wl.offered_load(a.servers):.3f} measured), {int(wl.arrival[-1]) + 1:,} slots"
+    )
     best = None
     for _ in range(a.repeat):
         r = bench("bf-js", a.servers, wl)
         best = r if best is None or r["seconds"] < best["seconds"] else best
-    print(f"  bf-js: {best['seconds']:.1f} s  ({best['jobs_per_s']:,.0f} jobs/s, mean queue "
-          f"{best['mean_queue']:.1f}, {best['event_slots']:,} slots with events)  target <= 60 s: "
-          f"{'OK' if best['seconds'] <= 60 else 'MISSED'}")
+    print(
+        f"  bf-js: {best['seconds']:.1f} s  ({best['jobs_per_s']:,.0f} jobs/s, mean queue "
+        f"{best['mean_queue']:.1f}, {best['event_slots']:,} slots with events)  target <= 60 s: "
+        f"{'OK' if best['seconds'] <= 60 else 'MISSED'}"
+    )
     if a.others:
         wl = workload(a.servers, a.others)
         print(f"\nper policy: {a.servers:,} servers, {wl.n:,} jobs")
@@ -63,8 +74,10 @@ def main() -> None:
         ref = next((r["jobs_per_s"] for r in rows if r["policy"] == "bf-js"), rows[0]["jobs_per_s"])
         print(f"  {'policy':8s} {'seconds':>8s} {'jobs/s':>10s} {'vs bf-js':>9s} {'mean queue':>11s}")
         for r in rows:
-            print(f"  {r['policy']:8s} {r['seconds']:8.2f} {r['jobs_per_s']:10,.0f} {r['jobs_per_s'] / ref:9.2f} "
-                  f"{r['mean_queue']:11.1f}")
+            print(
+                f"  {r['policy']:8s} {r['seconds']:8.2f} {r['jobs_per_s']:10,.0f} {r['jobs_per_s'] / ref:9.2f} "
+                f"{r['mean_queue']:11.1f}"
+            )
 
 
 if __name__ == "__main__":

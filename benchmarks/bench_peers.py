@@ -39,16 +39,25 @@ CONTEXT = {  # not peers: run only when named, for side-by-side delays
 def run_one(label: str, jobs: int | None, seed: int) -> dict:
     name = label if label in CONTEXT else label.split("-")[0]
     cluster, opts = {**PEERS, **CONTEXT}[label]
-    cfg = RunConfig(scheduler=name, trace="sample:GOOG_subtrace", cluster=cluster, options=opts, max_jobs=jobs,
-                    seed=seed)
+    cfg = RunConfig(
+        scheduler=name, trace="sample:GOOG_subtrace", cluster=cluster, options=opts, max_jobs=jobs, seed=seed
+    )
     c0 = time.process_time()
     res = simulate(cfg)
     cpu = time.process_time() - c0
     d = describe(job_table(res.workload, res.recorder, res.feasible)["delay"])
     n = res.workload.n_tasks
-    return {"label": label, "tasks": n, "wall": res.wall_seconds, "cpu": cpu, "events": res.events,
-            "wall_rate": n / res.wall_seconds, "cpu_rate": n / cpu, "delay": d,
-            "completed": res.unfinished_reason is None}
+    return {
+        "label": label,
+        "tasks": n,
+        "wall": res.wall_seconds,
+        "cpu": cpu,
+        "events": res.events,
+        "wall_rate": n / res.wall_seconds,
+        "cpu_rate": n / cpu,
+        "delay": d,
+        "completed": res.unfinished_reason is None,
+    }
 
 
 def calibrate() -> float:
@@ -62,8 +71,9 @@ def calibrate() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("peers", nargs="*", default=list(PEERS),
-                    help=f"subset of {', '.join(PEERS)} (also: {', '.join(CONTEXT)})")
+    ap.add_argument(
+        "peers", nargs="*", default=list(PEERS), help=f"subset of {', '.join(PEERS)} (also: {', '.join(CONTEXT)})"
+    )
     ap.add_argument("--jobs", type=int, default=None, help="use only the first N jobs")
     ap.add_argument("--repeat", type=int, default=3, help="runs per peer (the fastest is reported)")
     ap.add_argument("--seed", type=int, default=0)
@@ -71,10 +81,14 @@ def main() -> None:
     for p in args.peers:
         if p not in PEERS and p not in CONTEXT:
             ap.error(f"unknown peer {p!r}; known: {', '.join([*PEERS, *CONTEXT])}")
-    print(f"Google sub-trace, constrained, 10,000 workers; target >= {TARGET:,.0f} tasks/s; "
-          f"machine: a 20M-step Python loop takes {calibrate():.2f} s CPU now")
-    print(f"{'scheduler':<13} {'tasks':>8} {'wall s':>7} {'tasks/s':>8} {'cpu s':>7} {'tasks/cpu-s':>11} "
-          f"{'events':>9} {'delay p50':>10} {'p90':>9} {'p99':>9} {'p99.9':>9}  ok")
+    print(
+        f"Google sub-trace, constrained, 10,000 workers; target >= {TARGET:,.0f} tasks/s; "
+        f"machine: a 20M-step Python loop takes {calibrate():.2f} s CPU now"
+    )
+    print(
+        f"{'scheduler':<13} {'tasks':>8} {'wall s':>7} {'tasks/s':>8} {'cpu s':>7} {'tasks/cpu-s':>11} "
+        f"{'events':>9} {'delay p50':>10} {'p90':>9} {'p99':>9} {'p99.9':>9}  ok"
+    )
     for p in args.peers:
         best = None
         for _ in range(args.repeat):
@@ -83,10 +97,11 @@ def main() -> None:
                 best = r
         d = best["delay"]
         ok = ("yes" if best["cpu_rate"] >= TARGET else "NO") if p in PEERS else "-"
-        print(f"{p:<13} {best['tasks']:>8,} {best['wall']:>7.2f} {best['wall_rate']:>8,.0f} {best['cpu']:>7.2f} "
-              f"{best['cpu_rate']:>11,.0f} {best['events']:>9,} {d['p50']:>10.4g} {d['p90']:>9.4g} {d['p99']:>9.4g} "
-              f"{d['p999']:>9.4g}  {ok}"
-              + ("" if best["completed"] else "  (unfinished)"))
+        print(
+            f"{p:<13} {best['tasks']:>8,} {best['wall']:>7.2f} {best['wall_rate']:>8,.0f} {best['cpu']:>7.2f} "
+            f"{best['cpu_rate']:>11,.0f} {best['events']:>9,} {d['p50']:>10.4g} {d['p90']:>9.4g} {d['p99']:>9.4g} "
+            f"{d['p999']:>9.4g}  {ok}" + ("" if best["completed"] else "  (unfinished)")
+        )
 
 
 if __name__ == "__main__":

@@ -20,9 +20,12 @@ from pathlib import Path
 
 def _spec(n: int) -> dict:
     seeds = list(range(n // 2))
-    return {"sweep": {"name": "bench"},
-            "base": {"trace": "sample:GOOG_subtrace", "max_jobs": 10, "gms": 2, "lms": 2, "workers": 100},
-            "grid": {"seed": seeds}, "runs": [{"scheduler": "megha"}, {"scheduler": "sparrow"}]}
+    return {
+        "sweep": {"name": "bench"},
+        "base": {"trace": "sample:GOOG_subtrace", "max_jobs": 10, "gms": 2, "lms": 2, "workers": 100},
+        "grid": {"seed": seeds},
+        "runs": [{"scheduler": "megha"}, {"scheduler": "sparrow"}],
+    }
 
 
 def bench_overhead(n_runs: int, use_ray: bool, tmp: Path, repeat: int) -> None:
@@ -67,8 +70,10 @@ def bench_overhead(n_runs: int, use_ray: bool, tmp: Path, repeat: int) -> None:
         run_sweep(_spec(n_runs), tmp / "sweep-ray", address="ray", progress=False, log=lambda s: None, report=False)
         tr = time.perf_counter() - t0
         ray.shutdown()
-        print(f"same sweep on a local Ray (2 CPUs): {tr:.2f} s after ray.init {t_init:.1f} s; overhead per run vs "
-              f"2 processes {(tr - t2) / n_runs * 1e3:.0f} ms")
+        print(
+            f"same sweep on a local Ray (2 CPUs): {tr:.2f} s after ray.init {t_init:.1f} s; overhead per run vs "
+            f"2 processes {(tr - t2) / n_runs * 1e3:.0f} ms"
+        )
 
 
 def bench_convert(n_events: int, tmp: Path) -> None:
@@ -84,8 +89,10 @@ def bench_convert(n_events: int, tmp: Path) -> None:
     rep = convert(tmp / "g2011", "google2011", tmp / "g2011.parquet", machines=tmp / "m.json", progress=False)
     dt = time.perf_counter() - t0
     print(f"generated {rep.records:,} Google 2011 task events ({size / 1e6:.1f} MB gzipped, 8 parts) in {t_gen:.1f} s")
-    print(f"converted in {dt:.2f} s: {rep.records / dt:,.0f} events/s, {rep.jobs:,} jobs / {rep.tasks:,} tasks "
-          f"(target <= 30 s for 1,000,000 events)  {'OK' if dt * 1e6 / rep.records <= 30 else 'MISSED'}")
+    print(
+        f"converted in {dt:.2f} s: {rep.records / dt:,.0f} events/s, {rep.jobs:,} jobs / {rep.tasks:,} tasks "
+        f"(target <= 30 s for 1,000,000 events)  {'OK' if dt * 1e6 / rep.records <= 30 else 'MISSED'}"
+    )
 
 
 def main() -> None:

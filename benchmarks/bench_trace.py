@@ -1,6 +1,6 @@
 """Trace loading speed: tasks per second for .tr (text, gzip) and Parquet (prints, no assertions).
 
-    python benchmarks/bench_trace.py
+python benchmarks/bench_trace.py
 """
 
 from __future__ import annotations

@@ -59,8 +59,10 @@ def test_segmented_index_matches_oracle(seed, n_seg, seg_max):
     avail = idx.pack_workers(free)
     rnd = FastRandom(np.random.default_rng(seed))
     for _ in range(5):
-        task = int(rng.integers(0, 2**NUM_CONSTRAINTS)) & int(rng.integers(0, 2**NUM_CONSTRAINTS)) & int(
-            rng.integers(0, 2**NUM_CONSTRAINTS)
+        task = (
+            int(rng.integers(0, 2**NUM_CONSTRAINTS))
+            & int(rng.integers(0, 2**NUM_CONSTRAINTS))
+            & int(rng.integers(0, 2**NUM_CONSTRAINTS))
         )
         cand = idx.candidates(avail, task)
         ok = [[int(w) for w in s if free[w] and (task & ~int(masks[w])) == 0] for s in segs]

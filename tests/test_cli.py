@@ -27,15 +27,49 @@ def test_help_lists_commands():
 
 def test_simulate_writes_every_output(tmp_path, tiny_trace):
     out = tmp_path / "run"
-    res = invoke("simulate", "-s", "megha", "-t", str(tiny_trace), "-w", "20", "--gms", "2", "--lms", "2",
-                 "--out", str(out), "--csv", "--quiet")
+    res = invoke(
+        "simulate",
+        "-s",
+        "megha",
+        "-t",
+        str(tiny_trace),
+        "-w",
+        "20",
+        "--gms",
+        "2",
+        "--lms",
+        "2",
+        "--out",
+        str(out),
+        "--csv",
+        "--quiet",
+    )
     assert res.exit_code == 0, res.output
-    for f in ("summary.json", "jobs.parquet", "tasks.parquet", "utilization.parquet", "jobs.csv", "tasks.csv",
-              "delay_cdf.png"):
+    for f in (
+        "summary.json",
+        "jobs.parquet",
+        "tasks.parquet",
+        "utilization.parquet",
+        "jobs.csv",
+        "tasks.csv",
+        "delay_cdf.png",
+    ):
         assert (out / f).exists(), f
     s = json.loads((out / "summary.json").read_text())
-    for key in ("scheduler", "trace", "workers", "seed", "jobs", "tasks", "tasks_infeasible", "delay",
-                "utilization_mean", "wall_seconds", "counters", "config"):
+    for key in (
+        "scheduler",
+        "trace",
+        "workers",
+        "seed",
+        "jobs",
+        "tasks",
+        "tasks_infeasible",
+        "delay",
+        "utilization_mean",
+        "wall_seconds",
+        "counters",
+        "config",
+    ):
         assert key in s
     assert set(s["delay"]) >= {"mean", "p50", "p90", "p99", "p999", "max"}
     assert s["jobs"] == 5 and s["tasks"] == 9 and s["workers"] == 20
@@ -43,8 +77,20 @@ def test_simulate_writes_every_output(tmp_path, tiny_trace):
 
 
 def test_simulate_json_and_options(tmp_path):
-    res = invoke("simulate", "-s", "megha", "-t", "sample:YH_small", "--out", str(tmp_path / "o"), "--json",
-                 "-o", "policy=min-constraints", "-o", "heartbeat=10")
+    res = invoke(
+        "simulate",
+        "-s",
+        "megha",
+        "-t",
+        "sample:YH_small",
+        "--out",
+        str(tmp_path / "o"),
+        "--json",
+        "-o",
+        "policy=min-constraints",
+        "-o",
+        "heartbeat=10",
+    )
     assert res.exit_code == 0, res.output
     s = json.loads(res.output)
     # idle datacenter: every job 1.5 ms
@@ -56,8 +102,21 @@ def test_same_command_same_bytes(tmp_path, tiny_trace):
     outs = []
     for i in range(2):
         out = tmp_path / f"r{i}"
-        invoke("simulate", "-s", "megha", "-t", "sample:GOOG_subtrace", "--max-jobs", "50", "-w", "300",
-               "--out", str(out), "--quiet", "--csv")
+        invoke(
+            "simulate",
+            "-s",
+            "megha",
+            "-t",
+            "sample:GOOG_subtrace",
+            "--max-jobs",
+            "50",
+            "-w",
+            "300",
+            "--out",
+            str(out),
+            "--quiet",
+            "--csv",
+        )
         outs.append((out / "tasks.csv").read_bytes())
     assert outs[0] == outs[1]
 
@@ -101,16 +160,25 @@ def test_schedulers_lists_megha():
 def test_bad_trace_exits_nonzero_naming_file_line_and_field(tmp_path):
     bad = tmp_path / "bad.tr"
     bad.write_text("0 2 1.0 1.0 2.0\n1 3 1.0 1.0 x 2.0\n")
-    p = subprocess.run([sys.executable, "-m", "megha.cli", "simulate", "-s", "megha", "-t", str(bad), "-w", "10"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "megha.cli", "simulate", "-s", "megha", "-t", str(bad), "-w", "10"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2
     assert "bad.tr:2" in p.stderr and "duration 2" in p.stderr
 
 
 def test_unknown_scheduler_and_bad_option(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "megha.cli", "simulate", "-s", "nope", "-t", "sample:YH_small"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "megha.cli", "simulate", "-s", "nope", "-t", "sample:YH_small"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "unknown scheduler" in p.stderr
-    p = subprocess.run([sys.executable, "-m", "megha.cli", "simulate", "-s", "megha", "-t", "sample:YH_small",
-                        "-o", "polcy=random"], capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "megha.cli", "simulate", "-s", "megha", "-t", "sample:YH_small", "-o", "polcy=random"],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "polcy" in p.stderr

@@ -59,8 +59,7 @@ def test_wrong_schema_is_reported_with_expected_columns(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"missing column\(s\) instance_index; cpus .*resource_request.cpus"):
         convert(g, "google2019", tmp_path / "o.parquet", progress=False)
     with pytest.raises(InputError, match="not in the Alibaba 2018 batch_task format: expected 9 columns"):
-        convert(_g2011(tmp_path, [GOOD.format(t=1, i=0, ty=0)]), "alibaba2018", tmp_path / "o.parquet",
-                progress=False)
+        convert(_g2011(tmp_path, [GOOD.format(t=1, i=0, ty=0)]), "alibaba2018", tmp_path / "o.parquet", progress=False)
 
 
 def test_bad_event_type_name_2019(tmp_path: Path) -> None:
@@ -93,13 +92,28 @@ def test_cli_import_trace(tmp_path: Path) -> None:
     from megha.cli import app
 
     write_google2011(tmp_path / "g", 10, parts=1)
-    r = CliRunner().invoke(app, ["import-trace", str(tmp_path / "g"), "--format", "google2011", "--out",
-                                 str(tmp_path / "o.parquet"), "--machines", str(tmp_path / "m.json"), "-q"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "import-trace",
+            str(tmp_path / "g"),
+            "--format",
+            "google2011",
+            "--out",
+            str(tmp_path / "o.parquet"),
+            "--machines",
+            str(tmp_path / "m.json"),
+            "-q",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert (tmp_path / "o.parquet").is_file() and (tmp_path / "m.json").is_file()
-    r = CliRunner().invoke(app, ["trace", "import", str(tmp_path / "g"), "--format", "google2011", "--out",
-                                 str(tmp_path / "o2.parquet"), "-q"])
+    r = CliRunner().invoke(
+        app,
+        ["trace", "import", str(tmp_path / "g"), "--format", "google2011", "--out", str(tmp_path / "o2.parquet"), "-q"],
+    )
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(app, ["import-trace", str(tmp_path / "g"), "--format", "nope", "--out",
-                                 str(tmp_path / "o3.parquet")])
+    r = CliRunner().invoke(
+        app, ["import-trace", str(tmp_path / "g"), "--format", "nope", "--out", str(tmp_path / "o3.parquet")]
+    )
     assert r.exit_code == 2 and "unknown trace format" in r.output

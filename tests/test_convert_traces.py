@@ -44,8 +44,7 @@ def test_google2011_round_trip(tmp_path: Path, monkeypatch, block) -> None:
     if block:  # many small batches: running tasks are carried across batches and files
         monkeypatch.setattr(_csv, "BLOCK_SIZE", block)
     exp = write_google2011(tmp_path / "g", 60, seed=3, parts=3)
-    rep = convert(tmp_path / "g", "google2011", tmp_path / "g.parquet", machines=tmp_path / "m.json",
-                  progress=False)
+    rep = convert(tmp_path / "g", "google2011", tmp_path / "g.parquet", machines=tmp_path / "m.json", progress=False)
     _check_google(tmp_path / "g.parquet", exp)
     assert rep.tasks == exp.job.size
     assert rep.dropped.get("attempts_not_finished", 0) > 0  # evictions and kills
@@ -84,8 +83,7 @@ def test_google2011_single_file_and_max_jobs(tmp_path: Path) -> None:
 def test_google2019_unordered_export(tmp_path: Path, monkeypatch, names) -> None:
     monkeypatch.setattr(_csv, "BLOCK_SIZE", 4096)  # several batches, out of time order
     exp = write_google2019(tmp_path / "g19", 50, seed=11, shuffle=True, names=names)
-    rep = convert(tmp_path / "g19", "google2019", tmp_path / "o.parquet", machines=tmp_path / "m.json",
-                  progress=False)
+    rep = convert(tmp_path / "g19", "google2019", tmp_path / "o.parquet", machines=tmp_path / "m.json", progress=False)
     assert any("not in time order" in n for n in rep.notes)
     _check_google(tmp_path / "o.parquet", exp)
     dcm = load_machines(tmp_path / "m.json")
@@ -94,22 +92,31 @@ def test_google2019_unordered_export(tmp_path: Path, monkeypatch, names) -> None
 
 def test_google2019_ordered_gz(tmp_path: Path) -> None:
     exp = write_google2019(tmp_path / "g19", 30, seed=2, shuffle=False, gz=True)
-    rep = convert(tmp_path / "g19" / "instance_events-000000000000.csv.gz", "google2019", tmp_path / "o.parquet",
-                  progress=False)
+    rep = convert(
+        tmp_path / "g19" / "instance_events-000000000000.csv.gz", "google2019", tmp_path / "o.parquet", progress=False
+    )
     assert not rep.notes
     _check_google(tmp_path / "o.parquet", exp)
 
 
 def test_alibaba2018_round_trip(tmp_path: Path) -> None:
     exp = write_alibaba2018(tmp_path / "ali", 60, seed=4)
-    rep = convert(tmp_path / "ali", "alibaba2018", tmp_path / "a.parquet", machines=tmp_path / "m.json",
-                  lms=2, gms=2, progress=False)
+    rep = convert(
+        tmp_path / "ali",
+        "alibaba2018",
+        tmp_path / "a.parquet",
+        machines=tmp_path / "m.json",
+        lms=2,
+        gms=2,
+        progress=False,
+    )
     w = load_workload(tmp_path / "a.parquet")
     assert w.n_jobs == exp["arrival"].size == rep.jobs
     assert w.n_tasks == int(exp["instances"].sum())
     n = exp["instances"]
-    want = _rows(np.repeat(exp["arrival"], n), np.repeat(exp["duration"], n), np.repeat(exp["cpu"], n),
-                 np.repeat(exp["mem"], n))
+    want = _rows(
+        np.repeat(exp["arrival"], n), np.repeat(exp["duration"], n), np.repeat(exp["cpu"], n), np.repeat(exp["mem"], n)
+    )
     got = _rows(w.task_arrival, w.task_duration, w.task_demand[:, 0], w.task_demand[:, 1])
     np.testing.assert_allclose(got, want)
     assert rep.dropped["not_terminated"] == 60 - exp["arrival"].size
@@ -128,13 +135,28 @@ def test_converted_trace_simulates(tmp_path: Path) -> None:
 
     write_google2011(tmp_path / "g", 15, seed=8, parts=1)
     convert(tmp_path / "g", "google2011", tmp_path / "g.parquet", machines=tmp_path / "m.json", progress=False)
-    res = simulate(RunConfig(scheduler="megha", trace=str(tmp_path / "g.parquet"), cluster=str(tmp_path / "m.json"),
-                             resources=True, capacity={"cpu": 1.0, "mem": 1.0}, constraints=False))
+    res = simulate(
+        RunConfig(
+            scheduler="megha",
+            trace=str(tmp_path / "g.parquet"),
+            cluster=str(tmp_path / "m.json"),
+            resources=True,
+            capacity={"cpu": 1.0, "mem": 1.0},
+            constraints=False,
+        )
+    )
     assert res.unfinished_reason is None
     assert res.workload.task_demand is not None and res.workload.task_demand[:, 0].max() <= 0.5
     # without a capacity setting, each machine gets its own capacity from the machine list
-    res = simulate(RunConfig(scheduler="megha", trace=str(tmp_path / "g.parquet"), cluster=str(tmp_path / "m.json"),
-                             resources=True, constraints=False))
+    res = simulate(
+        RunConfig(
+            scheduler="megha",
+            trace=str(tmp_path / "g.parquet"),
+            cluster=str(tmp_path / "m.json"),
+            resources=True,
+            constraints=False,
+        )
+    )
     np.testing.assert_array_equal(res.datacenter.capacity, load_machines(tmp_path / "m.json").capacity)
     assert res.unfinished_reason is None and res.feasible.any()
     ran = np.flatnonzero(res.feasible)

@@ -20,8 +20,9 @@ GPU = 1  # constraint bit 0 plays "has a GPU"
 
 
 def _graph(masks, slots, model: str, **kw) -> SchedulingGraph:
-    return SchedulingGraph(np.asarray(masks, dtype=np.uint32), np.asarray(slots, dtype=np.int64),
-                           make_cost_model(model), **kw)
+    return SchedulingGraph(
+        np.asarray(masks, dtype=np.uint32), np.asarray(slots, dtype=np.int64), make_cost_model(model), **kw
+    )
 
 
 def _solve(g: SchedulingGraph, tasks) -> np.ndarray:
@@ -78,7 +79,7 @@ def test_fairness_through_the_scheduler_component() -> None:
     s.on_message(JobArrival(1, np.arange(3, 7), np.ones(4), np.zeros(4, dtype=np.uint32)), 0.0)
     assert [k for _, k in port.timers.values()] == ["round"]  # one round for both arrivals
     s.on_timer("round", 0.0)
-    (dst, launch), = port.take(Launch)
+    ((dst, launch),) = port.take(Launch)
     assert dst == "pool"
     assert sorted((launch.tasks < 3).tolist()) == [False, False, True, True]
     assert sorted(launch.workers.tolist()) == [0, 1, 2, 3]
@@ -142,8 +143,11 @@ def test_priority_orders_and_two_machines() -> None:
     for j, p in enumerate([5, 1, 2]):
         g.add_tasks(j, np.array([j]), np.zeros(1), np.zeros(1), p, 0.0)
     assert (_solve(g, np.arange(3)) >= 0).tolist() == [False, True, True]
-    g = SchedulingGraph(np.zeros(1, dtype=np.uint32), np.ones(1, dtype=np.int64),
-                        make_cost_model("priority", priority_order="higher-first"))
+    g = SchedulingGraph(
+        np.zeros(1, dtype=np.uint32),
+        np.ones(1, dtype=np.int64),
+        make_cost_model("priority", priority_order="higher-first"),
+    )
     for j, p in enumerate([1, 2, 5]):
         g.add_tasks(j, np.array([j]), np.zeros(1), np.zeros(1), p, 0.0)
     assert _solve(g, np.arange(3)).tolist() == [-1, -1, 0]

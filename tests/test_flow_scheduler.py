@@ -20,8 +20,9 @@ from megha.sim.run import simulate
 def _cfg(**opts) -> RunConfig:
     workers = opts.pop("workers", 60)
     max_jobs = opts.pop("max_jobs", 40)
-    return RunConfig(scheduler="flow", trace="sample:YH_small", workers=workers, max_jobs=max_jobs, seed=3,
-                     options=opts)
+    return RunConfig(
+        scheduler="flow", trace="sample:YH_small", workers=workers, max_jobs=max_jobs, seed=3, options=opts
+    )
 
 
 @pytest.mark.parametrize(
@@ -70,11 +71,21 @@ def test_modelled_round_cost_delays_launches() -> None:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), workers=st.integers(5, 40), preempt=st.booleans(),
-       model=st.sampled_from(["quincy", "priority", "placement+quincy"]))
+@given(
+    seed=st.integers(0, 10_000),
+    workers=st.integers(5, 40),
+    preempt=st.booleans(),
+    model=st.sampled_from(["quincy", "priority", "placement+quincy"]),
+)
 def test_random_configurations_complete(seed: int, workers: int, preempt: bool, model: str) -> None:
-    cfg = RunConfig(scheduler="flow", trace="sample:YH_small", workers=workers, max_jobs=15, seed=seed,
-                    options={"preemption": preempt, "cost_model": model, "verify": True})
+    cfg = RunConfig(
+        scheduler="flow",
+        trace="sample:YH_small",
+        workers=workers,
+        max_jobs=15,
+        seed=seed,
+        options={"preemption": preempt, "cost_model": model, "verify": True},
+    )
     res = simulate(cfg)  # the worker pool raises on any over-commit
     assert res.unfinished_reason is None
     assert (res.recorder.finishes[res.feasible] == 1).all()
@@ -98,16 +109,16 @@ def test_preemption_kills_a_lower_priority_task() -> None:
     s, port, _ = _sched(1, cost_model="priority", preemption=True)
     s.on_message(_job(0, [0], prio=5), 0.0)
     s.on_timer("round", 0.0)
-    (_, launch), = port.take(Launch)
+    ((_, launch),) = port.take(Launch)
     assert launch.tasks.tolist() == [0]
     s.on_message(_job(1, [1], prio=1), 1.0)
     s.on_timer("round", 1.0)
-    (_, kill), = port.take(Kill)
+    ((_, kill),) = port.take(Kill)
     assert kill.tasks.tolist() == [0]
     assert port.take(Launch) == []  # the slot is not free until the kill is confirmed
     s.on_message(Killed(np.array([0]), np.array([0])), 1.001)
     s.on_timer("round", 1.001)
-    (_, launch), = port.take(Launch)
+    ((_, launch),) = port.take(Launch)
     assert launch.tasks.tolist() == [1]
     assert s.counters()["flow_preemptions"] == 1
 
@@ -122,7 +133,7 @@ def test_no_preemption_keeps_running_tasks() -> None:
     assert port.take(Kill) == [] and port.take(Launch) == []
     s.on_message(Finished(np.array([0]), np.array([0])), 10.0)
     s.on_timer("round", 10.0)
-    (_, launch), = port.take(Launch)
+    ((_, launch),) = port.take(Launch)
     assert launch.tasks.tolist() == [1]
     assert rec.outstanding == -1  # completion_known was reported for task 0 (nothing expected in this test)
 
@@ -133,7 +144,7 @@ def test_min_interval_spaces_rounds() -> None:
     s.on_timer("round", 0.0)
     port.timers.clear()
     s.on_message(_job(1, [1]), 0.5)
-    (delay, key), = port.timers.values()
+    ((delay, key),) = port.timers.values()
     assert key == "round" and delay == pytest.approx(1.5)
 
 
@@ -144,14 +155,24 @@ def test_bad_options_are_named() -> None:
         FlowOptions(cost_model="fifo")
     dc = Datacenter(worker_masks=np.zeros(2, dtype=np.uint32)).with_resources()
     with pytest.raises(InputError, match="slots_per_machine=1"):
-        build_scheduler("s", "pool", TaskRecorder(np.zeros(1)), dc, FlowOptions(slots_per_machine=4),
-                        np.random.default_rng(0))
+        build_scheduler(
+            "s", "pool", TaskRecorder(np.zeros(1)), dc, FlowOptions(slots_per_machine=4), np.random.default_rng(0)
+        )
 
 
 @pytest.mark.parametrize("opts", [{}, {"policy": "greedy"}, {"preemption": True, "cost_model": "priority"}])
 def test_resource_mode_completes_without_overcommit(opts: dict) -> None:
-    cfg = RunConfig(scheduler="flow", trace="sample:YH_small", workers=6, max_jobs=20, seed=1, resources=True,
-                    capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.0, "mem": 0.5}, options=opts)
+    cfg = RunConfig(
+        scheduler="flow",
+        trace="sample:YH_small",
+        workers=6,
+        max_jobs=20,
+        seed=1,
+        resources=True,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.0, "mem": 0.5},
+        options=opts,
+    )
     res = simulate(cfg)  # the pool raises on any over-commit of a worker's resources
     assert res.unfinished_reason is None
     assert (res.recorder.finishes[res.feasible] == 1).all()

@@ -26,8 +26,15 @@ def _cfg(**over) -> LiveConfig:
     return LiveConfig(**data)
 
 
-async def _run(cfg: LiveConfig, fault=None, at: float = 0.8, n_jobs: int = 30, per_job: int = 8,
-               duration: float = 0.6, span: float = 1.5):
+async def _run(
+    cfg: LiveConfig,
+    fault=None,
+    at: float = 0.8,
+    n_jobs: int = 30,
+    per_job: int = 8,
+    duration: float = 0.6,
+    span: float = 1.5,
+):
     dc = datacenter_of(cfg)
     layout = layout_of(cfg, dc)
     dep = await LocalDeployment(cfg, layout=layout).start()
@@ -115,9 +122,26 @@ def test_malformed_messages_are_rejected_and_services_stay_up():
             wire._packer.pack([99, "LaunchRequest", "x", lay.lm_address(0), 0, 1, 0, {}]),
             wire._packer.pack([1, "NoSuchMessage", "x", lay.gm_address(0), 0, 1, 0, {}]),
             wire._packer.pack([1, "LaunchRequest", "x", lay.lm_address(0), 0, 1, 0, {"gm": 0}]),
-            wire._packer.pack([1, "LaunchRequest", "x", lay.lm_address(0), 1, 1, 0,
-                                             {"gm": 0, "req": 5, "tasks": [1, 2], "workers": [0],
-                                              "durations": [1.0, 1.0], "users": [0, 0], "demands": None}]),
+            wire._packer.pack(
+                [
+                    1,
+                    "LaunchRequest",
+                    "x",
+                    lay.lm_address(0),
+                    1,
+                    1,
+                    0,
+                    {
+                        "gm": 0,
+                        "req": 5,
+                        "tasks": [1, 2],
+                        "workers": [0],
+                        "durations": [1.0, 1.0],
+                        "users": [0, 0],
+                        "demands": None,
+                    },
+                ]
+            ),
             wire.encode(LaunchRequest(0, 5, [1], [10_000], [1.0], [0]), "x", lay.lm_address(0), 1, 2),
             wire.encode(LaunchRequest(7, 5, [1], [0], [1.0], [0]), "x", lay.lm_address(0), 1, 3),
         ]
@@ -141,13 +165,20 @@ def test_wire_roundtrip_smoke(n):
 
 def test_resource_mode_host_killed_tasks_complete_exactly_once():
     """Resource mode live: CPU/memory per worker and task; a killed worker host's tasks are relaunched."""
+
     async def kill(dep, cl):
         await dep.kill_host(0)
         await asyncio.sleep(1.2)
         await dep.restart_host(0)
 
-    cfg = _cfg(datacenter={"workers": 40, "resources": True, "capacity": {"cpu": 4.0, "mem": 8.0},
-                           "demand": {"cpu": 1.0, "mem": 1.0}})
+    cfg = _cfg(
+        datacenter={
+            "workers": 40,
+            "resources": True,
+            "capacity": {"cpu": 4.0, "mem": 8.0},
+            "demand": {"cpu": 1.0, "mem": 1.0},
+        }
+    )
     res, _, _ = asyncio.run(_run(cfg, kill))
     _exactly_once(res)
     assert res.counters["hosts_lost"] >= 1 and res.counters["runs_lost"] > 0

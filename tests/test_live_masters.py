@@ -86,8 +86,12 @@ def test_host_restart_with_a_new_epoch_loses_its_tasks():
 def test_lm_validation_rejects_foreign_workers_and_gms():
     lay = _layout(n=8, lms=2)
     lm, _ = _lm(lay)
-    for bad in (LaunchRequest(0, 1, [1], [7], [1.0], [0]), LaunchRequest(5, 1, [1], [0], [1.0], [0]),
-                HostBeat("x", 1, 1, [0], [], 0.2), Finished([1], [6])):
+    for bad in (
+        LaunchRequest(0, 1, [1], [7], [1.0], [0]),
+        LaunchRequest(5, 1, [1], [0], [1.0], [0]),
+        HostBeat("x", 1, 1, [0], [], 0.2),
+        Finished([1], [6]),
+    ):
         try:
             lm.validate(bad)
         except ValueError:
@@ -143,6 +147,7 @@ def test_beats_stop_stale_runs_and_relaunch_launches_that_never_arrived():
     assert lm.counters["stale_runs_stopped"] == 1
     # task 11 never shows up in the host's beats (the one above was the first): after MISSED_BEATS it is relaunched
     from megha.live.masters import MISSED_BEATS
+
     for k in range(MISSED_BEATS - 2):
         lm.on_message(HostBeat("a", 1, 0, list(range(8)), [10], 0.2), 0.4 + 0.2 * k)
     assert not port.take(HostLaunch)
@@ -165,6 +170,7 @@ def test_gm_in_resource_mode_rejects_jobs_without_demands():
         assert "resource mode" in str(e)
     else:
         raise AssertionError("a job without demands was accepted in resource mode")
-    ok = JobArrival(1, np.array([5, 6]), np.array([1.0, 1.0]), np.array([0, 0], dtype=np.uint32),
-                    np.array([[1.0, 1.0], [2.0, 1.0]]))
+    ok = JobArrival(
+        1, np.array([5, 6]), np.array([1.0, 1.0]), np.array([0, 0], dtype=np.uint32), np.array([[1.0, 1.0], [2.0, 1.0]])
+    )
     gm.validate(ok)

@@ -36,8 +36,9 @@ def _free_port() -> int:
 
 
 def _start_nats(port: int) -> subprocess.Popen:
-    p = subprocess.Popen([NATS, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [NATS, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     end = time.monotonic() + 5
     while not supervisor.port_open("127.0.0.1", port):
         assert time.monotonic() < end, "nats-server did not start"
@@ -61,8 +62,11 @@ def _exactly_once(res) -> None:
 
 
 def _cfg(port: int, **over) -> LiveConfig:
-    data = {"broker": {"kind": "nats", "port": port}, "ha": {"failover_timeout": 0.5, "host_timeout": 0.5},
-            "megha": {"heartbeat": 0.5}}
+    data = {
+        "broker": {"kind": "nats", "port": port},
+        "ha": {"failover_timeout": 0.5, "host_timeout": 0.5},
+        "megha": {"heartbeat": 0.5},
+    }
     data.update(over)
     return LiveConfig(**data)
 
@@ -112,14 +116,18 @@ def test_up_submit_kill_processes_down(tmp_path: Path):
     """`megha live up` as processes; mid-run a worker-host process, a GM process and the active LM process are
     killed (SIGKILL); every task still completes exactly once; `down` stops everything."""
     port = _free_port()
-    cfg = _cfg(port, datacenter={"workers": 100}, megha={"gms": 2, "lms": 2, "heartbeat": 0.5,
-                                                          "policy": "min-constraints"},
-               state_dir=str(tmp_path / "state"))
+    cfg = _cfg(
+        port,
+        datacenter={"workers": 100},
+        megha={"gms": 2, "lms": 2, "heartbeat": 0.5, "policy": "min-constraints"},
+        state_dir=str(tmp_path / "state"),
+    )
     path = tmp_path / "deploy.json"
     path.write_text(cfg.model_dump_json())
     supervisor.launch(cfg, str(path))
     t0 = time.monotonic()
     try:
+
         async def main():
             dc = datacenter_of(cfg)
             layout = layout_of(cfg, dc)
@@ -158,8 +166,9 @@ def test_sample_trace_live_matches_simulated_ordering(tmp_path: Path):
     broker = _start_nats(port)
 
     async def main():
-        cfg = _cfg(port, megha={"gms": 2, "lms": 4, "heartbeat": 1.0, "policy": "min-constraints"},
-                   ha={"lm_standby": False})
+        cfg = _cfg(
+            port, megha={"gms": 2, "lms": 4, "heartbeat": 1.0, "policy": "min-constraints"}, ha={"lm_standby": False}
+        )
         dc = datacenter_of(cfg)
         layout = layout_of(cfg, dc)
         dep = await LocalDeployment(cfg, layout=layout).start()

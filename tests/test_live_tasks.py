@@ -27,9 +27,13 @@ async def _run_job(cfg: LiveConfig, tasks: int, duration: float, kind: str, comm
 
 
 def test_command_tasks_capture_output_and_report_exit_codes(tmp_path: Path):
-    cfg = LiveConfig(broker={"kind": "inproc"}, datacenter={"workers": 20, "constraints": False},
-                     megha={"gms": 1, "lms": 2}, workers={"hosts": 1, "output_dir": str(tmp_path)},
-                     ha={"lm_standby": False})
+    cfg = LiveConfig(
+        broker={"kind": "inproc"},
+        datacenter={"workers": 20, "constraints": False},
+        megha={"gms": 1, "lms": 2},
+        workers={"hosts": 1, "output_dir": str(tmp_path)},
+        ha={"lm_standby": False},
+    )
     res, run = asyncio.run(_run_job(cfg, 4, 0.1, "command", "sh -c 'echo out-{task}; exit {task}'"))
     assert res.unfinished_reason is None
     assert (res.recorder.finishes == 1).all()
@@ -41,16 +45,26 @@ def test_command_tasks_capture_output_and_report_exit_codes(tmp_path: Path):
 
 
 def test_missing_command_is_a_reported_failure():
-    cfg = LiveConfig(broker={"kind": "inproc"}, datacenter={"workers": 10, "constraints": False},
-                     megha={"gms": 1, "lms": 1}, workers={"hosts": 1}, ha={"lm_standby": False})
+    cfg = LiveConfig(
+        broker={"kind": "inproc"},
+        datacenter={"workers": 10, "constraints": False},
+        megha={"gms": 1, "lms": 1},
+        workers={"hosts": 1},
+        ha={"lm_standby": False},
+    )
     res, run = asyncio.run(_run_job(cfg, 2, 0.1, "command", "/no/such/program {task}"))
     assert res.unfinished_reason is None
     assert all("cannot start" in why for why in run.failures.values()) and len(run.failures) == 2
 
 
 def test_cpu_tasks_hold_their_worker_for_the_duration():
-    cfg = LiveConfig(broker={"kind": "inproc"}, datacenter={"workers": 10, "constraints": False},
-                     megha={"gms": 1, "lms": 1}, workers={"hosts": 1}, ha={"lm_standby": False})
+    cfg = LiveConfig(
+        broker={"kind": "inproc"},
+        datacenter={"workers": 10, "constraints": False},
+        megha={"gms": 1, "lms": 1},
+        workers={"hosts": 1},
+        ha={"lm_standby": False},
+    )
     res, run = asyncio.run(_run_job(cfg, 2, 0.3, "cpu"))
     assert res.unfinished_reason is None and not run.failures
     held = res.recorder.end - res.recorder.start

@@ -23,8 +23,9 @@ def _same(a, b) -> bool:
 
 
 SAMPLES = [
-    C.JobArrival(3, np.array([1, 2], dtype=np.int64), np.array([0.5, 1.5]), np.array([0, 7], dtype=np.uint32),
-                 None, 1, 1.0, 0),
+    C.JobArrival(
+        3, np.array([1, 2], dtype=np.int64), np.array([0.5, 1.5]), np.array([0, 7], dtype=np.uint32), None, 1, 1.0, 0
+    ),
     C.JobArrival(4, np.array([5]), np.array([2.0]), np.array([1], dtype=np.uint32), np.array([[1.0, 0.25]])),
     C.Launch([1, 2], [3, 4], [0.5, 1.0], "megha/lm0"),
     C.Launch(np.array([1]), np.array([3]), np.array([0.5]), "megha/lm0", np.array([[2.0, 1.0]])),
@@ -70,24 +71,66 @@ def _raw(name, body, version=1):
     return msgpack.packb([version, name, "s", "d", 0, 1, 0, body], use_bin_type=True)
 
 
-@pytest.mark.parametrize("data, fragment", [
-    (b"\xc1", "not a msgpack message"),
-    (msgpack.packb({"a": 1}), "envelope"),
-    (_raw("LaunchRequest", {}, version=2), "unsupported wire version"),
-    (_raw("Pickle", {}), "unknown message type"),
-    (_raw("SyncRequest", {"gm": "zero"}), "SyncRequest.gm"),
-    (_raw("SyncRequest", {"gm": 0, "x": 1}), "unexpected fields"),
-    (_raw("LaunchRequest", {"gm": 0, "req": 1, "tasks": [1, 2], "workers": [1], "durations": [1.0, 1.0],
-                            "users": [0, 0], "demands": None}), "differ in length"),
-    (_raw("Launch", {"tasks": [1], "workers": ["w"], "durations": [1.0], "reply_to": "x", "demands": None}),
-     "Launch.workers"),
-    (_raw("TaskDone", {"lm": 0, "tasks": [1], "workers": [2], "demands": msgpack.ExtType(9, b""), "acked": 0}),
-     "extension"),
-    (_raw("TaskDone", {"lm": 0, "tasks": [1], "workers": [2], "acked": 0,
-                       "demands": msgpack.ExtType(1, msgpack.packb(["<f8", [1, 2], b"\x00" * 8]))}), "size"),
-    (_raw("TaskDone", {"lm": 0, "tasks": [1], "workers": [2], "acked": 0,
-                       "demands": msgpack.ExtType(1, msgpack.packb(["|O", [1], b"\x00" * 8]))}), "header"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (b"\xc1", "not a msgpack message"),
+        (msgpack.packb({"a": 1}), "envelope"),
+        (_raw("LaunchRequest", {}, version=2), "unsupported wire version"),
+        (_raw("Pickle", {}), "unknown message type"),
+        (_raw("SyncRequest", {"gm": "zero"}), "SyncRequest.gm"),
+        (_raw("SyncRequest", {"gm": 0, "x": 1}), "unexpected fields"),
+        (
+            _raw(
+                "LaunchRequest",
+                {
+                    "gm": 0,
+                    "req": 1,
+                    "tasks": [1, 2],
+                    "workers": [1],
+                    "durations": [1.0, 1.0],
+                    "users": [0, 0],
+                    "demands": None,
+                },
+            ),
+            "differ in length",
+        ),
+        (
+            _raw("Launch", {"tasks": [1], "workers": ["w"], "durations": [1.0], "reply_to": "x", "demands": None}),
+            "Launch.workers",
+        ),
+        (
+            _raw("TaskDone", {"lm": 0, "tasks": [1], "workers": [2], "demands": msgpack.ExtType(9, b""), "acked": 0}),
+            "extension",
+        ),
+        (
+            _raw(
+                "TaskDone",
+                {
+                    "lm": 0,
+                    "tasks": [1],
+                    "workers": [2],
+                    "acked": 0,
+                    "demands": msgpack.ExtType(1, msgpack.packb(["<f8", [1, 2], b"\x00" * 8])),
+                },
+            ),
+            "size",
+        ),
+        (
+            _raw(
+                "TaskDone",
+                {
+                    "lm": 0,
+                    "tasks": [1],
+                    "workers": [2],
+                    "acked": 0,
+                    "demands": msgpack.ExtType(1, msgpack.packb(["|O", [1], b"\x00" * 8])),
+                },
+            ),
+            "header",
+        ),
+    ],
+)
 def test_malformed_messages_are_rejected(data, fragment):
     with pytest.raises(wire.WireError, match=fragment):
         wire.decode(data)

@@ -25,8 +25,13 @@ NUM_TASKS = np.array([4, 10, 1])
 
 @pytest.fixture()
 def files(tmp_path: Path) -> tuple[str, str]:
-    machines = write_cluster_json(MachineTable(ids=IDS, capacity=CAPACITY, source="test"), tmp_path / "m.json",
-                                  lms=2, gms=1, constraints_seed=None)
+    machines = write_cluster_json(
+        MachineTable(ids=IDS, capacity=CAPACITY, source="test"),
+        tmp_path / "m.json",
+        lms=2,
+        gms=1,
+        constraints_seed=None,
+    )
     w = Workload(
         job_arrival=np.array([0.0, 0.5, 1.0]),
         job_num_tasks=NUM_TASKS,
@@ -71,7 +76,9 @@ def test_machine_file_resources_reorder_trace_requests(files, tmp_path: Path) ->
     # the machine file lists mem before cpu: the requests follow the datacenter's resource order
     cluster = write_cluster_json(
         MachineTable(ids=IDS, capacity=CAPACITY[:, ::-1].copy(), resource_names=("mem", "cpu")),
-        tmp_path / "m2.json", constraints_seed=None)
+        tmp_path / "m2.json",
+        constraints_seed=None,
+    )
     w, dc = load_inputs(_cfg(files[0], str(cluster), resources=True))
     assert dc.resource_names == w.resource_names == ("mem", "cpu")
     np.testing.assert_array_equal(w.task_demand, DEMAND[:, ::-1])
@@ -79,8 +86,9 @@ def test_machine_file_resources_reorder_trace_requests(files, tmp_path: Path) ->
 
 
 def test_plain_cluster_file_gets_the_uniform_capacity() -> None:
-    w, dc = load_inputs(RunConfig(scheduler="megha", trace="sample:YH_small", cluster="sample:megha_G1L1S9",
-                                  resources=True, max_jobs=3))
+    w, dc = load_inputs(
+        RunConfig(scheduler="megha", trace="sample:YH_small", cluster="sample:megha_G1L1S9", resources=True, max_jobs=3)
+    )
     np.testing.assert_array_equal(dc.capacity, np.tile([64.0, 16.0], (9, 1)))
     np.testing.assert_array_equal(w.task_demand, np.tile([1.0, 0.25], (w.n_tasks, 1)))
 
@@ -88,15 +96,25 @@ def test_plain_cluster_file_gets_the_uniform_capacity() -> None:
 def test_machine_file_without_a_resource_of_the_trace_is_an_error(files, tmp_path: Path) -> None:
     from megha.errors import InputError
 
-    cluster = write_cluster_json(MachineTable(ids=IDS, capacity=CAPACITY[:, :1].copy(), resource_names=("gpu",)),
-                                 tmp_path / "m3.json", constraints_seed=None)
+    cluster = write_cluster_json(
+        MachineTable(ids=IDS, capacity=CAPACITY[:, :1].copy(), resource_names=("gpu",)),
+        tmp_path / "m3.json",
+        constraints_seed=None,
+    )
     with pytest.raises(InputError, match=r"no 'gpu' requests"):
         load_inputs(_cfg(files[0], str(cluster), resources=True))
 
 
-@pytest.mark.parametrize("scheduler", [
-    "megha", "yarn", "macrm", "flow", "sparrow",
-])
+@pytest.mark.parametrize(
+    "scheduler",
+    [
+        "megha",
+        "yarn",
+        "macrm",
+        "flow",
+        "sparrow",
+    ],
+)
 def test_simulation_uses_per_machine_capacities(files, scheduler: str) -> None:
     res = simulate(_cfg(*files, scheduler=scheduler, resources=True, gms=1, lms=2))
     assert res.unfinished_reason is None

@@ -59,7 +59,9 @@ def lm(idx=0, lay=None, rec=None, **kw):
 def job(tasks, masks=None, durs=None, demands=None, j=0):
     tasks = np.array(tasks, dtype=np.int64)
     return JobArrival(
-        job=j, tasks=tasks, durations=np.array(durs or [1.0] * tasks.size),
+        job=j,
+        tasks=tasks,
+        durations=np.array(durs or [1.0] * tasks.size),
         masks=np.array(masks or [0] * tasks.size, dtype=np.uint32),
         demands=None if demands is None else np.array(demands, dtype=np.float64),
     )
@@ -83,7 +85,9 @@ def test_internal_match_round_robin_over_lms():
     reqs = requests(port)
     # first task on LM0's internal partition, second on LM1's (round robin over LMs)
     assert [(r.workers, port_dst) for r, port_dst in zip(reqs, ["lm0", "lm1"], strict=True)] == [
-        ([0], "lm0"), ([4], "lm1")]
+        ([0], "lm0"),
+        ([4], "lm1"),
+    ]
     assert g.counters["repartition_requests"] == 0
 
 
@@ -124,13 +128,13 @@ def test_lm_validates_and_rejects_inconsistent_mappings():
     l0, port = lm(rec=rec)
     ok = LaunchRequest(1, 1, np.array([10]), np.array([0]), np.array([1.0]), np.array([0]))
     l0.on_message(ok, 0.0)
-    (dst, launch), = port.take(Launch)
+    ((dst, launch),) = port.take(Launch)
     assert dst == "megha/workers0" and launch.tasks == [10]
     assert port.take(LaunchReply) == []  # accepted batches get no reply of their own
     assert l0.counters["repartitions"] == 1  # worker 0 is in GM0's partition, GM1 placed there
     bad = LaunchRequest(0, 7, np.array([11, 12]), np.array([0, 1]), np.array([1.0, 1.0]), np.array([0, 0]))
     l0.on_message(bad, 0.1)
-    (_, reply), = port.take(LaunchReply)
+    ((_, reply),) = port.take(LaunchReply)
     assert reply.rejected == [11] and reply.acked == 7
     # the delta carries the truth of the rejected worker (busy) to GM0
     assert dict(zip(reply.delta_workers, reply.delta_state, strict=True))[0] is False
@@ -180,7 +184,7 @@ def test_lm_sends_only_other_gms_changes():
     l0.on_message(LaunchRequest(0, 1, np.array([1]), np.array([0]), np.array([1.0]), np.array([0])), 0.0)
     port.take()
     l0.on_message(Finished(np.array([1]), np.array([0])), 1.0)
-    (dst, done), = port.take(TaskDone)
+    ((dst, done),) = port.take(TaskDone)
     assert dst == "megha/gm0" and done.tasks == [1]
     # GM1 must hear worker 0 changed; GM0 learned it through TaskDone
     assert l0.pending_for(0) == [] and l0.pending_for(1) == [0]
@@ -195,7 +199,7 @@ def test_sync_request_gets_full_snapshot_and_restarted_gm_rebuilds_view():
     l0.on_message(LaunchRequest(1, 1, np.array([1]), np.array([2]), np.array([1.0]), np.array([0])), 0.0)
     port.take()
     l0.on_message(SyncRequest(0), 1.0)
-    (_, snap), = port.take(StateDelta)
+    ((_, snap),) = port.take(StateDelta)
     assert snap.full and snap.workers == [0, 1, 2, 3]
     assert snap.state == [True, True, False, True]
     g, gport = gm(fresh_view=False)
@@ -210,10 +214,17 @@ def test_resource_mode_places_several_tasks_and_carves_logical_nodes():
     cap = np.tile([4.0, 8.0], (8, 1))
     lay = layout(cap)
     l0, port = lm(lay=lay)
-    req = LaunchRequest(1, 1, np.array([1, 2, 3]), np.array([0, 0, 0]), np.ones(3), np.zeros(3, dtype=np.int64),
-                        np.array([[1.0, 2.0], [2.0, 2.0], [2.0, 1.0]]))
+    req = LaunchRequest(
+        1,
+        1,
+        np.array([1, 2, 3]),
+        np.array([0, 0, 0]),
+        np.ones(3),
+        np.zeros(3, dtype=np.int64),
+        np.array([[1.0, 2.0], [2.0, 2.0], [2.0, 1.0]]),
+    )
     l0.on_message(req, 0.0)
-    (_, reply), = port.take(LaunchReply)
+    ((_, reply),) = port.take(LaunchReply)
     assert reply.rejected == [3]  # 1 + 2 cores placed, the third does not fit
     assert l0.cluster.free[0].tolist() == [1.0, 4.0]
     # worker 0 is in GM0's partition: GM1's tasks run on logical nodes carved out of it
@@ -245,8 +256,9 @@ def test_preemption_verified_kills_victim_and_launches_requester():
     l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
     port.take()
     # candidate 20 needs constraint 2 (no worker has it), candidate 21 constraint 1 (workers 1 and 3)
-    l0.on_message(PreemptRequest(0, np.array([20, 21]), np.ones(2), np.array([0b100, 0b10], dtype=np.uint32), 0, 1),
-                  1.0)
+    l0.on_message(
+        PreemptRequest(0, np.array([20, 21]), np.ones(2), np.array([0b100, 0b10], dtype=np.uint32), 0, 1), 1.0
+    )
     sent = port.take()
     kinds = [type(m).__name__ for _, m in sent]
     assert kinds[:2] == ["Kill", "Launch"] and kinds[-1] == "PreemptReply"
@@ -257,7 +269,7 @@ def test_preemption_verified_kills_victim_and_launches_requester():
     assert l0.usage.tolist() == [1.0, 3.0]
     # the pool confirms the kill: the victim's GM is told to requeue its task
     l0.on_message(Killed(np.array([1]), np.array([1])), 1.001)
-    (dst, pre), = port.take(Preempted)
+    ((dst, pre),) = port.take(Preempted)
     assert dst == "megha/gm1" and pre.tasks == [1]
 
 
@@ -266,7 +278,7 @@ def test_preemption_refused_when_victim_is_not_over_share():
     l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
     port.take()
     l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
-    (_, reply), = port.take(PreemptReply)
+    ((_, reply),) = port.take(PreemptReply)
     assert not reply.ok
     assert port.take(Kill) == []
 
@@ -278,7 +290,7 @@ def test_gm_asks_for_preemption_only_when_under_share():
     for w in range(8):
         g.view.forget(w)
     g.on_message(job([0]), 0.0)
-    (dst, pre), = port.take(PreemptRequest)
+    ((dst, pre),) = port.take(PreemptRequest)
     assert pre.victim == 1 and dst in ("megha/lm0", "megha/lm1")
     assert g.counters["preemption_attempts"] == 1
     g.on_message(PreemptReply(0, 0, True, 0, worker=1), 0.001)
@@ -315,11 +327,11 @@ def test_preemption_refused_when_it_would_push_the_victim_below_its_share():
     l0.on_message(LaunchRequest(1, 1, np.arange(4), np.arange(4), np.ones(4), np.ones(4, dtype=np.int64)), 0.0)
     port.take()
     l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
-    (_, ok), = port.take(PreemptReply)
+    ((_, ok),) = port.take(PreemptReply)
     assert ok.ok and l0.usage.tolist() == [1.0, 3.0]
     port.take()
     l0.on_message(PreemptRequest(0, np.array([21]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1), 1.0)
-    (_, no), = port.take(PreemptReply)
+    ((_, no),) = port.take(PreemptReply)
     assert not no.ok and port.take(Kill) == []
     assert no.victim_masks is None
 
@@ -330,7 +342,7 @@ def test_preemption_refused_for_constraints_says_which_workers_the_victim_holds(
     port.take()
     # constraint 2: no worker has it
     l0.on_message(PreemptRequest(0, np.array([20]), np.ones(1), np.array([0b100], dtype=np.uint32), 0, 1), 1.0)
-    (_, no), = port.take(PreemptReply)
+    ((_, no),) = port.take(PreemptReply)
     assert not no.ok and port.take(Kill) == []
     # the constraint masks of the victim's workers here, for the GM's next choice of candidates
     assert sorted(no.victim_masks.tolist()) == [0b01, 0b11]
@@ -345,7 +357,7 @@ def test_lm_judges_the_victims_share_with_the_gms_view_of_other_lms():
     assert not port.take(PreemptReply)[0][1].ok
     # ... but the requesting GM saw it hold 3 more workers on LM1: 5 of 8 against a share of 4, so one can go
     l0.on_message(PreemptRequest(0, np.array([21]), np.ones(1), np.zeros(1, dtype=np.uint32), 0, 1, None, 3.0), 1.0)
-    (_, reply), = port.take(PreemptReply)
+    ((_, reply),) = port.take(PreemptReply)
     assert reply.ok and reply.task == 21 and l0.usage.tolist() == [1.0, 1.0]
 
 
@@ -357,11 +369,11 @@ def test_gm_sends_its_view_of_the_victim_elsewhere_and_uses_refusal_hints():
         g.view.forget(w)
     # a task needing constraint 2 (no worker has it) and then two needing nothing
     g.on_message(job([0], masks=[0b100]), 0.0)
-    (dst, pre), = port.take(PreemptRequest)
+    ((dst, pre),) = port.take(PreemptRequest)
     assert dst == "megha/lm0" and pre.victim == 1 and pre.victim_elsewhere == 3.0
     # LM0 refuses: the victim's workers there have masks 0b01 and 0b11; LM1 is asked next
     g.on_message(PreemptReply(0, 0, False, victim_masks=np.array([0b01, 0b11], dtype=np.uint32)), 0.001)
-    (dst, pre), = port.take(PreemptRequest)
+    ((dst, pre),) = port.take(PreemptRequest)
     assert dst == "megha/lm1" and pre.victim_elsewhere == 4.0
     g.on_message(PreemptReply(1, 0, False), 0.002)
     assert len(g.queue) == 1
@@ -371,7 +383,7 @@ def test_gm_sends_its_view_of_the_victim_elsewhere_and_uses_refusal_hints():
     g._fair_not_before = 0.0
     # ... and the next retry offers the task the victim's workers suit (task 2), not only the oldest ones
     g._fair_retry(1.0)
-    (_, pre), = port.take(PreemptRequest)
+    ((_, pre),) = port.take(PreemptRequest)
     assert 2 in pre.tasks.tolist()
 
 
@@ -384,12 +396,24 @@ def test_mutual_preemption_of_fractional_shares_ends():
     from megha.config import RunConfig
     from megha.sim.run import simulate
 
-    jobs = [(0.0, [0.05]), (0.58, [2.69, 5.91, 0.64, 0.33, 3.81, 1.1, 4.33]), (0.0, [6.0]), (0.0, [0.33, 4.8, 2.84]),
-            (5.81, [3.92, 4.15, 4.48])]
+    jobs = [
+        (0.0, [0.05]),
+        (0.58, [2.69, 5.91, 0.64, 0.33, 3.81, 1.1, 4.33]),
+        (0.0, [6.0]),
+        (0.0, [0.33, 4.8, 2.84]),
+        (5.81, [3.92, 4.15, 4.48]),
+    ]
     d = Path(tempfile.mkdtemp())
     (d / "w.tr").write_text("".join(f"{a} {len(ds)} 1 " + " ".join(map(str, ds)) + "\n" for a, ds in jobs))
-    cfg = RunConfig(scheduler="megha", trace=str(d / "w.tr"), workers=6, gms=3, lms=2, seed=6,
-                    options={"shares": [0.1, 0.25, 0.15, 0.5], "user_gms": [0, 1, 1, 2], "heartbeat": 1.0})
+    cfg = RunConfig(
+        scheduler="megha",
+        trace=str(d / "w.tr"),
+        workers=6,
+        gms=3,
+        lms=2,
+        seed=6,
+        options={"shares": [0.1, 0.25, 0.15, 0.5], "user_gms": [0, 1, 1, 2], "heartbeat": 1.0},
+    )
     r = simulate(cfg, actions=[(200.0, lambda engine, dep, now: engine.stop())])
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()

@@ -15,8 +15,15 @@ from megha.sim.run import simulate
 
 
 def scenario(workers: int):
-    cfg = RunConfig(scheduler="megha", trace="sample:GOOG_subtrace", max_jobs=60, workers=workers, gms=3, lms=2,
-                    options={"shares": SHARES, "user_gms": USER_GMS})
+    cfg = RunConfig(
+        scheduler="megha",
+        trace="sample:GOOG_subtrace",
+        max_jobs=60,
+        workers=workers,
+        gms=3,
+        lms=2,
+        options={"shares": SHARES, "user_gms": USER_GMS},
+    )
     return simulate(cfg)
 
 
@@ -45,21 +52,36 @@ def test_without_shares_there_is_no_preemption():
 
 
 @given(
-    jobs=st.lists(st.tuples(st.floats(0, 10).map(lambda x: round(x, 2)),
-                            st.lists(st.floats(0.05, 6).map(lambda x: round(x, 2)), min_size=1, max_size=10)),
-                  min_size=2, max_size=20),
+    jobs=st.lists(
+        st.tuples(
+            st.floats(0, 10).map(lambda x: round(x, 2)),
+            st.lists(st.floats(0.05, 6).map(lambda x: round(x, 2)), min_size=1, max_size=10),
+        ),
+        min_size=2,
+        max_size=20,
+    ),
     workers=st.integers(6, 24),
     seed=st.integers(0, 100),
     resources=st.booleans(),
 )
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow])  # fixed examples: CI runs the same ones every time
+@settings(
+    max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)  # fixed examples: CI runs the same ones every time
 def test_preemption_keeps_exactly_once_and_no_overcommit(jobs, workers, seed, resources):
     d = Path(tempfile.mkdtemp())
     (d / "w.tr").write_text("".join(f"{a} {len(ds)} 1 " + " ".join(map(str, ds)) + "\n" for a, ds in jobs))
-    cfg = RunConfig(scheduler="megha", trace=str(d / "w.tr"), workers=workers, gms=3, lms=2, seed=seed,
-                    resources=resources, capacity={"cpu": 4, "mem": 8}, demand={"cpu": 2, "mem": 1},
-                    options={"shares": [0.1, 0.25, 0.15, 0.5], "user_gms": [0, 1, 1, 2], "heartbeat": 1.0})
+    cfg = RunConfig(
+        scheduler="megha",
+        trace=str(d / "w.tr"),
+        workers=workers,
+        gms=3,
+        lms=2,
+        seed=seed,
+        resources=resources,
+        capacity={"cpu": 4, "mem": 8},
+        demand={"cpu": 2, "mem": 1},
+        options={"shares": [0.1, 0.25, 0.15, 0.5], "user_gms": [0, 1, 1, 2], "heartbeat": 1.0},
+    )
     r = simulate(cfg)
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()

@@ -62,8 +62,15 @@ def test_every_feasible_task_completes_exactly_once_without_overcommit(
     if gms * lms > workers:
         gms = lms = 1
     cfg = RunConfig(
-        scheduler="megha", trace=write_trace(jobs), workers=workers, gms=gms, lms=lms, seed=seed,
-        resources=resources, capacity={"cpu": 4, "mem": 8}, demand={"cpu": 2, "mem": 1},
+        scheduler="megha",
+        trace=write_trace(jobs),
+        workers=workers,
+        gms=gms,
+        lms=lms,
+        seed=seed,
+        resources=resources,
+        capacity={"cpu": 4, "mem": 8},
+        demand={"cpu": 2, "mem": 1},
         options={"policy": policy, "heartbeat": heartbeat},
     )
     r = simulate(cfg)  # the worker pools raise on any over-commit
@@ -86,8 +93,9 @@ def test_same_seed_same_results_and_seed_matters():
 
 
 def test_contention_produces_queueing_repartitions_and_inconsistencies():
-    r = run(trace="sample:GOOG_subtrace", max_jobs=400, cluster=None, workers=400, gms=4, lms=2,
-            options={"heartbeat": 1.0})
+    r = run(
+        trace="sample:GOOG_subtrace", max_jobs=400, cluster=None, workers=400, gms=4, lms=2, options={"heartbeat": 1.0}
+    )
     assert r.unfinished_reason is None
     c = r.counters
     assert c["repartitions"] > 0 and c["inconsistencies"] > 0 and c["updates_sent"] > 0
@@ -133,8 +141,14 @@ _SMALL = dict(trace="sample:GOOG_subtrace", cluster=None, gms=3, lms=2)
         dict(max_jobs=200, workers=300, options={"heartbeat": 1.0}),
         dict(max_jobs=120, workers=300, worker_report_delay=0.0005),
         dict(max_jobs=50, workers=300, options={"shares": [0.1, 0.25, 0.15, 0.5], "heartbeat": 1.0}),
-        dict(max_jobs=40, workers=60, resources=True, capacity={"cpu": 4, "mem": 8}, demand={"cpu": 1, "mem": 1},
-             options={"shares": [0.3, 0.7]}),
+        dict(
+            max_jobs=40,
+            workers=60,
+            resources=True,
+            capacity={"cpu": 4, "mem": 8},
+            demand={"cpu": 1, "mem": 1},
+            options={"shares": [0.3, 0.7]},
+        ),
     ],
     ids=["slot", "report-delay", "fair-preemption", "resource-fair"],
 )

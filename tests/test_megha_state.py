@@ -19,8 +19,13 @@ def _layout(n: int, seed: int, resources: bool) -> MeghaLayout:
 
 
 ops = st.lists(
-    st.tuples(st.sampled_from(["take", "give", "truth", "forget", "ask"]), st.integers(0, 10**6),
-              st.floats(0, 4), st.floats(0, 8), st.integers(0, (1 << 21) - 1)),
+    st.tuples(
+        st.sampled_from(["take", "give", "truth", "forget", "ask"]),
+        st.integers(0, 10**6),
+        st.floats(0, 4),
+        st.floats(0, 8),
+        st.integers(0, (1 << 21) - 1),
+    ),
     max_size=120,
 )
 
@@ -49,9 +54,14 @@ def test_resource_view_candidates_equal_the_plain_form(n, seed, ops, all_free):
             assert np.array_equal(a, b)
 
 
-@given(n=st.integers(6, 200), seed=st.integers(0, 50),
-       ops=st.lists(st.tuples(st.sampled_from(["take", "release", "truth", "forget", "ack"]),
-                              st.integers(0, 10**6), st.booleans()), max_size=200))
+@given(
+    n=st.integers(6, 200),
+    seed=st.integers(0, 50),
+    ops=st.lists(
+        st.tuples(st.sampled_from(["take", "release", "truth", "forget", "ack"]), st.integers(0, 10**6), st.booleans()),
+        max_size=200,
+    ),
+)
 @settings(max_examples=80, deadline=None)
 def test_slot_view_bits_mirror_the_flags(n, seed, ops):
     lay = _layout(n, seed, False)

@@ -27,8 +27,7 @@ def test_scheduler_decides_at_slot_boundaries():
     port = RecordingPort()
     sched.attach(port)
     demands = np.array([[2.0, 1.0], [2.0, 1.0], [1.0, 6.0]])  # sizes 0.5, 0.5, 0.75
-    sched.on_message(JobArrival(0, np.arange(3), np.array([1.0, 2.0, 3.0]), np.zeros(3, np.uint32), demands),
-                     0.0002)
+    sched.on_message(JobArrival(0, np.arange(3), np.array([1.0, 2.0, 3.0]), np.zeros(3, np.uint32), demands), 0.0002)
     assert port.sent == []
     ((delay, key),) = port.timers.values()
     assert key == 1 and delay == pytest.approx(0.0008)
@@ -53,8 +52,15 @@ def test_heterogeneous_workers_rejected():
 
 
 def _cfg(name, trace, **kw):
-    base = dict(scheduler=name, trace=str(trace), workers=3, resources=True, capacity={"cpu": 4.0, "mem": 8.0},
-                demand={"cpu": 1.0, "mem": 3.0}, constraints=False)
+    base = dict(
+        scheduler=name,
+        trace=str(trace),
+        workers=3,
+        resources=True,
+        capacity={"cpu": 4.0, "mem": 8.0},
+        demand={"cpu": 1.0, "mem": 3.0},
+        constraints=False,
+    )
     base.update(kw)
     return RunConfig(**base)
 
@@ -94,9 +100,30 @@ def test_tetris_option_and_bad_options(tiny_trace):
 
 def test_cli_simulate_packing(tmp_path, tiny_trace):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["simulate", "-s", "vqs-bf", "-t", str(tiny_trace), "-w", "3", "--resources",
-                                   "--capacity", "cpu=4,mem=8", "--demand", "cpu=1,mem=3", "--no-constraints",
-                                   "-o", "J=4", "--out", str(out), "--quiet"], catch_exceptions=False)
+    res = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "-s",
+            "vqs-bf",
+            "-t",
+            str(tiny_trace),
+            "-w",
+            "3",
+            "--resources",
+            "--capacity",
+            "cpu=4,mem=8",
+            "--demand",
+            "cpu=1,mem=3",
+            "--no-constraints",
+            "-o",
+            "J=4",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        catch_exceptions=False,
+    )
     assert res.exit_code == 0, res.output
     s = json.loads((out / "summary.json").read_text())
     assert s["completed"] and s["deployment"]["policy"] == "vqs-bf" and "mean_queue" in s["deployment"]

@@ -16,11 +16,28 @@ from megha.schedulers.packing.workloads import synthetic
 def test_universal_partition_intervals():
     p = universal_partition(3)
     assert p.n_types == 6  # 2J virtual queues
-    assert p.describe() == ["(0.6667, 1]", "(0.5, 0.6667]", "(0.3333, 0.5]", "(0.25, 0.3333]",
-                            "(0.1667, 0.25]", "(0, 0.1667]"]
+    assert p.describe() == [
+        "(0.6667, 1]",
+        "(0.5, 0.6667]",
+        "(0.3333, 0.5]",
+        "(0.25, 0.3333]",
+        "(0.1667, 0.25]",
+        "(0, 0.1667]",
+    ]
     t = p.type_of_real
-    assert [t(1.0), t(0.7), t(2 / 3), t(0.6), t(0.5), t(0.4), t(1 / 3), t(0.3), t(0.2), t(0.15), t(0.01)] == \
-        [0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 5]
+    assert [t(1.0), t(0.7), t(2 / 3), t(0.6), t(0.5), t(0.4), t(1 / 3), t(0.3), t(0.2), t(0.15), t(0.01)] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        5,
+        5,
+    ]
     assert p.effective(quantize(0.01)) == quantize(1 / 8)  # below 1/2^J: rounded up
     assert p.effective(quantize(0.15)) == quantize(0.15)
     split = universal_partition(3, split_tail=True)
@@ -86,15 +103,17 @@ def test_example_2_vqs_serves_five_small_or_two_large():
 
 
 def test_example_1_simulated_vqs_unstable_bf_stable():
-    wl = synthetic(0.17, 40_000, np.random.default_rng(0), sizes=("discrete", [0.4, 0.6], [0.5, 0.5]),
-                   service=("geometric", 10))
+    wl = synthetic(
+        0.17, 40_000, np.random.default_rng(0), sizes=("discrete", [0.4, 0.6], [0.5, 0.5]), service=("geometric", 10)
+    )
     q = {n: run_slotted(make_policy(n, 1, J=4), wl).mean_queue() for n in ("vqs", "bf-js", "vqs-bf")}
     assert q["vqs"] > 20 * max(q["bf-js"], q["vqs-bf"])
 
 
 def test_example_2_simulated_bfjs_unstable_vqs_stable():
-    wl = synthetic(0.32, 150_000, np.random.default_rng(0), sizes=("discrete", [0.2, 0.45], [2, 1]),
-                   service=("fixed", 10))
+    wl = synthetic(
+        0.32, 150_000, np.random.default_rng(0), sizes=("discrete", [0.2, 0.45], [2, 1]), service=("fixed", 10)
+    )
     res = {n: run_slotted(make_policy(n, 1, J=4), wl) for n in ("vqs", "bf-js")}
     grid = np.array([75_000, 149_999])
     vqs, bfjs = (res[n].sample(grid) for n in ("vqs", "bf-js"))

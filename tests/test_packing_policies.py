@@ -150,5 +150,7 @@ def test_tetris_differs_from_max_reduction():
     for j, x in enumerate(sizes):
         scalar.arrive([j], [quantize(max(x))])
         scalar.schedule()
-    assert [p.residual(1)[1], scalar.residual(0)] == [UNIT - quantize(0.4) - quantize(0.3),
-                                                      UNIT - quantize(0.7) - quantize(0.3)]
+    assert [p.residual(1)[1], scalar.residual(0)] == [
+        UNIT - quantize(0.4) - quantize(0.3),
+        UNIT - quantize(0.7) - quantize(0.3),
+    ]

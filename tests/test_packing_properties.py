@@ -65,8 +65,13 @@ def test_capacity_maximality_and_completion(name, n, slots):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(sorted(POLICIES)), st.integers(1, 6), st.floats(0.05, 0.9), st.floats(0.0, 0.5),
-       st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(sorted(POLICIES)),
+    st.integers(1, 6),
+    st.floats(0.05, 0.9),
+    st.floats(0.0, 0.5),
+    st.integers(0, 2**31 - 1),
+)
 def test_every_job_served_below_supported_load(name, n, lo, width, seed):
     """ρ = 0.2 is below what every policy supports (≥ 1/2 and ≥ 2/3 of a maximum that is ≥ 1/2)."""
     hi = min(1.0, lo + width)

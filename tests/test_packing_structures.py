@@ -52,8 +52,11 @@ def test_maxtree_find_first(vals, data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 12), st.lists(st.tuples(st.integers(0, 11), st.integers(1, UNIT // 3)), max_size=30),
-       st.integers(1, UNIT))
+@given(
+    st.integers(1, 12),
+    st.lists(st.tuples(st.integers(0, 11), st.integers(1, UNIT // 3)), max_size=30),
+    st.integers(1, UNIT),
+)
 def test_line_servers_best_and_first_fit(n, adds, x):
     srv = LineServers(n, by_residual=True, by_index=True)
     used = [0] * n

@@ -83,7 +83,7 @@ def test_distributor_sends_each_task_once_to_masters_with_suitable_workers_and_c
             seen.append(t)
     assert sorted(seen) == tasks.tolist()
     d.on_message(JobArrival(1, np.array([9]), np.ones(1), np.zeros(1, dtype=U32), mean_duration=10.0), 1.0)
-    (_, msg), = d.port.take()
+    ((_, msg),) = d.port.take()
     assert not msg.short  # mean duration == cutoff: long
     d.on_message(TaskDone(9), 2.0)
     assert rec.known[9] == 2.0
@@ -92,8 +92,11 @@ def test_distributor_sends_each_task_once_to_masters_with_suitable_workers_and_c
 def make_master(masks, fqw=2, reserved=None, policy=Policy.FIRST, n_tasks=50):
     masks = np.asarray(masks, dtype=U32)
     rec = TaskRecorder(np.zeros(n_tasks))
-    m = attach(PigeonMaster("m", np.arange(masks.size), masks, "pool", rec, ["d0", "d1"], policy=policy, fqw=fqw,
-                            reserved=reserved))
+    m = attach(
+        PigeonMaster(
+            "m", np.arange(masks.size), masks, "pool", rec, ["d0", "d1"], policy=policy, fqw=fqw, reserved=reserved
+        )
+    )
     return m, rec
 
 

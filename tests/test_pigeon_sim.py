@@ -53,9 +53,14 @@ def test_every_feasible_task_completes_exactly_once_without_overcommit(
     jobs, workers, masters, dists, sched, policy, fqw, cutoff, constraints, seed
 ):
     masters = min(masters, workers)
-    cfg = RunConfig(scheduler=sched, trace=write_trace(jobs), workers=workers, constraints=constraints, seed=seed,
-                    options={"masters": masters, "distributors": dists, "policy": policy, "fqw": fqw,
-                             "cutoff": cutoff})
+    cfg = RunConfig(
+        scheduler=sched,
+        trace=write_trace(jobs),
+        workers=workers,
+        constraints=constraints,
+        seed=seed,
+        options={"masters": masters, "distributors": dists, "policy": policy, "fqw": fqw, "cutoff": cutoff},
+    )
     r = simulate(cfg)  # the workers raise on any over-commit; the runner checks exactly-once
     assert r.unfinished_reason is None
     rec = r.recorder
@@ -72,8 +77,11 @@ def test_same_seed_same_result_and_seed_changes_choices():
     trace = write_trace([(i * 0.3, [1.0 + (i * 7 % 5)] * (1 + i % 6)) for i in range(40)])
 
     def run(seed):
-        return simulate(RunConfig(scheduler="pigeonc", trace=trace, workers=12, seed=seed,
-                                  options={"masters": 3, "distributors": 2}))
+        return simulate(
+            RunConfig(
+                scheduler="pigeonc", trace=trace, workers=12, seed=seed, options={"masters": 3, "distributors": 2}
+            )
+        )
 
     a, b, c = run(3), run(3), run(4)
     assert np.array_equal(a.recorder.start, b.recorder.start, equal_nan=True)

@@ -58,9 +58,17 @@ job_st = st.tuples(
 def test_every_feasible_task_completes_exactly_once_without_overcommit(
     jobs, workers, schedulers, probe_ratio, constraints, resources, seed
 ):
-    cfg = RunConfig(scheduler="sparrow", trace=write_trace(jobs), workers=workers, constraints=constraints,
-                    resources=resources, capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.5, "mem": 1.0},
-                    seed=seed, options={"schedulers": schedulers, "probe_ratio": probe_ratio})
+    cfg = RunConfig(
+        scheduler="sparrow",
+        trace=write_trace(jobs),
+        workers=workers,
+        constraints=constraints,
+        resources=resources,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.5, "mem": 1.0},
+        seed=seed,
+        options={"schedulers": schedulers, "probe_ratio": probe_ratio},
+    )
     r = simulate(cfg)  # the node monitors raise on any over-commit; the runner checks exactly-once
     assert r.unfinished_reason is None
     rec = r.recorder

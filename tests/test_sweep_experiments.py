@@ -14,14 +14,20 @@ def test_registered() -> None:
 
 
 def test_size_sweep_tiny(tmp_path: Path) -> None:
-    ctx = ReproContext(out=tmp_path / "size", quick=True, log=lambda s: None,
-                       extra={"sizes": [400, 1600], "max_jobs": 4, "workers": 2})
+    ctx = ReproContext(
+        out=tmp_path / "size", quick=True, log=lambda s: None, extra={"sizes": [400, 1600], "max_jobs": 4, "workers": 2}
+    )
     doc = run_experiment("megha20-size", ctx)
     assert [r["workers"] for r in doc["rows"]] == [400, 1600]
     assert all(r["completed"] for r in doc["rows"]) and not doc["failed"]
     assert doc["mode"] == "resource" and "Google sub-trace" in doc["workload_note"]
-    for name in ("fig8_allocation.csv", "fig8_allocation_vs_size.png", "sweep/report.html", "sweep/results.parquet",
-                 "summary.json"):
+    for name in (
+        "fig8_allocation.csv",
+        "fig8_allocation_vs_size.png",
+        "sweep/report.html",
+        "sweep/results.parquet",
+        "summary.json",
+    ):
         assert (tmp_path / "size" / name).is_file(), name
     # the per-GM processing cost grows with the state: the larger datacenter allocates no faster
     assert doc["rows"][1]["alloc_p50"] >= doc["rows"][0]["alloc_p50"]
@@ -31,11 +37,18 @@ def test_size_sweep_tiny(tmp_path: Path) -> None:
 
 
 def test_gm_lm_sweep_tiny(tmp_path: Path) -> None:
-    ctx = ReproContext(out=tmp_path / "gl", quick=True, log=lambda s: None,
-                       extra={"size": 800, "gms": [1, 4], "lms": [2], "max_jobs": 4, "workers": 2, "mode": "slot"})
+    ctx = ReproContext(
+        out=tmp_path / "gl",
+        quick=True,
+        log=lambda s: None,
+        extra={"size": 800, "gms": [1, 4], "lms": [2], "max_jobs": 4, "workers": 2, "mode": "slot"},
+    )
     doc = run_experiment("megha20-gm-lm", ctx)
     assert [r["config"] for r in doc["rows"]] == ["1 GM x 2 LM", "4 GM x 2 LM"]
     assert doc["mode"] == "slot" and doc["workers"] == 800
     assert (tmp_path / "gl" / "fig9_allocation_by_config.png").is_file()
-    assert set(doc["checks"]) == {"more_lms_lower_or_equal_p50", "more_gms_lower_or_equal_p50_while_gms_le_lms",
-                                  "gms_beyond_lms_lower_or_equal_p50"}
+    assert set(doc["checks"]) == {
+        "more_lms_lower_or_equal_p50",
+        "more_gms_lower_or_equal_p50_while_gms_le_lms",
+        "gms_beyond_lms_lower_or_equal_p50",
+    }

@@ -62,10 +62,19 @@ def test_report_renders_in_headless_chromium(sweep_dir: Path, tmp_path: Path) ->
     if chromium is None:
         pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
     url = (sweep_dir / "report.html").resolve().as_uri()
-    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-             "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([*flags, "--virtual-time-budget=5000", "--dump-dom", url], capture_output=True, text=True,
-                         timeout=120)
+    flags = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [*flags, "--virtual-time-budget=5000", "--dump-dom", url], capture_output=True, text=True, timeout=120
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     root = re.search(r"<html[^>]*>", dom.stdout).group(0)
     n = int(re.search(r'data-plots="(\d+)"', root).group(1))
@@ -73,8 +82,9 @@ def test_report_renders_in_headless_chromium(sweep_dir: Path, tmp_path: Path) ->
     errors = int(re.search(r'data-errors="(\d+)"', root).group(1))
     assert n >= 6 and loaded == n and errors == 0, root
     shot = tmp_path / "report.png"
-    r = subprocess.run([*flags, "--window-size=1280,2400", f"--screenshot={shot}", url], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [*flags, "--window-size=1280,2400", f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0 and shot.is_file(), r.stderr[-2000:]
     import matplotlib.image as mpimg
 

@@ -42,7 +42,8 @@ def test_local_pool_sweep(local24: Path) -> None:
     assert {r["status"] for r in rows} == {"ok"}
     assert [r["index"] for r in rows] == list(range(24))
     assert {(r["scheduler"], r["workers"], r["seed"]) for r in rows} == {
-        (s, w, k) for s in ("megha", "sparrow") for w in (40, 80, 160) for k in range(4)}
+        (s, w, k) for s in ("megha", "sparrow") for w in (40, 80, 160) for k in range(4)
+    }
     for r in rows:
         assert r["tasks"] > 0 and r["delay_p50"] is not None and r["alloc_p99"] is not None
         assert (local24 / "runs" / r["run_id"] / "summary.json").is_file()
@@ -69,8 +70,14 @@ def test_ray_gives_identical_table(local24: Path, tmp_path: Path, monkeypatch) -
         ray.shutdown()
     session_dir = tempfile.mkdtemp(prefix="megha-ray-")  # short: Ray's socket paths must stay < 108 characters
     try:
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 object_store_memory=100 * 1024**2, _temp_dir=session_dir)
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            object_store_memory=100 * 1024**2,
+            _temp_dir=session_dir,
+        )
         try:
             res = run_sweep(SWEEP24, tmp_path / "ray", address="ray", progress=False, log=lambda s: None)
         finally:
@@ -112,9 +119,11 @@ def test_resume_after_interruption_runs_only_the_missing(local24: Path, tmp_path
 
 
 def test_failed_run_is_reported_and_does_not_stop_the_others(tmp_path: Path) -> None:
-    doc = {"base": {"trace": "sample:YH_small", "workers": 30, "gms": 2, "lms": 2},
-           "grid": {"seed": [0, 1]},
-           "runs": [{"scheduler": "megha"}, {"scheduler": "megha", "trace": str(tmp_path / "missing.tr")}]}
+    doc = {
+        "base": {"trace": "sample:YH_small", "workers": 30, "gms": 2, "lms": 2},
+        "grid": {"seed": [0, 1]},
+        "runs": [{"scheduler": "megha"}, {"scheduler": "megha", "trace": str(tmp_path / "missing.tr")}],
+    }
     res = run_sweep(doc, tmp_path / "f", workers=2, progress=False, log=lambda s: None)
     assert len(res.failed) == 2 and len(res.ran) == 4
     rows = _table(tmp_path / "f").to_pylist()
@@ -125,11 +134,11 @@ def test_failed_run_is_reported_and_does_not_stop_the_others(tmp_path: Path) -> 
     html = (tmp_path / "f" / "report.html").read_text()
     assert "Failed runs" in html and "no such trace file" in html
     # --resume retries failed runs (they have no summary.json); fix the input and they succeed
-    shutil.copyfile(Path(__import__("megha.samples", fromlist=["x"]).resolve("sample:YH_small")),
-                    tmp_path / "missing.tr.gz")
+    shutil.copyfile(
+        Path(__import__("megha.samples", fromlist=["x"]).resolve("sample:YH_small")), tmp_path / "missing.tr.gz"
+    )
     doc["runs"][1]["trace"] = str(tmp_path / "missing.tr.gz")
-    res = run_sweep(doc, tmp_path / "f", workers=1, resume=True, progress=False, log=lambda s: None,
-                    report=False)
+    res = run_sweep(doc, tmp_path / "f", workers=1, resume=True, progress=False, log=lambda s: None, report=False)
     assert len(res.ran) == 2 and not res.failed
     assert [r["status"] for r in collect(tmp_path / "f", load_plans(tmp_path / "f")[1])] == ["ok"] * 4
 
@@ -161,8 +170,10 @@ def test_cli_sweep_and_report(tmp_path: Path) -> None:
     from megha.cli import app
 
     f = tmp_path / "s.toml"
-    f.write_text('[base]\ntrace = "sample:YH_small"\nworkers = 30\ngms = 2\nlms = 2\n[grid]\nseed = [0, 1]\n'
-                 'scheduler = ["megha", "sparrow"]\n')
+    f.write_text(
+        '[base]\ntrace = "sample:YH_small"\nworkers = 30\ngms = 2\nlms = 2\n[grid]\nseed = [0, 1]\n'
+        'scheduler = ["megha", "sparrow"]\n'
+    )
     out = tmp_path / "o"
     r = CliRunner().invoke(app, ["sweep", str(f), "--out", str(out), "--workers", "2", "-q"])
     assert r.exit_code == 0, r.output
@@ -185,8 +196,13 @@ def test_ray_missing_gives_a_clear_error(tmp_path: Path, monkeypatch) -> None:
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(InputError, match=r'pip install "ray>=2.9"'):
-        run_sweep({"base": {"trace": "sample:YH_small", "workers": 10}}, tmp_path / "r", address="auto",
-                  progress=False, log=lambda s: None)
+        run_sweep(
+            {"base": {"trace": "sample:YH_small", "workers": 10}},
+            tmp_path / "r",
+            address="auto",
+            progress=False,
+            log=lambda s: None,
+        )
 
 
 def test_ray_client_address_without_grpc_gives_a_clear_error(tmp_path: Path, monkeypatch) -> None:
@@ -199,5 +215,10 @@ def test_ray_client_address_without_grpc_gives_a_clear_error(tmp_path: Path, mon
         ray.shutdown()
     monkeypatch.setitem(sys.modules, "grpc", None)  # import grpc -> ImportError (ray without its client part)
     with pytest.raises(InputError, match=r'Ray Client address, which needs pip install "ray\[client\]>=2.9"'):
-        run_sweep({"base": {"trace": "sample:YH_small", "workers": 10}}, tmp_path / "r", address="ray://127.0.0.1:1",
-                  progress=False, log=lambda s: None)
+        run_sweep(
+            {"base": {"trace": "sample:YH_small", "workers": 10}},
+            tmp_path / "r",
+            address="ray://127.0.0.1:1",
+            progress=False,
+            log=lambda s: None,
+        )

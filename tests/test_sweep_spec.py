@@ -13,8 +13,13 @@ BASE = {"trace": "sample:YH_small", "workers": 20, "gms": 2, "lms": 2}
 
 
 def test_grid_times_runs() -> None:
-    spec = parse({"base": BASE, "grid": {"seed": [0, 1, 2], "workers": [20, 40]},
-                  "runs": [{"scheduler": "megha", "options": {"heartbeat": 10}}, {"scheduler": "sparrow"}]})
+    spec = parse(
+        {
+            "base": BASE,
+            "grid": {"seed": [0, 1, 2], "workers": [20, 40]},
+            "runs": [{"scheduler": "megha", "options": {"heartbeat": 10}}, {"scheduler": "sparrow"}],
+        }
+    )
     plans = spec.expand()
     assert len(plans) == 12
     assert [p.index for p in plans] == list(range(12))
@@ -27,8 +32,12 @@ def test_grid_times_runs() -> None:
 
 
 def test_dotted_and_nested_grid_keys_and_literal_lists() -> None:
-    spec = parse({"base": {**BASE, "scheduler": "megha", "options": {"shares": [0.5, 0.5]}},
-                  "grid": {"options": {"heartbeat": [5, 10]}, "capacity.cpu": [32, 64]}})
+    spec = parse(
+        {
+            "base": {**BASE, "scheduler": "megha", "options": {"shares": [0.5, 0.5]}},
+            "grid": {"options": {"heartbeat": [5, 10]}, "capacity.cpu": [32, 64]},
+        }
+    )
     plans = spec.expand()
     assert len(plans) == 4
     assert plans[0].config["options"] == {"shares": [0.5, 0.5], "heartbeat": 5}
@@ -58,8 +67,10 @@ def test_ids_are_stable_across_reordering() -> None:
 
 def test_aliases_and_toml(tmp_path: Path) -> None:
     f = tmp_path / "s.toml"
-    f.write_text('[sweep]\nname = "x"\n[base]\ntrace = "sample:YH_small"\nworkers = 20\ntruncate = true\n'
-                 '[grid]\nseed = [0, 1]\n"options.heartbeat" = 3\n')
+    f.write_text(
+        '[sweep]\nname = "x"\n[base]\ntrace = "sample:YH_small"\nworkers = 20\ntruncate = true\n'
+        '[grid]\nseed = [0, 1]\n"options.heartbeat" = 3\n'
+    )
     spec = load(f)
     assert spec.name == "x"
     plans = spec.expand()
@@ -68,17 +79,20 @@ def test_aliases_and_toml(tmp_path: Path) -> None:
     assert param_names(plans) == ["seed"]  # a one-value grid entry is not a varying parameter
 
 
-@pytest.mark.parametrize(("doc", "match"), [
-    ({"base": {"trace": "sample:YH_small", "wrokers": 3}}, r"unknown run setting 'wrokers'"),
-    ({"grid": {"workers": [0, 5]}}, r"run 0: invalid configuration: workers"),
-    ({"base": {"scheduler": "sparrow"}, "grid": {"options.heartbeat": [1, 2]}}, r"scheduler 'sparrow': bad option"),
-    ({"base": {"scheduler": "nope"}}, r"unknown scheduler 'nope'"),
-    ({"grid": {"seed": [1, 1]}}, r"run 1: same configuration as run 0"),
-    ({"grid": {"seed": []}}, r"empty list"),
-    ({"grids": {}}, r"unknown section"),
-    ({"sweep": {"nmae": "x"}}, r"unknown key"),
-    ({"base": {"scheduler": "pigeonc", "resources": True, "workers": 5}}, r"does not support resource mode"),
-])
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        ({"base": {"trace": "sample:YH_small", "wrokers": 3}}, r"unknown run setting 'wrokers'"),
+        ({"grid": {"workers": [0, 5]}}, r"run 0: invalid configuration: workers"),
+        ({"base": {"scheduler": "sparrow"}, "grid": {"options.heartbeat": [1, 2]}}, r"scheduler 'sparrow': bad option"),
+        ({"base": {"scheduler": "nope"}}, r"unknown scheduler 'nope'"),
+        ({"grid": {"seed": [1, 1]}}, r"run 1: same configuration as run 0"),
+        ({"grid": {"seed": []}}, r"empty list"),
+        ({"grids": {}}, r"unknown section"),
+        ({"sweep": {"nmae": "x"}}, r"unknown key"),
+        ({"base": {"scheduler": "pigeonc", "resources": True, "workers": 5}}, r"does not support resource mode"),
+    ],
+)
 def test_errors_name_the_run_and_field(doc, match) -> None:
     with pytest.raises(InputError, match=match):
         parse(doc).expand()

@@ -89,8 +89,7 @@ def test_run_config_machine_profiles_reach_the_generator():
     from megha.sim.run import load_inputs
 
     lo, hi = [0.0] * 20 + [1.0], [1.0] * 21
-    cfg = RunConfig(scheduler="ideal", trace="sample:YH_small", workers=400, lms=4, seed=3,
-                    machine_profiles=[lo, hi])
+    cfg = RunConfig(scheduler="ideal", trace="sample:YH_small", workers=400, lms=4, seed=3, machine_profiles=[lo, hi])
     _, dc = load_inputs(cfg)
     has0 = (dc.worker_masks & 1).reshape(4, 100)  # constraint 0, per LM cluster of 100 workers
     chosen = dc.meta["profiles"]

@@ -36,8 +36,11 @@ def make_rm(phases, masks=None, queue="fifo", am=0.0, capacity=None, n_tasks=20)
     masks = np.zeros(phases.size, dtype=U32) if masks is None else np.asarray(masks, dtype=U32)
     rec = TaskRecorder(np.zeros(n_tasks))
     sched = HeartbeatSchedule(phases, 1.0)
-    rm = attach(ResourceManager("rm", "nm", "nm", masks, capacity, sched, rec, queue=queue, am_overhead=am,
-                                heartbeat_latency=0.0005))
+    rm = attach(
+        ResourceManager(
+            "rm", "nm", "nm", masks, capacity, sched, rec, queue=queue, am_overhead=am, heartbeat_latency=0.0005
+        )
+    )
     return rm, rec
 
 
@@ -170,7 +173,8 @@ def test_node_manager_rejects_over_commit():
     nm.on_message(Launch(np.array([0]), np.array([0]), np.array([1.0]), "nm"), 0.0)
     with pytest.raises(SimulationError, match="over-committed"):
         nm.on_message(Launch(np.array([1]), np.array([0]), np.array([1.0]), "nm"), 0.1)
-    nmr = attach(NodeManagers("nm", "rm", HeartbeatSchedule(np.array([0.5]), 1.0), 1, rec,
-                              capacity=np.array([[2.0, 2.0]])))
+    nmr = attach(
+        NodeManagers("nm", "rm", HeartbeatSchedule(np.array([0.5]), 1.0), 1, rec, capacity=np.array([[2.0, 2.0]]))
+    )
     with pytest.raises(SimulationError, match="over-committed"):
         nmr.on_message(Launch(np.array([0, 1]), np.array([0, 0]), np.ones(2), "nm", np.ones((2, 2)) * 1.5), 0.0)

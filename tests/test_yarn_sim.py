@@ -62,9 +62,17 @@ job_st = st.tuples(
 def test_every_feasible_task_completes_exactly_once_without_overcommit(
     jobs, workers, heartbeat, queue, am, constraints, resources, seed
 ):
-    cfg = RunConfig(scheduler="yarn", trace=write_trace(jobs), workers=workers, constraints=constraints,
-                    resources=resources, capacity={"cpu": 4.0, "mem": 4.0}, demand={"cpu": 1.5, "mem": 1.0},
-                    seed=seed, options={"heartbeat": heartbeat, "queue": queue, "am_overhead": am})
+    cfg = RunConfig(
+        scheduler="yarn",
+        trace=write_trace(jobs),
+        workers=workers,
+        constraints=constraints,
+        resources=resources,
+        capacity={"cpu": 4.0, "mem": 4.0},
+        demand={"cpu": 1.5, "mem": 1.0},
+        seed=seed,
+        options={"heartbeat": heartbeat, "queue": queue, "am_overhead": am},
+    )
     r = simulate(cfg)  # the node managers raise on any over-commit; the runner checks exactly-once
     assert r.unfinished_reason is None
     rec = r.recorder

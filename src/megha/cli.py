@@ -1,11 +1,11 @@
 """The ``megha`` command.
 
-    megha compare                      # the bundled sample through every scheduler: table + CDF plot
-    megha simulate -s megha -t TRACE --cluster FILE | --workers N [--gms G --lms L]
-    megha trace info TRACE             # jobs, tasks, span, offered load
-    megha trace convert IN OUT         # .tr <-> .parquet
-    megha schedulers                   # what can be simulated, and each one's options
-    megha reproduce --list             # the papers' experiments by name
+megha compare                      # the bundled sample through every scheduler: table + CDF plot
+megha simulate -s megha -t TRACE --cluster FILE | --workers N [--gms G --lms L]
+megha trace info TRACE             # jobs, tasks, span, offered load
+megha trace convert IN OUT         # .tr <-> .parquet
+megha schedulers                   # what can be simulated, and each one's options
+megha reproduce --list             # the papers' experiments by name
 """
 
 from __future__ import annotations
@@ -136,14 +136,18 @@ ClusterOpt = Annotated[
     str | None, typer.Option("--cluster", "-c", help="cluster file (Megha/PigeonC JSON) or sample:NAME")
 ]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", "-w", help="generate a datacenter of N workers")]
-GmsOpt = Annotated[int | None, typer.Option(
-    "--gms", help="Global Masters (Megha; default: the cluster file's, else 5) / distributed schedulers")]
-LmsOpt = Annotated[int | None, typer.Option(
-    "--lms", help="Local Masters (Megha; default: the cluster file's, else one per 2,000 workers) / masters")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="seed of every random choice")]
-OptOpt = Annotated[
-    list[str] | None, typer.Option("--opt", "-o", help="scheduler option key=value (repeatable)")
+GmsOpt = Annotated[
+    int | None,
+    typer.Option("--gms", help="Global Masters (Megha; default: the cluster file's, else 5) / distributed schedulers"),
 ]
+LmsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--lms", help="Local Masters (Megha; default: the cluster file's, else one per 2,000 workers) / masters"
+    ),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="seed of every random choice")]
+OptOpt = Annotated[list[str] | None, typer.Option("--opt", "-o", help="scheduler option key=value (repeatable)")]
 ResourcesOpt = Annotated[bool, typer.Option("--resources", help="resource mode (CPU/memory per worker and task)")]
 CapacityOpt = Annotated[str | None, typer.Option("--capacity", help="worker capacity, e.g. cpu=64,mem=16")]
 DemandOpt = Annotated[str | None, typer.Option("--demand", help="task request when the trace has none")]
@@ -302,9 +306,11 @@ def compare(
     from megha.metrics.report import compare_rows, plot_cdfs, render_compare_table
     from megha.schedulers import registry
 
-    names = [s.strip() for s in schedulers.split(",")] if schedulers else [
-        n for n in registry.names() if registry.get(n).in_compare
-    ]
+    names = (
+        [s.strip() for s in schedulers.split(",")]
+        if schedulers
+        else [n for n in registry.names() if registry.get(n).in_compare]
+    )
     mode = "resource" if resources else "slot"
     if cluster is None and workers is None:
         from megha.samples import DEFAULT_CLUSTER, PAPER_WORKERS
@@ -323,9 +329,19 @@ def compare(
                 _fail(f"scheduler {name!r} does not support {mode} mode")
             continue
         cfg = _build_config(
-            {}, scheduler=name, trace=trace, cluster=cluster, workers=workers, gms=gms, lms=lms, seed=seed,
-            options=parse_opts(opt) if schedulers and len(names) == 1 else {}, resources=resources,
-            constraints=constraints, max_jobs=max_jobs, load_scale=load_scale,
+            {},
+            scheduler=name,
+            trace=trace,
+            cluster=cluster,
+            workers=workers,
+            gms=gms,
+            lms=lms,
+            seed=seed,
+            options=parse_opts(opt) if schedulers and len(names) == 1 else {},
+            resources=resources,
+            constraints=constraints,
+            max_jobs=max_jobs,
+            load_scale=load_scale,
         )
         if not quiet and not json_out:
             console.print(f"[dim]running {name} …[/]")

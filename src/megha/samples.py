@@ -47,7 +47,7 @@ def resolve(ref: str, kind: str = "trace") -> Path:
     """Map ``sample:NAME`` to the bundled file; other strings are returned as paths."""
     if not ref.startswith(PREFIX):
         return Path(ref)
-    name = ref[len(PREFIX):]
+    name = ref[len(PREFIX) :]
     table = TRACES if kind == "trace" else CLUSTERS
     if name not in table:
         raise InputError(f"unknown sample {kind} {name!r}; bundled: {', '.join(table)}")

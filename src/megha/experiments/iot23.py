@@ -43,15 +43,31 @@ POLICIES = (("rand", "random"), ("min", "min-constraints"))
 
 #: The paper's reported numbers (seed 004 §6), for side-by-side reading.
 PAPER = {
-    "syn_250": {"PigeonC_rand": {"p50": 1.003}, "PigeonC_min": {"p50": 1.002}, "Megha_rand": {"p50": 0.0015},
-                "Megha_min": {"p50": 0.0015}},
-    "syn_500": {"PigeonC_rand": {"p50": 507.74}, "PigeonC_min": {"p50": 520.60}, "Megha_rand": {"p50": 0.0015},
-                "Megha_min": {"p50": 0.0015}},
-    "syn_1000": {"PigeonC_rand": {"p50": 1416.88}, "PigeonC_min": {"p50": 1449.3}, "Megha_rand": {"p50": 0.67},
-                 "Megha_min": {"p50": 0.33}},
-    "GOOG_subtrace": {"PigeonC_rand": {"p50": 0.0015}, "PigeonC_min": {"p50": 0.0015},
-                      "Megha_rand": {"p50": 0.0015}, "Megha_min": {"p50": 0.0015},
-                      "note": "Megha's p99 delay of short jobs 5.3x lower than PigeonC's"},
+    "syn_250": {
+        "PigeonC_rand": {"p50": 1.003},
+        "PigeonC_min": {"p50": 1.002},
+        "Megha_rand": {"p50": 0.0015},
+        "Megha_min": {"p50": 0.0015},
+    },
+    "syn_500": {
+        "PigeonC_rand": {"p50": 507.74},
+        "PigeonC_min": {"p50": 520.60},
+        "Megha_rand": {"p50": 0.0015},
+        "Megha_min": {"p50": 0.0015},
+    },
+    "syn_1000": {
+        "PigeonC_rand": {"p50": 1416.88},
+        "PigeonC_min": {"p50": 1449.3},
+        "Megha_rand": {"p50": 0.67},
+        "Megha_min": {"p50": 0.33},
+    },
+    "GOOG_subtrace": {
+        "PigeonC_rand": {"p50": 0.0015},
+        "PigeonC_min": {"p50": 0.0015},
+        "Megha_rand": {"p50": 0.0015},
+        "Megha_min": {"p50": 0.0015},
+        "note": "Megha's p99 delay of short jobs 5.3x lower than PigeonC's",
+    },
     "finding": "Megha's p99 delay at least 10x lower than PigeonC's; Megha's utilization higher",
 }
 
@@ -66,8 +82,11 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
     jobs = S.job_table(res.workload, res.recorder, res.feasible)
     rec = res.recorder
     started = res.feasible & np.isfinite(rec.start)
-    total = float(res.datacenter.n_workers) if res.datacenter.capacity is None else float(
-        res.datacenter.capacity[:, 0].sum())
+    total = (
+        float(res.datacenter.n_workers)
+        if res.datacenter.capacity is None
+        else float(res.datacenter.capacity[:, 0].sum())
+    )
     weights = None if res.datacenter.capacity is None else res.workload.task_demand[:, 0]
     times, util = S.utilization_series(rec, total, weights)
     t0 = float(res.workload.job_arrival.min())
@@ -93,8 +112,10 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
         "_alloc": (rec.start - rec.arrival)[started],
         "_util": util_samples,
     }
-    ctx.log(f"    delay p50 {fmt(doc['delay']['p50'])}, p99 {fmt(doc['delay']['p99'])}, "
-            f"utilization {100 * doc['utilization_mean']:.1f} %")
+    ctx.log(
+        f"    delay p50 {fmt(doc['delay']['p50'])}, p99 {fmt(doc['delay']['p99'])}, "
+        f"utilization {100 * doc['utilization_mean']:.1f} %"
+    )
     return out
 
 
@@ -121,17 +142,29 @@ def write_table(rows: list[dict], path: Path, cols: list[str]) -> None:
         cells = []
         for c in cols:
             v = r.get(c)
-            cells.append(fmt(v) if isinstance(v, float) and not c.startswith("util") else
-                         (f"{100 * v:.1f} %" if isinstance(v, float) else str(v)))
+            cells.append(
+                fmt(v)
+                if isinstance(v, float) and not c.startswith("util")
+                else (f"{100 * v:.1f} %" if isinstance(v, float) else str(v))
+            )
         lines.append("| " + " | ".join(cells) + " |")
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 def delay_row(group: str, run: dict) -> dict:
     d = run["delay"]
-    return {"workload": group, "scheduler": run["label"], "p50": d["p50"], "mean": d["mean"], "p90": d["p90"],
-            "p99": d["p99"], "p999": d["p999"], "max": d["max"], "util_mean": run["utilization_mean"],
-            "completed": run["completed"]}
+    return {
+        "workload": group,
+        "scheduler": run["label"],
+        "p50": d["p50"],
+        "mean": d["mean"],
+        "p90": d["p90"],
+        "p99": d["p99"],
+        "p999": d["p999"],
+        "max": d["max"],
+        "util_mean": run["utilization_mean"],
+        "completed": run["completed"],
+    }
 
 
 def utilization_cdf(series: dict[str, np.ndarray], path: Path, title: str) -> None:
@@ -236,15 +269,24 @@ def write_load(load: dict, name: str, out: Path) -> None:
             w.writerow({c: r.get(c) for c in cols})
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append("| " + " | ".join("" if r.get(c) is None else (f"{r[c]:.4g}" if isinstance(r[c], float)
-                                                                      else str(r[c])) for c in cols) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                "" if r.get(c) is None else (f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c])) for c in cols
+            )
+            + " |"
+        )
     (out / f"table1_load_{name}.md").write_text("\n".join(lines) + "\n")
     ks = [k for k, v in enumerate(load["per_constraint"]) if v is not None]
     fig, ax = plt.subplots(figsize=(9.0, 4.0), dpi=120)
     width = 0.8 / len(LOAD_STATS)
     for i, stat in enumerate(LOAD_STATS):
-        ax.bar(np.arange(len(ks)) + (i - (len(LOAD_STATS) - 1) / 2) * width,
-               [load["per_constraint"][k][stat] for k in ks], width, label=stat)
+        ax.bar(
+            np.arange(len(ks)) + (i - (len(LOAD_STATS) - 1) / 2) * width,
+            [load["per_constraint"][k][stat] for k in ks],
+            width,
+            label=stat,
+        )
     ax.axhline(1.0, color="grey", lw=1, ls="--")
     ax.set_xticks(range(len(ks)), [str(k) for k in ks])
     ax.set_xlabel("constraint id")
@@ -265,10 +307,20 @@ def _configs(trace: str, seed: int, max_jobs: int | None, workers: int | None) -
             m = RunConfig(scheduler="megha", cluster=MEGHA_CLUSTER, options={"policy": pol}, **common)
             p = RunConfig(scheduler="pigeonc", cluster=PIGEON_CLUSTER, options={"policy": pol}, **common)
         else:
-            m = RunConfig(scheduler="megha", workers=workers, gms=5, lms=max(1, workers // 2000),
-                          options={"policy": pol}, **common)
-            p = RunConfig(scheduler="pigeonc", workers=workers, options={"policy": pol, "masters": 100,
-                                                                         "distributors": 10}, **common)
+            m = RunConfig(
+                scheduler="megha",
+                workers=workers,
+                gms=5,
+                lms=max(1, workers // 2000),
+                options={"policy": pol},
+                **common,
+            )
+            p = RunConfig(
+                scheduler="pigeonc",
+                workers=workers,
+                options={"policy": pol, "masters": 100, "distributors": 10},
+                **common,
+            )
         out.append((f"Megha_{short}", m))
         out.append((f"PigeonC_{short}", p))
     if workers is None:
@@ -276,8 +328,12 @@ def _configs(trace: str, seed: int, max_jobs: int | None, workers: int | None) -
         ref = RunConfig(scheduler="pigeonc", cluster=PIGEON_CLUSTER, options={"weights": "reference"}, **common)
     else:
         c = RunConfig(scheduler="megha-central", workers=workers, **common)
-        ref = RunConfig(scheduler="pigeonc", workers=workers, options={"masters": 100, "distributors": 10,
-                                                                      "weights": "reference"}, **common)
+        ref = RunConfig(
+            scheduler="pigeonc",
+            workers=workers,
+            options={"masters": 100, "distributors": 10, "weights": "reference"},
+            **common,
+        )
     out.append(("Megha_central", c))
     out.append(("PigeonC_rand_refweights", ref))
     return out
@@ -298,50 +354,77 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
         load = offered_load(*load_inputs(configs[0][1]))
         write_load(load, name, ctx.out)
         tot = load["total"]
-        worst = max((k for k, v in enumerate(load["per_constraint"]) if v is not None),
-                    key=lambda k: load["per_constraint"][k]["p99"])
-        ctx.log(f"  offered load: median {tot['median']:.3g}, mean {tot['mean']:.3g}, p99 {tot['p99']:.3g} "
-                f"(> 1 in {100 * tot['share_above_1']:.1f} % of seconds); highest per-constraint p99: "
-                f"constraint {worst} at {load['per_constraint'][worst]['p99']:.3g}")
+        worst = max(
+            (k for k, v in enumerate(load["per_constraint"]) if v is not None),
+            key=lambda k: load["per_constraint"][k]["p99"],
+        )
+        ctx.log(
+            f"  offered load: median {tot['median']:.3g}, mean {tot['mean']:.3g}, p99 {tot['p99']:.3g} "
+            f"(> 1 in {100 * tot['share_above_1']:.1f} % of seconds); highest per-constraint p99: "
+            f"constraint {worst} at {load['per_constraint'][worst]['p99']:.3g}"
+        )
         runs = {label: run_case(ctx, cfg, f"{name} {label}") for label, cfg in configs}
         for label, r in runs.items():
             r["label"] = label
             rows.append(delay_row(name, r))
-        plot_cdfs({k: r["_delays"] for k, r in runs.items()}, ctx.out / f"{fig}_delay_cdf_{name}.png",
-                  title=f"{name}: delay in job response time")
-        utilization_cdf({k: runs[k]["_util"] for k in ("Megha_rand", "PigeonC_rand", "PigeonC_rand_refweights")},
-                        ctx.out / f"fig10_utilization_cdf_{name}.png", title=f"{name}: utilization over time")
+        plot_cdfs(
+            {k: r["_delays"] for k, r in runs.items()},
+            ctx.out / f"{fig}_delay_cdf_{name}.png",
+            title=f"{name}: delay in job response time",
+        )
+        utilization_cdf(
+            {k: runs[k]["_util"] for k in ("Megha_rand", "PigeonC_rand", "PigeonC_rand_refweights")},
+            ctx.out / f"fig10_utilization_cdf_{name}.png",
+            title=f"{name}: utilization over time",
+        )
         mu = np.mean([runs[f"Megha_{p}"]["utilization_mean"] for p, _ in POLICIES])
         pu = np.mean([runs[f"PigeonC_{p}"]["utilization_mean"] for p, _ in POLICIES])
         norm[name] = float(pu / mu) if mu > 0 else float("nan")
         checks = {
-            f"megha_{p}_p99_below_pigeonc_{p}":
-                runs[f"Megha_{p}"]["delay"]["p99"] < runs[f"PigeonC_{p}"]["delay"]["p99"]
+            f"megha_{p}_p99_below_pigeonc_{p}": runs[f"Megha_{p}"]["delay"]["p99"]
+            < runs[f"PigeonC_{p}"]["delay"]["p99"]
             for p, _ in POLICIES
         }
-        checks.update({
-            f"p99_ratio_pigeonc_over_megha_{p}": _ratio(runs[f"PigeonC_{p}"]["delay"]["p99"],
-                                                         runs[f"Megha_{p}"]["delay"]["p99"]) for p, _ in POLICIES
-        })
+        checks.update(
+            {
+                f"p99_ratio_pigeonc_over_megha_{p}": _ratio(
+                    runs[f"PigeonC_{p}"]["delay"]["p99"], runs[f"Megha_{p}"]["delay"]["p99"]
+                )
+                for p, _ in POLICIES
+            }
+        )
         checks["p99_ratio_pigeonc_refweights_over_megha_rand"] = _ratio(
-            runs["PigeonC_rand_refweights"]["delay"]["p99"], runs["Megha_rand"]["delay"]["p99"])
+            runs["PigeonC_rand_refweights"]["delay"]["p99"], runs["Megha_rand"]["delay"]["p99"]
+        )
         checks["p50_ratio_pigeonc_refweights_over_megha_rand"] = _ratio(
-            runs["PigeonC_rand_refweights"]["delay"]["p50"], runs["Megha_rand"]["delay"]["p50"])
+            runs["PigeonC_rand_refweights"]["delay"]["p50"], runs["Megha_rand"]["delay"]["p50"]
+        )
         doc["workloads"][name] = {
-            "trace": trace, "max_jobs": max_jobs, "workers": workers or 10000,
+            "trace": trace,
+            "max_jobs": max_jobs,
+            "workers": workers or 10000,
             "runs": {k: public(r) for k, r in runs.items()},
             "normalized_utilization_pigeonc_over_megha": norm[name],
             "offered_load": load,
             "checks": checks,
         }
-        ctx.log(f"  PigeonC/Megha utilization {norm[name]:.3f}; p99 PigeonC/Megha "
-                f"rand {checks['p99_ratio_pigeonc_over_megha_rand']:.3g}, "
-                f"min {checks['p99_ratio_pigeonc_over_megha_min']:.3g}, "
-                f"reference weights {checks['p99_ratio_pigeonc_refweights_over_megha_rand']:.3g}")
-    bars(norm, ctx.out / "fig9_normalized_utilization.png", "PigeonC's mean utilization normalized to Megha's",
-         "PigeonC / Megha")
-    write_table(rows, ctx.out / "delays", ["workload", "scheduler", "p50", "mean", "p90", "p99", "p999", "max",
-                                          "util_mean", "completed"])
+        ctx.log(
+            f"  PigeonC/Megha utilization {norm[name]:.3f}; p99 PigeonC/Megha "
+            f"rand {checks['p99_ratio_pigeonc_over_megha_rand']:.3g}, "
+            f"min {checks['p99_ratio_pigeonc_over_megha_min']:.3g}, "
+            f"reference weights {checks['p99_ratio_pigeonc_refweights_over_megha_rand']:.3g}"
+        )
+    bars(
+        norm,
+        ctx.out / "fig9_normalized_utilization.png",
+        "PigeonC's mean utilization normalized to Megha's",
+        "PigeonC / Megha",
+    )
+    write_table(
+        rows,
+        ctx.out / "delays",
+        ["workload", "scheduler", "p50", "mean", "p90", "p99", "p999", "max", "util_mean", "completed"],
+    )
     (ctx.out / "normalized_utilization.json").write_text(json.dumps(norm, indent=2) + "\n")
     doc["normalized_utilization"] = norm
     return doc
@@ -353,21 +436,28 @@ def _ratio(a, b) -> float:
     return float(a / b)
 
 
-@experiment("iot23-synthetic", "Figs. 6, 9, 10: Megha vs PigeonC (random / min-constraints) on syn_250/500/1000, "
-            "10,000 constrained workers", "IoT 2023 (seed 004)")
+@experiment(
+    "iot23-synthetic",
+    "Figs. 6, 9, 10: Megha vs PigeonC (random / min-constraints) on syn_250/500/1000, 10,000 constrained workers",
+    "IoT 2023 (seed 004)",
+)
 def run_synthetic(ctx: ReproContext) -> dict:
     jobs = 100 if ctx.quick else None
     workloads = [(n, f"sample:{n}", jobs, None) for n in ("syn_250", "syn_500", "syn_1000")]
     return compare_workloads(ctx, workloads, "fig6")
 
 
-@experiment("iot23-google", "Figs. 8, 9, 10: Megha vs PigeonC (random / min-constraints) on the Google sub-trace, "
-            "20,000 constrained workers", "IoT 2023 (seed 004)")
+@experiment(
+    "iot23-google",
+    "Figs. 8, 9, 10: Megha vs PigeonC (random / min-constraints) on the Google sub-trace, 20,000 constrained workers",
+    "IoT 2023 (seed 004)",
+)
 def run_google(ctx: ReproContext) -> dict:
     jobs = 1500 if ctx.quick else None
     workers = int(ctx.extra.get("workers", GOOGLE_WORKERS))
     if workers < 1:
         raise ValueError(f"iot23-google: workers must be positive, got {workers}")
     # 10,000 = the papers' cluster files (Megha 5 x 5 x 400, PigeonC 10 x 100 x 100); other sizes are generated
-    return compare_workloads(ctx, [("GOOG_subtrace", "sample:GOOG_subtrace", jobs,
-                                    None if workers == 10000 else workers)], "fig8")
+    return compare_workloads(
+        ctx, [("GOOG_subtrace", "sample:GOOG_subtrace", jobs, None if workers == 10000 else workers)], "fig8"
+    )

@@ -81,106 +81,196 @@ def _ratio(a, b) -> float:
     return float("nan") if a is None or b is None or b <= 0 else float(a / b)
 
 
-@experiment("megha20-sparrow", "Figs. 3-4: allocation time and delay percentiles (median ... 99.99th), Megha vs "
-            "Sparrow, 10,000 constrained workers", "Megha 2020 (seed 000)")
+@experiment(
+    "megha20-sparrow",
+    "Figs. 3-4: allocation time and delay percentiles (median ... 99.99th), Megha vs "
+    "Sparrow, 10,000 constrained workers",
+    "Megha 2020 (seed 000)",
+)
 def run_sparrow(ctx: ReproContext) -> dict:
     from megha.metrics.report import plot_cdfs
 
-    workloads = [("FB_sub", "sample:synthetic_FB_sub_2000jobs", 500 if ctx.quick else None),
-                 ("GOOG_subtrace", "sample:GOOG_subtrace", 2000 if ctx.quick else None)]
-    scheds = [("Megha", "megha", {"heartbeat": HEARTBEAT}), ("Sparrow", "sparrow", {}),
-              ("Megha_central", "megha-central", {"heartbeat": HEARTBEAT})]
+    workloads = [
+        ("FB_sub", "sample:synthetic_FB_sub_2000jobs", 500 if ctx.quick else None),
+        ("GOOG_subtrace", "sample:GOOG_subtrace", 2000 if ctx.quick else None),
+    ]
+    scheds = [
+        ("Megha", "megha", {"heartbeat": HEARTBEAT}),
+        ("Sparrow", "sparrow", {}),
+        ("Megha_central", "megha-central", {"heartbeat": HEARTBEAT}),
+    ]
     doc: dict = {"workloads": {}, "paper_reported": PAPER_SPARROW, "percentiles": list(PERCENTILES)}
     rows = []
     for name, trace, max_jobs in workloads:
         ctx.log(f"[bold]{name}[/]" + (f" (first {max_jobs} jobs)" if max_jobs else ""))
         runs = {}
         for label, sched, opts in scheds:
-            cfg = RunConfig(scheduler=sched, trace=trace, cluster=MEGHA_CLUSTER, max_jobs=max_jobs, seed=ctx.seed,
-                            constraints=True, options=opts)
+            cfg = RunConfig(
+                scheduler=sched,
+                trace=trace,
+                cluster=MEGHA_CLUSTER,
+                max_jobs=max_jobs,
+                seed=ctx.seed,
+                constraints=True,
+                options=opts,
+            )
             r = run_case(ctx, cfg, f"{name} {label}")
             r["label"] = label
             r["allocation_percentiles"] = percentiles(r["_alloc"])
             r["delay_percentiles"] = percentiles(r["_delays"])
             runs[label] = r
             for what in ("allocation", "delay"):
-                rows.append({"workload": name, "scheduler": label, "metric": what,
-                             **r[f"{what}_percentiles"], "completed": r["completed"]})
-        plot_cdfs({k: r["_alloc"] for k, r in runs.items()}, ctx.out / f"fig3_allocation_cdf_{name}.png",
-                  title=f"{name}: allocation time", xlabel="allocation time (s)")
-        plot_cdfs({k: r["_delays"] for k, r in runs.items()}, ctx.out / f"delay_cdf_{name}.png",
-                  title=f"{name}: delay in job response time")
-        percentile_bars({k: r["allocation_percentiles"] for k, r in runs.items()},
-                        ctx.out / f"fig4_allocation_percentiles_{name}.png", f"{name}: allocation time")
+                rows.append(
+                    {
+                        "workload": name,
+                        "scheduler": label,
+                        "metric": what,
+                        **r[f"{what}_percentiles"],
+                        "completed": r["completed"],
+                    }
+                )
+        plot_cdfs(
+            {k: r["_alloc"] for k, r in runs.items()},
+            ctx.out / f"fig3_allocation_cdf_{name}.png",
+            title=f"{name}: allocation time",
+            xlabel="allocation time (s)",
+        )
+        plot_cdfs(
+            {k: r["_delays"] for k, r in runs.items()},
+            ctx.out / f"delay_cdf_{name}.png",
+            title=f"{name}: delay in job response time",
+        )
+        percentile_bars(
+            {k: r["allocation_percentiles"] for k, r in runs.items()},
+            ctx.out / f"fig4_allocation_percentiles_{name}.png",
+            f"{name}: allocation time",
+        )
         m, s = runs["Megha"], runs["Sparrow"]
         checks = {
             "sparrow_over_megha_delay_p99": _ratio(s["delay"]["p99"], m["delay"]["p99"]),
-            "sparrow_over_megha_allocation_p99": _ratio(s["allocation_percentiles"]["p99"],
-                                                        m["allocation_percentiles"]["p99"]),
-            "sparrow_over_megha_allocation_p50": _ratio(s["allocation_percentiles"]["p50"],
-                                                        m["allocation_percentiles"]["p50"]),
+            "sparrow_over_megha_allocation_p99": _ratio(
+                s["allocation_percentiles"]["p99"], m["allocation_percentiles"]["p99"]
+            ),
+            "sparrow_over_megha_allocation_p50": _ratio(
+                s["allocation_percentiles"]["p50"], m["allocation_percentiles"]["p50"]
+            ),
         }
         checks["sparrow_delay_p99_at_least_10x_megha"] = checks["sparrow_over_megha_delay_p99"] >= 10
-        doc["workloads"][name] = {"trace": trace, "max_jobs": max_jobs, "workers": 10000,
-                                  "runs": {k: public(r) for k, r in runs.items()}, "checks": checks}
-        ctx.log(f"  Sparrow/Megha p99: delay {checks['sparrow_over_megha_delay_p99']:.3g}, allocation "
-                f"{checks['sparrow_over_megha_allocation_p99']:.3g}")
+        doc["workloads"][name] = {
+            "trace": trace,
+            "max_jobs": max_jobs,
+            "workers": 10000,
+            "runs": {k: public(r) for k, r in runs.items()},
+            "checks": checks,
+        }
+        ctx.log(
+            f"  Sparrow/Megha p99: delay {checks['sparrow_over_megha_delay_p99']:.3g}, allocation "
+            f"{checks['sparrow_over_megha_allocation_p99']:.3g}"
+        )
     write_table(rows, ctx.out / "percentiles", ["workload", "scheduler", "metric", *PERCENTILES, "completed"])
     return doc
 
 
 def _processing(n_workers: int, gms: int, lms: int) -> tuple[dict, dict]:
     base = {"gm": BASE_COST, "lm": BASE_COST, "rm": BASE_COST}
-    per = {"gm": PER_TASK_PER_WORKER * n_workers / gms, "lm": PER_TASK_PER_WORKER * n_workers / lms,
-           "rm": PER_TASK_PER_WORKER * n_workers}
+    per = {
+        "gm": PER_TASK_PER_WORKER * n_workers / gms,
+        "lm": PER_TASK_PER_WORKER * n_workers / lms,
+        "rm": PER_TASK_PER_WORKER * n_workers,
+    }
     return base, per
 
 
-@experiment("megha20-central", "Fig. 6: allocation time of decentralized Megha vs 1 GM x 1 LM (and a YARN-like RM) "
-            "at 10,000 and 20,000 workers", "Megha 2020 (seed 000)")
+@experiment(
+    "megha20-central",
+    "Fig. 6: allocation time of decentralized Megha vs 1 GM x 1 LM (and a YARN-like RM) at 10,000 and 20,000 workers",
+    "Megha 2020 (seed 000)",
+)
 def run_central(ctx: ReproContext) -> dict:
     from megha.metrics.report import plot_cdfs
 
     trace = "sample:synthetic_FB_sub_2000jobs"
     max_jobs = 700 if ctx.quick else None
     layouts = {10000: (5, 5), 20000: (5, 10)}
-    doc: dict = {"trace": trace, "max_jobs": max_jobs, "paper_reported": PAPER_CENTRAL, "sizes": {},
-                 "processing": {"base_per_message": BASE_COST, "per_task_per_worker_of_state": PER_TASK_PER_WORKER}}
+    doc: dict = {
+        "trace": trace,
+        "max_jobs": max_jobs,
+        "paper_reported": PAPER_CENTRAL,
+        "sizes": {},
+        "processing": {"base_per_message": BASE_COST, "per_task_per_worker_of_state": PER_TASK_PER_WORKER},
+    }
     rows = []
     allocs: dict[str, np.ndarray] = {}
     for n, (g, lm) in layouts.items():
         ctx.log(f"[bold]{n:,} workers[/]" + (f" (first {max_jobs} jobs)" if max_jobs else ""))
         runs = {}
-        cases = [(f"Megha {g}x{lm}", "megha", g, lm, {"heartbeat": HEARTBEAT}),
-                 ("Megha 1x1", "megha-central", 1, 1, {"heartbeat": HEARTBEAT}),
-                 ("YARN-like", "yarn", 1, 1, {"heartbeat": 1.0})]
+        cases = [
+            (f"Megha {g}x{lm}", "megha", g, lm, {"heartbeat": HEARTBEAT}),
+            ("Megha 1x1", "megha-central", 1, 1, {"heartbeat": HEARTBEAT}),
+            ("YARN-like", "yarn", 1, 1, {"heartbeat": 1.0}),
+        ]
         for label, sched, gg, ll, opts in cases:
             base, per = _processing(n, gg, ll)
             cluster = MEGHA_CLUSTER if n == 10000 else None
-            cfg = RunConfig(scheduler=sched, trace=trace, cluster=cluster, workers=None if cluster else n,
-                            gms=gg if sched == "megha" else None, lms=ll if sched == "megha" else None,
-                            max_jobs=max_jobs, seed=ctx.seed, constraints=True, options=opts,
-                            processing=base, processing_per_item=per)
+            cfg = RunConfig(
+                scheduler=sched,
+                trace=trace,
+                cluster=cluster,
+                workers=None if cluster else n,
+                gms=gg if sched == "megha" else None,
+                lms=ll if sched == "megha" else None,
+                max_jobs=max_jobs,
+                seed=ctx.seed,
+                constraints=True,
+                options=opts,
+                processing=base,
+                processing_per_item=per,
+            )
             r = run_case(ctx, cfg, f"{n} {label}")
             r["label"] = label
             r["allocation_percentiles"] = percentiles(r["_alloc"])
             runs[label] = r
             allocs[f"{label} ({n // 1000}k)"] = r["_alloc"]
-            rows.append({"workers": n, "scheduler": label, **r["allocation_percentiles"],
-                         "delay_p50": r["delay"]["p50"], "delay_p99": r["delay"]["p99"], "completed": r["completed"]})
+            rows.append(
+                {
+                    "workers": n,
+                    "scheduler": label,
+                    **r["allocation_percentiles"],
+                    "delay_p50": r["delay"]["p50"],
+                    "delay_p99": r["delay"]["p99"],
+                    "completed": r["completed"],
+                }
+            )
         dec, cen = runs[f"Megha {g}x{lm}"], runs["Megha 1x1"]
-        checks = {f"central_over_decentral_allocation_{k}": _ratio(cen["allocation_percentiles"][k],
-                                                                   dec["allocation_percentiles"][k])
-                  for k in ("p50", "p90", "p99")}
+        checks = {
+            f"central_over_decentral_allocation_{k}": _ratio(
+                cen["allocation_percentiles"][k], dec["allocation_percentiles"][k]
+            )
+            for k in ("p50", "p90", "p99")
+        }
         doc["sizes"][str(n)] = {"runs": {k: public(r) for k, r in runs.items()}, "checks": checks}
-        ctx.log("  1x1 / decentralized allocation: " + ", ".join(f"{k.rsplit('_', 1)[1]} {v:.3g}"
-                                                                for k, v in checks.items()))
-    plot_cdfs(allocs, ctx.out / "fig6_allocation_cdf.png", title="allocation time: decentralized vs centralized",
-              xlabel="allocation time (s)")
-    bars({k: float(np.median(v)) if v.size else 0.0 for k, v in allocs.items()}, ctx.out / "median_allocation.png",
-         "median allocation time", "seconds", ref=None)
-    write_table(rows, ctx.out / "allocation", ["workers", "scheduler", *PERCENTILES, "delay_p50", "delay_p99",
-                                              "completed"])
-    ctx.log("  " + "; ".join(f"{r['workers'] // 1000}k {r['scheduler']}: p50 {fmt(r['p50'])} p99 {fmt(r['p99'])}"
-                             for r in rows))
+        ctx.log(
+            "  1x1 / decentralized allocation: "
+            + ", ".join(f"{k.rsplit('_', 1)[1]} {v:.3g}" for k, v in checks.items())
+        )
+    plot_cdfs(
+        allocs,
+        ctx.out / "fig6_allocation_cdf.png",
+        title="allocation time: decentralized vs centralized",
+        xlabel="allocation time (s)",
+    )
+    bars(
+        {k: float(np.median(v)) if v.size else 0.0 for k, v in allocs.items()},
+        ctx.out / "median_allocation.png",
+        "median allocation time",
+        "seconds",
+        ref=None,
+    )
+    write_table(
+        rows, ctx.out / "allocation", ["workers", "scheduler", *PERCENTILES, "delay_p50", "delay_p99", "completed"]
+    )
+    ctx.log(
+        "  "
+        + "; ".join(f"{r['workers'] // 1000}k {r['scheduler']}: p50 {fmt(r['p50'])} p99 {fmt(r['p99'])}" for r in rows)
+    )
     return doc

@@ -91,8 +91,11 @@ def unfairness_episodes(res, step: float = 60.0, max_samples: int = 20_000) -> d
     for b in bad:
         run_len = run_len + 1 if b else 0
         longest = max(longest, run_len)
-    return {"longest_unfair_episode_s": longest * step, "total_unfair_time_s": float(bad.sum() * step),
-            "sample_step_s": step}
+    return {
+        "longest_unfair_episode_s": longest * step,
+        "total_unfair_time_s": float(bad.sum() * step),
+        "sample_step_s": step,
+    }
 
 
 #: workloads: the first jobs of the Google sub-trace. "light" (25 jobs, ~500 tasks) leaves the largest datacenter
@@ -101,8 +104,11 @@ def unfairness_episodes(res, step: float = 60.0, max_samples: int = 20_000) -> d
 WORKLOADS = {"light": 25, "heavy": 150}
 
 
-@experiment("megha20-fairness", "fairness with preemption: 4 users (10/25/15/50 %) on 3 GMs, 200/500/1,500 workers",
-            "Megha 2020 Figs. 10-11")
+@experiment(
+    "megha20-fairness",
+    "fairness with preemption: 4 users (10/25/15/50 %) on 3 GMs, 200/500/1,500 workers",
+    "Megha 2020 Figs. 10-11",
+)
 def run(ctx: ReproContext) -> dict:
     sizes = [200, 500] if ctx.quick else [200, 500, 1500]
     workloads = dict(WORKLOADS)
@@ -110,8 +116,14 @@ def run(ctx: ReproContext) -> dict:
         workloads["heavy"] = 60
     if "max_jobs" in ctx.extra:
         workloads = {"custom": int(ctx.extra["max_jobs"])}
-    out: dict = {"sizes": sizes, "shares": SHARES, "workloads": workloads, "runs": {}, "rises_as_dc_shrinks": {},
-                 "allowed_unfair_episode_s": ALLOWED_UNFAIR_S}
+    out: dict = {
+        "sizes": sizes,
+        "shares": SHARES,
+        "workloads": workloads,
+        "runs": {},
+        "rises_as_dc_shrinks": {},
+        "allowed_unfair_episode_s": ALLOWED_UNFAIR_S,
+    }
     from megha.metrics.report import plot_cdfs
 
     for name, max_jobs in workloads.items():
@@ -120,8 +132,14 @@ def run(ctx: ReproContext) -> dict:
         ctx.log(f"  workload {name}: first {max_jobs} jobs of the Google sub-trace")
         for n in sizes:
             cfg = RunConfig(
-                scheduler="megha", trace="sample:GOOG_subtrace", max_jobs=max_jobs, workers=n, gms=3, lms=2,
-                seed=ctx.seed, options={"shares": SHARES, "user_gms": USER_GMS, "heartbeat": 5.0},
+                scheduler="megha",
+                trace="sample:GOOG_subtrace",
+                max_jobs=max_jobs,
+                workers=n,
+                gms=3,
+                lms=2,
+                seed=ctx.seed,
+                options={"shares": SHARES, "user_gms": USER_GMS, "heartbeat": 5.0},
             )
             res = ctx.simulate(cfg, label=f"{name}, {n} workers")
             alloc = res.recorder.start - res.recorder.arrival
@@ -142,17 +160,25 @@ def run(ctx: ReproContext) -> dict:
             rows.append(row)
             out["runs"][f"{name}/{n}"] = row
             delays[f"{n} workers"] = alloc[res.feasible]
-            ctx.log(f"    repartitions {row['repartitions']:,}, preemption attempts {row['preemption_attempts']:,}, "
-                    f"preemptions {row['preemptions']:,}, longest unfair episode "
-                    f"{ep['longest_unfair_episode_s']:.1f} s")
+            ctx.log(
+                f"    repartitions {row['repartitions']:,}, preemption attempts {row['preemption_attempts']:,}, "
+                f"preemptions {row['preemptions']:,}, longest unfair episode "
+                f"{ep['longest_unfair_episode_s']:.1f} s"
+            )
         # rows are in increasing size: "rises as the DC shrinks" = non-increasing along the list
         out["rises_as_dc_shrinks"][name] = {
             k: all(a[k] >= b[k] for a, b in itertools.pairwise(rows))
-            for k in ("repartitions", "preemption_attempts", "preemptions")}
+            for k in ("repartitions", "preemption_attempts", "preemptions")
+        }
         out["rises_as_dc_shrinks"][name]["allocation_time_mean"] = all(
-            a["allocation_time"]["mean"] >= b["allocation_time"]["mean"] for a, b in itertools.pairwise(rows))
-        plot_cdfs(delays, ctx.out / f"allocation_cdf_{name}.png",
-                  title=f"Megha with fairness ({name} workload): allocation time", xlabel="allocation time (s)")
+            a["allocation_time"]["mean"] >= b["allocation_time"]["mean"] for a, b in itertools.pairwise(rows)
+        )
+        plot_cdfs(
+            delays,
+            ctx.out / f"allocation_cdf_{name}.png",
+            title=f"Megha with fairness ({name} workload): allocation time",
+            xlabel="allocation time (s)",
+        )
         _bars(rows, ctx.out / f"counters_{name}.png")
     import json
 

@@ -34,12 +34,25 @@ from megha.schedulers.packing.slotted import SlottedResult, SlotWorkload, run_sl
 from megha.schedulers.packing.workloads import from_trace, google_2011_requests, mean_size, synthetic
 
 PAPER = "Psychas & Ghaderi 2019 (seed 003)"
-LABEL = {"fifo-ff": "FIFO-FF", "bf-j": "BF-J", "bf-s": "BF-S", "bf-js": "BF-J/S", "vqs": "VQS", "vqs-bf": "VQS-BF",
-         "bf-js-tetris": "BF-J/S (tetris, 2 resources)"}
+LABEL = {
+    "fifo-ff": "FIFO-FF",
+    "bf-j": "BF-J",
+    "bf-s": "BF-S",
+    "bf-js": "BF-J/S",
+    "vqs": "VQS",
+    "vqs-bf": "VQS-BF",
+    "bf-js-tetris": "BF-J/S (tetris, 2 resources)",
+}
 ALL = ("fifo-ff", "bf-j", "bf-s", "bf-js", "vqs", "vqs-bf")
-STYLE = {"fifo-ff": ("tab:gray", ":"), "bf-j": ("tab:olive", "--"), "bf-s": ("tab:cyan", "--"),
-         "bf-js": ("tab:blue", "-"), "vqs": ("tab:red", "-"), "vqs-bf": ("tab:green", "-"),
-         "bf-js-tetris": ("tab:purple", "-.")}
+STYLE = {
+    "fifo-ff": ("tab:gray", ":"),
+    "bf-j": ("tab:olive", "--"),
+    "bf-s": ("tab:cyan", "--"),
+    "bf-js": ("tab:blue", "-"),
+    "vqs": ("tab:red", "-"),
+    "vqs-bf": ("tab:green", "-"),
+    "bf-js-tetris": ("tab:purple", "-."),
+}
 
 
 def _plt():
@@ -72,13 +85,29 @@ def _verdict(r: SlottedResult, horizon: int) -> dict:
     last_small = int(small[-1]) if small.size else -1
     final = int(r.sample(np.array([horizon - 1]))[0])
     grows = final > 200 and last_small < 0.9 * horizon
-    return {"mean_queue": r.mean_queue(), "final_queue": final, "max_queue": int(r.queue.max(initial=0)),
-            "slope_per_1000_slots": slope, "last_near_empty_slot": last_small,
-            "verdict": "unstable (queue grows)" if grows else "stable"}
+    return {
+        "mean_queue": r.mean_queue(),
+        "final_queue": final,
+        "max_queue": int(r.queue.max(initial=0)),
+        "slope_per_1000_slots": slope,
+        "last_near_empty_slot": last_small,
+        "verdict": "unstable (queue grows)" if grows else "stable",
+    }
 
 
-def _instability(ctx: ReproContext, *, sizes: tuple, service: tuple, rate: float, horizon: int, seeds: int,
-                 policies: tuple[str, ...], expect: dict[str, str], title: str, params: dict) -> dict:
+def _instability(
+    ctx: ReproContext,
+    *,
+    sizes: tuple,
+    service: tuple,
+    rate: float,
+    horizon: int,
+    seeds: int,
+    policies: tuple[str, ...],
+    expect: dict[str, str],
+    title: str,
+    params: dict,
+) -> dict:
     out = ctx.out
     results: dict[str, list[dict]] = {p: [] for p in policies}
     series: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -92,13 +121,16 @@ def _instability(ctx: ReproContext, *, sizes: tuple, service: tuple, rate: float
             v = _verdict(r, horizon)
             v["seed"] = seed
             results[p].append(v)
-            ctx.log(f"  seed {seed} {LABEL[p]:8s} mean queue {v['mean_queue']:10.1f}  final {v['final_queue']:7d}"
-                    f"  {v['verdict']}  ({time.perf_counter() - t0:.1f} s)")
+            ctx.log(
+                f"  seed {seed} {LABEL[p]:8s} mean queue {v['mean_queue']:10.1f}  final {v['final_queue']:7d}"
+                f"  {v['verdict']}  ({time.perf_counter() - t0:.1f} s)"
+            )
             qs = r.sample(grid)
             if seed == 0:
                 series[p] = (grid, qs)
-            rows += [{"seed": seed, "policy": p, "slot": int(g), "queue": int(x)} for g, x in zip(grid, qs,
-                                                                                                   strict=True)]
+            rows += [
+                {"seed": seed, "policy": p, "slot": int(g), "queue": int(x)} for g, x in zip(grid, qs, strict=True)
+            ]
     _write_csv(out / "queue_over_time.csv", rows)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
@@ -123,54 +155,105 @@ def _instability(ctx: ReproContext, *, sizes: tuple, service: tuple, rate: float
         if want is not None:
             match = (n_unstable == len(runs)) if want == "unstable" else (n_unstable == 0)
             ok_all &= match
-        doc["policies"][p] = {"label": LABEL[p], "runs": runs, "unstable_runs": n_unstable, "paper": want,
-                              "matches_paper": match,
-                              "mean_queue": float(np.mean([v["mean_queue"] for v in runs]))}
-        ctx.log(f"{LABEL[p]:8s}: unstable in {n_unstable}/{len(runs)} runs"
-                + (f" (paper: {want}) {'OK' if match else 'DIFFERS'}" if want else ""))
+        doc["policies"][p] = {
+            "label": LABEL[p],
+            "runs": runs,
+            "unstable_runs": n_unstable,
+            "paper": want,
+            "matches_paper": match,
+            "mean_queue": float(np.mean([v["mean_queue"] for v in runs])),
+        }
+        ctx.log(
+            f"{LABEL[p]:8s}: unstable in {n_unstable}/{len(runs)} runs"
+            + (f" (paper: {want}) {'OK' if match else 'DIFFERS'}" if want else "")
+        )
     doc["matches_paper"] = ok_all
     return doc
 
 
-@experiment("psychas-unstable-vqs", "Fig. 3(a): one server, sizes 0.4/0.6 — VQS unstable, BF-J/S and VQS-BF stable",
-            PAPER, quick_note="500,000 slots × 2 seeds instead of 1,000,000 × 3")
+@experiment(
+    "psychas-unstable-vqs",
+    "Fig. 3(a): one server, sizes 0.4/0.6 — VQS unstable, BF-J/S and VQS-BF stable",
+    PAPER,
+    quick_note="500,000 slots × 2 seeds instead of 1,000,000 × 3",
+)
 def unstable_vqs(ctx: ReproContext) -> dict:
     mu = 0.1
     rate = 0.17
     horizon = 500_000 if ctx.quick else 1_000_000
     seeds = 2 if ctx.quick else 3
-    params = {"servers": 1, "sizes": {"0.4": 0.5, "0.6": 0.5}, "service": "geometric, mean 10 slots (mu = 0.1)",
-              "arrival_rate_per_slot": rate, "supportable_rate (1 of each size, 2mu)": 2 * mu,
-              "vqs_limit (4mu/3)": 4 * mu / 3, "horizon_slots": horizon, "seeds": seeds, "J": 4}
-    return _instability(ctx, sizes=("discrete", [0.4, 0.6], [0.5, 0.5]), service=("geometric", 1 / mu),
-                        rate=rate, horizon=horizon, seeds=seeds, policies=ALL,
-                        expect={"vqs": "unstable", "bf-js": "stable", "vqs-bf": "stable"},
-                        title="Fig. 3(a): VQS unstable", params=params)
+    params = {
+        "servers": 1,
+        "sizes": {"0.4": 0.5, "0.6": 0.5},
+        "service": "geometric, mean 10 slots (mu = 0.1)",
+        "arrival_rate_per_slot": rate,
+        "supportable_rate (1 of each size, 2mu)": 2 * mu,
+        "vqs_limit (4mu/3)": 4 * mu / 3,
+        "horizon_slots": horizon,
+        "seeds": seeds,
+        "J": 4,
+    }
+    return _instability(
+        ctx,
+        sizes=("discrete", [0.4, 0.6], [0.5, 0.5]),
+        service=("geometric", 1 / mu),
+        rate=rate,
+        horizon=horizon,
+        seeds=seeds,
+        policies=ALL,
+        expect={"vqs": "unstable", "bf-js": "stable", "vqs-bf": "stable"},
+        title="Fig. 3(a): VQS unstable",
+        params=params,
+    )
 
 
-@experiment("psychas-unstable-bf", "Fig. 3(b): one server, sizes 0.2/0.45, fixed service — VQS stable, BF-J/S and "
-            "VQS-BF unstable", PAPER, quick_note="1,000,000 slots × 2 seeds, 4 policies instead of 2,000,000 × 3, 6")
+@experiment(
+    "psychas-unstable-bf",
+    "Fig. 3(b): one server, sizes 0.2/0.45, fixed service — VQS stable, BF-J/S and VQS-BF unstable",
+    PAPER,
+    quick_note="1,000,000 slots × 2 seeds, 4 policies instead of 2,000,000 × 3, 6",
+)
 def unstable_bf(ctx: ReproContext) -> dict:
     T = 10
     rate = 3.2 / T
     horizon = 1_000_000 if ctx.quick else 2_000_000
     seeds = 2 if ctx.quick else 3
     policies = ("fifo-ff", "bf-js", "vqs", "vqs-bf") if ctx.quick else ALL
-    params = {"servers": 1, "sizes": {"0.2": 2 / 3, "0.45": 1 / 3}, "service": f"fixed, {T} slots",
-              "arrival_rate_per_slot": rate, "lambda_T": rate * T,
-              "vqs_region": "lambda T < 10/3 (5 a's or 2 b's)", "bf_lock": "2a + b serves (2/T, 1/T) < (2λ/3, λ/3)",
-              "horizon_slots": horizon, "seeds": seeds, "J": 4}
-    return _instability(ctx, sizes=("discrete", [0.2, 0.45], [2, 1]), service=("fixed", T), rate=rate,
-                        horizon=horizon, seeds=seeds, policies=policies,
-                        expect={"vqs": "stable", "bf-js": "unstable", "vqs-bf": "unstable"},
-                        title="Fig. 3(b): BF-J/S and VQS-BF unstable", params=params)
+    params = {
+        "servers": 1,
+        "sizes": {"0.2": 2 / 3, "0.45": 1 / 3},
+        "service": f"fixed, {T} slots",
+        "arrival_rate_per_slot": rate,
+        "lambda_T": rate * T,
+        "vqs_region": "lambda T < 10/3 (5 a's or 2 b's)",
+        "bf_lock": "2a + b serves (2/T, 1/T) < (2λ/3, λ/3)",
+        "horizon_slots": horizon,
+        "seeds": seeds,
+        "J": 4,
+    }
+    return _instability(
+        ctx,
+        sizes=("discrete", [0.2, 0.45], [2, 1]),
+        service=("fixed", T),
+        rate=rate,
+        horizon=horizon,
+        seeds=seeds,
+        policies=policies,
+        expect={"vqs": "stable", "bf-js": "unstable", "vqs-bf": "unstable"},
+        title="Fig. 3(b): BF-J/S and VQS-BF unstable",
+        params=params,
+    )
 
 
 # ------------------------------------------------------------------------------------------------------
 # Fig. 4: uniform sizes, queue vs traffic intensity
 # ------------------------------------------------------------------------------------------------------
-@experiment("psychas-uniform", "Fig. 4: L servers, uniform sizes — average queue size vs traffic intensity", PAPER,
-            quick_note="200,000 slots and 4 intensities instead of 1,000,000 and 8")
+@experiment(
+    "psychas-uniform",
+    "Fig. 4: L servers, uniform sizes — average queue size vs traffic intensity",
+    PAPER,
+    quick_note="200,000 slots and 4 intensities instead of 1,000,000 and 8",
+)
 def uniform(ctx: ReproContext) -> dict:
     L = 10
     mean_service = 100.0
@@ -187,20 +270,35 @@ def uniform(ctx: ReproContext) -> dict:
             table[key]["mean_queue"][p] = []
         for rho in rhos:
             rate = rho * L / (er * mean_service)
-            wl = synthetic(rate, horizon, np.random.default_rng([ctx.seed, int(rho * 1000), ord(key)]),
-                           sizes=sizes, service=("geometric", mean_service))
+            wl = synthetic(
+                rate,
+                horizon,
+                np.random.default_rng([ctx.seed, int(rho * 1000), ord(key)]),
+                sizes=sizes,
+                service=("geometric", mean_service),
+            )
             for p in ALL:
                 t0 = time.perf_counter()
                 r = run_slotted(make_policy(p, L, J=4), wl, horizon=horizon)
                 mq = r.mean_queue(warmup, horizon)
                 table[key]["mean_queue"][p].append(mq)
                 w = r.waits(wl.arrival)
-                rows.append({"case": key, "sizes": table[key]["sizes"], "rho": rho, "policy": p, "mean_queue": mq,
-                             "final_queue": int(r.queue[-1]) if r.queue.size else 0,
-                             "mean_wait_slots": float(w.mean()) if w.size else 0.0, "utilization": r.utilization,
-                             "jobs": wl.n})
-                ctx.log(f"  ({key}) rho {rho:.2f} {LABEL[p]:8s} mean queue {mq:11.2f}  "
-                        f"({time.perf_counter() - t0:.1f} s)")
+                rows.append(
+                    {
+                        "case": key,
+                        "sizes": table[key]["sizes"],
+                        "rho": rho,
+                        "policy": p,
+                        "mean_queue": mq,
+                        "final_queue": int(r.queue[-1]) if r.queue.size else 0,
+                        "mean_wait_slots": float(w.mean()) if w.size else 0.0,
+                        "utilization": r.utilization,
+                        "jobs": wl.n,
+                    }
+                )
+                ctx.log(
+                    f"  ({key}) rho {rho:.2f} {LABEL[p]:8s} mean queue {mq:11.2f}  ({time.perf_counter() - t0:.1f} s)"
+                )
     _write_csv(ctx.out / "queue_vs_intensity.csv", rows)
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120)
@@ -226,9 +324,19 @@ def uniform(ctx: ReproContext) -> dict:
             "vqs_worst_of_paper_three_at_high_rho": mq["vqs"][hi] >= max(mq["bf-js"][hi], mq["vqs-bf"][hi]),
             "bfjs_below_fifo_at_high_rho": mq["bf-js"][hi] <= mq["fifo-ff"][hi],
         }
-    return {"parameters": {"servers": L, "mean_service_slots": mean_service, "horizon_slots": horizon,
-                           "warmup_slots": warmup, "J": 4, "arrival_rate": "rho * L * mu / E[size]"},
-            "cases": table, "checks": checks, "figure": str(ctx.out / "queue_vs_intensity.png")}
+    return {
+        "parameters": {
+            "servers": L,
+            "mean_service_slots": mean_service,
+            "horizon_slots": horizon,
+            "warmup_slots": warmup,
+            "J": 4,
+            "arrival_rate": "rho * L * mu / E[size]",
+        },
+        "cases": table,
+        "checks": checks,
+        "figure": str(ctx.out / "queue_vs_intensity.png"),
+    }
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -248,8 +356,10 @@ def _google_inputs(ctx: ReproContext):
     else:
         cpu, mem = google_2011_requests(w.n_jobs, np.random.default_rng([ctx.seed, 2011]))
         req = np.column_stack([cpu, mem])[w.task_job]
-        origin = (f"{ref} has no requests: synthesized per job to the shape of the Google 2011 request "
-                  "distribution (megha.schedulers.packing.workloads.google_2011_requests)")
+        origin = (
+            f"{ref} has no requests: synthesized per job to the shape of the Google 2011 request "
+            "distribution (megha.schedulers.packing.workloads.google_2011_requests)"
+        )
     return w, req, origin
 
 
@@ -260,8 +370,12 @@ def _window(wl: SlotWorkload, first: int, frac: float) -> SlotWorkload:
     return SlotWorkload(wl.arrival[idx] - wl.arrival[idx[0]], wl.size[idx], wl.service[idx], name=wl.name)
 
 
-@experiment("psychas-google", "Fig. 5: Google trace, size = max(CPU, memory), 1 ms slots — queue vs traffic scaling",
-            PAPER, quick_note="first half of the trace's busy period and 3 scalings instead of all of it and 6")
+@experiment(
+    "psychas-google",
+    "Fig. 5: Google trace, size = max(CPU, memory), 1 ms slots — queue vs traffic scaling",
+    PAPER,
+    quick_note="first half of the trace's busy period and 3 scalings instead of all of it and 6",
+)
 def google(ctx: ReproContext) -> dict:
     slot = 0.001
     servers = int(ctx.extra.get("servers", 1000))
@@ -288,18 +402,36 @@ def google(ctx: ReproContext) -> dict:
             t0 = time.perf_counter()
             r = run_slotted(make_policy(p, servers, J=10), wl, horizon=horizon)
             table[p].append(r.mean_queue())
-            rows.append({"scale": s, "rho": rho, "policy": p, "mean_queue": r.mean_queue(),
-                         "max_queue": int(r.queue.max(initial=0)), "utilization": r.utilization, "tasks": wl.n,
-                         "wall_seconds": time.perf_counter() - t0})
+            rows.append(
+                {
+                    "scale": s,
+                    "rho": rho,
+                    "policy": p,
+                    "mean_queue": r.mean_queue(),
+                    "max_queue": int(r.queue.max(initial=0)),
+                    "utilization": r.utilization,
+                    "tasks": wl.n,
+                    "wall_seconds": time.perf_counter() - t0,
+                }
+            )
             ctx.log(f"    {LABEL[p]:8s} mean queue {r.mean_queue():10.1f}  ({time.perf_counter() - t0:.1f} s)")
         if s in tetris_scales:
             wv = _window(from_trace(w, slot, s, sizes=req), first, frac)
             t0 = time.perf_counter()
             r = run_slotted(make_policy("bf-js", servers, vector=2), wv, horizon=horizon)
             table["bf-js-tetris"].append(r.mean_queue())
-            rows.append({"scale": s, "rho": rho, "policy": "bf-js-tetris", "mean_queue": r.mean_queue(),
-                         "max_queue": int(r.queue.max(initial=0)), "utilization": r.utilization, "tasks": wv.n,
-                         "wall_seconds": time.perf_counter() - t0})
+            rows.append(
+                {
+                    "scale": s,
+                    "rho": rho,
+                    "policy": "bf-js-tetris",
+                    "mean_queue": r.mean_queue(),
+                    "max_queue": int(r.queue.max(initial=0)),
+                    "utilization": r.utilization,
+                    "tasks": wv.n,
+                    "wall_seconds": time.perf_counter() - t0,
+                }
+            )
             ctx.log(f"    {'BF-J/S tetris':8s} mean queue {r.mean_queue():10.1f}  ({time.perf_counter() - t0:.1f} s)")
     _write_csv(ctx.out / "queue_vs_scaling.csv", rows)
     plt = _plt()
@@ -327,10 +459,23 @@ def google(ctx: ReproContext) -> dict:
     }
     for k, v in checks.items():
         ctx.log(f"  {k}: {v}")
-    return {"parameters": {"servers": servers, "slot_seconds": slot, "scales": scales, "busy_from_s": t_busy,
-                           "fraction_of_busy_period": frac, "requests": origin, "J": 10,
-                           "size": "max(cpu, mem) request; tetris: the (cpu, mem) vector"},
-            "offered_load": dict(zip([str(s) for s in scales], rhos, strict=True)),
-            "mean_queue": {p: dict(zip([str(s) for s in (scales if len(v) == len(scales) else tetris_scales)], v,
-                                       strict=True)) for p, v in table.items() if v},
-            "checks": checks, "figure": str(ctx.out / "queue_vs_scaling.png")}
+    return {
+        "parameters": {
+            "servers": servers,
+            "slot_seconds": slot,
+            "scales": scales,
+            "busy_from_s": t_busy,
+            "fraction_of_busy_period": frac,
+            "requests": origin,
+            "J": 10,
+            "size": "max(cpu, mem) request; tetris: the (cpu, mem) vector",
+        },
+        "offered_load": dict(zip([str(s) for s in scales], rhos, strict=True)),
+        "mean_queue": {
+            p: dict(zip([str(s) for s in (scales if len(v) == len(scales) else tetris_scales)], v, strict=True))
+            for p, v in table.items()
+            if v
+        },
+        "checks": checks,
+        "figure": str(ctx.out / "queue_vs_scaling.png"),
+    }

@@ -38,8 +38,10 @@ class ReproContext:
         lab = label or cfg.scheduler
         cb = None
         if self.progress is not None:
+
             def cb(now: float, done: int, total: int) -> None:
                 self.progress(lab, now, done, total)
+
         t0 = time.perf_counter()
         res = simulate(cfg, progress=cb)
         self.log(f"  {lab}: {res.workload.n_tasks:,} tasks in {time.perf_counter() - t0:.1f} s")
@@ -101,8 +103,15 @@ def run_experiment(id: str, ctx: ReproContext) -> dict[str, Any]:
     ctx.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     doc = exp.run(ctx)
-    doc = {"experiment": exp.id, "title": exp.title, "paper": exp.paper, "quick": ctx.quick, "seed": ctx.seed,
-           "wall_seconds": time.perf_counter() - t0, **doc}
+    doc = {
+        "experiment": exp.id,
+        "title": exp.title,
+        "paper": exp.paper,
+        "quick": ctx.quick,
+        "seed": ctx.seed,
+        "wall_seconds": time.perf_counter() - t0,
+        **doc,
+    }
     from megha.metrics.report import _clean
 
     (ctx.out / "summary.json").write_text(json.dumps(_clean(doc), indent=2) + "\n")

@@ -120,8 +120,9 @@ def _table(path: Path, header: list[str], rows: list[list]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ latency
-def _random_queue_round(free: np.ndarray, where: dict[int, int], left: np.ndarray, arrived: np.ndarray,
-                        rng: np.random.Generator) -> None:
+def _random_queue_round(
+    free: np.ndarray, where: dict[int, int], left: np.ndarray, arrived: np.ndarray, rng: np.random.Generator
+) -> None:
     """A queue-based random scheduler's round: release the slots of departed tasks, place arrivals at random."""
     for t in left.tolist():
         m = where.pop(t, -1)
@@ -143,8 +144,12 @@ def _random_queue_round(free: np.ndarray, where: dict[int, int], left: np.ndarra
                 break
 
 
-@experiment("sirius-latency", "Round latency: random queue vs OR-Tools from scratch vs incremental (Figs. 12–13)",
-            "seed 002 §4.3.1", quick_note="2 machine counts × 2 task counts, 6 rounds each")
+@experiment(
+    "sirius-latency",
+    "Round latency: random queue vs OR-Tools from scratch vs incremental (Figs. 12–13)",
+    "seed 002 §4.3.1",
+    quick_note="2 machine counts × 2 task counts, 6 rounds each",
+)
 def latency(ctx: ReproContext) -> dict:
     from megha.schedulers.flow.solvers import IncrementalSolver, solve_ortools, warm_up
     from megha.schedulers.flow.synthetic import ChurnGraph
@@ -185,7 +190,11 @@ def latency(ctx: ReproContext) -> dict:
                 t_ort.append(t3 - t2)
                 t_rand.append(t4 - t3)
             row = {
-                "machines": m, "tasks": n, "nodes": g.net.n_nodes, "arcs": g.net.n_arcs, "rounds": rounds,
+                "machines": m,
+                "tasks": n,
+                "nodes": g.net.n_nodes,
+                "arcs": g.net.n_arcs,
+                "rounds": rounds,
                 "cold_start_ms": cold.seconds * 1e3,
                 "random_ms": statistics.median(t_rand) * 1e3,
                 "ortools_ms": statistics.median(t_ort) * 1e3,
@@ -194,12 +203,19 @@ def latency(ctx: ReproContext) -> dict:
             }
             row["speedup"] = row["ortools_ms"] / row["incremental_ms"]
             results.append(row)
-            ctx.log(f"  {m:,} machines, {n:,} tasks: random {row['random_ms']:.2f} ms, OR-Tools "
-                    f"{row['ortools_ms']:.1f} ms, incremental {row['incremental_ms']:.2f} ms "
-                    f"({row['speedup']:.1f}x)")
-    _table(ctx.out / "latency.md", ["machines", "tasks", "random ms", "OR-Tools ms", "incremental ms", "speed-up"],
-           [[r["machines"], r["tasks"], r["random_ms"], r["ortools_ms"], r["incremental_ms"], r["speedup"]]
-            for r in results])
+            ctx.log(
+                f"  {m:,} machines, {n:,} tasks: random {row['random_ms']:.2f} ms, OR-Tools "
+                f"{row['ortools_ms']:.1f} ms, incremental {row['incremental_ms']:.2f} ms "
+                f"({row['speedup']:.1f}x)"
+            )
+    _table(
+        ctx.out / "latency.md",
+        ["machines", "tasks", "random ms", "OR-Tools ms", "incremental ms", "speed-up"],
+        [
+            [r["machines"], r["tasks"], r["random_ms"], r["ortools_ms"], r["incremental_ms"], r["speedup"]]
+            for r in results
+        ],
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,8 +225,11 @@ def latency(ctx: ReproContext) -> dict:
     for ax, m in zip(np.atleast_1d(axes), machines, strict=True):
         rows = [r for r in results if r["machines"] == m]
         x = [r["tasks"] for r in rows]
-        for key, label in (("random_ms", "Random (queue)"), ("ortools_ms", "OR-Tools from scratch"),
-                           ("incremental_ms", "incremental (ours)")):
+        for key, label in (
+            ("random_ms", "Random (queue)"),
+            ("ortools_ms", "OR-Tools from scratch"),
+            ("incremental_ms", "incremental (ours)"),
+        ):
             ax.plot(x, [r[key] for r in rows], marker="o", label=label)
         ax.set_yscale("log")
         ax.set_xlabel("tasks in the graph")
@@ -221,8 +240,11 @@ def latency(ctx: ReproContext) -> dict:
     fig.tight_layout()
     fig.savefig(ctx.out / "latency.png", dpi=120)
     plt.close(fig)
-    return {"rounds": results, "churn_per_round": 0.01,
-            "note": "wall-clock medians on this machine (2 shared cores); incremental includes the graph edits"}
+    return {
+        "rounds": results,
+        "churn_per_round": 0.01,
+        "note": "wall-clock medians on this machine (2 shared cores); incremental includes the graph edits",
+    }
 
 
 # ------------------------------------------------------------------------------------------------ fairness
@@ -245,10 +267,17 @@ def _fairness_workloads(ctx: ReproContext) -> dict[str, str]:
             out.append((float(rng.uniform(0, span)), dur_small(int(rng.integers(*small)))))
         return out
 
-    batch = jobs(6, (400, 1201), 40, (5, 41), lambda k: rng.lognormal(np.log(20.0), 0.3, k),
-                 lambda k: rng.lognormal(np.log(8.0), 0.3, k))
-    service = jobs(4, (200, 601), 20, (10, 51), lambda k: rng.uniform(200.0, 400.0, k),
-                   lambda k: rng.uniform(200.0, 400.0, k))
+    batch = jobs(
+        6,
+        (400, 1201),
+        40,
+        (5, 41),
+        lambda k: rng.lognormal(np.log(20.0), 0.3, k),
+        lambda k: rng.lognormal(np.log(8.0), 0.3, k),
+    )
+    service = jobs(
+        4, (200, 601), 20, (10, 51), lambda k: rng.uniform(200.0, 400.0, k), lambda k: rng.uniform(200.0, 400.0, k)
+    )
     out = {}
     d = ctx.out / "workloads"
     for name, js in (("batch", batch), ("service", service), ("mixed", batch + service)):
@@ -256,8 +285,12 @@ def _fairness_workloads(ctx: ReproContext) -> dict[str, str]:
     return out
 
 
-@experiment("sirius-fairness", "Max-min fairness: SNP of Sirius/quincy vs Random (Fig. 7)", "seed 002 §4.2.1",
-            quick_note="fewer jobs, shorter arrival span")
+@experiment(
+    "sirius-fairness",
+    "Max-min fairness: SNP of Sirius/quincy vs Random (Fig. 7)",
+    "seed 002 §4.2.1",
+    quick_note="fewer jobs, shorter arrival span",
+)
 def fairness(ctx: ReproContext) -> dict:
     loads = _fairness_workloads(ctx)
     policies = {
@@ -270,8 +303,14 @@ def fairness(ctx: ReproContext) -> dict:
     for wname, path in loads.items():
         doc["workloads"][wname] = {}
         for pname, opts in policies.items():
-            cfg = RunConfig(scheduler="flow", trace=path, workers=480, constraints=False, seed=ctx.seed,
-                            options={"slots_per_machine": 24, **opts})
+            cfg = RunConfig(
+                scheduler="flow",
+                trace=path,
+                workers=480,
+                constraints=False,
+                seed=ctx.seed,
+                options={"slots_per_machine": 24, **opts},
+            )
             res = ctx.simulate(cfg, label=f"{wname}/{pname}")
             _check(res, f"{wname}/{pname}")
             s = _snp(res)
@@ -288,8 +327,13 @@ def fairness(ctx: ReproContext) -> dict:
     for i, wname in enumerate(loads):
         doc["workloads"][wname]["snp_ratio_sirius_over_random"] = snp["Sirius/quincy"][i] / snp["Random"][i]
     _table(ctx.out / "fairness.md", ["workload", "scheduler", "SNP", "mean job response (s)"], rows)
-    _plot_bars(ctx.out / "fairness.png", list(loads), snp, "SNP (geometric mean of ANP)",
-               "Fairness: Sirius/quincy vs Random (higher is fairer)")
+    _plot_bars(
+        ctx.out / "fairness.png",
+        list(loads),
+        snp,
+        "SNP (geometric mean of ANP)",
+        "Fairness: Sirius/quincy vs Random (higher is fairer)",
+    )
     return doc
 
 
@@ -298,27 +342,42 @@ def _placement_run(ctx: ReproContext, n_tasks: int, policy: str, seed: int, clus
     gpu_time, speedup = 10.0, 3.0
     path = ctx.out / "workloads" / f"gpu_{n_tasks}.parquet"
     if not path.exists():
-        _workload(path, [0.0], [np.full(n_tasks, gpu_time * speedup)], f"gpu{n_tasks}",
-                  masks=[np.full(n_tasks, GPU, dtype=np.uint32)])
+        _workload(
+            path,
+            [0.0],
+            [np.full(n_tasks, gpu_time * speedup)],
+            f"gpu{n_tasks}",
+            masks=[np.full(n_tasks, GPU, dtype=np.uint32)],
+        )
     common = {"soft_mask": GPU, "soft_speedup": speedup}
     opts = {
         "Random": {"policy": "random"},
         "Swarm/alsched": {"policy": "greedy", "cost_model": "placement"},
         # Alsched-style time-dependent utility: running off-GPU costs more than waiting a little, and the
         # waiting cost grows, so a task waits for a GPU only while that pays off; periodic rounds re-evaluate
-        "Sirius/alsched": {"cost_model": "placement+quincy", "fairness": False, "placement_cost": 100,
-                           "unscheduled_cost": 10, "wait_weight": 2.0, "period": 1.0},
+        "Sirius/alsched": {
+            "cost_model": "placement+quincy",
+            "fairness": False,
+            "placement_cost": 100,
+            "unscheduled_cost": 10,
+            "wait_weight": 2.0,
+            "period": 1.0,
+        },
     }[policy]
-    cfg = RunConfig(scheduler="flow", trace=str(path), cluster=cluster, constraints=True, seed=seed,
-                    options={**common, **opts})
+    cfg = RunConfig(
+        scheduler="flow", trace=str(path), cluster=cluster, constraints=True, seed=seed, options={**common, **opts}
+    )
     res = ctx.simulate(cfg, label=f"T={n_tasks} {policy} seed {seed}") if seed == ctx.seed else _quiet(cfg)
     _check(res, policy)
     rec = res.recorder
     task_time = rec.end - rec.arrival
     on_gpu = (res.datacenter.worker_masks[rec.worker[rec.worker >= 0]] & GPU) != 0
-    return {"mean_task_time_s": float(np.nanmean(task_time)), "on_gpu": int(on_gpu.sum()),
-            "round_us_max": int(res.counters.get("flow_round_us_max", 0)),
-            "rounds": int(res.counters.get("flow_rounds", 0))}
+    return {
+        "mean_task_time_s": float(np.nanmean(task_time)),
+        "on_gpu": int(on_gpu.sum()),
+        "round_us_max": int(res.counters.get("flow_round_us_max", 0)),
+        "rounds": int(res.counters.get("flow_rounds", 0)),
+    }
 
 
 def _quiet(cfg: RunConfig):
@@ -327,15 +386,24 @@ def _quiet(cfg: RunConfig):
     return simulate(cfg)
 
 
-@experiment("sirius-placement", "GPU placement: Random vs Swarm-like greedy vs Sirius/alsched (Figs. 8–9)",
-            "seed 002 §4.2.2", quick_note="fewer random seeds and task counts for the latency curve")
+@experiment(
+    "sirius-placement",
+    "GPU placement: Random vs Swarm-like greedy vs Sirius/alsched (Figs. 8–9)",
+    "seed 002 §4.2.2",
+    quick_note="fewer random seeds and task counts for the latency curve",
+)
 def placement(ctx: ReproContext) -> dict:
     masks = np.r_[np.full(10, GPU), np.zeros(10)].astype(np.uint32)  # rack 1: 10 GPU machines; rack 2: none
     cluster = _cluster(ctx.out / "workloads" / "gpu_cluster.json", masks)
     policies = ["Random", "Swarm/alsched", "Sirius/alsched"]
     seeds = [ctx.seed + i for i in range(3 if ctx.quick else 10)]
-    doc: dict = {"cluster": "20 machines (K = 1), 10 with a GPU", "gpu_speedup": 3.0, "task_gpu_time_s": 10.0,
-                 "mean_task_time": {}, "latency": {}}
+    doc: dict = {
+        "cluster": "20 machines (K = 1), 10 with a GPU",
+        "gpu_speedup": 3.0,
+        "task_gpu_time_s": 10.0,
+        "mean_task_time": {},
+        "latency": {},
+    }
     fig8: dict[str, list[float]] = {p: [] for p in policies}
     rows = []
     for n in (10, 20):
@@ -345,22 +413,33 @@ def placement(ctx: ReproContext) -> dict:
             mean = float(np.mean([r["mean_task_time_s"] for r in runs]))
             gpu = float(np.mean([r["on_gpu"] for r in runs]))
             fig8[p].append(mean)
-            doc["mean_task_time"][f"T={n}"][p] = {"mean_task_time_s": mean, "tasks_run_on_gpu": gpu,
-                                                   "seeds": len(seeds)}
+            doc["mean_task_time"][f"T={n}"][p] = {
+                "mean_task_time_s": mean,
+                "tasks_run_on_gpu": gpu,
+                "seeds": len(seeds),
+            }
             rows.append([f"T={n}", p, mean, gpu])
             ctx.log(f"    T={n} {p}: mean task time {mean:.1f} s, {gpu:.1f} tasks on GPUs")
     _table(ctx.out / "placement.md", ["tasks", "scheduler", "mean task time (s)", "tasks on GPU"], rows)
-    _plot_bars(ctx.out / "placement.png", ["T=10", "T=20"], fig8, "mean task time (s)",
-               "GPU placement: mean task time (wait + run), lower is better")
+    _plot_bars(
+        ctx.out / "placement.png",
+        ["T=10", "T=20"],
+        fig8,
+        "mean task time (s)",
+        "GPU placement: mean task time (wait + run), lower is better",
+    )
     counts = [10, 20, 80, 320] if ctx.quick else [10, 20, 40, 80, 160, 320, 640]
     lat: dict[str, list[float]] = {p: [] for p in policies}
     for n in counts:
         for p in policies:
             r = _placement_run(ctx, n, p, ctx.seed + 1000, cluster)
             lat[p].append(r["round_us_max"] / 1e3)
-    doc["latency"] = {"tasks": counts, "batch_round_ms": lat,
-                      "note": "measured wall time of the round that places the batch (the longest round); "
-                              "the simulation is unaffected"}
+    doc["latency"] = {
+        "tasks": counts,
+        "batch_round_ms": lat,
+        "note": "measured wall time of the round that places the batch (the longest round); "
+        "the simulation is unaffected",
+    }
     import matplotlib
 
     matplotlib.use("Agg")
@@ -404,15 +483,20 @@ def _priority_workload(ctx: ReproContext, distinct: bool) -> str:
             priorities.append(prio[name])
             labels.append(name)
     tag = "distinct" if distinct else "equal"
-    path = _workload(ctx.out / "workloads" / f"priority_{tag}.parquet", arrivals, durations, f"priority-{tag}",
-                     priorities=priorities)
+    path = _workload(
+        ctx.out / "workloads" / f"priority_{tag}.parquet", arrivals, durations, f"priority-{tag}", priorities=priorities
+    )
     order = np.argsort(np.asarray(arrivals), kind="stable")
     (ctx.out / "workloads" / f"priority_{tag}_labels.json").write_text(json.dumps([labels[i] for i in order]))
     return path
 
 
-@experiment("sirius-priority", "Priorities: Kubernetes-like greedy vs Sirius/borg, equal vs distinct (Figs. 10–11)",
-            "seed 002 §4.2.3", quick_note="24 jobs per workload instead of 48")
+@experiment(
+    "sirius-priority",
+    "Priorities: Kubernetes-like greedy vs Sirius/borg, equal vs distinct (Figs. 10–11)",
+    "seed 002 §4.2.3",
+    quick_note="24 jobs per workload instead of 48",
+)
 def priority(ctx: ReproContext) -> dict:
     policies = {
         "Kubernetes/borg": {"policy": "greedy", "cost_model": "priority"},
@@ -431,16 +515,24 @@ def priority(ctx: ReproContext) -> dict:
         labels = np.array(json.loads((ctx.out / "workloads" / f"priority_{tag}_labels.json").read_text()))
         doc["cases"][tag] = {}
         for pname, opts in policies.items():
-            cfg = RunConfig(scheduler="flow", trace=path, workers=24 * machines, constraints=False, seed=ctx.seed,
-                            options={"slots_per_machine": 24, **opts})
+            cfg = RunConfig(
+                scheduler="flow",
+                trace=path,
+                workers=24 * machines,
+                constraints=False,
+                seed=ctx.seed,
+                options={"slots_per_machine": 24, **opts},
+            )
             res = ctx.simulate(cfg, label=f"{tag}/{pname}")
             _check(res, pname)
             jt = _jobs(res)
             per = {"preemptions": int(res.counters.get("flow_preemptions", 0))}
             for kind in ("long batch", "mid batch", "TPC-H"):
                 sel = labels == kind
-                per[kind] = {"mean_job_latency_s": float(np.nanmean(jt["response"][sel])),
-                             "mean_delay_s": float(np.nanmean(jt["delay"][sel]))}
+                per[kind] = {
+                    "mean_job_latency_s": float(np.nanmean(jt["response"][sel])),
+                    "mean_delay_s": float(np.nanmean(jt["delay"][sel])),
+                }
                 rows.append([tag, pname, kind, per[kind]["mean_job_latency_s"], per[kind]["mean_delay_s"]])
                 bars.setdefault(f"{pname} ({tag})", []).append(per[kind]["mean_job_latency_s"])
             doc["cases"][tag][pname] = per
@@ -451,8 +543,14 @@ def priority(ctx: ReproContext) -> dict:
         / doc["cases"]["distinct"][pname]["TPC-H"]["mean_job_latency_s"]
         for pname in policies
     }
-    _table(ctx.out / "priority.md", ["priorities", "scheduler", "workload", "mean job latency (s)", "mean delay (s)"],
-           rows)
-    _plot_bars(ctx.out / "priority.png", groups, bars, "mean job latency (s)",
-               "Equal vs distinct priorities (TPC-H first when distinct)")
+    _table(
+        ctx.out / "priority.md", ["priorities", "scheduler", "workload", "mean job latency (s)", "mean delay (s)"], rows
+    )
+    _plot_bars(
+        ctx.out / "priority.png",
+        groups,
+        bars,
+        "mean job latency (s)",
+        "Equal vs distinct priorities (TPC-H first when distinct)",
+    )
     return doc

@@ -40,13 +40,19 @@ BASE_COST = 1e-4
 PER_ITEM_PER_WORKER = 1e-8
 PCTS = ("p50", "p90", "p99", "p999")
 
-PAPER_SIZE = ("Fig. 8: with 10 GMs x 10 LMs, allocation time increases with the number of workers (1,000 to 50,000): "
-              "more global state and bigger LM updates for each GM to process")
-PAPER_GM_LM = ("Fig. 9 (30,000 workers): more GMs lower the framework queuing delay; more LMs raise the number of "
-               "GM requests processed per second and shrink updates; with more GMs than LMs allocation times rise "
-               "slightly")
-WORKLOAD_NOTE = ("The paper's Alibaba/Cloudera-derived samples are not public: this uses the bundled Google sub-trace "
-                 "(first jobs) with synthesized placement constraints, on generated constrained datacenters")
+PAPER_SIZE = (
+    "Fig. 8: with 10 GMs x 10 LMs, allocation time increases with the number of workers (1,000 to 50,000): "
+    "more global state and bigger LM updates for each GM to process"
+)
+PAPER_GM_LM = (
+    "Fig. 9 (30,000 workers): more GMs lower the framework queuing delay; more LMs raise the number of "
+    "GM requests processed per second and shrink updates; with more GMs than LMs allocation times rise "
+    "slightly"
+)
+WORKLOAD_NOTE = (
+    "The paper's Alibaba/Cloudera-derived samples are not public: this uses the bundled Google sub-trace "
+    "(first jobs) with synthesized placement constraints, on generated constrained datacenters"
+)
 
 
 def processing(n: int, gms: int, lms: int) -> tuple[dict[str, float], dict[str, float]]:
@@ -70,8 +76,13 @@ def _common(ctx: ReproContext, quick_jobs: int, full_jobs: int) -> tuple[dict[st
         from megha.errors import InputError
 
         raise InputError(f"--set mode= must be resource or slot, got {mode!r}")
-    base: dict[str, Any] = {"scheduler": "megha", "trace": TRACE, "constraints": True,
-                            "resources": mode == "resource", "options": {"heartbeat": HEARTBEAT}}
+    base: dict[str, Any] = {
+        "scheduler": "megha",
+        "trace": TRACE,
+        "constraints": True,
+        "resources": mode == "resource",
+        "options": {"heartbeat": HEARTBEAT},
+    }
     if mj > 0:
         base["max_jobs"] = mj
     seeds = [ctx.seed + k for k in range(int(x.get("seeds", 1)))]
@@ -83,9 +94,16 @@ def _run(ctx: ReproContext, doc: dict[str, Any]):
 
     x = ctx.extra
     workers = x.get("workers")
-    res = run_sweep(doc, ctx.out / "sweep", workers=int(workers) if workers else None, address=x.get("address"),
-                    resume=not x.get("fresh"), force=bool(x.get("fresh")), log=ctx.log,
-                    progress=None if ctx.progress is not None else False)
+    res = run_sweep(
+        doc,
+        ctx.out / "sweep",
+        workers=int(workers) if workers else None,
+        address=x.get("address"),
+        resume=not x.get("fresh"),
+        force=bool(x.get("fresh")),
+        log=ctx.log,
+        progress=None if ctx.progress is not None else False,
+    )
     import pyarrow.parquet as pq
 
     rows = pq.read_table(res.table_path).to_pylist()
@@ -113,8 +131,15 @@ def _mean_by(rows: list[dict], key) -> dict[Any, dict[str, float | None]]:
     return out
 
 
-def _lines(xs: list, series: dict[str, list[float | None]], path: Path, xlabel: str, title: str,
-           log_x: bool, labels: list[str] | None = None) -> None:
+def _lines(
+    xs: list,
+    series: dict[str, list[float | None]],
+    path: Path,
+    xlabel: str,
+    title: str,
+    log_x: bool,
+    labels: list[str] | None = None,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,13 +170,21 @@ def _name(p: str) -> str:
     return {"p50": "median", "p999": "99.9th"}.get(p, p.replace("p", "") + "th")
 
 
-@experiment("megha20-size", "Fig. 8: allocation time vs datacenter size (1,000-50,000 workers), 10 GMs x 10 LMs "
-            "(a sweep)", "Megha 2020 (seed 000)")
+@experiment(
+    "megha20-size",
+    "Fig. 8: allocation time vs datacenter size (1,000-50,000 workers), 10 GMs x 10 LMs (a sweep)",
+    "Megha 2020 (seed 000)",
+)
 def run_size(ctx: ReproContext) -> dict:
     from megha.experiments.iot23 import write_table
 
-    sizes = [int(s) for s in _as_list(ctx.extra.get("sizes"), [1000, 5000, 10000, 20000, 50000] if ctx.quick else
-                                      [1000, 2000, 5000, 10000, 20000, 30000, 40000, 50000])]
+    sizes = [
+        int(s)
+        for s in _as_list(
+            ctx.extra.get("sizes"),
+            [1000, 5000, 10000, 20000, 50000] if ctx.quick else [1000, 2000, 5000, 10000, 20000, 30000, 40000, 50000],
+        )
+    ]
     g = int(ctx.extra.get("gms", 10))
     lm = int(ctx.extra.get("lms", 10))
     base, seeds = _common(ctx, 100, 1000)
@@ -160,18 +193,33 @@ def run_size(ctx: ReproContext) -> dict:
         b, per = processing(n, g, lm)
         runs.append({"workers": n, "gms": g, "lms": lm, "processing": b, "processing_per_item": per})
     doc = {"sweep": {"name": "megha20-size"}, "base": base, "runs": runs, "grid": {"seed": seeds}}
-    ctx.log(f"[bold]megha20-size[/]: {len(sizes)} sizes x {len(seeds)} seed(s), {g} GMs x {lm} LMs, "
-            f"{'first ' + str(base['max_jobs']) + ' jobs' if 'max_jobs' in base else 'whole trace'}")
+    ctx.log(
+        f"[bold]megha20-size[/]: {len(sizes)} sizes x {len(seeds)} seed(s), {g} GMs x {lm} LMs, "
+        f"{'first ' + str(base['max_jobs']) + ' jobs' if 'max_jobs' in base else 'whole trace'}"
+    )
     res, rows = _run(ctx, doc)
     by = _mean_by(rows, lambda r: r["workers"])
-    table = [{"workers": n, **{f"alloc_{p}": by.get(n, {}).get(f"alloc_{p}") for p in PCTS},
-              "delay_p50": by.get(n, {}).get("delay_p50"), "delay_p99": by.get(n, {}).get("delay_p99"),
-              "framework_queuing_mean": by.get(n, {}).get("framework_queuing_mean"),
-              "utilization_mean": by.get(n, {}).get("utilization_mean"), "completed": by.get(n, {}).get("completed")}
-             for n in sizes]
+    table = [
+        {
+            "workers": n,
+            **{f"alloc_{p}": by.get(n, {}).get(f"alloc_{p}") for p in PCTS},
+            "delay_p50": by.get(n, {}).get("delay_p50"),
+            "delay_p99": by.get(n, {}).get("delay_p99"),
+            "framework_queuing_mean": by.get(n, {}).get("framework_queuing_mean"),
+            "utilization_mean": by.get(n, {}).get("utilization_mean"),
+            "completed": by.get(n, {}).get("completed"),
+        }
+        for n in sizes
+    ]
     write_table(table, ctx.out / "fig8_allocation", list(table[0]))
-    _lines(sizes, {_name(p): [r[f"alloc_{p}"] for r in table] for p in PCTS}, ctx.out / "fig8_allocation_vs_size.png",
-           "workers", f"Allocation time vs datacenter size ({g} GMs x {lm} LMs)", log_x=True)
+    _lines(
+        sizes,
+        {_name(p): [r[f"alloc_{p}"] for r in table] for p in PCTS},
+        ctx.out / "fig8_allocation_vs_size.png",
+        "workers",
+        f"Allocation time vs datacenter size ({g} GMs x {lm} LMs)",
+        log_x=True,
+    )
     p50 = [r["alloc_p50"] for r in table if r["alloc_p50"] is not None]
     p99 = [r["alloc_p99"] for r in table if r["alloc_p99"] is not None]
     steps = [b >= a for a, b in itertools.pairwise(p50)]
@@ -181,17 +229,31 @@ def run_size(ctx: ReproContext) -> dict:
         "alloc_p50_non_decreasing_steps": f"{sum(steps)}/{len(steps)}",
         "grows_with_size": bool(len(p50) > 1 and p50[-1] > p50[0]),
     }
-    ctx.log("  allocation p50 by size: " + ", ".join(f"{r['workers'] // 1000}k {_fmt(r['alloc_p50'])}"
-                                                     for r in table))
-    return {"paper_reported": PAPER_SIZE, "workload_note": WORKLOAD_NOTE, "trace": TRACE,
-            "max_jobs": base.get("max_jobs"), "mode": "resource" if base["resources"] else "slot",
-            "gms": g, "lms": lm, "seeds": seeds, "processing_model": _model_doc(), "rows": table, "checks": checks,
-            "runs": len(res.plans), "failed": res.failed, "sweep_dir": str(ctx.out / "sweep"),
-            "report": str(res.report_path)}
+    ctx.log("  allocation p50 by size: " + ", ".join(f"{r['workers'] // 1000}k {_fmt(r['alloc_p50'])}" for r in table))
+    return {
+        "paper_reported": PAPER_SIZE,
+        "workload_note": WORKLOAD_NOTE,
+        "trace": TRACE,
+        "max_jobs": base.get("max_jobs"),
+        "mode": "resource" if base["resources"] else "slot",
+        "gms": g,
+        "lms": lm,
+        "seeds": seeds,
+        "processing_model": _model_doc(),
+        "rows": table,
+        "checks": checks,
+        "runs": len(res.plans),
+        "failed": res.failed,
+        "sweep_dir": str(ctx.out / "sweep"),
+        "report": str(res.report_path),
+    }
 
 
-@experiment("megha20-gm-lm", "Fig. 9: allocation time vs the numbers of GMs and LMs at 30,000 workers (a sweep)",
-            "Megha 2020 (seed 000)")
+@experiment(
+    "megha20-gm-lm",
+    "Fig. 9: allocation time vs the numbers of GMs and LMs at 30,000 workers (a sweep)",
+    "Megha 2020 (seed 000)",
+)
 def run_gm_lm(ctx: ReproContext) -> dict:
     from megha.experiments.iot23 import write_table
 
@@ -213,19 +275,33 @@ def run_gm_lm(ctx: ReproContext) -> dict:
     for g in gms:
         for lm in lms:
             d = by.get((g, lm), {})
-            table.append({"gms": g, "lms": lm, "config": f"{g} GM x {lm} LM",
-                          **{f"alloc_{p}": d.get(f"alloc_{p}") for p in PCTS},
-                          "framework_queuing_mean": d.get("framework_queuing_mean"),
-                          "inconsistencies": d.get("inconsistencies"), "delay_p50": d.get("delay_p50"),
-                          "completed": d.get("completed")})
+            table.append(
+                {
+                    "gms": g,
+                    "lms": lm,
+                    "config": f"{g} GM x {lm} LM",
+                    **{f"alloc_{p}": d.get(f"alloc_{p}") for p in PCTS},
+                    "framework_queuing_mean": d.get("framework_queuing_mean"),
+                    "inconsistencies": d.get("inconsistencies"),
+                    "delay_p50": d.get("delay_p50"),
+                    "completed": d.get("completed"),
+                }
+            )
     write_table(table, ctx.out / "fig9_allocation", list(table[0]))
-    _lines([r["config"] for r in table], {_name(p): [r[f"alloc_{p}"] for r in table] for p in PCTS},
-           ctx.out / "fig9_allocation_by_config.png", "configuration", f"Allocation time at {n:,} workers",
-           log_x=False, labels=[r["config"] for r in table])
+    _lines(
+        [r["config"] for r in table],
+        {_name(p): [r[f"alloc_{p}"] for r in table] for p in PCTS},
+        ctx.out / "fig9_allocation_by_config.png",
+        "configuration",
+        f"Allocation time at {n:,} workers",
+        log_x=False,
+        labels=[r["config"] for r in table],
+    )
     # Fig. 9 as lines: allocation p50 vs GMs, one line per LM count
     series = {f"{lm} LMs (median)": [by.get((g, lm), {}).get("alloc_p50") for g in gms] for lm in lms}
-    _lines(gms, series, ctx.out / "fig9_median_vs_gms.png", "GMs", f"Median allocation time at {n:,} workers",
-           log_x=False)
+    _lines(
+        gms, series, ctx.out / "fig9_median_vs_gms.png", "GMs", f"Median allocation time at {n:,} workers", log_x=False
+    )
     cell = {(r["gms"], r["lms"]): r["alloc_p50"] for r in table}
 
     def frac(pairs: list[tuple[Any, Any]]) -> str:
@@ -235,13 +311,28 @@ def run_gm_lm(ctx: ReproContext) -> dict:
     more_lms = [((g, l2), (g, l1)) for g in gms for l1, l2 in itertools.pairwise(lms)]
     more_gms = [((g2, lm), (g1, lm)) for lm in lms for g1, g2 in itertools.pairwise(gms) if g2 <= lm]
     over = [((g2, lm), (g1, lm)) for lm in lms for g1, g2 in itertools.pairwise(gms) if g2 > lm >= g1]
-    checks = {"more_lms_lower_or_equal_p50": frac(more_lms), "more_gms_lower_or_equal_p50_while_gms_le_lms":
-              frac(more_gms), "gms_beyond_lms_lower_or_equal_p50": frac(over)}
+    checks = {
+        "more_lms_lower_or_equal_p50": frac(more_lms),
+        "more_gms_lower_or_equal_p50_while_gms_le_lms": frac(more_gms),
+        "gms_beyond_lms_lower_or_equal_p50": frac(over),
+    }
     ctx.log("  allocation p50: " + ", ".join(f"{r['config']} {_fmt(r['alloc_p50'])}" for r in table))
-    return {"paper_reported": PAPER_GM_LM, "workload_note": WORKLOAD_NOTE, "trace": TRACE, "workers": n,
-            "max_jobs": base.get("max_jobs"), "mode": "resource" if base["resources"] else "slot", "seeds": seeds,
-            "processing_model": _model_doc(), "rows": table, "checks": checks, "runs": len(res.plans),
-            "failed": res.failed, "sweep_dir": str(ctx.out / "sweep"), "report": str(res.report_path)}
+    return {
+        "paper_reported": PAPER_GM_LM,
+        "workload_note": WORKLOAD_NOTE,
+        "trace": TRACE,
+        "workers": n,
+        "max_jobs": base.get("max_jobs"),
+        "mode": "resource" if base["resources"] else "slot",
+        "seeds": seeds,
+        "processing_model": _model_doc(),
+        "rows": table,
+        "checks": checks,
+        "runs": len(res.plans),
+        "failed": res.failed,
+        "sweep_dir": str(ctx.out / "sweep"),
+        "report": str(res.report_path),
+    }
 
 
 def _fmt(x) -> str:
@@ -251,5 +342,7 @@ def _fmt(x) -> str:
 
 
 def _model_doc() -> dict[str, str]:
-    return {"gm": f"{BASE_COST} s per message + {PER_ITEM_PER_WORKER} s x (workers / GMs) per task or worker entry",
-            "lm": f"{BASE_COST} s + {PER_ITEM_PER_WORKER} s x (workers / LMs) per message"}
+    return {
+        "gm": f"{BASE_COST} s per message + {PER_ITEM_PER_WORKER} s x (workers / GMs) per task or worker entry",
+        "lm": f"{BASE_COST} s + {PER_ITEM_PER_WORKER} s x (workers / LMs) per message",
+    }

@@ -27,8 +27,15 @@ from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_tr
 log = logging.getLogger("megha.live.bench")
 
 
-def bench_config(port: int = 14322, workers: int = 1000, gms: int = 1, lms: int = 2, hosts: int = 1,
-                 broker: str = "nats", state_dir: str | None = None) -> LiveConfig:
+def bench_config(
+    port: int = 14322,
+    workers: int = 1000,
+    gms: int = 1,
+    lms: int = 2,
+    hosts: int = 1,
+    broker: str = "nats",
+    state_dir: str | None = None,
+) -> LiveConfig:
     return LiveConfig(
         name="bench",
         broker={"kind": broker, "port": port},
@@ -40,8 +47,9 @@ def bench_config(port: int = 14322, workers: int = 1000, gms: int = 1, lms: int 
     )
 
 
-async def _measure(cl: LiveClient, cfg: LiveConfig, dc, rate: float, seconds: float, duration: float,
-                   per_job: int) -> dict:
+async def _measure(
+    cl: LiveClient, cfg: LiveConfig, dc, rate: float, seconds: float, duration: float, per_job: int
+) -> dict:
     n_jobs = max(1, int(rate * seconds / per_job))
     w = synthetic_workload(n_jobs, per_job, duration, seconds, seed=int(rate), jitter=0.2)
     run = await cl.run(w, dc, stall_timeout=20, ready_timeout=30)
@@ -53,15 +61,28 @@ async def _measure(cl: LiveClient, cfg: LiveConfig, dc, rate: float, seconds: fl
     span = float(st.max() - st.min()) if st.size > 1 else 0.0
     achieved = (st.size - 1) / span if span > 0 else float("nan")
     p50, p99 = (np.percentile(lat[started], [50, 99]) * 1e3).tolist() if started.any() else (np.nan, np.nan)
-    return {"rate": rate, "tasks": int(res.feasible.sum()), "started": int(started.sum()),
-            "achieved_rate": achieved, "p50_ms": p50, "p99_ms": p99,
-            "max_ms": float(np.nanmax(lat) * 1e3) if started.any() else float("nan"),
-            "completed": res.unfinished_reason is None,
-            "sustained": bool(started.all() and achieved >= 0.95 * rate and p99 <= 50.0)}
+    return {
+        "rate": rate,
+        "tasks": int(res.feasible.sum()),
+        "started": int(started.sum()),
+        "achieved_rate": achieved,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "max_ms": float(np.nanmax(lat) * 1e3) if started.any() else float("nan"),
+        "completed": res.unfinished_reason is None,
+        "sustained": bool(started.all() and achieved >= 0.95 * rate and p99 <= 50.0),
+    }
 
 
-async def run_bench(rates: list[float], seconds: float = 4.0, duration: float = 0.2, per_job: int = 1,
-                    mode: str = "nats", cfg: LiveConfig | None = None, report=print) -> list[dict]:
+async def run_bench(
+    rates: list[float],
+    seconds: float = 4.0,
+    duration: float = 0.2,
+    per_job: int = 1,
+    mode: str = "nats",
+    cfg: LiveConfig | None = None,
+    report=print,
+) -> list[dict]:
     """Measure each rate in turn on one deployment; returns one row per rate."""
     cfg = cfg or bench_config(broker="inproc" if mode == "inproc" else "nats")
     dc = datacenter_of(cfg)
@@ -131,17 +152,28 @@ def _ensure_nats(cfg: LiveConfig):
 
 
 def format_row(row: dict) -> str:
-    return (f"rate {row['rate']:>7,.0f}/s  achieved {row['achieved_rate']:>8,.0f}/s  "
-            f"p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
-            f"started {row['started']}/{row['tasks']}  {'sustained' if row['sustained'] else 'NOT sustained'}")
+    return (
+        f"rate {row['rate']:>7,.0f}/s  achieved {row['achieved_rate']:>8,.0f}/s  "
+        f"p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
+        f"started {row['started']}/{row['tasks']}  {'sustained' if row['sustained'] else 'NOT sustained'}"
+    )
 
 
 def main(rates: list[float] | None = None, seconds: float = 4.0, mode: str = "nats", per_job: int = 1) -> list[dict]:
     logging.basicConfig(level=logging.WARNING)
     t = time.perf_counter()
-    rows = asyncio.run(run_bench(rates or [1000, 2000, 3000], seconds, mode=mode, per_job=per_job,
-                                 report=lambda r: print(format_row(r), flush=True)))
+    rows = asyncio.run(
+        run_bench(
+            rates or [1000, 2000, 3000],
+            seconds,
+            mode=mode,
+            per_job=per_job,
+            report=lambda r: print(format_row(r), flush=True),
+        )
+    )
     ok = [r["rate"] for r in rows if r["sustained"]]
-    print(f"highest sustained rate: {max(ok) if ok else 0:,.0f} tasks/s ({mode}, {per_job} task(s)/job); "
-          f"bench took {time.perf_counter() - t:.1f} s")
+    print(
+        f"highest sustained rate: {max(ok) if ok else 0:,.0f} tasks/s ({mode}, {per_job} task(s)/job); "
+        f"bench took {time.perf_counter() - t:.1f} s"
+    )
     return rows

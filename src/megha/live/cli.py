@@ -1,13 +1,13 @@
 """The ``megha live`` commands (attached to the main ``megha`` app by :func:`attach`).
 
-    megha live up -c examples/live/local.toml      # nats-server + LMs (active/standby) + GMs + worker hosts
-    megha live status -c … [--watch]               # queues, utilization, running tasks, roles
-    megha live submit -c … -t sample:YH_small --compress 10 --out DIR --compare
-    megha live submit -c … --tasks 8 --duration 2 [--command "echo {task}"]
-    megha live down -c …
-    megha live run -t sample:YH_small --compress 10   # a whole deployment in this process (in-process bus)
-    megha live gm|lm|worker -c … --index I [--role active|standby]   # one service (what `up` starts)
-    megha live bench [--mode nats|procs|inproc] [--rates 1000,2000]
+megha live up -c examples/live/local.toml      # nats-server + LMs (active/standby) + GMs + worker hosts
+megha live status -c … [--watch]               # queues, utilization, running tasks, roles
+megha live submit -c … -t sample:YH_small --compress 10 --out DIR --compare
+megha live submit -c … --tasks 8 --duration 2 [--command "echo {task}"]
+megha live down -c …
+megha live run -t sample:YH_small --compress 10   # a whole deployment in this process (in-process bus)
+megha live gm|lm|worker -c … --index I [--role active|standby]   # one service (what `up` starts)
+megha live bench [--mode nats|procs|inproc] [--rates 1000,2000]
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from rich.console import Console
 console = Console(stderr=True)
 out_console = Console()
 
-live_app = typer.Typer(help="The live runtime: Megha as real processes over a message broker.",
-                       no_args_is_help=True)
+live_app = typer.Typer(help="The live runtime: Megha as real processes over a message broker.", no_args_is_help=True)
 
 ConfigOpt = Annotated[str | None, typer.Option("--config", "-c", help="deployment file (TOML/JSON)")]
 IndexOpt = Annotated[int, typer.Option("--index", "-i", help="which GM / LM / worker host")]
@@ -45,8 +44,9 @@ def _cfg(path: str | None):
 
 
 def _logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
 
 
 @live_app.command("gm")
@@ -58,8 +58,11 @@ def gm_cmd(config: ConfigOpt = None, index: IndexOpt = 0) -> None:
 
 
 @live_app.command("lm")
-def lm_cmd(config: ConfigOpt = None, index: IndexOpt = 0,
-           role: Annotated[str, typer.Option("--role", help="solo | active | standby")] = "solo") -> None:
+def lm_cmd(
+    config: ConfigOpt = None,
+    index: IndexOpt = 0,
+    role: Annotated[str, typer.Option("--role", help="solo | active | standby")] = "solo",
+) -> None:
     """Run one Local Master (active, standby, or alone)."""
     from megha.live.service import main
 
@@ -90,8 +93,10 @@ async def _ready(cfg, timeout: float) -> list[str]:
 
 
 @live_app.command("up")
-def up_cmd(config: ConfigOpt = None,
-           timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait until ready")] = 60.0) -> None:
+def up_cmd(
+    config: ConfigOpt = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait until ready")] = 60.0,
+) -> None:
     """Start a whole local deployment (nats-server when installed, LMs, GMs, worker hosts) in the background."""
     from megha.live import supervisor
 
@@ -100,8 +105,10 @@ def up_cmd(config: ConfigOpt = None,
         console.print("[red]error:[/] `up` runs processes over NATS; use `megha live run` for the in-process bus")
         raise typer.Exit(2)
     if supervisor.nats_server_binary(cfg) is None and cfg.broker.start_server:
-        console.print(f"[yellow]nats-server is not installed[/] (apt-get install -y nats-server): "
-                      f"expecting a broker at {cfg.broker.resolved_url()}")
+        console.print(
+            f"[yellow]nats-server is not installed[/] (apt-get install -y nats-server): "
+            f"expecting a broker at {cfg.broker.resolved_url()}"
+        )
     try:
         pid = supervisor.launch(cfg, config)
     except RuntimeError as e:
@@ -113,10 +120,12 @@ def up_cmd(config: ConfigOpt = None,
         console.print(f"[red]deployment not ready after {timeout:.0f} s:[/] {probs[0]}  (logs: {cfg.state_dir}/logs)")
         raise typer.Exit(3)
     m = cfg.megha
-    console.print(f"up in {time.perf_counter() - t:.1f} s: {m.gms} GMs, {m.lms} LMs"
-                  f"{' (+ standbys)' if cfg.ha.lm_standby else ''}, {cfg.workers.hosts} worker hosts, "
-                  f"{cfg.datacenter.workers} workers; broker {cfg.broker.resolved_url()}; supervisor pid {pid}; "
-                  f"logs in {cfg.state_dir}/logs")
+    console.print(
+        f"up in {time.perf_counter() - t:.1f} s: {m.gms} GMs, {m.lms} LMs"
+        f"{' (+ standbys)' if cfg.ha.lm_standby else ''}, {cfg.workers.hosts} worker hosts, "
+        f"{cfg.datacenter.workers} workers; broker {cfg.broker.resolved_url()}; supervisor pid {pid}; "
+        f"logs in {cfg.state_dir}/logs"
+    )
 
 
 @live_app.command("down")
@@ -169,8 +178,10 @@ def render_status(statuses: dict, cfg) -> object:
                 total_workers += i.get("workers", 0)
                 busy += i.get("busy_workers", 0)
             util = f"{100 * i.get('busy_workers', 0) / max(i.get('workers', 1), 1):.0f}%"
-            det = (f"hosts {i.get('hosts_alive')}/{i.get('hosts_known')}, down {i.get('down_workers')}, "
-                   f"relaunched {c.get('tasks_relaunched', 0)}, inconsistencies {c.get('inconsistencies', 0)}")
+            det = (
+                f"hosts {i.get('hosts_alive')}/{i.get('hosts_known')}, down {i.get('down_workers')}, "
+                f"relaunched {c.get('tasks_relaunched', 0)}, inconsistencies {c.get('inconsistencies', 0)}"
+            )
         else:
             q = f"running {i.get('running')}"
             util = f"{100 * i.get('running', 0) / max(i.get('workers', 1), 1):.0f}%"
@@ -182,15 +193,20 @@ def render_status(statuses: dict, cfg) -> object:
 
 
 @live_app.command("status")
-def status_cmd(config: ConfigOpt = None,
-               watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until Ctrl-C")] = False,
-               json_out: Annotated[bool, typer.Option("--json", help="print the raw reports")] = False) -> None:
+def status_cmd(
+    config: ConfigOpt = None,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until Ctrl-C")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the raw reports")] = False,
+) -> None:
     """Show the deployment: GMs (queues, sync), LMs (running tasks, hosts, roles), worker hosts."""
     cfg = _cfg(config)
     if json_out:
         st = asyncio.run(_collect_status(cfg, 1.2))
-        out_console.print_json(json.dumps({k: {"src": s.src, "kind": s.kind, "role": s.role, "t": s.t,
-                                                   "info": s.info} for k, s in st.items()}))
+        out_console.print_json(
+            json.dumps(
+                {k: {"src": s.src, "kind": s.kind, "role": s.role, "t": s.t, "info": s.info} for k, s in st.items()}
+            )
+        )
         return
     if not watch:
         st = asyncio.run(_collect_status(cfg, 1.2))
@@ -222,15 +238,27 @@ def _print_result(doc: dict, out: Path | None) -> None:
     out_console.print(render_compare_table([doc], title=f"{doc['trace']} on {doc['workers']:,} workers (live)"))
     a = doc["allocation_time"]["total"]
     c = doc["counters"]
-    console.print(f"{doc['tasks_completed']:,}/{doc['tasks'] - doc['tasks_infeasible']:,} tasks completed; "
-                  f"placement (submit→start) p50 {1e3 * (a['p50'] or 0):.2f} ms, p99 {1e3 * (a['p99'] or 0):.2f} ms; "
-                  f"failed {c.get('tasks_failed', 0)}, finished twice {c.get('tasks_finished_twice', 0)}, "
-                  f"runs lost to dead workers {c.get('runs_lost', 0)}" + (f"; outputs in {out}/" if out else ""),
-                  highlight=False)
+    console.print(
+        f"{doc['tasks_completed']:,}/{doc['tasks'] - doc['tasks_infeasible']:,} tasks completed; "
+        f"placement (submit→start) p50 {1e3 * (a['p50'] or 0):.2f} ms, p99 {1e3 * (a['p99'] or 0):.2f} ms; "
+        f"failed {c.get('tasks_failed', 0)}, finished twice {c.get('tasks_finished_twice', 0)}, "
+        f"runs lost to dead workers {c.get('runs_lost', 0)}" + (f"; outputs in {out}/" if out else ""),
+        highlight=False,
+    )
 
 
-async def _submit(cfg, trace: str | None, compress: float, max_jobs: int | None, tasks: int, duration: float,
-                  command: str, kind: str, stall: float, in_process: bool):
+async def _submit(
+    cfg,
+    trace: str | None,
+    compress: float,
+    max_jobs: int | None,
+    tasks: int,
+    duration: float,
+    command: str,
+    kind: str,
+    stall: float,
+    in_process: bool,
+):
     from megha.live.client import LiveClient, one_job, prepare_workload, to_run_result
     from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport
 
@@ -257,8 +285,9 @@ async def _submit(cfg, trace: str | None, compress: float, max_jobs: int | None,
             await dep.close()
 
 
-def _submit_and_report(cfg, trace, compress, max_jobs, tasks, duration, command, kind, out, compare, stall,
-                       in_process) -> None:
+def _submit_and_report(
+    cfg, trace, compress, max_jobs, tasks, duration, command, kind, out, compare, stall, in_process
+) -> None:
     from megha.metrics.report import render_compare_table, summarize, write_run
 
     if command and kind == "sleep":
@@ -270,12 +299,16 @@ def _submit_and_report(cfg, trace, compress, max_jobs, tasks, duration, command,
         out = out or Path("megha-live-out")
         doc = compare_live_and_sim(res, cfg, out)
         _print_result(doc["live"], out / "live")
-        out_console.print(render_compare_table([doc["live"], doc["simulated"]],
-                                               title=f"{doc['live']['trace']}: live vs simulated"))
+        out_console.print(
+            render_compare_table([doc["live"], doc["simulated"]], title=f"{doc['live']['trace']}: live vs simulated")
+        )
         o = doc["ordering"]["completion"]
-        console.print(f"ordering of job completions, live vs simulated: concordance {o['concordance']:.3f} "
-                      f"(Kendall tau {o['kendall_tau']:.3f}, Spearman {o['spearman']:.3f}, {o['jobs']} jobs); "
-                      f"outputs in {out}/", highlight=False)
+        console.print(
+            f"ordering of job completions, live vs simulated: concordance {o['concordance']:.3f} "
+            f"(Kendall tau {o['kendall_tau']:.3f}, Spearman {o['spearman']:.3f}, {o['jobs']} jobs); "
+            f"outputs in {out}/",
+            highlight=False,
+        )
         live_doc = doc["live"]
     else:
         live_doc = write_run(res, out) if out else summarize(res)
@@ -299,8 +332,7 @@ def submit_cmd(
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="only the first N jobs")] = None,
     tasks: Annotated[int, typer.Option("--tasks", help="one job of this many tasks (without --trace)")] = 1,
     duration: Annotated[float, typer.Option("--duration", help="task duration of the one job (s)")] = 1.0,
-    command: Annotated[str, typer.Option("--command", help="run this command line per task ({task}, {duration})")
-                       ] = "",
+    command: Annotated[str, typer.Option("--command", help="run this command line per task ({task}, {duration})")] = "",
     kind: Annotated[str, typer.Option("--kind", help="sleep | cpu | command")] = "sleep",
     out: Annotated[Path | None, typer.Option("--out", help="write summary.json, tables and plots here")] = None,
     compare: Annotated[bool, typer.Option("--compare", help="also simulate the same trace; compare")] = False,
@@ -334,8 +366,9 @@ def run_cmd(
 def bench_cmd(
     rates: Annotated[str, typer.Option("--rates", help="comma-separated task rates (tasks/s)")] = "1000,2000,3000",
     seconds: Annotated[float, typer.Option("--seconds", help="per rate")] = 4.0,
-    mode: Annotated[str, typer.Option("--mode", help="nats (services in this process, via nats-server) | procs | "
-                                                     "inproc")] = "nats",
+    mode: Annotated[
+        str, typer.Option("--mode", help="nats (services in this process, via nats-server) | procs | inproc")
+    ] = "nats",
     per_job: Annotated[int, typer.Option("--tasks-per-job")] = 1,
 ) -> None:
     """Placement latency (submit → task start) at sustained rates; prints the highest sustained rate."""

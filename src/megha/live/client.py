@@ -50,8 +50,9 @@ log = logging.getLogger("megha.live.client")
 _MASK = (1 << RUN_SHIFT) - 1
 
 
-def prepare_workload(cfg: LiveConfig, trace: str, dc: Datacenter, compress: float = 1.0,
-                     max_jobs: int | None = None) -> Workload:
+def prepare_workload(
+    cfg: LiveConfig, trace: str, dc: Datacenter, compress: float = 1.0, max_jobs: int | None = None
+) -> Workload:
     """Load a trace as the simulator would (constraints from the same seed), then compress time by ``compress``."""
     from megha.samples import resolve
     from megha.workload.tracefile import load_workload
@@ -61,12 +62,17 @@ def prepare_workload(cfg: LiveConfig, trace: str, dc: Datacenter, compress: floa
     w = load_workload(resolve(trace, "trace"))
     if max_jobs is not None and max_jobs < w.n_jobs:
         n_t = int(w.job_num_tasks[:max_jobs].sum())
-        w = replace(w, job_arrival=w.job_arrival[:max_jobs], job_num_tasks=w.job_num_tasks[:max_jobs],
-                    job_mean_duration=w.job_mean_duration[:max_jobs], task_duration=w.task_duration[:n_t],
-                    task_mask=None if w.task_mask is None else w.task_mask[:n_t],
-                    task_demand=None if w.task_demand is None else w.task_demand[:n_t],
-                    job_user=None if w.job_user is None else w.job_user[:max_jobs],
-                    job_priority=None if w.job_priority is None else w.job_priority[:max_jobs])
+        w = replace(
+            w,
+            job_arrival=w.job_arrival[:max_jobs],
+            job_num_tasks=w.job_num_tasks[:max_jobs],
+            job_mean_duration=w.job_mean_duration[:max_jobs],
+            task_duration=w.task_duration[:n_t],
+            task_mask=None if w.task_mask is None else w.task_mask[:n_t],
+            task_demand=None if w.task_demand is None else w.task_demand[:n_t],
+            job_user=None if w.job_user is None else w.job_user[:max_jobs],
+            job_priority=None if w.job_priority is None else w.job_priority[:max_jobs],
+        )
     d = cfg.datacenter
     if d.constraints:
         if w.task_mask is None:
@@ -81,24 +87,36 @@ def prepare_workload(cfg: LiveConfig, trace: str, dc: Datacenter, compress: floa
         w = replace(w, task_demand=None, resource_names=())
     t0 = float(w.job_arrival.min()) if w.n_jobs else 0.0
     name = w.name if compress == 1 else f"{w.name} (time/{compress:g})"
-    return replace(w, job_arrival=(w.job_arrival - t0) / compress, task_duration=w.task_duration / compress,
-                   job_mean_duration=w.job_mean_duration / compress, name=name)
+    return replace(
+        w,
+        job_arrival=(w.job_arrival - t0) / compress,
+        task_duration=w.task_duration / compress,
+        job_mean_duration=w.job_mean_duration / compress,
+        name=name,
+    )
 
 
-def one_job(tasks: int, duration: float, mask: int = 0, demand: np.ndarray | None = None,
-            names: tuple[str, ...] = ()) -> Workload:
+def one_job(
+    tasks: int, duration: float, mask: int = 0, demand: np.ndarray | None = None, names: tuple[str, ...] = ()
+) -> Workload:
     """A workload of one job with ``tasks`` tasks of ``duration`` seconds."""
     if tasks < 1:
         raise ValueError("a job needs at least one task")
-    return Workload(job_arrival=np.zeros(1), job_num_tasks=np.array([tasks], dtype=np.int64),
-                    job_mean_duration=np.array([duration]), task_duration=np.full(tasks, float(duration)),
-                    task_mask=np.full(tasks, mask, dtype=np.uint32) if mask else None,
-                    task_demand=None if demand is None else np.tile(demand, (tasks, 1)), resource_names=names,
-                    name="one-job")
+    return Workload(
+        job_arrival=np.zeros(1),
+        job_num_tasks=np.array([tasks], dtype=np.int64),
+        job_mean_duration=np.array([duration]),
+        task_duration=np.full(tasks, float(duration)),
+        task_mask=np.full(tasks, mask, dtype=np.uint32) if mask else None,
+        task_demand=None if demand is None else np.tile(demand, (tasks, 1)),
+        resource_names=names,
+        name="one-job",
+    )
 
 
-def synthetic_workload(n_jobs: int, tasks_per_job: int, duration: float, span: float, seed: int = 0,
-                       jitter: float = 0.5) -> Workload:
+def synthetic_workload(
+    n_jobs: int, tasks_per_job: int, duration: float, span: float, seed: int = 0, jitter: float = 0.5
+) -> Workload:
     """``n_jobs`` jobs of ``tasks_per_job`` tasks arriving evenly over ``span`` seconds; task durations are
     ``duration`` × a uniform factor in [1 − jitter, 1 + jitter] (unconstrained; constraints are added by the
     deployment's settings when prepared)."""
@@ -106,9 +124,13 @@ def synthetic_workload(n_jobs: int, tasks_per_job: int, duration: float, span: f
     n = n_jobs * tasks_per_job
     dur = duration * rng.uniform(1 - jitter, 1 + jitter, size=n)
     arr = np.linspace(0.0, span, n_jobs, endpoint=False)
-    return Workload(job_arrival=arr, job_num_tasks=np.full(n_jobs, tasks_per_job, dtype=np.int64),
-                    job_mean_duration=dur.reshape(n_jobs, tasks_per_job).mean(axis=1), task_duration=dur,
-                    name=f"synthetic {n_jobs}x{tasks_per_job}")
+    return Workload(
+        job_arrival=arr,
+        job_num_tasks=np.full(n_jobs, tasks_per_job, dtype=np.int64),
+        job_mean_duration=dur.reshape(n_jobs, tasks_per_job).mean(axis=1),
+        task_duration=dur,
+        name=f"synthetic {n_jobs}x{tasks_per_job}",
+    )
 
 
 def with_constraints(cfg: LiveConfig, w: Workload) -> Workload:
@@ -177,8 +199,9 @@ class LiveClient:
     def send(self, dst: str, msg) -> None:
         s = self._seq.get(dst, 0) + 1
         self._seq[dst] = s
-        self.transport.publish(self.rt.subject(dst), wire.encode(msg, f"{self.address}/{self.epoch}", dst,
-                                                                 self.epoch, s, 0))
+        self.transport.publish(
+            self.rt.subject(dst), wire.encode(msg, f"{self.address}/{self.epoch}", dst, self.epoch, s, 0)
+        )
 
     # --- status and readiness ------------------------------------------------------------------------------
     def _on_status(self, data: bytes) -> None:
@@ -295,9 +318,19 @@ class LiveClient:
             self.outputs[int(local[0])] = note
 
     # --- running a workload --------------------------------------------------------------------------------
-    async def run(self, workload: Workload, dc: Datacenter, kind: str = "sleep", command: str = "",
-                  cwd: str = "", stall_timeout: float = 30.0, ready_timeout: float = 30.0,
-                  gm_dead_after: float = 3.0, orphan_grace: float = 3.0, progress=None) -> LiveRun:
+    async def run(
+        self,
+        workload: Workload,
+        dc: Datacenter,
+        kind: str = "sleep",
+        command: str = "",
+        cwd: str = "",
+        stall_timeout: float = 30.0,
+        ready_timeout: float = 30.0,
+        gm_dead_after: float = 3.0,
+        orphan_grace: float = 3.0,
+        progress=None,
+    ) -> LiveRun:
         """Submit ``workload`` (arrival times relative to now) and wait for every feasible task."""
         self._reset_run()
         w = workload
@@ -374,13 +407,23 @@ class LiveClient:
             if mono > next_check:
                 next_check = mono + 1.0
                 # a restarted host must learn how this run's tasks execute
-                if any(st.kind == "worker" and self.run_id not in st.info.get("runs", [self.run_id])
-                       for st in self.statuses.values() if time.time() - st.t < 2.0):
+                if any(
+                    st.kind == "worker" and self.run_id not in st.info.get("runs", [self.run_id])
+                    for st in self.statuses.values()
+                    if time.time() - st.t < 2.0
+                ):
                     self.send(HOSTS, spec)
                 # tasks whose run was cut short and that did not start again: the LM handed them back to a GM
                 # that may have died meanwhile; submit them again (a GM drops tasks it already holds)
-                orphan = (submitted & feasible & ~self.known & (self.finished == 0) & (self.lost > 0)
-                          & (self.started <= self.lost) & (mono - self.lost_at > orphan_grace))
+                orphan = (
+                    submitted
+                    & feasible
+                    & ~self.known
+                    & (self.finished == 0)
+                    & (self.lost > 0)
+                    & (self.started <= self.lost)
+                    & (mono - self.lost_at > orphan_grace)
+                )
                 if orphan.any():
                     self.lost_at[orphan] = mono
                     self._resubmit_tasks(orphan, job_gm, w, base, "lost")
@@ -400,32 +443,57 @@ class LiveClient:
                     self.counters["gms_presumed_dead"] += 1
                     alive = [x for x in range(G) if x not in dead]
                     if alive:
-                        log.warning("GM %d silent for %.1f s: its unstarted tasks go to GM %d", g, mono - seen,
-                                    alive[0])
+                        log.warning(
+                            "GM %d silent for %.1f s: its unstarted tasks go to GM %d", g, mono - seen, alive[0]
+                        )
                         sel = self._unstarted_of(g, job_gm, submitted, feasible, w)
                         for j in np.unique(w.task_job[sel]).tolist():
                             job_gm[j] = alive[j % len(alive)]
                         self._resubmit_tasks(sel, job_gm, w, base, "gm_dead")
             if mono - self.last_progress > stall_timeout:
                 left = int(n_feasible - self.n_known)
-                reason = (f"{left} task(s) never completed: no event for {stall_timeout:.0f} s "
-                          f"({int((self.started[feasible] == 0).sum())} never started)")
+                reason = (
+                    f"{left} task(s) never completed: no event for {stall_timeout:.0f} s "
+                    f"({int((self.started[feasible] == 0).sum())} never started)"
+                )
                 break
-        return LiveRun(w, feasible, t0, submitted_at, self.log, Counter(self.counters), dict(self.statuses),
-                       time.perf_counter() - wall0, reason, dict(self.failures), dict(self.outputs))
+        return LiveRun(
+            w,
+            feasible,
+            t0,
+            submitted_at,
+            self.log,
+            Counter(self.counters),
+            dict(self.statuses),
+            time.perf_counter() - wall0,
+            reason,
+            dict(self.failures),
+            dict(self.outputs),
+        )
 
     def _submit(self, j: int, idx: np.ndarray, g: int, w: Workload, base: int) -> None:
         msg = JobArrival(
-            job=(self.run_id << 24) + j, tasks=idx + base, durations=w.task_duration[idx], masks=w.masks[idx],
+            job=(self.run_id << 24) + j,
+            tasks=idx + base,
+            durations=w.task_duration[idx],
+            masks=w.masks[idx],
             demands=None if w.task_demand is None else w.task_demand[idx],
-            user=0 if w.job_user is None else int(w.job_user[j]), mean_duration=float(w.job_mean_duration[j]),
-            priority=0 if w.job_priority is None else int(w.job_priority[j]))
+            user=0 if w.job_user is None else int(w.job_user[j]),
+            mean_duration=float(w.job_mean_duration[j]),
+            priority=0 if w.job_priority is None else int(w.job_priority[j]),
+        )
         self.send(self.layout.gm_address(g), msg)
 
     def _unstarted_of(self, g: int, job_gm, submitted, feasible, w: Workload) -> np.ndarray:
         """Tasks of GM ``g`` that are not running (never started, or their run was lost) nor done."""
-        return ((job_gm[w.task_job] == g) & submitted & feasible & (self.started <= self.lost) & ~self.known
-                & (self.finished == 0))
+        return (
+            (job_gm[w.task_job] == g)
+            & submitted
+            & feasible
+            & (self.started <= self.lost)
+            & ~self.known
+            & (self.finished == 0)
+        )
 
     def _resubmit(self, g: int, job_gm, submitted, feasible, w: Workload, base: int, why: str) -> None:
         # completions the GM could not learn while it was down: it knows of them now (its view is rebuilt)
@@ -497,15 +565,49 @@ def to_run_result(run: LiveRun, cfg: LiveConfig, dc: Datacenter, trace: str) -> 
         reason = f"{counters['tasks_finished_twice']} task(s) finished more than once"
     d = cfg.datacenter
     m = cfg.megha
-    rc = RunConfig(scheduler="megha-live", trace=trace, cluster=d.cluster, workers=None if d.cluster else d.workers,
-                   gms=m.gms, lms=m.lms, seed=d.seed, constraints=d.constraints, resources=d.resources,
-                   capacity=d.capacity, demand=d.demand, dephase=False,
-                   options={"policy": m.policy, "heartbeat": m.heartbeat, "batch_size": m.batch_size,
-                            "repartition": m.repartition, "reply_always": m.reply_always})
-    describe = {"gms": m.gms, "lms": m.lms, "hosts": cfg.workers.hosts, "broker": cfg.broker.kind,
-                "lm_standby": cfg.ha.lm_standby, "mode": "resource" if d.resources else "slot",
-                "failures": {str(k): v for k, v in list(run.failures.items())[:100]}}
-    return RunResult(config=rc, workload=wl, datacenter=dc, recorder=rec, feasible=run.feasible,
-                     counters=dict(counters), message_counts={}, end_time=end, events=len(run.log),
-                     wall_seconds=run.wall_seconds, options=dict(rc.options), describe=describe,
-                     unfinished_reason=reason, extras={"outputs": run.outputs})
+    rc = RunConfig(
+        scheduler="megha-live",
+        trace=trace,
+        cluster=d.cluster,
+        workers=None if d.cluster else d.workers,
+        gms=m.gms,
+        lms=m.lms,
+        seed=d.seed,
+        constraints=d.constraints,
+        resources=d.resources,
+        capacity=d.capacity,
+        demand=d.demand,
+        dephase=False,
+        options={
+            "policy": m.policy,
+            "heartbeat": m.heartbeat,
+            "batch_size": m.batch_size,
+            "repartition": m.repartition,
+            "reply_always": m.reply_always,
+        },
+    )
+    describe = {
+        "gms": m.gms,
+        "lms": m.lms,
+        "hosts": cfg.workers.hosts,
+        "broker": cfg.broker.kind,
+        "lm_standby": cfg.ha.lm_standby,
+        "mode": "resource" if d.resources else "slot",
+        "failures": {str(k): v for k, v in list(run.failures.items())[:100]},
+    }
+    return RunResult(
+        config=rc,
+        workload=wl,
+        datacenter=dc,
+        recorder=rec,
+        feasible=run.feasible,
+        counters=dict(counters),
+        message_counts={},
+        end_time=end,
+        events=len(run.log),
+        wall_seconds=run.wall_seconds,
+        options=dict(rc.options),
+        describe=describe,
+        unfinished_reason=reason,
+        extras={"outputs": run.outputs},
+    )

@@ -61,11 +61,27 @@ def simulate_same(res: RunResult, cfg: LiveConfig, out: Path) -> RunResult:
     path = out / "trace.parquet"
     write_columnar(res.workload, path)
     d, m = cfg.datacenter, cfg.megha
-    rc = RunConfig(scheduler="megha", trace=str(path), cluster=d.cluster, workers=None if d.cluster else d.workers,
-                   gms=m.gms, lms=m.lms, seed=d.seed, constraints=d.constraints, resources=d.resources,
-                   capacity=d.capacity, demand=d.demand, dephase=False,
-                   options={"policy": m.policy, "heartbeat": m.heartbeat, "batch_size": m.batch_size,
-                            "repartition": m.repartition, "reply_always": m.reply_always})
+    rc = RunConfig(
+        scheduler="megha",
+        trace=str(path),
+        cluster=d.cluster,
+        workers=None if d.cluster else d.workers,
+        gms=m.gms,
+        lms=m.lms,
+        seed=d.seed,
+        constraints=d.constraints,
+        resources=d.resources,
+        capacity=d.capacity,
+        demand=d.demand,
+        dephase=False,
+        options={
+            "policy": m.policy,
+            "heartbeat": m.heartbeat,
+            "batch_size": m.batch_size,
+            "repartition": m.repartition,
+            "reply_always": m.reply_always,
+        },
+    )
     return simulate(rc)
 
 
@@ -77,24 +93,30 @@ def compare_live_and_sim(res: RunResult, cfg: LiveConfig, out: str | Path) -> di
     sim_doc = write_run(sim, out / "simulated", plots=False)
     jl = S.job_table(res.workload, res.recorder, res.feasible)
     js = S.job_table(sim.workload, sim.recorder, sim.feasible)
-    order = {"completion": ordering(jl["completion"], js["completion"]),
-             "delay": ordering(jl["delay"], js["delay"])}
+    order = {"completion": ordering(jl["completion"], js["completion"]), "delay": ordering(jl["delay"], js["delay"])}
     live_doc = dict(live_doc, scheduler="megha (live)")
     sim_doc = dict(sim_doc, scheduler="megha (simulated)")
-    plot_cdfs({"megha (live)": jl["delay"], "megha (simulated)": js["delay"]}, out / "delay_cdf.png",
-              title=f"{res.workload.name}: live vs simulated")
+    plot_cdfs(
+        {"megha (live)": jl["delay"], "megha (simulated)": js["delay"]},
+        out / "delay_cdf.png",
+        title=f"{res.workload.name}: live vs simulated",
+    )
     doc = {"live": live_doc, "simulated": sim_doc, "ordering": order}
-    (out / "compare.json").write_text(json.dumps({"runs": [_row(live_doc), _row(sim_doc)], "ordering": order},
-                                                 indent=2) + "\n")
+    (out / "compare.json").write_text(
+        json.dumps({"runs": [_row(live_doc), _row(sim_doc)], "ordering": order}, indent=2) + "\n"
+    )
     return doc
 
 
 def _row(s: dict) -> dict:
-    return {"scheduler": s["scheduler"], **{f"delay_{k}": s["delay"].get(k) for k in ("mean", "p50", "p90", "p99",
-                                                                                    "max")},
-            "allocation_p50": s["allocation_time"]["total"].get("p50"),
-            "utilization_mean": s["utilization_mean"], "completed": s["completed"],
-            "tasks_completed": s["tasks_completed"]}
+    return {
+        "scheduler": s["scheduler"],
+        **{f"delay_{k}": s["delay"].get(k) for k in ("mean", "p50", "p90", "p99", "max")},
+        "allocation_p50": s["allocation_time"]["total"].get("p50"),
+        "utilization_mean": s["utilization_mean"],
+        "completed": s["completed"],
+        "tasks_completed": s["tasks_completed"],
+    }
 
 
 __all__ = ["compare_live_and_sim", "ordering", "simulate_same", "summarize"]

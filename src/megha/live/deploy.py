@@ -55,15 +55,17 @@ def host_workers(layout: MeghaLayout, n_hosts: int, h: int) -> list[int]:
     return out
 
 
-def make_transport(cfg: LiveConfig, who: str, broker: InProcBroker | None = None,
-                   give_up_after: float | None = 60.0) -> Transport:
+def make_transport(
+    cfg: LiveConfig, who: str, broker: InProcBroker | None = None, give_up_after: float | None = 60.0
+) -> Transport:
     if cfg.broker.kind == "inproc":
         if broker is None:
             raise ValueError("the in-process transport needs a broker shared by the services of one process")
         return broker.transport()
     b = cfg.broker
-    return NatsTransport(b.resolved_url(), b.user, b.password, b.token, client_name=f"{cfg.name}-{who}",
-                         give_up_after=give_up_after)
+    return NatsTransport(
+        b.resolved_url(), b.user, b.password, b.token, client_name=f"{cfg.name}-{who}", give_up_after=give_up_after
+    )
 
 
 def warm_up() -> None:
@@ -101,15 +103,23 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
     from megha.live.runtime import ForwardingRecorder
 
     m = cfg.megha
-    gm = LiveGlobalMaster(g, layout, ForwardingRecorder(), req_base=_req_base(), policy=m.policy,
-                          batch_size=m.batch_size, repartition=m.repartition)
+    gm = LiveGlobalMaster(
+        g,
+        layout,
+        ForwardingRecorder(),
+        req_base=_req_base(),
+        policy=m.policy,
+        batch_size=m.batch_size,
+        repartition=m.repartition,
+    )
     await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g)
     rt.start()
     return rt
 
 
-async def start_lm(cfg: LiveConfig, lm: int, transport: Transport, role: str = "solo",
-                   layout: MeghaLayout | None = None) -> Runtime:
+async def start_lm(
+    cfg: LiveConfig, lm: int, transport: Transport, role: str = "solo", layout: MeghaLayout | None = None
+) -> Runtime:
     layout = layout or layout_of(cfg)
     if not 0 <= lm < layout.n_lms:
         raise ValueError(f"LM index {lm} outside 0..{layout.n_lms - 1}")
@@ -120,16 +130,17 @@ async def start_lm(cfg: LiveConfig, lm: int, transport: Transport, role: str = "
     from megha.live.runtime import ForwardingRecorder
 
     m = cfg.megha
-    comp = LiveLocalMaster(lm, layout, ForwardingRecorder(), m.heartbeat, None, m.reply_always,
-                           host_timeout=cfg.ha.host_timeout)
-    await rt.host(comp, seed=cfg.datacenter.seed * 1000 + 500 + lm, role=role,
-                  failover_timeout=cfg.ha.failover_timeout)
+    comp = LiveLocalMaster(
+        lm, layout, ForwardingRecorder(), m.heartbeat, None, m.reply_always, host_timeout=cfg.ha.host_timeout
+    )
+    await rt.host(comp, seed=cfg.datacenter.seed * 1000 + 500 + lm, role=role, failover_timeout=cfg.ha.failover_timeout)
     rt.start()
     return rt
 
 
-async def start_host(cfg: LiveConfig, h: int, transport: Transport, layout: MeghaLayout | None = None,
-                     name: str | None = None) -> Runtime:
+async def start_host(
+    cfg: LiveConfig, h: int, transport: Transport, layout: MeghaLayout | None = None, name: str | None = None
+) -> Runtime:
     layout = layout or layout_of(cfg)
     n = cfg.workers.hosts
     if not 0 <= h < n:
@@ -137,9 +148,16 @@ async def start_host(cfg: LiveConfig, h: int, transport: Transport, layout: Megh
     await transport.start()
     rt = Runtime(transport, cfg.name, f"host{h}", "worker")
     w = cfg.workers
-    comp = WorkerHost(name or f"h{h}", layout, host_workers(layout, n, h), rt.epoch, beat=w.beat,
-                      default_kind=w.task_kind, output_dir=w.output_dir or None,
-                      lease=0.8 * cfg.ha.host_timeout)
+    comp = WorkerHost(
+        name or f"h{h}",
+        layout,
+        host_workers(layout, n, h),
+        rt.epoch,
+        beat=w.beat,
+        default_kind=w.task_kind,
+        output_dir=w.output_dir or None,
+        lease=0.8 * cfg.ha.host_timeout,
+    )
     hosted = await rt.host(comp, seed=h, extra_subjects=(HOSTS,))
     comp.flush_events = hosted.flush_events
     rt.start()
@@ -167,8 +185,7 @@ class LocalDeployment:
         roles = ("standby", "active") if self.cfg.ha.lm_standby else ("solo",)
         for role in roles:  # standbys first: they must see the active's first input
             for lm in range(self.layout.n_lms):
-                self.lms[(lm, role)] = await start_lm(self.cfg, lm, self.transport(f"lm{lm}-{role}"), role,
-                                                      self.layout)
+                self.lms[(lm, role)] = await start_lm(self.cfg, lm, self.transport(f"lm{lm}-{role}"), role, self.layout)
         for g in range(self.layout.n_gms):
             self.gms[g] = await start_gm(self.cfg, g, self.transport(f"gm{g}"), self.layout)
         for h in range(self.cfg.workers.hosts):

@@ -72,8 +72,9 @@ def _rng_check(values, lo: int, hi: int, what: str) -> None:
 class LiveGlobalMaster(GlobalMaster):
     """A GM for the live runtime (see the module docs)."""
 
-    def __init__(self, g: int, layout: MeghaLayout, recorder, *, req_base: int = 0, sync_period: float = 0.5,
-                 **kw) -> None:
+    def __init__(
+        self, g: int, layout: MeghaLayout, recorder, *, req_base: int = 0, sync_period: float = 0.5, **kw
+    ) -> None:
         kw["fresh_view"] = False
         super().__init__(g, layout, recorder, **kw)
         self.req_seq = req_base
@@ -113,9 +114,16 @@ class LiveGlobalMaster(GlobalMaster):
             if not keep:
                 return
             k = np.array(keep, dtype=np.int64)
-            msg = JobArrival(msg.job, msg.tasks[k], msg.durations[k], msg.masks[k],
-                             None if msg.demands is None else msg.demands[k], msg.user, msg.mean_duration,
-                             msg.priority)
+            msg = JobArrival(
+                msg.job,
+                msg.tasks[k],
+                msg.durations[k],
+                msg.masks[k],
+                None if msg.demands is None else msg.demands[k],
+                msg.user,
+                msg.mean_duration,
+                msg.priority,
+            )
             tasks = msg.tasks.tolist()
         have.update(tasks)
         self._on_job(msg, now)
@@ -159,8 +167,10 @@ class LiveGlobalMaster(GlobalMaster):
                 R = self.view.free.shape[1]
                 if msg.demands is None or msg.demands.shape != (len(msg.tasks), R):
                     got = None if msg.demands is None else msg.demands.shape
-                    raise ValueError(f"job {msg.job}: the deployment runs in resource mode and needs a demand row of "
-                                     f"{R} resources per task (got {got})")
+                    raise ValueError(
+                        f"job {msg.job}: the deployment runs in resource mode and needs a demand row of "
+                        f"{R} resources per task (got {got})"
+                    )
                 if not np.isfinite(msg.demands).all() or (msg.demands < 0).any():
                     raise ValueError(f"job {msg.job}: demands must be finite and >= 0")
             elif msg.demands is not None:
@@ -188,16 +198,31 @@ class LiveGlobalMaster(GlobalMaster):
     def status_info(self) -> dict:
         view = self.view
         free = int(view.n_free) if hasattr(view, "n_free") else int((view.free[:, 0] > 1e-9).sum())
-        return {"queue": len(self.queue), "unacked": len(self.unacked), "placed_running": len(self._entries),
-                "view_free": free, "synced": len(self.synced), "lms": self.layout.n_lms,
-                "counters": {k: int(v) for k, v in self.counters.items()}}
+        return {
+            "queue": len(self.queue),
+            "unacked": len(self.unacked),
+            "placed_running": len(self._entries),
+            "view_free": free,
+            "synced": len(self.synced),
+            "lms": self.layout.n_lms,
+            "counters": {k: int(v) for k, v in self.counters.items()},
+        }
 
 
 class LiveLocalMaster(LocalMaster):
     """An LM for the live runtime (see the module docs)."""
 
-    def __init__(self, l: int, layout: MeghaLayout, recorder, heartbeat: float = 5.0, fair=None,  # noqa: E741
-                 reply_always: bool = False, host_timeout: float = 1.0, check_period: float = 0.2) -> None:
+    def __init__(
+        self,
+        l: int,
+        layout: MeghaLayout,
+        recorder,
+        heartbeat: float = 5.0,
+        fair=None,  # noqa: E741
+        reply_always: bool = False,
+        host_timeout: float = 1.0,
+        check_period: float = 0.2,
+    ) -> None:
         super().__init__(l, layout, recorder, heartbeat, fair, reply_always)
         self.host_timeout = host_timeout
         self.check_period = check_period
@@ -297,12 +322,17 @@ class LiveLocalMaster(LocalMaster):
                 else:
                     by_host.setdefault(h, []).append(i)
             for h, idx in by_host.items():
-                self._launch_on(h, [tasks[i] for i in idx], [workers[i] for i in idx], [durs[i] for i in idx],
-                                None if dem is None else dem[np.array(idx, dtype=np.int64)])
+                self._launch_on(
+                    h,
+                    [tasks[i] for i in idx],
+                    [workers[i] for i in idx],
+                    [durs[i] for i in idx],
+                    None if dem is None else dem[np.array(idx, dtype=np.int64)],
+                )
         elif isinstance(msg, Kill):
             by_host: dict[str, list[int]] = {}
             parked = []
-            for t in (msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()):
+            for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
                 a = self.active.get(t)
                 if a is None:
                     continue
@@ -326,8 +356,9 @@ class LiveLocalMaster(LocalMaster):
         return host_address(self.layout, name)
 
     def _launch_on(self, host: str, tasks: list, workers: list, durs: list, dem) -> None:
-        self.port.send(self._host_addr(host), HostLaunch(host, self.hosts[host][0], tasks, workers, durs,
-                                                         self.address, dem))
+        self.port.send(
+            self._host_addr(host), HostLaunch(host, self.hosts[host][0], tasks, workers, durs, self.address, dem)
+        )
 
     def _kill_on(self, host: str, tasks: list) -> None:
         self.port.send(self._host_addr(host), HostKill(host, self.hosts[host][0], tasks, self.address))
@@ -486,8 +517,9 @@ class LiveLocalMaster(LocalMaster):
         if launches:
             self.counters["tasks_relaunched"] += len(launches)
             dem = None if launches[0][3] is None else np.array([x[3] for x in launches])
-            self._to_pool(Launch([x[0] for x in launches], [x[1] for x in launches], [x[2] for x in launches],
-                                 self.address, dem))
+            self._to_pool(
+                Launch([x[0] for x in launches], [x[1] for x in launches], [x[2] for x in launches], self.address, dem)
+            )
         if not hand_back:
             for items in back.values():
                 self.relaunch.extend(items)
@@ -495,8 +527,10 @@ class LiveLocalMaster(LocalMaster):
         for gm, items in back.items():
             self.counters["tasks_handed_back"] += len(items)
             dem = None if items[0][4] is None else np.array([x[4] for x in items])
-            self.port.send(self.gm_addr[gm], Relaunch(self.l, [x[0] for x in items], [x[3] for x in items],
-                                                      [x[5] for x in items], dem))
+            self.port.send(
+                self.gm_addr[gm],
+                Relaunch(self.l, [x[0] for x in items], [x[3] for x in items], [x[5] for x in items], dem),
+            )
 
     # --- checks and status ---------------------------------------------------------------------------------
     def validate(self, msg) -> None:
@@ -532,13 +566,23 @@ class LiveLocalMaster(LocalMaster):
     def status_info(self) -> dict:
         c = self.cluster
         n = self.hi - self.lo
-        busy = int((np.array(c.task) >= 0).sum()) if not self.resource_mode else int(
-            (c.free[:, 0] < c.capacity[:, 0] - 1e-9).sum())
+        busy = (
+            int((np.array(c.task) >= 0).sum())
+            if not self.resource_mode
+            else int((c.free[:, 0] < c.capacity[:, 0] - 1e-9).sum())
+        )
         alive = [k for k, h in self.hosts.items() if h[3]]
-        return {"workers": n, "running": len(self.active), "busy_workers": busy - int(self.down.sum()),
-                "down_workers": int(self.down.sum()), "hosts_alive": len(alive), "hosts_known": len(self.hosts),
-                "hostless_workers": sum(1 for h in self.host_of if h is None), "relaunch_pending": len(self.relaunch),
-                "counters": {k: int(v) for k, v in self.counters.items()}}
+        return {
+            "workers": n,
+            "running": len(self.active),
+            "busy_workers": busy - int(self.down.sum()),
+            "down_workers": int(self.down.sum()),
+            "hosts_alive": len(alive),
+            "hosts_known": len(self.hosts),
+            "hostless_workers": sum(1 for h in self.host_of if h is None),
+            "relaunch_pending": len(self.relaunch),
+            "counters": {k: int(v) for k, v in self.counters.items()},
+        }
 
 
 class _PoolTap:

@@ -192,8 +192,16 @@ class LivePort:
 class Hosted:
     """One component inside a runtime, with its role (``active``, ``standby`` or ``solo``)."""
 
-    def __init__(self, rt: Runtime, comp: Component, seed: int, role: str = "solo", ring: int = 4096,
-                 failover_timeout: float = 1.0, validate: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        comp: Component,
+        seed: int,
+        role: str = "solo",
+        ring: int = 4096,
+        failover_timeout: float = 1.0,
+        validate: Callable[[Any], None] | None = None,
+    ) -> None:
         self.rt = rt
         self.comp = comp
         self.address = comp.address
@@ -308,12 +316,15 @@ class Hosted:
         self._repl_n += 1
         self._last_repl = time.monotonic()
         msg = Repl(getattr(self.comp, "l", 0), self._repl_n, what, time.time(), key, data)
-        self.rt.transport.publish(self.rt.subject(self.address + "/standby"),
-                                  wire.encode(msg, self.address, self.address + "/standby", self.port.epoch, 0, 0))
+        self.rt.transport.publish(
+            self.rt.subject(self.address + "/standby"),
+            wire.encode(msg, self.address, self.address + "/standby", self.port.epoch, 0, 0),
+        )
 
     async def _subscribe_fence(self) -> None:
-        self.rt._subs.append(await self.rt.transport.subscribe(self.rt.subject(self.address + "/fence"),
-                                                               self._on_fence))
+        self.rt._subs.append(
+            await self.rt.transport.subscribe(self.rt.subject(self.address + "/fence"), self._on_fence)
+        )
 
     def _on_fence(self, data: bytes) -> None:
         """A standby took over while this active was alive (it stalled): step down for good."""
@@ -393,15 +404,17 @@ class Hosted:
 
     def takeover(self) -> None:
         """Standby → active (the active fell silent)."""
-        log.warning("%s: standby takes over (active silent for %.2f s)", self.address,
-                    time.monotonic() - self._last_repl)
+        log.warning(
+            "%s: standby takes over (active silent for %.2f s)", self.address, time.monotonic() - self._last_repl
+        )
         self.role = "solo"
         self.counters["takeovers"] += 1
         self.port.go_live()
         fence = Control("takeover", str(self.port.term))
-        self.rt.transport.publish(self.rt.subject(self.address + "/fence"),
-                                  wire.encode(fence, self.address, self.address + "/fence", self.port.epoch, 0,
-                                              self.port.term))
+        self.rt.transport.publish(
+            self.rt.subject(self.address + "/fence"),
+            wire.encode(fence, self.address, self.address + "/fence", self.port.epoch, 0, self.port.term),
+        )
         now = time.time()
         if self.on_takeover is not None:
             self.on_takeover(now)
@@ -425,8 +438,15 @@ class Hosted:
 class Runtime:
     """One process's (or one in-process service's) connection to the bus and the components it hosts."""
 
-    def __init__(self, transport: Transport, ns: str = "megha", name: str = "service", kind: str = "service",
-                 epoch: int | None = None, status_period: float = 0.5) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        ns: str = "megha",
+        name: str = "service",
+        kind: str = "service",
+        epoch: int | None = None,
+        status_period: float = 0.5,
+    ) -> None:
         self.transport = transport
         self.ns = ns
         self.name = name
@@ -469,8 +489,14 @@ class Runtime:
         return st is not None and (env.epoch < st[0] or (env.epoch == st[0] and env.seq <= st[1]))
 
     # --- hosting ---------------------------------------------------------------------------------------
-    async def host(self, comp: Component, seed: int = 0, role: str = "solo", failover_timeout: float = 1.0,
-                   extra_subjects: tuple[str, ...] = ()) -> Hosted:
+    async def host(
+        self,
+        comp: Component,
+        seed: int = 0,
+        role: str = "solo",
+        failover_timeout: float = 1.0,
+        extra_subjects: tuple[str, ...] = (),
+    ) -> Hosted:
         """Attach ``comp`` and subscribe to its address (and, for a standby, its replication stream)."""
         h = Hosted(self, comp, seed, role, failover_timeout=failover_timeout)
         self.hosted[comp.address] = h
@@ -496,8 +522,14 @@ class Runtime:
             info = dict(info_fn()) if info_fn is not None else {}
             c = Counter(h.counters)
             info["service_counters"] = {k: int(v) for k, v in c.items()}
-            st = Status(h.address, getattr(h.comp, "kind", "component"), h.role if h.role != "solo" else "active",
-                        h.port.epoch, time.time(), info)
+            st = Status(
+                h.address,
+                getattr(h.comp, "kind", "component"),
+                h.role if h.role != "solo" else "active",
+                h.port.epoch,
+                time.time(),
+                info,
+            )
             self.transport.publish(self.subject(STATUS), wire.encode(st, h.address, STATUS))
 
     async def _status_loop(self) -> None:

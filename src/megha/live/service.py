@@ -66,8 +66,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--index", type=int, default=0)
     p.add_argument("--role", default="solo", choices=("solo", "active", "standby"))
     a = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {a.kind}{a.index} %(levelname)s %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.INFO, format=f"%(asctime)s {a.kind}{a.index} %(levelname)s %(message)s", stream=sys.stderr
+    )
     cfg = load_config(a.config)
     asyncio.run(serve(cfg, a.kind, a.index, a.role))
 

@@ -84,9 +84,13 @@ class Supervisor:
         return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
     def _save(self) -> None:
-        doc = {"supervisor": os.getpid(), "broker": self.broker.pid if self.broker else None,
-               "services": {n: p.pid for n, p in self.procs.items()}, "restarts": self.restarts,
-               "url": self.cfg.broker.resolved_url()}
+        doc = {
+            "supervisor": os.getpid(),
+            "broker": self.broker.pid if self.broker else None,
+            "services": {n: p.pid for n, p in self.procs.items()},
+            "restarts": self.restarts,
+            "url": self.cfg.broker.resolved_url(),
+        }
         tmp = self.state / "services.json.tmp"
         tmp.write_text(json.dumps(doc, indent=2))
         tmp.replace(self.state / "services.json")
@@ -162,8 +166,11 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_config(config_path)
     state = Path(cfg.state_dir)
     state.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s supervisor %(levelname)s %(message)s",
-                        filename=str(state / "supervisor.log"))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s supervisor %(levelname)s %(message)s",
+        filename=str(state / "supervisor.log"),
+    )
     (state / "supervisor.pid").write_text(str(os.getpid()))
     sup = Supervisor(cfg, config_path)
     signal.signal(signal.SIGTERM, sup.stop)
@@ -205,8 +212,7 @@ def launch(cfg: LiveConfig, config_path: str | None) -> int:
     state.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "megha.live.supervisor"] + ([str(config_path)] if config_path else [])
     with open(state / "supervisor.out", "ab") as f:
-        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             start_new_session=True)
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     return p.pid
 
 

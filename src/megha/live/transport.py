@@ -146,9 +146,17 @@ class NatsTransport(Transport):
 
     name = "nats"
 
-    def __init__(self, url: str = "nats://127.0.0.1:4222", user: str | None = None, password: str | None = None,
-                 token: str | None = None, client_name: str = "megha", connect_timeout: float = 2.0,
-                 max_backoff: float = 5.0, give_up_after: float | None = 60.0) -> None:
+    def __init__(
+        self,
+        url: str = "nats://127.0.0.1:4222",
+        user: str | None = None,
+        password: str | None = None,
+        token: str | None = None,
+        client_name: str = "megha",
+        connect_timeout: float = 2.0,
+        max_backoff: float = 5.0,
+        give_up_after: float | None = 60.0,
+    ) -> None:
         self.url = url
         self.user = user or None
         self.password = password or None
@@ -175,10 +183,19 @@ class NatsTransport(Transport):
             self.attempts += 1
             try:
                 self.nc = await nats.connect(
-                    servers=[self.url], user=self.user, password=self.password, token=self.token,
-                    name=self.client_name, connect_timeout=self.connect_timeout, allow_reconnect=True,
-                    max_reconnect_attempts=-1, reconnect_time_wait=0.25, pending_size=64 * 1024 * 1024,
-                    error_cb=self._on_error, disconnected_cb=self._on_disconnect, reconnected_cb=self._on_reconnect,
+                    servers=[self.url],
+                    user=self.user,
+                    password=self.password,
+                    token=self.token,
+                    name=self.client_name,
+                    connect_timeout=self.connect_timeout,
+                    allow_reconnect=True,
+                    max_reconnect_attempts=-1,
+                    reconnect_time_wait=0.25,
+                    pending_size=64 * 1024 * 1024,
+                    error_cb=self._on_error,
+                    disconnected_cb=self._on_disconnect,
+                    reconnected_cb=self._on_reconnect,
                     flusher_queue_size=4096,
                 )
                 break
@@ -231,8 +248,9 @@ class NatsTransport(Transport):
         async def cb(msg) -> None:
             _guarded(handler, msg.data)
 
-        return await self.nc.subscribe(subject, cb=cb, pending_msgs_limit=1_000_000,
-                                       pending_bytes_limit=512 * 1024 * 1024)
+        return await self.nc.subscribe(
+            subject, cb=cb, pending_msgs_limit=1_000_000, pending_bytes_limit=512 * 1024 * 1024
+        )
 
     async def unsubscribe(self, token: object) -> None:
         with contextlib.suppress(Exception):

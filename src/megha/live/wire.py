@@ -213,9 +213,17 @@ def _k_events(v: Any) -> Any:
     if type(v) is not list:
         raise WireError("expected a list of events")
     for it in v:
-        if (type(it) is not list or len(it) != 5 or it[0] not in L.EVENT_KINDS or not _is_num(it[1])
-                or type(it[2]) is not list or not all(type(x) is int for x in it[2])
-                or type(it[3]) is not list or not all(type(x) is int for x in it[3]) or type(it[4]) is not str):
+        if (
+            type(it) is not list
+            or len(it) != 5
+            or it[0] not in L.EVENT_KINDS
+            or not _is_num(it[1])
+            or type(it[2]) is not list
+            or not all(type(x) is int for x in it[2])
+            or type(it[3]) is not list
+            or not all(type(x) is int for x in it[3])
+            or type(it[4]) is not str
+        ):
             raise WireError("malformed event (expected [kind, time, [task ids], [ints], note])")
     return v
 
@@ -226,9 +234,12 @@ def _k_info(v: Any) -> Any:
     for k, x in v.items():
         if type(k) is not str:
             raise WireError("map keys must be strings")
-        if not (x is None or type(x) in (int, float, bool, str) or
-                (type(x) is list and all(type(y) in (int, float, str, bool) for y in x)) or
-                (type(x) is dict and all(type(a) is str and type(b) in (int, float) for a, b in x.items()))):
+        if not (
+            x is None
+            or type(x) in (int, float, bool, str)
+            or (type(x) is list and all(type(y) in (int, float, str, bool) for y in x))
+            or (type(x) is dict and all(type(a) is str and type(b) in (int, float) for a, b in x.items()))
+        ):
             raise WireError(f"map value {k!r} has an unsupported type")
     return v
 
@@ -253,55 +264,173 @@ class Schema:
         object.__setattr__(self, "name_set", frozenset(self.names))
 
 
-def _s(cls: type, *fields: tuple[str, Callable], same: tuple[str, ...] = (), rows: tuple[str, str] | None = None
-       ) -> tuple[str, Schema]:
+def _s(
+    cls: type, *fields: tuple[str, Callable], same: tuple[str, ...] = (), rows: tuple[str, str] | None = None
+) -> tuple[str, Schema]:
     return cls.__name__, Schema(cls, tuple(fields), same, rows)
 
 
-SCHEMAS: dict[str, Schema] = dict([
-    _s(C.JobArrival, ("job", K_INT), ("tasks", K_IDS_ARR), ("durations", K_FLOATS_ARR), ("masks", K_MASKS_ARR),
-       ("demands", _k_mat_opt), ("user", K_INT), ("mean_duration", K_FLOAT), ("priority", K_INT),
-       same=("tasks", "durations", "masks"), rows=("demands", "tasks")),
-    _s(C.Launch, ("tasks", K_IDS), ("workers", K_IDS), ("durations", K_FLOATS), ("reply_to", K_STR),
-       ("demands", _k_mat_opt), same=("tasks", "workers", "durations"), rows=("demands", "tasks")),
-    _s(C.Finished, ("tasks", K_IDS), ("workers", K_IDS), ("demands", _k_mat_opt), same=("tasks", "workers"),
-       rows=("demands", "tasks")),
-    _s(C.Kill, ("tasks", K_IDS), ("reply_to", K_STR)),
-    _s(C.Killed, ("tasks", K_IDS), ("workers", K_IDS), ("demands", _k_mat_opt), same=("tasks", "workers"),
-       rows=("demands", "tasks")),
-    _s(M.LaunchRequest, ("gm", K_INT), ("req", K_INT), ("tasks", K_IDS), ("workers", K_IDS), ("durations", K_FLOATS),
-       ("users", K_IDS), ("demands", _k_mat_opt), same=("tasks", "workers", "durations", "users"),
-       rows=("demands", "tasks")),
-    _s(M.LaunchReply, ("lm", K_INT), ("req", K_INT), ("rejected", K_IDS), ("delta_workers", K_IDS),
-       ("delta_state", _k_state), ("usage", _k_vec_opt), ("acked", K_INT), same=("delta_workers", "delta_state")),
-    _s(M.TaskDone, ("lm", K_INT), ("tasks", K_IDS), ("workers", K_IDS), ("demands", _k_mat_opt), ("acked", K_INT),
-       same=("tasks", "workers"), rows=("demands", "tasks")),
-    _s(M.StateDelta, ("lm", K_INT), ("workers", K_IDS), ("state", _k_state), ("full", K_BOOL), ("usage", _k_vec_opt),
-       ("acked", K_INT), same=("workers", "state")),
-    _s(M.SyncRequest, ("gm", K_INT)),
-    _s(M.PreemptRequest, ("gm", K_INT), ("tasks", K_IDS_ARR), ("durations", K_FLOATS_ARR), ("masks", K_MASKS_ARR),
-       ("user", K_INT), ("victim", K_INT), ("demands", _k_mat_opt), ("victim_elsewhere", _k_float_opt),
-       same=("tasks", "durations", "masks"),
-       rows=("demands", "tasks")),
-    _s(M.PreemptReply, ("lm", K_INT), ("request", K_INT), ("ok", K_BOOL), ("task", K_INT),
-       ("delta_workers", K_IDS_ARR), ("delta_state", _k_state), ("usage", _k_vec_opt), ("acked", K_INT),
-       ("worker", K_INT), ("victim_masks", _k_masks_opt), same=("delta_workers", "delta_state")),
-    _s(M.Preempted, ("lm", K_INT), ("tasks", K_IDS_ARR), ("acked", K_INT)),
-    _s(L.HostBeat, ("host", K_STR), ("epoch", K_INT), ("lm", K_INT), ("workers", K_IDS), ("running", K_IDS),
-       ("period", K_FLOAT)),
-    _s(L.HostLaunch, ("host", K_STR), ("epoch", K_INT), ("tasks", K_IDS), ("workers", K_IDS), ("durations", K_FLOATS),
-       ("reply_to", K_STR), ("demands", _k_mat_opt), same=("tasks", "workers", "durations"),
-       rows=("demands", "tasks")),
-    _s(L.HostKill, ("host", K_STR), ("epoch", K_INT), ("tasks", K_IDS), ("reply_to", K_STR)),
-    _s(L.Relaunch, ("lm", K_INT), ("tasks", K_IDS), ("durations", K_FLOATS), ("masks", K_IDS), ("demands", _k_mat_opt),
-       same=("tasks", "durations", "masks"), rows=("demands", "tasks")),
-    _s(L.RunSpec, ("run", K_INT), ("kind", K_STR), ("command", K_STR), ("cwd", K_STR)),
-    _s(L.Events, ("src", K_STR), ("items", _k_events)),
-    _s(L.Status, ("src", K_STR), ("kind", K_STR), ("role", K_STR), ("epoch", K_INT), ("t", K_FLOAT),
-       ("info", _k_info)),
-    _s(L.Repl, ("lm", K_INT), ("n", K_INT), ("what", K_STR), ("now", K_FLOAT), ("key", K_STR), ("data", K_BYTES)),
-    _s(L.Control, ("cmd", K_STR), ("arg", K_STR)),
-])
+SCHEMAS: dict[str, Schema] = dict(
+    [
+        _s(
+            C.JobArrival,
+            ("job", K_INT),
+            ("tasks", K_IDS_ARR),
+            ("durations", K_FLOATS_ARR),
+            ("masks", K_MASKS_ARR),
+            ("demands", _k_mat_opt),
+            ("user", K_INT),
+            ("mean_duration", K_FLOAT),
+            ("priority", K_INT),
+            same=("tasks", "durations", "masks"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            C.Launch,
+            ("tasks", K_IDS),
+            ("workers", K_IDS),
+            ("durations", K_FLOATS),
+            ("reply_to", K_STR),
+            ("demands", _k_mat_opt),
+            same=("tasks", "workers", "durations"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            C.Finished,
+            ("tasks", K_IDS),
+            ("workers", K_IDS),
+            ("demands", _k_mat_opt),
+            same=("tasks", "workers"),
+            rows=("demands", "tasks"),
+        ),
+        _s(C.Kill, ("tasks", K_IDS), ("reply_to", K_STR)),
+        _s(
+            C.Killed,
+            ("tasks", K_IDS),
+            ("workers", K_IDS),
+            ("demands", _k_mat_opt),
+            same=("tasks", "workers"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            M.LaunchRequest,
+            ("gm", K_INT),
+            ("req", K_INT),
+            ("tasks", K_IDS),
+            ("workers", K_IDS),
+            ("durations", K_FLOATS),
+            ("users", K_IDS),
+            ("demands", _k_mat_opt),
+            same=("tasks", "workers", "durations", "users"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            M.LaunchReply,
+            ("lm", K_INT),
+            ("req", K_INT),
+            ("rejected", K_IDS),
+            ("delta_workers", K_IDS),
+            ("delta_state", _k_state),
+            ("usage", _k_vec_opt),
+            ("acked", K_INT),
+            same=("delta_workers", "delta_state"),
+        ),
+        _s(
+            M.TaskDone,
+            ("lm", K_INT),
+            ("tasks", K_IDS),
+            ("workers", K_IDS),
+            ("demands", _k_mat_opt),
+            ("acked", K_INT),
+            same=("tasks", "workers"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            M.StateDelta,
+            ("lm", K_INT),
+            ("workers", K_IDS),
+            ("state", _k_state),
+            ("full", K_BOOL),
+            ("usage", _k_vec_opt),
+            ("acked", K_INT),
+            same=("workers", "state"),
+        ),
+        _s(M.SyncRequest, ("gm", K_INT)),
+        _s(
+            M.PreemptRequest,
+            ("gm", K_INT),
+            ("tasks", K_IDS_ARR),
+            ("durations", K_FLOATS_ARR),
+            ("masks", K_MASKS_ARR),
+            ("user", K_INT),
+            ("victim", K_INT),
+            ("demands", _k_mat_opt),
+            ("victim_elsewhere", _k_float_opt),
+            same=("tasks", "durations", "masks"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            M.PreemptReply,
+            ("lm", K_INT),
+            ("request", K_INT),
+            ("ok", K_BOOL),
+            ("task", K_INT),
+            ("delta_workers", K_IDS_ARR),
+            ("delta_state", _k_state),
+            ("usage", _k_vec_opt),
+            ("acked", K_INT),
+            ("worker", K_INT),
+            ("victim_masks", _k_masks_opt),
+            same=("delta_workers", "delta_state"),
+        ),
+        _s(M.Preempted, ("lm", K_INT), ("tasks", K_IDS_ARR), ("acked", K_INT)),
+        _s(
+            L.HostBeat,
+            ("host", K_STR),
+            ("epoch", K_INT),
+            ("lm", K_INT),
+            ("workers", K_IDS),
+            ("running", K_IDS),
+            ("period", K_FLOAT),
+        ),
+        _s(
+            L.HostLaunch,
+            ("host", K_STR),
+            ("epoch", K_INT),
+            ("tasks", K_IDS),
+            ("workers", K_IDS),
+            ("durations", K_FLOATS),
+            ("reply_to", K_STR),
+            ("demands", _k_mat_opt),
+            same=("tasks", "workers", "durations"),
+            rows=("demands", "tasks"),
+        ),
+        _s(L.HostKill, ("host", K_STR), ("epoch", K_INT), ("tasks", K_IDS), ("reply_to", K_STR)),
+        _s(
+            L.Relaunch,
+            ("lm", K_INT),
+            ("tasks", K_IDS),
+            ("durations", K_FLOATS),
+            ("masks", K_IDS),
+            ("demands", _k_mat_opt),
+            same=("tasks", "durations", "masks"),
+            rows=("demands", "tasks"),
+        ),
+        _s(L.RunSpec, ("run", K_INT), ("kind", K_STR), ("command", K_STR), ("cwd", K_STR)),
+        _s(L.Events, ("src", K_STR), ("items", _k_events)),
+        _s(
+            L.Status,
+            ("src", K_STR),
+            ("kind", K_STR),
+            ("role", K_STR),
+            ("epoch", K_INT),
+            ("t", K_FLOAT),
+            ("info", _k_info),
+        ),
+        _s(L.Repl, ("lm", K_INT), ("n", K_INT), ("what", K_STR), ("now", K_FLOAT), ("key", K_STR), ("data", K_BYTES)),
+        _s(L.Control, ("cmd", K_STR), ("arg", K_STR)),
+    ]
+)
 
 
 def _length(v: Any) -> int:

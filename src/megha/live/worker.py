@@ -52,8 +52,17 @@ class WorkerHost(Component):
 
     kind = "worker"
 
-    def __init__(self, name: str, layout: MeghaLayout, workers: list[int], epoch: int, beat: float = 0.2,
-                 default_kind: str = "sleep", output_dir: str | None = None, lease: float = 0.6) -> None:
+    def __init__(
+        self,
+        name: str,
+        layout: MeghaLayout,
+        workers: list[int],
+        epoch: int,
+        beat: float = 0.2,
+        default_kind: str = "sleep",
+        output_dir: str | None = None,
+        lease: float = 0.6,
+    ) -> None:
         super().__init__(host_address(layout, name))
         if default_kind not in TASK_KINDS:
             raise ValueError(f"task kind {default_kind!r} is not one of {TASK_KINDS}")
@@ -101,8 +110,12 @@ class WorkerHost(Component):
         """This host could not renew its lease in time (it stalled): its LMs may have given its tasks to other
         workers, so it stops them all and comes back as a new incarnation (exactly-once completion)."""
         n = len(self.running)
-        log.error("%s: heartbeat lease missed by %.2f s: stopping %d task(s), re-registering", self.address,
-                  now - self._last_beat, n)
+        log.error(
+            "%s: heartbeat lease missed by %.2f s: stopping %d task(s), re-registering",
+            self.address,
+            now - self._last_beat,
+            n,
+        )
         for r in self.running.values():
             r[3].cancel()
         self.running.clear()
@@ -119,8 +132,10 @@ class WorkerHost(Component):
         for t, r in self.running.items():
             by_lm_running.setdefault(r[5], []).append(t)
         for lm, ws in self.by_lm.items():
-            self.port.send(self.layout.lm_address(lm),
-                           HostBeat(self.name, self.epoch, lm, ws, by_lm_running.get(lm, []), self.beat))
+            self.port.send(
+                self.layout.lm_address(lm),
+                HostBeat(self.name, self.epoch, lm, ws, by_lm_running.get(lm, []), self.beat),
+            )
 
     def on_message(self, msg, now: float) -> None:
         if isinstance(msg, HostLaunch | HostKill):
@@ -147,7 +162,7 @@ class WorkerHost(Component):
 
     def validate(self, msg) -> None:
         if isinstance(msg, Launch | HostLaunch):
-            for w in (msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()):
+            for w in msg.workers if isinstance(msg.workers, list) else msg.workers.tolist():
                 if w not in self.mine:
                     raise ValueError(f"worker {w} is not hosted by {self.name}")
             for d in msg.durations:
@@ -171,15 +186,21 @@ class WorkerHost(Component):
             if self.used is None:
                 if w in self.slot:
                     self.counters["overcommits"] += 1
-                    log.error("%s: worker %d over-committed: runs %d, asked to run %d", self.address, w,
-                              self.slot[w], t)
+                    log.error(
+                        "%s: worker %d over-committed: runs %d, asked to run %d", self.address, w, self.slot[w], t
+                    )
                 self.slot[w] = t
             else:
                 self.used[w] += d
                 if (self.used[w] > self.capacity[w] + 1e-9).any():
                     self.counters["overcommits"] += 1
-                    log.error("%s: worker %d over-committed (%s > %s)", self.address, w, self.used[w].tolist(),
-                              self.capacity[w].tolist())
+                    log.error(
+                        "%s: worker %d over-committed (%s > %s)",
+                        self.address,
+                        w,
+                        self.used[w].tolist(),
+                        self.capacity[w].tolist(),
+                    )
             handle = self._start(t, w, float(durs[i]))
             self.running[t] = [w, msg.reply_to, d, handle, now, int(lm_of[w])]
             started_t.append(t)
@@ -201,8 +222,13 @@ class WorkerHost(Component):
         if spec.kind == "cpu":
             argv = [sys.executable, "-c", _CPU, repr(dur)]
         else:
-            fields = {"task": t & ((1 << RUN_SHIFT) - 1), "task_id": t, "run": t >> RUN_SHIFT,
-                      "duration": f"{dur:.6g}", "worker": w}
+            fields = {
+                "task": t & ((1 << RUN_SHIFT) - 1),
+                "task_id": t,
+                "run": t >> RUN_SHIFT,
+                "duration": f"{dur:.6g}",
+                "worker": w,
+            }
             try:
                 argv = [a.format(**fields) for a in shlex.split(spec.command)]
             except (KeyError, ValueError, IndexError) as e:
@@ -213,9 +239,13 @@ class WorkerHost(Component):
 
     async def _run_proc(self, t: int, argv: list[str], cwd: str | None) -> None:
         try:
-            proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE,
-                                                        stderr=asyncio.subprocess.STDOUT, cwd=cwd,
-                                                        stdin=asyncio.subprocess.DEVNULL)
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                cwd=cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+            )
         except OSError as e:
             self._complete(t, 127, f"cannot start {argv[0]!r}: {e.strerror or e}")
             return
@@ -283,7 +313,7 @@ class WorkerHost(Component):
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []
-        for t in (msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()):
+        for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
             r = self._release(t)
             if r is None:
                 continue
@@ -303,5 +333,9 @@ class WorkerHost(Component):
         self.running.clear()
 
     def status_info(self) -> dict:
-        return {"workers": len(self.workers), "running": len(self.running), "runs": sorted(self.specs)[-20:],
-                "counters": {k: int(v) for k, v in self.counters.items()}}
+        return {
+            "workers": len(self.workers),
+            "running": len(self.running),
+            "runs": sorted(self.specs)[-20:],
+            "counters": {k: int(v) for k, v in self.counters.items()},
+        }

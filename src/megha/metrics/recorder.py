@@ -70,8 +70,16 @@ class _Log:
         if scalars is not None:
             vals = np.repeat(scalars, lens)
         else:
-            vals = np.concatenate([np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
-                                   for v, n in zip(self.vals, self.lens, strict=True)]) if self.vals else np.zeros(0)
+            vals = (
+                np.concatenate(
+                    [
+                        np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
+                        for v, n in zip(self.vals, self.lens, strict=True)
+                    ]
+                )
+                if self.vals
+                else np.zeros(0)
+            )
         workers = np.array(self.workers, dtype=np.int64)
         self.ids, self.vals, self.lens, self.workers = [], [], [], []
         return ids, vals, workers

@@ -132,8 +132,13 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, np.arange(1, v.size + 1) / max(v.size, 1)
 
 
-def plot_cdfs(series: dict[str, np.ndarray], path: str | Path, title: str = "",
-              xlabel: str = "delay in job response time (s)", log: bool = True) -> None:
+def plot_cdfs(
+    series: dict[str, np.ndarray],
+    path: str | Path,
+    title: str = "",
+    xlabel: str = "delay in job response time (s)",
+    log: bool = True,
+) -> None:
     """CDF plot of one or more value sets (log x axis by default, like the papers' figures)."""
     import matplotlib
 
@@ -208,8 +213,9 @@ def render_compare_table(summaries: list[dict[str, Any]], title: str = "") -> An
     from rich import box
     from rich.table import Table
 
-    t = Table(title=title or None, caption="delay in job response time, seconds", caption_justify="left",
-              box=box.SIMPLE_HEAD)
+    t = Table(
+        title=title or None, caption="delay in job response time, seconds", caption_justify="left", box=box.SIMPLE_HEAD
+    )
     t.add_column("scheduler", style="bold", no_wrap=True)
     for k in COMPARE_COLUMNS:
         t.add_column("p99.9" if k == "p999" else k, justify="right", no_wrap=True)

@@ -87,8 +87,9 @@ def task_table(workload: Workload, rec: TaskRecorder, feasible: np.ndarray) -> d
     }
 
 
-def utilization_series(rec: TaskRecorder, total: float, weights: np.ndarray | None = None
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def utilization_series(
+    rec: TaskRecorder, total: float, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Step function (times, utilization) of resources held by running tasks over ``total``."""
     ok = np.isfinite(rec.start) & np.isfinite(rec.end)
     w = np.ones(rec.n) if weights is None else weights

@@ -299,8 +299,11 @@ class WaitQueue:
         """:meth:`pop_first_fitting` given ``~worker_mask & 0xFFFFFFFF`` as an int (saves the conversion)."""
         if not self._len:
             return None
-        s = _FF(self._masks, self._heads, self._n_slots, inverted_worker_mask) if _FF else _first_fit()(
-            self._masks, self._heads, self._n_slots, inverted_worker_mask)
+        s = (
+            _FF(self._masks, self._heads, self._n_slots, inverted_worker_mask)
+            if _FF
+            else _first_fit()(self._masks, self._heads, self._n_slots, inverted_worker_mask)
+        )
         if s < 0:
             return None
         return self._take(s)

@@ -85,8 +85,7 @@ class Datacenter:
             n_lms = max(1, min(round(self.n_workers / WORKERS_PER_LM), self.n_workers // n_gms))
         if n_lms * n_gms > self.n_workers:
             raise InputError(
-                f"{n_lms} LMs x {n_gms} GMs need at least {n_lms * n_gms} workers, the datacenter has "
-                f"{self.n_workers}"
+                f"{n_lms} LMs x {n_gms} GMs need at least {n_lms * n_gms} workers, the datacenter has {self.n_workers}"
             )
         i = np.arange(self.n_workers, dtype=np.int64)
         lm = (i * n_lms) // self.n_workers

@@ -293,8 +293,12 @@ def simulate_inputs(
         links[("worker", "*")] = cfg.worker_report_delay
     delay_model = DelayModel(network_delay=cfg.network_delay, links=links)
     processing = ProcessingModel(base=dict(cfg.processing), per_item=dict(cfg.processing_per_item))
-    engine = Engine(seed=int(stream(cfg.seed, _STREAM_ENGINE).integers(2**63)), delay_model=delay_model,
-                    processing=processing, recorder=rec)
+    engine = Engine(
+        seed=int(stream(cfg.seed, _STREAM_ENGINE).integers(2**63)),
+        delay_model=delay_model,
+        processing=processing,
+        recorder=rec,
+    )
     ctx = registry.BuildContext(
         engine=engine,
         recorder=rec,
@@ -319,6 +323,7 @@ def simulate_inputs(
 
     cb = None
     if progress is not None:
+
         def cb(now: float) -> None:
             progress(now, n_feasible - rec.outstanding, n_feasible)
 

@@ -1,8 +1,8 @@
 """``megha sweep`` and ``megha import-trace`` (also ``megha trace import``); attached by :mod:`megha.cli`.
 
-    megha sweep FILE.toml [--workers N] [--address ray://host:10001|auto|local] [--out DIR] [--resume] [--force]
-    megha sweep report DIR                     # rebuild results.parquet/csv and report.html of a sweep directory
-    megha import-trace SOURCE --format google2011|google2019|alibaba2018 --out OUT.parquet [--machines OUT.json]
+megha sweep FILE.toml [--workers N] [--address ray://host:10001|auto|local] [--out DIR] [--resume] [--force]
+megha sweep report DIR                     # rebuild results.parquet/csv and report.html of a sweep directory
+megha import-trace SOURCE --format google2011|google2019|alibaba2018 --out OUT.parquet [--machines OUT.json]
 """
 
 from __future__ import annotations
@@ -22,10 +22,17 @@ def _console():
 def sweep_command(
     target: Annotated[str, typer.Argument(help="sweep file (.toml/.json), or 'report' and a sweep directory")],
     directory: Annotated[Path | None, typer.Argument(help="with 'report': the sweep directory")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", "-j", help="runs at a time (default: the cores; "
-                                                "with --address: the cluster's CPUs)")] = None,
-    address: Annotated[str | None, typer.Option("--address", help="run on Ray: 'auto' (the cluster of this "
-                                                "machine), 'ray://host:10001', or 'local' (a new local Ray)")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", "-j", help="runs at a time (default: the cores; with --address: the cluster's CPUs)"),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address",
+            help="run on Ray: 'auto' (the cluster of this machine), 'ray://host:10001', or 'local' (a new local Ray)",
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="sweep directory (default megha-sweep/NAME)")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="keep finished runs, run only the missing ones")] = False,
     force: Annotated[bool, typer.Option("--force", help="run every run again, replacing finished ones")] = False,
@@ -57,13 +64,24 @@ def sweep_command(
             console.print(f"wrote {table}, {table.with_suffix('.csv')} and {path}", highlight=False)
             return
         if directory is not None:
-            console.print(f"[bold red]error:[/] unexpected argument {str(directory)!r} (only `megha sweep report "
-                          f"DIR` takes a directory)")
+            console.print(
+                f"[bold red]error:[/] unexpected argument {str(directory)!r} (only `megha sweep report "
+                f"DIR` takes a directory)"
+            )
             raise typer.Exit(2)
         from megha.sweep.runner import run_sweep
 
-        res = run_sweep(target, out=out, workers=workers, address=address, resume=resume, force=force,
-                        progress=False if quiet else None, log=log, report=not no_report)
+        res = run_sweep(
+            target,
+            out=out,
+            workers=workers,
+            address=address,
+            resume=resume,
+            force=force,
+            progress=False if quiet else None,
+            log=log,
+            report=not no_report,
+        )
     except MeghaError as e:
         console.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None
@@ -77,7 +95,9 @@ def sweep_command(
         console.print(
             f"[bold]{res.out.name}[/]: {len(res.plans)} runs ({len(res.ran)} run now, {len(res.skipped)} kept): "
             f"{count['ok']} ok, {count['unfinished']} unfinished, {count['failed']} failed; {res.wall_seconds:.1f} s "
-            f"on {res.capacity} {res.engine} worker(s)", highlight=False)
+            f"on {res.capacity} {res.engine} worker(s)",
+            highlight=False,
+        )
         console.print(f"table: {res.table_path}  report: {res.report_path or '-'}", highlight=False)
     if res.failed:
         raise typer.Exit(3)
@@ -87,15 +107,21 @@ def import_trace_command(
     source: Annotated[Path, typer.Argument(help="trace directory or file (see --format)")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="google2011 | google2019 | alibaba2018")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output job table (.parquet)")],
-    machines: Annotated[Path | None, typer.Option("--machines", help="also write the machine list as a Megha "
-                                                  "cluster file (.json, readable by --cluster)")] = None,
+    machines: Annotated[
+        Path | None,
+        typer.Option(
+            "--machines", help="also write the machine list as a Megha cluster file (.json, readable by --cluster)"
+        ),
+    ] = None,
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="keep only the first N jobs")] = None,
     lms: Annotated[int, typer.Option("--lms", help="LMs in the written cluster file")] = 1,
     gms: Annotated[int, typer.Option("--gms", help="partitions per LM in the written cluster file")] = 1,
-    constraints_seed: Annotated[int, typer.Option(
-        "--constraints-seed", help="seed of the synthesized machine constraints in the cluster file")] = 0,
-    all_constraints: Annotated[bool, typer.Option(
-        "--all-constraints", help="give every machine every constraint instead of synthesizing them")] = False,
+    constraints_seed: Annotated[
+        int, typer.Option("--constraints-seed", help="seed of the synthesized machine constraints in the cluster file")
+    ] = 0,
+    all_constraints: Annotated[
+        bool, typer.Option("--all-constraints", help="give every machine every constraint instead of synthesizing them")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar")] = False,
 ) -> None:
     """Convert a public cluster trace to Megha's columnar job table, keeping CPU and memory requests.
@@ -109,9 +135,17 @@ def import_trace_command(
 
     console = _console()
     try:
-        rep = convert(source, fmt, out, machines=machines, max_jobs=max_jobs, lms=lms, gms=gms,
-                      constraints_seed=None if all_constraints else constraints_seed,
-                      progress=not quiet)
+        rep = convert(
+            source,
+            fmt,
+            out,
+            machines=machines,
+            max_jobs=max_jobs,
+            lms=lms,
+            gms=gms,
+            constraints_seed=None if all_constraints else constraints_seed,
+            progress=not quiet,
+        )
     except MeghaError as e:
         console.print(f"[bold red]error:[/] {e}", highlight=False)
         raise typer.Exit(2) from None

@@ -44,8 +44,14 @@ class LocalPool:
 
     name = "local"
 
-    def __init__(self, workers: int | None, runs_dir: str, plots: bool = False, csv: bool = False,
-                 schedulers: set[str] | frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        workers: int | None,
+        runs_dir: str,
+        plots: bool = False,
+        csv: bool = False,
+        schedulers: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
         self._capacity = workers or default_workers()
         if self._capacity < 1:
             raise InputError(f"--workers must be at least 1, got {workers}")
@@ -87,8 +93,12 @@ class LocalPool:
                 broken = True
             else:  # pickling errors and the like: report the run as failed
                 plan = f.plan  # type: ignore[attr-defined]
-                outcome = {"id": plan["id"], "status": "failed", "error": f"{type(exc).__name__}: {exc}",
-                           "seconds": 0.0}
+                outcome = {
+                    "id": plan["id"],
+                    "status": "failed",
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "seconds": 0.0,
+                }
                 worker.write_error(_path(self.runs_dir, plan["id"]), outcome)
                 out.append((f, outcome))
         if broken:
@@ -114,8 +124,12 @@ class LocalPool:
             plan = f.plan  # type: ignore[attr-defined]
             if len(lost) == 1:
                 self.suspects.discard(plan["id"])
-                outcome = {"id": plan["id"], "status": "failed", "seconds": 0.0,
-                           "error": "the worker process running this run died (out of memory? a crash?)"}
+                outcome = {
+                    "id": plan["id"],
+                    "status": "failed",
+                    "seconds": 0.0,
+                    "error": "the worker process running this run died (out of memory? a crash?)",
+                }
                 worker.write_error(_path(self.runs_dir, plan["id"]), outcome)
                 out.append((f, outcome))
             else:
@@ -145,9 +159,10 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise InputError('running a sweep on Ray needs the ray package: pip install "ray>=2.9" '
-                         '(or pip install "megha[ray]"); without --address the sweep runs on a local process pool'
-                         ) from None
+        raise InputError(
+            'running a sweep on Ray needs the ray package: pip install "ray>=2.9" '
+            '(or pip install "megha[ray]"); without --address the sweep runs on a local process pool'
+        ) from None
     return ray
 
 
@@ -156,9 +171,11 @@ def _require_ray_client(address: str) -> None:
     try:
         import grpc  # noqa: F401
     except ImportError:
-        raise InputError(f'{address!r} is a Ray Client address, which needs pip install "ray[client]>=2.9" '
-                         '(included in pip install "megha[ray]"); or run the sweep on a machine of the cluster '
-                         'with --address auto') from None
+        raise InputError(
+            f'{address!r} is a Ray Client address, which needs pip install "ray[client]>=2.9" '
+            '(included in pip install "megha[ray]"); or run the sweep on a machine of the cluster '
+            "with --address auto"
+        ) from None
 
 
 class RayPool:
@@ -166,8 +183,9 @@ class RayPool:
 
     name = "ray"
 
-    def __init__(self, address: str | None, workers: int | None, runs_dir: str, plots: bool = False,
-                 csv: bool = False) -> None:
+    def __init__(
+        self, address: str | None, workers: int | None, runs_dir: str, plots: bool = False, csv: bool = False
+    ) -> None:
         ray = import_ray()
         self.ray = ray
         self.runs_dir = runs_dir
@@ -175,8 +193,7 @@ class RayPool:
         self.csv = csv
         self._owns = False
         if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False,
-                                      "include_dashboard": False}
+            kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False}
             if address in (None, "local"):
                 # a local instance started for this sweep: no usage reporting unless the user asked for it
                 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -208,8 +225,7 @@ class RayPool:
             try:
                 outcome = ray.get(ref)
             except Exception as e:  # the task or its worker died
-                outcome = {"id": plan["id"], "status": "failed", "error": f"{type(e).__name__}: {e}",
-                           "seconds": 0.0}
+                outcome = {"id": plan["id"], "status": "failed", "error": f"{type(e).__name__}: {e}", "seconds": 0.0}
             run_dir = _path(self.runs_dir, plan["id"])
             files = outcome.pop("files", None)
             if files is not None:

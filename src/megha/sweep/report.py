@@ -294,8 +294,9 @@ def _utilization_figures(groups: list[Group], out: Path) -> list[Figure]:
         part = f" ({lo // MAX_CURVES + 1})" if len(groups) > MAX_CURVES else ""
         ax.set_title("Utilization over time" + part)
         figs.append(Figure("Utilization over time" + part, "first seed of each group", _png(fig), "util-time"))
-    means = [(g.label, [r.get("utilization_mean") for r in g.rows if r.get("utilization_mean") is not None])
-             for g in groups]
+    means = [
+        (g.label, [r.get("utilization_mean") for r in g.rows if r.get("utilization_mean") is not None]) for g in groups
+    ]
     means = [(lab, v) for lab, v in means if v]
     if means:
         fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.3 * len(means)))
@@ -306,8 +307,9 @@ def _utilization_figures(groups: list[Group], out: Path) -> list[Figure]:
         ax.set_xlabel("mean utilization (%)")
         ax.grid(True, axis="x", alpha=0.3)
         ax.set_title("Mean utilization per group")
-        figs.append(Figure("Mean utilization per group", "time-weighted mean, averaged over seeds", _png(fig),
-                           "util-mean"))
+        figs.append(
+            Figure("Mean utilization per group", "time-weighted mean, averaged over seeds", _png(fig), "util-mean")
+        )
     return figs
 
 
@@ -385,26 +387,33 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         figures += _utilization_figures(shown, out)
     name = title or doc.get("name", out.name)
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "failed", "missing")}
-    parts = [f"<!DOCTYPE html><html lang=en data-plots=0 data-plots-loaded=0 data-errors=0><head><meta charset=utf-8>"
-             f"<title>{html.escape(name)} — Megha sweep</title><style>{_CSS}</style></head><body>",
-             f"<h1>Sweep {html.escape(name)}</h1>",
-             f'<p class=meta>{len(rows)} runs: {counts["ok"]} ok, {counts["unfinished"]} unfinished, '
-             f'{counts["failed"]} failed, {counts["missing"]} not run. Varying: '
-             f'{html.escape(", ".join(params) or "nothing")}. Tables: <a href="results.csv">results.csv</a>, '
-             f'results.parquet; plan: <a href="sweep.json">sweep.json</a>.</p>']
+    parts = [
+        f"<!DOCTYPE html><html lang=en data-plots=0 data-plots-loaded=0 data-errors=0><head><meta charset=utf-8>"
+        f"<title>{html.escape(name)} — Megha sweep</title><style>{_CSS}</style></head><body>",
+        f"<h1>Sweep {html.escape(name)}</h1>",
+        f"<p class=meta>{len(rows)} runs: {counts['ok']} ok, {counts['unfinished']} unfinished, "
+        f"{counts['failed']} failed, {counts['missing']} not run. Varying: "
+        f'{html.escape(", ".join(params) or "nothing")}. Tables: <a href="results.csv">results.csv</a>, '
+        f'results.parquet; plan: <a href="sweep.json">sweep.json</a>.</p>',
+    ]
     failed = [r for r in rows if r["status"] == "failed"]
     if failed:
         parts.append("<h2>Failed runs</h2>")
         parts.append(_table(failed, ["index", "run_id", *params, "error"], link=True))
     if len(groups) > MAX_GROUPS_PLOTTED:
-        parts.append(f"<p class=meta>{len(groups)} groups: the CDF and utilization plots show the first "
-                     f"{MAX_GROUPS_PLOTTED}; the tables list every run.</p>")
+        parts.append(
+            f"<p class=meta>{len(groups)} groups: the CDF and utilization plots show the first "
+            f"{MAX_GROUPS_PLOTTED}; the tables list every run.</p>"
+        )
     if groups:
         parts.append("<h2>Summary per group</h2><p class=meta>means over seeds; seconds</p>")
         gr = _group_rows(groups)
         parts.append(_table(gr, list(gr[0])))
-    sections = [("Percentiles vs parameters", "pct-"), ("Allocation time and delay CDFs", "cdf-"),
-                ("Utilization", "util-")]
+    sections = [
+        ("Percentiles vs parameters", "pct-"),
+        ("Allocation time and delay CDFs", "cdf-"),
+        ("Utilization", "util-"),
+    ]
     for heading, prefix in sections:
         figs = [f for f in figures if f.kind.startswith(prefix)]
         if not figs:
@@ -412,16 +421,18 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
         parts.append(f"<h2>{heading}</h2>")
         for i, f in enumerate(figs):
             b64 = base64.b64encode(f.png).decode("ascii")
-            parts.append(f'<figure><img class=plot id="{prefix}{i}" data-kind="{f.kind}" alt="{html.escape(f.title)}" '
-                         f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(f.title)}'
-                         f'{(" — " + html.escape(f.caption)) if f.caption else ""}</figcaption></figure>')
+            parts.append(
+                f'<figure><img class=plot id="{prefix}{i}" data-kind="{f.kind}" alt="{html.escape(f.title)}" '
+                f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(f.title)}'
+                f"{(' — ' + html.escape(f.caption)) if f.caption else ''}</figcaption></figure>"
+            )
     parts.append("<h2>All runs</h2>")
     cols: list[str] = []
     for r in rows:
         for k in r:
             if k not in cols:
                 cols.append(k)
-    parts.append(f'<div class=scroll>{_table(rows, cols, link=True, cls="results")}</div>')
+    parts.append(f"<div class=scroll>{_table(rows, cols, link=True, cls='results')}</div>")
     cfg_text = json.dumps(doc.get("spec", {}), indent=1, default=str)
     parts.append(f"<h2>Sweep definition</h2><pre>{html.escape(cfg_text)}</pre>")
     parts.append(f"<script>{_SCRIPT}</script></body></html>")

@@ -126,8 +126,14 @@ def load_plans(out: Path) -> tuple[dict[str, Any], list[RunPlan]]:
 
 
 def _write_plan(out: Path, spec: SweepSpec, plans: list[RunPlan]) -> None:
-    doc = {"name": spec.name, "source": spec.source, "spec": spec.raw, "plots": spec.plots, "csv": spec.csv,
-           "runs": [p.to_json() for p in plans]}
+    doc = {
+        "name": spec.name,
+        "source": spec.source,
+        "spec": spec.raw,
+        "plots": spec.plots,
+        "csv": spec.csv,
+        "runs": [p.to_json() for p in plans],
+    }
     (out / PLAN_FILE).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     src = Path(spec.source)
     if spec.source != "<dict>" and src.is_file() and src.resolve() != (out / src.name).resolve():
@@ -185,8 +191,10 @@ def run_sweep(
     _adopt_renamed(runs_dir, plans)
     finished = [p for p in plans if worker.is_complete(runs_dir / p.id)]
     if finished and not (resume or force):
-        raise InputError(f"{out}: {len(finished)} of the {len(plans)} runs are already finished; use --resume to "
-                         f"run only the missing ones, or --force to run everything again")
+        raise InputError(
+            f"{out}: {len(finished)} of the {len(plans)} runs are already finished; use --resume to "
+            f"run only the missing ones, or --force to run everything again"
+        )
     if force:
         for p in plans:
             if (runs_dir / p.id).exists():
@@ -213,8 +221,7 @@ def run_sweep(
     return result
 
 
-def _make_engine(address: str | None, workers: int | None, runs_dir: Path, spec: SweepSpec,
-                 todo: list[RunPlan]):
+def _make_engine(address: str | None, workers: int | None, runs_dir: Path, spec: SweepSpec, todo: list[RunPlan]):
     from megha.sweep import engines
 
     if address is None:
@@ -224,10 +231,18 @@ def _make_engine(address: str | None, workers: int | None, runs_dir: Path, spec:
     return engines.RayPool(addr, workers, str(runs_dir), spec.plots, spec.csv)
 
 
-def _execute(todo: list[RunPlan], spec: SweepSpec, runs_dir: Path, workers: int | None, address: str | None,
-             progress: bool | None, log: Callable[[str], None],
-             on_result: Callable[[RunPlan, dict[str, Any]], None] | None, result: SweepResult,
-             timings: list[dict[str, Any]]) -> None:
+def _execute(
+    todo: list[RunPlan],
+    spec: SweepSpec,
+    runs_dir: Path,
+    workers: int | None,
+    address: str | None,
+    progress: bool | None,
+    log: Callable[[str], None],
+    on_result: Callable[[RunPlan, dict[str, Any]], None] | None,
+    result: SweepResult,
+    timings: list[dict[str, Any]],
+) -> None:
     engine = _make_engine(address, workers, runs_dir, spec, todo)
     result.engine = engine.name
     result.capacity = engine.capacity
@@ -264,12 +279,12 @@ def _execute(todo: list[RunPlan], spec: SweepSpec, runs_dir: Path, workers: int 
         if cancel:
             _clean_stale(runs_dir)
             _write_timings(runs_dir.parent, timings, result)
-            log(f"interrupted: {len(result.ran)} run(s) finished in this invocation; "
-                f"continue with --resume")
+            log(f"interrupted: {len(result.ran)} run(s) finished in this invocation; continue with --resume")
 
 
-def _record(plan: RunPlan, outcome: dict[str, Any], result: SweepResult, timings: list[dict[str, Any]],
-            engine: str, at: float) -> None:
+def _record(
+    plan: RunPlan, outcome: dict[str, Any], result: SweepResult, timings: list[dict[str, Any]], engine: str, at: float
+) -> None:
     status = outcome["status"]
     result.ran.append(plan.id)
     if status == "failed":
@@ -277,9 +292,18 @@ def _record(plan: RunPlan, outcome: dict[str, Any], result: SweepResult, timings
     elif status == "unfinished":
         result.unfinished.append(plan.id)
     result.run_seconds += float(outcome.get("run_seconds") or 0.0)
-    timings.append({"index": plan.index, "id": plan.id, "status": status, "engine": engine,
-                    "host": outcome.get("host"), "seconds": round(float(outcome.get("seconds") or 0.0), 4),
-                    "simulate_seconds": outcome.get("run_seconds"), "finished_at": round(at, 3)})
+    timings.append(
+        {
+            "index": plan.index,
+            "id": plan.id,
+            "status": status,
+            "engine": engine,
+            "host": outcome.get("host"),
+            "seconds": round(float(outcome.get("seconds") or 0.0), 4),
+            "simulate_seconds": outcome.get("run_seconds"),
+            "finished_at": round(at, 3),
+        }
+    )
 
 
 def _write_timings(out: Path, timings: list[dict[str, Any]], result: SweepResult) -> None:

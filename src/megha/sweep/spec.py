@@ -105,8 +105,10 @@ def _canon_key(key: str, where: str) -> str:
 
     if head not in RunConfig.model_fields:
         known = ", ".join(sorted(RunConfig.model_fields))
-        raise InputError(f"{where}: unknown run setting {key!r} (RunConfig fields: {known}; "
-                         f"scheduler options go under 'options.NAME')")
+        raise InputError(
+            f"{where}: unknown run setting {key!r} (RunConfig fields: {known}; "
+            f"scheduler options go under 'options.NAME')"
+        )
     return f"{head}.{rest}" if rest else head
 
 
@@ -116,8 +118,7 @@ def parse(doc: dict[str, Any], source: str = "<dict>", default_name: str = "swee
         raise InputError(f"{source}: a sweep must be a table/object")
     unknown = set(doc) - _SECTIONS
     if unknown:
-        raise InputError(f"{source}: unknown section(s) {sorted(unknown)}; expected [sweep], [base], [grid], "
-                         f"[[runs]]")
+        raise InputError(f"{source}: unknown section(s) {sorted(unknown)}; expected [sweep], [base], [grid], [[runs]]")
     meta = doc.get("sweep", {})
     if not isinstance(meta, dict):
         raise InputError(f"{source}: [sweep] must be a table")
@@ -164,8 +165,16 @@ def parse(doc: dict[str, Any], source: str = "<dict>", default_name: str = "swee
                 entry[ck] = v
         runs.append(entry)
     name = str(meta.get("name") or default_name)
-    return SweepSpec(name=name, base=base, grid=grid, runs=runs, plots=bool(meta.get("plots", False)),
-                     csv=bool(meta.get("csv", False)), source=source, raw=doc)
+    return SweepSpec(
+        name=name,
+        base=base,
+        grid=grid,
+        runs=runs,
+        plots=bool(meta.get("plots", False)),
+        csv=bool(meta.get("csv", False)),
+        source=source,
+        raw=doc,
+    )
 
 
 def load(path: str | Path) -> SweepSpec:
@@ -228,7 +237,7 @@ def _slug(params: dict[str, Any], limit: int = 64) -> str:
         short = k.removeprefix("options.")
         val = v if isinstance(v, str | int | float | bool) or v is None else json.dumps(v, separators=(",", ":"))
         if isinstance(val, str) and val.startswith("sample:"):
-            val = val[len("sample:"):]
+            val = val[len("sample:") :]
         if isinstance(val, str) and "/" in val:
             val = val.rsplit("/", 1)[-1]
         parts.append(f"{short}-{val}")
@@ -291,8 +300,10 @@ def expand(spec: SweepSpec) -> list[RunPlan]:
     if len(entries) > 1:
         for e in entries:
             for k in e:
-                if k not in varying_entry_keys and len({json.dumps(x.get(k), sort_keys=True, default=str)
-                                                         for x in entries}) > 1:
+                if (
+                    k not in varying_entry_keys
+                    and len({json.dumps(x.get(k), sort_keys=True, default=str) for x in entries}) > 1
+                ):
                     varying_entry_keys.append(k)
     varying_grid = [k for k in keys if len(spec.grid[k]) > 1]
     plans: list[RunPlan] = []
@@ -315,8 +326,9 @@ def expand(spec: SweepSpec) -> list[RunPlan]:
                 params[k] = point[keys.index(k)]
             h = config_hash(resolved)
             if h in seen:
-                raise InputError(f"{where}: same configuration as run {seen[h]} (a duplicated value in the grid or "
-                                 f"runs?)")
+                raise InputError(
+                    f"{where}: same configuration as run {seen[h]} (a duplicated value in the grid or runs?)"
+                )
             seen[h] = idx
             plans.append(RunPlan(idx, f"{_slug(params)}__{h}", params, resolved))
     return plans

@@ -29,16 +29,30 @@ class YarnOptions(SchedulerOptions):
     am_overhead: float = Field(0.0, ge=0, description="per-job application master start-up time (s)")
 
 
-@register("yarn", "YARN-like central RM: allocations only on node heartbeats (period 1-3 s), FIFO or fair queue",
-          options=YarnOptions, modes=("slot", "resource"))
+@register(
+    "yarn",
+    "YARN-like central RM: allocations only on node heartbeats (period 1-3 s), FIFO or fair queue",
+    options=YarnOptions,
+    modes=("slot", "resource"),
+)
 def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options
     dc = ctx.datacenter
     schedule = HeartbeatSchedule.random(dc.n_workers, opts.heartbeat, ctx.rng)
     latency = ctx.engine.delay_model.delay(NodeManagers.kind, ResourceManager.kind)
     nm = NodeManagers("yarn/nm", "yarn/rm", schedule, dc.n_workers, ctx.recorder, capacity=dc.capacity)
-    rm = ResourceManager("yarn/rm", nm.address, nm.address, dc.worker_masks, dc.capacity, schedule, ctx.recorder,
-                         queue=opts.queue, am_overhead=opts.am_overhead, heartbeat_latency=latency)
+    rm = ResourceManager(
+        "yarn/rm",
+        nm.address,
+        nm.address,
+        dc.worker_masks,
+        dc.capacity,
+        schedule,
+        ctx.recorder,
+        queue=opts.queue,
+        am_overhead=opts.am_overhead,
+        heartbeat_latency=latency,
+    )
     for c in (nm, rm):
         ctx.engine.add(c)
 
@@ -48,6 +62,10 @@ def build(ctx: BuildContext) -> Deployment:
         out["yarn_left_queued"] = rm.queued()
         return out
 
-    describe = {"heartbeat": opts.heartbeat, "queue": opts.queue, "am_overhead": opts.am_overhead,
-                "mode": "resource" if dc.capacity is not None else "slot"}
+    describe = {
+        "heartbeat": opts.heartbeat,
+        "queue": opts.queue,
+        "am_overhead": opts.am_overhead,
+        "mode": "resource" if dc.capacity is not None else "slot",
+    }
     return Deployment(route=lambda job: rm.address, counters=counters, describe=describe, components=[nm, rm])

@@ -26,8 +26,15 @@ class NodeManagers(Component):
 
     kind = "nodemanager"
 
-    def __init__(self, address: str, rm: str, schedule: HeartbeatSchedule, n_nodes: int, recorder: TaskRecorder,
-                 capacity: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        address: str,
+        rm: str,
+        schedule: HeartbeatSchedule,
+        n_nodes: int,
+        recorder: TaskRecorder,
+        capacity: np.ndarray | None = None,
+    ) -> None:
         super().__init__(address)
         self.rm = rm
         self.schedule = schedule
@@ -50,8 +57,10 @@ class NodeManagers(Component):
             on_node = self.on_node
             for t, w in zip(tasks, nodes, strict=True):
                 if on_node[w] >= 0:
-                    raise SimulationError(f"{self.address}: node {w} over-committed at t={now:.6f}: task {t} "
-                                          f"launched while it runs task {on_node[w]}")
+                    raise SimulationError(
+                        f"{self.address}: node {w} over-committed at t={now:.6f}: task {t} "
+                        f"launched while it runs task {on_node[w]}"
+                    )
                 on_node[w] = t
         else:
             w_arr = np.asarray(nodes, dtype=np.int64)
@@ -59,8 +68,10 @@ class NodeManagers(Component):
             over = (self.used[w_arr] > self.capacity[w_arr] + _EPS).any(axis=1)
             if over.any():
                 w = int(w_arr[np.flatnonzero(over)[0]])
-                raise SimulationError(f"{self.address}: node {w} over-committed at t={now:.6f}: used "
-                                      f"{self.used[w].tolist()} > capacity {self.capacity[w].tolist()}")
+                raise SimulationError(
+                    f"{self.address}: node {w} over-committed at t={now:.6f}: used "
+                    f"{self.used[w].tolist()} > capacity {self.capacity[w].tolist()}"
+                )
         self.rec.started(tasks, now, nodes)
         self.running += len(tasks)
         due = self._due

@@ -77,8 +77,14 @@ class ResourceManager(Component):
         self.claims: dict[int, list] = {}  # node -> entries allocated at its next heartbeat
         self._jobs_waiting_am: dict[int, JobArrival] = {}
         self._launch: tuple[list, list, list, list] = ([], [], [], [])
-        self.stats = {"allocated_at_arrival": 0, "queued": 0, "allocated_from_queue": 0, "heartbeats": 0,
-                      "claim_heartbeats": 0, "max_queue": 0}
+        self.stats = {
+            "allocated_at_arrival": 0,
+            "queued": 0,
+            "allocated_from_queue": 0,
+            "heartbeats": 0,
+            "claim_heartbeats": 0,
+            "max_queue": 0,
+        }
         self._queued = 0
 
     # --- messages ----------------------------------------------------------------------------------
@@ -114,8 +120,7 @@ class ResourceManager(Component):
             self.running_by_user.setdefault(user, 0)
         start = self.schedule.rotation(now)
         queued = 0
-        for i, (t, d, m) in enumerate(zip(msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(),
-                                          strict=True)):
+        for i, (t, d, m) in enumerate(zip(msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(), strict=True)):
             dem = None if demands is None else demands[i]
             entry = (t, d, dem, user)
             node = self._claim_node(m, dem, start)
@@ -227,8 +232,10 @@ class ResourceManager(Component):
         if len(self.queues) == 1:  # FIFO (or a single user)
             qs = self.queues.values()
         else:
-            qs = [self.queues[u] for u in sorted((u for u, q in self.queues.items() if q),
-                                                 key=lambda u: (self.running_by_user[u], u))]
+            qs = [
+                self.queues[u]
+                for u in sorted((u for u, q in self.queues.items() if q), key=lambda u: (self.running_by_user[u], u))
+            ]
         for q in qs:
             if free is None:
                 e = q.pop_first_fitting(worker_mask)

@@ -128,7 +128,7 @@ class WorkerPool(Component):
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []
-        for t in (msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()):
+        for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
             entry = self._running.pop(t, None)
             if entry is None:
                 continue

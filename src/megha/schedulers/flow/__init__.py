@@ -89,8 +89,9 @@ def cost_model_of(o: FlowOptions):
     )
 
 
-def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: np.random.Generator,
-                    n_tasks: int = 0) -> FlowScheduler:
+def build_scheduler(
+    address: str, pool: str, recorder, dc, o: FlowOptions, rng: np.random.Generator, n_tasks: int = 0
+) -> FlowScheduler:
     """Wire a :class:`FlowScheduler` for datacenter ``dc`` (used by :func:`build` and by tests)."""
     if dc.resource_mode and o.slots_per_machine != 1:
         raise InputError("scheduler 'flow': in resource mode every worker is one machine (slots_per_machine=1)")
@@ -101,10 +102,18 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
     if o.policy == "flow":
         rack = machines.block // o.rack_size if o.rack_size > 0 else None
         graph = SchedulingGraph(
-            machines.mask, machines.slots, cm,
-            machine_rack=rack, preemption=o.preemption, migration=o.migration,
-            unscheduled_base=o.unscheduled_cost, continuation_bonus=o.continuation_bonus,
-            max_arcs=o.max_arcs, ec_fanout=o.ec_fanout, placement_cost=o.placement_cost, rng=rng,
+            machines.mask,
+            machines.slots,
+            cm,
+            machine_rack=rack,
+            preemption=o.preemption,
+            migration=o.migration,
+            unscheduled_base=o.unscheduled_cost,
+            continuation_bonus=o.continuation_bonus,
+            max_arcs=o.max_arcs,
+            ec_fanout=o.ec_fanout,
+            placement_cost=o.placement_cost,
+            rng=rng,
         )
         solver = make_solver(o.solver)
         if isinstance(solver, IncrementalSolver):
@@ -113,13 +122,19 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
     elif o.preemption:
         raise InputError(f"scheduler 'flow': preemption needs policy=flow (got policy={o.policy})")
     settings = FlowSettings(
-        policy=o.policy, min_interval=o.min_interval, period=o.period, preemption=o.preemption,
+        policy=o.policy,
+        min_interval=o.min_interval,
+        period=o.period,
+        preemption=o.preemption,
         round_cost=o.round_cost,
-        round_cost_per_node=o.round_cost_per_node, soft_mask=o.soft_mask, soft_speedup=o.soft_speedup,
+        round_cost_per_node=o.round_cost_per_node,
+        soft_mask=o.soft_mask,
+        soft_speedup=o.soft_speedup,
         verify=o.verify,
     )
-    return FlowScheduler(address, pool, recorder, machines, graph, cm, solver, settings, n_tasks=n_tasks,
-                         capacity=dc.capacity)
+    return FlowScheduler(
+        address, pool, recorder, machines, graph, cm, solver, settings, n_tasks=n_tasks, capacity=dc.capacity
+    )
 
 
 @register(
@@ -132,8 +147,9 @@ def build_scheduler(address: str, pool: str, recorder, dc, o: FlowOptions, rng: 
 def build(ctx: BuildContext) -> Deployment:
     o: FlowOptions = ctx.options
     pool = WorkerPool("flow/pool", ctx.datacenter.n_workers, ctx.recorder, capacity=ctx.datacenter.capacity)
-    sched = build_scheduler("flow/scheduler", pool.address, ctx.recorder, ctx.datacenter, o, ctx.rng,
-                            n_tasks=ctx.workload.n_tasks)
+    sched = build_scheduler(
+        "flow/scheduler", pool.address, ctx.recorder, ctx.datacenter, o, ctx.rng, n_tasks=ctx.workload.n_tasks
+    )
     ctx.engine.add(pool)
     ctx.engine.add(sched)
     return Deployment(

@@ -497,8 +497,20 @@ class SchedulingGraph:
         out_task = np.empty(n, dtype=np.int64)
         out_root = np.empty(n, dtype=np.int64)
         out_arcs = np.empty((n, 4), dtype=np.int64)
-        rows = K.k_decompose(net.N, net.A, net.H, roots, self.node_role, ROLE_TASK, self._cursor, self._used,
-                             self._touched, out_task, out_root, out_arcs)
+        rows = K.k_decompose(
+            net.N,
+            net.A,
+            net.H,
+            roots,
+            self.node_role,
+            ROLE_TASK,
+            self._cursor,
+            self._used,
+            self._touched,
+            out_task,
+            out_root,
+            out_arcs,
+        )
         tasks = self.node_ref[out_task[:rows]]
         machines = self.node_ref[out_root[:rows]]
         arcs = out_arcs[:rows]
@@ -626,8 +638,14 @@ class SchedulingGraph:
                     self.job_in_graph[j] -= 1
                     self.classes[int(self.task_hard[t])].waiting -= 1
                     self.task_node[t] = -1
-                    self.add_tasks(j, np.array([t]), self.task_hard[[t]], self.task_soft[[t]],
-                                   int(self.job_priority[j]), float(self.job_arrival[j]))
+                    self.add_tasks(
+                        j,
+                        np.array([t]),
+                        self.task_hard[[t]],
+                        self.task_soft[[t]],
+                        int(self.job_priority[j]),
+                        float(self.job_arrival[j]),
+                    )
         else:
             nodes = self.task_node[tasks]
             for t in tasks.tolist():

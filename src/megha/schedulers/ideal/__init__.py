@@ -35,8 +35,11 @@ class IdealScheduler(Component):
             super().on_message(msg, now)
 
 
-@register("ideal", "unlimited capacity: each task starts one network delay after arrival (lower bound)",
-          modes=("slot", "resource"))
+@register(
+    "ideal",
+    "unlimited capacity: each task starts one network delay after arrival (lower bound)",
+    modes=("slot", "resource"),
+)
 def build(ctx: BuildContext) -> Deployment:
     pool = WorkerPool("ideal/pool", 0, ctx.recorder, unlimited=True)
     sched = IdealScheduler("ideal/scheduler", pool.address, ctx.recorder)

@@ -53,8 +53,9 @@ class MeghaOptions(SchedulerOptions):
         False, description="LM replies to every launch batch (else only to batches with rejected mappings)"
     )
     in_process_workers: bool = Field(
-        True, description="simulator: each LM runs its workers in-process (same results, fewer events; "
-        "ignored with per-message processing costs)"
+        True,
+        description="simulator: each LM runs its workers in-process (same results, fewer events; "
+        "ignored with per-message processing costs)",
     )
     gms: int | None = Field(None, ge=1, description="number of GMs (overrides --gms)")
     lms: int | None = Field(None, ge=1, description="number of LMs (overrides --lms)")
@@ -96,18 +97,42 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     for lm in range(layout.n_lms):
         if in_process:
             eng.add(InProcessWorkers(layout.pool_address(lm)))
-            lms.append(eng.add(SimLocalMaster(
-                lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always,
-                launch_delay=eng.delay_model.delay(LocalMaster.kind, WorkerPool.kind),
-                report_delay=eng.delay_model.delay(WorkerPool.kind, LocalMaster.kind))))
+            lms.append(
+                eng.add(
+                    SimLocalMaster(
+                        lm,
+                        layout,
+                        ctx.recorder,
+                        opts.heartbeat,
+                        fair,
+                        opts.reply_always,
+                        launch_delay=eng.delay_model.delay(LocalMaster.kind, WorkerPool.kind),
+                        report_delay=eng.delay_model.delay(WorkerPool.kind, LocalMaster.kind),
+                    )
+                )
+            )
         else:
             cap = None if layout.capacity is None else layout.capacity
             eng.add(WorkerPool(layout.pool_address(lm), layout.n_workers, ctx.recorder, capacity=cap))
             lms.append(eng.add(LocalMaster(lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always)))
     for g in range(layout.n_gms):
-        gms.append(eng.add(GlobalMaster(g, layout, ctx.recorder, opts.policy, opts.batch_size, opts.repartition,
-                                        fair, job_user, opts.preemption,
-                                        preempt_candidates=opts.preempt_candidates, fair_period=opts.heartbeat)))
+        gms.append(
+            eng.add(
+                GlobalMaster(
+                    g,
+                    layout,
+                    ctx.recorder,
+                    opts.policy,
+                    opts.batch_size,
+                    opts.repartition,
+                    fair,
+                    job_user,
+                    opts.preemption,
+                    preempt_candidates=opts.preempt_candidates,
+                    fair_period=opts.heartbeat,
+                )
+            )
+        )
     n_g = layout.n_gms
     if fair is not None:
         user_gm = fair.user_gm
@@ -115,32 +140,46 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         def route(job: int) -> str:
             return gms[int(user_gm[job_user[job]])].address
     else:
+
         def route(job: int) -> str:  # jobs go to GMs round robin
             return gms[job % n_g].address
 
     def counters() -> dict[str, int]:
         # the paper's counters are reported even when they stay at zero (no fairness: no preemption)
-        out: dict[str, int] = dict.fromkeys(("inconsistencies", "repartitions", "preemptions", "preemption_attempts",
-                                             "updates_sent"), 0)
+        out: dict[str, int] = dict.fromkeys(
+            ("inconsistencies", "repartitions", "preemptions", "preemption_attempts", "updates_sent"), 0
+        )
         for c in [*gms, *lms]:
             for k, v in c.counters.items():
                 out[k] = out.get(k, 0) + int(v)
         return out
 
-    describe = {"gms": layout.n_gms, "lms": layout.n_lms, "partition_size": int(layout.idx.seg_size.mean()),
-                "mode": "resource" if layout.capacity is not None else "slot",
-                "fairness": fair is not None}
+    describe = {
+        "gms": layout.n_gms,
+        "lms": layout.n_lms,
+        "partition_size": int(layout.idx.seg_size.mean()),
+        "mode": "resource" if layout.capacity is not None else "slot",
+        "fairness": fair is not None,
+    }
     extras = {"job_user": job_user, "fair": fair, "layout": layout}
     return Deployment(route=route, counters=counters, describe=describe, components=[*gms, *lms], extras=extras)
 
 
-@register("megha", "Megha: GMs place tasks on an eventually consistent global view, LMs validate and launch",
-          options=MeghaOptions, modes=("slot", "resource"))
+@register(
+    "megha",
+    "Megha: GMs place tasks on an eventually consistent global view, LMs validate and launch",
+    options=MeghaOptions,
+    modes=("slot", "resource"),
+)
 def build(ctx: BuildContext) -> Deployment:
     return build_megha(ctx)
 
 
-@register("megha-central", "Megha with 1 GM x 1 LM (the papers' centralized configuration)",
-          options=MeghaOptions, modes=("slot", "resource"))
+@register(
+    "megha-central",
+    "Megha with 1 GM x 1 LM (the papers' centralized configuration)",
+    options=MeghaOptions,
+    modes=("slot", "resource"),
+)
 def build_central(ctx: BuildContext) -> Deployment:
     return build_megha(ctx, central=True)

@@ -199,7 +199,7 @@ class GlobalMaster(Component):
             by_lm = self.unacked_by_lm[lm]
             for lo in range(0, len(b), bs):
                 if len(b) == 1:
-                    (e, w), = b
+                    ((e, w),) = b
                     entries = [e]
                     tasks = [e[E_TASK]]
                     workers = [w]
@@ -398,7 +398,8 @@ class GlobalMaster(Component):
             self.queue.push_back(e)
             return
         if e[E_USER] in self._preempting_users() or not self._try_preempt(
-                [e], self.fair.victims(e[E_USER], usage, self._units(e)), None, now):
+            [e], self.fair.victims(e[E_USER], usage, self._units(e)), None, now
+        ):
             self.queue.push_back(e)
             self._arm_fair()
 
@@ -423,9 +424,16 @@ class GlobalMaster(Component):
                 elsewhere = float(self.lm_usage[:, v].sum() - self.lm_usage[lm, v])
                 self.port.send(
                     self._lm_addr[lm],
-                    PreemptRequest(self.g, tasks, np.array([x[1] for x in entries]),
-                                   np.array([x[E_MASK] for x in entries], dtype=np.uint32), entries[0][E_USER], v, dem,
-                                   elsewhere),
+                    PreemptRequest(
+                        self.g,
+                        tasks,
+                        np.array([x[1] for x in entries]),
+                        np.array([x[E_MASK] for x in entries], dtype=np.uint32),
+                        entries[0][E_USER],
+                        v,
+                        dem,
+                        elsewhere,
+                    ),
                 )
                 return True
             victims = victims[1:]
@@ -553,8 +561,17 @@ class GlobalMaster(Component):
         client would resubmit them; the view starts empty and is rebuilt from full LM snapshots.
         """
         new = GlobalMaster(
-            self.g, self.layout, self.rec, self.policy, self.batch_size, self.repartition, self.fair,
-            self.job_user, self.preemption, fresh_view=False, preempt_candidates=self.preempt_candidates,
+            self.g,
+            self.layout,
+            self.rec,
+            self.policy,
+            self.batch_size,
+            self.repartition,
+            self.fair,
+            self.job_user,
+            self.preemption,
+            fresh_view=False,
+            preempt_candidates=self.preempt_candidates,
             fair_period=self.fair_period,
         )
         new.queue = self.queue

@@ -59,8 +59,9 @@ class MeghaLayout:
                 per_r.append(row)
             ext.append(per_r)
         ext_orders = np.array(ext, dtype=np.int64).reshape(G, L, L * (G - 1))
-        return cls(L, G, idx, dc.worker_masks, lm_of, part_of, lm_lo, lm_hi, dc.capacity, int_orders, ext_orders,
-                   prefix)
+        return cls(
+            L, G, idx, dc.worker_masks, lm_of, part_of, lm_lo, lm_hi, dc.capacity, int_orders, ext_orders, prefix
+        )
 
     @property
     def n_workers(self) -> int:

@@ -295,8 +295,13 @@ class LocalMaster(Component):
             else:
                 self.port.send(
                     self.gm_addr[gm],
-                    TaskDone(self.l, [tasks[i] for i in idx], [workers[i] for i in idx],
-                             None if dem is None else dem[np.array(idx, dtype=np.int64)], self.processed[gm]),
+                    TaskDone(
+                        self.l,
+                        [tasks[i] for i in idx],
+                        [workers[i] for i in idx],
+                        None if dem is None else dem[np.array(idx, dtype=np.int64)],
+                        self.processed[gm],
+                    ),
                 )
 
     def on_timer(self, key, now: float) -> None:
@@ -305,13 +310,16 @@ class LocalMaster(Component):
             workers = self.pending_for(g) if self._sent[g] < self._seq else []
             self._sent[g] = self._seq
             if workers:
-                delta = StateDelta(self.l, workers, self.cluster.truth(workers), False, self._usage_copy(),
-                                   self.processed[g])
+                delta = StateDelta(
+                    self.l, workers, self.cluster.truth(workers), False, self._usage_copy(), self.processed[g]
+                )
                 self.port.send(self.gm_addr[g], delta)
                 self.counters["updates_sent"] += 1
             elif self.usage is not None:
-                self.port.send(self.gm_addr[g], StateDelta(self.l, [], self.cluster.truth([]), False,
-                                                           self._usage_copy(), self.processed[g]))
+                self.port.send(
+                    self.gm_addr[g],
+                    StateDelta(self.l, [], self.cluster.truth([]), False, self._usage_copy(), self.processed[g]),
+                )
                 self.counters["updates_sent"] += 1
 
     def _on_sync(self, msg: SyncRequest, now: float) -> None:
@@ -356,8 +364,12 @@ class LocalMaster(Component):
             dw, ds = self._delta_for(msg.gm)
             # what this LM could free for the victim: the GM picks candidates these workers suit next time
             masks = np.unique(self._masks[ws]).astype(np.uint32) if running else None
-            self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, first, False, -1, dw, ds, self._usage_copy(),
-                                                              self.processed[msg.gm], victim_masks=masks))
+            self.port.send(
+                self.gm_addr[msg.gm],
+                PreemptReply(
+                    self.l, first, False, -1, dw, ds, self._usage_copy(), self.processed[msg.gm], victim_masks=masks
+                ),
+            )
             return
         k, w, victims, demand = chosen
         task = int(msg.tasks[k])
@@ -380,13 +392,20 @@ class LocalMaster(Component):
         self.user_tasks.setdefault(msg.user, {})[task] = w
         dem = None if demand is None else np.asarray(demand, dtype=np.float64)[None, :]
         self._to_workers(
-            Launch(np.array([task], dtype=np.int64), np.array([w], dtype=np.int64),
-                   np.array([msg.durations[k]]), self.address, dem),
+            Launch(
+                np.array([task], dtype=np.int64),
+                np.array([w], dtype=np.int64),
+                np.array([msg.durations[k]]),
+                self.address,
+                dem,
+            ),
             now,
         )
         dw, ds = self._delta_for(msg.gm)
-        self.port.send(self.gm_addr[msg.gm], PreemptReply(self.l, first, True, task, dw, ds, self._usage_copy(),
-                                                          self.processed[msg.gm], w))
+        self.port.send(
+            self.gm_addr[msg.gm],
+            PreemptReply(self.l, first, True, task, dw, ds, self._usage_copy(), self.processed[msg.gm], w),
+        )
 
     def _on_killed(self, msg: Killed, now: float) -> None:
         by_gm: dict[int, list[int]] = {}

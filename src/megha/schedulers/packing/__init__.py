@@ -33,19 +33,23 @@ class BestFitOptions(SchedulerOptions):
 
     slot: float = Field(0.001, gt=0, description="decision period in seconds (paper's Google experiment: 1 ms)")
     multi: Literal["max", "tetris"] = Field(
-        "max", description="resource mode: size = max of demand/capacity, or per-resource vectors scored by "
-        "alignment (Tetris-style inner product)")
+        "max",
+        description="resource mode: size = max of demand/capacity, or per-resource vectors scored by "
+        "alignment (Tetris-style inner product)",
+    )
 
 
 class VQSOptions(SchedulerOptions):
     """Options of the partition-based policies (vqs, vqs-bf)."""
 
     slot: float = Field(0.001, gt=0, description="decision period in seconds (paper's Google experiment: 1 ms)")
-    J: int = Field(6, ge=2, le=40, description="universal partition parameter: 2J virtual queues, jobs below "
-                   "1/2^J rounded up")
+    J: int = Field(
+        6, ge=2, le=40, description="universal partition parameter: 2J virtual queues, jobs below 1/2^J rounded up"
+    )
     split_tail: bool = Field(False, description="give jobs <= 1/2^J their own virtual queue (2J+1 queues)")
     config_set: Literal["reduced", "pure"] = Field(
-        "reduced", description="VQS configurations: the paper's reduced set K_RED, or single-type only")
+        "reduced", description="VQS configurations: the paper's reduced set K_RED, or single-type only"
+    )
     reserve: float = Field(2.0 / 3.0, ge=0.5, lt=1.0, description="share reserved for a (1/2, 2/3] job")
     cuts: list[float] | None = Field(None, description="explicit partition cut points (replace J)")
     multi: Literal["max"] = Field("max", description="resource mode: size = max of demand/capacity")
@@ -78,28 +82,54 @@ def _builder(name: str):
         sizer = TaskSizer(dc.capacity, opts.multi)
         pool = WorkerPool(f"{name}/pool", n, ctx.recorder, capacity=dc.capacity)
         constrained = _constrained(ctx)
-        sched = PackingScheduler(f"{name}/scheduler", pool.address, ctx.recorder, None, sizer,
-                                 ctx.workload.n_tasks, opts.slot, dc.worker_masks if constrained else None)
+        sched = PackingScheduler(
+            f"{name}/scheduler",
+            pool.address,
+            ctx.recorder,
+            None,
+            sizer,
+            ctx.workload.n_tasks,
+            opts.slot,
+            dc.worker_masks if constrained else None,
+        )
         compat = sched.constraints
         if isinstance(opts, VQSOptions):
-            policy = make_policy(name, n, compat, J=opts.J, split_tail=opts.split_tail,
-                                 config_set=opts.config_set, reserve=opts.reserve, cuts=opts.cuts)
+            policy = make_policy(
+                name,
+                n,
+                compat,
+                J=opts.J,
+                split_tail=opts.split_tail,
+                config_set=opts.config_set,
+                reserve=opts.reserve,
+                cuts=opts.cuts,
+            )
         else:
             policy = make_policy(name, n, compat, vector=sizer.vector)
         sched.policy = policy
         ctx.engine.add(pool)
         ctx.engine.add(sched)
-        describe = {"workers": n, "slot_seconds": opts.slot, "size": "1 (slot mode)" if dc.capacity is None
-                    else ("vector (tetris score)" if sizer.vector else "max(demand/capacity)"),
-                    "constraints": constrained, **policy.describe()}
+        describe = {
+            "workers": n,
+            "slot_seconds": opts.slot,
+            "size": "1 (slot mode)"
+            if dc.capacity is None
+            else ("vector (tetris score)" if sizer.vector else "max(demand/capacity)"),
+            "constraints": constrained,
+            **policy.describe(),
+        }
 
         def counters() -> dict[str, int]:
             describe["mean_queue"] = sched.mean_queue()
-            return {"packing_slots": sched.slots, "packing_placements": sched.placements,
-                    "packing_max_queue": sched.q_max}
+            return {
+                "packing_slots": sched.slots,
+                "packing_placements": sched.placements,
+                "packing_max_queue": sched.q_max,
+            }
 
-        return Deployment(route=lambda job: sched.address, counters=counters, describe=describe,
-                          components=[pool, sched])
+        return Deployment(
+            route=lambda job: sched.address, counters=counters, describe=describe, components=[pool, sched]
+        )
 
     build.__name__ = f"build_{name.replace('-', '_')}"
     build.__module__ = __name__

@@ -40,8 +40,10 @@ class TaskSizer:
         if capacity is not None:
             cap = np.asarray(capacity, dtype=np.float64)
             if cap.size and (cap != cap[0]).any():
-                raise InputError("packing schedulers need identical workers (the paper's servers all have "
-                                 "capacity 1): the datacenter's worker capacities differ")
+                raise InputError(
+                    "packing schedulers need identical workers (the paper's servers all have "
+                    "capacity 1): the datacenter's worker capacities differ"
+                )
             self.cap = cap[0]
         elif multi == "tetris":
             raise InputError("multi='tetris' needs resource mode (--resources)")
@@ -64,8 +66,17 @@ class PackingScheduler(Component):
 
     kind = "scheduler"
 
-    def __init__(self, address: str, pool: str, recorder, policy: PackingPolicy | None, sizer: TaskSizer,
-                 n_tasks: int, slot: float, worker_masks: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        address: str,
+        pool: str,
+        recorder,
+        policy: PackingPolicy | None,
+        sizer: TaskSizer,
+        n_tasks: int,
+        slot: float,
+        worker_masks: np.ndarray | None = None,
+    ) -> None:
         super().__init__(address)
         if slot <= 0 or not math.isfinite(slot):
             raise InputError(f"packing: slot must be a positive number of seconds, got {slot}")

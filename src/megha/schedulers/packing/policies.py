@@ -142,8 +142,9 @@ class _BestFitFamily(PackingPolicy):
     vector_ok = True
     needs: tuple[str, ...] = ()  # which indexes the policy uses
 
-    def __init__(self, n_servers: int, compat: Compat = None, servers=None, queue_factory=None,
-                 order_factory=None) -> None:
+    def __init__(
+        self, n_servers: int, compat: Compat = None, servers=None, queue_factory=None, order_factory=None
+    ) -> None:
         super().__init__(n_servers, compat)
         if servers is None:
             servers = LineServers(n_servers, by_residual="residual" in self.needs, by_index="index" in self.needs)
@@ -151,8 +152,13 @@ class _BestFitFamily(PackingPolicy):
         self.by_size = (queue_factory or SizeQueue)() if "size" in self.needs else None
         self.by_arrival = (order_factory or ArrivalOrder)() if "arrival" in self.needs else None
         self.fifo: deque[int] | None = deque() if "fifo" in self.needs else None
-        self.masked = (MaskedJobs() if isinstance(compat, Constraints) and isinstance(servers, LineServers)
-                       and ("size" in self.needs or "arrival" in self.needs) else None)
+        self.masked = (
+            MaskedJobs()
+            if isinstance(compat, Constraints)
+            and isinstance(servers, LineServers)
+            and ("size" in self.needs or "arrival" in self.needs)
+            else None
+        )
 
     def residual(self, s: int):
         return self.servers.room(s)
@@ -330,8 +336,14 @@ class BFJS(_BestFitFamily):
 class _VirtualQueues(PackingPolicy):
     """State shared by VQS and VQS-BF: types, per-server configuration and per-type counts."""
 
-    def __init__(self, n_servers: int, compat: Compat = None, partition: Partition | None = None,
-                 configs: ConfigSet | None = None, J: int = 6) -> None:
+    def __init__(
+        self,
+        n_servers: int,
+        compat: Compat = None,
+        partition: Partition | None = None,
+        configs: ConfigSet | None = None,
+        J: int = 6,
+    ) -> None:
         super().__init__(n_servers, compat)
         self.partition = partition or universal_partition(J)
         self.cs = configs or ConfigSet(self.partition)
@@ -349,8 +361,11 @@ class _VirtualQueues(PackingPolicy):
 
     def describe(self) -> dict:
         p = self.partition
-        return {"policy": self.name, "virtual_queues": p.describe(),
-                "configurations": [c.label(p) for c in self.cs.configs]}
+        return {
+            "policy": self.name,
+            "virtual_queues": p.describe(),
+            "configurations": [c.label(p) for c in self.cs.configs],
+        }
 
     def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
         eff = self.partition.effective
@@ -646,14 +661,21 @@ class VQSBF(_VirtualQueues):
             lo = s + 1
 
 
-POLICIES: dict[str, type[PackingPolicy]] = {
-    p.name: p for p in (FifoFF, BFJ, BFS, BFJS, VQS, VQSBF)
-}
+POLICIES: dict[str, type[PackingPolicy]] = {p.name: p for p in (FifoFF, BFJ, BFS, BFJS, VQS, VQSBF)}
 
 
-def make_policy(name: str, n_servers: int, compat: Compat = None, *, J: int = 6, split_tail: bool = False,
-                config_set: str = "reduced", reserve: float = 2.0 / 3.0, cuts: list[float] | None = None,
-                vector: int = 0) -> PackingPolicy:
+def make_policy(
+    name: str,
+    n_servers: int,
+    compat: Compat = None,
+    *,
+    J: int = 6,
+    split_tail: bool = False,
+    config_set: str = "reduced",
+    reserve: float = 2.0 / 3.0,
+    cuts: list[float] | None = None,
+    vector: int = 0,
+) -> PackingPolicy:
     """Build policy ``name`` for ``n_servers`` servers.
 
     ``J``, ``split_tail``, ``cuts`` (explicit partition cut points), ``config_set`` ("reduced" or "pure")
@@ -665,8 +687,10 @@ def make_policy(name: str, n_servers: int, compat: Compat = None, *, J: int = 6,
         raise InputError(f"unknown packing policy {name!r}; known: {', '.join(POLICIES)}")
     if issubclass(cls, _VirtualQueues):
         if vector:
-            raise InputError(f"{name}: multi-resource (tetris) packing is only available for the Best-Fit "
-                             "family (fifo-ff, bf-j, bf-s, bf-js); use the max reduction")
+            raise InputError(
+                f"{name}: multi-resource (tetris) packing is only available for the Best-Fit "
+                "family (fifo-ff, bf-j, bf-s, bf-js); use the max reduction"
+            )
         from megha.schedulers.packing.partition import custom_partition
 
         part = custom_partition(cuts, min_size=0.0) if cuts else universal_partition(J, split_tail)

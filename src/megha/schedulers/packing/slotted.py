@@ -43,8 +43,10 @@ class SlotWorkload:
         self.size = np.asarray(self.size, dtype=np.float64)
         n = self.arrival.size
         if self.service.size != n or self.size.shape[0] != n:
-            raise InputError(f"{self.name}: arrival, size and service must have the same length "
-                             f"({n}, {self.size.shape[0]}, {self.service.size})")
+            raise InputError(
+                f"{self.name}: arrival, size and service must have the same length "
+                f"({n}, {self.size.shape[0]}, {self.service.size})"
+            )
         if n and (np.diff(self.arrival) < 0).any():
             raise InputError(f"{self.name}: arrival slots must be non-decreasing")
         if n and int(self.arrival[0]) < 0:
@@ -214,8 +216,7 @@ def run_slotted(
             else:
                 u = used[s] + sizes[j]
                 if u > UNIT:
-                    raise SimulationError(f"{policy.name}: server {s} over capacity at slot {t}: "
-                                          f"{u / UNIT:.9f} > 1")
+                    raise SimulationError(f"{policy.name}: server {s} over capacity at slot {t}: {u / UNIT:.9f} > 1")
                 used[s] = u
                 busy += sizes[j]
             start[j] = t
@@ -229,8 +230,10 @@ def run_slotted(
             nt = heap[0][0]
         if nt == inf:
             if policy.queue_len():
-                raise SimulationError(f"{policy.name}: {policy.queue_len()} job(s) wait but nothing runs and "
-                                      "nothing arrives (a job fits no server)")
+                raise SimulationError(
+                    f"{policy.name}: {policy.queue_len()} job(s) wait but nothing runs and "
+                    "nothing arrives (a job fits no server)"
+                )
             break
         t = nt
     t1 = max(horizon, t) if drain else horizon

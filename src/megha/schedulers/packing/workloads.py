@@ -42,8 +42,9 @@ def fixed_service(slots: int, n: int) -> np.ndarray:
     return np.full(n, int(slots), dtype=np.int64)
 
 
-def discrete_sizes(values: Sequence[float], probs: Sequence[float] | None, n: int,
-                   rng: np.random.Generator) -> np.ndarray:
+def discrete_sizes(
+    values: Sequence[float], probs: Sequence[float] | None, n: int, rng: np.random.Generator
+) -> np.ndarray:
     """Sizes drawn from ``values`` with probabilities ``probs`` (uniform if None)."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0 or (v <= 0).any() or (v > 1).any():
@@ -93,8 +94,9 @@ def synthetic(
         sv = fixed_service(int(service[1]), n)
     else:
         raise InputError(f"unknown service distribution {service[0]!r} (geometric, fixed)")
-    return SlotWorkload(arr, sz, sv, name=name, meta={"rate": rate, "horizon": horizon, "sizes": list(sizes),
-                                                      "service": list(service)})
+    return SlotWorkload(
+        arr, sz, sv, name=name, meta={"rate": rate, "horizon": horizon, "sizes": list(sizes), "service": list(service)}
+    )
 
 
 def mean_size(sizes: tuple) -> float:
@@ -155,5 +157,10 @@ def from_trace(
     arr = np.floor((t_arr - t0) / scale / slot_seconds + 1e-9).astype(np.int64)
     svc = np.maximum(np.ceil(w.task_duration / slot_seconds - 1e-9), 1).astype(np.int64)
     order = np.argsort(arr, kind="stable")
-    return SlotWorkload(arr[order], sizes[order], svc[order], name=name or w.name,
-                        meta={"slot_seconds": slot_seconds, "scale": scale, "task_order": order})
+    return SlotWorkload(
+        arr[order],
+        sizes[order],
+        svc[order],
+        name=name or w.name,
+        meta={"slot_seconds": slot_seconds, "scale": scale, "task_order": order},
+    )

@@ -42,8 +42,10 @@ class PigeonCOptions(SchedulerOptions):
     fqw: int | None = Field(None, ge=0, description="short tasks served per long task (default: cluster file, 20)")
     cutoff: float | None = Field(None, ge=0, description="short/long cutoff on a job's mean task duration (s)")
     weights: Literal["exact", "reference"] = Field(
-        "exact", description="master weights: exact suitable-worker counts, or the authors' simulator's "
-        "constraint-set table (compatibility: reproduces the paper's PigeonC numbers)")
+        "exact",
+        description="master weights: exact suitable-worker counts, or the authors' simulator's "
+        "constraint-set table (compatibility: reproduces the paper's PigeonC numbers)",
+    )
 
 
 class PigeonOptions(PigeonCOptions):
@@ -69,8 +71,9 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     members = [order[bounds[g] : bounds[g + 1]] for g in range(n_masters)]
     if any(m.size == 0 for m in members):
         raise ValueError(f"{name}: every master needs at least one worker")
-    weights = MasterWeights(SegmentedIndex(members, dc.worker_masks, cache_size=1 << 12),
-                            reference=opts.weights == "reference")
+    weights = MasterWeights(
+        SegmentedIndex(members, dc.worker_masks, cache_size=1 << 12), reference=opts.weights == "reference"
+    )
 
     dist_addr = [f"{name}/distributor{i}" for i in range(n_dist)]
     master_addr = [f"{name}/master{g}" for g in range(n_masters)]
@@ -85,18 +88,31 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
                 reserved = np.sort(ctx.rng.permutation(ws)[:k])
                 n_reserved += k
         pool = GroupWorkers(f"{name}/workers{g}", master_addr[g], ws, ctx.recorder)
-        m = PigeonMaster(master_addr[g], ws, dc.worker_masks, pool.address, ctx.recorder, dist_addr,
-                         policy=opts.policy, fqw=fqw, reserved=reserved)
+        m = PigeonMaster(
+            master_addr[g],
+            ws,
+            dc.worker_masks,
+            pool.address,
+            ctx.recorder,
+            dist_addr,
+            policy=opts.policy,
+            fqw=fqw,
+            reserved=reserved,
+        )
         pools.append(pool)
         masters.append(m)
-    dists = [PigeonDistributor(dist_addr[i], i, master_addr, weights, ctx.recorder, cutoff, weighted=weighted)
-             for i in range(n_dist)]
+    dists = [
+        PigeonDistributor(dist_addr[i], i, master_addr, weights, ctx.recorder, cutoff, weighted=weighted)
+        for i in range(n_dist)
+    ]
     for c in (*dists, *masters, *pools):
         ctx.engine.add(c)
 
     def counters() -> dict[str, int]:
-        out = {"pigeon_jobs_short": sum(d.jobs_short for d in dists),
-               "pigeon_jobs_long": sum(d.jobs_long for d in dists)}
+        out = {
+            "pigeon_jobs_short": sum(d.jobs_short for d in dists),
+            "pigeon_jobs_long": sum(d.jobs_long for d in dists),
+        }
         for key in ("queued_short", "queued_long", "served_short", "served_long"):
             out[f"pigeon_{key}"] = sum(m.stats[key] for m in masters)
         out["pigeon_left_queued"] = sum(m.queued() for m in masters)
@@ -110,21 +126,36 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         "fqw": fqw,
         "cutoff": cutoff,
         "cutoff_source": cutoff_source,
-        "master_choice": ("even spread" if not weighted else "weighted by suitable workers" if opts.weights == "exact"
-                          else "weighted by the reference's constraint-set table"),
+        "master_choice": (
+            "even spread"
+            if not weighted
+            else "weighted by suitable workers"
+            if opts.weights == "exact"
+            else "weighted by the reference's constraint-set table"
+        ),
         "reserved_workers": n_reserved,
     }
-    return Deployment(route=lambda job: dist_addr[job % n_dist], counters=counters, describe=describe,
-                      components=[*dists, *masters, *pools])
+    return Deployment(
+        route=lambda job: dist_addr[job % n_dist],
+        counters=counters,
+        describe=describe,
+        components=[*dists, *masters, *pools],
+    )
 
 
-@register("pigeonc", "PigeonC: distributors pick masters weighted by suitable workers; masters with WFQ short/long "
-          "queues (IoT 2023)", options=PigeonCOptions)
+@register(
+    "pigeonc",
+    "PigeonC: distributors pick masters weighted by suitable workers; masters with WFQ short/long queues (IoT 2023)",
+    options=PigeonCOptions,
+)
 def build_pigeonc(ctx: BuildContext) -> Deployment:
     return _build(ctx, "pigeonc", weighted=True, reserve=0.0)
 
 
-@register("pigeon", "Pigeon: tasks spread evenly over masters, workers reserved for short tasks, WFQ (SoCC 2019)",
-          options=PigeonOptions)
+@register(
+    "pigeon",
+    "Pigeon: tasks spread evenly over masters, workers reserved for short tasks, WFQ (SoCC 2019)",
+    options=PigeonOptions,
+)
 def build_pigeon(ctx: BuildContext) -> Deployment:
     return _build(ctx, "pigeon", weighted=False, reserve=ctx.options.reserve)

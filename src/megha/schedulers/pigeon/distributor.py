@@ -51,7 +51,7 @@ class MasterWeights:
         for s in range(idx.n_segments):
             lo = int(idx.seg_word_start[s]) * 64
             table: dict[int, int] = {}
-            for m in idx.mask_at_bit[lo: lo + int(idx.seg_size[s])].tolist():
+            for m in idx.mask_at_bit[lo : lo + int(idx.seg_size[s])].tolist():
                 hit = False
                 for k in table:
                     if not (m & ~k):
@@ -181,8 +181,9 @@ class PigeonDistributor(Component):
         m_idx = self.choose_masters(msg.masks)
         send = self.port.send
         if n == 1:
-            send(self.masters[int(m_idx[0])],
-                 TaskBatch(msg.job, msg.tasks, msg.durations, msg.masks, short, self.number))
+            send(
+                self.masters[int(m_idx[0])], TaskBatch(msg.job, msg.tasks, msg.durations, msg.masks, short, self.number)
+            )
             return
         order = np.argsort(m_idx, kind="stable")
         sorted_m = m_idx[order]
@@ -191,5 +192,7 @@ class PigeonDistributor(Component):
         ends = np.r_[cuts, n]
         tasks, durs, masks = msg.tasks[order], msg.durations[order], msg.masks[order]
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-            send(self.masters[int(sorted_m[a])],
-                 TaskBatch(msg.job, tasks[a:b], durs[a:b], masks[a:b], short, self.number))
+            send(
+                self.masters[int(sorted_m[a])],
+                TaskBatch(msg.job, tasks[a:b], durs[a:b], masks[a:b], short, self.number),
+            )

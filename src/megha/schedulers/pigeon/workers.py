@@ -34,8 +34,7 @@ class GroupWorkers(Component):
             self._start(msg.task, msg.worker, now + msg.duration, now)
             self.rec.started([msg.task], now, [msg.worker])
         elif isinstance(msg, Launch):
-            for t, w, e in zip(msg.tasks.tolist(), msg.workers.tolist(), (now + msg.durations).tolist(),
-                               strict=True):
+            for t, w, e in zip(msg.tasks.tolist(), msg.workers.tolist(), (now + msg.durations).tolist(), strict=True):
                 self._start(t, w, e, now)
             self.rec.started(msg.tasks, now, msg.workers)
         else:
@@ -46,8 +45,9 @@ class GroupWorkers(Component):
         if cur is None:
             raise SimulationError(f"{self.address}: worker {w} is not in this group (task {t})")
         if cur >= 0:
-            raise SimulationError(f"{self.address}: worker {w} over-committed at t={now:.6f}: it already runs "
-                                  f"task {cur}")
+            raise SimulationError(
+                f"{self.address}: worker {w} over-committed at t={now:.6f}: it already runs task {cur}"
+            )
         self.task_on[w] = t
         lst = self._ends.get(end)
         if lst is None:

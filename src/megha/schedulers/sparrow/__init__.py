@@ -25,8 +25,12 @@ class SparrowOptions(SchedulerOptions):
     probe_ratio: float = Field(2.0, ge=1, description="probes per task (d)")
 
 
-@register("sparrow", "Sparrow: distributed schedulers, batch sampling (d=2), worker queues, late binding (SOSP 2013)",
-          options=SparrowOptions, modes=("slot", "resource"))
+@register(
+    "sparrow",
+    "Sparrow: distributed schedulers, batch sampling (d=2), worker queues, late binding (SOSP 2013)",
+    options=SparrowOptions,
+    modes=("slot", "resource"),
+)
 def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options
     dc = ctx.datacenter
@@ -34,8 +38,12 @@ def build(ctx: BuildContext) -> Deployment:
     addrs = [f"sparrow/scheduler{i}" for i in range(n_sched)]
     monitors = SparrowMonitors("sparrow/monitors", dc.n_workers, ctx.recorder, addrs, capacity=dc.capacity)
     sampler = ProbeSampler(dc.worker_masks, capacity=dc.capacity)
-    scheds = [SparrowScheduler(addrs[i], i, monitors.address, dc.worker_masks, ctx.recorder,
-                               probe_ratio=opts.probe_ratio, sampler=sampler) for i in range(n_sched)]
+    scheds = [
+        SparrowScheduler(
+            addrs[i], i, monitors.address, dc.worker_masks, ctx.recorder, probe_ratio=opts.probe_ratio, sampler=sampler
+        )
+        for i in range(n_sched)
+    ]
     ctx.engine.add(monitors)
     for s in scheds:
         ctx.engine.add(s)
@@ -49,7 +57,12 @@ def build(ctx: BuildContext) -> Deployment:
             "sparrow_max_worker_queue": monitors.max_queue,
         }
 
-    describe = {"schedulers": n_sched, "probe_ratio": opts.probe_ratio, "workers": dc.n_workers,
-                "mode": "resource" if dc.capacity is not None else "slot"}
-    return Deployment(route=lambda job: addrs[job % n_sched], counters=counters, describe=describe,
-                      components=[monitors, *scheds])
+    describe = {
+        "schedulers": n_sched,
+        "probe_ratio": opts.probe_ratio,
+        "workers": dc.n_workers,
+        "mode": "resource" if dc.capacity is not None else "slot",
+    }
+    return Deployment(
+        route=lambda job: addrs[job % n_sched], counters=counters, describe=describe, components=[monitors, *scheds]
+    )

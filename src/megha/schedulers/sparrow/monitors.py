@@ -49,8 +49,14 @@ class SparrowMonitors(Component):
 
     kind = "nodemonitor"
 
-    def __init__(self, address: str, n_workers: int, recorder: TaskRecorder, schedulers: list[str],
-                 capacity: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        address: str,
+        n_workers: int,
+        recorder: TaskRecorder,
+        schedulers: list[str],
+        capacity: np.ndarray | None = None,
+    ) -> None:
         super().__init__(address)
         self.n = int(n_workers)
         self.rec = recorder
@@ -163,9 +169,16 @@ class SparrowMonitors(Component):
                 lst.append(item)
         for (sched, job), items in groups.items():
             res = None if items[0][5] is None else np.array([x[5] for x in items])
-            send(self.schedulers[sched], GetTask(
-                job, np.array([x[2] for x in items], dtype=np.int64), np.array([x[3] for x in items], dtype=np.int32),
-                np.array([x[4] for x in items], dtype=np.float64), res))
+            send(
+                self.schedulers[sched],
+                GetTask(
+                    job,
+                    np.array([x[2] for x in items], dtype=np.int64),
+                    np.array([x[3] for x in items], dtype=np.int32),
+                    np.array([x[4] for x in items], dtype=np.float64),
+                    res,
+                ),
+            )
 
     def _reply(self, msg: TaskReply, now: float) -> None:
         workers = msg.workers.tolist()
@@ -187,8 +200,10 @@ class SparrowMonitors(Component):
                     continue
                 d = msg.demands[i]
                 if (d > res + _EPS).any():
-                    raise SimulationError(f"{self.address}: task {t} needs {d.tolist()} but its probe reserved "
-                                          f"{res.tolist()} on worker {w}")
+                    raise SimulationError(
+                        f"{self.address}: task {t} needs {d.tolist()} but its probe reserved "
+                        f"{res.tolist()} on worker {w}"
+                    )
                 self.free[w] += res - d
                 running[t] = (e, w, sched, d)
             else:
@@ -197,8 +212,10 @@ class SparrowMonitors(Component):
                     self._advance(w, now)
                     continue
                 if self.on_worker[w] >= 0 or self.slot_free[w]:
-                    raise SimulationError(f"{self.address}: worker {w} over-committed at t={now:.6f}: "
-                                          f"task {t} sent while it runs task {self.on_worker[w]} or holds no request")
+                    raise SimulationError(
+                        f"{self.address}: worker {w} over-committed at t={now:.6f}: "
+                        f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
+                    )
                 self.on_worker[w] = t
                 running[t] = (e, w, sched, None)
             started_t.append(t)
@@ -224,8 +241,10 @@ class SparrowMonitors(Component):
             self._advance(w, now)
             return
         if self.on_worker[w] >= 0 or self.slot_free[w]:
-            raise SimulationError(f"{self.address}: worker {w} over-committed at t={now:.6f}: "
-                                  f"task {t} sent while it runs task {self.on_worker[w]} or holds no request")
+            raise SimulationError(
+                f"{self.address}: worker {w} over-committed at t={now:.6f}: "
+                f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
+            )
         self.on_worker[w] = t
         e = now + msg.duration
         self.running[t] = (e, w, msg.scheduler, None)
@@ -245,9 +264,20 @@ class SparrowMonitors(Component):
         dem = None if msg.task < 0 else msg.demand[None, :]
         if dem is None:
             dem = np.zeros_like(res)
-        self._reply(TaskReply(msg.job, msg.scheduler, _one_int(msg.worker), _one_int(msg.task),
-                              _one_float(msg.duration), _one_float(msg.waited),
-                              _one_int(msg.task) if msg.task >= 0 else np.zeros(0, dtype=np.int64), dem, res), now)
+        self._reply(
+            TaskReply(
+                msg.job,
+                msg.scheduler,
+                _one_int(msg.worker),
+                _one_int(msg.task),
+                _one_float(msg.duration),
+                _one_float(msg.waited),
+                _one_int(msg.task) if msg.task >= 0 else np.zeros(0, dtype=np.int64),
+                dem,
+                res,
+            ),
+            now,
+        )
 
     # --- task ends ---------------------------------------------------------------------------------
     def on_timer(self, key, now: float) -> None:
@@ -283,8 +313,10 @@ class SparrowMonitors(Component):
         for sched, (ts, ws, ds) in by_sched.items():
             t_arr = np.array(ts, dtype=np.int64)
             self.rec.finished(t_arr, now)
-            self.port.send(self.schedulers[sched],
-                           Finished(t_arr, np.array(ws, dtype=np.int64), None if ds[0] is None else np.array(ds)))
+            self.port.send(
+                self.schedulers[sched],
+                Finished(t_arr, np.array(ws, dtype=np.int64), None if ds[0] is None else np.array(ds)),
+            )
         for w in freed:
             self._advance(w, now)
         self._flush()

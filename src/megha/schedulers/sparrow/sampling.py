@@ -21,8 +21,7 @@ from megha.model.constraints import MASK_DTYPE
 class ProbeSampler:
     """Samples probe targets among the workers that satisfy a constraint mask."""
 
-    def __init__(self, worker_masks: np.ndarray, exact_below: float = 0.05, capacity: np.ndarray | None = None
-                 ) -> None:
+    def __init__(self, worker_masks: np.ndarray, exact_below: float = 0.05, capacity: np.ndarray | None = None) -> None:
         self.masks = np.asarray(worker_masks, dtype=MASK_DTYPE)
         # machines of different sizes: a probe must go to a worker big enough for its group's demand (otherwise it
         # would wait there for ever); with identical machines every feasible task fits every eligible worker
@@ -54,8 +53,14 @@ class ProbeSampler:
         sel = self.eligible(mask)
         return sel[(self.capacity[sel] >= np.asarray(demand) - 1e-9).all(axis=1)]
 
-    def sample(self, rng: np.random.Generator, gmasks: list[int], want: list[int], need: list[int],
-               gdem: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def sample(
+        self,
+        rng: np.random.Generator,
+        gmasks: list[int],
+        want: list[int],
+        need: list[int],
+        gdem: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Probe targets for each group: ``want[g]`` distinct eligible workers, at least ``need[g]`` probes.
 
         ``gdem`` (one demand row per group) restricts the eligible workers to those big enough when machines differ

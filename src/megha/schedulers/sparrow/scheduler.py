@@ -25,8 +25,20 @@ from megha.sim.component import Component
 class _Job:
     """Unlaunched tasks of one job, by task group (constraint mask)."""
 
-    __slots__ = ("demands", "dur_list", "durations", "gdem", "gmask_list", "gmasks", "nonempty", "probes_out",
-                 "remaining", "stacks", "task_list", "tasks")
+    __slots__ = (
+        "demands",
+        "dur_list",
+        "durations",
+        "gdem",
+        "gmask_list",
+        "gmasks",
+        "nonempty",
+        "probes_out",
+        "remaining",
+        "stacks",
+        "task_list",
+        "tasks",
+    )
 
     def __init__(self, tasks, durations, demands, gmasks, stacks, gdem, probes_out) -> None:
         self.tasks = tasks
@@ -103,7 +115,7 @@ class SparrowScheduler(Component):
             inv = inv.ravel()
             order = np.argsort(inv, kind="stable")
             cuts = np.searchsorted(inv[order], np.arange(gmasks.size + 1))
-            stacks = [order[cuts[g]:cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
+            stacks = [order[cuts[g] : cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
             counts = [len(s) for s in stacks]
         elif n == 1 or not masks.any():
             gmasks = np.array([int(masks[0]) if n == 1 else 0], dtype=masks.dtype)
@@ -114,7 +126,7 @@ class SparrowScheduler(Component):
             inv = inv.ravel()
             order = np.argsort(inv, kind="stable")
             cuts = np.searchsorted(inv[order], np.arange(gmasks.size + 1))
-            stacks = [order[cuts[g]:cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
+            stacks = [order[cuts[g] : cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
             counts = [len(s) for s in stacks]
         gdem = None
         if demands is not None:
@@ -154,8 +166,10 @@ class SparrowScheduler(Component):
             dem = None if job.demands is None else np.where(sent[:, None], job.demands[safe], 0.0)
         if alloc.size:
             self.rec.decided(alloc, now)
-        self.port.send(self.monitors, TaskReply(msg.job, self.number, msg.workers, tasks, durs, msg.waited, alloc,
-                                                dem, msg.reserved))
+        self.port.send(
+            self.monitors,
+            TaskReply(msg.job, self.number, msg.workers, tasks, durs, msg.waited, alloc, dem, msg.reserved),
+        )
 
     def _request(self, msg: Request, now: float) -> None:
         """One request (the common case under load)."""
@@ -184,8 +198,17 @@ class SparrowScheduler(Component):
         else:
             t = job.task_list[i]
             self.rec.decided(t, now)
-            reply = Grant(msg.job, self.number, msg.worker, t, job.dur_list[i], msg.waited, t,
-                          None if job.demands is None else job.demands[i], msg.reserved)
+            reply = Grant(
+                msg.job,
+                self.number,
+                msg.worker,
+                t,
+                job.dur_list[i],
+                msg.waited,
+                t,
+                None if job.demands is None else job.demands[i],
+                msg.reserved,
+            )
         self.port.send(self.monitors, reply)
 
     def _next_index(self, job: _Job, w: int, g: int) -> int:
@@ -205,8 +228,9 @@ class SparrowScheduler(Component):
         job.probes_out -= k
         if job.probes_out <= 0:
             if job.remaining:
-                raise SimulationError(f"{self.address}: job {job_id} ran out of probes with {job.remaining} "
-                                      "task(s) unlaunched")
+                raise SimulationError(
+                    f"{self.address}: job {job_id} ran out of probes with {job.remaining} task(s) unlaunched"
+                )
             del self.jobs[job_id]
 
     def _other_group(self, job: _Job, worker: int, g: int) -> int:

@@ -43,13 +43,24 @@ class ConvertReport:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "inputs": self.inputs[:20], "n_inputs": len(self.inputs),
-                "records": self.records, "jobs": self.jobs, "tasks": self.tasks, "dropped": self.dropped,
-                "machines": self.machines, "seconds": round(self.seconds, 3), "notes": self.notes}
+        return {
+            "format": self.format,
+            "inputs": self.inputs[:20],
+            "n_inputs": len(self.inputs),
+            "records": self.records,
+            "jobs": self.jobs,
+            "tasks": self.tasks,
+            "dropped": self.dropped,
+            "machines": self.machines,
+            "seconds": round(self.seconds, 3),
+            "notes": self.notes,
+        }
 
     def describe(self) -> str:
-        lines = [f"{self.format}: read {self.records:,} records from {len(self.inputs)} file(s) in "
-                 f"{self.seconds:.1f} s; wrote {self.jobs:,} jobs / {self.tasks:,} tasks to {self.out}"]
+        lines = [
+            f"{self.format}: read {self.records:,} records from {len(self.inputs)} file(s) in "
+            f"{self.seconds:.1f} s; wrote {self.jobs:,} jobs / {self.tasks:,} tasks to {self.out}"
+        ]
         if self.dropped:
             lines.append("dropped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.dropped.items())))
         if self.machines_out is not None:
@@ -96,13 +107,33 @@ def _write_events(res, users, out: Path, name: str, meta: dict, max_jobs: int | 
     duration = (res.t_finish - res.t_schedule) / 1e6
     prio = res.priority if (res.priority >= 0).any() else None
     user = res.job_user[slot] if (res.job_user >= 0).any() else None
-    return write_job_table(out, name, slot, arrival, duration, res.cpu, res.mem, priority=prio, user=user,
-                           tie=res.index, meta=meta, max_jobs=max_jobs)
+    return write_job_table(
+        out,
+        name,
+        slot,
+        arrival,
+        duration,
+        res.cpu,
+        res.mem,
+        priority=prio,
+        user=user,
+        tie=res.index,
+        meta=meta,
+        max_jobs=max_jobs,
+    )
 
 
-def convert(source: str | Path, fmt: str, out: str | Path, machines: str | Path | None = None,
-            max_jobs: int | None = None, lms: int = 1, gms: int = 1, constraints_seed: int | None = 0,
-            progress: bool = True) -> ConvertReport:
+def convert(
+    source: str | Path,
+    fmt: str,
+    out: str | Path,
+    machines: str | Path | None = None,
+    max_jobs: int | None = None,
+    lms: int = 1,
+    gms: int = 1,
+    constraints_seed: int | None = 0,
+    progress: bool = True,
+) -> ConvertReport:
     """Convert a trace; see the module docstring. ``constraints_seed=None`` gives machines every constraint."""
     from megha.workload.converters import alibaba2018, google2011, google2019
     from megha.workload.converters._csv import Progress
@@ -132,9 +163,17 @@ def convert(source: str | Path, fmt: str, out: str | Path, machines: str | Path 
         if cols["arrival"].size == 0:
             raise InputError(f"{files[0]}: no terminated batch task with valid times: nothing to write")
         n = cols["instances"]
-        counts = write_job_table(out, name, np.repeat(cols["row"], n), np.repeat(cols["arrival"], n),
-                                 np.repeat(cols["duration"], n), np.repeat(cols["cpu"], n),
-                                 np.repeat(cols["mem"], n), meta=rep.as_dict(), max_jobs=max_jobs)
+        counts = write_job_table(
+            out,
+            name,
+            np.repeat(cols["row"], n),
+            np.repeat(cols["arrival"], n),
+            np.repeat(cols["duration"], n),
+            np.repeat(cols["cpu"], n),
+            np.repeat(cols["mem"], n),
+            meta=rep.as_dict(),
+            max_jobs=max_jobs,
+        )
     else:
         res, users, notes = _events(fmt, files, progress)
         rep.notes.extend(notes)
@@ -147,8 +186,11 @@ def convert(source: str | Path, fmt: str, out: str | Path, machines: str | Path 
 
         mfiles = mod.machine_files(source)
         if not mfiles:
-            want = {"google2011": "machine_events/", "google2019": "machine_events*.csv",
-                    "alibaba2018": "machine_meta.csv"}[fmt]
+            want = {
+                "google2011": "machine_events/",
+                "google2019": "machine_events*.csv",
+                "alibaba2018": "machine_meta.csv",
+            }[fmt]
             raise InputError(f"{source}: --machines given but no machine file found next to the tasks ({want})")
         table = mod.read_machines(mfiles)
         rep.dropped.update(table.dropped)
@@ -157,4 +199,3 @@ def convert(source: str | Path, fmt: str, out: str | Path, machines: str | Path 
         rep.inputs.extend(str(p) for p in mfiles)
     rep.seconds = time.perf_counter() - t0
     return rep
-

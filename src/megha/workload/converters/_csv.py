@@ -108,8 +108,7 @@ def locate_bad_row(path: Path, schema: Schema, names: list[str], start_record: i
                 continue
             line = reader.line_num
             if len(row) != n_cols:
-                return (f"{path}:{line}: expected {n_cols} columns ({schema.what}: {schema.describe()}), "
-                        f"got {len(row)}")
+                return f"{path}:{line}: expected {n_cols} columns ({schema.what}: {schema.describe()}), got {len(row)}"
             for i, c in positions:
                 why = _valid(c.kind, row[i], c.nullable)
                 if why is not None:
@@ -143,10 +142,19 @@ class Progress:
             Progress as RichProgress,
         )
 
-        self.bar = RichProgress(TextColumn("[bold]{task.description}"), BarColumn(), FileSizeColumn(), TextColumn("/"),
-                                TotalFileSizeColumn(), TransferSpeedColumn(), TimeElapsedColumn(),
-                                TimeRemainingColumn(), TextColumn("{task.fields[info]}"), console=console,
-                                transient=True)
+        self.bar = RichProgress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            FileSizeColumn(),
+            TextColumn("/"),
+            TotalFileSizeColumn(),
+            TransferSpeedColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console,
+            transient=True,
+        )
         self.task = self.bar.add_task(label, total=max(total_bytes, 1), info="")
         self.bar.start()
 
@@ -177,8 +185,10 @@ def _resolve_header(path: Path, schema: Schema) -> list[str]:
     if missing:
         alias = {c.name: c.aliases for c in schema.columns}
         hints = "; ".join(f"{m} (or {', '.join(alias[m])})" if alias[m] else m for m in missing)
-        raise InputError(f"{path}: not in the {schema.what} format: missing column(s) {hints}; the header has "
-                         f"{', '.join(header[:20])}")
+        raise InputError(
+            f"{path}: not in the {schema.what} format: missing column(s) {hints}; the header has "
+            f"{', '.join(header[:20])}"
+        )
     return names
 
 
@@ -186,19 +196,24 @@ def _check_headerless(path: Path, schema: Schema) -> list[str]:
     row = first_line(path)
     names = [c.name for c in schema.columns]
     if row is not None and len(row) != len(names):
-        raise InputError(f"{path}: not in the {schema.what} format: expected {len(names)} columns "
-                         f"({schema.describe()}), line 1 has {len(row)}: {','.join(row)[:120]!r}")
+        raise InputError(
+            f"{path}: not in the {schema.what} format: expected {len(names)} columns "
+            f"({schema.describe()}), line 1 has {len(row)}: {','.join(row)[:120]!r}"
+        )
     if row is not None:
         for i, c in enumerate(schema.columns):
             why = _valid(c.kind, row[i].strip(), True) if c.name in schema.use else None
             if why is not None:
-                raise InputError(f"{path}: not in the {schema.what} format: line 1, column '{c.name}' (#{i + 1}): "
-                                 f"{why} (expected columns: {schema.describe()})")
+                raise InputError(
+                    f"{path}: not in the {schema.what} format: line 1, column '{c.name}' (#{i + 1}): "
+                    f"{why} (expected columns: {schema.describe()})"
+                )
     return names
 
 
-def stream(paths: list[Path], schema: Schema, progress: Progress | None = None, label: str = ""
-           ) -> Iterator[tuple[Path, int, object]]:
+def stream(
+    paths: list[Path], schema: Schema, progress: Progress | None = None, label: str = ""
+) -> Iterator[tuple[Path, int, object]]:
     """Yield ``(path, first_record, batch)`` for every Arrow record batch of every file, in order.
 
     Columns present in the batch are the schema's ``use`` columns under their canonical names (columns missing
@@ -220,14 +235,16 @@ def stream(paths: list[Path], schema: Schema, progress: Progress | None = None, 
             read = pcsv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK_SIZE)
         else:
             read = pcsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE)
-        conv = pcsv.ConvertOptions(column_types=types, include_columns=present, strings_can_be_null=True,
-                                   quoted_strings_can_be_null=True)
+        conv = pcsv.ConvertOptions(
+            column_types=types, include_columns=present, strings_can_be_null=True, quoted_strings_can_be_null=True
+        )
         raw = pa.OSFile(str(path), "rb")
         src = pa.CompressedInputStream(raw, "gzip") if path.suffix == ".gz" else raw
         record = 0
         try:
-            reader = pcsv.open_csv(src, read_options=read, convert_options=conv,
-                                   parse_options=pcsv.ParseOptions(newlines_in_values=False))
+            reader = pcsv.open_csv(
+                src, read_options=read, convert_options=conv, parse_options=pcsv.ParseOptions(newlines_in_values=False)
+            )
             while True:
                 try:
                     batch = reader.read_next_batch()

@@ -27,15 +27,30 @@ from megha.workload.converters._csv import Col, Schema
 
 BATCH_TASK = Schema(
     "Alibaba 2018 batch_task",
-    (Col("task_name", "str"), Col("instance_num", "float"), Col("job_name", "str", False), Col("task_type", "str"),
-     Col("status", "str"), Col("start_time", "float"), Col("end_time", "float"), Col("plan_cpu", "float"),
-     Col("plan_mem", "float")),
+    (
+        Col("task_name", "str"),
+        Col("instance_num", "float"),
+        Col("job_name", "str", False),
+        Col("task_type", "str"),
+        Col("status", "str"),
+        Col("start_time", "float"),
+        Col("end_time", "float"),
+        Col("plan_cpu", "float"),
+        Col("plan_mem", "float"),
+    ),
     use=("instance_num", "job_name", "status", "start_time", "end_time", "plan_cpu", "plan_mem"),
 )
 MACHINE_META = Schema(
     "Alibaba 2018 machine_meta",
-    (Col("machine_id", "str", False), Col("time_stamp", "float"), Col("failure_domain_1", "str"),
-     Col("failure_domain_2", "str"), Col("cpu_num", "float"), Col("mem_size", "float"), Col("status", "str")),
+    (
+        Col("machine_id", "str", False),
+        Col("time_stamp", "float"),
+        Col("failure_domain_1", "str"),
+        Col("failure_domain_2", "str"),
+        Col("cpu_num", "float"),
+        Col("mem_size", "float"),
+        Col("status", "str"),
+    ),
     use=("machine_id", "time_stamp", "cpu_num", "mem_size"),
 )
 
@@ -75,8 +90,16 @@ def read_tasks(files: list[Path], progress) -> tuple[dict[str, np.ndarray], dict
         mem = _csv.column(b, "plan_mem", "float") / 100.0
         seq = np.arange(order, order + n, dtype=np.int64)
         order += n
-        parts.append((start[keep], np.rint(inst[keep]).astype(np.int64), end[keep] - start[keep], cpu[keep],
-                      mem[keep], seq[keep]))
+        parts.append(
+            (
+                start[keep],
+                np.rint(inst[keep]).astype(np.int64),
+                end[keep] - start[keep],
+                cpu[keep],
+                mem[keep],
+                seq[keep],
+            )
+        )
     if parts:
         cols = [np.concatenate(c) for c in zip(*parts, strict=True)]
     else:

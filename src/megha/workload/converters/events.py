@@ -76,8 +76,13 @@ class EventMatcher:
         self.t_max = -1
         self.events = 0
         self.pos = 0
-        self.dropped = {"attempts_not_finished": 0, "started_before_trace": 0, "finish_without_schedule": 0,
-                        "negative_duration": 0, "events_of_later_jobs": 0}
+        self.dropped = {
+            "attempts_not_finished": 0,
+            "started_before_trace": 0,
+            "finish_without_schedule": 0,
+            "negative_duration": 0,
+            "events_of_later_jobs": 0,
+        }
         self.relevant = np.array([codes.schedule, codes.finish, *codes.ends], dtype=np.int64)
 
     # -- job bookkeeping -----------------------------------------------------------------------------------
@@ -102,8 +107,17 @@ class EventMatcher:
             self.job_user = np.concatenate([self.job_user, np.full(size - self.job_user.size, -1)])
         return slots[inv.ravel()]
 
-    def feed(self, t: np.ndarray, job: np.ndarray, idx: np.ndarray, typ: np.ndarray, cpu: np.ndarray,
-             mem: np.ndarray, prio: np.ndarray, user: np.ndarray) -> None:
+    def feed(
+        self,
+        t: np.ndarray,
+        job: np.ndarray,
+        idx: np.ndarray,
+        typ: np.ndarray,
+        cpu: np.ndarray,
+        mem: np.ndarray,
+        prio: np.ndarray,
+        user: np.ndarray,
+    ) -> None:
         """One batch of events (numpy arrays of equal length; NaN / -1 for missing values)."""
         n = t.size
         self.events += n
@@ -158,8 +172,7 @@ class EventMatcher:
         m_in = fin & prev_sched
         i_fin = np.flatnonzero(m_in)
         i_sch = i_fin - 1
-        parts = [(ks[i_fin], ts[i_sch], ts[i_fin], cs[i_sch], ms[i_sch], ps[i_sch], cs[i_fin], ms[i_fin],
-                  ps[i_fin])]
+        parts = [(ks[i_fin], ts[i_sch], ts[i_fin], cs[i_sch], ms[i_sch], ps[i_sch], cs[i_fin], ms[i_fin], ps[i_fin])]
         # finishes whose schedule came in an earlier batch
         m_carry = fin & first
         if m_carry.any():
@@ -169,9 +182,19 @@ class EventMatcher:
             if ok.any():
                 vals = [g for g in got if g is not None]
                 i_ok = i_c[ok]
-                parts.append((ks[i_ok], np.array([v[0] for v in vals], dtype=np.int64), ts[i_ok],
-                              np.array([v[1] for v in vals]), np.array([v[2] for v in vals]),
-                              np.array([v[3] for v in vals], dtype=np.int64), cs[i_ok], ms[i_ok], ps[i_ok]))
+                parts.append(
+                    (
+                        ks[i_ok],
+                        np.array([v[0] for v in vals], dtype=np.int64),
+                        ts[i_ok],
+                        np.array([v[1] for v in vals]),
+                        np.array([v[2] for v in vals]),
+                        np.array([v[3] for v in vals], dtype=np.int64),
+                        cs[i_ok],
+                        ms[i_ok],
+                        ps[i_ok],
+                    )
+                )
             self.dropped["finish_without_schedule"] += int((~ok).sum())
         self.dropped["finish_without_schedule"] += int((fin & ~first & ~prev_sched).sum())
         # attempts ended by EVICT/FAIL/KILL/LOST right after a SCHEDULE
@@ -187,8 +210,17 @@ class EventMatcher:
             good = ~before & ~neg
             self.dropped["started_before_trace"] += int(before.sum())
             self.dropped["negative_duration"] += int(neg.sum())
-            self.out.append((k[good] >> _IDX_BITS, k[good] & ((1 << _IDX_BITS) - 1), t_s[good], t_f[good],
-                             cpu_v[good], mem_v[good], pr[good]))
+            self.out.append(
+                (
+                    k[good] >> _IDX_BITS,
+                    k[good] & ((1 << _IDX_BITS) - 1),
+                    t_s[good],
+                    t_f[good],
+                    cpu_v[good],
+                    mem_v[good],
+                    pr[good],
+                )
+            )
         # carry running tasks to the next batch
         pend = self.pending
         ended_carry = first & ~fin & (ty != c.schedule)
@@ -197,8 +229,13 @@ class EventMatcher:
         sched_last = last & (ty == c.schedule)
         if sched_last.any():
             i = np.flatnonzero(sched_last)
-            pend.update(zip(ks[i].tolist(), zip(ts[i].tolist(), cs[i].tolist(), ms[i].tolist(), ps[i].tolist(),
-                                                strict=True), strict=True))
+            pend.update(
+                zip(
+                    ks[i].tolist(),
+                    zip(ts[i].tolist(), cs[i].tolist(), ms[i].tolist(), ps[i].tolist(), strict=True),
+                    strict=True,
+                )
+            )
         other_last = last & (ty != c.schedule)
         if other_last.any():
             for k in ks[other_last].tolist():
@@ -217,7 +254,17 @@ class EventMatcher:
             cols = [np.concatenate(c) for c in zip(*self.out, strict=True)]
         else:
             cols = [np.zeros(0, dtype=np.int64)] * 4 + [np.zeros(0)] * 2 + [np.zeros(0, dtype=np.int64)]
-        return MatchedTasks(job_slot=cols[0], index=cols[1], t_schedule=cols[2], t_finish=cols[3], cpu=cols[4],
-                            mem=cols[5], priority=cols[6], job_ids=np.array(self.job_ids, dtype=np.int64),
-                            job_submit=self.job_submit[:n].copy(), job_user=self.job_user[:n].copy(),
-                            dropped={k: v for k, v in self.dropped.items() if v}, events=self.events)
+        return MatchedTasks(
+            job_slot=cols[0],
+            index=cols[1],
+            t_schedule=cols[2],
+            t_finish=cols[3],
+            cpu=cols[4],
+            mem=cols[5],
+            priority=cols[6],
+            job_ids=np.array(self.job_ids, dtype=np.int64),
+            job_submit=self.job_submit[:n].copy(),
+            job_user=self.job_user[:n].copy(),
+            dropped={k: v for k, v in self.dropped.items() if v},
+            events=self.events,
+        )

@@ -25,16 +25,33 @@ from megha.workload.converters.events import EventCodes
 
 TASK_EVENTS = Schema(
     "Google 2011 task_events",
-    (Col("timestamp", "int", False), Col("missing_info", "int"), Col("job_id", "int", False),
-     Col("task_index", "int", False), Col("machine_id", "int"), Col("event_type", "int", False),
-     Col("user", "str"), Col("scheduling_class", "int"), Col("priority", "int"), Col("cpu_request", "float"),
-     Col("memory_request", "float"), Col("disk_request", "float"), Col("different_machines", "int")),
+    (
+        Col("timestamp", "int", False),
+        Col("missing_info", "int"),
+        Col("job_id", "int", False),
+        Col("task_index", "int", False),
+        Col("machine_id", "int"),
+        Col("event_type", "int", False),
+        Col("user", "str"),
+        Col("scheduling_class", "int"),
+        Col("priority", "int"),
+        Col("cpu_request", "float"),
+        Col("memory_request", "float"),
+        Col("disk_request", "float"),
+        Col("different_machines", "int"),
+    ),
     use=("timestamp", "job_id", "task_index", "event_type", "user", "priority", "cpu_request", "memory_request"),
 )
 MACHINE_EVENTS = Schema(
     "Google 2011 machine_events",
-    (Col("timestamp", "int", False), Col("machine_id", "int", False), Col("event_type", "int", False),
-     Col("platform_id", "str"), Col("cpus", "float"), Col("memory", "float")),
+    (
+        Col("timestamp", "int", False),
+        Col("machine_id", "int", False),
+        Col("event_type", "int", False),
+        Col("platform_id", "str"),
+        Col("cpus", "float"),
+        Col("memory", "float"),
+    ),
     use=("timestamp", "machine_id", "event_type", "cpus", "memory"),
 )
 CODES = EventCodes(submit=0, schedule=1, finish=4, ends=(2, 3, 5, 6))
@@ -67,8 +84,9 @@ class UserCodes:
 
         enc = pc.dictionary_encode(arr)
         dic = enc.dictionary.to_pylist()
-        lut = np.array([self.codes.setdefault(u, len(self.codes)) if u is not None else -1 for u in dic] or [-1],
-                       dtype=np.int64)
+        lut = np.array(
+            [self.codes.setdefault(u, len(self.codes)) if u is not None else -1 for u in dic] or [-1], dtype=np.int64
+        )
         idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
         out = np.where(idx >= 0, lut[np.maximum(idx, 0)], -1)
         return out
@@ -110,5 +128,9 @@ def read_machines(files: list[Path], progress=None):
     ids = [m for m, (c, r) in cap.items() if c == c and r == r]
     missing = len(cap) - len(ids)
     capacity = np.array([cap[m] for m in ids], dtype=np.float64).reshape(-1, 2)
-    return MachineTable(ids=[str(m) for m in ids], capacity=capacity, source="google2011 machine_events",
-                        dropped={"machines_without_capacity": missing} if missing else {})
+    return MachineTable(
+        ids=[str(m) for m in ids],
+        capacity=capacity,
+        source="google2011 machine_events",
+        dropped={"machines_without_capacity": missing} if missing else {},
+    )

@@ -24,35 +24,60 @@ from megha.workload.converters import _csv
 from megha.workload.converters._csv import Col, Schema
 from megha.workload.converters.events import EventCodes
 
-TYPE_NAMES = {"SUBMIT": 0, "QUEUE": 1, "ENABLE": 2, "SCHEDULE": 3, "EVICT": 4, "FAIL": 5, "FINISH": 6, "KILL": 7,
-              "LOST": 8, "UPDATE_PENDING": 9, "UPDATE_RUNNING": 10}
+TYPE_NAMES = {
+    "SUBMIT": 0,
+    "QUEUE": 1,
+    "ENABLE": 2,
+    "SCHEDULE": 3,
+    "EVICT": 4,
+    "FAIL": 5,
+    "FINISH": 6,
+    "KILL": 7,
+    "LOST": 8,
+    "UPDATE_PENDING": 9,
+    "UPDATE_RUNNING": 10,
+}
 CODES = EventCodes(submit=0, schedule=3, finish=6, ends=(4, 5, 7, 8))
 
 INSTANCE_EVENTS = Schema(
     "Google 2019 instance_events export",
-    (Col("time", "int", False), Col("type", "str", False), Col("collection_id", "int", False),
-     Col("instance_index", "int", False), Col("priority", "int"), Col("collection_type", "int"),
-     Col("user", "str"),
-     Col("cpus", "float", False, ("resource_request.cpus", "resource_request_cpus", "request_cpus", "cpu_request")),
-     Col("memory", "float", False, ("resource_request.memory", "resource_request_memory", "request_memory",
-                                    "memory_request"))),
-    use=("time", "type", "collection_id", "instance_index", "priority", "collection_type", "user", "cpus",
-         "memory"),
+    (
+        Col("time", "int", False),
+        Col("type", "str", False),
+        Col("collection_id", "int", False),
+        Col("instance_index", "int", False),
+        Col("priority", "int"),
+        Col("collection_type", "int"),
+        Col("user", "str"),
+        Col("cpus", "float", False, ("resource_request.cpus", "resource_request_cpus", "request_cpus", "cpu_request")),
+        Col(
+            "memory",
+            "float",
+            False,
+            ("resource_request.memory", "resource_request_memory", "request_memory", "memory_request"),
+        ),
+    ),
+    use=("time", "type", "collection_id", "instance_index", "priority", "collection_type", "user", "cpus", "memory"),
     header=True,
 )
 MACHINE_EVENTS = Schema(
     "Google 2019 machine_events export",
-    (Col("time", "int"), Col("machine_id", "int", False), Col("type", "str"),
-     Col("cpus", "float", False, ("capacity.cpus", "capacity_cpus")),
-     Col("memory", "float", False, ("capacity.memory", "capacity_memory"))),
+    (
+        Col("time", "int"),
+        Col("machine_id", "int", False),
+        Col("type", "str"),
+        Col("cpus", "float", False, ("capacity.cpus", "capacity_cpus")),
+        Col("memory", "float", False, ("capacity.memory", "capacity_memory")),
+    ),
     use=("time", "machine_id", "type", "cpus", "memory"),
     header=True,
 )
 
 
 def task_files(source: Path) -> list[Path]:
-    return _csv.find_files(source, ["instance_events*.csv.gz", "instance_events*.csv", "*.csv.gz", "*.csv"],
-                           "instance_events")
+    return _csv.find_files(
+        source, ["instance_events*.csv.gz", "instance_events*.csv", "*.csv.gz", "*.csv"], "instance_events"
+    )
 
 
 def machine_files(source: Path) -> list[Path]:
@@ -73,8 +98,9 @@ def event_types(arr, path: Path) -> np.ndarray:
         elif s.upper() in TYPE_NAMES:
             lut.append(TYPE_NAMES[s.upper()])
         else:
-            raise InputError(f"{path}: column 'type': unknown event type {s!r} (expected 0-10 or "
-                             f"{', '.join(TYPE_NAMES)})")
+            raise InputError(
+                f"{path}: column 'type': unknown event type {s!r} (expected 0-10 or {', '.join(TYPE_NAMES)})"
+            )
     idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     lut_a = np.array(lut or [-1], dtype=np.int64)
     return np.where(idx >= 0, lut_a[np.maximum(idx, 0)], -1)
@@ -86,9 +112,16 @@ def feed_events(matcher, files: list[Path], progress, users) -> None:
         ctype = _csv.column(b, "collection_type", "int", fill=0)
         uidx = b.schema.get_field_index("user")
         user = users.encode(b.column(uidx)) if uidx >= 0 else np.full(b.num_rows, -1, dtype=np.int64)
-        cols = dict(t=_csv.column(b, "time", "int"), job=_csv.column(b, "collection_id", "int"),
-                    idx=_csv.column(b, "instance_index", "int"), typ=typ, cpu=_csv.column(b, "cpus", "float"),
-                    mem=_csv.column(b, "memory", "float"), prio=_csv.column(b, "priority", "int"), user=user)
+        cols = dict(
+            t=_csv.column(b, "time", "int"),
+            job=_csv.column(b, "collection_id", "int"),
+            idx=_csv.column(b, "instance_index", "int"),
+            typ=typ,
+            cpu=_csv.column(b, "cpus", "float"),
+            mem=_csv.column(b, "memory", "float"),
+            prio=_csv.column(b, "priority", "int"),
+            user=user,
+        )
         alloc = ctype == 1
         if alloc.any():
             cols = {k: v[~alloc] for k, v in cols.items()}
@@ -118,5 +151,9 @@ def read_machines(files: list[Path], progress=None):
     ids = sorted(m for m, (c, r) in cap.items() if c == c and r == r)
     missing = len(cap) - len(ids)
     capacity = np.array([cap[m] for m in ids], dtype=np.float64).reshape(-1, 2)
-    return MachineTable(ids=[str(m) for m in ids], capacity=capacity, source="google2019 machine_events",
-                        dropped={"machines_without_capacity": missing} if missing else {})
+    return MachineTable(
+        ids=[str(m) for m in ids],
+        capacity=capacity,
+        source="google2019 machine_events",
+        dropped={"machines_without_capacity": missing} if missing else {},
+    )

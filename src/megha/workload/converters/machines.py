@@ -58,8 +58,9 @@ def _bits(masks: np.ndarray, k: int) -> str:
     return "0b" + b
 
 
-def write_cluster_json(table: MachineTable, path: str | Path, lms: int = 1, gms: int = 1,
-                       constraints_seed: int | None = 0) -> Path:
+def write_cluster_json(
+    table: MachineTable, path: str | Path, lms: int = 1, gms: int = 1, constraints_seed: int | None = 0
+) -> Path:
     """Write the machines as a Megha cluster file (``.json`` or ``.json.gz``) with capacities kept."""
     p = Path(path)
     n = table.n
@@ -88,8 +89,7 @@ def write_cluster_json(table: MachineTable, path: str | Path, lms: int = 1, gms:
             "resources": list(table.resource_names),
             "constraints_seed": constraints_seed,
             "ids": [str(x) for x in table.ids],
-            "capacity": {name: [float(x) for x in table.capacity[:, r]] for r, name in
-                         enumerate(table.resource_names)},
+            "capacity": {name: [float(x) for x in table.capacity[:, r]] for r, name in enumerate(table.resource_names)},
         },
     }
     data = json.dumps(doc, separators=(",", ":")).encode()

@@ -45,8 +45,14 @@ def _csv_text(table, header: bool = False) -> str:
     return buf.getvalue().to_pybytes().decode()
 
 
-def google_events(n_jobs: int, seed: int = 0, tasks_per_job: int = 8, evict_fraction: float = 0.1,
-                  kill_fraction: float = 0.05, early_jobs: int = 1) -> tuple[dict[str, np.ndarray], Expected]:
+def google_events(
+    n_jobs: int,
+    seed: int = 0,
+    tasks_per_job: int = 8,
+    evict_fraction: float = 0.1,
+    kill_fraction: float = 0.05,
+    early_jobs: int = 1,
+) -> tuple[dict[str, np.ndarray], Expected]:
     """Event columns (time-sorted) for ``n_jobs`` jobs, and the expected finished tasks. Times in µs."""
     rng = np.random.default_rng(seed)
     ntask = rng.integers(1, 2 * tasks_per_job, size=n_jobs)
@@ -84,30 +90,62 @@ def google_events(n_jobs: int, seed: int = 0, tasks_per_job: int = 8, evict_frac
     ty = np.concatenate(rows_type).astype(np.int64)
     order = np.lexsort((ty, t))
     t, ti, ty = t[order], ti[order], ty[order]
-    cols = {"time": t, "job": job_ids[tj[ti]], "index": tidx[ti], "type": ty, "user": user[ti], "priority": prio[ti],
-            "cpu": cpu[ti], "mem": mem[ti]}
+    cols = {
+        "time": t,
+        "job": job_ids[tj[ti]],
+        "index": tidx[ti],
+        "type": ty,
+        "user": user[ti],
+        "priority": prio[ti],
+        "cpu": cpu[ti],
+        "mem": mem[ti],
+    }
     done = ~kill
     arr_job = np.where(submit == 0, 0, submit)  # submit at 0 counts as arrival 0 (first SUBMIT event)
-    exp = Expected(job=job_ids[tj][done], index=tidx[done], arrival=(arr_job[tj] / 1e6)[done],
-                   duration=(dur / 1e6)[done], cpu=cpu[done], mem=mem[done], priority=prio[done])
+    exp = Expected(
+        job=job_ids[tj][done],
+        index=tidx[done],
+        arrival=(arr_job[tj] / 1e6)[done],
+        duration=(dur / 1e6)[done],
+        cpu=cpu[done],
+        mem=mem[done],
+        priority=prio[done],
+    )
     return cols, exp
 
 
-def write_google2011(root: Path, n_jobs: int, seed: int = 0, parts: int = 2, n_machines: int = 20,
-                     gz: bool = True, **kw) -> Expected:
+def write_google2011(
+    root: Path, n_jobs: int, seed: int = 0, parts: int = 2, n_machines: int = 20, gz: bool = True, **kw
+) -> Expected:
     """A Google 2011 trace directory: ``task_events/part-0000i-of-0000n.csv.gz`` and ``machine_events/``."""
     cols, exp = google_events(n_jobs, seed, **kw)
     n = cols["time"].size
     users = np.array([f"user{u}" for u in range(int(cols["user"].max()) + 1)])[cols["user"]]
     empty = pa.nulls(n, pa.int64())
-    table = pa.table({"t": cols["time"], "mi": empty, "j": cols["job"], "i": cols["index"], "m": empty,
-                      "ty": cols["type"], "u": users, "sc": np.ones(n, dtype=np.int64), "p": cols["priority"],
-                      "c": cols["cpu"], "r": cols["mem"], "d": np.full(n, 0.0001), "dm": np.zeros(n, np.int64)})
+    table = pa.table(
+        {
+            "t": cols["time"],
+            "mi": empty,
+            "j": cols["job"],
+            "i": cols["index"],
+            "m": empty,
+            "ty": cols["type"],
+            "u": users,
+            "sc": np.ones(n, dtype=np.int64),
+            "p": cols["priority"],
+            "c": cols["cpu"],
+            "r": cols["mem"],
+            "d": np.full(n, 0.0001),
+            "dm": np.zeros(n, np.int64),
+        }
+    )
     bounds = np.linspace(0, n, parts + 1).astype(int)
     suffix = ".csv.gz" if gz else ".csv"
     for p in range(parts):
-        _write(root / "task_events" / f"part-{p:05d}-of-{parts:05d}{suffix}",
-               _csv_text(table.slice(bounds[p], bounds[p + 1] - bounds[p])))
+        _write(
+            root / "task_events" / f"part-{p:05d}-of-{parts:05d}{suffix}",
+            _csv_text(table.slice(bounds[p], bounds[p + 1] - bounds[p])),
+        )
     rng = np.random.default_rng(seed + 1)
     mrows = []
     for m in range(n_machines):
@@ -118,8 +156,9 @@ def write_google2011(root: Path, n_jobs: int, seed: int = 0, parts: int = 2, n_m
     return exp
 
 
-def write_google2019(root: Path, n_jobs: int, seed: int = 0, shuffle: bool = True, gz: bool = False,
-                     names: bool = False, **kw) -> Expected:
+def write_google2019(
+    root: Path, n_jobs: int, seed: int = 0, shuffle: bool = True, gz: bool = False, names: bool = False, **kw
+) -> Expected:
     """An exported ``instance_events`` CSV (with header; unordered like a BigQuery export) and ``machine_events``."""
     cols, exp = google_events(n_jobs, seed, **kw)
     code = {0: 0, 1: 3, 2: 4, 4: 6, 5: 7}  # 2011 codes → 2019 codes
@@ -131,10 +170,18 @@ def write_google2019(root: Path, n_jobs: int, seed: int = 0, shuffle: bool = Tru
         tys = ty.astype(str)
     n = ty.size
     order = np.random.default_rng(seed + 7).permutation(n) if shuffle else np.arange(n)
-    table = pa.table({"time": cols["time"], "type": tys, "collection_id": cols["job"],
-                      "instance_index": cols["index"], "priority": cols["priority"],
-                      "collection_type": np.zeros(n, np.int64), "resource_request.cpus": cols["cpu"],
-                      "resource_request.memory": cols["mem"]}).take(order)
+    table = pa.table(
+        {
+            "time": cols["time"],
+            "type": tys,
+            "collection_id": cols["job"],
+            "instance_index": cols["index"],
+            "priority": cols["priority"],
+            "collection_type": np.zeros(n, np.int64),
+            "resource_request.cpus": cols["cpu"],
+            "resource_request.memory": cols["mem"],
+        }
+    ).take(order)
     suffix = ".csv.gz" if gz else ".csv"
     _write(root / f"instance_events-000000000000{suffix}", _csv_text(table, header=True))
     m = ["time,machine_id,type,capacity.cpus,capacity.memory\n"]
@@ -154,13 +201,19 @@ def write_alibaba2018(root: Path, n_tasks: int, seed: int = 0, gz: bool = False)
     mem = np.round(rng.uniform(0.1, 5.0, size=n_tasks), 2)
     lines = []
     for i in range(n_tasks):
-        lines.append(f"M{i % 5 + 1},{inst[i]},j_{i // 3},1,{status[i]},{start[i]},{start[i] + dur[i]},{cpu[i]},"
-                     f"{mem[i]}\n")
+        lines.append(
+            f"M{i % 5 + 1},{inst[i]},j_{i // 3},1,{status[i]},{start[i]},{start[i] + dur[i]},{cpu[i]},{mem[i]}\n"
+        )
     suffix = ".csv.gz" if gz else ".csv"
     _write(root / f"batch_task{suffix}", lines)
     mm = [f"m_{i + 1},0,{i % 4},{i % 7},96,100,USING\n" for i in range(12)]
     mm.append("m_3,1000,2,5,64,50,USING\n")  # a later record of machine 3
     _write(root / f"machine_meta{suffix}", mm)
     keep = status == "Terminated"
-    return {"arrival": start[keep].astype(float), "instances": inst[keep], "duration": dur[keep].astype(float),
-            "cpu": cpu[keep] / 100.0, "mem": mem[keep] / 100.0}
+    return {
+        "arrival": start[keep].astype(float),
+        "instances": inst[keep],
+        "duration": dur[keep].astype(float),
+        "cpu": cpu[keep] / 100.0,
+        "mem": mem[keep] / 100.0,
+    }

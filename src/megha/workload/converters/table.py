@@ -17,10 +17,20 @@ import numpy as np
 from megha.errors import InputError
 
 
-def write_job_table(path: str | Path, name: str, job_key: np.ndarray, arrival: np.ndarray, duration: np.ndarray,
-                    cpu: np.ndarray, mem: np.ndarray, priority: np.ndarray | None = None,
-                    user: np.ndarray | None = None, tie: np.ndarray | None = None,
-                    meta: dict[str, Any] | None = None, max_jobs: int | None = None) -> dict[str, int]:
+def write_job_table(
+    path: str | Path,
+    name: str,
+    job_key: np.ndarray,
+    arrival: np.ndarray,
+    duration: np.ndarray,
+    cpu: np.ndarray,
+    mem: np.ndarray,
+    priority: np.ndarray | None = None,
+    user: np.ndarray | None = None,
+    tie: np.ndarray | None = None,
+    meta: dict[str, Any] | None = None,
+    max_jobs: int | None = None,
+) -> dict[str, int]:
     """Sort tasks into jobs by (arrival, job_key, tie), renumber jobs 0..J-1, shift time to 0 and write Parquet.
 
     ``job_key`` identifies a task's job; ``arrival`` is per task (its job's arrival, seconds). ``max_jobs`` keeps
