@@ -218,7 +218,7 @@ class LiveLocalMaster(LocalMaster):
         layout: MeghaLayout,
         recorder,
         heartbeat: float = 5.0,
-        fair=None,  # noqa: E741
+        fair=None,
         reply_always: bool = False,
         host_timeout: float = 1.0,
         check_period: float = 0.2,
