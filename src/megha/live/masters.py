@@ -214,7 +214,7 @@ class LiveLocalMaster(LocalMaster):
 
     def __init__(
         self,
-        l: int,
+        l: int,  # noqa: E741
         layout: MeghaLayout,
         recorder,
         heartbeat: float = 5.0,
