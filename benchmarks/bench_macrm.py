@@ -37,7 +37,7 @@ from megha.experiments.macrm import (
     simulate_inputs,
     slot_background,
 )
-from megha.sim.run import simulate
+from megha.runner import simulate
 
 
 def inputs(name: str, jobs: int):

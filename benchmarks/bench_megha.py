@@ -17,7 +17,7 @@ import time
 
 from megha.config import RunConfig
 from megha.metrics.report import summarize
-from megha.sim.run import simulate
+from megha.runner import simulate
 
 
 def bench(label: str, cfg: RunConfig) -> None:

@@ -19,7 +19,7 @@ import time
 
 from megha.config import RunConfig
 from megha.metrics.summary import describe, job_table
-from megha.sim.run import simulate
+from megha.runner import simulate
 
 TARGET = 20_000.0
 PEERS = {

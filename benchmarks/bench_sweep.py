@@ -31,7 +31,7 @@ def _spec(n: int) -> dict:
 def bench_overhead(n_runs: int, use_ray: bool, tmp: Path, repeat: int) -> None:
     from megha.config import RunConfig
     from megha.metrics.report import write_run
-    from megha.sim.run import simulate
+    from megha.runner import simulate
     from megha.sweep import run_sweep, worker
     from megha.sweep.report import build_report
     from megha.sweep.spec import parse

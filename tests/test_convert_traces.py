@@ -131,7 +131,7 @@ def test_alibaba2018_round_trip(tmp_path: Path) -> None:
 
 def test_converted_trace_simulates(tmp_path: Path) -> None:
     from megha.config import RunConfig
-    from megha.sim.run import simulate
+    from megha.runner import simulate
 
     write_google2011(tmp_path / "g", 15, seed=8, parts=1)
     convert(tmp_path / "g", "google2011", tmp_path / "g.parquet", machines=tmp_path / "m.json", progress=False)

@@ -11,10 +11,10 @@ from megha.config import RunConfig
 from megha.errors import InputError
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
+from megha.runner import simulate
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
 from megha.schedulers.flow import FlowOptions, build_scheduler
 from megha.sim.component import RecordingPort
-from megha.sim.run import simulate
 
 
 def _cfg(**opts) -> RunConfig:

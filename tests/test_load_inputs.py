@@ -10,7 +10,7 @@ import pytest
 
 from megha.config import RunConfig
 from megha.model.workload import Workload, feasible_tasks
-from megha.sim.run import load_inputs, simulate
+from megha.runner import load_inputs, simulate
 from megha.workload.converters.machines import MachineTable, write_cluster_json
 from megha.workload.tracefile import write_columnar
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
+from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger, _Round
 from megha.schedulers.macrm.messages import (
     Forget,
@@ -23,7 +24,6 @@ from megha.schedulers.macrm.messages import (
     TaskFailed,
     TaskRequest,
 )
-from megha.schedulers.sparrow.sampling import ProbeSampler
 from megha.sim.component import RecordingPort
 
 N = 200

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from megha.config import RunConfig
 from megha.experiments.macrm import cluster, poisson_jobs, shift, simulate_inputs, slot_background
-from megha.sim.run import simulate
+from megha.runner import simulate
 
 
 def write_trace(jobs) -> str:

@@ -394,7 +394,7 @@ def test_mutual_preemption_of_fractional_shares_ends():
     from pathlib import Path
 
     from megha.config import RunConfig
-    from megha.sim.run import simulate
+    from megha.runner import simulate
 
     jobs = [
         (0.0, [0.05]),

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from megha.config import RunConfig
 from megha.experiments.megha_fairness import SHARES, USER_GMS, unfairness_episodes
-from megha.sim.run import simulate
+from megha.runner import simulate
 
 
 def scenario(workers: int):

@@ -12,11 +12,11 @@ from megha.cli import app
 from megha.config import RunConfig
 from megha.errors import InputError
 from megha.metrics.recorder import TaskRecorder
+from megha.runner import simulate
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.packing.component import PackingScheduler, TaskSizer
 from megha.schedulers.packing.policies import POLICIES, make_policy
 from megha.sim.component import RecordingPort
-from megha.sim.run import simulate
 
 
 def test_scheduler_decides_at_slot_boundaries():

@@ -8,9 +8,9 @@ import pytest
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Probes, Request, TaskReply
 from megha.schedulers.sparrow.monitors import SparrowMonitors
-from megha.schedulers.sparrow.sampling import ProbeSampler
 from megha.schedulers.sparrow.scheduler import SparrowScheduler
 from megha.sim.component import RecordingPort
 

@@ -12,7 +12,7 @@ import pytest
 
 from megha.sweep import run_sweep
 from megha.sweep.aggregate import collect
-from megha.sweep.runner import load_plans
+from megha.sweep.spec import load_plans
 
 #: 2 schedulers x 3 datacenter sizes x 4 seeds = 24 small runs (the first Google sub-trace jobs).
 SWEEP24 = {
@@ -146,7 +146,7 @@ def test_failed_run_is_reported_and_does_not_stop_the_others(tmp_path: Path) -> 
 def test_crashing_worker_process_is_isolated(tmp_path: Path, monkeypatch) -> None:
     import os
 
-    import megha.sim.run as run_mod
+    import megha.runner as run_mod
 
     real = run_mod.simulate
 

@@ -86,7 +86,7 @@ def test_cluster_file_not_json(tmp_path):
 
 def test_run_config_machine_profiles_reach_the_generator():
     from megha.config import RunConfig
-    from megha.sim.run import load_inputs
+    from megha.runner import load_inputs
 
     lo, hi = [0.0] * 20 + [1.0], [1.0] * 21
     cfg = RunConfig(scheduler="ideal", trace="sample:YH_small", workers=400, lms=4, seed=3, machine_profiles=[lo, hi])

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from megha.config import RunConfig
 from megha.metrics.summary import job_table
-from megha.sim.run import simulate
+from megha.runner import simulate
 
 
 def write_trace(jobs) -> str:

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from megha.cli_common import console, out_console, parse_opts, parse_pairs
+from megha.cli_common import fail as _fail
 from megha.config import RunConfig
 from megha.errors import MeghaError
 
@@ -31,45 +32,6 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(help="Inspect and convert workload traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
-
-console = Console(stderr=True)
-out_console = Console()
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    console.print(f"[bold red]error:[/] {msg}", highlight=False)
-    raise typer.Exit(code)
-
-
-def parse_opts(items: list[str] | None) -> dict[str, Any]:
-    """``key=value`` pairs; values are parsed as JSON when they can be (numbers, booleans, lists)."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        if "=" not in item:
-            _fail(f"--opt expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        k = k.strip().replace("-", "_")
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
-
-
-def parse_pairs(text: str | None, what: str) -> dict[str, float] | None:
-    """``cpu=64,mem=16`` → {'cpu': 64.0, 'mem': 16.0}."""
-    if text is None:
-        return None
-    out = {}
-    for part in text.split(","):
-        if "=" not in part:
-            _fail(f"{what} expects name=value[,name=value], got {text!r}")
-        k, v = part.split("=", 1)
-        try:
-            out[k.strip()] = float(v)
-        except ValueError:
-            _fail(f"{what}: {v!r} is not a number")
-    return out
 
 
 class _Progress:
@@ -119,7 +81,7 @@ def _force_progress() -> bool:
 def run_and_write(cfg: RunConfig, out: Path | None, csv: bool, quiet: bool, plots: bool = True) -> dict:
     """Simulate one configuration, write its outputs, return its summary."""
     from megha.metrics.report import summarize, write_run
-    from megha.sim.run import simulate
+    from megha.runner import simulate
 
     prog = _Progress(cfg.scheduler, quiet)
     try:

@@ -24,7 +24,7 @@ def attach(app: typer.Typer) -> None:
         """Reproduce a figure of the papers: writes summary.json, tables and the figure."""
         from rich.table import Table
 
-        from megha.cli import console, out_console
+        from megha.cli_common import console, out_console
         from megha.experiments.registry import ReproContext, all_experiments, run_experiment
 
         if list_ or experiment is None:
@@ -40,7 +40,7 @@ def attach(app: typer.Typer) -> None:
             return
         target = out or Path("megha-reproduce") / experiment
         log = (lambda s: None) if quiet else (lambda s: console.print(s, highlight=False))
-        from megha.cli import parse_opts
+        from megha.cli_common import parse_opts
 
         ctx = ReproContext(out=target, quick=quick, seed=seed, log=log, extra=parse_opts(set_))
         doc = run_experiment(experiment, ctx)

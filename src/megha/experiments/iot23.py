@@ -346,7 +346,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
     rows: list[dict] = []
     doc: dict = {"workloads": {}, "paper_reported": PAPER}
     norm: dict[str, float] = {}
-    from megha.sim.run import load_inputs
+    from megha.runner import load_inputs
 
     for name, trace, max_jobs, workers in workloads:
         ctx.log(f"[bold]{name}[/]" + (f" (first {max_jobs} jobs)" if max_jobs else ""))

@@ -82,11 +82,11 @@ import numpy as np
 from megha.config import RunConfig
 from megha.errors import InputError
 from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.result import RunResult
 from megha.model.constraints import NUM_CONSTRAINTS
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
-from megha.sim.run import RunResult
-from megha.sim.run import simulate_inputs as run_inputs
+from megha.runner import simulate_inputs as run_inputs
 
 ALL_CONSTRAINTS = np.uint32((1 << NUM_CONSTRAINTS) - 1)
 
@@ -151,7 +151,7 @@ def simulate_inputs(
     stall_timeout: float = 3600.0,
     label: str = "generated",
 ) -> RunResult:
-    """:func:`megha.sim.run.simulate_inputs` for a :class:`Workload` and :class:`Datacenter` built in memory, with
+    """:func:`megha.runner.simulate_inputs` for a :class:`Workload` and :class:`Datacenter` built in memory, with
     the configuration (recorded in the result) made from these arguments; workers report over the network like
     every other component (``worker_report_delay`` = ``network_delay``)."""
     cap = (

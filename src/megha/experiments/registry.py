@@ -33,7 +33,7 @@ class ReproContext:
 
     def simulate(self, cfg, label: str | None = None):
         """Run one simulation (with progress reporting) and return its RunResult."""
-        from megha.sim.run import simulate
+        from megha.runner import simulate
 
         lab = label or cfg.scheduler
         cb = None

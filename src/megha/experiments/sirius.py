@@ -381,7 +381,7 @@ def _placement_run(ctx: ReproContext, n_tasks: int, policy: str, seed: int, clus
 
 
 def _quiet(cfg: RunConfig):
-    from megha.sim.run import simulate
+    from megha.runner import simulate
 
     return simulate(cfg)
 

@@ -5,7 +5,7 @@ job, as the simulator routes them) at the trace's arrival times divided by the c
 durations are divided by the same factor), collects the task events the services publish (``decided`` by a
 GM, ``started`` by a worker host, ``finished`` by the LM when it accepts a worker's completion report, ``known``
 when the GM learns of the completion, ``lost`` when a worker died under a task), and at the end builds the simulator's
-:class:`~megha.metrics.recorder.TaskRecorder` and :class:`~megha.sim.run.RunResult` from them, so
+:class:`~megha.metrics.recorder.TaskRecorder` and :class:`~megha.runner.RunResult` from them, so
 :func:`megha.metrics.report.write_run` writes the same ``summary.json``, tables and plots.
 
 Faults handled here: when a GM restarts (new incarnation in its status), the tasks that GM held and that
@@ -39,11 +39,12 @@ from megha.live.runtime import EVENTS, HOSTS, STATUS, Runtime
 from megha.live.transport import Transport
 from megha.live.worker import RUN_SHIFT
 from megha.metrics.recorder import TaskRecorder
+from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload, feasible_tasks
+from megha.runner.inputs import STREAM_TASK_CONSTRAINTS, stream
 from megha.schedulers.common.messages import JobArrival
 from megha.schedulers.megha.layout import MeghaLayout
-from megha.sim.run import _STREAM_TASK_CONSTRAINTS, RunResult, stream
 
 log = logging.getLogger("megha.live.client")
 
@@ -76,7 +77,7 @@ def prepare_workload(
     d = cfg.datacenter
     if d.constraints:
         if w.task_mask is None:
-            w = w.with_constraints(stream(d.seed, _STREAM_TASK_CONSTRAINTS))
+            w = w.with_constraints(stream(d.seed, STREAM_TASK_CONSTRAINTS))
     else:
         w = replace(w, task_mask=None)
     if d.resources:
@@ -138,7 +139,7 @@ def with_constraints(cfg: LiveConfig, w: Workload) -> Workload:
     the deployment's settings say."""
     d = cfg.datacenter
     if d.constraints and w.task_mask is None:
-        w = w.with_constraints(stream(d.seed, _STREAM_TASK_CONSTRAINTS))
+        w = w.with_constraints(stream(d.seed, STREAM_TASK_CONSTRAINTS))
     if d.resources and w.task_demand is None:
         names = tuple(d.capacity)
         w = w.with_demands(np.tile(np.array([d.demand.get(k, 0.0) for k in names]), (w.n_tasks, 1)), names)

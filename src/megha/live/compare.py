@@ -19,7 +19,7 @@ from megha.config import RunConfig
 from megha.live.config import LiveConfig
 from megha.metrics import summary as S
 from megha.metrics.report import plot_cdfs, summarize, write_run
-from megha.sim.run import RunResult, simulate
+from megha.runner import RunResult, simulate
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

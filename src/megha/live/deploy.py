@@ -22,9 +22,9 @@ from megha.live.transport import InProcBroker, NatsTransport, Transport
 from megha.live.worker import WorkerHost
 from megha.model import topology
 from megha.model.topology import Datacenter
+from megha.runner.inputs import STREAM_DATACENTER, stream
 from megha.samples import resolve
 from megha.schedulers.megha.layout import MeghaLayout
-from megha.sim.run import _STREAM_DATACENTER, stream
 
 log = logging.getLogger("megha.live.deploy")
 
@@ -35,7 +35,7 @@ def datacenter_of(cfg: LiveConfig) -> Datacenter:
     if d.cluster is not None:
         dc = topology.load_cluster(resolve(d.cluster, "cluster"))
     else:
-        dc = topology.generate(d.workers, stream(d.seed, _STREAM_DATACENTER), constrained=d.constraints)
+        dc = topology.generate(d.workers, stream(d.seed, STREAM_DATACENTER), constrained=d.constraints)
     if d.resources:
         dc = dc.with_resources(d.capacity)
     return dc

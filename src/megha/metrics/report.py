@@ -21,7 +21,7 @@ import numpy as np
 
 from megha import __version__
 from megha.metrics import summary as S
-from megha.sim.run import RunResult
+from megha.metrics.result import RunResult
 
 
 def _total_resources(res: RunResult) -> tuple[float, np.ndarray | None]:

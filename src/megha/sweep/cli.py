@@ -14,7 +14,7 @@ import typer
 
 
 def _console():
-    from megha.cli import console
+    from megha.cli_common import console
 
     return console
 
@@ -56,7 +56,7 @@ def sweep_command(
                 raise typer.Exit(2)
             from megha.sweep.aggregate import write_results
             from megha.sweep.report import build_report
-            from megha.sweep.runner import load_plans
+            from megha.sweep.spec import load_plans
 
             _, plans = load_plans(directory)
             table = write_results(directory, plans)

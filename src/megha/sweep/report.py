@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 
 from megha.sweep.aggregate import collect
-from megha.sweep.runner import load_plans
-from megha.sweep.spec import param_names
+from megha.sweep.spec import load_plans, param_names
 
 MAX_CURVES = 8
 MAX_GROUPS_PLOTTED = 48  # CDF and utilization figures show at most this many groups (the tables have them all)

@@ -23,9 +23,8 @@ from typing import Any
 
 from megha.errors import InputError
 from megha.sweep import worker
-from megha.sweep.spec import RunPlan, SweepSpec, hash_of, load, parse
+from megha.sweep.spec import PLAN_FILE, RunPlan, SweepSpec, hash_of, load, parse
 
-PLAN_FILE = "sweep.json"
 RUNS = "runs"
 
 
@@ -114,15 +113,6 @@ def _spec_of(source: str | Path | dict | SweepSpec) -> SweepSpec:
     if isinstance(source, dict):
         return parse(source)
     return load(source)
-
-
-def load_plans(out: Path) -> tuple[dict[str, Any], list[RunPlan]]:
-    """The plan saved in a sweep directory."""
-    p = out / PLAN_FILE
-    if not p.is_file():
-        raise InputError(f"{out}: not a sweep directory (no {PLAN_FILE})")
-    doc = json.loads(p.read_text())
-    return doc, [RunPlan.from_json(r) for r in doc["runs"]]
 
 
 def _write_plan(out: Path, spec: SweepSpec, plans: list[RunPlan]) -> None:

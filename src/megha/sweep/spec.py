@@ -342,3 +342,15 @@ def param_names(plans: list[RunPlan]) -> list[str]:
             if k not in out:
                 out.append(k)
     return out
+
+
+PLAN_FILE = "sweep.json"
+
+
+def load_plans(out: Path) -> tuple[dict[str, Any], list[RunPlan]]:
+    """The plan saved in a sweep directory."""
+    p = out / PLAN_FILE
+    if not p.is_file():
+        raise InputError(f"{out}: not a sweep directory (no {PLAN_FILE})")
+    doc = json.loads(p.read_text())
+    return doc, [RunPlan.from_json(r) for r in doc["runs"]]

@@ -34,7 +34,7 @@ def warm_up(schedulers: set[str] | frozenset[str] = frozenset()) -> None:
 
     pa.array(np.zeros(1))  # pyarrow imports its pandas shim on first conversion (~0.6 s)
     import megha.metrics.report
-    import megha.sim.run  # noqa: F401
+    import megha.runner  # noqa: F401
     from megha.schedulers import registry
 
     registry.names()
@@ -73,7 +73,7 @@ def execute(plan: dict[str, Any], runs_dir: str | None, plots: bool = False, csv
     try:
         from megha.config import RunConfig
         from megha.metrics.report import write_run
-        from megha.sim.run import simulate
+        from megha.runner import simulate
 
         cfg = RunConfig(**plan["config"])
         res = simulate(cfg)

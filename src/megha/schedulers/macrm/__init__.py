@@ -46,6 +46,7 @@ import numpy as np
 from pydantic import Field
 
 from megha.errors import InputError
+from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.macrm.arbitrator import ResourceArbitrator
 from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
@@ -53,7 +54,6 @@ from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.policy import ModeSwitch, adaptive_rate
 from megha.schedulers.macrm.tracker import ResourceTracker
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
-from megha.schedulers.sparrow.sampling import ProbeSampler
 
 __all__ = [
     "JobManager",

@@ -28,6 +28,7 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
+from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.macrm.messages import (
     Adopt,
     ArbitratorUp,
@@ -51,7 +52,6 @@ from megha.schedulers.macrm.messages import (
     empty_containers,
 )
 from megha.schedulers.macrm.policy import ROUND_ENDS, adaptive_rate, round_action, round_rate, samples_for
-from megha.schedulers.sparrow.sampling import ProbeSampler
 from megha.sim.component import Component
 
 _EPS = 1e-9

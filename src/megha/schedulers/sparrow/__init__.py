@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 from megha.schedulers.sparrow.monitors import SparrowMonitors
-from megha.schedulers.sparrow.sampling import ProbeSampler
 from megha.schedulers.sparrow.scheduler import SparrowScheduler
 
 __all__ = ["ProbeSampler", "SparrowMonitors", "SparrowOptions", "SparrowScheduler"]

@@ -17,8 +17,8 @@ import numpy as np
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
+from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Probes, Request, TaskReply
-from megha.schedulers.sparrow.sampling import ProbeSampler
 from megha.sim.component import Component
 
 

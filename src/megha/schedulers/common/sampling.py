@@ -1,4 +1,4 @@
-"""Probe sampling for Sparrow: batch sampling without replacement, restricted to eligible workers.
+"""Probe sampling shared by Sparrow and MACRM: batch sampling without replacement, restricted to eligible workers.
 
 For a group of ``k`` tasks sharing a constraint mask, Sparrow probes ``ceil(d·k)`` distinct workers that satisfy
 the mask (all ``k·d`` of an unconstrained job = batch sampling; a single constrained task = per-task sampling).

@@ -1,0 +1,50 @@
+"""Helpers shared by the command-line front ends (``megha``, ``megha reproduce``, ``megha sweep``, ``megha live``):
+the consoles, the error exit, and parsers for ``key=value`` options."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True)
+out_console = Console()
+
+
+def fail(msg: str, code: int = 2) -> None:
+    """Print ``msg`` as an error on stderr and exit with ``code`` (2: bad input)."""
+    console.print(f"[bold red]error:[/] {msg}", highlight=False)
+    raise typer.Exit(code)
+
+
+def parse_opts(items: list[str] | None) -> dict[str, Any]:
+    """``key=value`` pairs; values are parsed as JSON when they can be (numbers, booleans, lists)."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            fail(f"--opt expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        k = k.strip().replace("-", "_")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def parse_pairs(text: str | None, what: str) -> dict[str, float] | None:
+    """``cpu=64,mem=16`` → {'cpu': 64.0, 'mem': 16.0}."""
+    if text is None:
+        return None
+    out = {}
+    for part in text.split(","):
+        if "=" not in part:
+            fail(f"{what} expects name=value[,name=value], got {text!r}")
+        k, v = part.split("=", 1)
+        try:
+            out[k.strip()] = float(v)
+        except ValueError:
+            fail(f"{what}: {v!r} is not a number")
+    return out

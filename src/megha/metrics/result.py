@@ -1,0 +1,36 @@
+"""What one simulation produced: :class:`RunResult` (turned into files and tables by :mod:`megha.metrics.report`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from megha.config import RunConfig
+from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
+from megha.model.workload import Workload
+
+
+@dataclass
+class RunResult:
+    """Everything a run produced; :mod:`megha.metrics.report` turns it into files and tables."""
+
+    config: RunConfig
+    workload: Workload
+    datacenter: Datacenter
+    recorder: TaskRecorder
+    feasible: np.ndarray
+    counters: dict[str, int]
+    message_counts: dict[str, int]
+    end_time: float
+    events: int
+    wall_seconds: float
+    options: dict
+    describe: dict = field(default_factory=dict)
+    unfinished_reason: str | None = None
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def scheduler(self) -> str:
+        return self.config.scheduler

@@ -1,0 +1,136 @@
+"""Run one simulation from a :class:`~megha.config.RunConfig`.
+
+Steps: load the workload (and synthesize placement constraints / resource requests when asked), build or
+import the datacenter, set aside tasks no worker can run (reported, never scheduled), wire the scheduler's
+components into an :class:`~megha.sim.engine.Engine`, feed jobs at their arrival times, run until the
+scheduler has learned of every task's completion, then check that every feasible task ran to completion
+exactly once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from megha.config import RunConfig
+from megha.errors import InputError, SimulationError
+from megha.metrics.recorder import TaskRecorder
+from megha.metrics.result import RunResult
+from megha.model.topology import Datacenter
+from megha.model.workload import Workload, feasible_tasks
+from megha.runner.drivers import Injector, TraceSource, Watchdog
+from megha.runner.inputs import STREAM_ENGINE, STREAM_SCHEDULER, load_inputs, stream
+from megha.schedulers import registry
+from megha.sim.engine import DelayModel, Engine, ProcessingModel
+
+
+def simulate(
+    cfg: RunConfig,
+    progress: Callable[[float, int, int], None] | None = None,
+    actions: list[tuple[float, Callable]] | None = None,
+) -> RunResult:
+    """Run one simulation. ``progress(now, done, total)`` is called periodically during long runs.
+
+    ``actions`` are ``(time, fn(engine, deployment, now))`` callbacks run at simulated times — the hook for
+    fault injection in tests and experiments.
+    """
+    t_wall = time.perf_counter()
+    spec = registry.get(cfg.scheduler)
+    mode = "resource" if cfg.resources else "slot"
+    if mode not in spec.modes:
+        raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
+    registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
+    workload, dc = load_inputs(cfg)
+    return simulate_inputs(cfg, workload, dc, progress, actions, t_wall)
+
+
+def simulate_inputs(
+    cfg: RunConfig,
+    workload: Workload,
+    dc: Datacenter,
+    progress: Callable[[float, int, int], None] | None = None,
+    actions: list[tuple[float, Callable]] | None = None,
+    t_wall: float | None = None,
+) -> RunResult:
+    """:func:`simulate` for a workload and datacenter already in memory (``cfg``'s trace and datacenter fields
+    are then only labels): the scheduler, options, seed, delays and timeouts still come from ``cfg``."""
+    t_wall = time.perf_counter() if t_wall is None else t_wall
+    spec = registry.get(cfg.scheduler)
+    mode = "resource" if dc.capacity is not None else "slot"
+    if mode not in spec.modes:
+        raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
+    options = registry.parse_options(spec, cfg.options)
+    feasible = feasible_tasks(workload, dc)
+
+    rec = TaskRecorder(workload.task_arrival, workload.task_demand)
+    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
+    if cfg.worker_report_delay != cfg.network_delay:
+        links[("worker", "*")] = cfg.worker_report_delay
+    delay_model = DelayModel(network_delay=cfg.network_delay, links=links)
+    processing = ProcessingModel(base=dict(cfg.processing), per_item=dict(cfg.processing_per_item))
+    engine = Engine(
+        seed=int(stream(cfg.seed, STREAM_ENGINE).integers(2**63)),
+        delay_model=delay_model,
+        processing=processing,
+        recorder=rec,
+    )
+    ctx = registry.BuildContext(
+        engine=engine,
+        recorder=rec,
+        workload=workload,
+        datacenter=dc,
+        feasible=feasible,
+        options=options,
+        rng=stream(cfg.seed, STREAM_SCHEDULER),
+        n_gms=cfg.gms,
+        n_lms=cfg.lms,
+    )
+    deployment = spec.build(ctx)
+    source = TraceSource(workload, feasible, deployment.route)
+    engine.add(source)
+    n_feasible = int(feasible.sum())
+    rec.expect(n_feasible)
+    rec.on_all_done = engine.stop
+    watchdog = Watchdog(rec, engine, cfg.stall_timeout, source)
+    engine.add(watchdog)
+    if actions:
+        engine.add(Injector(actions, engine, deployment))
+
+    cb = None
+    if progress is not None:
+
+        def cb(now: float) -> None:
+            progress(now, n_feasible - rec.outstanding, n_feasible)
+
+    if n_feasible:
+        engine.run(progress=cb)
+    reason = watchdog.reason
+    if reason is None and rec.outstanding > 0:
+        reason = f"{rec.outstanding} task(s) never completed: the simulation ran out of events"
+    if reason is None:
+        fin = rec.finishes[feasible]
+        if (fin != 1).any():
+            bad = np.flatnonzero(feasible)[np.flatnonzero(fin != 1)[:5]].tolist()
+            raise SimulationError(f"tasks did not finish exactly once (e.g. task ids {bad})")
+    counters = dict(rec.counters)
+    counters.update(deployment.counters())
+    counters["tasks_infeasible"] = int((~feasible).sum())
+    counters["jobs_without_feasible_tasks"] = source.skipped_jobs
+    return RunResult(
+        config=cfg,
+        workload=workload,
+        datacenter=dc,
+        recorder=rec,
+        feasible=feasible,
+        counters=counters,
+        message_counts=engine.message_counts(),
+        end_time=engine.now if n_feasible else 0.0,
+        events=engine.events,
+        wall_seconds=time.perf_counter() - t_wall,
+        options=options.model_dump(),
+        describe=deployment.describe,
+        unfinished_reason=reason,
+        extras=deployment.extras,
+    )
