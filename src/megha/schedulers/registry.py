@@ -68,6 +68,8 @@ class SchedulerSpec:
     modes: tuple[str, ...] = ("slot",)
     defaults: dict = field(default_factory=dict)
     in_compare: bool = True
+    # named fidelity profiles (``-o profile=NAME``): NAME -> how that profile deviates from the papers' text
+    profiles: dict[str, str] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, SchedulerSpec] = {}
@@ -81,12 +83,17 @@ def register(
     modes: tuple[str, ...] = ("slot",),
     defaults: dict | None = None,
     in_compare: bool = True,
+    profiles: dict[str, str] | None = None,
 ) -> Callable[[Callable[[BuildContext], Deployment]], Callable[[BuildContext], Deployment]]:
-    """Decorator: register ``build`` under ``name``. ``defaults`` preset options (e.g. 1 GM × 1 LM)."""
+    """Decorator: register ``build`` under ``name``. ``defaults`` preset options (e.g. 1 GM × 1 LM);
+    ``profiles`` names the fidelity profiles the options model accepts (``profile=NAME``) with, for each, the
+    list of its deviations from the papers' text (shown by ``megha schedulers``)."""
 
     def deco(build: Callable[[BuildContext], Deployment]) -> Callable[[BuildContext], Deployment]:
         family = build.__module__.split(".")[2] if build.__module__.startswith("megha.schedulers.") else name
-        _REGISTRY[name] = SchedulerSpec(name, help, build, options, family, modes, defaults or {}, in_compare)
+        _REGISTRY[name] = SchedulerSpec(
+            name, help, build, options, family, modes, defaults or {}, in_compare, profiles or {}
+        )
         return build
 
     return deco
