@@ -3,9 +3,6 @@ and the failures of thesis §4.2.4 injected mid-run — node, job manager, resou
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,12 +11,9 @@ from hypothesis import strategies as st
 from megha.config import RunConfig
 from megha.experiments.macrm import cluster, poisson_jobs, shift, simulate_inputs, slot_background
 from megha.runner import simulate
+from tests.tracegen import job_strategy, write_trace
 
-
-def write_trace(jobs) -> str:
-    p = Path(tempfile.mkdtemp()) / "w.tr"
-    p.write_text("".join(f"{a} {len(d)} {np.mean(d)} " + " ".join(map(str, d)) + "\n" for a, d in jobs))
-    return str(p)
+job_st = job_strategy()
 
 
 def usage_never_exceeds_capacity(r) -> bool:
@@ -45,83 +39,6 @@ def usage_never_exceeds_capacity(r) -> bool:
             if (used > cap[w] + 1e-7).any():
                 return False
     return True
-
-
-job_st = st.tuples(
-    st.floats(0, 15, allow_nan=False).map(lambda x: round(x, 3)),
-    st.lists(st.floats(0.01, 6, allow_nan=False).map(lambda x: round(x, 3)), min_size=1, max_size=10),
-)
-
-
-@given(
-    jobs=st.lists(job_st, min_size=1, max_size=20),
-    workers=st.integers(2, 16),
-    trackers=st.integers(1, 3),
-    switch_load=st.sampled_from([0.1, 0.9]),
-    rate=st.sampled_from(["adaptive", "fixed"]),
-    retries=st.integers(0, 3),
-    queue=st.sampled_from(["fifo", "fair"]),
-    gang=st.booleans(),
-    actors=st.integers(1, 3),
-    constraints=st.booleans(),
-    jm_placement=st.sampled_from(["heartbeat", "sampling"]),
-    seed=st.integers(0, 1000),
-)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_every_feasible_task_completes_exactly_once_without_overcommit(
-    jobs, workers, trackers, switch_load, rate, retries, queue, gang, actors, constraints, jm_placement, seed
-):
-    opts = {
-        "trackers": trackers,
-        "switch_load": switch_load,
-        "rate": rate,
-        "max_retries": retries,
-        "queue": queue,
-        "gang": gang,
-        "actors": actors,
-        "jm_demand": {"cpu": 0.5, "mem": 0.25},
-        "heartbeat": 0.5,
-        "jm_placement": jm_placement,
-    }
-    cfg = RunConfig(
-        scheduler="macrm",
-        trace=write_trace(jobs),
-        workers=workers,
-        resources=True,
-        capacity={"cpu": 4.0, "mem": 4.0},
-        demand={"cpu": 1.5, "mem": 1.0},
-        constraints=constraints,
-        seed=seed,
-        options=opts,
-        stall_timeout=120,
-    )
-    r = simulate(cfg)  # node managers refuse anything that does not fit; the runner checks exactly-once
-    assert r.unfinished_reason is None
-    rec = r.recorder
-    assert (rec.finishes[r.feasible] == 1).all() and (rec.launches[r.feasible] == 1).all()
-    wm = r.datacenter.worker_masks[rec.worker[r.feasible]]
-    assert ((r.workload.masks[r.feasible] & ~wm) == 0).all()
-    assert usage_never_exceeds_capacity(r)
-    assert r.counters["macrm_arb_left_queued"] == 0
-
-
-def test_same_seed_same_result():
-    rng = np.random.default_rng(5)
-    jobs = [(round(i * 0.25, 3), [round(float(x), 3) for x in rng.uniform(0.5, 3, 1 + i % 7)]) for i in range(40)]
-    cfg = RunConfig(
-        scheduler="macrm",
-        trace=write_trace(jobs),
-        workers=12,
-        resources=True,
-        capacity={"cpu": 4.0, "mem": 4.0},
-        demand={"cpu": 1.0, "mem": 0.5},
-        seed=3,
-        options={"trackers": 2},
-    )
-    a, b = simulate(cfg), simulate(cfg)
-    for col in ("start", "end", "known", "worker", "scheduled"):
-        assert np.array_equal(getattr(a.recorder, col), getattr(b.recorder, col), equal_nan=True)
-    assert a.counters == b.counters and a.message_counts == b.message_counts
 
 
 # --- failures (thesis §4.2.4, Table 4.5) ------------------------------------------------------------------------------

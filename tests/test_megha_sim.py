@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from megha.config import RunConfig
 from megha.metrics.summary import job_table
@@ -27,59 +22,6 @@ def test_idle_datacenter_delay_is_three_network_delays(sched):
     d = job_table(r.workload, r.recorder, r.feasible)["delay"]
     assert r.unfinished_reason is None
     assert np.allclose(d, 0.0015, atol=1e-9), d
-
-
-def write_trace(jobs) -> str:
-    d = Path(tempfile.mkdtemp())
-    p = d / "w.tr"
-    lines = []
-    for arrival, durs in jobs:
-        lines.append(f"{arrival} {len(durs)} {np.mean(durs)} " + " ".join(map(str, durs)))
-    p.write_text("\n".join(lines) + "\n")
-    return str(p)
-
-
-job_st = st.tuples(
-    st.floats(0, 20, allow_nan=False).map(lambda x: round(x, 3)),
-    st.lists(st.floats(0.01, 8, allow_nan=False).map(lambda x: round(x, 3)), min_size=1, max_size=12),
-)
-
-
-@given(
-    jobs=st.lists(job_st, min_size=1, max_size=25),
-    workers=st.integers(4, 40),
-    gms=st.integers(1, 3),
-    lms=st.integers(1, 3),
-    policy=st.sampled_from(["random", "min-constraints", "first"]),
-    resources=st.booleans(),
-    seed=st.integers(0, 1000),
-    heartbeat=st.sampled_from([0.5, 5.0]),
-)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_every_feasible_task_completes_exactly_once_without_overcommit(
-    jobs, workers, gms, lms, policy, resources, seed, heartbeat
-):
-    if gms * lms > workers:
-        gms = lms = 1
-    cfg = RunConfig(
-        scheduler="megha",
-        trace=write_trace(jobs),
-        workers=workers,
-        gms=gms,
-        lms=lms,
-        seed=seed,
-        resources=resources,
-        capacity={"cpu": 4, "mem": 8},
-        demand={"cpu": 2, "mem": 1},
-        options={"policy": policy, "heartbeat": heartbeat},
-    )
-    r = simulate(cfg)  # the worker pools raise on any over-commit
-    assert r.unfinished_reason is None
-    assert (r.recorder.finishes[r.feasible] == 1).all()
-    assert (r.recorder.finishes[~r.feasible] == 0).all()
-    ok = r.feasible
-    assert (r.recorder.start[ok] >= r.recorder.arrival[ok]).all()
-    assert (r.recorder.known[ok] >= r.recorder.end[ok]).all()
 
 
 def test_same_seed_same_results_and_seed_matters():

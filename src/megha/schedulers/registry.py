@@ -70,6 +70,8 @@ class SchedulerSpec:
     in_compare: bool = True
     # named fidelity profiles (``-o profile=NAME``): NAME -> how that profile deviates from the papers' text
     profiles: dict[str, str] = field(default_factory=dict)
+    # True for a bound that ignores capacity and constraints (``ideal``): exempt from those conformance checks
+    unbounded: bool = False
 
 
 _REGISTRY: dict[str, SchedulerSpec] = {}
@@ -84,15 +86,18 @@ def register(
     defaults: dict | None = None,
     in_compare: bool = True,
     profiles: dict[str, str] | None = None,
+    unbounded: bool = False,
 ) -> Callable[[Callable[[BuildContext], Deployment]], Callable[[BuildContext], Deployment]]:
     """Decorator: register ``build`` under ``name``. ``defaults`` preset options (e.g. 1 GM × 1 LM);
     ``profiles`` names the fidelity profiles the options model accepts (``profile=NAME``) with, for each, the
-    list of its deviations from the papers' text (shown by ``megha schedulers``)."""
+    list of its deviations from the papers' text (shown by ``megha schedulers``). ``unbounded`` marks a bound
+    that ignores capacity and placement constraints (it runs every task at once), so the conformance suite does
+    not hold it to them."""
 
     def deco(build: Callable[[BuildContext], Deployment]) -> Callable[[BuildContext], Deployment]:
         family = build.__module__.split(".")[2] if build.__module__.startswith("megha.schedulers.") else name
         _REGISTRY[name] = SchedulerSpec(
-            name, help, build, options, family, modes, defaults or {}, in_compare, profiles or {}
+            name, help, build, options, family, modes, defaults or {}, in_compare, profiles or {}, unbounded
         )
         return build
 

@@ -39,6 +39,7 @@ class IdealScheduler(Component):
     "ideal",
     "unlimited capacity: each task starts one network delay after arrival (lower bound)",
     modes=("slot", "resource"),
+    unbounded=True,
 )
 def build(ctx: BuildContext) -> Deployment:
     pool = WorkerPool("ideal/pool", 0, ctx.recorder, unlimited=True)
