@@ -265,7 +265,7 @@ def compare(
     constraints, on 20,000 constrained workers (the IoT 2023 paper's setting for this trace), through every
     scheduler of the default comparison. Other bundled traces default to the papers' 10,000-worker datacenter.
     """
-    from megha.metrics.report import compare_rows, plot_cdfs, render_compare_table
+    from megha.metrics.report import compare_rows, plot_cdfs, render_compare_table, write_compare_figures
     from megha.schedulers import registry
 
     names = (
@@ -314,6 +314,7 @@ def compare(
         _fail("no scheduler to run")
     title = f"{summaries[0]['trace']} on {summaries[0]['workers']:,} workers"
     plot_cdfs(delays, out / "delay_cdf.png", title=f"{title}: delay in job response time")
+    write_compare_figures(summaries, out, title)
     rows = compare_rows(summaries)
     (out / "compare.json").write_text(json.dumps({"runs": rows}, indent=2) + "\n")
     import pyarrow as pa

@@ -2,11 +2,14 @@
 
 Output directory of one run::
 
-    summary.json        scheduler, trace, workers, seed, jobs, tasks, delay summary, counters, config …
-    jobs.parquet        one row per job (arrival, ideal, completion, delay …)
+    summary.json        scheduler, trace, workers, seed, jobs, tasks, delay summary, utilization (over the
+                        arrival window, with a series), starvation table, counters, processing-cost model, config …
+    jobs.parquet        one row per job (arrival, ideal, completion, delay, workers eligible for its rarest task …)
     tasks.parquet       one row per task (times, worker, allocation-time components …)
     utilization.parquet utilization over time (downsampled step function)
     delay_cdf.png       CDF of job delays, log-scaled like the papers' figures
+    utilization.png     utilization over time, the arrival window shaded
+    starvation.png      delay (p50, p99) by the number of workers eligible for a job's rarest task
     (*.csv with --csv)
 """
 
@@ -34,6 +37,11 @@ def _total_resources(res: RunResult) -> tuple[float, np.ndarray | None]:
 
 def summarize(res: RunResult) -> dict[str, Any]:
     """The ``summary.json`` document of a run."""
+    return _summarize(res)[0]
+
+
+def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The summary and the per-job table (with ``eligible_workers``), computed once for :func:`write_run`."""
     w = res.workload
     rec = res.recorder
     jobs = S.job_table(w, rec, res.feasible)
@@ -42,6 +50,10 @@ def summarize(res: RunResult) -> dict[str, Any]:
     times, util = S.utilization_series(rec, total, weights)
     t0 = float(w.job_arrival.min()) if w.n_jobs else 0.0
     t1 = float(np.nanmax(rec.end)) if np.isfinite(rec.end).any() else t0
+    utilization = S.utilization_summary(times, util, S.arrival_window(w), t1)
+    eligible = S.eligible_workers(w, res.datacenter)
+    jobs["eligible_workers"] = S.job_rarest_eligible(w, eligible, res.feasible)
+    starvation = S.delay_by_eligible(jobs["delay"], jobs["eligible_workers"], res.datacenter.n_workers)
     started = np.isfinite(rec.start)
     alloc = {
         name: S.describe(tasks[col][started])
@@ -70,7 +82,10 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "unfinished_reason": res.unfinished_reason,
         "delay": S.describe(jobs["delay"]),
         "allocation_time": alloc,
-        "utilization_mean": S.time_weighted_mean(times, util, t0, t1) if t1 > t0 else 0.0,
+        "utilization_mean": utilization["mean"],
+        "utilization": utilization,
+        "starvation": starvation,
+        "processing_model": processing_model(res.config),
         "makespan": t1 - t0,
         "simulated_seconds": res.end_time,
         "events": res.events,
@@ -81,7 +96,20 @@ def summarize(res: RunResult) -> dict[str, Any]:
         "deployment": res.describe,
         "config": cfg,
     }
-    return _clean(doc)
+    return _clean(doc), jobs
+
+
+def processing_model(cfg) -> dict[str, Any]:
+    """Which per-message processing-cost model a run used, in words and numbers (``summary.json``, compare)."""
+    base = dict(cfg.processing)
+    per = dict(cfg.processing_per_item)
+    name = getattr(cfg, "processing_model", None) or ("custom" if (any(base.values()) or any(per.values())) else "none")
+    words = {
+        "none": "none: decisions take no simulated time (only network delays)",
+        "custom": "custom: per-message costs given in the run configuration",
+        "measured": "measured: per-message and per-task CPU costs of the real components (megha.data)",
+    }
+    return {"name": name, "description": words.get(name, name), "base": base, "per_item": per}
 
 
 def _clean(x: Any) -> Any:
@@ -114,9 +142,8 @@ def write_run(res: RunResult, out: str | Path, csv: bool = False, plots: bool = 
     """Write every output of one run into ``out``; returns the summary."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    doc = summarize(res)
+    doc, jobs = _summarize(res)
     (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
-    jobs = S.job_table(res.workload, res.recorder, res.feasible)
     _write_table(jobs, out / "jobs", csv)
     _write_table(S.task_table(res.workload, res.recorder, res.feasible), out / "tasks", csv)
     total, weights = _total_resources(res)
@@ -124,7 +151,74 @@ def write_run(res: RunResult, out: str | Path, csv: bool = False, plots: bool = 
     _write_table({"time": times, "utilization": util}, out / "utilization", csv)
     if plots:
         plot_cdfs({res.scheduler: jobs["delay"]}, out / "delay_cdf.png", title=f"{res.workload.name}: job delay")
+        plot_utilization({res.scheduler: doc["utilization"]}, out / "utilization.png", title=res.workload.name)
+        plot_starvation({res.scheduler: doc["starvation"]}, out / "starvation.png", title=res.workload.name)
     return doc
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_utilization(series: dict[str, dict], path: str | Path, title: str = "") -> None:
+    """Utilization over time of one or more runs (their ``summary["utilization"]``), arrival window shaded."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.0), dpi=120)
+    first = next(iter(series.values()), None)
+    origin = first["window_start"] if first is not None else 0.0
+    for label, u in series.items():
+        ser = u.get("series") or {}
+        if not ser.get("time"):
+            continue
+        t = np.asarray(ser["time"]) - origin
+        pct = [100 * v for v in ser["utilization"]]
+        ax.step(t, pct, where="post", lw=1, label=f"{label} ({100 * u['mean']:.2f} %)")
+    ax.set_xlabel("time since the first arrival (s)")
+    ax.set_ylabel("utilization (%)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.set_title((title + ": " if title else "") + "utilization over the arrival window (legend: mean)")
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
+
+
+def plot_starvation(tables: dict[str, dict], path: str | Path, title: str = "") -> None:
+    """Delay p50 (circles) and p99 (triangles) per bucket of workers eligible for a job's rarest task."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=120)
+    labels: list[str] = []
+    for tab in tables.values():
+        for b in tab["buckets"]:
+            if b["jobs"] and b["workers"] not in labels:
+                labels.append(b["workers"])
+    order = {lab: i for i, lab in enumerate(labels)}
+    k = max(len(tables), 1)
+    for i, (name, tab) in enumerate(tables.items()):
+        xs, p50, p99 = [], [], []
+        for b in tab["buckets"]:
+            if b["workers"] in order and b["p50"] is not None:
+                xs.append(order[b["workers"]] + (i - (k - 1) / 2) * 0.6 / k)
+                p50.append(max(b["p50"], 1e-4))
+                p99.append(max(b["p99"], 1e-4))
+        (line,) = ax.plot(xs, p50, "o", label=f"{name} p50")
+        ax.plot(xs, p99, "^", color=line.get_color(), label=f"{name} p99")
+    ax.set_xticks(range(len(labels)), labels, rotation=20)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers eligible for the job's rarest task")
+    ax.set_ylabel("delay in job response time (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title((title + ": " if title else "") + "delay by the rarity of a job's constraints")
+    ax.legend(loc="best", fontsize="x-small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
 
 
 def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,6 +287,8 @@ def compare_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row = {"scheduler": s["scheduler"]}
         row.update({f"delay_{k}": s["delay"].get(k) for k in COMPARE_COLUMNS})
         row["utilization_mean"] = s["utilization_mean"]
+        row["utilization_mean_whole_run"] = (s.get("utilization") or {}).get("mean_whole_run")
+        row["processing_model"] = (s.get("processing_model") or {}).get("name", "none")
         row["inconsistencies"] = s["counters"].get("inconsistencies", 0)
         row["tasks_infeasible"] = s["tasks_infeasible"]
         row["wall_seconds"] = s["wall_seconds"]
@@ -208,14 +304,38 @@ def fmt_compact(x: float | None) -> str:
     return f"{x:.3g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 
+def compare_caption(summaries: list[dict[str, Any]]) -> str:
+    """What the compare table's numbers are: delays in seconds, utilization's window, the processing-cost model."""
+    models = sorted({(s.get("processing_model") or {}).get("description", "none") for s in summaries})
+    windows = sorted({(s.get("utilization") or {}).get("window", "whole run") for s in summaries})
+    win = "the arrival window" if windows == ["arrivals"] else ", ".join(windows)
+    return (
+        f"delay in job response time, seconds; util: mean over {win}; "
+        f"processing costs: {'; '.join(models) if models else 'none'}"
+    )
+
+
+def write_compare_figures(summaries: list[dict[str, Any]], out: str | Path, title: str = "") -> list[Path]:
+    """Utilization over time and the starvation plot of several runs side by side; returns the files written."""
+    out = Path(out)
+    util = {s["scheduler"]: s["utilization"] for s in summaries if s.get("utilization")}
+    starv = {s["scheduler"]: s["starvation"] for s in summaries if s.get("starvation")}
+    paths = []
+    if util:
+        plot_utilization(util, out / "utilization.png", title=title)
+        paths.append(out / "utilization.png")
+    if starv:
+        plot_starvation(starv, out / "starvation.png", title=title)
+        paths.append(out / "starvation.png")
+    return paths
+
+
 def render_compare_table(summaries: list[dict[str, Any]], title: str = "") -> Any:
     """A rich Table of delay percentiles (seconds), utilization and wall time, one row per scheduler."""
     from rich import box
     from rich.table import Table
 
-    t = Table(
-        title=title or None, caption="delay in job response time, seconds", caption_justify="left", box=box.SIMPLE_HEAD
-    )
+    t = Table(title=title or None, caption=compare_caption(summaries), caption_justify="left", box=box.SIMPLE_HEAD)
     t.add_column("scheduler", style="bold", no_wrap=True)
     for k in COMPARE_COLUMNS:
         t.add_column("p99.9" if k == "p999" else k, justify="right", no_wrap=True)
@@ -226,6 +346,6 @@ def render_compare_table(summaries: list[dict[str, Any]], title: str = "") -> An
         t.add_row(
             s["scheduler"] + flag,
             *(fmt_compact(d.get(k)) for k in COMPARE_COLUMNS),
-            f"{100 * s['utilization_mean']:.1f}%",
+            f"{100 * s['utilization_mean']:.2f}%",
         )
     return t

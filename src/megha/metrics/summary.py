@@ -4,7 +4,12 @@
   the job's last (feasible) task finished and ideal is the job's longest (feasible) task duration.
 * **Allocation time** of a task = start − arrival, split into communication, processing, worker queuing
   and framework queuing (the remainder).
-* **Utilization** = resources held by running tasks / total resources, as a step function of time.
+* **Utilization** = resources held by running tasks / total resources, as a step function of time (IoT 2023,
+  Eq. 2). Its headline mean is taken over the *arrival window* (first to last job arrival): over the whole run
+  every scheduler does the same work, so busy time / (workers x span) only measures the span, which a single
+  long task at the end sets; within the arrival window a scheduler that keeps tasks waiting holds fewer resources.
+* **Starvation**: jobs grouped by the number of workers eligible for their rarest task (the feasible task that
+  the fewest workers can run), with the delay of each group (:func:`delay_by_eligible`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
 from megha.model.workload import Workload
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
@@ -132,3 +138,155 @@ def downsample_step(times: np.ndarray, values: np.ndarray, n: int = 2000) -> tup
     grid = np.linspace(times[0], times[-1], n)
     idx = np.searchsorted(times, grid, side="right") - 1
     return grid, values[np.clip(idx, 0, None)]
+
+
+# --- utilization over the arrival window -------------------------------------------------------------------------
+UTILIZATION_DEFINITION = (
+    "resources held by running tasks / total resources (IoT 2023 Eq. 2; CPU in resource mode, workers in slot "
+    "mode), time-weighted mean over the arrival window: first to last job arrival"
+)
+
+
+def arrival_window(workload: Workload) -> tuple[float, float]:
+    """``(first, last)`` job arrival: the window over which utilization tells schedulers apart."""
+    if workload.n_jobs == 0:
+        return 0.0, 0.0
+    return float(workload.job_arrival.min()), float(workload.job_arrival.max())
+
+
+def utilization_summary(
+    times: np.ndarray,
+    util: np.ndarray,
+    window: tuple[float, float],
+    run_end: float,
+    n_series: int = 200,
+) -> dict:
+    """Mean utilization over the arrival ``window`` (and over the whole run, up to ``run_end``), its quantiles
+    over time in the window (the CDF of the IoT paper's Fig. 10) and a downsampled series for plots.
+
+    A window of zero length (one arrival instant) falls back to the whole run.
+    """
+    t0, t1 = window
+    whole = time_weighted_mean(times, util, t0, run_end) if run_end > t0 else 0.0
+    if t1 <= t0:
+        t1 = max(run_end, t0)
+        name = "whole run (all jobs arrive at once)"
+    else:
+        name = "arrivals"
+    mean = time_weighted_mean(times, util, t0, t1) if t1 > t0 else 0.0
+    grid = np.linspace(t0, t1, n_series) if t1 > t0 else np.array([t0])
+    level = step_at(times, util, grid)
+    q = np.percentile(level, [50, 90, 99]) if level.size else np.zeros(3)
+    return {
+        "definition": UTILIZATION_DEFINITION,
+        "window": name,
+        "window_start": t0,
+        "window_end": t1,
+        "mean": mean,
+        "mean_whole_run": whole,
+        "p50": float(q[0]),
+        "p90": float(q[1]),
+        "p99": float(q[2]),
+        "max": float(util.max()) if util.size else 0.0,
+        "series": {"time": grid.tolist(), "utilization": level.tolist()},
+    }
+
+
+def step_at(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Values of a right-continuous step function at the instants ``at`` (0 before its first step)."""
+    at = np.asarray(at, dtype=np.float64)
+    if times.size == 0:
+        return np.zeros(at.size)
+    idx = np.searchsorted(times, at, side="right") - 1
+    return np.where(idx >= 0, values[np.clip(idx, 0, None)], 0.0)
+
+
+# --- starvation: delay by the number of workers eligible for a job's rarest task ----------------------------------
+def eligible_workers(workload: Workload, dc: Datacenter) -> np.ndarray:
+    """Number of workers able to run each task: they have every placement constraint of the task and, in
+    resource mode, the capacity for its request (int64 ``[T]``; 0 for an infeasible task)."""
+    n = workload.n_tasks
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0 or dc.n_workers == 0:
+        return out
+    uniq, tinv = np.unique(workload.masks, return_inverse=True)
+    tinv = tinv.ravel()
+    if dc.capacity is None or workload.task_demand is None:
+        classes = [(None, np.ones(dc.n_workers, dtype=bool))]
+    else:
+        caps, cinv = np.unique(dc.capacity, axis=0, return_inverse=True)
+        cinv = cinv.ravel()
+        classes = [(caps[c], cinv == c) for c in range(caps.shape[0])]
+    for cap, members in classes:
+        wm, wcount = np.unique(dc.worker_masks[members], return_counts=True)
+        per_mask = np.zeros(uniq.size, dtype=np.int64)
+        for lo in range(0, uniq.size, 256):
+            blk = uniq[lo : lo + 256]
+            fit = (blk[:, None] & ~wm[None, :]) == 0
+            per_mask[lo : lo + 256] = fit.astype(np.int64) @ wcount
+        counts = per_mask[tinv]
+        if cap is not None:
+            d = workload.task_demand
+            counts = np.where((d <= cap[None, : d.shape[1]] + 1e-12).all(axis=1), counts, 0)
+        out += counts
+    return out
+
+
+def job_rarest_eligible(workload: Workload, eligible: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+    """Per job: workers eligible for its rarest feasible task (0 when the job has no feasible task)."""
+    big = np.iinfo(np.int64).max
+    per = np.full(workload.n_jobs, big, dtype=np.int64)
+    if workload.n_tasks:
+        np.minimum.at(per, workload.task_job, np.where(feasible, eligible, big))
+    per[per == big] = 0
+    return per
+
+
+def eligible_buckets(n_workers: int) -> list[tuple[int, int]]:
+    """Inclusive ``(lo, hi)`` bounds: 1, 2-10, 11-100, 101-1,000, ... up to ``n_workers``."""
+    out = [(1, 1)]
+    lo, hi = 2, 10
+    while lo <= max(n_workers, 1):
+        out.append((lo, min(hi, max(n_workers, lo))))
+        lo, hi = hi + 1, hi * 10
+    return out
+
+
+def bucket_label(lo: int, hi: int) -> str:
+    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+
+
+STARVATION_DEFINITION = (
+    "jobs grouped by the number of workers eligible for their rarest task (the feasible task that the fewest "
+    "workers can run: every placement constraint, and capacity in resource mode); delay in job response time "
+    "per group"
+)
+
+
+def delay_by_eligible(delay: np.ndarray, job_eligible: np.ndarray, n_workers: int) -> dict:
+    """The starvation table: for each bucket of eligible workers, the jobs in it and their delay (count of
+    jobs, of unfinished ones, mean, p50, p99, max), plus the worst job overall."""
+    delay = np.asarray(delay, dtype=np.float64)
+    rows = []
+    for lo, hi in eligible_buckets(n_workers):
+        sel = (job_eligible >= lo) & (job_eligible <= hi)
+        d = describe(delay[sel])
+        rows.append(
+            {
+                "workers": bucket_label(lo, hi),
+                "lo": lo,
+                "hi": hi,
+                "jobs": int(sel.sum()),
+                "unfinished": int((sel & ~np.isfinite(delay)).sum()),
+                "mean": d["mean"],
+                "p50": d["p50"],
+                "p99": d["p99"],
+                "max": d["max"],
+            }
+        )
+    worst = None
+    fin = np.isfinite(delay) & (job_eligible > 0)
+    if fin.any():
+        j = int(np.flatnonzero(fin)[np.argmax(delay[fin])])
+        worst = {"job": j, "delay": float(delay[j]), "eligible_workers": int(job_eligible[j])}
+    return {"definition": STARVATION_DEFINITION, "buckets": rows, "worst_job": worst}

@@ -1,0 +1,31 @@
+"""summary.json of a small run: utilization over the arrival window, the starvation table, the cost model; the
+compare caption and figures."""
+
+from __future__ import annotations
+
+import json
+
+from megha.config import RunConfig
+from megha.metrics.report import compare_caption, compare_rows, write_compare_figures, write_run
+from megha.runner import simulate
+
+
+def test_run_summary_has_utilization_starvation_and_processing_model(tiny_trace, tmp_path):
+    cfg = RunConfig(scheduler="megha", trace=str(tiny_trace), workers=20, seed=1)
+    doc = write_run(simulate(cfg), tmp_path / "run")
+    u = doc["utilization"]
+    assert u["window"] == "arrivals" and (u["window_start"], u["window_end"]) == (0.0, 10.0)
+    assert doc["utilization_mean"] == u["mean"] and 0 < u["mean"] <= 1
+    assert len(u["series"]["time"]) == 200
+    st = doc["starvation"]
+    assert sum(b["jobs"] for b in st["buckets"]) == 5
+    assert [b["workers"] for b in st["buckets"]] == ["1", "2-10", "11-20"]
+    assert doc["processing_model"]["name"] == "none"
+    for f in ("summary.json", "jobs.parquet", "utilization.png", "starvation.png"):
+        assert (tmp_path / "run" / f).exists()
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["starvation"] == st
+    rows = compare_rows([doc])
+    assert rows[0]["processing_model"] == "none"
+    cap = compare_caption([doc])
+    assert "arrival window" in cap and "processing costs: none" in cap
+    assert len(write_compare_figures([doc, {**doc, "scheduler": "other"}], tmp_path)) == 2
