@@ -1,6 +1,10 @@
 """The discrete-event engine: a virtual clock, a heap of events, and ports for components.
 
-Ordering is deterministic: events run by time, then by insertion order. Every component gets its own
+Ordering is deterministic: events run by time, then by insertion order. Messages sent with the model's default
+network delay (most of them) go to a FIFO lane instead of the heap: sent at a non-decreasing clock with one
+constant delay, they arrive in the order they were sent, so the lane is already sorted and the next event is the
+earlier of the lane's head and the heap's top — the same order, without a heap operation for most messages.
+Every component gets its own
 :class:`numpy.random.Generator`, spawned from the run's seed in registration order, so the same
 configuration and seed give the same results.
 
@@ -16,6 +20,7 @@ import gc
 import heapq
 import itertools
 import math
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +29,8 @@ import numpy as np
 
 from megha.sim.component import Address, Component
 
-_MSG = 0
-_TIMER = 1
+# An event is (time, sequence number, handler, payload): the handler is the receiving component's bound
+# ``on_message`` or ``on_timer``; the sequence number breaks ties in insertion order and is a timer's handle.
 _GC_GEN0 = 100_000  # allocations between young-generation collections while running
 
 
@@ -72,15 +77,17 @@ def _msg_len(msg: Any) -> int:
 class SimPort:
     """The simulator's port for one component."""
 
-    __slots__ = ("_delays", "_heap", "_next", "comp", "engine", "rng")
+    __slots__ = ("_delays", "_heap", "_lane", "_next", "_on_timer", "comp", "engine", "rng")
 
     def __init__(self, engine: Engine, comp: Component, rng: np.random.Generator) -> None:
         self.engine = engine
         self.comp = comp
         self.rng = rng
-        self._delays: dict[Address, tuple[Component, float]] = {}
+        self._delays: dict[Address, tuple[Component, float, bool]] = {}
         self._heap = engine._heap  # never rebound (Engine.replace edits it in place)
+        self._lane = engine._lane
         self._next = engine._seq.__next__
+        self._on_timer = comp.on_timer
 
     def send(self, dst: Address, msg: Any) -> None:
         e = self.engine
@@ -89,9 +96,10 @@ class SimPort:
             target = e.components.get(dst)
             if target is None:
                 raise KeyError(f"{self.comp.address} sent {type(msg).__name__} to unknown address {dst!r}")
-            hit = (target, e.delay_model.delay(self.comp.kind, target.kind))
+            d = e.delay_model.delay(self.comp.kind, target.kind)
+            hit = (target.on_message, d, d == e._lane_delay)
             self._delays[dst] = hit
-        target, d = hit
+        handler, d, in_lane = hit
         cls = type(msg)
         info = e._types.get(cls)
         if info is None:
@@ -101,14 +109,17 @@ class SimPort:
             ids = msg.alloc_tasks
             if ids is not None:
                 e.recorder.add_comm(ids, d)
-        heapq.heappush(self._heap, (e.now + d + e._send_offset, self._next(), _MSG, target, msg))
+        if in_lane:
+            self._lane.append((e.now + d, self._next(), handler, msg))
+        else:
+            heapq.heappush(self._heap, (e.now + d + e._send_offset, self._next(), handler, msg))
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         e = self.engine
         if delay < 0 or math.isnan(delay):
             raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
         tid = self._next()
-        heapq.heappush(self._heap, (e.now + e._send_offset + delay, tid, _TIMER, self.comp, key))
+        heapq.heappush(self._heap, (e.now + e._send_offset + delay, tid, self._on_timer, key))
         return tid
 
     def set_timer_at(self, at: float, key: Hashable) -> int:
@@ -121,7 +132,7 @@ class SimPort:
         if not at >= self.engine.now:
             raise ValueError(f"{self.comp.address}: timer at {at} is before now ({self.engine.now})")
         tid = self._next()
-        heapq.heappush(self._heap, (at, tid, _TIMER, self.comp, key))
+        heapq.heappush(self._heap, (at, tid, self._on_timer, key))
         return tid
 
     def count_message(self, cls: type, n: int = 1) -> None:
@@ -158,6 +169,10 @@ class Engine:
         self._types: dict[type, list] = {}  # message type -> [count sent, carries alloc_tasks]
         self.events = 0
         self._heap: list[tuple] = []
+        # messages with the default network delay, in send order (= time order); off with a processing model,
+        # whose send offsets would break that order
+        self._lane: deque[tuple] = deque()
+        self._lane_delay = self.delay_model.network_delay if self.processing is None else math.nan
         self._seq = itertools.count()
         self._cancelled: set[int] = set()
         self._send_offset = 0.0
@@ -189,22 +204,43 @@ class Engine:
             if isinstance(port, SimPort):
                 port._delays.pop(comp.address, None)
         self.add(comp)
-        # in place: run() holds a reference to this list
-        self._heap[:] = [(t, s, k, comp if c is old else c, p) for (t, s, k, c, p) in self._heap]
+        # in place: run() and the ports hold references to the heap and the lane
+
+        def rebind(h):
+            return getattr(comp, h.__name__) if h.__self__ is old else h
+
+        self._heap[:] = [(t, s, rebind(h), p) for (t, s, h, p) in self._heap]
         heapq.heapify(self._heap)
+        lane = [(t, s, rebind(h), p) for (t, s, h, p) in self._lane]
+        self._lane.clear()
+        self._lane.extend(lane)
         return comp
 
     def inject(self, at: float, dst: Address, msg: Any) -> None:
         """Deliver ``msg`` to ``dst`` at time ``at`` (no network delay) — used for external inputs."""
-        heapq.heappush(self._heap, (at, next(self._seq), _MSG, self.components[dst], msg))
+        heapq.heappush(self._heap, (at, next(self._seq), self.components[dst].on_message, msg))
 
     def call_at(self, at: float, comp: Component, key: Hashable) -> None:
         """Fire ``comp.on_timer(key)`` at absolute time ``at``."""
-        heapq.heappush(self._heap, (at, next(self._seq), _TIMER, comp, key))
+        heapq.heappush(self._heap, (at, next(self._seq), comp.on_timer, key))
 
     @property
     def pending(self) -> int:
-        return len(self._heap)
+        """Events waiting to run (messages in flight and timers, cancelled timers included)."""
+        return len(self._heap) + len(self._lane)
+
+    def cancel_timer(self, handle: int) -> None:
+        """Cancel a pending timer by its handle (no effect if it already fired)."""
+        self._cancelled.add(handle)
+
+    def next_handle(self) -> int:
+        """A handle greater than every handle given so far: timers set from now on have larger ones."""
+        return next(self._seq)
+
+    def pending_timers(self) -> list[tuple[int, Component]]:
+        """``(handle, component)`` of every timer still pending (cancelled ones included), for fault models that
+        cancel the timers of a process they replace."""
+        return [(seq, h.__self__) for _, seq, h, _ in self._heap if h.__name__ == "on_timer"]
 
     def run(
         self,
@@ -239,23 +275,25 @@ class Engine:
         self._stopping = False
         if proc is None:
             # the common case, kept lean: no processing model, so no busy components and no send offset
-            while heap:
-                item = pop(heap)
-                t, seq, kind, comp, payload = item
-                if t > until:
-                    heapq.heappush(heap, item)
-                    break
-                if kind == _MSG:
-                    self.now = t
-                    n += 1
-                    comp.on_message(payload, t)
+            lane = self._lane
+            popleft = lane.popleft
+            while True:
+                if lane:
+                    item = pop(heap) if heap and heap[0] < lane[0] else popleft()
+                elif heap:
+                    item = pop(heap)
                 else:
-                    if cancelled and seq in cancelled:
-                        cancelled.discard(seq)
-                        continue
-                    self.now = t
-                    n += 1
-                    comp.on_timer(payload, t)
+                    break
+                t, seq, handler, payload = item
+                if t > until:
+                    heapq.heappush(heap, item)  # the heap orders anything, a lane's event too
+                    break
+                if cancelled and seq in cancelled:  # only timers' handles are ever cancelled
+                    cancelled.discard(seq)
+                    continue
+                self.now = t
+                n += 1
+                handler(payload, t)
                 if n >= next_progress:
                     self.events = n
                     progress(t)
@@ -272,14 +310,15 @@ class Engine:
             if t > until:
                 break
             pop(heap)
-            _, seq, kind, comp, payload = item
-            if kind == _TIMER and cancelled and seq in cancelled:
+            _, seq, handler, payload = item
+            if cancelled and seq in cancelled:
                 cancelled.discard(seq)
                 continue
-            if kind == _MSG:
+            if handler.__name__ == "on_message":
+                comp = handler.__self__
                 free_at = busy.get(comp.address, 0.0)
                 if free_at > t:  # the component is busy: the message waits its turn
-                    heapq.heappush(heap, (free_at, seq, kind, comp, payload))
+                    heapq.heappush(heap, (free_at, seq, handler, payload))
                     continue
                 cost = proc.cost(comp.kind, payload)
                 busy[comp.address] = t + cost
@@ -290,10 +329,7 @@ class Engine:
                         rec.add_proc(ids, cost)
             self.now = t
             n += 1
-            if kind == _MSG:
-                comp.on_message(payload, t)
-            else:
-                comp.on_timer(payload, t)
+            handler(payload, t)
             self._send_offset = 0.0
             if n >= next_progress:
                 self.events = n

@@ -26,7 +26,6 @@ from megha.schedulers.macrm.messages import (
     Terminate,
 )
 from megha.sim.component import Component
-from megha.sim.engine import _TIMER
 
 
 class Crashed(Component):
@@ -242,11 +241,11 @@ class Runtime(Component):
         if comp.address not in e.components:
             e.add(comp)
             return
-        marker = next(e._seq)  # every timer set from here on belongs to the new process
+        marker = e.next_handle()  # every timer set from here on belongs to the new process
         e.replace(comp)
-        for _, seq, kind, target, _ in e._heap:
-            if kind == _TIMER and target is comp and seq < marker:
-                e._cancelled.add(seq)
+        for seq, target in e.pending_timers():
+            if target is comp and seq < marker:
+                e.cancel_timer(seq)
 
     def kill(self, address: str) -> bool:
         comp = self.engine.components.get(address)
