@@ -225,10 +225,6 @@ def key_job(key: int) -> int:
     return _JOB_MASK - (key & _JOB_MASK)
 
 
-def key_size(key: int) -> int:
-    return key >> _JOB_BITS
-
-
 class SizeQueue:
     """Queued jobs sorted by size: largest job that fits a room, smallest queued size."""
 
