@@ -4,6 +4,7 @@ the consoles, the error exit, and parsers for ``key=value`` options."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -48,3 +49,25 @@ def parse_pairs(text: str | None, what: str) -> dict[str, float] | None:
         except ValueError:
             fail(f"{what}: {v!r} is not a number")
     return out
+
+
+def check_out_dir(out: Path, force: bool, what: str = "--out", flag: str = "--force") -> None:
+    """Refuse to write into a non-empty directory (or over a file) unless ``force``; raises InputError."""
+    from megha.errors import InputError
+
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{what} {out}: exists and is not a directory")
+    if not force and out.is_dir() and any(out.iterdir()):
+        raise InputError(f"{what} {out}: the directory is not empty (use {flag} to replace its contents)")
+
+
+def clear_out_dir(out: Path) -> None:
+    """Empty ``out`` (once :func:`check_out_dir` allowed it), so old outputs never mix with new ones."""
+    import shutil
+
+    if out.is_dir():
+        for p in out.iterdir():
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from megha.errors import InputError
+from megha.errors import InputError, did_you_mean
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
@@ -136,7 +136,7 @@ def get(name: str) -> SchedulerSpec:
     _load_all()
     spec = _REGISTRY.get(name)
     if spec is None:
-        raise InputError(f"unknown scheduler {name!r}; known: {', '.join(_REGISTRY)}")
+        raise InputError(f"unknown scheduler {name!r}{did_you_mean(name, _REGISTRY)}; known: {', '.join(names())}")
     return spec
 
 
@@ -146,6 +146,11 @@ def parse_options(spec: SchedulerSpec, raw: dict[str, Any]) -> SchedulerOptions:
     try:
         return spec.options(**merged)
     except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
-        known = ", ".join(spec.options.model_fields)
+        fields = spec.options.model_fields
+        msgs = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}"
+            + (did_you_mean(err["loc"][0], fields) if err["type"] == "extra_forbidden" and err["loc"] else "")
+            for err in e.errors()
+        )
+        known = ", ".join(fields)
         raise InputError(f"scheduler {spec.name!r}: bad option(s): {msgs} (options: {known or 'none'})") from None

@@ -1,0 +1,210 @@
+"""One plotting module for every figure: CDFs (log x axis, like the papers'), percentile-vs-parameter panels
+(categorical axes as points with median and inter-quartile error bars across seeds, numeric axes as lines),
+and PNG output.
+
+Figures written to files are built on :class:`matplotlib.figure.Figure` directly (no pyplot state, no backend
+switch), so writing a report from a notebook leaves the notebook's backend alone; :func:`cdf_axes` without an
+``ax`` uses pyplot so that the figure shows in a notebook.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: the smallest value drawn on a log axis (zeros and 1.5 µs-class values stay visible)
+LOG_FLOOR = 1e-6
+LEGEND_SIZE = 9
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def new_figure(width: float = 7.5, height: float = 4.4, dpi: int = 100) -> tuple[Any, Any]:
+    """A figure and its single Axes, independent of pyplot."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    return fig, fig.subplots()
+
+
+def png(fig: Any, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def save(fig: Any, path: str | Path, dpi: int = 120) -> None:
+    """Write the figure (format from the suffix)."""
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=dpi)
+
+
+def ecdf(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted finite values and their cumulative fractions."""
+    v = np.asarray(values, dtype=np.float64)
+    v = np.sort(v[np.isfinite(v)])
+    return v, np.arange(1, v.size + 1) / max(v.size, 1)
+
+
+def legend(ax: Any, n: int | None = None, **kw: Any) -> None:
+    """A legible legend: readable font size, two columns past eight entries, outside the data when long."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    n = len(labels) if n is None else n
+    kw.setdefault("fontsize", LEGEND_SIZE)
+    kw.setdefault("ncol", 1 if n <= 8 else 2)
+    kw.setdefault("framealpha", 0.85)
+    ax.legend(**kw)
+
+
+def draw_cdfs(
+    ax: Any,
+    series: dict[str, Any],
+    xlabel: str = "delay in job response time (s)",
+    log: bool = True,
+    title: str = "",
+    max_points: int = 2000,
+) -> int:
+    """Step CDFs of each labelled value set on ``ax``; returns how many were drawn (empty sets are skipped)."""
+    drawn = 0
+    for label, vals in series.items():
+        x, y = ecdf(vals)
+        if x.size == 0:
+            continue
+        if x.size > max_points:  # quantiles keep the shape at any size
+            q = np.linspace(0.0, 1.0, max_points)
+            x, y = np.quantile(x, q), q
+        if log:
+            x = np.maximum(x, LOG_FLOOR)
+        ax.step(x, y, where="post", label=label)
+        drawn += 1
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("CDF")
+    ax.set_ylim(0, 1.01)
+    ax.grid(True, which="both", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    legend(ax, loc="lower right")
+    return drawn
+
+
+def cdf_axes(
+    series: dict[str, Any], ax: Any = None, xlabel: str = "delay in job response time (s)", log: bool = True
+) -> Any:
+    """CDFs on ``ax``, or on a new pyplot figure (shown by notebooks); returns the Axes."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(6.4, 4.2))
+    draw_cdfs(ax, series, xlabel=xlabel, log=log)
+    return ax
+
+
+def save_cdfs(
+    series: dict[str, Any], path: str | Path, title: str = "", xlabel: str = "delay in job response time (s)"
+) -> None:
+    """A CDF figure written to ``path`` (PNG by suffix)."""
+    fig, ax = new_figure(6.4, 4.2, dpi=120)
+    draw_cdfs(ax, series, xlabel=xlabel, title=title)
+    save(fig, path)
+
+
+def median_iqr(values: Sequence[float]) -> tuple[float, float, float]:
+    """Median, 25th and 75th percentiles of the finite values (NaN when there are none)."""
+    v = np.asarray([x for x in values if x is not None], dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    lo, med, hi = np.percentile(v, [25, 50, 75])
+    return float(med), float(lo), float(hi)
+
+
+def draw_points(
+    ax: Any,
+    categories: Sequence[str],
+    series: dict[str, list[Sequence[float]]],
+    ylabel: str,
+    xlabel: str = "",
+    log: bool = True,
+) -> int:
+    """Categorical x axis: for each labelled series, one point per category at the median of its values (seeds)
+    with an inter-quartile error bar; series are offset sideways so that they do not hide each other. Nothing
+    joins the categories (they are not ordered). Returns the points drawn."""
+    n = max(len(series), 1)
+    width = min(0.7, 0.18 * n)
+    drawn = 0
+    for k, (label, per_cat) in enumerate(series.items()):
+        off = (k - (n - 1) / 2) * (width / max(n - 1, 1)) if n > 1 else 0.0
+        xs, med, lo, hi = [], [], [], []
+        for i, vals in enumerate(per_cat):
+            m, a, b = median_iqr(vals)
+            if np.isfinite(m):
+                xs.append(i + off)
+                med.append(m)
+                lo.append(a)
+                hi.append(b)
+        if not xs:
+            continue
+        m_ = np.maximum(med, LOG_FLOOR) if log else np.asarray(med)
+        err = np.vstack(
+            [m_ - (np.maximum(lo, LOG_FLOOR) if log else lo), (np.maximum(hi, LOG_FLOOR) if log else hi) - m_]
+        )
+        ax.errorbar(xs, m_, yerr=np.maximum(err, 0), fmt=MARKERS[k % len(MARKERS)], capsize=3, label=label, ms=6)
+        drawn += len(xs)
+    ax.set_xticks(range(len(categories)), list(categories), rotation=20 if len(categories) > 4 else 0)
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+    _finish(ax, xlabel, ylabel, log)
+    return drawn
+
+
+def draw_lines(
+    ax: Any,
+    xs: Sequence[float],
+    series: dict[str, list[Sequence[float]]],
+    ylabel: str,
+    xlabel: str = "",
+    log: bool = True,
+    styles: dict[str, dict[str, Any]] | None = None,
+) -> int:
+    """Numeric x axis: for each labelled series, the median over seeds at each x joined by a line, with
+    inter-quartile error bars. A log x axis when the values span 20x or more. Returns the points drawn."""
+    drawn = 0
+    for k, (label, per_x) in enumerate(series.items()):
+        px, med, lo, hi = [], [], [], []
+        for x, vals in zip(xs, per_x, strict=True):
+            m, a, b = median_iqr(vals)
+            if np.isfinite(m):
+                px.append(x)
+                med.append(m)
+                lo.append(a)
+                hi.append(b)
+        if not px:
+            continue
+        m_ = np.maximum(med, LOG_FLOOR) if log else np.asarray(med)
+        lo_ = np.maximum(lo, LOG_FLOOR) if log else np.asarray(lo)
+        hi_ = np.maximum(hi, LOG_FLOOR) if log else np.asarray(hi)
+        style = {"marker": MARKERS[k % len(MARKERS)], "capsize": 3, **((styles or {}).get(label, {}))}
+        ax.errorbar(px, m_, yerr=np.maximum(np.vstack([m_ - lo_, hi_ - m_]), 0), label=label, **style)
+        drawn += len(px)
+    pos = [x for x in xs if x > 0]
+    if len(pos) == len(xs) and len(xs) > 1 and max(xs) / min(xs) >= 20:
+        ax.set_xscale("log")
+    _finish(ax, xlabel, ylabel, log)
+    return drawn
+
+
+def _finish(ax: Any, xlabel: str, ylabel: str, log: bool) -> None:
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    legend(ax)
