@@ -1,6 +1,6 @@
 """Errors from the Python API name the arguments, and suggest close names.
 
-    python examples/api/errors.py
+python examples/api/errors.py
 """
 
 import megha

@@ -1,6 +1,6 @@
 """The Python API in a few lines: one run, its tables and CDF, a comparison, a tiny sweep.
 
-    python examples/api/quickstart.py            # about 10 s; writes quickstart_cdf.png and megha-sweep/api-tiny/
+python examples/api/quickstart.py            # about 10 s; writes quickstart_cdf.png and megha-sweep/api-tiny/
 """
 
 import matplotlib
