@@ -122,3 +122,15 @@ def test_examples_run(script, tmp_path):
     )
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Traceback" not in p.stderr
+
+
+def test_megha_sweep_is_callable_after_the_package_is_imported(tmp_path):
+    import megha.sweep.spec  # binds the package as the attribute megha.sweep
+
+    df = megha.sweep(
+        {"base": {"trace": "sample:YH_small", "workers": 100, "scheduler": "ideal"}, "grid": {"seed": [0]}},
+        out=tmp_path / "s",
+        workers=1,
+        report=False,
+    )
+    assert len(df) == 1 and megha.sweep.spec is megha.sweep.spec
