@@ -182,3 +182,141 @@ def test_unknown_scheduler_and_bad_option(tmp_path):
         text=True,
     )
     assert p.returncode == 2 and "polcy" in p.stderr
+
+
+def _flat(text):
+    return " ".join(text.split())
+
+
+def _cli(*args, cwd=None, env=None):
+    import os
+
+    e = {**os.environ, "COLUMNS": "80", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "megha.cli", *args], capture_output=True, text=True, cwd=cwd, env=e)
+
+
+def test_version():
+    from megha import __version__
+
+    res = invoke("--version")
+    assert res.exit_code == 0 and res.output.strip() == f"megha {__version__}"
+
+
+def test_compare_with_a_typo_fails_before_creating_anything(tmp_path):
+    p = _cli("compare", "--schedulers", "megha,sparow", "--out", "x", cwd=tmp_path)
+    assert p.returncode == 2
+    assert "did you mean 'sparrow'" in _flat(p.stderr) and "Traceback" not in _flat(p.stderr)
+    assert not (tmp_path / "x").exists()
+    p = _cli("compare", "--schedulers", "megha", "-o", "polcy=random", "--out", "x", cwd=tmp_path)
+    assert p.returncode == 2 and "polcy" in _flat(p.stderr) and not (tmp_path / "x").exists()
+
+
+def test_simulate_refuses_a_non_empty_out_unless_forced(tmp_path):
+    out = tmp_path / "o"
+    args = ["simulate", "-s", "ideal", "-t", "sample:YH_small", "-w", "50", "--out", str(out), "--quiet"]
+    assert invoke(*args).exit_code == 0
+    (out / "stale.txt").write_text("from an earlier run")
+    p = _cli(*args)
+    assert p.returncode == 2 and "not empty" in _flat(p.stderr) and "--force" in _flat(p.stderr)
+    assert (out / "stale.txt").exists()
+    assert invoke(*args, "--force").exit_code == 0
+    assert not (out / "stale.txt").exists() and (out / "summary.json").is_file()
+
+
+def test_compare_writes_only_what_it_ran(tmp_path):
+    out = tmp_path / "cmp"
+    base = ["compare", "-t", "sample:YH_small", "-w", "100", "--out", str(out), "--quiet"]
+    assert invoke(*base, "--schedulers", "megha,sparrow,ideal").exit_code == 0
+    assert invoke(*base, "--schedulers", "megha").exit_code == 2  # not empty
+    assert invoke(*base, "--schedulers", "megha", "--force").exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["compare.csv", "compare.json", "delay_cdf.png", "megha"]
+
+
+def test_compare_tables_never_show_scientific_notation(tmp_path):
+    import re
+
+    res = invoke(
+        "compare",
+        "--schedulers",
+        "megha,sparrow,yarn",
+        "-t",
+        "sample:YH_small",
+        "-w",
+        "200",
+        "--out",
+        str(tmp_path / "c"),
+    )
+    assert res.exit_code == 0, res.output
+    table = res.output[res.output.index("scheduler") :]
+    assert not re.search(r"\d[eE][+-]?\d", table), table
+    assert re.search(r"\d ms", table) and "%" in table
+
+
+def test_compare_help_names_the_default_schedulers():
+    from megha.schedulers import registry
+
+    res = invoke("compare", "--help")
+    assert res.exit_code == 0
+    defaults = [n for n in registry.names() if registry.get(n).in_compare]
+    text = " ".join(res.output.split())
+    assert "By default it runs " + ", ".join(defaults) in text
+    assert "every scheduler" not in text
+
+
+def test_schedulers_shows_descriptions_wrapped_not_cut():
+    p = _cli("schedulers")
+    assert p.returncode == 0
+    assert "…" not in p.stdout
+    assert all(len(line) <= 80 for line in p.stdout.splitlines())
+    assert "LM update period" in " ".join(p.stdout.split())  # a Field description of megha's options
+    p = _cli("schedulers", "sparow")
+    assert p.returncode == 2 and "did you mean 'sparrow'" in _flat(p.stderr)
+
+
+def test_did_you_mean_for_traces(tmp_path):
+    p = _cli("simulate", "-t", "sample:YH_smal", "-w", "10", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "did you mean 'sample:YH_small'" in _flat(p.stderr)
+    assert not (tmp_path / "o").exists()
+
+
+def test_simulate_config_file(tmp_path):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        'scheduler = "sparrow"\ntrace = "sample:YH_small"\nworkers = 300\nseed = 4\n[options]\nprobe_ratio = 3\n'
+    )
+    res = invoke("simulate", "--config", str(cfg), "--out", str(tmp_path / "a"), "--json")
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.output)
+    assert (s["scheduler"], s["workers"], s["seed"]) == ("sparrow", 300, 4)
+    assert s["config"]["options"]["probe_ratio"] == 3
+    # the command line wins over the file
+    res = invoke("simulate", "--config", str(cfg), "-w", "200", "--seed", "0", "--out", str(tmp_path / "b"), "--json")
+    s = json.loads(res.output)
+    assert (s["scheduler"], s["workers"], s["seed"]) == ("sparrow", 200, 0)
+    res = invoke("simulate", "--config", str(cfg), "-s", "ideal", "--out", str(tmp_path / "c"))
+    assert res.exit_code == 2  # probe_ratio (from the file) is not an option of ideal
+    assert "--config" in invoke("simulate", "--help").output
+
+
+def test_trace_info_has_units():
+    res = invoke("trace", "info", "sample:YH_small")
+    assert res.exit_code == 0
+    assert " s" in res.output and "%" in res.output and "e+" not in res.output
+
+
+def test_truncated_gzip_trace_is_a_clear_error(tmp_path):
+    from megha.samples import resolve
+
+    bad = tmp_path / "cut.tr.gz"
+    bad.write_bytes(resolve("sample:YH1_sub").read_bytes()[:3000])
+    p = _cli("simulate", "-t", str(bad), "-w", "10", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "truncated gzip" in _flat(p.stderr) and "cut.tr.gz" in _flat(p.stderr)
+    assert "Aborted" not in p.stderr + p.stdout
+
+
+def test_huge_task_duration_is_rejected_at_load(tmp_path):
+    bad = tmp_path / "huge.tr"
+    bad.write_text("0 1 1.0 1.0\n1 2 1.0 1.0 1e12\n")
+    p = _cli("simulate", "-t", str(bad), "-w", "10", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2
+    assert "huge.tr:2" in _flat(p.stderr) and "duration 2" in _flat(p.stderr)

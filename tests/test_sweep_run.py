@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -222,3 +223,48 @@ def test_ray_client_address_without_grpc_gives_a_clear_error(tmp_path: Path, mon
             progress=False,
             log=lambda s: None,
         )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+def test_pool_workers_die_with_a_killed_driver(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = tmp_path / "slow.toml"
+    spec.write_text(
+        '[sweep]\nname = "slow"\n[base]\nscheduler = "megha"\ntrace = "sample:GOOG_subtrace"\nmax_jobs = 400\n'
+        "workers = 5000\n[grid]\nseed = [0, 1, 2, 3, 4, 5, 6, 7]\n"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "megha.cli", "sweep", str(spec), "--out", str(tmp_path / "out"), "-j", "2", "-q"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    children: list[int] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and driver.poll() is None:
+        with open(f"/proc/{driver.pid}/task/{driver.pid}/children") as f:
+            children = [int(x) for x in f.read().split()]
+        if len(children) >= 2 and (tmp_path / "out" / "runs").is_dir():
+            break
+        time.sleep(0.2)
+    assert driver.poll() is None and len(children) >= 2, "the sweep did not start its pool"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(c) for c in children):
+        time.sleep(0.2)
+    left = [c for c in children if _alive(c)]
+    for c in left:  # do not leave them running if the test fails
+        os.kill(c, signal.SIGKILL)
+    assert not left, f"pool processes {left} outlived the killed sweep"

@@ -111,3 +111,22 @@ def test_example_sweep_files_expand() -> None:
     assert len(files) >= 3
     counts = {f.stem: len(load(f).expand()) for f in files}
     assert counts["schedulers"] == 36 and counts["megha_options"] == 16 and counts["megha_size"] == 3
+
+
+def test_sweep_names_are_plain_names():
+    from megha.errors import InputError
+
+    for bad in ("../evil", "a/b", "/abs", ".hidden", "x/../../y"):
+        with pytest.raises(InputError, match="not a plain name"):
+            parse({"sweep": {"name": bad}, "base": {"scheduler": "ideal"}})
+    assert parse({"sweep": {"name": "megha-size_2.v1"}, "base": {"scheduler": "ideal"}}).name == "megha-size_2.v1"
+
+
+def test_an_empty_sweep_is_an_error(tmp_path):
+    from megha.errors import InputError
+    from megha.sweep.spec import load
+
+    empty = tmp_path / "empty.toml"
+    empty.write_text("# nothing here\n[sweep]\nname = 'e'\n")
+    with pytest.raises(InputError, match="defines no run"):
+        load(empty)

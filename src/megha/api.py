@@ -149,6 +149,83 @@ def schedulers() -> list[str]:
     return registry.names()
 
 
+#: the command-line flag of each RunConfig field that has one (error messages of the CLI name the flag)
+CLI_FLAGS = {
+    "scheduler": "--scheduler",
+    "trace": "--trace",
+    "cluster": "--cluster",
+    "workers": "--workers",
+    "gms": "--gms",
+    "lms": "--lms",
+    "seed": "--seed",
+    "constraints": "--constraints",
+    "truncate_durations": "--truncate",
+    "dephase": "--dephase",
+    "resources": "--resources",
+    "capacity": "--capacity",
+    "demand": "--demand",
+    "network_delay": "--network-delay",
+    "max_jobs": "--max-jobs",
+    "load_scale": "--load-scale",
+    "options": "--opt",
+}
+
+
+def arg_name(field: str, style: str = "api") -> str:
+    """How a run setting is called in messages: ``workers=`` (API) or ``--workers`` (CLI)."""
+    if style == "cli":
+        return CLI_FLAGS.get(field, field)
+    return f"{field}="
+
+
+def build_config(data: dict[str, Any], who: str = "", style: str = "api") -> RunConfig:
+    """A RunConfig from settings, with pydantic's errors turned into an InputError naming the arguments."""
+    from pydantic import ValidationError
+
+    try:
+        return RunConfig(**data)
+    except ValidationError as e:
+        msgs = []
+        for err in e.errors():
+            loc = [str(x) for x in err["loc"]]
+            name = arg_name(loc[0], style) if loc else "?"
+            if len(loc) > 1:
+                name += " " + ".".join(loc[1:])
+            msgs.append(f"{name}: {err['msg']}")
+        raise InputError(f"{who}{'; '.join(msgs)}") from None
+
+
+def validate_config(cfg: RunConfig, who: str = "", style: str = "api") -> None:
+    """Check what a run needs before it starts: the scheduler name (with a suggestion), its options, its mode,
+    the trace and cluster (bundled names or existing files). Raises InputError; ``who`` prefixes messages."""
+    from megha.schedulers import registry
+
+    names = registry.names()
+    if cfg.scheduler not in names:
+        raise InputError(
+            f"{who}unknown scheduler {cfg.scheduler!r}{suggest(cfg.scheduler, names)}; known: {', '.join(names)}"
+        )
+    spec = registry.get(cfg.scheduler)
+    try:
+        registry.parse_options(spec, cfg.options)
+    except InputError as e:
+        raise InputError(f"{who}{e}") from None
+    mode = "resource" if cfg.resources else "slot"
+    if mode not in spec.modes:
+        raise InputError(
+            f"{who}scheduler {cfg.scheduler!r} does not run in {mode} mode "
+            f"({arg_name('resources', style)}{'' if style == 'cli' else cfg.resources}; it supports "
+            f"{', '.join(spec.modes)})"
+        )
+    if cfg.workers is not None and cfg.cluster is not None:
+        raise InputError(f"{who}give either {arg_name('workers', style)} or {arg_name('cluster', style)}, not both")
+    if cfg.workers is None and cfg.cluster is None:
+        raise InputError(f"{who}give a datacenter: {arg_name('workers', style)} or {arg_name('cluster', style)}")
+    _check_file(cfg.trace, "trace", who, arg_name("trace", style))
+    if cfg.cluster is not None:
+        _check_file(cfg.cluster, "cluster", who, arg_name("cluster", style))
+
+
 def _config(
     scheduler: str,
     trace: str,
@@ -157,56 +234,31 @@ def _config(
     run: dict[str, Any],
     options: dict[str, Any],
     who: str,
+    style: str = "api",
 ) -> RunConfig:
-    """A validated RunConfig, with errors that speak of the function's arguments."""
-    from pydantic import ValidationError
-
-    from megha.schedulers import registry
-
+    """A validated RunConfig, with errors that speak of the function's arguments (or the CLI's flags)."""
     if workers is not None and cluster is not None:
-        raise InputError(f"{who}: give either workers= or cluster=, not both")
-    names = registry.names()
-    if scheduler not in names:
-        raise InputError(
-            f"{who}: unknown scheduler {scheduler!r}{suggest(scheduler, names)}; known: {', '.join(names)}"
-        )
-    spec = registry.get(scheduler)
+        raise InputError(f"{who}give either {arg_name('workers', style)} or {arg_name('cluster', style)}, not both")
     data = {"scheduler": scheduler, "trace": trace, "workers": workers, "cluster": cluster, **run}
     data["options"] = {**dict(run.get("options") or {}), **options}
-    try:
-        cfg = RunConfig(**data)
-    except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}=: {err['msg']}" for err in e.errors())
-        raise InputError(f"{who}: {msgs}") from None
-    try:
-        registry.parse_options(spec, cfg.options)
-    except InputError as e:
-        raise InputError(f"{who}: {e}") from None
-    mode = "resource" if cfg.resources else "slot"
-    if mode not in spec.modes:
-        raise InputError(
-            f"{who}: scheduler {scheduler!r} does not run in {mode} mode (resources={cfg.resources}; "
-            f"it supports {', '.join(spec.modes)})"
-        )
-    _check_sample(cfg.trace, "trace", who, "trace=")
-    if cfg.cluster is not None:
-        _check_sample(cfg.cluster, "cluster", who, "cluster=")
+    cfg = build_config(data, who, style)
+    validate_config(cfg, who, style)
     return cfg
 
 
-def _check_sample(ref: str, kind: str, who: str, arg: str) -> None:
+def _check_file(ref: str, kind: str, who: str, arg: str) -> None:
     from megha import samples
 
     if ref.startswith(samples.PREFIX):
         table = samples.TRACES if kind == "trace" else samples.CLUSTERS
         name = ref[len(samples.PREFIX) :]
         if name not in table:
+            refs = [f"sample:{n}" for n in table]
             raise InputError(
-                f"{who}: {arg} unknown bundled {kind} {ref!r}{suggest(ref, [f'sample:{n}' for n in table])}; bundled: "
-                + ", ".join(f"sample:{n}" for n in table)
+                f"{who}{arg} unknown bundled {kind} {ref!r}{suggest(ref, refs)}; bundled: {', '.join(refs)}"
             )
     elif not Path(ref).exists():
-        raise InputError(f"{who}: {arg} {ref}: no such file")
+        raise InputError(f"{who}{arg} {ref}: no such file")
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -249,7 +301,7 @@ def simulate(
         from megha.samples import DEFAULT_CLUSTER
 
         cluster = DEFAULT_CLUSTER
-    cfg = _config(scheduler, trace, workers, cluster, {"seed": seed, **run_kw}, opts, "simulate()")
+    cfg = _config(scheduler, trace, workers, cluster, {"seed": seed, **run_kw}, opts, "simulate(): ")
     return Result(run(cfg, progress=progress))
 
 
@@ -280,7 +332,7 @@ def compare(
     from megha.metrics.report import compare_rows, summarize
     from megha.runner import simulate as run
 
-    names = default_compare(schedulers)
+    names = default_compare(schedulers, "compare(): ")
     run_kw, opts = _split(options)
     if cluster is None and workers is None:
         from megha.samples import DEFAULT_CLUSTER, PAPER_WORKERS
@@ -289,7 +341,7 @@ def compare(
         if workers is None:
             cluster = DEFAULT_CLUSTER
     cfgs = compare_configs(
-        names, trace, workers, cluster, {"seed": seed, "max_jobs": max_jobs, **run_kw}, opts, "compare()"
+        names, trace, workers, cluster, {"seed": seed, "max_jobs": max_jobs, **run_kw}, opts, "compare(): "
     )
     summaries = []
     for cfg in cfgs:
@@ -300,7 +352,7 @@ def compare(
     return pd.DataFrame(compare_rows(summaries)).set_index("scheduler")
 
 
-def default_compare(schedulers: Iterable[str] | str | None) -> list[str]:
+def default_compare(schedulers: Iterable[str] | str | None, who: str = "") -> list[str]:
     """The schedulers of a comparison: the given names, or the default comparison set."""
     from megha.schedulers import registry
 
@@ -310,10 +362,10 @@ def default_compare(schedulers: Iterable[str] | str | None) -> list[str]:
         schedulers = schedulers.split(",")
     names = [s.strip() for s in schedulers if s.strip()]
     if not names:
-        raise InputError("compare(): no scheduler given")
+        raise InputError(f"{who}no scheduler given")
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise InputError(f"compare(): scheduler(s) given twice: {', '.join(dup)}")
+        raise InputError(f"{who}scheduler(s) given twice: {', '.join(dup)}")
     return names
 
 
@@ -326,6 +378,7 @@ def compare_configs(
     options: dict[str, Any],
     who: str,
     explicit: bool = True,
+    style: str = "api",
 ) -> list[RunConfig]:
     """Validate every run of a comparison before any starts. Options go to the schedulers whose options model
     has them; an option no scheduler has is an error. Schedulers that cannot run in the requested mode are an
@@ -336,7 +389,7 @@ def compare_configs(
     bad = [n for n in names if n not in known]
     if bad:
         hints = "; ".join(f"{n!r}{suggest(n, known)}" for n in bad)
-        raise InputError(f"{who}: unknown scheduler(s) {hints}; known: {', '.join(known)}")
+        raise InputError(f"{who}unknown scheduler(s) {hints}; known: {', '.join(known)}")
     if options:
         fields = set()
         for n in names:
@@ -344,7 +397,7 @@ def compare_configs(
         stray = [k for k in options if k not in fields]
         if stray:
             raise InputError(
-                f"{who}: option(s) {', '.join(stray)} belong to none of {', '.join(names)} (see `megha schedulers`)"
+                f"{who}option(s) {', '.join(stray)} belong to none of {', '.join(names)} (see `megha schedulers`)"
             )
     mode = "resource" if run.get("resources") else "slot"
     cfgs = []
@@ -353,9 +406,9 @@ def compare_configs(
         if mode not in spec.modes and not explicit:
             continue
         mine = {k: v for k, v in options.items() if k in spec.options.model_fields}
-        cfgs.append(_config(n, trace, workers, cluster, run, mine, who))
+        cfgs.append(_config(n, trace, workers, cluster, run, mine, who, style))
     if not cfgs:
-        raise InputError(f"{who}: none of the schedulers runs in {mode} mode")
+        raise InputError(f"{who}none of the schedulers runs in {mode} mode")
     return cfgs
 
 

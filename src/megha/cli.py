@@ -1,11 +1,12 @@
 """The ``megha`` command.
 
-megha compare                      # the bundled sample through every scheduler: table + CDF plot
-megha simulate -s megha -t TRACE --cluster FILE | --workers N [--gms G --lms L]
+megha compare                      # the bundled sample through the default comparison: table + CDF plot
+megha simulate -s megha -t TRACE --cluster FILE | --workers N [--gms G --lms L] [--config run.toml]
 megha trace info TRACE             # jobs, tasks, span, offered load
 megha trace convert IN OUT         # .tr <-> .parquet
-megha schedulers                   # what can be simulated, and each one's options
+megha schedulers [NAME]            # what can be simulated: options with descriptions, fidelity profiles
 megha reproduce --list             # the papers' experiments by name
+megha --version
 """
 
 from __future__ import annotations
@@ -32,6 +33,42 @@ app = typer.Typer(
 )
 trace_app = typer.Typer(help="Inspect and convert workload traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from megha import __version__
+
+        out_console.print(f"megha {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Federated datacenter task scheduling: Megha and its peers on one deterministic simulator."""
+
+
+class _DefaultsHelp(typer.core.TyperCommand):
+    """A command whose help names the schedulers of the default comparison (registered ones, plug-ins included),
+    computed when the help is shown so that other commands do not pay for loading every scheduler."""
+
+    def format_help(self, ctx, formatter):  # type: ignore[no-untyped-def]
+        names = ", ".join(_default_compare())
+        self.help = (self.help or "").replace("{DEFAULTS}", names)
+        for p in self.params:
+            if getattr(p, "help", None):
+                p.help = p.help.replace("{DEFAULTS}", names)
+        return super().format_help(ctx, formatter)
+
+
+def _default_compare() -> list[str]:
+    from megha.schedulers import registry
+
+    return [n for n in registry.names() if registry.get(n).in_compare]
 
 
 class _Progress:
@@ -78,8 +115,12 @@ def _force_progress() -> bool:
     return os.environ.get("MEGHA_PROGRESS") == "1"
 
 
-def run_and_write(cfg: RunConfig, out: Path | None, csv: bool, quiet: bool, plots: bool = True) -> dict:
-    """Simulate one configuration, write its outputs, return its summary."""
+def run_and_write(
+    cfg: RunConfig, out: Path | None, csv: bool, quiet: bool, plots: bool = True, keep: list | None = None
+) -> dict:
+    """Simulate one configuration, write its outputs (into ``out``, emptied first), return its summary.
+    ``keep`` receives the RunResult."""
+    from megha.cli_common import clear_out_dir
     from megha.metrics.report import summarize, write_run
     from megha.runner import simulate
 
@@ -88,8 +129,12 @@ def run_and_write(cfg: RunConfig, out: Path | None, csv: bool, quiet: bool, plot
         res = simulate(cfg, progress=prog)
     finally:
         prog.close()
-    doc = write_run(res, out, csv=csv, plots=plots) if out is not None else summarize(res)
-    return doc
+    if keep is not None:
+        keep.append(res)
+    if out is None:
+        return summarize(res)
+    clear_out_dir(out)
+    return write_run(res, out, csv=csv, plots=plots)
 
 
 Scheduler = Annotated[str, typer.Option("--scheduler", "-s", help="scheduler name (see `megha schedulers`)")]
@@ -121,12 +166,20 @@ DephaseOpt = Annotated[bool, typer.Option("--dephase/--no-dephase", help="+0.01 
 DelayOpt = Annotated[float, typer.Option("--network-delay", help="one-way network delay (s)")]
 MaxJobsOpt = Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")]
 LoadOpt = Annotated[float, typer.Option("--load-scale", help="compress inter-arrival times by this factor")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="output directory")]
+OutOpt = Annotated[
+    Path | None, typer.Option("--out", help="output directory (default megha-out/SCHEDULER); must be empty or new")
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="replace the contents of a non-empty --out directory")]
 CsvOpt = Annotated[bool, typer.Option("--csv", help="also write CSV tables")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or table")]
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="JSON/TOML run configuration; command-line options override it")
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML or JSON run configuration: any field of megha.config.RunConfig (scheduler, trace, workers, "
+        "gms, max_jobs, ...; scheduler options in an [options] table); options given on the command line win",
+    ),
 ]
 
 
@@ -152,22 +205,40 @@ def _load_config_file(path: Path | None) -> dict[str, Any]:
 
 
 def _build_config(base: dict[str, Any], **kw: Any) -> RunConfig:
-    from pydantic import ValidationError
+    """A validated RunConfig (settings from a --config file, then the command line); bad input exits 2 before any
+    run starts or any file is written."""
+    from megha.api import build_config, validate_config
 
     data = dict(base)
     for k, v in kw.items():
         if v is not None:
             data[k] = v
     try:
-        return RunConfig(**data)
-    except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
-        _fail(f"invalid configuration: {msgs}")
+        cfg = build_config(data, "invalid configuration: ", style="cli")
+        validate_config(cfg, style="cli")
+    except MeghaError as e:
+        _fail(str(e))
         raise
+    return cfg
+
+
+def _check_out(out: Path, force: bool) -> None:
+    from megha.cli_common import check_out_dir
+
+    try:
+        check_out_dir(out, force)
+    except MeghaError as e:
+        _fail(str(e))
+
+
+def _on_command_line(ctx: typer.Context, param: str) -> bool:
+    source = ctx.get_parameter_source(param)  # an enum of the click that typer uses (compared by name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
 @app.command()
 def simulate(
+    ctx: typer.Context,
     scheduler: Scheduler = "megha",
     trace: TraceOpt = "sample:GOOG_subtrace",
     cluster: ClusterOpt = None,
@@ -186,6 +257,7 @@ def simulate(
     max_jobs: MaxJobsOpt = None,
     load_scale: LoadOpt = 1.0,
     out: OutOpt = None,
+    force: ForceOpt = False,
     csv: CsvOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -193,55 +265,70 @@ def simulate(
 ) -> None:
     """Simulate one scheduler on one trace and datacenter; write summary.json, tables and a CDF plot.
 
-    Without --cluster or --workers the bundled 10,000-worker datacenter of the papers is used.
+    Without --cluster or --workers the bundled 10,000-worker datacenter of the papers is used. The output
+    directory must be new or empty (--force replaces its contents).
+
+    --config FILE.toml (or .json) holds any run setting, e.g.:
+    scheduler = "megha"; trace = "sample:GOOG_subtrace"; workers = 20000; gms = 5; lms = 10; max_jobs = 500;
+    and an [options] table of scheduler options (heartbeat = 10). Options given on the command line win.
     """
     base = _load_config_file(config)
+    if cluster is not None or workers is not None:  # the command line's datacenter replaces the file's
+        base.pop("cluster", None)
+        base.pop("workers", None)
     if cluster is None and workers is None and "cluster" not in base and "workers" not in base:
         from megha.samples import DEFAULT_CLUSTER
 
         cluster = DEFAULT_CLUSTER
-    cfg = _build_config(
-        base,
-        scheduler=scheduler,
-        trace=trace,
-        cluster=cluster,
-        workers=workers,
-        gms=gms,
-        lms=lms,
-        seed=seed,
-        options={**base.get("options", {}), **parse_opts(opt)},
-        resources=resources or base.get("resources", False),
-        capacity=parse_pairs(capacity, "--capacity"),
-        demand=parse_pairs(demand, "--demand"),
-        constraints=constraints,
-        truncate_durations=truncate or base.get("truncate_durations", False),
-        dephase=dephase,
-        network_delay=network_delay,
-        max_jobs=max_jobs,
-        load_scale=load_scale,
-    )
+    given = {
+        "scheduler": scheduler,
+        "trace": trace,
+        "cluster": cluster,
+        "workers": workers,
+        "gms": gms,
+        "lms": lms,
+        "seed": seed,
+        "resources": resources,
+        "capacity": parse_pairs(capacity, "--capacity"),
+        "demand": parse_pairs(demand, "--demand"),
+        "constraints": constraints,
+        "truncate_durations": truncate,
+        "dephase": dephase,
+        "network_delay": network_delay,
+        "max_jobs": max_jobs,
+        "load_scale": load_scale,
+    }
+    params = {"truncate_durations": "truncate"}
+    # a --config file's setting stands unless the option was given on the command line
+    kw = {k: v for k, v in given.items() if k not in base or _on_command_line(ctx, params.get(k, k))}
+    kw["options"] = {**base.get("options", {}), **parse_opts(opt)}
+    cfg = _build_config(base, **kw)
     if out is None:
         out = Path("megha-out") / cfg.scheduler
+    _check_out(out, force)
     doc = run_and_write(cfg, out, csv, quiet or json_out)
     if json_out:
         out_console.print_json(json.dumps(doc))
     elif not quiet:
+        from megha.metrics.format import duration
         from megha.metrics.report import render_compare_table
 
         console.print(render_compare_table([doc], title=f"{doc['trace']} on {doc['workers']:,} workers"))
         console.print(
-            f"{doc['tasks']:,} tasks ({doc['tasks_infeasible']:,} infeasible) in {doc['wall_seconds']:.2f} s "
-            f"({doc['tasks_per_second'] or 0:,.0f} tasks/s); outputs in {out}/"
+            f"{doc['tasks']:,} tasks ({doc['tasks_infeasible']:,} infeasible) in {duration(doc['wall_seconds'])} "
+            f"({doc['tasks_per_second'] or 0:,.0f} tasks/s); outputs in {out}/",
+            highlight=False,
         )
     if not doc["completed"]:
         console.print(f"[bold red]run did not finish:[/] {doc['unfinished_reason']}")
         raise typer.Exit(3)
 
 
-@app.command()
+@app.command(cls=_DefaultsHelp)
 def compare(
     schedulers: Annotated[
-        str | None, typer.Option("--schedulers", help="comma-separated names (default: every scheduler)")
+        str | None,
+        typer.Option("--schedulers", help="comma-separated names (default: {DEFAULTS})"),
     ] = None,
     trace: TraceOpt = "sample:GOOG_subtrace",
     cluster: ClusterOpt = None,
@@ -249,84 +336,91 @@ def compare(
     gms: GmsOpt = None,
     lms: LmsOpt = None,
     seed: SeedOpt = 0,
-    opt: OptOpt = None,
+    opt: Annotated[
+        list[str] | None,
+        typer.Option("--opt", "-o", help="scheduler option key=value for every scheduler that has it (repeatable)"),
+    ] = None,
     resources: ResourcesOpt = False,
     constraints: ConstraintsOpt = True,
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")] = 1000,
     load_scale: LoadOpt = 1.0,
-    out: Annotated[Path, typer.Option("--out", help="output directory")] = Path("megha-compare"),
+    out: Annotated[Path, typer.Option("--out", help="output directory; must be new or empty (see --force)")] = Path(
+        "megha-compare"
+    ),
+    force: ForceOpt = False,
     csv: CsvOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
     """Run several schedulers on the same workload and datacenter; print a table and overlay their CDFs.
 
+    By default it runs {DEFAULTS} (--schedulers picks others, e.g. flow or the packing schedulers).
     With no arguments: the first 1,000 jobs of the bundled Google sub-trace, with synthesized placement
-    constraints, on 20,000 constrained workers (the IoT 2023 paper's setting for this trace), through every
-    scheduler of the default comparison. Other bundled traces default to the papers' 10,000-worker datacenter.
+    constraints, on 20,000 constrained workers (the IoT 2023 paper's setting for this trace). Other bundled
+    traces default to the papers' 10,000-worker datacenter. Every name and option is checked before the first
+    run; the output directory then holds exactly this comparison (compare.csv, delay_cdf.png, one directory per
+    scheduler).
     """
-    from megha.metrics.report import compare_rows, plot_cdfs, render_compare_table, write_compare_figures
-    from megha.schedulers import registry
+    from megha.api import compare_configs, default_compare
+    from megha.cli_common import clear_out_dir
+    from megha.metrics.report import compare_rows, render_compare_table, write_compare_figures
 
-    names = (
-        [s.strip() for s in schedulers.split(",")]
-        if schedulers
-        else [n for n in registry.names() if registry.get(n).in_compare]
-    )
-    mode = "resource" if resources else "slot"
     if cluster is None and workers is None:
         from megha.samples import DEFAULT_CLUSTER, PAPER_WORKERS
 
         workers = PAPER_WORKERS.get(trace)
         if workers is None:
             cluster = DEFAULT_CLUSTER
-    summaries, delays = [], {}
-    out.mkdir(parents=True, exist_ok=True)
-    import pyarrow.parquet as pq
-
-    for name in names:
-        spec = registry.get(name)
-        if mode not in spec.modes:
-            if schedulers:
-                _fail(f"scheduler {name!r} does not support {mode} mode")
-            continue
-        cfg = _build_config(
-            {},
-            scheduler=name,
-            trace=trace,
-            cluster=cluster,
-            workers=workers,
-            gms=gms,
-            lms=lms,
-            seed=seed,
-            options=parse_opts(opt) if schedulers and len(names) == 1 else {},
-            resources=resources,
-            constraints=constraints,
-            max_jobs=max_jobs,
-            load_scale=load_scale,
+    run = {
+        "gms": gms,
+        "lms": lms,
+        "seed": seed,
+        "resources": resources,
+        "constraints": constraints,
+        "max_jobs": max_jobs,
+        "load_scale": load_scale,
+    }
+    try:
+        names = default_compare(schedulers)
+        cfgs = compare_configs(
+            names, trace, workers, cluster, run, parse_opts(opt), "", explicit=schedulers is not None, style="cli"
         )
+        from megha.cli_common import check_out_dir
+
+        check_out_dir(out, force)
+    except MeghaError as e:
+        _fail(str(e))
+        raise
+    out.mkdir(parents=True, exist_ok=True)
+    clear_out_dir(out)
+    summaries, delays = [], {}
+    for cfg in cfgs:
         if not quiet and not json_out:
-            console.print(f"[dim]running {name} …[/]")
-        doc = run_and_write(cfg, out / name, csv, quiet or json_out, plots=False)
+            console.print(f"[dim]running {cfg.scheduler} …[/]")
+        keep: list = []
+        doc = run_and_write(cfg, out / cfg.scheduler, csv, quiet or json_out, plots=False, keep=keep)
         summaries.append(doc)
-        delays[name] = pq.read_table(str(out / name / "jobs.parquet"), columns=["delay"]).column(0).to_numpy()
-    if not summaries:
-        _fail("no scheduler to run")
+        from megha.metrics.summary import job_table
+
+        res = keep[0]
+        delays[cfg.scheduler] = job_table(res.workload, res.recorder, res.feasible)["delay"]
     title = f"{summaries[0]['trace']} on {summaries[0]['workers']:,} workers"
-    plot_cdfs(delays, out / "delay_cdf.png", title=f"{title}: delay in job response time")
+    from megha.metrics.plots import save_cdfs
+    from megha.metrics.tables import write_csv
+
+    save_cdfs(delays, out / "delay_cdf.png", title=f"{title}: delay in job response time")
     write_compare_figures(summaries, out, title)
     rows = compare_rows(summaries)
     (out / "compare.json").write_text(json.dumps({"runs": rows}, indent=2) + "\n")
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    pcsv.write_csv(pa.Table.from_pylist(rows), str(out / "compare.csv"))
+    write_csv(rows, out / "compare.csv")
     if json_out:
         out_console.print_json(json.dumps({"runs": rows}))
     else:
         out_console.print(render_compare_table(summaries, title=title))
         if not quiet:
-            walls = ", ".join(f"{s['scheduler']} {s['wall_seconds']:.1f}s" for s in summaries)
+            from megha.metrics.format import duration
+
+            walls = ", ".join(f"{s['scheduler']} {duration(s['wall_seconds'])}" for s in summaries)
             console.print(f"wall time: {walls}", highlight=False)
             console.print(f"plot: {out / 'delay_cdf.png'}   table: {out / 'compare.csv'}   runs: {out}/<scheduler>/")
     if not all(s["completed"] for s in summaries):
@@ -334,22 +428,58 @@ def compare(
 
 
 @app.command("schedulers")
-def list_schedulers() -> None:
-    """List the registered schedulers with their options and defaults."""
+def list_schedulers(
+    name: Annotated[str | None, typer.Argument(help="show only this scheduler")] = None,
+) -> None:
+    """List the registered schedulers (plug-ins included): modes, options with their defaults and descriptions,
+    and the fidelity profiles (-o profile=NAME) with how each deviates from the papers' text."""
+    from rich import box
+    from rich.padding import Padding
     from rich.table import Table
 
+    from megha.errors import did_you_mean
+    from megha.metrics.format import MISSING
     from megha.schedulers import registry
 
-    t = Table()
-    t.add_column("name", style="bold")
-    t.add_column("modes")
-    t.add_column("description")
-    t.add_column("options (default)")
-    for n in registry.names():
+    names = registry.names()
+    if name is not None:
+        if name not in names:
+            _fail(f"unknown scheduler {name!r}{did_you_mean(name, names)}; known: {', '.join(names)}")
+        names = [name]
+    for n in names:
         spec = registry.get(n)
-        opts = registry.parse_options(spec, {}).model_dump()
-        t.add_row(n, ",".join(spec.modes), spec.help, ", ".join(f"{k}={v}" for k, v in opts.items()))
-    out_console.print(t)
+        origin = f"  [dim](plug-in: {spec.plugin})[/]" if getattr(spec, "plugin", None) else ""
+        out_console.print(f"[bold cyan]{n}[/]  [dim]{', '.join(spec.modes)} mode[/]{origin}", highlight=False)
+        out_console.print(Padding(spec.help, (0, 0, 0, 2)), highlight=False)
+        defaults = registry.parse_options(spec, {}).model_dump()
+        fields = spec.options.model_fields
+        if fields:
+            t = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, padding=(0, 1))
+            t.add_column("option", style="bold", overflow="fold")
+            t.add_column("default", overflow="fold", max_width=24)
+            t.add_column("description", overflow="fold", ratio=1)
+            for k, f in fields.items():
+                t.add_row(k, _show_default(defaults.get(k)), f.description or MISSING)
+            out_console.print(Padding(t, (0, 0, 0, 2)))
+        if spec.profiles:
+            out_console.print("  [bold]profiles[/] (-o profile=NAME):", highlight=False)
+            for pname, deviations in spec.profiles.items():
+                items = deviations if isinstance(deviations, list | tuple) else [deviations]
+                text = f"[bold]{pname}[/]: " + "; ".join(str(d) for d in items)
+                out_console.print(Padding(text, (0, 0, 0, 4)), highlight=False)
+        out_console.print()
+
+
+def _show_default(v: Any) -> str:
+    from megha.metrics.format import MISSING
+
+    if v is None:
+        return MISSING
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, list | tuple | dict):
+        return json.dumps(v)
+    return str(v)
 
 
 @trace_app.command("info")
@@ -387,10 +517,26 @@ def trace_info(
         return
     from rich.table import Table
 
+    from megha.metrics.format import cell
+
+    kinds = {
+        "span_seconds": "duration",
+        "first_arrival": "duration",
+        "last_arrival": "duration",
+        "duration_mean": "duration",
+        "duration_p50": "duration",
+        "duration_max": "duration",
+        "task_seconds": "duration",
+        "offered_load": "percent",
+    }
     t = Table(title=f"trace {w.name}", show_header=False)
     for k, v in info.items():
-        t.add_row(k, f"{v:,.4g}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v))
+        t.add_row(k, cell(v, kinds.get(k)))
     out_console.print(t)
+    console.print(
+        "offered load = task-seconds / (workers x span of arrivals); above 100% the datacenter cannot keep up",
+        highlight=False,
+    )
 
 
 @trace_app.command("convert")

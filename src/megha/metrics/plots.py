@@ -109,11 +109,15 @@ def cdf_axes(
 
 
 def save_cdfs(
-    series: dict[str, Any], path: str | Path, title: str = "", xlabel: str = "delay in job response time (s)"
+    series: dict[str, Any],
+    path: str | Path,
+    title: str = "",
+    xlabel: str = "delay in job response time (s)",
+    log: bool = True,
 ) -> None:
     """A CDF figure written to ``path`` (PNG by suffix)."""
     fig, ax = new_figure(6.4, 4.2, dpi=120)
-    draw_cdfs(ax, series, xlabel=xlabel, title=title)
+    draw_cdfs(ax, series, xlabel=xlabel, title=title, log=log)
     save(fig, path)
 
 

@@ -234,47 +234,16 @@ def plot_cdfs(
     log: bool = True,
 ) -> None:
     """CDF plot of one or more value sets (log x axis by default, like the papers' figures)."""
-    import matplotlib
+    from megha.metrics.plots import save_cdfs
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    for label, vals in series.items():
-        x, y = _ecdf(vals)
-        if x.size == 0:
-            continue
-        if log:
-            x = np.maximum(x, 1e-6)
-        ax.step(x, y, where="post", label=label)
-    if log:
-        ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("CDF")
-    ax.set_ylim(0, 1.01)
-    ax.grid(True, which="both", alpha=0.3)
-    if title:
-        ax.set_title(title)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save_cdfs(series, path, title=title, xlabel=xlabel, log=log)
 
 
 def fmt_seconds(x: float | None) -> str:
-    """Human-friendly seconds: 1.5 ms, 12.3 s, 4.1e+04 s."""
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    a = abs(x)
-    if a < 1e-3:
-        return f"{x * 1e6:.0f} µs"
-    if a < 1:
-        return f"{x * 1e3:.3g} ms"
-    if a < 1e4:
-        return f"{x:.4g} s"
-    return f"{x:.3g} s"
+    """Human-friendly seconds: 1.5 ms, 12.3 s, 2.5 h (:func:`megha.metrics.format.duration`)."""
+    from megha.metrics.format import duration
+
+    return duration(x)
 
 
 COMPARE_COLUMNS = ("mean", "p50", "p90", "p99", "p999", "max")
@@ -298,10 +267,10 @@ def compare_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fmt_compact(x: float | None) -> str:
-    """Three significant digits, compact (table cells)."""
-    if x is None:
-        return "-"
-    return f"{x:.3g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
+    """A table cell in seconds (:func:`megha.metrics.format.duration`: unit chosen, never scientific notation)."""
+    from megha.metrics.format import duration
+
+    return duration(x)
 
 
 def compare_caption(summaries: list[dict[str, Any]]) -> str:
@@ -310,7 +279,7 @@ def compare_caption(summaries: list[dict[str, Any]]) -> str:
     windows = sorted({(s.get("utilization") or {}).get("window", "whole run") for s in summaries})
     win = "the arrival window" if windows == ["arrivals"] else ", ".join(windows)
     return (
-        f"delay in job response time, seconds; util: mean over {win}; "
+        f"delay in job response time; util: mean over {win}; "
         f"processing costs: {'; '.join(models) if models else 'none'}"
     )
 
@@ -335,17 +304,19 @@ def render_compare_table(summaries: list[dict[str, Any]], title: str = "") -> An
     from rich import box
     from rich.table import Table
 
+    from megha.metrics.format import percent
+
     t = Table(title=title or None, caption=compare_caption(summaries), caption_justify="left", box=box.SIMPLE_HEAD)
-    t.add_column("scheduler", style="bold", no_wrap=True)
+    t.add_column("scheduler", style="bold", overflow="fold")
     for k in COMPARE_COLUMNS:
-        t.add_column("p99.9" if k == "p999" else k, justify="right", no_wrap=True)
-    t.add_column("util", justify="right", no_wrap=True)
+        t.add_column("p99.9" if k == "p999" else k, justify="right", overflow="fold")
+    t.add_column("util", justify="right", overflow="fold")
     for s in summaries:
         d = s["delay"]
         flag = "" if s["completed"] else " (unfinished)"
         t.add_row(
             s["scheduler"] + flag,
             *(fmt_compact(d.get(k)) for k in COMPARE_COLUMNS),
-            f"{100 * s['utilization_mean']:.2f}%",
+            percent(s["utilization_mean"], digits=2),
         )
     return t

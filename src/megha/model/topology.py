@@ -187,7 +187,10 @@ def load_cluster(path: str | Path) -> Datacenter:
     except OSError as e:
         raise InputError(f"{p}: cannot read cluster file: {e.strerror or e}") from e
     if p.suffix == ".gz":
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as e:  # EOFError: a truncated file
+            raise InputError(f"{p}: not a complete gzip file ({e}); was the download cut short?") from None
     try:
         doc = json.loads(raw)
     except json.JSONDecodeError as e:

@@ -4,12 +4,20 @@ A family lives in its own sub-package of :mod:`megha.schedulers` and registers i
 :func:`register`; :func:`get` imports every sub-package once, so adding a family never means editing a
 shared list. A builder receives a :class:`BuildContext` (engine, recorder, workload, datacenter, options)
 and returns a :class:`Deployment` that tells the runner where each job enters the system.
+
+**Plug-ins.** An installed package adds schedulers through the entry-point group ``megha.schedulers``: each entry
+point names a module (or an object in one) whose import calls :func:`register`. They are loaded after the
+built-in families, so they appear in ``megha schedulers`` and run wherever a scheduler name is accepted
+(``megha simulate``, ``compare``, sweeps on local processes or Ray, the Python API). A plug-in cannot replace a
+built-in name; one that fails to load is reported (a warning, and in ``megha schedulers``) and skipped.
+``examples/plugin/`` is a complete plug-in package.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,10 +80,17 @@ class SchedulerSpec:
     profiles: dict[str, str] = field(default_factory=dict)
     # True for a bound that ignores capacity and constraints (``ideal``): exempt from those conformance checks
     unbounded: bool = False
+    # the distribution (or entry point) that brought a plug-in scheduler; None for a built-in one
+    plugin: str | None = None
 
+
+#: the entry-point group through which installed packages add schedulers
+ENTRY_POINT_GROUP = "megha.schedulers"
 
 _REGISTRY: dict[str, SchedulerSpec] = {}
 _loaded = False
+#: plug-ins that failed to load: entry point name -> error
+PLUGIN_ERRORS: dict[str, str] = {}
 
 
 def register(
@@ -96,6 +111,9 @@ def register(
 
     def deco(build: Callable[[BuildContext], Deployment]) -> Callable[[BuildContext], Deployment]:
         family = build.__module__.split(".")[2] if build.__module__.startswith("megha.schedulers.") else name
+        old = _REGISTRY.get(name)
+        if old is not None and old.build.__module__ != build.__module__:
+            raise ValueError(f"scheduler name {name!r} is already registered by {old.build.__module__}")
         _REGISTRY[name] = SchedulerSpec(
             name, help, build, options, family, modes, defaults or {}, in_compare, profiles or {}, unbounded
         )
@@ -114,6 +132,25 @@ def _load_all() -> None:
         if mod.ispkg and mod.name != "common":
             importlib.import_module(f"megha.schedulers.{mod.name}")
     _loaded = True
+    _load_plugins()
+
+
+def _load_plugins() -> None:
+    """Import the modules named by the ``megha.schedulers`` entry points of installed packages."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        before = set(_REGISTRY)
+        try:
+            ep.load()
+        except Exception as e:  # a broken plug-in must not break the built-in schedulers
+            PLUGIN_ERRORS[ep.name] = f"{type(e).__name__}: {e}"
+            warnings.warn(f"scheduler plug-in {ep.name!r} ({ep.value}) failed to load: {e}", stacklevel=2)
+            continue
+        dist = getattr(ep, "dist", None)
+        origin = f"{dist.name} {dist.version}" if dist is not None else ep.value
+        for n in set(_REGISTRY) - before:
+            _REGISTRY[n].plugin = origin
 
 
 _ORDER = ["megha", "megha-central", "pigeonc", "pigeon", "sparrow", "yarn", "macrm", "flow"]

@@ -5,8 +5,9 @@ Both engines offer the same three calls to the sweep driver: ``submit(plan)`` re
 most ``capacity`` runs in flight, so "in flight" is "running" for the progress display.
 
 * :class:`LocalPool` — ``concurrent.futures.ProcessPoolExecutor``, one process per concurrent run (fork on
-  Linux after importing the simulator once, so a run starts in milliseconds). A worker process that dies
-  (out of memory, a crash in native code) breaks the pool: the pool is rebuilt; the runs that were in flight
+  Linux after importing the simulator once, so a run starts in milliseconds). Pool processes die with the
+  driver, even when it is killed with ``kill -9`` (:func:`megha.sweep.worker.die_with_parent`). A worker process
+  that dies (out of memory, a crash in native code) breaks the pool: the pool is rebuilt; the runs that were in flight
   together are retried one at a time, so the run that kills its process alone is reported failed.
 * :class:`RayPool` — Ray tasks on a running cluster (``address="auto"``, ``"ray://host:10001"``), or on a fresh
   local instance (``address="local"``), or on the session already started with ``ray.init()``. Ray is
@@ -69,7 +70,9 @@ class LocalPool:
 
     def _make_pool(self) -> ProcessPoolExecutor:
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-        pool = ProcessPoolExecutor(max_workers=self._capacity, mp_context=ctx)
+        pool = ProcessPoolExecutor(
+            max_workers=self._capacity, mp_context=ctx, initializer=worker.die_with_parent, initargs=(os.getpid(),)
+        )
         # start the processes now (before any progress-display thread exists in this process)
         for f in [pool.submit(worker._noop) for _ in range(self._capacity)]:
             f.result()

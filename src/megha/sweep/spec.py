@@ -164,7 +164,14 @@ def parse(doc: dict[str, Any], source: str = "<dict>", default_name: str = "swee
             else:
                 entry[ck] = v
         runs.append(entry)
-    name = str(meta.get("name") or default_name)
+    if not base and not grid and not runs:
+        raise InputError(
+            f"{source}: the sweep defines no run: give [base] settings, a [grid] of values or [[runs]] entries"
+        )
+    if meta.get("name"):
+        name = check_name(str(meta["name"]), f"{source}: [sweep] name")
+    else:  # from the file name: made plain
+        name = re.sub(r"[^A-Za-z0-9_.+=@, -]", "_", default_name).lstrip(".").replace("..", "_") or "sweep"
     return SweepSpec(
         name=name,
         base=base,
@@ -175,6 +182,20 @@ def parse(doc: dict[str, Any], source: str = "<dict>", default_name: str = "swee
         source=source,
         raw=doc,
     )
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+=@, -]*$")
+
+
+def check_name(name: str, where: str = "sweep name") -> str:
+    """A sweep name is a plain name (it becomes the directory ``megha-sweep/NAME``): no path separators, no
+    leading dot, no ``..``."""
+    if not _PLAIN_NAME.match(name) or ".." in name or len(name) > 128:
+        raise InputError(
+            f"{where}: {name!r} is not a plain name (letters, digits, '_', '-', '.', no '/' or leading '.'); "
+            f"use --out to choose another directory"
+        )
+    return name
 
 
 def load(path: str | Path) -> SweepSpec:

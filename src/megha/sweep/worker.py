@@ -59,6 +59,22 @@ def _noop() -> int:
     return os.getpid()
 
 
+def die_with_parent(parent: int) -> None:
+    """Pool-process initializer: end this process when the sweep's driver dies, even by ``kill -9`` (Linux
+    ``PR_SET_PDEATHSIG``; elsewhere a no-op). Without it, orphaned workers would finish their queued runs."""
+    import signal
+
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux/glibc
+        return
+    if os.getppid() != parent:  # the driver died before the signal was armed
+        os._exit(1)
+
+
 def execute(plan: dict[str, Any], runs_dir: str | None, plots: bool = False, csv: bool = False) -> dict[str, Any]:
     """Run one plan (``RunPlan.to_json()``); never raises for a failing simulation.
 

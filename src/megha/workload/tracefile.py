@@ -26,6 +26,9 @@ from megha.errors import InputError
 from megha.model.workload import Workload
 
 TRACE_SUFFIXES = (".tr", ".tr.gz", ".txt")
+#: the largest arrival time or task duration accepted (about 31.7 years): the simulator's float clock keeps
+#: sub-microsecond resolution up to here, and a longer task would keep every scheduler busy for ever
+MAX_SECONDS = 1e9
 COLUMNAR_SUFFIXES = (".parquet", ".pq")
 _RESOURCE_COLUMNS = ("cpu", "mem", "gpu", "disk")
 
@@ -38,6 +41,8 @@ def _read_text(path: Path) -> str:
     if path.suffix == ".gz":
         try:
             raw = gzip.decompress(raw)
+        except EOFError as e:  # the stream stops before its end marker
+            raise InputError(f"{path}: truncated gzip file ({e}); was the download or copy cut short?") from None
         except OSError as e:
             raise InputError(f"{path}: not a valid gzip file: {e}") from e
     try:
@@ -55,6 +60,11 @@ def _number(path: Path, lineno: int, field: str, tok: str) -> float:
         raise InputError(f"{path}:{lineno}: field '{field}': {tok!r} is not a finite number")
     if v < 0:
         raise InputError(f"{path}:{lineno}: field '{field}': {tok!r} is negative")
+    if v > MAX_SECONDS and field != "num_tasks":
+        raise InputError(
+            f"{path}:{lineno}: field '{field}': {tok!r} seconds is more than the {MAX_SECONDS:,.0f} s (31 years) "
+            f"a trace may hold"
+        )
     return v
 
 
@@ -103,7 +113,7 @@ def read_tr(path: str | Path, truncate: bool = False, dephase: bool = True) -> W
             for k, tok in enumerate(toks[3:], start=1):
                 _number(p, lineno, f"duration {k}", tok)
             raise
-        bad = ~np.isfinite(d) | (d < 0)
+        bad = ~np.isfinite(d) | (d < 0) | (d > MAX_SECONDS)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             _number(p, lineno, f"duration {k + 1}", toks[3 + k])
@@ -200,10 +210,12 @@ def read_columnar(path: str | Path) -> Workload:
 
     for name in ("arrival", "duration"):
         v = col(name).astype(np.float64)
-        bad = ~np.isfinite(v) | (v < 0)
+        bad = ~np.isfinite(v) | (v < 0) | (v > MAX_SECONDS)
         if bad.any():
             row = int(order[np.flatnonzero(bad)[0]])
-            raise InputError(f"{p}: row {row + 1}: column '{name}': {v[np.flatnonzero(bad)[0]]!r} is invalid")
+            x = float(v[np.flatnonzero(bad)[0]])
+            why = f"more than the {MAX_SECONDS:,.0f} s (31 years) a trace may hold" if x > MAX_SECONDS else "invalid"
+            raise InputError(f"{p}: row {row + 1}: column '{name}': {x!r} is {why}")
     starts = np.flatnonzero(np.r_[True, job[1:] != job[:-1]])
     counts = np.diff(np.r_[starts, job.size])
     arrival = col("arrival").astype(np.float64)
