@@ -38,7 +38,7 @@ def sweep_dir(tmp_path_factory) -> Path:
 
 def test_report_is_self_contained(sweep_dir: Path) -> None:
     html = (sweep_dir / "report.html").read_text()
-    imgs = re.findall(r'<img class=plot id="([^"]+)" data-kind="([^"]+)"[^>]*src="data:image/png;base64,', html)
+    imgs = re.findall(r'<img class="plot" id="([^"]+)" data-kind="([^"]+)"[^>]*src="data:image/png;base64,', html)
     kinds = {k for _, k in imgs}
     assert {"pct-alloc", "pct-delay", "cdf-alloc", "cdf-delay", "util-time", "util-mean"} <= kinds
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing fetched from anywhere
@@ -54,7 +54,7 @@ def test_report_rebuilds_and_handles_an_empty_sweep(sweep_dir: Path, tmp_path: P
     doc = {"base": {"trace": str(tmp_path / "nope.tr"), "workers": 10}, "grid": {"seed": [0, 1]}}
     run_sweep(doc, tmp_path / "bad", workers=1, progress=False, log=lambda s: None)
     html = (tmp_path / "bad" / "report.html").read_text()
-    assert "Failed runs" in html and "<img class=plot" not in html
+    assert "Failed runs" in html and '<img class="plot"' not in html
 
 
 def test_report_renders_in_headless_chromium(sweep_dir: Path, tmp_path: Path) -> None:

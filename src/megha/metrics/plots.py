@@ -30,10 +30,32 @@ def new_figure(width: float = 7.5, height: float = 4.4, dpi: int = 100) -> tuple
     return fig, fig.subplots()
 
 
+def new_panels(n: int, width: float = 4.0, height: float = 4.0, dpi: int = 100, sharey: bool = True) -> tuple[Any, Any]:
+    """A figure of ``n`` side-by-side panels (sharing the y axis); returns the figure and its Axes list."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width * n, height), dpi=dpi)
+    axes = fig.subplots(1, n, sharey=sharey, squeeze=False)[0]
+    return fig, list(axes)
+
+
+def figure_legend(fig: Any, ax: Any) -> None:
+    """One legend for a figure of panels, below them, in as many columns as fit."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    ncol = min(len(labels), 3)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=LEGEND_SIZE, frameon=False)
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout(rect=(0, 0.06 * rows + 0.02, 1, 0.95))
+    fig._megha_laid_out = True
+
+
 def png(fig: Any, dpi: int = 100) -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
-    fig.tight_layout()
+    if not getattr(fig, "_megha_laid_out", False):
+        fig.tight_layout()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
 
@@ -92,7 +114,7 @@ def draw_cdfs(
     ax.grid(True, which="both", alpha=0.3)
     if title:
         ax.set_title(title)
-    legend(ax, loc="lower right")
+    legend(ax, loc="best")
     return drawn
 
 
@@ -138,6 +160,7 @@ def draw_points(
     ylabel: str,
     xlabel: str = "",
     log: bool = True,
+    legend: bool = True,
 ) -> int:
     """Categorical x axis: for each labelled series, one point per category at the median of its values (seeds)
     with an inter-quartile error bar; series are offset sideways so that they do not hide each other. Nothing
@@ -165,7 +188,7 @@ def draw_points(
         drawn += len(xs)
     ax.set_xticks(range(len(categories)), list(categories), rotation=20 if len(categories) > 4 else 0)
     ax.set_xlim(-0.6, len(categories) - 0.4)
-    _finish(ax, xlabel, ylabel, log)
+    _finish(ax, xlabel, ylabel, log, show_legend=legend)
     return drawn
 
 
@@ -177,6 +200,7 @@ def draw_lines(
     xlabel: str = "",
     log: bool = True,
     styles: dict[str, dict[str, Any]] | None = None,
+    legend: bool = True,
 ) -> int:
     """Numeric x axis: for each labelled series, the median over seeds at each x joined by a line, with
     inter-quartile error bars. A log x axis when the values span 20x or more. Returns the points drawn."""
@@ -201,14 +225,16 @@ def draw_lines(
     pos = [x for x in xs if x > 0]
     if len(pos) == len(xs) and len(xs) > 1 and max(xs) / min(xs) >= 20:
         ax.set_xscale("log")
-    _finish(ax, xlabel, ylabel, log)
+    _finish(ax, xlabel, ylabel, log, show_legend=legend)
     return drawn
 
 
-def _finish(ax: Any, xlabel: str, ylabel: str, log: bool) -> None:
+def _finish(ax: Any, xlabel: str, ylabel: str, log: bool, show_legend: bool = True) -> None:
     if log:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
-    legend(ax)
+    if show_legend:
+        legend(ax)

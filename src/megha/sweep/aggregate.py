@@ -18,7 +18,6 @@ gives the same table on a process pool and on Ray.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -81,40 +80,11 @@ def run_row(plan: RunPlan, run_dir: Path, params: list[str], fixed: list[str]) -
     return row
 
 
-def _column_type(values: list[Any]):
-    import pyarrow as pa
-
-    present = [v for v in values if v is not None]
-    if not present:
-        return pa.string()
-    if all(isinstance(v, bool) for v in present):
-        return pa.bool_()
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
-        return pa.int64()
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in present):
-        return pa.float64()
-    return pa.string()
-
-
 def rows_to_table(rows: list[dict[str, Any]]):
     """Rows (dicts, possibly with different keys) → an Arrow table with one type per column."""
-    import pyarrow as pa
+    from megha.metrics.tables import rows_to_table as to_table
 
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    arrays = {}
-    for c in cols:
-        vals = [r.get(c) for r in rows]
-        t = _column_type(vals)
-        if t == pa.string():
-            vals = [None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in vals]
-        elif t == pa.float64():
-            vals = [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in vals]
-        arrays[c] = pa.array(vals, type=t)
-    return pa.table(arrays)
+    return to_table(rows)
 
 
 def collect(out: Path, plans: list[RunPlan]) -> list[dict[str, Any]]:
@@ -126,11 +96,9 @@ def collect(out: Path, plans: list[RunPlan]) -> list[dict[str, Any]]:
 
 def write_results(out: Path, plans: list[RunPlan]) -> Path:
     """Write ``results.parquet`` and ``results.csv``; returns the Parquet path."""
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
+    from megha.metrics.tables import write_csv, write_parquet
 
     table = rows_to_table(collect(out, plans))
-    path = out / "results.parquet"
-    pq.write_table(table, str(path))
-    pcsv.write_csv(table, str(out / "results.csv"))
+    path = write_parquet(table, out / "results.parquet")
+    write_csv(table, out / "results.csv")
     return path

@@ -1,14 +1,16 @@
 """A static HTML report of a sweep: tables and plots in one file that opens from disk (no server).
 
-Plots are PNG images embedded as base64 ``data:`` URLs; nothing is fetched. A run *group* is the set of runs
-that differ only by ``seed`` (seeds are pooled in CDFs and averaged in percentile lines, with a min–max band).
+The page comes from a Jinja2 template (``templates/report.html.j2``); the figures from the shared plotting module
+(:mod:`megha.metrics.plots`), embedded as base64 PNG ``data:`` URLs, so nothing is fetched; every number goes through
+the shared formatter (:mod:`megha.metrics.format`). A run *group* is the set of runs that differ only by ``seed``.
 
-* delay in job response time and allocation time (task start − arrival): CDFs per group, log x axis;
-* percentile-vs-parameter lines (the Megha paper's Figs. 8/9 style): for each varying parameter, the p50,
-  p90 and p99 of allocation time and of delay against its values, one line set per combination of the other
-  parameters;
+* percentile-vs-parameter panels (the Megha paper's Figs. 8/9 style), one panel per percentile (p50, p90, p99) of
+  allocation time and of delay, log y axis: a categorical parameter (e.g. the scheduler) gets one point per value
+  at the median over seeds with an inter-quartile error bar and nothing joining the categories; a numeric one gets
+  lines through the medians, with the same error bars;
+* delay in job response time and allocation time (task start − arrival): CDFs per group (seeds pooled), log x;
 * utilization: over time per group, and the mean per group;
-* a summary table per group and the full results table (``results.csv``), failures with their errors.
+* a summary table per group (medians over seeds) and the full results table (``results.csv``), failures first.
 
 ``megha sweep report DIR`` rebuilds it from a sweep directory.
 """
@@ -16,8 +18,6 @@ that differ only by ``seed`` (seeds are pooled in CDFs and averaged in percentil
 from __future__ import annotations
 
 import base64
-import html
-import io
 import json
 import math
 from collections import OrderedDict
@@ -27,13 +27,16 @@ from typing import Any
 
 import numpy as np
 
+from megha.metrics import plots
+from megha.metrics.format import cell, kind_of
 from megha.sweep.aggregate import collect
 from megha.sweep.spec import load_plans, param_names
 
 MAX_CURVES = 8
 MAX_GROUPS_PLOTTED = 48  # CDF and utilization figures show at most this many groups (the tables have them all)
+MAX_LINES = 6  # line sets per percentile panel
 MAX_VALUES = 200_000
-PCTS = (("p50", "-", "o"), ("p90", "--", "s"), ("p99", ":", "^"))
+PCTS = ("p50", "p90", "p99")
 
 
 @dataclass
@@ -43,6 +46,10 @@ class Figure:
     png: bytes
     kind: str
 
+    @property
+    def b64(self) -> str:
+        return base64.b64encode(self.png).decode("ascii")
+
 
 @dataclass
 class Group:
@@ -51,40 +58,8 @@ class Group:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "–"
-        if v == 0:
-            return "0"
-        a = abs(v)
-        if a >= 1e5 or a < 1e-3:
-            return f"{v:.3g}"
-        return f"{v:.4g}"
-    if isinstance(v, int):
-        return f"{v:,}" if abs(v) >= 10000 else str(v)
-    return str(v)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=100)
-    _plt().close(fig)
-    return buf.getvalue()
+def _fmt(v: Any, column: str = "") -> str:
+    return cell(v, kind_of(column) if column else None)
 
 
 def _subsample(v: np.ndarray) -> np.ndarray:
@@ -107,74 +82,6 @@ def _read_col(path: Path, col: str, where: str | None = None) -> np.ndarray:
     return _subsample(v)
 
 
-def _label_keys(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
-    """The keys worth showing in labels: a parameter derived from an earlier one (e.g. a cost computed from the
-    datacenter size) is left out."""
-    out: list[str] = []
-    for k in keys:
-        if not any(_determines(rows, o, k) for o in out):
-            out.append(k)
-    return out
-
-
-def _groups(rows: list[dict[str, Any]], keys: list[str]) -> list[Group]:
-    out: OrderedDict[tuple, Group] = OrderedDict()
-    shown = _label_keys(rows, keys)
-    for r in rows:
-        key = tuple(_hashable(r.get(k)) for k in keys)
-        if key not in out:
-            label = ", ".join(f"{k.removeprefix('options.')}={_fmt(r.get(k))}" for k in shown)
-            out[key] = Group(label or "all runs", key)
-        out[key].rows.append(r)
-    return list(out.values())
-
-
-def _ecdf_plot(ax, values: np.ndarray, label: str) -> bool:
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return False
-    q = np.linspace(0.0, 1.0, min(v.size, 1000))
-    x = np.maximum(np.quantile(v, q), 1e-6)
-    ax.step(x, q, where="post", label=label)
-    return True
-
-
-def _cdf_figures(groups: list[Group], out: Path, what: str) -> list[Figure]:
-    plt = _plt()
-    figs = []
-    if what == "delay":
-        title, xlabel = "Delay in job response time", "delay (s)"
-    else:
-        title, xlabel = "Allocation time (task start − arrival)", "allocation time (s)"
-    for lo in range(0, len(groups), MAX_CURVES):
-        chunk = groups[lo : lo + MAX_CURVES]
-        fig, ax = plt.subplots(figsize=(7.5, 4.2))
-        drawn = 0
-        for g in chunk:
-            vals = []
-            for r in g.rows:
-                d = out / "runs" / r["run_id"]
-                if what == "delay":
-                    vals.append(_read_col(d / "jobs.parquet", "delay"))
-                else:
-                    vals.append(_read_col(d / "tasks.parquet", "allocation", "feasible"))
-            v = np.concatenate(vals) if vals else np.zeros(0)
-            drawn += _ecdf_plot(ax, v, g.label)
-        if not drawn:
-            plt.close(fig)
-            continue
-        ax.set_xscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("CDF")
-        ax.set_ylim(0, 1.01)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
-        part = f" ({lo // MAX_CURVES + 1})" if len(groups) > MAX_CURVES else ""
-        ax.set_title(title + part)
-        figs.append(Figure(title + part, "seeds pooled within each group", _png(fig), f"cdf-{what}"))
-    return figs
-
-
 def _hashable(v: Any) -> Any:
     return json.dumps(v, sort_keys=True, default=str) if isinstance(v, list | dict) else v
 
@@ -193,13 +100,66 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _label_keys(rows: list[dict[str, Any]], keys: list[str]) -> list[str]:
+    """The keys worth showing in labels: a parameter derived from an earlier one (e.g. a cost computed from the
+    datacenter size) is left out."""
+    out: list[str] = []
+    for k in keys:
+        if not any(_determines(rows, o, k) for o in out):
+            out.append(k)
+    return out
+
+
+def _value_label(v: Any) -> str:
+    if isinstance(v, str) and v.startswith("sample:"):
+        return v[len("sample:") :]
+    return _fmt(v)
+
+
+def _groups(rows: list[dict[str, Any]], keys: list[str]) -> list[Group]:
+    out: OrderedDict[tuple, Group] = OrderedDict()
+    shown = _label_keys(rows, keys)
+    for r in rows:
+        key = tuple(_hashable(r.get(k)) for k in keys)
+        if key not in out:
+            label = ", ".join(f"{k.removeprefix('options.')}={_value_label(r.get(k))}" for k in shown)
+            out[key] = Group(label or "all runs", key)
+        out[key].rows.append(r)
+    return list(out.values())
+
+
+def _cdf_figures(groups: list[Group], out: Path, what: str) -> list[Figure]:
+    if what == "delay":
+        title, xlabel = "Delay in job response time", "delay (s)"
+    else:
+        title, xlabel = "Allocation time (task start − arrival)", "allocation time (s)"
+    figs = []
+    for lo in range(0, len(groups), MAX_CURVES):
+        chunk = groups[lo : lo + MAX_CURVES]
+        series = {}
+        for g in chunk:
+            vals = []
+            for r in g.rows:
+                d = out / "runs" / r["run_id"]
+                if what == "delay":
+                    vals.append(_read_col(d / "jobs.parquet", "delay"))
+                else:
+                    vals.append(_read_col(d / "tasks.parquet", "allocation", "feasible"))
+            series[g.label] = np.concatenate(vals) if vals else np.zeros(0)
+        part = f" ({lo // MAX_CURVES + 1})" if len(groups) > MAX_CURVES else ""
+        fig, ax = plots.new_figure(8.0, 4.6)
+        if not plots.draw_cdfs(ax, series, xlabel=xlabel, title=title + part, max_points=1000):
+            continue
+        figs.append(Figure(title + part, "seeds pooled within each group", plots.png(fig), f"cdf-{what}"))
+    return figs
+
+
 def _percentile_figures(rows: list[dict[str, Any]], keys: list[str]) -> list[Figure]:
-    plt = _plt()
     figs = []
     ok_rows = [r for r in rows if r["status"] in ("ok", "unfinished")]
     plotted: list[str] = []
     for x in keys:
-        xs = []
+        xs: list[Any] = []
         for r in ok_rows:
             if r.get(x) not in xs:
                 xs.append(r.get(x))
@@ -215,65 +175,48 @@ def _percentile_figures(rows: list[dict[str, Any]], keys: list[str]) -> list[Fig
         if not any(len({_hashable(r.get(x)) for r in g.rows}) >= 2 for g in lines):
             continue
         plotted.append(x)
-        if len(lines) > 6:  # too many combinations: one line set per value of the first other parameter
-            lines = _groups(ok_rows, others[:1])[:6]
+        if len(lines) > MAX_LINES:  # too many combinations: one line set per value of the first other parameter
+            lines = _groups(ok_rows, others[:1])[:MAX_LINES]
+        xname = x.removeprefix("options.")
+        seeds = max(len(g.rows) for g in lines) > len(xs)
         for metric, label in (("alloc", "allocation time"), ("delay", "delay in job response time")):
-            fig, ax = plt.subplots(figsize=(7.5, 4.4))
-            colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-            any_drawn = False
-            for li, g in enumerate(lines):
-                color = colors[li % len(colors)]
-                for pct, style, marker in PCTS:
-                    pos, mean, lo_, hi_ = [], [], [], []
-                    for i, xv in enumerate(xs):
-                        vals = [r.get(f"{metric}_{pct}") for r in g.rows if r.get(x) == xv]
-                        vals = [v for v in vals if v is not None and math.isfinite(v)]
-                        if vals:
-                            pos.append(xv if numeric else i)
-                            mean.append(float(np.mean(vals)))
-                            lo_.append(min(vals))
-                            hi_.append(max(vals))
-                    if not pos:
-                        continue
-                    name = pct if len(lines) == 1 else f"{pct} {g.label}"
-                    ax.plot(pos, np.maximum(mean, 1e-6), linestyle=style, marker=marker, color=color, label=name)
-                    if any(h > lw for h, lw in zip(hi_, lo_, strict=True)):
-                        ax.fill_between(pos, np.maximum(lo_, 1e-6), np.maximum(hi_, 1e-6), color=color, alpha=0.12)
-                    any_drawn = True
-            if not any_drawn:
-                plt.close(fig)
+            fig, axes = plots.new_panels(len(PCTS), width=4.0, height=4.0)
+            drawn = 0
+            for ax, pct in zip(axes, PCTS, strict=True):
+                series: dict[str, list[list[float]]] = {}
+                for g in lines:
+                    name = "all runs" if len(lines) == 1 else g.label
+                    series[name] = [
+                        [r.get(f"{metric}_{pct}") for r in g.rows if _hashable(r.get(x)) == _hashable(xv)] for xv in xs
+                    ]
+                ylabel = f"{label} (s)" if ax is axes[0] else ""
+                if numeric:
+                    drawn += plots.draw_lines(ax, xs, series, ylabel=ylabel, xlabel=xname, legend=False)
+                else:
+                    cats = [_value_label(v) for v in xs]
+                    drawn += plots.draw_points(ax, cats, series, ylabel=ylabel, xlabel=xname, legend=False)
+                ax.set_title(pct)
+            if not drawn:
                 continue
-            xname = x.removeprefix("options.")
-            if numeric:
-                pos_vals = [v for v in xs if v > 0]
-                if len(pos_vals) == len(xs) and max(xs) / min(xs) >= 20:
-                    ax.set_xscale("log")
-            else:
-                ax.set_xticks(range(len(xs)), [_fmt(v) for v in xs], rotation=20)
-            ax.set_yscale("log")
-            ax.set_xlabel(xname)
-            ax.set_ylabel(f"{label} (s)")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7, ncol=1 if len(lines) == 1 else 2)
+            if len(lines) > 1:
+                plots.figure_legend(fig, axes[0])
             title = f"{label.capitalize()} percentiles vs {xname}"
-            ax.set_title(title)
-            cap = "mean over seeds, band = min–max over seeds" if any(len(g.rows) > len(xs) for g in lines) else ""
-            figs.append(Figure(title, cap, _png(fig), f"pct-{metric}"))
+            fig.suptitle(title)
+            cap = "median over seeds, bars: inter-quartile range over seeds" if seeds else ""
+            figs.append(Figure(title, cap, plots.png(fig), f"pct-{metric}"))
     return figs
 
 
 def _utilization_figures(groups: list[Group], out: Path) -> list[Figure]:
     import pyarrow.parquet as pq
 
-    plt = _plt()
     figs = []
     for lo in range(0, len(groups), MAX_CURVES):
         chunk = groups[lo : lo + MAX_CURVES]
-        fig, ax = plt.subplots(figsize=(7.5, 4.0))
+        fig, ax = plots.new_figure(8.0, 4.2)
         drawn = False
         for g in chunk:
-            r = g.rows[0]
-            p = out / "runs" / r["run_id"] / "utilization.parquet"
+            p = out / "runs" / g.rows[0]["run_id"] / "utilization.parquet"
             if not p.is_file():
                 continue
             t = pq.read_table(str(p))
@@ -284,49 +227,51 @@ def _utilization_figures(groups: list[Group], out: Path) -> list[Figure]:
             ax.step(times - times[0], 100 * util, where="post", label=g.label, linewidth=1)
             drawn = True
         if not drawn:
-            plt.close(fig)
             continue
         ax.set_xlabel("time since the first task started (s)")
         ax.set_ylabel("utilization (%)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        plots.legend(ax)
         part = f" ({lo // MAX_CURVES + 1})" if len(groups) > MAX_CURVES else ""
         ax.set_title("Utilization over time" + part)
-        figs.append(Figure("Utilization over time" + part, "first seed of each group", _png(fig), "util-time"))
+        figs.append(Figure("Utilization over time" + part, "first seed of each group", plots.png(fig), "util-time"))
     means = [
         (g.label, [r.get("utilization_mean") for r in g.rows if r.get("utilization_mean") is not None]) for g in groups
     ]
     means = [(lab, v) for lab, v in means if v]
     if means:
-        fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.3 * len(means)))
+        fig, ax = plots.new_figure(8.0, 1.0 + 0.35 * len(means))
         y = np.arange(len(means))
-        ax.barh(y, [100 * float(np.mean(v)) for _, v in means], color="#4c72b0")
-        ax.set_yticks(y, [lab for lab, _ in means], fontsize=8)
+        ax.barh(y, [100 * float(np.median(v)) for _, v in means], color="#4c72b0")
+        ax.set_yticks(y, [lab for lab, _ in means], fontsize=plots.LEGEND_SIZE)
         ax.invert_yaxis()
         ax.set_xlabel("mean utilization (%)")
         ax.grid(True, axis="x", alpha=0.3)
         ax.set_title("Mean utilization per group")
         figs.append(
-            Figure("Mean utilization per group", "time-weighted mean, averaged over seeds", _png(fig), "util-mean")
+            Figure("Mean utilization per group", "time-weighted mean, median over seeds", plots.png(fig), "util-mean")
         )
     return figs
 
 
-def _table(rows: list[dict[str, Any]], cols: list[str], link: bool = False, cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+def _table(rows: list[dict[str, Any]], cols: list[str], link: bool = False, cls: str = "") -> dict[str, Any]:
+    """A table for the template: header and, per row, cells with text, CSS class and link."""
     body = []
     for r in rows:
         cells = []
         for c in cols:
             v = r.get(c)
-            text = html.escape(_fmt(v))
-            if link and c == "run_id" and v:
-                text = f'<a href="runs/{html.escape(str(v))}/">{text}</a>'
-            num = " class=num" if _is_number(v) else ""
-            status = f' class="st-{html.escape(str(v))}"' if c == "status" else num
-            cells.append(f"<td{status}>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            css = f"st-{v}" if c == "status" else ("num" if _is_number(v) else "")
+            href = f"runs/{v}/" if link and c == "run_id" and v else None
+            cells.append(
+                {
+                    "text": _fmt(v, c) if c not in ("index", "seed", "workers", "n_workers") else _fmt(v),
+                    "cls": css,
+                    "href": href,
+                }
+            )
+        body.append(cells)
+    return {"columns": cols, "rows": body, "cls": cls}
 
 
 def _group_rows(groups: list[Group]) -> list[dict[str, Any]]:
@@ -336,36 +281,22 @@ def _group_rows(groups: list[Group]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"group": g.label, "runs": len(g.rows), "ok": sum(r["status"] == "ok" for r in g.rows)}
         for k in ("alloc_p50", "alloc_p99", "delay_p50", "delay_p99", "delay_max", "utilization_mean"):
             vals = [r.get(k) for r in ok if r.get(k) is not None]
-            row[k] = float(np.mean(vals)) if vals else None
+            row[k] = float(np.median(vals)) if vals else None
         out.append(row)
     return out
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1400px}
-h1{font-size:1.5em;margin-bottom:4px} h2{font-size:1.2em;margin-top:32px;border-bottom:1px solid #ddd}
-.meta{color:#555} figure{display:inline-block;margin:8px 12px 16px 0;vertical-align:top}
-figcaption{font-size:.85em;color:#555;max-width:750px} img.plot{max-width:750px;border:1px solid #eee}
-table{border-collapse:collapse;font-size:.82em;margin:8px 0} th,td{border:1px solid #ddd;padding:3px 6px}
-th{background:#f4f4f4;position:sticky;top:0} td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.st-ok{color:#176617} td.st-failed{color:#b00020;font-weight:bold} td.st-unfinished{color:#b06000}
-td.st-missing{color:#777} .scroll{overflow-x:auto;max-height:640px;overflow-y:auto} pre{white-space:pre-wrap}
-"""
+def _template():
+    import jinja2
 
-_SCRIPT = """
-(function(){
-  var root=document.documentElement, errors=0;
-  window.addEventListener('error',function(){errors++;root.setAttribute('data-errors',String(errors));},true);
-  function check(){
-    var imgs=document.querySelectorAll('img.plot'),ok=0;
-    for(var i=0;i<imgs.length;i++){if(imgs[i].complete&&imgs[i].naturalWidth>0){ok++;}}
-    root.setAttribute('data-plots',String(imgs.length));
-    root.setAttribute('data-plots-loaded',String(ok));
-    root.setAttribute('data-errors',String(errors));
-  }
-  window.addEventListener('load',check);
-})();
-"""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("megha.sweep", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("report.html.j2")
 
 
 def build_report(out: str | Path, title: str | None = None) -> Path:
@@ -380,61 +311,42 @@ def build_report(out: str | Path, title: str | None = None) -> Path:
     figures: list[Figure] = []
     if done:
         shown = groups[:MAX_GROUPS_PLOTTED]
+        figures += _percentile_figures(rows, keys)
         figures += _cdf_figures(shown, out, "alloc")
         figures += _cdf_figures(shown, out, "delay")
-        figures += _percentile_figures(rows, keys)
         figures += _utilization_figures(shown, out)
-    name = title or doc.get("name", out.name)
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "failed", "missing")}
-    parts = [
-        f"<!DOCTYPE html><html lang=en data-plots=0 data-plots-loaded=0 data-errors=0><head><meta charset=utf-8>"
-        f"<title>{html.escape(name)} — Megha sweep</title><style>{_CSS}</style></head><body>",
-        f"<h1>Sweep {html.escape(name)}</h1>",
-        f"<p class=meta>{len(rows)} runs: {counts['ok']} ok, {counts['unfinished']} unfinished, "
-        f"{counts['failed']} failed, {counts['missing']} not run. Varying: "
-        f'{html.escape(", ".join(params) or "nothing")}. Tables: <a href="results.csv">results.csv</a>, '
-        f'results.parquet; plan: <a href="sweep.json">sweep.json</a>.</p>',
-    ]
-    failed = [r for r in rows if r["status"] == "failed"]
-    if failed:
-        parts.append("<h2>Failed runs</h2>")
-        parts.append(_table(failed, ["index", "run_id", *params, "error"], link=True))
-    if len(groups) > MAX_GROUPS_PLOTTED:
-        parts.append(
-            f"<p class=meta>{len(groups)} groups: the CDF and utilization plots show the first "
-            f"{MAX_GROUPS_PLOTTED}; the tables list every run.</p>"
-        )
-    if groups:
-        parts.append("<h2>Summary per group</h2><p class=meta>means over seeds; seconds</p>")
-        gr = _group_rows(groups)
-        parts.append(_table(gr, list(gr[0])))
-    sections = [
-        ("Percentiles vs parameters", "pct-"),
-        ("Allocation time and delay CDFs", "cdf-"),
-        ("Utilization", "util-"),
-    ]
-    for heading, prefix in sections:
+    sections = []
+    for heading, prefix, note in (
+        ("Percentiles vs parameters", "pct-", "log scale; points: median over seeds; bars: inter-quartile range"),
+        ("Allocation time and delay CDFs", "cdf-", "log scale"),
+        ("Utilization", "util-", ""),
+    ):
         figs = [f for f in figures if f.kind.startswith(prefix)]
-        if not figs:
-            continue
-        parts.append(f"<h2>{heading}</h2>")
-        for i, f in enumerate(figs):
-            b64 = base64.b64encode(f.png).decode("ascii")
-            parts.append(
-                f'<figure><img class=plot id="{prefix}{i}" data-kind="{f.kind}" alt="{html.escape(f.title)}" '
-                f'src="data:image/png;base64,{b64}"><figcaption>{html.escape(f.title)}'
-                f"{(' — ' + html.escape(f.caption)) if f.caption else ''}</figcaption></figure>"
-            )
-    parts.append("<h2>All runs</h2>")
+        if figs:
+            sections.append({"heading": heading, "prefix": prefix, "note": note, "figures": figs})
     cols: list[str] = []
     for r in rows:
         for k in r:
             if k not in cols:
                 cols.append(k)
-    parts.append(f"<div class=scroll>{_table(rows, cols, link=True, cls='results')}</div>")
-    cfg_text = json.dumps(doc.get("spec", {}), indent=1, default=str)
-    parts.append(f"<h2>Sweep definition</h2><pre>{html.escape(cfg_text)}</pre>")
-    parts.append(f"<script>{_SCRIPT}</script></body></html>")
+    failed = [r for r in rows if r["status"] == "failed"]
+    group_rows = _group_rows(groups)
+    page = _template().render(
+        name=title or doc.get("name", out.name),
+        counts={
+            "total": len(rows),
+            **{s: sum(r["status"] == s for r in rows) for s in ("ok", "unfinished", "failed", "missing")},
+        },
+        params=params,
+        failed=_table(failed, ["index", "run_id", *params, "error"], link=True) if failed else None,
+        too_many_groups=len(groups) > MAX_GROUPS_PLOTTED,
+        n_groups=len(groups),
+        max_groups=MAX_GROUPS_PLOTTED,
+        groups=_table(group_rows, list(group_rows[0])) if group_rows else None,
+        sections=sections,
+        results=_table(rows, cols, link=True, cls="results"),
+        definition=json.dumps(doc.get("spec", {}), indent=1, default=str),
+    )
     path = out / "report.html"
-    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     return path

@@ -12,7 +12,6 @@ Output directory::
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
 import time
@@ -297,9 +296,7 @@ def _record(
 
 
 def _write_timings(out: Path, timings: list[dict[str, Any]], result: SweepResult) -> None:
+    from megha.metrics.tables import write_csv
+
     cols = ["index", "id", "status", "engine", "host", "seconds", "simulate_seconds", "finished_at"]
-    with (out / "timing.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        for row in sorted(timings, key=lambda r: r["index"]):
-            w.writerow(row)
+    write_csv(sorted(timings, key=lambda r: r["index"]), out / "timing.csv", columns=cols)
