@@ -321,3 +321,8 @@ def test_huge_task_duration_is_rejected_at_load(tmp_path):
     p = _cli("simulate", "-t", str(bad), "-w", "10", "--out", str(tmp_path / "o"))
     assert p.returncode == 2
     assert "huge.tr:2" in _flat(p.stderr) and "duration 2" in _flat(p.stderr)
+
+
+def test_did_you_mean_for_experiments():
+    p = _cli("reproduce", "iot23-gogle", "--quick")
+    assert p.returncode == 2 and "did you mean 'iot23-google'" in _flat(p.stderr)

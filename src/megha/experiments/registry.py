@@ -93,7 +93,12 @@ def all_experiments() -> list[Experiment]:
 def get(id: str) -> Experiment:
     _load_all()
     if id not in _EXPERIMENTS:
-        raise InputError(f"unknown experiment {id!r}; see `megha reproduce --list` ({', '.join(sorted(_EXPERIMENTS))})")
+        from megha.errors import did_you_mean
+
+        raise InputError(
+            f"unknown experiment {id!r}{did_you_mean(id, _EXPERIMENTS)}; see `megha reproduce --list` "
+            f"({', '.join(sorted(_EXPERIMENTS))})"
+        )
     return _EXPERIMENTS[id]
 
 
