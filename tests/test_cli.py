@@ -326,3 +326,15 @@ def test_huge_task_duration_is_rejected_at_load(tmp_path):
 def test_did_you_mean_for_experiments():
     p = _cli("reproduce", "iot23-gogle", "--quick")
     assert p.returncode == 2 and "did you mean 'iot23-google'" in _flat(p.stderr)
+
+
+def test_schedulers_shows_fidelity_profiles(monkeypatch):
+    from megha.schedulers import registry
+
+    registry.names()
+    spec = registry.get("sparrow")
+    monkeypatch.setattr(spec, "profiles", {"thesis": "probes answered in arrival order; no cancellation messages"})
+    res = runner.invoke(app, ["schedulers", "sparrow"], catch_exceptions=False, env={"COLUMNS": "80"})
+    assert res.exit_code == 0
+    text = " ".join(res.output.split())
+    assert "profiles (-o profile=NAME)" in text and "thesis: probes answered in arrival order" in text
