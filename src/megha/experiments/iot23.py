@@ -24,7 +24,6 @@ thousands of seconds, and PigeonC's short-job priority gives it the lower median
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -120,9 +119,9 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
 
 
 def fmt(x) -> str:
-    from megha.metrics.report import fmt_seconds
+    from megha.metrics.format import duration
 
-    return fmt_seconds(x)
+    return duration(x)
 
 
 def public(run: dict) -> dict:
@@ -131,24 +130,14 @@ def public(run: dict) -> dict:
 
 
 def write_table(rows: list[dict], path: Path, cols: list[str]) -> None:
-    """CSV and a Markdown copy of the same rows."""
-    with path.with_suffix(".csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c) for c in cols})
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        cells = []
-        for c in cols:
-            v = r.get(c)
-            cells.append(
-                fmt(v)
-                if isinstance(v, float) and not c.startswith("util")
-                else (f"{100 * v:.1f} %" if isinstance(v, float) else str(v))
-            )
-        lines.append("| " + " | ".join(cells) + " |")
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    """CSV and a Markdown copy of the same rows (seconds and utilization fractions in the CSV; units and percents
+    in the Markdown)."""
+    from megha.metrics.format import markdown_table
+    from megha.metrics.tables import write_csv
+
+    write_csv(rows, path.with_suffix(".csv"), columns=cols)
+    kinds = {c: "percent" for c in cols if c.startswith("util")}
+    path.with_suffix(".md").write_text(markdown_table(rows, cols, kinds=kinds, float_kind="duration"))
 
 
 def delay_row(group: str, run: dict) -> dict:
@@ -262,21 +251,11 @@ def write_load(load: dict, name: str, out: Path) -> None:
     cols = ["constraint", "supply", "tasks", *LOAD_STATS, "max", "share_above_1"]
     rows = [{"constraint": "all", "supply": load["workers"], "tasks": None, **load["total"]}]
     rows += [{"constraint": k, **v} for k, v in enumerate(load["per_constraint"]) if v is not None]
-    with (out / f"table1_load_{name}.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c) for c in cols})
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        lines.append(
-            "| "
-            + " | ".join(
-                "" if r.get(c) is None else (f"{r[c]:.4g}" if isinstance(r[c], float) else str(r[c])) for c in cols
-            )
-            + " |"
-        )
-    (out / f"table1_load_{name}.md").write_text("\n".join(lines) + "\n")
+    from megha.metrics.format import markdown_table
+    from megha.metrics.tables import write_csv
+
+    write_csv(rows, out / f"table1_load_{name}.csv", columns=cols)
+    (out / f"table1_load_{name}.md").write_text(markdown_table(rows, cols))
     ks = [k for k, v in enumerate(load["per_constraint"]) if v is not None]
     fig, ax = plt.subplots(figsize=(9.0, 4.0), dpi=120)
     width = 0.8 / len(LOAD_STATS)

@@ -22,7 +22,6 @@ ranges the text states (documented in each summary.json under ``parameters``).
 
 from __future__ import annotations
 
-import csv
 import time
 from pathlib import Path
 
@@ -67,10 +66,9 @@ def _plt():
 def _write_csv(path: Path, rows: list[dict]) -> None:
     if not rows:
         return
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    from megha.metrics.tables import write_csv
+
+    write_csv(rows, path, columns=list(rows[0]))
 
 
 # ------------------------------------------------------------------------------------------------------

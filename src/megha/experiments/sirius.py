@@ -113,10 +113,9 @@ def _plot_bars(path: Path, groups: list[str], series: dict[str, list[float]], yl
 
 
 def _table(path: Path, header: list[str], rows: list[list]) -> None:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for r in rows:
-        lines.append("| " + " | ".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in r) + " |")
-    path.write_text("\n".join(lines) + "\n")
+    from megha.metrics.format import markdown_table
+
+    path.write_text(markdown_table(rows, header))
 
 
 # ------------------------------------------------------------------------------------------------ latency

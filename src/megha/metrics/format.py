@@ -67,10 +67,10 @@ def duration(seconds: Any, digits: int = 3) -> str:
 
 
 def percent(fraction: Any, digits: int = 1) -> str:
-    """A fraction as a percentage with ``digits`` decimals: ``0.1234 -> '12.3%'``."""
+    """A fraction as a percentage with ``digits`` decimals: ``0.1234 -> '12.3 %'``."""
     if _missing(fraction):
         return MISSING
-    return f"{100.0 * float(fraction):.{digits}f}%"
+    return f"{100.0 * float(fraction):.{digits}f} %"
 
 
 def count(n: Any) -> str:
@@ -117,10 +117,11 @@ def markdown_table(
     rows: Sequence[dict[str, Any]] | Sequence[Sequence[Any]],
     columns: Sequence[str] | None = None,
     kinds: dict[str, str | None] | None = None,
+    float_kind: str | None = None,
 ) -> str:
     """A GitHub-flavoured markdown table. ``rows`` are dicts (``columns`` default: every key, first-seen order) or
-    sequences (``columns`` then names them). Cells go through :func:`cell` with ``kinds[column]`` (default: no
-    unit guessing — pass ``kinds`` to get durations and percentages)."""
+    sequences (``columns`` then names them). Cells go through :func:`cell` with ``kinds[column]``; a float in a
+    column without a kind gets ``float_kind`` (e.g. ``'duration'`` when every float of the table is seconds)."""
     kinds = kinds or {}
     if columns is None:
         cols: list[str] = []
@@ -132,6 +133,9 @@ def markdown_table(
     lines = ["| " + " | ".join(str(c) for c in columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         vals: Iterable[Any] = (r.get(c) for c in columns) if isinstance(r, dict) else r
-        cells = [cell(v, kinds.get(c)).replace("|", "\\|") for c, v in zip(columns, vals, strict=False)]
+        cells = [
+            cell(v, kinds.get(c, float_kind if isinstance(v, float) else None)).replace("|", "\\|")
+            for c, v in zip(columns, vals, strict=False)
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

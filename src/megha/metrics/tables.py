@@ -1,7 +1,8 @@
-"""Tables written one way: rows (dicts) to an Arrow table, then Parquet or CSV through pyarrow.
+"""Tables written one way: rows (dicts) become an Arrow table with one type per column, written as Parquet by
+pyarrow or as CSV by pandas (header, minimal quoting, empty cells for missing values, whole numbers stay whole).
 
-Every CSV the package writes (``compare.csv``, a sweep's ``results.csv`` and ``timing.csv``, the experiments'
-tables, ``--csv`` copies of run tables) goes through :func:`write_csv`.
+The CSVs of the CLI, the sweeps and the experiments (``compare.csv``, ``results.csv``, ``timing.csv``, the
+reproductions' tables) go through :func:`write_csv`.
 """
 
 from __future__ import annotations
@@ -59,11 +60,11 @@ def _plain(v: Any) -> Any:
 
 def write_csv(rows_or_table: Any, path: str | Path, columns: Sequence[str] | None = None) -> Path:
     """Write rows (dicts) or an Arrow table as CSV with a header; returns the path."""
+    import pandas as pd
     import pyarrow as pa
-    import pyarrow.csv as pcsv
 
     table = rows_or_table if isinstance(rows_or_table, pa.Table) else rows_to_table(rows_or_table, columns)
-    pcsv.write_csv(table, str(path))
+    table.to_pandas(types_mapper=pd.ArrowDtype).to_csv(str(path), index=False)
     return Path(path)
 
 
