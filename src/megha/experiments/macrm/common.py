@@ -4,8 +4,6 @@ YARN, Sparrow and the thesis's Sparrow), sampler diagnostics and table/plot help
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from megha.errors import InputError
@@ -184,28 +182,14 @@ def _pct(better, worse) -> float | None:
 TIME_COLS = ("_mean", "_p50", "service_mean", "service_p50", "_jm_wait")
 
 
-def _cell(col: str, v) -> str:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "-"
-    if isinstance(v, float) and (col.endswith(TIME_COLS) or col == "max_service_mean"):
-        return f"{1000 * v:.2f} ms"
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return "-" if v is None else str(v)
-
-
 def _table(rows: list[dict], path, cols: list[str]) -> None:
-    """CSV (raw values, seconds) and a Markdown copy (times in ms, counts as numbers)."""
-    import csv
+    """CSV (raw values, seconds) and a Markdown copy (times with their unit, counts as numbers)."""
+    from megha.metrics.format import markdown_table
+    from megha.metrics.tables import write_csv
 
-    with path.with_suffix(".csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c) for c in cols})
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_cell(c, r.get(c)) for c in cols) + " |" for r in rows]
-    path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_csv(rows, path.with_suffix(".csv"), columns=cols)
+    kinds = {c: "duration" for c in cols if c.endswith(TIME_COLS) or c == "max_service_mean"}
+    path.with_suffix(".md").write_text(markdown_table(rows, cols, kinds=kinds))
 
 
 def _plt():
@@ -218,4 +202,6 @@ def _plt():
 
 
 def fmt_ms(x) -> str:
-    return "-" if x is None else f"{1000 * x:.2f} ms"
+    from megha.metrics.format import duration
+
+    return duration(x)
