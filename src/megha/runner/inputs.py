@@ -13,18 +13,20 @@ from megha.model import topology
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
 from megha.samples import resolve
+from megha.sim.seeding import named_stream
 from megha.workload.tracefile import load_workload
 
-# independent random streams of a run, derived from its seed
+# the purposes of a run, each its own random stream under the run's seed (megha.sim.seeding.named_stream);
+# components' streams are named by their addresses (megha.sim.engine.Engine.add)
 STREAM_TASK_CONSTRAINTS = 1
 STREAM_DATACENTER = 2
 STREAM_SCHEDULER = 3
 STREAM_ENGINE = 4
 
 
-def stream(seed: int, which: int) -> np.random.Generator:
+def stream(seed: int, which: int | str) -> np.random.Generator:
     """A generator for one purpose of a run (task constraints, datacenter, …), independent of the others."""
-    return np.random.default_rng(np.random.SeedSequence([seed, which]))
+    return named_stream(seed, which)
 
 
 def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:

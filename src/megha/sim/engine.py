@@ -5,8 +5,9 @@ network delay (most of them) go to a FIFO lane instead of the heap: sent at a no
 constant delay, they arrive in the order they were sent, so the lane is already sorted and the next event is the
 earlier of the lane's head and the heap's top — the same order, without a heap operation for most messages.
 Every component gets its own
-:class:`numpy.random.Generator`, spawned from the run's seed in registration order, so the same
-configuration and seed give the same results.
+:class:`numpy.random.Generator`, the stream named by its address under the engine's seed
+(:func:`megha.sim.seeding.named_stream`), so the same configuration and seed give the same results and adding a
+component changes no other component's random numbers.
 
 Message latency comes from a :class:`DelayModel` (a constant one-way network delay, default 0.5 ms, with
 per-link overrides by component kind). An optional :class:`ProcessingModel` gives each message a
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from megha.sim.component import Address, Component
+from megha.sim.seeding import named_stream
 
 # An event is (time, sequence number, handler, payload): the handler is the receiving component's bound
 # ``on_message`` or ``on_timer``; the sequence number breaks ties in insertion order and is a timer's handle.
@@ -177,7 +179,7 @@ class Engine:
         self._cancelled: set[int] = set()
         self._send_offset = 0.0
         self._busy_until: dict[Address, float] = {}
-        self._seed_seq = np.random.SeedSequence(seed)
+        self.seed = int(seed)
         self._started = False
         self._stopping = False
 
@@ -186,11 +188,10 @@ class Engine:
         self._stopping = True
 
     def add(self, comp: Component) -> Component:
-        """Register a component; it gets a port and its own random generator."""
+        """Register a component; it gets a port and its own random generator (the stream named by its address)."""
         if comp.address in self.components:
             raise ValueError(f"duplicate component address {comp.address!r}")
-        (child,) = self._seed_seq.spawn(1)
-        comp.attach(SimPort(self, comp, np.random.default_rng(child)))
+        comp.attach(SimPort(self, comp, named_stream(self.seed, comp.address)))
         self.components[comp.address] = comp
         if self._started:
             comp.on_start(self.now)
