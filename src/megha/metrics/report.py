@@ -24,6 +24,7 @@ import numpy as np
 
 from megha import __version__
 from megha.metrics import summary as S
+from megha.metrics.fingerprint import fingerprint
 from megha.metrics.result import RunResult
 
 
@@ -89,6 +90,7 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "makespan": t1 - t0,
         "simulated_seconds": res.end_time,
         "events": res.events,
+        "fingerprint": fingerprint(res),
         "wall_seconds": res.wall_seconds,
         "tasks_per_second": (w.n_tasks / res.wall_seconds) if res.wall_seconds > 0 else None,
         "counters": {k: int(v) for k, v in sorted(res.counters.items())},
