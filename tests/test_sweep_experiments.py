@@ -9,8 +9,8 @@ from megha.experiments.registry import ReproContext, get, run_experiment
 
 
 def test_registered() -> None:
-    assert "Fig. 8" in get("megha20-size").title
-    assert "Fig. 9" in get("megha20-gm-lm").title
+    assert "Fig. 8" in get("megha20-size").figures
+    assert "Fig. 9" in get("megha20-gm-lm").figures
 
 
 def test_size_sweep_tiny(tmp_path: Path) -> None:

@@ -88,11 +88,10 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
     )
     weights = None if res.datacenter.capacity is None else res.workload.task_demand[:, 0]
     times, util = S.utilization_series(rec, total, weights)
-    t0 = float(res.workload.job_arrival.min())
-    t1 = float(np.nanmax(rec.end)) if np.isfinite(rec.end).any() else t0
+    # Fig. 10 samples the same window as the mean (Fig. 9): the arrival window (see megha.metrics.summary)
+    t0, t1 = doc["utilization"]["window_start"], doc["utilization"]["window_end"]
     grid = np.linspace(t0, t1, 4000) if t1 > t0 else np.array([t0])
-    idx = np.clip(np.searchsorted(times, grid, side="right") - 1, 0, None)
-    util_samples = util[idx] if times.size else np.zeros_like(grid)
+    util_samples = S.step_at(times, util, grid)
     out = {
         "label": label,
         "scheduler": cfg.scheduler,
@@ -102,6 +101,7 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
         "delay": doc["delay"],
         "allocation_time": doc["allocation_time"],
         "utilization_mean": doc["utilization_mean"],
+        "utilization_mean_whole_run": doc["utilization"]["mean_whole_run"],
         "counters": doc["counters"],
         "messages": doc["messages"],
         "deployment": doc["deployment"],
@@ -325,6 +325,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
     rows: list[dict] = []
     doc: dict = {"workloads": {}, "paper_reported": PAPER}
     norm: dict[str, float] = {}
+    fig9: dict[str, dict[str, float]] = {}
     from megha.runner import load_inputs
 
     for name, trace, max_jobs, workers in workloads:
@@ -359,6 +360,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
         mu = np.mean([runs[f"Megha_{p}"]["utilization_mean"] for p, _ in POLICIES])
         pu = np.mean([runs[f"PigeonC_{p}"]["utilization_mean"] for p, _ in POLICIES])
         norm[name] = float(pu / mu) if mu > 0 else float("nan")
+        fig9[name] = _fig9(runs)
         checks = {
             f"megha_{p}_p99_below_pigeonc_{p}": runs[f"Megha_{p}"]["delay"]["p99"]
             < runs[f"PigeonC_{p}"]["delay"]["p99"]
@@ -384,6 +386,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
             "workers": workers or 10000,
             "runs": {k: public(r) for k, r in runs.items()},
             "normalized_utilization_pigeonc_over_megha": norm[name],
+            "normalized_utilization": fig9[name],
             "offered_load": load,
             "checks": checks,
         }
@@ -393,12 +396,7 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
             f"min {checks['p99_ratio_pigeonc_over_megha_min']:.3g}, "
             f"reference weights {checks['p99_ratio_pigeonc_refweights_over_megha_rand']:.3g}"
         )
-    bars(
-        norm,
-        ctx.out / "fig9_normalized_utilization.png",
-        "PigeonC's mean utilization normalized to Megha's",
-        "PigeonC / Megha",
-    )
+    fig9_bars(fig9, ctx.out / "fig9_normalized_utilization.png")
     write_table(
         rows,
         ctx.out / "delays",
@@ -406,7 +404,61 @@ def compare_workloads(ctx: ReproContext, workloads: list[tuple[str, str, int | N
     )
     (ctx.out / "normalized_utilization.json").write_text(json.dumps(norm, indent=2) + "\n")
     doc["normalized_utilization"] = norm
+    doc["fig9"] = fig9
     return doc
+
+
+FIG9 = {
+    "arrival window": ("PigeonC", "utilization_mean"),
+    "whole run": ("PigeonC", "utilization_mean_whole_run"),
+    "reference weights, arrival window": ("PigeonC_rand_refweights", "utilization_mean"),
+    "reference weights, whole run": ("PigeonC_rand_refweights", "utilization_mean_whole_run"),
+}
+
+
+def _fig9(runs: dict) -> dict[str, float]:
+    """PigeonC's mean utilization over Megha's (both matching policies averaged, as the paper does): over the
+    arrival window (our headline definition), over the whole run (until the last task ends, where a longer drain
+    lowers the mean), and the same for PigeonC with the reference simulator's weights (vs Megha Random)."""
+    out = {}
+    for key, (who, col) in FIG9.items():
+        if who == "PigeonC":
+            mu = np.mean([runs[f"Megha_{p}"][col] for p, _ in POLICIES])
+            pu = np.mean([runs[f"PigeonC_{p}"][col] for p, _ in POLICIES])
+        else:
+            mu, pu = runs["Megha_rand"][col], runs[who][col]
+        out[key] = float(pu / mu) if mu and mu > 0 else float("nan")
+    return out
+
+
+def fig9_bars(fig9: dict[str, dict[str, float]], path: Path) -> None:
+    """Fig. 9: PigeonC / Megha mean utilization per workload, one bar per definition, values printed on the bars
+    and the y axis zoomed to where they lie (the differences are a few per cent)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(fig9)
+    keys = list(FIG9)
+    fig, ax = plt.subplots(figsize=(7.6, 4.2), dpi=120)
+    width = 0.8 / len(keys)
+    vals = [v for n in names for v in fig9[n].values() if np.isfinite(v)]
+    for i, k in enumerate(keys):
+        ys = [fig9[n].get(k, np.nan) for n in names]
+        xs = np.arange(len(names)) + (i - (len(keys) - 1) / 2) * width
+        bars_ = ax.bar(xs, ys, width, label=k)
+        ax.bar_label(bars_, labels=[f"{y:.3f}" if np.isfinite(y) else "" for y in ys], fontsize=6, rotation=90)
+    lo = min([*vals, 1.0])
+    ax.set_ylim(max(0.0, lo - 0.25 * (1.0 - lo) - 0.01), 1.0 + 0.25 * (1.0 - lo) + 0.02)
+    ax.axhline(1.0, color="grey", lw=1, ls="--")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("PigeonC / Megha mean utilization")
+    ax.set_title("Fig. 9: PigeonC's utilization normalized to Megha's")
+    ax.legend(fontsize="x-small", loc="lower left")
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
 
 
 def _ratio(a, b) -> float:
@@ -417,8 +469,10 @@ def _ratio(a, b) -> float:
 
 @experiment(
     "iot23-synthetic",
-    "Figs. 6, 9, 10: Megha vs PigeonC (random / min-constraints) on syn_250/500/1000, 10,000 constrained workers",
-    "IoT 2023 (seed 004)",
+    "Megha vs PigeonC (random / min-constraints) on syn_250/500/1000, 10,000 constrained workers",
+    "iot23",
+    figures="Figs. 6, 9, 10",
+    claims=lambda doc, ctx: iot23_claims(doc, ctx, "Fig. 6"),
 )
 def run_synthetic(ctx: ReproContext) -> dict:
     jobs = 100 if ctx.quick else None
@@ -428,8 +482,10 @@ def run_synthetic(ctx: ReproContext) -> dict:
 
 @experiment(
     "iot23-google",
-    "Figs. 8, 9, 10: Megha vs PigeonC (random / min-constraints) on the Google sub-trace, 20,000 constrained workers",
-    "IoT 2023 (seed 004)",
+    "Megha vs PigeonC (random / min-constraints) on the Google sub-trace, 20,000 constrained workers",
+    "iot23",
+    figures="Figs. 8, 9, 10",
+    claims=lambda doc, ctx: iot23_claims(doc, ctx, "Fig. 8"),
 )
 def run_google(ctx: ReproContext) -> dict:
     jobs = 1500 if ctx.quick else None
@@ -440,3 +496,144 @@ def run_google(ctx: ReproContext) -> dict:
     return compare_workloads(
         ctx, [("GOOG_subtrace", "sample:GOOG_subtrace", jobs, None if workers == 10000 else workers)], "fig8"
     )
+
+
+# --- the paper's claims (megha.experiments.claims) -----------------------------------------------------------------
+#: PigeonC and Megha median delays the paper reports per workload (§6), Random matching
+PAPER_P50 = {"syn_250": (1.003, 0.0015), "syn_500": (507.74, 0.0015), "syn_1000": (1416.88, 0.67)}
+
+WHY_MILD_PIGEONC = (
+    "PigeonC as the paper's text describes it queues far less than the authors' code: their distributor weights "
+    "(PigeonC_rand_refweights here) make its masters' queues grow"
+)
+
+
+def iot23_claims(doc: dict, ctx, fig: str) -> list:
+    """Claims of the IoT 2023 paper for Figs. 6/8 (delays), 9 (normalized utilization) and 10."""
+    from megha.experiments import claims as C
+
+    out = []
+    for name, w in doc.get("workloads", {}).items():
+        runs = w["runs"]
+        d = {k: r["delay"] for k, r in runs.items()}
+        r99 = C.ratio(d["PigeonC_rand"]["p99"], d["Megha_rand"]["p99"])
+        out.append(
+            C.at_least(
+                f"{name}/p99-10x",
+                fig,
+                f"{name}: Megha's p99 delay at least 10x lower than PigeonC's (Random)",
+                r99,
+                10.0,
+                paper="≥ 10× (abstract, §8)",
+                why_not=WHY_MILD_PIGEONC + f"; with the reference weights PigeonC/Megha p99 is "
+                f"{C.fmt_ratio(C.ratio(d['PigeonC_rand_refweights']['p99'], d['Megha_rand']['p99']))}",
+            )
+        )
+        if name in PAPER_P50:
+            pig, meg = PAPER_P50[name]
+            out.append(
+                C.within_factor(
+                    f"{name}/pigeonc-p50",
+                    fig,
+                    f"{name}: PigeonC's median delay (Random)",
+                    d["PigeonC_rand"]["p50"],
+                    pig,
+                    2.0,
+                    why_not=WHY_MILD_PIGEONC
+                    + f" (reference weights: {C.fmt_seconds(d['PigeonC_rand_refweights']['p50'])})",
+                )
+            )
+            out.append(
+                C.within_factor(
+                    f"{name}/megha-p50",
+                    fig,
+                    f"{name}: Megha's median delay (Random)",
+                    d["Megha_rand"]["p50"],
+                    meg,
+                    2.0,
+                    why_not="the median is the three 0.5 ms hops of an uncontended placement (1.5 ms) or a "
+                    "retry after an inconsistency (2.5 ms); the paper's 0.67 s on syn_1000 means most jobs "
+                    "waited for a worker, which our Megha (work-conserving GM queues, 5 s deltas) avoids at 10 % load",
+                )
+            )
+            out.append(
+                C.at_least(
+                    f"{name}/p50-10x",
+                    fig,
+                    f"{name}: Megha's median delay at least an order of magnitude below PigeonC's (Finding 1)",
+                    C.ratio(d["PigeonC_rand"]["p50"], d["Megha_rand"]["p50"]),
+                    10.0,
+                    paper="≥ 10× (Finding 1)",
+                    why_not=WHY_MILD_PIGEONC,
+                )
+            )
+        else:
+            for who in ("Megha_rand", "PigeonC_rand"):
+                out.append(
+                    C.within_factor(
+                        f"{name}/{who}-p50",
+                        fig,
+                        f"{name}: {who.split('_')[0]}'s median delay about 1.5 ms",
+                        d[who]["p50"],
+                        0.0015,
+                        2.0,
+                        why_not="",
+                    )
+                )
+        for who in ("Megha_rand", "PigeonC_rand") if name not in PAPER_P50 else ():
+            orders = C.ratio(d[who]["p99"], d[who]["p50"])
+            orders = None if orders is None else float(np.log10(orders))
+            out.append(
+                C.is_true(
+                    f"{name}/{who}-spread",
+                    fig,
+                    f"{name}: {who.split('_')[0]}'s p99 delay 3 to 6 orders of magnitude above its median (Finding 2)",
+                    None if orders is None else 2.5 <= orders < 6.5,
+                    paper="3–6 orders",
+                    measured_text="-" if orders is None else f"{orders:.1f} orders",
+                    tolerance="rounds to 3–6",
+                    why_not=f"the median is the {C.fmt_seconds(d[who]['p50'])} of an uncontended placement (three "
+                    "0.5 ms hops), so any p99 above ~5,000 s is more than six orders above it; the paper's own "
+                    "numbers for this trace (median 1.5 ms, delays up to 1.5e4 s) span seven",
+                )
+            )
+        f9 = w.get("normalized_utilization") or {}
+        for key in ("arrival window", "whole run"):
+            v = f9.get(key)
+            out.append(
+                C.is_true(
+                    f"{name}/fig9-{key.replace(' ', '-')}",
+                    "Fig. 9",
+                    f"{name}: Megha's mean utilization higher than PigeonC's ({key})",
+                    None if v is None else v < 1.0,
+                    paper="PigeonC / Megha < 1 (Finding 3)",
+                    measured_text="-" if v is None else f"{v:.4f}",
+                    tolerance="< 1",
+                    why_not=(
+                        "utilization is the work running at each instant: a job's delay here comes from its last "
+                        "few tasks, so PigeonC runs nearly the same work in the window; "
+                        if key == "arrival window"
+                        else "the whole-run mean is work / (workers x span), and the span ends with the longest "
+                        "task, the same for both; "
+                    )
+                    + WHY_MILD_PIGEONC
+                    + f" (reference weights: {f9.get('reference weights, ' + key, float('nan')):.4f})",
+                )
+            )
+        um = [runs[f"Megha_{p}"]["utilization_mean"] for p, _ in POLICIES]
+        up = [runs[f"PigeonC_{p}"]["utilization_mean"] for p, _ in POLICIES]
+        diff = 100 * max(abs(um[0] - um[1]), abs(up[0] - up[1]))
+        out.append(
+            C.at_most(
+                f"{name}/util-policies",
+                "Fig. 9",
+                f"{name}: utilization under Random and Minimum Constraints within 0.5 percentage points (Megha, "
+                "PigeonC)",
+                diff,
+                0.5,
+                paper="< 0.5 %",
+                fmt=lambda x: "-" if x is None else f"{x:.2g} points",
+                why_not="the two policies place different tasks first when the datacenter is saturated",
+            )
+        )
+    return out

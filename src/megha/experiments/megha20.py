@@ -83,9 +83,10 @@ def _ratio(a, b) -> float:
 
 @experiment(
     "megha20-sparrow",
-    "Figs. 3-4: allocation time and delay percentiles (median ... 99.99th), Megha vs "
-    "Sparrow, 10,000 constrained workers",
-    "Megha 2020 (seed 000)",
+    "allocation time and delay percentiles (median ... 99.99th), Megha vs Sparrow, 10,000 constrained workers",
+    "megha20",
+    figures="Figs. 3-4",
+    claims=lambda doc, ctx: sparrow_claims(doc),
 )
 def run_sparrow(ctx: ReproContext) -> dict:
     from megha.metrics.report import plot_cdfs
@@ -183,8 +184,10 @@ def _processing(n_workers: int, gms: int, lms: int) -> tuple[dict, dict]:
 
 @experiment(
     "megha20-central",
-    "Fig. 6: allocation time of decentralized Megha vs 1 GM x 1 LM (and a YARN-like RM) at 10,000 and 20,000 workers",
-    "Megha 2020 (seed 000)",
+    "allocation time of decentralized Megha vs 1 GM x 1 LM (and a YARN-like RM) at 10,000 and 20,000 workers",
+    "megha20",
+    figures="Fig. 6",
+    claims=lambda doc, ctx: central_claims(doc),
 )
 def run_central(ctx: ReproContext) -> dict:
     from megha.metrics.report import plot_cdfs
@@ -274,3 +277,102 @@ def run_central(ctx: ReproContext) -> dict:
         + "; ".join(f"{r['workers'] // 1000}k {r['scheduler']}: p50 {fmt(r['p50'])} p99 {fmt(r['p99'])}" for r in rows)
     )
     return doc
+
+
+# --- the paper's claims (megha.experiments.claims) -----------------------------------------------------------------
+def sparrow_claims(doc: dict) -> list:
+    """§VI-A, Figs. 3-4: Sparrow's median allocation time below Megha's, its tail far longer (up to 100 s), Megha's
+    allocation time always below 1.5 s."""
+    from megha.experiments import claims as C
+
+    out = []
+    for name, w in doc.get("workloads", {}).items():
+        m, s = w["runs"]["Megha"], w["runs"]["Sparrow"]
+        overloaded = (
+            "the Google sub-trace offers more work than 10,000 workers hold for about ten hours (offered load p99 "
+            "1.53, see iot23-google's Table 1): every scheduler queues for hours there; the paper's Cloudera "
+            "sample was light"
+            if name == "GOOG_subtrace"
+            else ""
+        )
+        out.append(
+            C.at_most(
+                f"{name}/megha-max",
+                "Fig. 3",
+                f"{name}: Megha's allocation time consistently below 1.5 s (its maximum)",
+                m["allocation_time"]["total"]["max"],
+                1.5,
+                paper="< 1.5 s",
+                fmt=C.fmt_seconds,
+                why_not=overloaded
+                or "a few tasks whose constraints only a handful of workers meet wait for one of them "
+                "(see the starvation table in each run's summary)",
+            )
+        )
+        out.append(
+            C.at_most(
+                f"{name}/median",
+                "Fig. 4",
+                f"{name}: Sparrow's median allocation time below Megha's (Sparrow / Megha)",
+                C.ratio(s["allocation_percentiles"]["p50"], m["allocation_percentiles"]["p50"]),
+                1.0,
+                paper="< 1× (Sparrow lower)",
+                why_not=overloaded
+                or "both place an uncontended task in a few network hops: Sparrow's probe, reservation and "
+                "late-binding round trip (4 x 0.5 ms) is longer than Megha's GM -> LM -> worker path; the paper's "
+                "Sparrow simulator charged Megha's measured processing costs to Megha only",
+            )
+        )
+        out.append(
+            C.at_least(
+                f"{name}/p99",
+                "Fig. 4",
+                f"{name}: Megha's 99th-percentile allocation time two orders of magnitude below Sparrow's",
+                C.ratio(s["allocation_percentiles"]["p99"], m["allocation_percentiles"]["p99"]),
+                100.0,
+                paper="≈ 100×",
+                why_not=overloaded
+                or "Sparrow's tail here is tasks queued at workers behind long tasks; with synthesized "
+                "constraints few probes land on suitable workers at this load",
+            )
+        )
+        out.append(
+            C.within_factor(
+                f"{name}/sparrow-max",
+                "Fig. 3",
+                f"{name}: Sparrow's allocation times run into tens of seconds (maximum about 100 s)",
+                s["allocation_time"]["total"]["max"],
+                100.0,
+                10.0,
+                paper="max ≈ 100 s",
+                why_not=overloaded or "the length of Sparrow's tail depends on the trace's longest tasks",
+            )
+        )
+    return out
+
+
+def central_claims(doc: dict) -> list:
+    """§VI-B, Fig. 6: the centralized configuration (1 GM x 1 LM) has much higher allocation times than Megha."""
+    from megha.experiments import claims as C
+
+    out = []
+    cost = (
+        "the penalty of the centralized configuration comes entirely from the processing-cost model the "
+        "experiment adds (0.1 ms per message plus 10 ns per worker of state per task): without processing costs "
+        "one GM and one LM are as fast as many; see the experiment's with/without report"
+    )
+    for n, size in doc.get("sizes", {}).items():
+        ch = size.get("checks", {})
+        for k in ("p50", "p99"):
+            out.append(
+                C.at_least(
+                    f"{n}/{k}",
+                    "Fig. 6",
+                    f"{int(n):,} workers: 1 GM x 1 LM allocation time ({k}) well above decentralized Megha's",
+                    ch.get(f"central_over_decentral_allocation_{k}"),
+                    2.0,
+                    paper="'very high' (no number given)",
+                    why_not=cost,
+                )
+            )
+    return out

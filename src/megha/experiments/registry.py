@@ -1,9 +1,13 @@
 """Registry of reproducible experiments (``megha reproduce``).
 
-An experiment is a function ``run(ctx) -> dict`` registered under an id such as ``iot23-google``. It writes
-its tables and figures into ``ctx.out`` and returns the document saved as ``ctx.out / "summary.json"``
-(per scheduler: the delay summary and counters, plus whatever the experiment measures). ``ctx.quick`` asks
-for a smaller but still meaningful version that finishes in under two minutes on a 2-core machine.
+An experiment is a function ``run(ctx) -> dict`` registered under an id such as ``iot23-google``, with the paper
+(a key of :data:`PAPERS`) and the figures it reproduces. It writes its tables and figures into ``ctx.out`` and
+returns the document saved as ``ctx.out / "summary.json"`` (per scheduler: the delay summary and counters, plus
+whatever the experiment measures). ``ctx.quick`` asks for a smaller but still meaningful version that finishes in
+under two minutes on a 2-core machine.
+
+Its ``claims(doc, ctx) -> list[Claim]`` function states the paper's claims for those figures and checks them
+against the document (:mod:`megha.experiments.claims`); :func:`run_experiment` stores them under ``"claims"``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,45 @@ class ReproContext:
         return res
 
 
+@dataclass(frozen=True)
+class Paper:
+    """A source paper: how ``megha reproduce --list`` names and cites it."""
+
+    short: str
+    title: str
+    citation: str
+
+
+#: The papers the experiments reproduce (``paper=`` of :func:`experiment`).
+PAPERS: dict[str, Paper] = {
+    "megha20": Paper(
+        "Megha",
+        "Megha: Decentralized Global Fair Scheduling for Federated Clusters",
+        "M. Thiyyakat, S. Kalambur, D. Sitaram (PES University), preprint",
+    ),
+    "iot23": Paper(
+        "IoT 2023",
+        "Constraint-Aware Federated Scheduling for Data Center Workloads",
+        "M. Thiyyakat, S. Kalambur, D. Sitaram, IoT 2023, 4(4), 534-557, doi:10.3390/iot4040023",
+    ),
+    "macrm": Paper(
+        "MACRM thesis",
+        "MACRM: A Multi-Agent Cluster Resource Management System",
+        "M. H. Sedighi Gilani, M.Sc. thesis, University of Saskatchewan, 2016",
+    ),
+    "sirius": Paper(
+        "Sirius",
+        "Min-cost max-flow based large-scale resource scheduling (Sirius; in Chinese)",
+        "State Key Laboratory of Computer Science, Institute of Software, Chinese Academy of Sciences",
+    ),
+    "psychas": Paper(
+        "Psychas & Ghaderi",
+        "Scheduling Jobs with Random Resource Requirements in Computing Clusters",
+        "K. Psychas, J. Ghaderi, arXiv, January 2019 (IEEE INFOCOM 2019)",
+    ),
+}
+
+
 @dataclass
 class Experiment:
     id: str
@@ -55,19 +98,45 @@ class Experiment:
     paper: str
     run: Callable[[ReproContext], dict[str, Any]]
     quick_note: str = ""
+    figures: str = ""
+    claims: Callable[[dict[str, Any], ReproContext], list] | None = None
+
+    @property
+    def source(self) -> Paper | None:
+        """The paper, when ``paper`` is a key of :data:`PAPERS`."""
+        return PAPERS.get(self.paper)
+
+    @property
+    def paper_label(self) -> str:
+        """``<short name>, <figures>`` (or the raw ``paper`` text for an unknown key)."""
+        p = self.source
+        if p is None:
+            return self.paper
+        return f"{p.short}, {self.figures}" if self.figures else p.short
 
 
 _EXPERIMENTS: dict[str, Experiment] = {}
 _loaded = False
 
 
-def experiment(id: str, title: str, paper: str, quick_note: str = ""):
-    """Decorator registering ``run(ctx) -> dict`` as experiment ``id``."""
+def experiment(
+    id: str,
+    title: str,
+    paper: str,
+    quick_note: str = "",
+    figures: str = "",
+    claims: Callable[[dict[str, Any], ReproContext], list] | None = None,
+):
+    """Decorator registering ``run(ctx) -> dict`` as experiment ``id``.
+
+    ``paper`` is a key of :data:`PAPERS`, ``figures`` the figures reproduced ("Figs. 8-10"), ``claims`` the
+    function stating and checking the paper's claims for them (see :mod:`megha.experiments.claims`).
+    """
 
     def deco(fn: Callable[[ReproContext], dict[str, Any]]):
         if id in _EXPERIMENTS:
             raise ValueError(f"experiment {id!r} registered twice")
-        _EXPERIMENTS[id] = Experiment(id, title, paper, fn, quick_note)
+        _EXPERIMENTS[id] = Experiment(id, title, paper, fn, quick_note, figures, claims)
         return fn
 
     return deco
@@ -80,7 +149,7 @@ def _load_all() -> None:
     import megha.experiments as pkg
 
     for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name not in ("registry", "cli"):
+        if mod.name not in ("registry", "cli", "claims", "check"):
             importlib.import_module(f"megha.experiments.{mod.name}")
     _loaded = True
 
@@ -102,22 +171,42 @@ def get(id: str) -> Experiment:
     return _EXPERIMENTS[id]
 
 
+def evaluate_claims(exp: Experiment, doc: dict[str, Any], ctx: ReproContext) -> list[dict[str, Any]]:
+    """The experiment's claims checked against ``doc`` (JSON-able dicts; none when it declares no claims)."""
+    if exp.claims is None:
+        return []
+    return [c.to_dict() for c in exp.claims(doc, ctx)]
+
+
+def paper_doc(exp: Experiment) -> dict[str, Any]:
+    p = exp.source
+    if p is None:
+        return {"paper": exp.paper}
+    return {"paper": p.short, "paper_title": p.title, "citation": p.citation, "figures": exp.figures}
+
+
 def run_experiment(id: str, ctx: ReproContext) -> dict[str, Any]:
-    """Run an experiment and write its ``summary.json``."""
+    """Run an experiment, check its claims and write its ``summary.json``."""
+    from megha.experiments.claims import tally
+    from megha.metrics.report import _clean
+
     exp = get(id)
     ctx.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     doc = exp.run(ctx)
-    doc = {
-        "experiment": exp.id,
-        "title": exp.title,
-        "paper": exp.paper,
-        "quick": ctx.quick,
-        "seed": ctx.seed,
-        "wall_seconds": time.perf_counter() - t0,
-        **doc,
-    }
-    from megha.metrics.report import _clean
-
-    (ctx.out / "summary.json").write_text(json.dumps(_clean(doc), indent=2) + "\n")
+    doc = _clean(
+        {
+            "experiment": exp.id,
+            "title": exp.title,
+            **paper_doc(exp),
+            "quick": ctx.quick,
+            "seed": ctx.seed,
+            "wall_seconds": time.perf_counter() - t0,
+            **doc,
+        }
+    )
+    doc["claims"] = evaluate_claims(exp, doc, ctx)
+    doc["claims_tally"] = tally(doc["claims"])
+    doc = _clean(doc)
+    (ctx.out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
     return doc

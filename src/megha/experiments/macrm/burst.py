@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from megha.experiments.macrm.claims import burst_claims
 from megha.experiments.macrm.common import (
     CH4_HEARTBEAT,
     GROUPS,
@@ -36,9 +37,10 @@ from megha.experiments.registry import ReproContext, experiment
 
 @experiment(
     "macrm-burst",
-    "Fig. 4.3: maximum service time of bursts of 5-20 jobs of 10-40 tasks at initial loads "
-    "70-90 % (MACRM, YARN, Sparrow)",
-    "MACRM thesis (seed 001)",
+    "maximum service time of bursts of 5-20 jobs of 10-40 tasks at initial loads 70-90 % (MACRM, YARN, Sparrow)",
+    "macrm",
+    figures="Fig. 4.3, Appendix A",
+    claims=lambda doc, ctx: burst_claims(doc),
     quick_note="loads 70/80/90 %, bursts 5 or 20 jobs of 10 or 40 tasks, one set",
 )
 def run_burst(ctx: ReproContext) -> dict:

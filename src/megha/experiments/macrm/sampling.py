@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from megha.experiments.macrm.claims import sampling_claims
 from megha.experiments.macrm.common import (
     NET,
     PAPER,
@@ -36,9 +37,11 @@ SAMPLING_VARIANTS = {
 
 @experiment(
     "macrm-sampling",
-    "Figs 3.4/3.5/3.7/3.8: average service time vs load for power-of-two sampling, doubling, "
+    "average service time vs load for power-of-two sampling, doubling, "
     "the adaptive rate, and adaptive + the switch to centralized mode (200 four-core machines)",
-    "MACRM thesis (seed 001)",
+    "macrm",
+    figures="Figs. 3.4, 3.5, 3.7, 3.8",
+    claims=lambda doc, ctx: sampling_claims(doc),
     quick_note="6 loads, 60 jobs per point",
 )
 def run_sampling(ctx: ReproContext) -> dict:

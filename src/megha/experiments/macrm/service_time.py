@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from megha.experiments.macrm.claims import service_time_claims
 from megha.experiments.macrm.common import (
     ARRIVAL_JITTER,
     GROUPS,
@@ -77,9 +78,11 @@ def _group_inputs(
 
 @experiment(
     "macrm-service-time",
-    "Fig. 4.2: average service time of MACRM, YARN and Sparrow at 70-90 % load "
+    "average service time of MACRM, YARN and Sparrow at 70-90 % load "
     "(500 nodes, Google machine mix, Google jobs every 500 ms)",
-    "MACRM thesis (seed 001)",
+    "macrm",
+    figures="Fig. 4.2",
+    claims=lambda doc, ctx: service_time_claims(doc),
     quick_note="one set of jobs per load group",
 )
 def run_service_time(ctx: ReproContext) -> dict:

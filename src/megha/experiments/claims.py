@@ -1,0 +1,349 @@
+"""The papers' claims, checked: what each reproduction says the paper claims, what we measured, and whether it holds.
+
+Every experiment of ``megha reproduce`` registers a function ``claims(doc, ctx) -> list[Claim]`` that reads the
+document the experiment returned (the same one saved as ``summary.json``) and states, for each claim the paper
+makes for that figure: the claim in words, the paper's value, the measured value, the tolerance, whether it holds,
+and — when it does not — why. A claim that does not hold is reported with its explanation, never dropped.
+``holds`` is ``None`` when the run could not measure it (for instance a ``--quick`` run without that load level).
+
+The builders below (:func:`at_least`, :func:`at_most`, :func:`within_factor`, :func:`within_pct`, :func:`is_true`)
+turn a measured number into a :class:`Claim`; :func:`render_table` and :func:`markdown_table` print many.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class Claim:
+    """One claim of a paper for one figure, with our measurement."""
+
+    id: str
+    figure: str
+    claim: str
+    paper: str
+    measured: str
+    tolerance: str
+    holds: bool | None
+    explanation: str = ""
+    value: float | bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if isinstance(self.value, float) and not math.isfinite(self.value):
+            d["value"] = None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Claim:
+        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
+
+
+# --- formatting --------------------------------------------------------------------------------------------------
+def fmt_seconds(x: float | None) -> str:
+    """1.5 ms, 12.3 s, 6,953 s, 1.2e+05 s (the same look as the compare tables)."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    a = abs(x)
+    if a == 0:
+        return "0 s"
+    if a < 1e-3:
+        return f"{x * 1e6:.0f} µs"
+    if a < 1:
+        return f"{x * 1e3:.3g} ms"
+    if a < 100:
+        return f"{x:.3g} s"
+    if a < 1e6:
+        return f"{x:,.0f} s"
+    return f"{x:.3g} s"
+
+
+def fmt_ratio(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.3g}×" if x < 1000 else f"{x:,.0f}×"
+
+
+def fmt_pct(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.0f} %"
+
+
+def fmt_number(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _num(x: Any) -> float | None:
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def ratio(a: Any, b: Any) -> float | None:
+    """``a / b``, or None when either is missing or ``b`` is not positive."""
+    a, b = _num(a), _num(b)
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+# --- builders ----------------------------------------------------------------------------------------------------
+NOT_MEASURED = "not measured in this run"
+
+
+def _finish(c: Claim, why_not: str, note: str) -> Claim:
+    """Explanation: why the claim does not hold (``why_not``), or that it was not measured; ``note`` is appended."""
+    if c.holds is False:
+        c.explanation = why_not or "no explanation recorded: a gap to investigate"
+    elif c.holds is None:
+        c.explanation = NOT_MEASURED
+    if note:
+        c.explanation = f"{c.explanation} {note}".strip()
+    return c
+
+
+def at_least(
+    id: str,
+    figure: str,
+    claim: str,
+    measured: Any,
+    bound: float,
+    *,
+    paper: str,
+    fmt: Callable[[float | None], str] = fmt_ratio,
+    why_not: str = "",
+    note: str = "",
+) -> Claim:
+    """Holds when ``measured >= bound``."""
+    v = _num(measured)
+    c = Claim(id, figure, claim, paper, fmt(v), f"≥ {fmt(bound)}", None if v is None else v >= bound, value=v)
+    return _finish(c, why_not, note)
+
+
+def at_most(
+    id: str,
+    figure: str,
+    claim: str,
+    measured: Any,
+    bound: float,
+    *,
+    paper: str,
+    fmt: Callable[[float | None], str] = fmt_ratio,
+    why_not: str = "",
+    note: str = "",
+) -> Claim:
+    """Holds when ``measured <= bound``."""
+    v = _num(measured)
+    c = Claim(id, figure, claim, paper, fmt(v), f"≤ {fmt(bound)}", None if v is None else v <= bound, value=v)
+    return _finish(c, why_not, note)
+
+
+def within_factor(
+    id: str,
+    figure: str,
+    claim: str,
+    measured: Any,
+    paper_value: float,
+    factor: float,
+    *,
+    paper: str | None = None,
+    fmt: Callable[[float | None], str] = fmt_seconds,
+    why_not: str = "",
+    note: str = "",
+) -> Claim:
+    """Holds when ``paper_value / factor <= measured <= paper_value * factor``."""
+    v = _num(measured)
+    ok = None if v is None else (paper_value / factor <= v <= paper_value * factor)
+    c = Claim(
+        id,
+        figure,
+        claim,
+        paper if paper is not None else fmt(paper_value),
+        fmt(v),
+        f"within {factor:g}× of the paper",
+        ok,
+        value=v,
+    )
+    return _finish(c, why_not, note)
+
+
+def within_pct(
+    id: str,
+    figure: str,
+    claim: str,
+    measured: Any,
+    paper_value: float,
+    pct: float,
+    *,
+    paper: str | None = None,
+    fmt: Callable[[float | None], str] = fmt_seconds,
+    why_not: str = "",
+    note: str = "",
+) -> Claim:
+    """Holds when ``measured`` is within ``pct`` % of ``paper_value``."""
+    v = _num(measured)
+    ok = None if v is None else abs(v - paper_value) <= pct / 100.0 * abs(paper_value)
+    c = Claim(
+        id,
+        figure,
+        claim,
+        paper if paper is not None else fmt(paper_value),
+        fmt(v),
+        f"within {pct:g} % of the paper",
+        ok,
+        value=v,
+    )
+    return _finish(c, why_not, note)
+
+
+def is_true(
+    id: str,
+    figure: str,
+    claim: str,
+    measured: bool | None,
+    *,
+    paper: str,
+    measured_text: str | None = None,
+    tolerance: str = "as stated",
+    why_not: str = "",
+    note: str = "",
+) -> Claim:
+    """Holds when ``measured`` is true (a qualitative claim); ``measured_text`` says what was seen."""
+    m = None if measured is None else bool(measured)
+    text = measured_text if measured_text is not None else ("-" if m is None else ("yes" if m else "no"))
+    return _finish(Claim(id, figure, claim, paper, text, tolerance, m, value=m), why_not, note)
+
+
+def quick_note(ctx: Any) -> str:
+    """A note for claims measured on a ``--quick`` run."""
+    return "(quick run: a smaller version; the full run is the reference)" if getattr(ctx, "quick", False) else ""
+
+
+# --- summaries and tables ----------------------------------------------------------------------------------------
+def verdict(holds: bool | None) -> str:
+    return {True: "holds", False: "does not hold", None: "not measured"}[holds]
+
+
+def tally(claims: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """How many claims hold, do not hold, or were not measured."""
+    out = {"claims": 0, "hold": 0, "do_not_hold": 0, "not_measured": 0}
+    for c in claims:
+        out["claims"] += 1
+        key = {True: "hold", False: "do_not_hold", None: "not_measured"}[c.get("holds")]
+        out[key] += 1
+    return out
+
+
+COLUMNS = ("experiment", "figure", "claim", "paper", "measured", "tolerance", "verdict")
+
+
+def rows(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flat rows (one per claim) of ``{experiment id: summary document}``; an experiment that failed has an
+    ``error`` and gives one row saying so."""
+    out = []
+    for exp_id, doc in results.items():
+        if doc.get("error"):
+            out.append(
+                {
+                    "experiment": exp_id,
+                    "figure": "",
+                    "claim": "(the experiment failed)",
+                    "paper": "",
+                    "measured": "",
+                    "tolerance": "",
+                    "verdict": "error",
+                    "holds": None,
+                    "explanation": doc["error"],
+                    "quick": doc.get("quick"),
+                }
+            )
+            continue
+        for c in doc.get("claims", []):
+            out.append({"experiment": exp_id, **c, "verdict": verdict(c.get("holds")), "quick": doc.get("quick")})
+    return out
+
+
+def render_table(results: dict[str, dict[str, Any]], title: str = "claims") -> tuple[Any, list[str]]:
+    """A rich Table of every claim, and the numbered explanations of those that do not hold (printed under it)."""
+    from rich import box
+    from rich.table import Table
+
+    t = Table(title=title, box=box.SIMPLE_HEAD, show_lines=False)
+    for col in COLUMNS:
+        t.add_column(
+            "" if col == "verdict" else col, overflow="fold", no_wrap=col in ("experiment", "verdict", "figure")
+        )
+    notes: list[str] = []
+    for r in rows(results):
+        mark = {"holds": "[green]holds[/]", "does not hold": "[red]does not hold[/]", "error": "[red]error[/]"}.get(
+            r["verdict"], "[yellow]not measured[/]"
+        )
+        k = _note(notes, r)
+        if k:
+            mark += f" \\[{k}]"
+        t.add_row(*(str(r.get(c) or "") for c in COLUMNS[:-1]), mark)
+    return t, notes
+
+
+def _note(notes: list[str], r: dict[str, Any]) -> int:
+    """The number of the row's explanation among ``notes`` (added when new; identical ones shared), 0 if none."""
+    if r["verdict"] not in ("does not hold", "error", "not measured") or not r.get("explanation"):
+        return 0
+    if r["explanation"] not in notes:
+        notes.append(r["explanation"])
+    return notes.index(r["explanation"]) + 1
+
+
+def _md(s: Any) -> str:
+    return str(s if s is not None else "").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(results: dict[str, dict[str, Any]]) -> str:
+    """The claims as a Markdown table, explanations of the claims that do not hold as numbered notes below."""
+    lines = [
+        "| experiment | figure | claim | paper | measured | tolerance | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    notes: list[str] = []
+    for r in rows(results):
+        v = r["verdict"]
+        k = _note(notes, r)
+        if k:
+            v = f"{v} ({k})"
+        exp = f"`{r['experiment']}`" + (" (quick)" if r.get("quick") else "")
+        lines.append(
+            "| "
+            + " | ".join(_md(x) for x in (exp, r["figure"], r["claim"], r["paper"], r["measured"], r["tolerance"], v))
+            + " |"
+        )
+    t = tally(c for doc in results.values() for c in doc.get("claims", []))
+    lines.append("")
+    lines.append(
+        f"{t['claims']} claims: {t['hold']} hold, {t['do_not_hold']} do not hold, {t['not_measured']} not measured."
+    )
+    if notes:
+        lines.append("")
+        lines += [f"{i}. {_md(n)}" for i, n in enumerate(notes, 1)]
+    return "\n".join(lines) + "\n"
+
+
+BEGIN = "<!-- claims:begin (generated by `megha reproduce --check --markdown`) -->"
+END = "<!-- claims:end -->"
+
+
+def splice(text: str, table: str) -> str:
+    """Replace what lies between the :data:`BEGIN` and :data:`END` markers of ``text`` by ``table``."""
+    i = text.find(BEGIN[: BEGIN.index(" (")])
+    j = text.find(END)
+    if i < 0 or j < i:
+        raise ValueError(f"no {BEGIN!r} ... {END!r} markers")
+    return text[:i] + BEGIN + "\n\n" + table + "\n" + text[j:]
