@@ -433,7 +433,11 @@ def gm_lm_claims(doc: dict) -> list:
                 if f is None
                 else (f"{f[0]}/{f[1]} pairs lower or equal" if want_all else f"{f[1] - f[0]}/{f[1]} pairs higher"),
                 tolerance="every pair of neighbouring configurations",
-                why_not=COST_NOTE,
+                why_not=COST_NOTE
+                if want_all
+                else "under this cost model an LM message costs 0.1 ms + 10 ns per worker of its cluster (0.16 ms "
+                "with 5 LMs at 30,000 workers), so the LMs keep up with 20 GMs and the rise the paper attributes to "
+                "LMs falling behind does not appear",
             )
         )
     return out
