@@ -16,10 +16,11 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from megha.errors import InputError
 from megha.schedulers.common.workers import WorkerPool
+from megha.schedulers.flow.compiled import CompiledGraph
 from megha.schedulers.flow.costs import make_cost_model
 from megha.schedulers.flow.graph import SchedulingGraph
 from megha.schedulers.flow.scheduler import FlowScheduler, FlowSettings, Machines
@@ -37,7 +38,23 @@ class FlowOptions(SchedulerOptions):
     solver: Literal["incremental", "ortools"] = Field("incremental", description="min-cost flow solver")
     slots_per_machine: int = Field(1, ge=1, description="K consecutive workers form one machine of K slots")
     rack_size: int = Field(0, ge=0, description="machines per rack aggregator under the cluster aggregator (0: none)")
-    min_interval: float = Field(0.0, ge=0, description="minimum simulated seconds between two rounds")
+    interval: float = Field(
+        1.0,
+        ge=0,
+        validation_alias=AliasChoices("interval", "min_interval"),
+        description=(
+            "scheduling interval (simulated s): a round runs once something changed, at most one per interval, "
+            "batching every arrival and completion since the last round (the paper gives no cadence); "
+            "0 = a round per event, the reference implementation's behaviour (alias: min_interval)"
+        ),
+    )
+    graph: Literal["auto", "compiled", "reference"] = Field(
+        "auto",
+        description=(
+            "scheduling-graph implementation: compiled (kernels, interchangeable tasks grouped; no preemption) "
+            "or reference (per-task nodes, Python bookkeeping); auto = reference for interval 0 or preemption"
+        ),
+    )
     period: float = Field(0.0, ge=0, description="also run a round every this many seconds while tasks wait (0: off)")
     preemption: bool = Field(False, description="running tasks stay in the graph and may be preempted")
     migration: bool = Field(True, description="with preemption: a running task may be moved to another machine")
@@ -99,7 +116,26 @@ def build_scheduler(
     cm = cost_model_of(o)
     graph = None
     solver = None
-    if o.policy == "flow":
+    compiled = o.graph == "compiled" or (o.graph == "auto" and o.interval > 0 and not o.preemption)
+    if compiled and o.preemption:
+        raise InputError("scheduler 'flow': the compiled graph has no preemption (use graph=reference)")
+    if o.policy == "flow" and compiled:
+        rack = machines.block // o.rack_size if o.rack_size > 0 else None
+        graph = CompiledGraph(
+            machines.mask,
+            machines.slots,
+            cm,
+            machine_rack=rack,
+            unscheduled_base=o.unscheduled_cost,
+            max_arcs=o.max_arcs,
+            ec_fanout=o.ec_fanout,
+            placement_cost=o.placement_cost,
+            wait_weight=cm.wait_rate(),
+            wait_quantum=o.wait_quantum,
+            waiting_dominates=o.placement_cost + cm.max_machine_cost() < o.unscheduled_cost,
+            rng=rng,
+        )
+    elif o.policy == "flow":
         rack = machines.block // o.rack_size if o.rack_size > 0 else None
         graph = SchedulingGraph(
             machines.mask,
@@ -115,6 +151,7 @@ def build_scheduler(
             placement_cost=o.placement_cost,
             rng=rng,
         )
+    if graph is not None:
         solver = make_solver(o.solver)
         if isinstance(solver, IncrementalSolver):
             solver.compute_cost = o.verify  # the round's cost is only needed to check it
@@ -123,7 +160,7 @@ def build_scheduler(
         raise InputError(f"scheduler 'flow': preemption needs policy=flow (got policy={o.policy})")
     settings = FlowSettings(
         policy=o.policy,
-        min_interval=o.min_interval,
+        min_interval=o.interval,
         period=o.period,
         preemption=o.preemption,
         round_cost=o.round_cost,
@@ -162,6 +199,8 @@ def build(ctx: BuildContext) -> Deployment:
             "machines": sched.m.n,
             "slots_per_machine": o.slots_per_machine,
             "preemption": o.preemption,
+            "interval": o.interval,
+            "graph": "compiled" if isinstance(sched.g, CompiledGraph) else ("reference" if sched.g else None),
         },
         components=[pool, sched],
     )

@@ -152,6 +152,35 @@ def _unlink(N, H, v, h):
 
 
 @njit(cache=True)
+def _add_arc(N, A, H, M, FA, DN, DA, u, w, lo, up, cost):
+    """Allocate one arc ``u → w`` (endpoints and bounds assumed valid, capacity reserved); returns its id."""
+    if M[M_AFREE] > 0:
+        M[M_AFREE] -= 1
+        a = FA[M[M_AFREE]]
+    else:
+        a = M[M_AHW]
+        M[M_AHW] += 1
+    A[A_CAP, a] = up - lo
+    A[A_COST, a] = cost
+    A[A_FLOW, a] = 0
+    A[A_LOW, a] = lo
+    A[A_ALIVE, a] = 1
+    h = 2 * a
+    H[H_TO, h] = w
+    H[H_TO, h + 1] = u
+    _link(N, H, u, h)
+    _link(N, H, w, h + 1)
+    if lo != 0:
+        N[N_EXC, u] -= lo
+        N[N_EXC, w] += lo
+    _mark_arc(A, M, DA, a)
+    _mark_node(N, M, DN, u)
+    _mark_node(N, M, DN, w)
+    M[M_AALIVE] += 1
+    return a
+
+
+@njit(cache=True)
 def k_add_arcs(N, A, H, M, FA, DN, DA, tails, heads, lowers, uppers, costs, out):
     """Allocate arcs ``tails[i] → heads[i]`` with bounds ``[lowers, uppers]`` and unit costs; ids to ``out``.
 
@@ -165,31 +194,7 @@ def k_add_arcs(N, A, H, M, FA, DN, DA, tails, heads, lowers, uppers, costs, out)
             return i
         if lowers[i] > uppers[i] or lowers[i] < 0:
             return i
-        if M[M_AFREE] > 0:
-            M[M_AFREE] -= 1
-            a = FA[M[M_AFREE]]
-        else:
-            a = M[M_AHW]
-            M[M_AHW] += 1
-        A[A_CAP, a] = uppers[i] - lowers[i]
-        A[A_COST, a] = costs[i]
-        A[A_FLOW, a] = 0
-        A[A_LOW, a] = lowers[i]
-        A[A_ALIVE, a] = 1
-        h = 2 * a
-        H[H_TO, h] = w
-        H[H_TO, h + 1] = u
-        _link(N, H, u, h)
-        _link(N, H, w, h + 1)
-        lo = lowers[i]
-        if lo != 0:
-            N[N_EXC, u] -= lo
-            N[N_EXC, w] += lo
-        _mark_arc(A, M, DA, a)
-        _mark_node(N, M, DN, u)
-        _mark_node(N, M, DN, w)
-        M[M_AALIVE] += 1
-        out[i] = a
+        out[i] = _add_arc(N, A, H, M, FA, DN, DA, u, w, lowers[i], uppers[i], costs[i])
     return -1
 
 
@@ -223,21 +228,27 @@ def k_remove_arcs(N, A, H, M, FA, DN, ids):
 
 
 @njit(cache=True)
+def _remove_node(N, A, H, M, FN, FA, DN, v):
+    """Remove a live node with all its arcs."""
+    while N[N_FIRST, v] >= 0:  # each removal unlinks the list head (both halves of a self-loop)
+        _remove_arc(N, A, H, M, FA, DN, N[N_FIRST, v] >> 1)
+    N[N_ALIVE, v] = 0
+    N[N_EXC, v] = 0
+    M[M_SUPSUM] -= N[N_SUP, v]
+    N[N_SUP, v] = 0
+    FN[M[M_NFREE]] = v
+    M[M_NFREE] += 1
+    M[M_NALIVE] -= 1
+
+
+@njit(cache=True)
 def k_remove_nodes(N, A, H, M, FN, FA, DN, ids):
     """Remove nodes with all their arcs (ids of dead nodes are ignored)."""
     for i in range(ids.size):
         v = ids[i]
         if v < 0 or v >= M[M_NHW] or N[N_ALIVE, v] == 0:
             continue
-        while N[N_FIRST, v] >= 0:  # each removal unlinks the list head (both halves of a self-loop)
-            _remove_arc(N, A, H, M, FA, DN, N[N_FIRST, v] >> 1)
-        N[N_ALIVE, v] = 0
-        N[N_EXC, v] = 0
-        M[M_SUPSUM] -= N[N_SUP, v]
-        N[N_SUP, v] = 0
-        FN[M[M_NFREE]] = v
-        M[M_NFREE] += 1
-        M[M_NALIVE] -= 1
+        _remove_node(N, A, H, M, FN, FA, DN, v)
 
 
 @njit(cache=True)
@@ -290,67 +301,81 @@ def k_set_costs(A, M, DA, ids, costs):
 
 
 @njit(cache=True)
+def _set_bound(N, A, H, M, DN, DA, a, lo, up):
+    """New bounds ``[lo, up]`` of arc ``a`` (assumed valid)."""
+    u = H[H_TO, 2 * a + 1]
+    w = H[H_TO, 2 * a]
+    dl = lo - A[A_LOW, a]
+    if dl != 0:
+        # keep the transformed flow: the true flow moves with the lower bound
+        N[N_EXC, u] -= dl
+        N[N_EXC, w] += dl
+        A[A_LOW, a] = lo
+    cap = up - lo
+    A[A_CAP, a] = cap
+    if A[A_FLOW, a] > cap:
+        d = A[A_FLOW, a] - cap
+        A[A_FLOW, a] = cap
+        N[N_EXC, u] += d
+        N[N_EXC, w] -= d
+    _mark_arc(A, M, DA, a)
+    _mark_node(N, M, DN, u)
+    _mark_node(N, M, DN, w)
+
+
+@njit(cache=True)
 def k_set_bounds(N, A, H, M, DN, DA, ids, lowers, uppers):
     """New bounds of arcs; returns −1, or the index of the first invalid pair (lower > upper or < 0)."""
     for i in range(ids.size):
-        a = ids[i]
         lo = lowers[i]
         up = uppers[i]
         if lo > up or lo < 0:
             return i
-        u = H[H_TO, 2 * a + 1]
-        w = H[H_TO, 2 * a]
-        dl = lo - A[A_LOW, a]
-        if dl != 0:
-            # keep the transformed flow: the true flow moves with the lower bound
-            N[N_EXC, u] -= dl
-            N[N_EXC, w] += dl
-            A[A_LOW, a] = lo
-        cap = up - lo
-        A[A_CAP, a] = cap
-        if A[A_FLOW, a] > cap:
-            d = A[A_FLOW, a] - cap
-            A[A_FLOW, a] = cap
-            N[N_EXC, u] += d
-            N[N_EXC, w] -= d
-        _mark_arc(A, M, DA, a)
-        _mark_node(N, M, DN, u)
-        _mark_node(N, M, DN, w)
+        _set_bound(N, A, H, M, DN, DA, ids[i], lo, up)
     return -1
+
+
+@njit(cache=True)
+def _set_supply(N, M, DN, v, s):
+    d = s - N[N_SUP, v]
+    if d != 0:
+        M[M_SUPSUM] += d
+        N[N_SUP, v] = s
+        N[N_EXC, v] += d
+        _mark_node(N, M, DN, v)
 
 
 @njit(cache=True)
 def k_set_supplies(N, M, DN, ids, supplies):
     for i in range(ids.size):
-        v = ids[i]
-        d = supplies[i] - N[N_SUP, v]
-        if d != 0:
-            M[M_SUPSUM] += d
-            N[N_SUP, v] = supplies[i]
-            N[N_EXC, v] += d
-            _mark_node(N, M, DN, v)
+        _set_supply(N, M, DN, ids[i], supplies[i])
+
+
+@njit(cache=True)
+def _add_flow(N, A, H, M, DN, DA, a, delta):
+    """Change the flow of arc ``a`` by ``delta`` (clamped to its bounds); the next solve repairs imbalances."""
+    f = A[A_FLOW, a] + delta
+    if f < 0:
+        f = 0
+    if f > A[A_CAP, a]:
+        f = A[A_CAP, a]
+    d = f - A[A_FLOW, a]
+    if d != 0:
+        A[A_FLOW, a] = f
+        u = H[H_TO, 2 * a + 1]
+        w = H[H_TO, 2 * a]
+        N[N_EXC, u] -= d
+        N[N_EXC, w] += d
+        _mark_node(N, M, DN, u)
+        _mark_node(N, M, DN, w)
+    _mark_arc(A, M, DA, a)
 
 
 @njit(cache=True)
 def k_add_flow(N, A, H, M, DN, DA, ids, deltas):
     """Change the flow of arcs by ``deltas`` (clamped to the bounds); imbalances are repaired by the next solve."""
     for i in range(ids.size):
-        a = ids[i]
-        f = A[A_FLOW, a] + deltas[i]
-        if f < 0:
-            f = 0
-        if f > A[A_CAP, a]:
-            f = A[A_CAP, a]
-        d = f - A[A_FLOW, a]
-        if d != 0:
-            A[A_FLOW, a] = f
-            u = H[H_TO, 2 * a + 1]
-            w = H[H_TO, 2 * a]
-            N[N_EXC, u] -= d
-            N[N_EXC, w] += d
-            _mark_node(N, M, DN, u)
-            _mark_node(N, M, DN, w)
-        _mark_arc(A, M, DA, a)
+        _add_flow(N, A, H, M, DN, DA, ids[i], deltas[i])
 
 
 @njit(cache=True)

@@ -72,6 +72,15 @@ class CostModel:
         """An upper bound of ``task_cost`` (the unscheduled cost is kept above it)."""
         return 0
 
+    def max_machine_cost(self) -> int:
+        """An upper bound of ``machine_cost``."""
+        return 0
+
+    def wait_rate(self) -> float:
+        """Cost units by which ``unscheduled`` grows per second waited (the compiled graph applies this growth
+        on a global clock; ``unscheduled`` at the job's arrival gives the rest)."""
+        return 0.0
+
     def rank(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
         """Sort key for greedy queue policies (lower goes first); FIFO by default."""
         return g.job_arrival[g.task_job[tasks]]
@@ -93,6 +102,9 @@ class Quincy(CostModel):
         if self.wait_quantum > 0:
             waited = np.floor(waited / self.wait_quantum) * self.wait_quantum
         return np.round(self.wait_weight * waited).astype(np.int64)
+
+    def wait_rate(self) -> float:
+        return float(self.wait_weight)
 
 
 @dataclass
@@ -147,6 +159,9 @@ class Priority(CostModel):
     def max_task_cost(self) -> int:
         return self.weight * (self.levels - 1)
 
+    def max_machine_cost(self) -> int:
+        return int(self.load_weight)
+
     def rank(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
         return self.level(g, tasks) * 1e12 + g.job_arrival[g.task_job[tasks]]
 
@@ -185,6 +200,12 @@ class Combined(CostModel):
 
     def max_task_cost(self) -> int:
         return sum(p.max_task_cost() for p in self.parts)
+
+    def wait_rate(self) -> float:
+        return sum(p.wait_rate() for p in self.parts)
+
+    def max_machine_cost(self) -> int:
+        return sum(p.max_machine_cost() for p in self.parts)
 
     def rank(self, g, tasks):
         for p in self.parts:

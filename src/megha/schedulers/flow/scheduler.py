@@ -1,10 +1,17 @@
 """The flow scheduler component: rounds of min-cost flow placement over a slot datacenter.
 
-Rounds are triggered by events (job arrivals, task completions, preemptions) and spaced by at least
-``min_interval`` seconds. A round brings the :class:`~megha.schedulers.flow.graph.SchedulingGraph` up to date,
-solves it (incremental solver by default) and launches the tasks the flow places. Without preemption a placed
-task leaves the graph and takes a slot; with preemption running tasks stay in the graph and a task whose flow
-leaves its machine is killed (and re-placed — possibly elsewhere, a migration — once the kill is confirmed).
+Sirius's loop (paper §3.2, Table 3) waits for state changes (task submissions, machine failures...), updates
+the graph and solves it incrementally; changes that arrive while a round runs wait for the next one. The paper
+gives no cadence, so it is an option: a round runs once something changed, at most one per ``interval``
+simulated seconds, and takes every arrival and completion since the last round in one batch (``interval`` 0: a
+round per event, the behaviour and per-task results of the reference implementation). A round brings the
+scheduling graph up to date, solves it (incremental solver by default) and launches the tasks the flow places.
+With ``interval`` > 0 and no preemption the graph is :class:`~megha.schedulers.flow.compiled.CompiledGraph`
+(bookkeeping in compiled kernels, interchangeable tasks grouped); within a round it solves again at once while
+aggregators reach only part of the free machines and the last pass placed tasks. Otherwise it is the reference
+:class:`~megha.schedulers.flow.graph.SchedulingGraph`. Without preemption a placed task leaves the graph and
+takes a slot; with preemption running tasks stay in the graph and a task whose flow leaves its machine is
+killed (and re-placed — possibly elsewhere, a migration — once the kill is confirmed).
 
 The measured wall time of each round is kept for metrics and counters only; the decisions take effect at the
 round's simulated time, or after a *modelled* deterministic round cost (``round_cost`` +
@@ -26,12 +33,15 @@ from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
+from megha.schedulers.flow import _graph_kernels as GK
+from megha.schedulers.flow.compiled import CompiledGraph
 from megha.schedulers.flow.costs import CostModel
 from megha.schedulers.flow.graph import SchedulingGraph
 from megha.schedulers.flow.solvers import IncrementalSolver, Solver, solve_ortools
 from megha.sim.component import Component
 
 WAITING, RUNNING, DONE, KILLING = 1, 2, 3, 4
+_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -76,7 +86,7 @@ class FlowSettings:
     """Behaviour of :class:`FlowScheduler` (built from the registered options)."""
 
     policy: str = "flow"
-    min_interval: float = 0.0
+    min_interval: float = 0.0  # the scheduling interval (rounds at least this far apart)
     period: float = 0.0
     preemption: bool = False
     round_cost: float = 0.0
@@ -97,7 +107,7 @@ class FlowScheduler(Component):
         pool: str,
         recorder: TaskRecorder,
         machines: Machines,
-        graph: SchedulingGraph | None,
+        graph: SchedulingGraph | CompiledGraph | None,
         cost_model: CostModel,
         solver: Solver | None,
         settings: FlowSettings,
@@ -135,8 +145,21 @@ class FlowScheduler(Component):
         self._busy_until = 0.0
         self._last_round = -np.inf
         self.round_wall: list[float] = []
+        self.round_solve: list[float] = []  # solver seconds per round (all its passes)
+        self.round_tasks: list[int] = []
         self.round_sim_cost: list[float] = []
-        self.counts = {"rounds": 0, "preemptions": 0, "searches": 0, "max_nodes": 0, "max_arcs": 0, "launched": 0}
+        self.compiled = isinstance(graph, CompiledGraph)
+        self._fin_tasks: list = []  # compiled graph: completions since the last round (applied by the round)
+        self._fin_workers: list = []
+        self.counts = {
+            "rounds": 0,
+            "passes": 0,
+            "preemptions": 0,
+            "searches": 0,
+            "max_nodes": 0,
+            "max_arcs": 0,
+            "launched": 0,
+        }
         # the queue policies read costs through a view with the graph's columns
         self._view = graph if graph is not None else _QueueView(machines, self)
 
@@ -225,6 +248,15 @@ class FlowScheduler(Component):
     def _finished(self, msg: Finished, now: float) -> None:
         tasks, workers = msg.tasks, msg.workers
         self.rec.completion_known(tasks, now)
+        if self.compiled:  # batched: the next round applies every completion since the last one
+            if isinstance(tasks, list):
+                self._fin_tasks.extend(tasks)
+                self._fin_workers.extend(workers)
+            else:
+                self._fin_tasks.extend(tasks.tolist())
+                self._fin_workers.extend(workers.tolist())
+            self._request_round(now)
+            return
         self.state[tasks] = DONE
         self.worker_busy[workers] = False
         ms = self.m.of_worker[workers]
@@ -278,13 +310,19 @@ class FlowScheduler(Component):
     def _round(self, now: float) -> None:
         self._last_round = now
         t0 = time.perf_counter()
-        if self.g is not None:
-            tasks, machines, kills, size = self._flow_round(now)
+        kills = _EMPTY
+        if self.compiled:
+            self._apply_finished()
+            tasks, machines, solve_s, size = self._compiled_round(now)
+        elif self.g is not None:
+            tasks, machines, kills, size, solve_s = self._flow_round(now)
         else:
             tasks, machines = self._queue_round()
-            kills = np.zeros(0, dtype=np.int64)
             size = int(self.queue.size)
+            solve_s = 0.0
         self.round_wall.append(time.perf_counter() - t0)
+        self.round_solve.append(solve_s)
+        self.round_tasks.append(int(tasks.size))
         self.counts["rounds"] += 1
         workers = self._take_workers(tasks, machines)
         self.state[tasks] = RUNNING
@@ -297,7 +335,7 @@ class FlowScheduler(Component):
             self.g.set_free(u, self.free[u])
         if kills.size:
             self.state[kills] = KILLING
-        if tasks.size and self.g is not None and not self.s.preemption and self.g.unserved():
+        if tasks.size and self.g is not None and not self.s.preemption and not self.compiled and self.g.unserved():
             self._request_round(now)  # aggregators reach only part of the free machines: go on while it helps
         elif self.s.period > 0 and self._tick is None and self._has_waiting():
             self._tick = self.port.set_timer(self.s.period, "tick")  # time-dependent costs: look again later
@@ -311,7 +349,66 @@ class FlowScheduler(Component):
         else:
             self._send(tasks, workers, kills)
 
+    def _apply_finished(self) -> None:
+        """Compiled graph: the completions since the last round, in one batch."""
+        if not self._fin_tasks:
+            return
+        tasks = np.array(self._fin_tasks, dtype=np.int64)
+        workers = np.array(self._fin_workers, dtype=np.int64)
+        self._fin_tasks = []
+        self._fin_workers = []
+        self.state[tasks] = DONE
+        self.machine[tasks] = -1
+        ms = self.m.of_worker[workers]
+        if self.res_free is None:
+            GK.k_free_workers(workers, self.worker_busy, self.m.of_worker, self.free)
+        else:
+            self.worker_busy[workers] = False
+            np.add.at(self.free, ms, 1)
+        self.g.finished_outside(tasks, ms)
+        if self.res_free is not None:
+            np.add.at(self.res_free, ms, self.demand[tasks])
+            self._sync_units(ms)
+
+    def _compiled_round(self, now: float) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """Passes of solve and commit at one instant while they place tasks and classes may reach more."""
+        g = self.g
+        g.prepare(now)
+        solve_s = 0.0
+        ts: list[np.ndarray] = []
+        ms: list[np.ndarray] = []
+        while True:
+            res = g.solve(self.solver)
+            if not res.optimal:
+                raise SimulationError(f"{self.address}: the scheduling graph has no feasible flow ({res.status})")
+            solve_s += res.seconds
+            self.counts["passes"] += 1
+            self.counts["searches"] += int(res.stats.get("searches", 0))
+            if self.s.verify:
+                self._verify(res, now)
+            t, m = g.place()
+            if t.size:
+                ts.append(t)
+                ms.append(m)
+            if t.size == 0 or not g.pass_again():
+                break
+        net = g.net
+        self.counts["max_nodes"] = max(self.counts["max_nodes"], net.n_nodes)
+        self.counts["max_arcs"] = max(self.counts["max_arcs"], net.n_arcs)
+        if not ts:
+            return _EMPTY, _EMPTY, solve_s, net.n_nodes
+        if len(ts) == 1:
+            return ts[0], ms[0], solve_s, net.n_nodes
+        return np.concatenate(ts), np.concatenate(ms), solve_s, net.n_nodes
+
+    def _verify(self, res, now: float) -> None:
+        status, cost, _ = solve_ortools(self.g.net.export())
+        if status != "optimal" or cost != res.cost:
+            raise SimulationError(f"{self.address}: round at t={now}: solver cost {res.cost} != OR-Tools {cost}")
+
     def _has_waiting(self) -> bool:
+        if self.compiled:
+            return self.g.waiting_total > 0
         if self.g is not None:
             return any(c.waiting > 0 for c in self.g.classes.values())
         return bool(self.queue.size)
@@ -341,19 +438,16 @@ class FlowScheduler(Component):
                     raise SimulationError(f"{self.address}: a machine's resources were over-committed")
                 self._sync_units(machines)
             return workers
-        for i, mach in enumerate(machines.tolist()):
-            ws = m.workers[m.ptr[mach] : m.ptr[mach + 1]]
-            free = ws[~self.worker_busy[ws]]
-            if free.size == 0:
-                raise SimulationError(f"{self.address}: machine {mach} has no free slot for task {int(tasks[i])}")
-            w = int(free[0])
-            self.worker_busy[w] = True
-            workers[i] = w
+        bad = GK.k_take_workers(np.asarray(machines, dtype=np.int64), m.ptr, m.workers, self.worker_busy, workers)
+        if bad >= 0:
+            raise SimulationError(
+                f"{self.address}: machine {int(machines[bad])} has no free slot for task {int(tasks[bad])}"
+            )
         if machines.size:
             np.subtract.at(self.free, machines, 1)
         return workers
 
-    def _flow_round(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def _flow_round(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:
         g = self.g
         g.prepare(now)
         res = g.solve(self.solver)
@@ -363,9 +457,7 @@ class FlowScheduler(Component):
         self.counts["max_nodes"] = max(self.counts["max_nodes"], g.net.n_nodes)
         self.counts["max_arcs"] = max(self.counts["max_arcs"], g.net.n_arcs)
         if self.s.verify:
-            status, cost, _ = solve_ortools(g.net.export())
-            if status != "optimal" or cost != res.cost:
-                raise SimulationError(f"{self.address}: round at t={now}: solver cost {res.cost} != OR-Tools {cost}")
+            self._verify(res, now)
         placed, where = g.placements()
         st = self.state[placed]
         new = st == WAITING
@@ -390,7 +482,7 @@ class FlowScheduler(Component):
                 tasks, machines = tasks[ok], machines[ok]
         else:
             g.commit(tasks, machines)
-        return tasks, machines, kills, g.net.n_nodes
+        return tasks, machines, kills, g.net.n_nodes, res.seconds
 
     def _queue_round(self) -> tuple[np.ndarray, np.ndarray]:
         """Random / greedy queue scheduling of the waiting tasks onto free machines."""
@@ -441,15 +533,30 @@ class FlowScheduler(Component):
         return tasks, np.array(placed_m, dtype=np.int64)
 
     # ---------------------------------------------------------------------------------------- metrics
-    def counters(self) -> dict[str, int]:
-        """Round counts and latencies (wall-clock figures are measurements: they vary between runs)."""
-        out = {f"flow_{k}": int(v) for k, v in self.counts.items()}
+    def counters(self) -> dict[str, int | float]:
+        """Round counts and statistics (wall-clock figures are measurements: they vary between runs).
+
+        ``flow_round_us_*``: a whole round (graph update, every solve pass, placement); ``flow_solve_us_*``: the
+        solver alone; ``flow_round_tasks_*``: tasks placed per round (floats where a mean is meant).
+        """
+        out: dict[str, int | float] = {f"flow_{k}": int(v) for k, v in self.counts.items()}
         if self.round_wall:
             w = np.array(self.round_wall) * 1e6
-            out["flow_round_us_p50"] = int(np.percentile(w, 50))
-            out["flow_round_us_p90"] = int(np.percentile(w, 90))
-            out["flow_round_us_max"] = int(w.max())
-            out["flow_round_us_total"] = int(w.sum())
+            sv = np.array(self.round_solve) * 1e6
+            n = np.array(self.round_tasks, dtype=np.float64)
+            for name, a in (("round_us", w), ("solve_us", sv)):
+                p50, p90, p99 = np.percentile(a, [50, 90, 99])
+                out[f"flow_{name}_mean"] = round(float(a.mean()), 1)
+                out[f"flow_{name}_p50"] = int(p50)
+                out[f"flow_{name}_p90"] = int(p90)
+                out[f"flow_{name}_p99"] = int(p99)
+                out[f"flow_{name}_max"] = int(a.max())
+                out[f"flow_{name}_total"] = int(a.sum())
+            p50, p99 = np.percentile(n, [50, 99])
+            out["flow_round_tasks_mean"] = round(float(n.mean()), 3)
+            out["flow_round_tasks_p50"] = float(p50)
+            out["flow_round_tasks_p99"] = float(p99)
+            out["flow_round_tasks_max"] = int(n.max())
         return out
 
 

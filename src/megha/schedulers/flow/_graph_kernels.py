@@ -1,0 +1,606 @@
+"""Compiled bookkeeping of :class:`megha.schedulers.flow.compiled.CompiledGraph` (one call per round step).
+
+Tables (all ``int64``, grown by the Python wrapper; one row per field, one column per item):
+
+* ``CT[row, c]`` — equivalence classes (one per hard-constraint mask): node, mask, waiting units, live targets,
+  flags (dirty / starved / full), and the slices of the class's fitting machines (``fit_pool``) and of its
+  target arcs (``t_mach``/``t_arc``);
+* ``JT[row, j]`` — jobs: unscheduled aggregator ``U_j``, its arc to the sink, waiting and running units, the
+  fairness lower bound, and whether the job is in the graph;
+* ``GT[row, g]`` — task groups: the tasks of one job with the same hard and soft masks share one node with
+  supply = their number; ``order[start + cursor]`` is the next of them to place (tasks in id order);
+* ``GM`` — counters (list lengths, the random state, flags).
+
+The machine columns are separate 1-D arrays (the cost models read them too). Every kernel edits the flow
+network through the helpers of :mod:`megha.schedulers.flow._kernels`, so the incremental solver sees each change.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from megha.schedulers.flow._kernels import (
+    A_CAP,
+    A_COST,
+    A_FLOW,
+    A_LOW,
+    F_NEW,
+    H_NEXT,
+    H_TO,
+    M_AFREE,
+    M_AHW,
+    N_FIRST,
+    N_FLAG,
+    N_POT,
+    N_SUP,
+    _add_arc,
+    _add_flow,
+    _lo,
+    _mark_arc,
+    _remove_arc,
+    _remove_node,
+    _set_bound,
+    _set_supply,
+    k_decompose,
+)
+
+# class rows
+CT_NODE = 0
+CT_MASK = 1
+CT_WAIT = 2  # waiting units of the class's groups
+CT_LIVE = 3  # targets with a free slot (at the last accounting)
+CT_FLAG = 4
+CT_FIT0 = 5  # fit_pool[FIT0 : FIT0 + FITN] = machines satisfying the mask
+CT_FITN = 6
+CT_T0 = 7  # t_mach/t_arc[T0 : T0 + TN] = current targets (TCAP reserved)
+CT_TN = 8
+CT_TCAP = 9
+CTF = 10
+
+CF_DIRTY = 1
+CF_STARVED = 2
+CF_FULL = 4  # every machine satisfies the mask: permanent arcs, no targets
+CF_LISTED = 8  # in the starved list
+CF_WOKEN = 16  # woken by machines that freed up: its only new candidates are those machines
+
+# job rows
+JT_NODE = 0
+JT_ARC = 1
+JT_IN = 2  # waiting units in the graph (N_j)
+JT_RUN = 3  # running tasks
+JT_LOWER = 4
+JT_ALIVE = 5  # U_j exists
+JT_UPPER = 6  # the upper bound last set on U_j → S
+JTF = 7
+
+# group rows
+GT_NODE = 0
+GT_JOB = 1
+GT_CLASS = 2
+GT_N = 3  # units still waiting
+GT_START = 4
+GT_CUR = 5
+GTF = 6
+
+# meta
+GM_NCD = 0  # dirty classes listed in cdirty
+GM_NMD = 1  # dirty machines listed in mdirty
+GM_NFREE = 2  # machines in free_list
+GM_NST = 3  # entries in the starved list
+GM_RNG = 4  # random state
+GM_NACT = 5  # entries in the active-job list
+GM_JOBS = 6  # 1: some job's demand changed since the last fairness update
+GM_NGFREE = 7  # recycled group ids
+GM_NFREED = 8  # machines in freed_buf (freed up at the last k_machines)
+GMF = 9
+
+BIG = np.int64(1) << np.int64(40)
+LOW = np.int64(1) << np.int64(50)  # how far below the sink a potential may be lowered where nothing binds it
+
+
+@njit(cache=True)
+def _rand(GM):
+    """Next value of a 64-bit linear congruential generator (wrapping arithmetic), 31 high-quality bits."""
+    x = GM[GM_RNG] * np.int64(6364136223846793005) + np.int64(1442695040888963407)
+    GM[GM_RNG] = x
+    return (x >> np.int64(33)) & np.int64(0x7FFFFFFF)
+
+
+@njit(cache=True)
+def _mark_machine(m_flag, mdirty, GM, m):
+    if m_flag[m] == 0:
+        m_flag[m] = 1
+        mdirty[GM[GM_NMD]] = m
+        GM[GM_NMD] += 1
+
+
+@njit(cache=True)
+def _mark_class(CT, cdirty, GM, c):
+    f = CT[CT_FLAG, c]
+    if f & CF_DIRTY == 0 and f & CF_FULL == 0:
+        CT[CT_FLAG, c] = f | CF_DIRTY
+        cdirty[GM[GM_NCD]] = c
+        GM[GM_NCD] += 1
+
+
+@njit(cache=True)
+def k_mark_classes(CT, cdirty, GM, classes):
+    for i in range(classes.size):
+        _mark_class(CT, cdirty, GM, classes[i])
+
+
+@njit(cache=True)
+def k_mark_machines(m_flag, mdirty, GM, machines):
+    for i in range(machines.size):
+        _mark_machine(m_flag, mdirty, GM, machines[i])
+
+
+@njit(cache=True)
+def _drop_target(N, A, H, M, FA, DN, CT, t_mach, t_arc, arc_pos, c, a):
+    """Remove target arc ``a`` of class ``c`` (swap-remove from the class's list)."""
+    t0 = CT[CT_T0, c]
+    p = arc_pos[a]
+    last = CT[CT_TN, c] - 1
+    if p != last:
+        t_mach[t0 + p] = t_mach[t0 + last]
+        t_arc[t0 + p] = t_arc[t0 + last]
+        arc_pos[t_arc[t0 + p]] = p
+    CT[CT_TN, c] = last
+    _remove_arc(N, A, H, M, FA, DN, a)
+
+
+@njit(cache=True)
+def k_finish(N, A, H, M, FN, FA, DN, JT, GM, m_free, m_flag, mdirty, machines, jobs):
+    """Running tasks finished outside the graph: their slots are free again; empty jobs leave the graph."""
+    for i in range(machines.size):
+        m = machines[i]
+        m_free[m] += 1
+        _mark_machine(m_flag, mdirty, GM, m)
+    for i in range(jobs.size):
+        j = jobs[i]
+        JT[JT_RUN, j] -= 1
+        if JT[JT_IN, j] == 0 and JT[JT_RUN, j] == 0 and JT[JT_ALIVE, j] == 1:
+            _remove_node(N, A, H, M, FN, FA, DN, JT[JT_NODE, j])
+            JT[JT_ALIVE, j] = 0
+            JT[JT_NODE, j] = -1
+            JT[JT_ARC, j] = -1
+    if jobs.size:
+        GM[GM_JOBS] = 1
+
+
+@njit(cache=True)
+def k_machines(
+    N, A, H, M, DN, DA, GM, CT, cdirty, starved, node_role, node_ref, ec_role,
+    m_free, m_mask, m_arc, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf, limit_capacity,
+    FA, t_mach, t_arc, arc_pos,
+):  # fmt: skip
+    """Apply the dirty machines: sink-arc capacities, the free list, live target counts, woken classes.
+
+    A machine that filled up makes the partial classes aiming at it dirty (they may need another target); one
+    that freed up wakes the starved classes it satisfies (they look at the machines in ``freed_buf`` only: every
+    other free machine they fit is a target already). Returns the number of machines that freed up.
+    """
+    nmd = GM[GM_NMD]
+    freed = freed_buf
+    nf = 0
+    for i in range(nmd):
+        m = mdirty[i]
+        m_flag[m] = 0
+        f = m_free[m]
+        a = m_arc[m]
+        if limit_capacity and A[A_CAP, a] + A[A_LOW, a] != f:
+            _set_bound(N, A, H, M, DN, DA, a, 0, max(f, 0))
+        now_free = 1 if f > 0 else 0
+        if now_free == m_wasfree[m]:
+            continue
+        m_wasfree[m] = now_free
+        if now_free == 1:
+            m_fpos[m] = GM[GM_NFREE]
+            free_list[GM[GM_NFREE]] = m
+            GM[GM_NFREE] += 1
+            freed[nf] = m
+            nf += 1
+        else:
+            p = m_fpos[m]
+            last = free_list[GM[GM_NFREE] - 1]
+            free_list[p] = last
+            m_fpos[last] = p
+            GM[GM_NFREE] -= 1
+            m_fpos[m] = -1
+        # classes aiming at m (their arcs into m's node): a machine that filled up stops being a target (a class
+        # that needs it again is woken when it frees up), so searches through a class never scan busy targets
+        h = N[N_FIRST, H[H_TO, 2 * a + 1]]
+        while h >= 0:
+            nxt = H[H_NEXT, h]
+            if h & 1 == 1:
+                u = H[H_TO, h]
+                if node_role[u] == ec_role:
+                    c = node_ref[u]
+                    if CT[CT_FLAG, c] & CF_FULL == 0:
+                        if now_free == 1:
+                            CT[CT_LIVE, c] += 1
+                        else:
+                            CT[CT_LIVE, c] -= 1
+                            _drop_target(N, A, H, M, FA, DN, CT, t_mach, t_arc, arc_pos, c, h >> 1)
+                            if CT[CT_WAIT, c] > 0:
+                                _mark_class(CT, cdirty, GM, c)
+            h = nxt
+    GM[GM_NMD] = 0
+    GM[GM_NFREED] = nf
+    # wake the starved classes that one of the freed machines satisfies
+    if nf > 0 and GM[GM_NST] > 0:
+        k = 0
+        for i in range(GM[GM_NST]):
+            c = starved[i]
+            if CT[CT_FLAG, c] & CF_STARVED == 0:
+                CT[CT_FLAG, c] &= ~CF_LISTED
+                continue  # woken or emptied meanwhile
+            q = CT[CT_MASK, c]
+            wake = False
+            for x in range(nf):
+                if q & ~m_mask[freed[x]] == 0:
+                    wake = True
+                    break
+            if wake:
+                CT[CT_FLAG, c] = (CT[CT_FLAG, c] & ~(CF_STARVED | CF_LISTED)) | CF_WOKEN
+                _mark_class(CT, cdirty, GM, c)
+            else:
+                starved[k] = c
+                k += 1
+        GM[GM_NST] = k
+    return nf
+
+
+@njit(cache=True)
+def _max_min(d, capacity, out):
+    """Max-min fair shares of demands ``d`` in ``capacity`` (the algorithm of ``fairness.max_min_shares``)."""
+    n = d.size
+    tot = 0
+    for i in range(n):
+        tot += d[i]
+    if tot <= capacity:
+        for i in range(n):
+            out[i] = d[i]
+        return
+    ratio = d.astype(np.float64)
+    order = np.argsort(ratio, kind="mergesort")
+    left = float(capacity)
+    wsum = float(n)
+    level = 0.0
+    for i in order:
+        if ratio[i] * wsum <= left:
+            left -= d[i]
+            wsum -= 1.0
+        else:
+            level = left / wsum
+            break
+    s = 0
+    base = np.int64(np.floor(level + 1e-9))
+    for i in range(n):
+        out[i] = min(d[i], base)
+        s += out[i]
+    rest = capacity - s
+    i = 0
+    while rest > 0 and i < n:
+        if out[i] < d[i]:
+            out[i] += 1
+            rest -= 1
+        i += 1
+
+
+@njit(cache=True)
+def k_jobs(N, A, H, M, DN, DA, JT, act, GM, capacity, fair):
+    """Fairness bounds ``[N_j − A_j, N_j]`` of ``U_j → S`` (paper eq. 1–2, shares net of running tasks).
+
+    Drops jobs that left the graph from the active list (kept in job-id order) first.
+    """
+    k = 0
+    for i in range(GM[GM_NACT]):
+        j = act[i]
+        if JT[JT_ALIVE, j] == 1:
+            act[k] = j
+            k += 1
+    GM[GM_NACT] = k
+    n_in = np.empty(k, dtype=np.int64)
+    lower = np.zeros(k, dtype=np.int64)
+    for i in range(k):
+        n_in[i] = JT[JT_IN, act[i]]
+    if fair:
+        d = np.empty(k, dtype=np.int64)
+        for i in range(k):
+            d[i] = n_in[i] + JT[JT_RUN, act[i]]
+        share = np.empty(k, dtype=np.int64)
+        _max_min(d, capacity, share)
+        for i in range(k):
+            allowed = max(share[i] - JT[JT_RUN, act[i]], 0)
+            lower[i] = max(n_in[i] - allowed, 0)
+    for i in range(k):
+        j = act[i]
+        if lower[i] != JT[JT_LOWER, j] or n_in[i] != JT[JT_UPPER, j]:
+            _set_bound(N, A, H, M, DN, DA, JT[JT_ARC, j], lower[i], n_in[i])
+            JT[JT_LOWER, j] = lower[i]
+            JT[JT_UPPER, j] = n_in[i]
+    GM[GM_JOBS] = 0
+
+
+@njit(cache=True)
+def k_tick(N, A, M, DA, JT, act, GM, sink, m_arc, delta):
+    """Every waiting cost grew by ``delta``: raise the job arcs' costs and the sink's potential alike.
+
+    Reduced costs of ``U_j → S`` stay as they were; only machine arcs with room left (whose reduced cost fell by
+    ``delta``) are re-checked by the next solve. This keeps a growing waiting cost O(jobs + machines) per round
+    instead of one repair per job.
+    """
+    for i in range(GM[GM_NACT]):
+        j = act[i]
+        if JT[JT_ALIVE, j] == 1:
+            A[A_COST, JT[JT_ARC, j]] += delta
+    N[N_POT, sink] += delta
+    for m in range(m_arc.size):
+        a = m_arc[m]
+        if A[A_FLOW, a] < A[A_CAP, a]:
+            _mark_arc(A, M, DA, a)
+
+
+@njit(cache=True)
+def k_refresh(
+    N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, fit_pool, t_mach, t_arc, scratch,
+    m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, freed_buf, arc_pos, fanout, spare, arc_room,
+):  # fmt: skip
+    """Keep each dirty partial class connected to enough free machines it fits (random ones, never twice).
+
+    ``want = min(waiting + 8, fanout)`` live targets (``fanout`` 0: no limit); targets on busy machines are
+    dropped when there are more than twice ``want`` of them or no room is left. A class that finds no free
+    machine is starved until one it fits frees up. Stops early (returns −1) when fewer than ``arc_room`` arcs
+    would be left; else returns the number of arcs added.
+    """
+    added = 0
+    ncd = GM[GM_NCD]
+    nm = m_node.size
+    i = 0
+    while i < ncd:
+        c = cdirty[i]
+        flag = CT[CT_FLAG, c]
+        wait = CT[CT_WAIT, c]
+        t0 = CT[CT_T0, c]
+        node = CT[CT_NODE, c]
+        if wait <= 0:
+            for x in range(CT[CT_TN, c]):
+                _remove_arc(N, A, H, M, FA, DN, t_arc[t0 + x])
+            CT[CT_TN, c] = 0
+            CT[CT_LIVE, c] = 0
+            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_STARVED | CF_WOKEN)
+            i += 1
+            continue
+        if flag & CF_STARVED != 0:
+            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_WOKEN)
+            i += 1
+            continue
+        want = wait + spare
+        if fanout > 0 and want > fanout:
+            want = fanout
+        have = CT[CT_LIVE, c]
+        if have >= want:
+            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_WOKEN)
+            i += 1
+            continue
+        k = want - have
+        if (M[M_AFREE] + A.shape[1] - M[M_AHW]) < k + arc_room:
+            # shift the unprocessed classes to the front; the caller grows the arc table and calls again
+            for x in range(i, ncd):
+                cdirty[x - i] = cdirty[x]
+            GM[GM_NCD] = ncd - i
+            return -1
+        CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_WOKEN)
+        tn = CT[CT_TN, c]
+        tcap = CT[CT_TCAP, c]
+        if tn > 2 * want or tn + k > tcap:
+            x = 0
+            while x < tn:
+                m = t_mach[t0 + x]
+                if m_wasfree[m] == 0:
+                    _remove_arc(N, A, H, M, FA, DN, t_arc[t0 + x])
+                    tn -= 1
+                    t_mach[t0 + x] = t_mach[t0 + tn]
+                    t_arc[t0 + x] = t_arc[t0 + tn]
+                    arc_pos[t_arc[t0 + x]] = x
+                else:
+                    x += 1
+            CT[CT_TN, c] = tn
+        if tn + k > tcap:
+            k = tcap - tn
+        if k <= 0:
+            i += 1
+            continue
+        for x in range(tn):
+            scratch[t_mach[t0 + x]] = 1
+        q = CT[CT_MASK, c]
+        nfree = GM[GM_NFREE]
+        fit0 = CT[CT_FIT0, c]
+        fitn = CT[CT_FITN, c]
+        found = 0
+        # scan the list likely to yield k candidates sooner: the class's machines (a fraction nfree/nm of them
+        # free) or the free machines (a fraction fitn/nm of them fit)
+        e_fit = fitn if fitn * nfree <= k * nm else (k * nm) // max(nfree, 1)
+        e_free = nfree if nfree * fitn <= k * nm else (k * nm) // max(fitn, 1)
+        if flag & CF_WOKEN != 0:  # only the machines that just freed up can be new candidates
+            for y in range(GM[GM_NFREED]):
+                m = freed_buf[y]
+                if m_wasfree[m] == 1 and q & ~m_mask[m] == 0 and scratch[m] == 0:
+                    scratch[m] = 1
+                    t_mach[t0 + tn + found] = m
+                    found += 1
+                    if found == k:
+                        break
+        elif e_fit <= e_free:  # scan the class's machines from a random point
+            if fitn > 0:
+                start = _rand(GM) % fitn
+                for y in range(fitn):
+                    m = fit_pool[fit0 + (start + y) % fitn]
+                    if m_wasfree[m] == 1 and scratch[m] == 0:
+                        scratch[m] = 1
+                        t_mach[t0 + tn + found] = m
+                        found += 1
+                        if found == k:
+                            break
+        elif nfree > 0:  # scan the free machines from a random point
+            start = _rand(GM) % nfree
+            for y in range(nfree):
+                m = free_list[(start + y) % nfree]
+                if q & ~m_mask[m] == 0 and scratch[m] == 0:
+                    scratch[m] = 1
+                    t_mach[t0 + tn + found] = m
+                    found += 1
+                    if found == k:
+                        break
+        for x in range(tn + found):
+            scratch[t_mach[t0 + x]] = 0
+        if found < k:  # every free machine the class fits is a target now: wait until another frees up
+            if CT[CT_FLAG, c] & CF_LISTED == 0:
+                starved[GM[GM_NST]] = c
+                GM[GM_NST] += 1
+            CT[CT_FLAG, c] |= CF_STARVED | CF_LISTED
+        if found == 0:
+            if have == 0 and N[N_FLAG, node] & F_NEW == 0:
+                # nothing free to reach: lower the aggregator's potential as far as its arcs allow, so searches
+                # from the class's new tasks go straight to their unscheduled aggregator instead of through it
+                lo = _lo(N, A, H, node)
+                if lo < N[N_POT, node]:
+                    N[N_POT, node] = lo if lo > -LOW else N[N_POT, node] - LOW
+            i += 1
+            continue
+        priced = N[N_FLAG, node] & F_NEW == 0
+        pe = N[N_POT, node]
+        for x in range(found):
+            m = t_mach[t0 + tn + x]
+            mn = m_node[m]
+            a = _add_arc(N, A, H, M, FA, DN, DA, node, mn, 0, max(m_slots[m], 1), 0)
+            t_arc[t0 + tn + x] = a
+            arc_pos[a] = tn + x
+            if priced and N[N_POT, mn] > pe:
+                # keep the new arc's reduced cost at 0 by lowering the free machine's potential (no flow enters a
+                # machine between rounds, so only its sink arc may now want flow: at most its free slots, and
+                # the solver's search back from the machine picks the best waiting task among all classes)
+                N[N_POT, mn] = pe
+                _mark_arc(A, M, DA, m_arc[m])
+        CT[CT_TN, c] = tn + found
+        CT[CT_LIVE, c] = have + found
+        added += found
+        i += 1
+    GM[GM_NCD] = 0
+    return added
+
+
+@njit(cache=True)
+def k_unserved(CT, cdirty, GM):
+    """Some dirty class still has waiting units and is not starved (another pass may place more)."""
+    for i in range(GM[GM_NCD]):
+        c = cdirty[i]
+        if CT[CT_WAIT, c] > 0 and CT[CT_FLAG, c] & CF_STARVED == 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def k_place(
+    N, A, H, M, FN, FA, DN, DA, GM, CT, cdirty, JT, GT, order, node_role, node_ref, group_role,
+    cursor, used, touched, m_node, m_arc, m_free, m_flag, mdirty, gfree,
+):  # fmt: skip
+    """Decompose the flow on the machines into unit paths back to task groups and commit every unit.
+
+    A committed unit leaves the graph: its flow is taken back along its path (no imbalance is left), its
+    group's supply drops by one (the group node goes when it is empty), the machine's sink arc loses one slot
+    of capacity, and the next task of the group (lowest id first) is the one placed. Returns (tasks, machines).
+    """
+    nm = m_arc.size
+    total = 0
+    nroots = 0
+    for m in range(nm):
+        f = A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]]
+        if f > 0:
+            total += f
+            nroots += 1
+    tasks = np.empty(total, dtype=np.int64)
+    machines = np.empty(total, dtype=np.int64)
+    if total == 0:
+        return tasks, machines
+    roots = np.empty(nroots, dtype=np.int64)
+    k = 0
+    for m in range(nm):
+        if A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]] > 0:
+            roots[k] = m_node[m]
+            k += 1
+    out_task = np.empty(total, dtype=np.int64)
+    out_root = np.empty(total, dtype=np.int64)
+    out_arcs = np.empty((total, 4), dtype=np.int64)
+    rows = k_decompose(N, A, H, roots, node_role, group_role, cursor, used, touched, out_task, out_root, out_arcs)
+    n_empty = 0
+    empty = np.empty(rows, dtype=np.int64)
+    for r in range(rows):
+        for x in range(4):
+            a = out_arcs[r, x]
+            if a >= 0:
+                _add_flow(N, A, H, M, DN, DA, a, -1)
+        m = node_ref[out_root[r]]
+        a = m_arc[m]
+        _add_flow(N, A, H, M, DN, DA, a, -1)
+        _set_bound(N, A, H, M, DN, DA, a, 0, A[A_CAP, a] + A[A_LOW, a] - 1)
+        m_free[m] -= 1
+        _mark_machine(m_flag, mdirty, GM, m)
+        gn = out_task[r]
+        g = node_ref[gn]
+        _set_supply(N, M, DN, gn, N[N_SUP, gn] - 1)
+        GT[GT_N, g] -= 1
+        tasks[r] = order[GT[GT_START, g] + GT[GT_CUR, g]]
+        GT[GT_CUR, g] += 1
+        machines[r] = m
+        j = GT[GT_JOB, g]
+        JT[JT_IN, j] -= 1
+        JT[JT_RUN, j] += 1
+        c = GT[GT_CLASS, g]
+        CT[CT_WAIT, c] -= 1
+        _mark_class(CT, cdirty, GM, c)
+        if GT[GT_N, g] == 0:
+            empty[n_empty] = g
+            n_empty += 1
+    # machines that filled up: no flow enters them and their sink arc has no room, so nothing binds their
+    # potential from below; lowering it keeps the classes aiming at them from looking closer than waiting
+    low = N[N_POT, H[H_TO, 2 * m_arc[0]]] - LOW if nm else 0
+    for x in range(nroots):
+        m = node_ref[roots[x]]
+        if m_free[m] <= 0 and A[A_FLOW, m_arc[m]] == 0:
+            N[N_POT, roots[x]] = low
+    for x in range(n_empty):
+        g = empty[x]
+        _remove_node(N, A, H, M, FN, FA, DN, GT[GT_NODE, g])
+        GT[GT_NODE, g] = -1
+        gfree[GM[GM_NGFREE]] = g
+        GM[GM_NGFREE] += 1
+    return tasks[:rows], machines[:rows]
+
+
+@njit(cache=True)
+def k_take_workers(machines, ptr, workers, busy, out):
+    """One free worker of each machine (lowest index first), marked busy; returns −1 or the first failing row."""
+    for i in range(machines.size):
+        m = machines[i]
+        w = -1
+        for x in range(ptr[m], ptr[m + 1]):
+            if not busy[workers[x]]:
+                w = workers[x]
+                break
+        if w < 0:
+            return i
+        busy[w] = True
+        out[i] = w
+    return -1
+
+
+@njit(cache=True)
+def k_free_workers(workers, busy, of_worker, free):
+    """Finished tasks release their workers (and a slot of their machines)."""
+    for i in range(workers.size):
+        w = workers[i]
+        busy[w] = False
+        free[of_worker[w]] += 1

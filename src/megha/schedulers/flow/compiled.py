@@ -1,0 +1,619 @@
+"""The scheduling graph at trace scale: the graph of :mod:`megha.schedulers.flow.graph`, with its bookkeeping
+in compiled kernels (:mod:`megha.schedulers.flow._graph_kernels`) and tasks grouped.
+
+Same nodes and arcs as the reference :class:`~megha.schedulers.flow.graph.SchedulingGraph` (sink ``S``,
+machines ``M_i``, equivalence-class aggregators ``E_q``, unscheduled aggregators ``U_j`` with the fairness
+bounds of paper eq. 1–2, optional rack aggregators), with these decisions where the paper is silent:
+
+* **Task groups.** Tasks of one job with the same hard and soft constraint masks are interchangeable (same arcs,
+  same costs), so they share one node whose supply is their number (Quincy and Firmament aggregate equivalent
+  tasks the same way). A unit the flow places on a machine is the group's lowest-numbered waiting task. A
+  group's preference arcs (placement cost model) are those of its first task.
+* **Waiting cost.** Quincy's cost of keeping job ``j`` waiting grows by ``wait_weight`` per second waited,
+  in steps of ``wait_quantum``. Here the steps are taken on a global clock (``tick(t) = ⌊t / quantum⌋``):
+  ``cost_j(t) = base + G(t) − G(a_j)`` with ``G(t) = round(wait_weight · quantum · tick(t))`` (the reference
+  graph steps each job's cost at its own offset from its arrival). Every job's cost grows alike, so the
+  differences between jobs (older jobs first) never change; the growth only matters where keeping a task
+  waiting can be cheaper than a placement (``placement_cost`` plus the largest machine cost reaching
+  ``unscheduled_cost``: tasks wait for machines they prefer until waiting costs more). Only then is the growth
+  applied, each round: the job arcs' costs and the sink's potential rise together (reduced costs unchanged) and
+  the machine arcs with room left are re-checked. Otherwise the clock is frozen: ``G(t)`` is replaced by a
+  constant far above every placement cost, so waiting stays the dearest choice and no round pays for the clock
+  (with waiting dearer than any placement the optimum places as many tasks as it can either way).
+* **Class targets.** A class ``E_q`` keeps ``min(waiting + 8, ec_fanout)`` arcs to free machines it fits,
+  chosen from a random starting point in the shorter of its fitting-machine list and the free-machine list
+  (the reference draws a uniform random subset), refreshed in compiled code; targets on busy machines go when
+  more than twice the wanted number (or the reserved room) is used. This holds for a class every machine fits
+  too (Quincy's cluster aggregator), unless racks are configured (then it reaches every rack aggregator):
+  without preemption only free machines can take a task, and a hub with an arc to every machine makes each
+  augmenting search scan all of them (the reference graph connects it to every machine).
+
+Preemption is not supported here (the scheduler uses the reference graph for it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.schedulers.flow import _graph_kernels as GK
+from megha.schedulers.flow import _kernels as K
+from megha.schedulers.flow.costs import CostModel
+from megha.schedulers.flow.graph import (
+    PROHIBITIVE,
+    ROLE_EC,
+    ROLE_JOB,
+    ROLE_MACHINE,
+    ROLE_RACK,
+    ROLE_SINK,
+    ROLE_TASK,
+)
+from megha.schedulers.flow.network import BIG, FlowNetwork
+from megha.schedulers.flow.solvers import Solver, SolveResult
+
+FROZEN_G = 1 << 36
+"""The waiting-cost clock's stand-in when it is frozen (far above any placement cost, far below overflow)."""
+
+
+def _grow1(a: np.ndarray, n: int, fill) -> np.ndarray:
+    if n <= a.size:
+        return a
+    out = np.full(max(n, 2 * a.size), fill, dtype=a.dtype)
+    out[: a.size] = a
+    return out
+
+
+def _grow2(a: np.ndarray, n: int, fill) -> np.ndarray:
+    if n <= a.shape[1]:
+        return a
+    out = np.full((a.shape[0], max(n, 2 * a.shape[1])), fill, dtype=a.dtype)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+def _varies(cm: CostModel, method: str) -> bool:
+    """Whether some part of a (combined) cost model overrides ``method`` of the do-nothing base."""
+    parts = getattr(cm, "parts", [cm])
+    return any(getattr(type(p), method) is not getattr(CostModel, method) for p in parts)
+
+
+class CompiledGraph:
+    """Scheduling graph without preemption, edited by compiled kernels (see the module docstring)."""
+
+    preemption = False
+    spare = 8  # targets wanted beyond the waiting units of a class
+
+    def __init__(
+        self,
+        machine_mask: np.ndarray,
+        machine_slots: np.ndarray,
+        cost_model: CostModel,
+        *,
+        machine_rack: np.ndarray | None = None,
+        unscheduled_base: int = 1000,
+        max_arcs: int = 16,
+        ec_fanout: int = 128,
+        placement_cost: int = 0,
+        wait_weight: float = 0.0,
+        wait_quantum: float = 1.0,
+        waiting_dominates: bool = True,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.cm = cost_model
+        self.placement_cost = int(placement_cost)
+        self.unscheduled_base = int(unscheduled_base)
+        self.max_arcs = int(max_arcs)
+        self.ec_fanout = int(ec_fanout)
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.wait_weight = float(wait_weight)
+        self.wait_quantum = float(wait_quantum)
+        # frozen clock: waiting always costs more than any placement, so its growth changes no decision
+        self.frozen_clock = bool(waiting_dominates) or self.wait_weight <= 0
+        self._g0: int | None = None  # G at the first arrival (frozen clock)
+        self._machine_costs_vary = _varies(cost_model, "machine_cost")
+        nm = int(machine_mask.size)
+        self.machine_mask = np.asarray(machine_mask, dtype=np.uint32)
+        self.machine_slots = np.asarray(machine_slots, dtype=np.int64).copy()
+        self.machine_free = self.machine_slots.copy()
+        self.machine_failed = np.zeros(nm, dtype=bool)
+        self._mmask = self.machine_mask.astype(np.int64)
+        self._wasfree = np.zeros(nm, dtype=np.int8)
+        self._mflag = np.zeros(nm, dtype=np.int8)
+        self._fpos = np.full(nm, -1, dtype=np.int64)
+        self._mdirty = np.zeros(nm, dtype=np.int64)
+        self._free_list = np.zeros(nm, dtype=np.int64)
+        self._freed = np.zeros(nm, dtype=np.int64)
+        self._arc_pos = np.zeros(0, dtype=np.int64)
+        self._scratch = np.zeros(nm, dtype=np.int8)
+        self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
+        self.GM = np.zeros(GK.GMF, dtype=np.int64)
+        self.GM[GK.GM_RNG] = int(self.rng.integers(1, 2**62))
+        # tasks (columns read by cost models)
+        self.task_job = np.zeros(0, dtype=np.int64)
+        self.task_soft = np.zeros(0, dtype=np.uint32)
+        self.task_hard = np.zeros(0, dtype=np.uint32)
+        # jobs
+        self.job_priority = np.zeros(0, dtype=np.int64)
+        self.job_arrival = np.zeros(0, dtype=np.float64)
+        self.JT = np.zeros((GK.JTF, 0), dtype=np.int64)
+        self._act = np.zeros(64, dtype=np.int64)
+        # classes
+        self.CT = np.zeros((GK.CTF, 0), dtype=np.int64)
+        self._cdirty = np.zeros(0, dtype=np.int64)
+        self._starved = np.zeros(0, dtype=np.int64)
+        self._class_of: dict[int, int] = {}
+        self._fit_pool = np.zeros(0, dtype=np.int64)
+        self._fit_used = 0
+        self._t_mach = np.zeros(0, dtype=np.int64)
+        self._t_arc = np.zeros(0, dtype=np.int64)
+        self._t_used = 0
+        # groups
+        self.GT = np.zeros((GK.GTF, 0), dtype=np.int64)
+        self._n_groups = 0
+        self._gfree = np.zeros(0, dtype=np.int64)
+        self._order = np.zeros(0, dtype=np.int64)
+        self._order_used = 0
+        self.waiting_total = 0
+        # waiting-cost clock
+        self._g_applied = 0  # G(t) already folded into the job arcs' costs
+
+        net = FlowNetwork(node_capacity=nm + 1024, arc_capacity=4 * nm + 4096)
+        self.net = net
+        self.sink = net.add_node(0)
+        net.balance_node = self.sink
+        self.node_role = np.zeros(net.node_capacity, dtype=np.int64)
+        self.node_ref = np.zeros(net.node_capacity, dtype=np.int64)
+        self.node_role[self.sink] = ROLE_SINK
+        self.machine_node = net.add_nodes(np.zeros(nm, dtype=np.int64))
+        self._roles(self.machine_node, ROLE_MACHINE, np.arange(nm))
+        mcost = np.asarray(self.cm.machine_cost(self, np.arange(nm)), dtype=np.int64)
+        self.machine_arc = net.add_arcs(self.machine_node, np.full(nm, self.sink), mcost, self.machine_slots)
+        self.machine_cost = mcost
+        GK.k_mark_machines(self._mflag, self._mdirty, self.GM, np.arange(nm, dtype=np.int64))
+        self.rack_node = np.zeros(0, dtype=np.int64)
+        self.machine_rack = None
+        if machine_rack is not None and nm:
+            self.machine_rack = np.asarray(machine_rack, dtype=np.int64)
+            n_racks = int(self.machine_rack.max()) + 1
+            self.rack_node = net.add_nodes(np.zeros(n_racks, dtype=np.int64))
+            self._roles(self.rack_node, ROLE_RACK, np.arange(n_racks))
+            net.add_arcs(self.rack_node[self.machine_rack], self.machine_node, 0, BIG)
+        self._cursor = np.zeros(0, dtype=np.int64)
+        self._touched = np.zeros(0, dtype=np.int64)
+        self._used = np.zeros(0, dtype=np.int64)
+
+    # ---------------------------------------------------------------------------------------- helpers
+    def _roles(self, nodes: np.ndarray, role: int, ref: np.ndarray) -> None:
+        cap = self.net.node_capacity
+        if self.node_role.size < cap:
+            self.node_role = _grow1(self.node_role, cap, 0)
+            self.node_ref = _grow1(self.node_ref, cap, 0)
+        self.node_role[nodes] = role
+        self.node_ref[nodes] = ref
+
+    def _g(self, t: float) -> int:
+        """``G(t)``: the global part of the waiting cost at time ``t``."""
+        if self.wait_weight <= 0:
+            return 0
+        if self.wait_quantum > 0:
+            return round(float(self.wait_weight * self.wait_quantum * np.floor(t / self.wait_quantum)))
+        return round(self.wait_weight * t)
+
+    def _ensure_tasks(self, hi: int) -> None:
+        if hi > self.task_job.size:
+            self.task_job = _grow1(self.task_job, hi, 0)
+            self.task_soft = _grow1(self.task_soft, hi, 0)
+            self.task_hard = _grow1(self.task_hard, hi, 0)
+
+    def _ensure_jobs(self, hi: int) -> None:
+        if hi > self.job_priority.size:
+            self.job_priority = _grow1(self.job_priority, hi, 0)
+            self.job_arrival = _grow1(self.job_arrival, hi, 0.0)
+            n0 = self.JT.shape[1]
+            self.JT = _grow2(self.JT, hi, 0)
+            self.JT[GK.JT_NODE, n0:] = -1
+            self.JT[GK.JT_ARC, n0:] = -1
+
+    def _class(self, mask: int) -> int:
+        c = self._class_of.get(mask)
+        if c is not None:
+            return c
+        c = len(self._class_of)
+        self._class_of[mask] = c
+        if c >= self.CT.shape[1]:
+            self.CT = _grow2(self.CT, c + 1, 0)
+            self._cdirty = _grow1(self._cdirty, self.CT.shape[1], 0)
+            self._starved = _grow1(self._starved, self.CT.shape[1], 0)
+        node = self.net.add_node(0)
+        self._roles(np.array([node]), ROLE_EC, np.array([c]))
+        ct = self.CT
+        ct[:, c] = 0
+        ct[GK.CT_NODE, c] = node
+        ct[GK.CT_MASK, c] = mask
+        if (mask & ~self.all_mask) == 0 and self.machine_rack is not None:
+            ct[GK.CT_FLAG, c] = GK.CF_FULL
+            self.net.add_arcs(np.full(self.rack_node.size, node), self.rack_node, 0, BIG)
+            return c
+        fit = np.flatnonzero((self.machine_mask & np.uint32(mask)) == np.uint32(mask)).astype(np.int64)
+        need = self._fit_used + fit.size
+        if need > self._fit_pool.size:
+            self._fit_pool = _grow1(self._fit_pool, need, 0)
+        self._fit_pool[self._fit_used : need] = fit
+        ct[GK.CT_FIT0, c] = self._fit_used
+        ct[GK.CT_FITN, c] = fit.size
+        self._fit_used = need
+        want_max = fit.size if self.ec_fanout <= 0 else min(fit.size, self.ec_fanout)
+        tcap = min(fit.size, 3 * want_max + 24)
+        need = self._t_used + tcap
+        if need > self._t_mach.size:
+            self._t_mach = _grow1(self._t_mach, need, 0)
+            self._t_arc = _grow1(self._t_arc, need, 0)
+        ct[GK.CT_T0, c] = self._t_used
+        ct[GK.CT_TCAP, c] = tcap
+        self._t_used = need
+        return c
+
+    def _arc_pos_for(self, net: FlowNetwork) -> np.ndarray:
+        """Position of each target arc in its class's target list (grown with the arc table)."""
+        if self._arc_pos.size < net.arc_capacity:
+            self._arc_pos = _grow1(self._arc_pos, net.arc_capacity, 0)
+        return self._arc_pos
+
+    def fits(self, mask: int) -> np.ndarray:
+        """Machines satisfying a hard-constraint mask."""
+        return np.flatnonzero((self.machine_mask & np.uint32(mask)) == np.uint32(mask))
+
+    # ---------------------------------------------------------------------------------------- jobs and tasks
+    def add_tasks(
+        self, job: int, tasks: np.ndarray, hard: np.ndarray, soft: np.ndarray, priority: int, arrival: float
+    ) -> None:
+        """Tasks of ``job`` enter the graph as waiting tasks, one node per group of interchangeable tasks."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        n = tasks.size
+        if n == 0:
+            return
+        hard = np.asarray(hard, dtype=np.uint32)
+        soft = np.asarray(soft, dtype=np.uint32)
+        self._ensure_tasks(int(tasks.max()) + 1)
+        self._ensure_jobs(job + 1)
+        net = self.net
+        JT = self.JT
+        if JT[GK.JT_ALIVE, job] == 0:
+            u = net.add_node(0)
+            self._roles(np.array([u]), ROLE_JOB, np.array([job]))
+            self.job_priority[job] = priority
+            self.job_arrival[job] = arrival
+            cost = (
+                self.unscheduled_base
+                + self.cm.max_task_cost()
+                + int(self.cm.unscheduled(self, np.array([job]), arrival)[0])
+                - self._g(arrival)
+            )
+            if self.frozen_clock:
+                if self._g0 is None:
+                    self._g0 = self._g(arrival)
+                cost += FROZEN_G + self._g0  # waiting stays dearer than any placement
+            else:
+                cost += self._g_applied
+            JT[:, job] = 0
+            JT[GK.JT_NODE, job] = u
+            JT[GK.JT_ARC, job] = net.add_arc(u, self.sink, int(cost), 0, 0)
+            JT[GK.JT_ALIVE, job] = 1
+            self._activate(job)
+        self.task_job[tasks] = job
+        self.task_hard[tasks] = hard
+        self.task_soft[tasks] = soft
+        # groups: same (hard, soft) masks, tasks in id order within each
+        key = (hard.astype(np.uint64) << np.uint64(32)) | soft.astype(np.uint64)
+        if n > 1:
+            order = np.argsort(key, kind="stable")
+            ks = key[order]
+            starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+        else:
+            order = np.zeros(1, dtype=np.int64)
+            starts = np.zeros(1, dtype=np.int64)
+        sizes = np.diff(np.append(starts, n))
+        ng = starts.size
+        pos = order[starts]  # first task of each group (its position in ``tasks``)
+        first = tasks[pos]
+        # task order pool
+        need = self._order_used + n
+        if need > self._order.size:
+            self._order = _grow1(self._order, need, 0)
+        self._order[self._order_used : need] = tasks[order]
+        gstart = self._order_used + starts
+        self._order_used = need
+        # group ids (recycled)
+        nfree = int(self.GM[GK.GM_NGFREE])
+        take = min(nfree, ng)
+        gids = np.empty(ng, dtype=np.int64)
+        if take:
+            gids[:take] = self._gfree[nfree - take : nfree]
+            self.GM[GK.GM_NGFREE] = nfree - take
+        if ng > take:
+            gids[take:] = np.arange(self._n_groups, self._n_groups + ng - take)
+            self._n_groups += ng - take
+            if self._n_groups > self.GT.shape[1]:
+                self.GT = _grow2(self.GT, self._n_groups, 0)
+                self._gfree = _grow1(self._gfree, self.GT.shape[1], 0)
+        nodes = net.add_nodes(sizes.astype(np.int64))
+        self._roles(nodes, ROLE_TASK, gids)
+        classes = np.array([self._class(int(q)) for q in hard[pos].tolist()], dtype=np.int64)
+        GT = self.GT
+        GT[GK.GT_NODE, gids] = nodes
+        GT[GK.GT_JOB, gids] = job
+        GT[GK.GT_CLASS, gids] = classes
+        GT[GK.GT_N, gids] = sizes
+        GT[GK.GT_START, gids] = gstart
+        GT[GK.GT_CUR, gids] = 0
+        np.add.at(self.CT[GK.CT_WAIT], classes, sizes)
+        GK.k_mark_classes(self.CT, self._cdirty, self.GM, classes)
+        JT[GK.JT_IN, job] += n
+        self.GM[GK.GM_JOBS] = 1
+        self.waiting_total += n
+        tcost = np.asarray(self.cm.task_cost(self, first), dtype=np.int64) + self.placement_cost
+        tails = [nodes, nodes]
+        heads = [np.full(ng, JT[GK.JT_NODE, job]), self.CT[GK.CT_NODE, classes]]
+        costs = [np.zeros(ng, dtype=np.int64), tcost]
+        caps = [sizes, sizes]
+        pref = self.cm.has_preferences(self, first)
+        for i in np.flatnonzero(pref).tolist():
+            ms = self._preferred(int(first[i]))
+            if ms.size:
+                tails.append(np.full(ms.size, nodes[i]))
+                heads.append(self.machine_node[ms])
+                costs.append(tcost[i] + self.cm.pair_cost(self, np.full(ms.size, first[i]), ms))
+                caps.append(np.full(ms.size, sizes[i]))
+        net.add_arcs(np.concatenate(tails), np.concatenate(heads), np.concatenate(costs), np.concatenate(caps))
+
+    def _activate(self, job: int) -> None:
+        n = int(self.GM[GK.GM_NACT])
+        if n + 1 > self._act.size:
+            self._act = _grow1(self._act, n + 1, 0)
+        if n and self._act[n - 1] > job:  # keep job-id order (fair shares break ties by it)
+            live = self._act[:n]
+            p = int(np.searchsorted(live, job))
+            self._act[p + 1 : n + 1] = live[p:n].copy()
+            self._act[p] = job
+        else:
+            self._act[n] = job
+        self.GM[GK.GM_NACT] = n + 1
+
+    def _preferred(self, t: int) -> np.ndarray:
+        """Up to ``max_arcs`` machines where task ``t`` is cheaper than on its aggregator (free ones first)."""
+        ms = self.fits(int(self.task_hard[t]))
+        if ms.size == 0:
+            return ms
+        pc = self.cm.pair_cost(self, np.full(ms.size, t), ms)
+        ms = ms[pc < 0]
+        if ms.size <= self.max_arcs:
+            return ms
+        pc = pc[pc < 0]
+        free = self.machine_free[ms] > 0
+        key = pc.astype(np.float64) - free * 1e15 + self.rng.random(ms.size)
+        return ms[np.argsort(key, kind="stable")[: self.max_arcs]]
+
+    # ---------------------------------------------------------------------------------------- machines
+    def set_free(self, machines: np.ndarray, free: np.ndarray) -> None:
+        """Record the machines' free slots (applied to the graph at the next :meth:`prepare`)."""
+        machines = np.asarray(machines, dtype=np.int64)
+        self.machine_free[machines] = free
+        GK.k_mark_machines(self._mflag, self._mdirty, self.GM, machines)
+
+    def fail_machines(self, machines: np.ndarray, failed: bool = True) -> None:
+        """Mark machines failed (prohibitive cost on ``M → S``) or repaired."""
+        machines = np.asarray(machines, dtype=np.int64)
+        self.machine_failed[machines] = failed
+        cost = np.asarray(self.cm.machine_cost(self, machines), dtype=np.int64)
+        cost = cost + np.where(self.machine_failed[machines], PROHIBITIVE, 0)
+        self.net.set_costs(self.machine_arc[machines], cost)
+        self.machine_cost[machines] = cost
+        self.GM[GK.GM_JOBS] = 1  # the fair shares' capacity changed
+
+    def finished_outside(self, tasks: np.ndarray, machines: np.ndarray) -> None:
+        """Running tasks (not in the graph) finished; their slots are free again, empty jobs leave."""
+        net = self.net
+        GK.k_finish(
+            net.N,
+            net.A,
+            net.H,
+            net.M,
+            net.FN,
+            net.FA,
+            net.DN,
+            self.JT,
+            self.GM,
+            self.machine_free,
+            self._mflag,
+            self._mdirty,
+            np.asarray(machines, dtype=np.int64),
+            self.task_job[np.asarray(tasks, dtype=np.int64)],
+        )
+
+    # ---------------------------------------------------------------------------------------- rounds
+    def prepare(self, now: float) -> None:
+        """Bring costs, bounds and aggregator arcs up to date for a round at ``now``."""
+        net = self.net
+        g = 0 if self.frozen_clock else self._g(now)
+        if g != self._g_applied:
+            GK.k_tick(
+                net.N,
+                net.A,
+                net.M,
+                net.DA,
+                self.JT,
+                self._act,
+                self.GM,
+                self.sink,
+                self.machine_arc,
+                g - self._g_applied,
+            )
+            self._g_applied = g
+        if self.GM[GK.GM_JOBS]:
+            capacity = int(self.machine_slots[~self.machine_failed].sum())
+            GK.k_jobs(
+                net.N, net.A, net.H, net.M, net.DN, net.DA, self.JT, self._act, self.GM, capacity, self.cm.fair_shares
+            )
+        self._machines()
+        self._refresh()
+
+    def _machines(self) -> None:
+        net = self.net
+        nmd = int(self.GM[GK.GM_NMD])
+        if nmd == 0:
+            return
+        if self._machine_costs_vary:
+            ms = np.sort(self._mdirty[:nmd])
+            cost = np.asarray(self.cm.machine_cost(self, ms), dtype=np.int64)
+            cost = cost + np.where(self.machine_failed[ms], PROHIBITIVE, 0)
+            ch = cost != self.machine_cost[ms]
+            if ch.any():
+                net.set_costs(self.machine_arc[ms[ch]], cost[ch])
+                self.machine_cost[ms[ch]] = cost[ch]
+        GK.k_machines(
+            net.N,
+            net.A,
+            net.H,
+            net.M,
+            net.DN,
+            net.DA,
+            self.GM,
+            self.CT,
+            self._cdirty,
+            self._starved,
+            self.node_role,
+            self.node_ref,
+            ROLE_EC,
+            self.machine_free,
+            self._mmask,
+            self.machine_arc,
+            self._wasfree,
+            self._mflag,
+            self._fpos,
+            self._mdirty,
+            self._free_list,
+            self._freed,
+            True,
+            net.FA,
+            self._t_mach,
+            self._t_arc,
+            self._arc_pos_for(net),
+        )
+
+    def _refresh(self) -> int:
+        """Class targets (see the module docstring); returns the number of arcs added."""
+        added = 0
+        while self.GM[GK.GM_NCD]:
+            net = self.net
+            room = 64 + (self.ec_fanout if self.ec_fanout > 0 else self.machine_mask.size)
+            r = GK.k_refresh(
+                net.N,
+                net.A,
+                net.H,
+                net.M,
+                net.FA,
+                net.DN,
+                net.DA,
+                self.GM,
+                self.CT,
+                self._cdirty,
+                self._starved,
+                self._fit_pool,
+                self._t_mach,
+                self._t_arc,
+                self._scratch,
+                self.machine_node,
+                self.machine_arc,
+                self._mmask,
+                self._wasfree,
+                self.machine_slots,
+                self._free_list,
+                self._freed,
+                self._arc_pos_for(net),
+                self.ec_fanout,
+                self.spare,
+                0,
+            )
+            if r >= 0:
+                added += r
+                break
+            net._reserve_arcs(net.arc_capacity + room)  # grow, then go on where it stopped
+        return added
+
+    def unserved(self) -> bool:
+        """Some class has waiting tasks and may still reach free machines (worth another pass now)."""
+        return bool(GK.k_unserved(self.CT, self._cdirty, self.GM))
+
+    def solve(self, solver: Solver) -> SolveResult:
+        return solver.solve(self.net)
+
+    def place(self) -> tuple[np.ndarray, np.ndarray]:
+        """Commit the current flow's placements: (tasks, machines); they leave the graph (see ``k_place``)."""
+        net = self.net
+        cap = net.node_capacity
+        if self._cursor.size < cap:
+            self._cursor = np.full(cap, -2, dtype=np.int64)
+            self._touched = np.zeros(cap, dtype=np.int64)
+        if self._used.size < net.arc_capacity:
+            self._used = np.zeros(net.arc_capacity, dtype=np.int64)
+        if self.node_role.size < cap:
+            self._roles(np.zeros(0, dtype=np.int64), ROLE_SINK, np.zeros(0, dtype=np.int64))
+        tasks, machines = GK.k_place(
+            net.N,
+            net.A,
+            net.H,
+            net.M,
+            net.FN,
+            net.FA,
+            net.DN,
+            net.DA,
+            self.GM,
+            self.CT,
+            self._cdirty,
+            self.JT,
+            self.GT,
+            self._order,
+            self.node_role,
+            self.node_ref,
+            ROLE_TASK,
+            self._cursor,
+            self._used,
+            self._touched,
+            self.machine_node,
+            self.machine_arc,
+            self.machine_free,
+            self._mflag,
+            self._mdirty,
+            self._gfree,
+        )
+        self.waiting_total -= int(tasks.size)
+        return tasks, machines
+
+    def pass_again(self) -> bool:
+        """After a pass that placed tasks: update machines and class targets; True if another pass may help."""
+        if not self.unserved():
+            self._machines()
+            return False
+        self._machines()
+        return self._refresh() > 0
+
+    # ---------------------------------------------------------------------------------------- queries
+    @property
+    def jobs(self) -> np.ndarray:
+        """Jobs in the graph (waiting or running tasks), in id order."""
+        a = self._act[: int(self.GM[GK.GM_NACT])]
+        return a[self.JT[GK.JT_ALIVE, a] == 1]
+
+    @property
+    def job_in_graph(self) -> np.ndarray:
+        return self.JT[GK.JT_IN]
+
+    @property
+    def job_running(self) -> np.ndarray:
+        return self.JT[GK.JT_RUN]
+
+    def class_waiting(self) -> dict[int, int]:
+        """Waiting units per hard-constraint mask."""
+        return {q: int(self.CT[GK.CT_WAIT, c]) for q, c in self._class_of.items()}
+
+
+__all__ = ["CompiledGraph", "K"]
