@@ -78,7 +78,7 @@ def test_rounds_are_an_interval_apart_and_batch_arrivals() -> None:
 
 
 def test_completions_since_the_last_round_are_applied_together() -> None:
-    s, port, rec = _sched(np.zeros(2), interval=1.0, verify=True)
+    s, port, _ = _sched(np.zeros(2), interval=1.0, verify=True)
     s.on_message(_job(0, [0, 1, 2, 3]), 0.0)
     s.on_timer("round", 0.0)
     first = _launched(port)
