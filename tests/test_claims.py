@@ -17,7 +17,7 @@ def test_builders_hold_fail_and_unmeasured():
     bad = C.at_least("b", "Fig. 1", "x at least 10x", 4.3, 10.0, paper="≥ 10×", why_not="PigeonC is milder")
     assert bad.holds is False and bad.explanation == "PigeonC is milder"
     none = C.at_least("c", "Fig. 1", "x", None, 10.0, paper="≥ 10×", why_not="w")
-    assert none.holds is None and none.explanation == C.NOT_MEASURED and none.measured == "-"
+    assert none.holds is None and none.explanation == C.NOT_MEASURED and none.measured == C.MISSING
     nan = C.at_most("d", "Fig. 1", "x", float("nan"), 1.0, paper="≤ 1")
     assert nan.holds is None
     unexplained = C.at_most("e", "Fig. 1", "x", 2.0, 1.0, paper="≤ 1")

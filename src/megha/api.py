@@ -167,6 +167,7 @@ CLI_FLAGS = {
     "network_delay": "--network-delay",
     "max_jobs": "--max-jobs",
     "load_scale": "--load-scale",
+    "processing_model": "--processing",
     "options": "--opt",
 }
 

@@ -166,6 +166,12 @@ DephaseOpt = Annotated[bool, typer.Option("--dephase/--no-dephase", help="+0.01 
 DelayOpt = Annotated[float, typer.Option("--network-delay", help="one-way network delay (s)")]
 MaxJobsOpt = Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")]
 LoadOpt = Annotated[float, typer.Option("--load-scale", help="compress inter-arrival times by this factor")]
+ProcessingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--processing", help="processing costs: none (default) or measured (the real components' CPU cost per message)"
+    ),
+]
 OutOpt = Annotated[
     Path | None, typer.Option("--out", help="output directory (default megha-out/SCHEDULER); must be empty or new")
 ]
@@ -256,6 +262,7 @@ def simulate(
     network_delay: DelayOpt = 0.0005,
     max_jobs: MaxJobsOpt = None,
     load_scale: LoadOpt = 1.0,
+    processing: ProcessingOpt = None,
     out: OutOpt = None,
     force: ForceOpt = False,
     csv: CsvOpt = False,
@@ -297,8 +304,9 @@ def simulate(
         "network_delay": network_delay,
         "max_jobs": max_jobs,
         "load_scale": load_scale,
+        "processing_model": processing,
     }
-    params = {"truncate_durations": "truncate"}
+    params = {"truncate_durations": "truncate", "processing_model": "processing"}
     # a --config file's setting stands unless the option was given on the command line
     kw = {k: v for k, v in given.items() if k not in base or _on_command_line(ctx, params.get(k, k))}
     kw["options"] = {**base.get("options", {}), **parse_opts(opt)}
@@ -344,6 +352,7 @@ def compare(
     constraints: ConstraintsOpt = True,
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")] = 1000,
     load_scale: LoadOpt = 1.0,
+    processing: ProcessingOpt = None,
     out: Annotated[Path, typer.Option("--out", help="output directory; must be new or empty (see --force)")] = Path(
         "megha-compare"
     ),
@@ -379,6 +388,7 @@ def compare(
         "constraints": constraints,
         "max_jobs": max_jobs,
         "load_scale": load_scale,
+        **({"processing_model": processing} if processing is not None else {}),
     }
     try:
         names = default_compare(schedulers)

@@ -6,7 +6,7 @@ Every run writes its fully resolved configuration (with defaults and scheduler o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -47,6 +47,11 @@ class RunConfig(BaseModel):
     )
     processing_per_item: dict[str, float] = Field(
         default_factory=dict, description="extra processing cost (s) per task in a message, by component kind"
+    )
+    processing_model: Literal["none", "measured"] = Field(
+        "none",
+        description="per-message processing costs: 'none', or 'measured' (the CPU costs measured on the real "
+        "components, shipped in megha/data/processing_costs.json; processing entries above override them by kind)",
     )
     max_jobs: int | None = Field(None, ge=1, description="use only the first N jobs of the trace")
     load_scale: float = Field(1.0, gt=0, description="divide inter-arrival times by this factor")

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from megha.metrics import format as F
+
 
 @dataclass
 class Claim:
@@ -43,39 +45,29 @@ class Claim:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
 
 
-# --- formatting --------------------------------------------------------------------------------------------------
+# --- formatting (megha.metrics.format, the project's one formatter) ------------------------------------------------
+MISSING = F.MISSING
+
+
 def fmt_seconds(x: float | None) -> str:
-    """1.5 ms, 12.3 s, 6,953 s, 1.2e+05 s (the same look as the compare tables)."""
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    a = abs(x)
-    if a == 0:
-        return "0 s"
-    if a < 1e-3:
-        return f"{x * 1e6:.0f} µs"
-    if a < 1:
-        return f"{x * 1e3:.3g} ms"
-    if a < 100:
-        return f"{x:.3g} s"
-    if a < 1e6:
-        return f"{x:,.0f} s"
-    return f"{x:.3g} s"
+    """A duration in the unit that reads best (1.5 ms, 12.3 s, 23.6 min)."""
+    return F.duration(_num(x))
 
 
 def fmt_ratio(x: float | None) -> str:
-    if x is None or not math.isfinite(x):
-        return "-"
-    return f"{x:.3g}×" if x < 1000 else f"{x:,.0f}×"
+    """A ratio: ``13.9×``."""
+    v = _num(x)
+    return MISSING if v is None else f"{F.number(v)}×"
 
 
 def fmt_pct(x: float | None) -> str:
-    return "-" if x is None or not math.isfinite(x) else f"{x:.0f} %"
+    """A value already in per cent: ``21 %``."""
+    v = _num(x)
+    return MISSING if v is None else f"{F.number(v, 2)} %"
 
 
 def fmt_number(x: float | None) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "-"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    return F.number(_num(x))
 
 
 def _num(x: Any) -> float | None:
@@ -219,13 +211,8 @@ def is_true(
 ) -> Claim:
     """Holds when ``measured`` is true (a qualitative claim); ``measured_text`` says what was seen."""
     m = None if measured is None else bool(measured)
-    text = measured_text if measured_text is not None else ("-" if m is None else ("yes" if m else "no"))
+    text = measured_text if measured_text is not None else (MISSING if m is None else ("yes" if m else "no"))
     return _finish(Claim(id, figure, claim, paper, text, tolerance, m, value=m), why_not, note)
-
-
-def quick_note(ctx: Any) -> str:
-    """A note for claims measured on a ``--quick`` run."""
-    return "(quick run: a smaller version; the full run is the reference)" if getattr(ctx, "quick", False) else ""
 
 
 # --- summaries and tables ----------------------------------------------------------------------------------------

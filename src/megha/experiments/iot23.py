@@ -590,7 +590,7 @@ def iot23_claims(doc: dict, ctx, fig: str) -> list:
                     f"{name}: {who.split('_')[0]}'s p99 delay 3 to 6 orders of magnitude above its median (Finding 2)",
                     None if orders is None else 2.5 <= orders < 6.5,
                     paper="3–6 orders",
-                    measured_text="-" if orders is None else f"{orders:.1f} orders",
+                    measured_text=C.MISSING if orders is None else f"{orders:.1f} orders",
                     tolerance="rounds to 3–6",
                     why_not=f"the median is the {C.fmt_seconds(d[who]['p50'])} of an uncontended placement (three "
                     "0.5 ms hops), so any p99 above ~5,000 s is more than six orders above it; the paper's own "
@@ -607,7 +607,7 @@ def iot23_claims(doc: dict, ctx, fig: str) -> list:
                     f"{name}: Megha's mean utilization higher than PigeonC's ({key})",
                     None if v is None else v < 1.0,
                     paper="PigeonC / Megha < 1 (Finding 3)",
-                    measured_text="-" if v is None else f"{v:.4f}",
+                    measured_text=C.MISSING if v is None else f"{v:.4f}",
                     tolerance="< 1",
                     why_not=(
                         "utilization is the work running at each instant: a job's delay here comes from its last "
@@ -617,7 +617,7 @@ def iot23_claims(doc: dict, ctx, fig: str) -> list:
                         "task, the same for both; "
                     )
                     + WHY_MILD_PIGEONC
-                    + f" (reference weights: {f9.get('reference weights, ' + key, float('nan')):.4f})",
+                    + f" (reference weights: {C.fmt_number(f9.get('reference weights, ' + key))})",
                 )
             )
         um = [runs[f"Megha_{p}"]["utilization_mean"] for p, _ in POLICIES]
@@ -632,7 +632,7 @@ def iot23_claims(doc: dict, ctx, fig: str) -> list:
                 diff,
                 0.5,
                 paper="< 0.5 %",
-                fmt=lambda x: "-" if x is None else f"{x:.2g} points",
+                fmt=lambda x: C.MISSING if x is None else f"{x:.2g} points",
                 why_not="the two policies place different tasks first when the datacenter is saturated",
             )
         )

@@ -149,7 +149,7 @@ def _load_all() -> None:
     import megha.experiments as pkg
 
     for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name not in ("registry", "cli", "claims", "check"):
+        if mod.name not in ("registry", "cli", "claims"):
             importlib.import_module(f"megha.experiments.{mod.name}")
     _loaded = True
 

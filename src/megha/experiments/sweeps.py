@@ -429,7 +429,7 @@ def gm_lm_claims(doc: dict) -> list:
                 text,
                 holds,
                 paper="as stated (§VI-D)",
-                measured_text="-"
+                measured_text=C.MISSING
                 if f is None
                 else (f"{f[0]}/{f[1]} pairs lower or equal" if want_all else f"{f[1] - f[0]}/{f[1]} pairs higher"),
                 tolerance="every pair of neighbouring configurations",

@@ -86,7 +86,7 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "utilization_mean": utilization["mean"],
         "utilization": utilization,
         "starvation": starvation,
-        "processing_model": processing_model(res.config),
+        "processing_model": processing_model(res),
         "makespan": t1 - t0,
         "simulated_seconds": res.end_time,
         "events": res.events,
@@ -101,17 +101,15 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return _clean(doc), jobs
 
 
-def processing_model(cfg) -> dict[str, Any]:
+def processing_model(res: RunResult) -> dict[str, Any]:
     """Which per-message processing-cost model a run used, in words and numbers (``summary.json``, compare)."""
-    base = dict(cfg.processing)
-    per = dict(cfg.processing_per_item)
-    name = getattr(cfg, "processing_model", None) or ("custom" if (any(base.values()) or any(per.values())) else "none")
-    words = {
-        "none": "none: decisions take no simulated time (only network delays)",
-        "custom": "custom: per-message costs given in the run configuration",
-        "measured": "measured: per-message and per-task CPU costs of the real components (megha.data)",
-    }
-    return {"name": name, "description": words.get(name, name), "base": base, "per_item": per}
+    from megha.metrics.processing import effective_costs
+
+    try:
+        base, per, info = effective_costs(res.config, res.datacenter.n_workers)
+    except KeyError:  # not measured: the runner refuses such runs, so only a hand-made result gets here
+        base, per, info = {}, {}, {"name": "measured", "description": "measured (no table entry)"}
+    return {**info, "base": base, "per_item": per}
 
 
 def _clean(x: Any) -> Any:

@@ -16,6 +16,7 @@ import numpy as np
 
 from megha.config import RunConfig
 from megha.errors import InputError, SimulationError
+from megha.metrics.processing import effective_costs
 from megha.metrics.recorder import TaskRecorder
 from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
@@ -30,11 +31,14 @@ def simulate(
     cfg: RunConfig,
     progress: Callable[[float, int, int], None] | None = None,
     actions: list[tuple[float, Callable]] | None = None,
+    *,
+    instrument: Callable[[Engine], None] | None = None,
 ) -> RunResult:
     """Run one simulation. ``progress(now, done, total)`` is called periodically during long runs.
 
     ``actions`` are ``(time, fn(engine, deployment, now))`` callbacks run at simulated times — the hook for
-    fault injection in tests and experiments.
+    fault injection in tests and experiments. ``instrument(engine)`` is called once the scheduler is built, before
+    anything runs (profilers: :class:`megha.metrics.processing.Profiler`).
     """
     t_wall = time.perf_counter()
     spec = registry.get(cfg.scheduler)
@@ -43,7 +47,7 @@ def simulate(
         raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
     registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
     workload, dc = load_inputs(cfg)
-    return simulate_inputs(cfg, workload, dc, progress, actions, t_wall)
+    return simulate_inputs(cfg, workload, dc, progress, actions, t_wall, instrument=instrument)
 
 
 def simulate_inputs(
@@ -53,6 +57,8 @@ def simulate_inputs(
     progress: Callable[[float, int, int], None] | None = None,
     actions: list[tuple[float, Callable]] | None = None,
     t_wall: float | None = None,
+    *,
+    instrument: Callable[[Engine], None] | None = None,
 ) -> RunResult:
     """:func:`simulate` for a workload and datacenter already in memory (``cfg``'s trace and datacenter fields
     are then only labels): the scheduler, options, seed, delays and timeouts still come from ``cfg``."""
@@ -69,7 +75,14 @@ def simulate_inputs(
     if cfg.worker_report_delay != cfg.network_delay:
         links[("worker", "*")] = cfg.worker_report_delay
     delay_model = DelayModel(network_delay=cfg.network_delay, links=links)
-    processing = ProcessingModel(base=dict(cfg.processing), per_item=dict(cfg.processing_per_item))
+    try:
+        base, per_item, _ = effective_costs(cfg, dc.n_workers)
+    except KeyError:
+        raise InputError(
+            f"processing_model='measured': no measured costs for {cfg.scheduler!r} "
+            "(benchmarks/measure_processing.py measures them)"
+        ) from None
+    processing = ProcessingModel(base=base, per_item=per_item)
     engine = Engine(
         seed=int(stream(cfg.seed, STREAM_ENGINE).integers(2**63)),
         delay_model=delay_model,
@@ -104,6 +117,8 @@ def simulate_inputs(
         def cb(now: float) -> None:
             progress(now, n_feasible - rec.outstanding, n_feasible)
 
+    if instrument is not None:
+        instrument(engine)
     if n_feasible:
         engine.run(progress=cb)
     reason = watchdog.reason

@@ -76,8 +76,7 @@ def service_time_claims(doc: dict) -> list:
     def m(lab, load):
         return res.get(lab, {}).get(str(load), {}).get("mean")
 
-    def ms(x):
-        return "-" if x is None else f"{1000 * x:.3g} ms"
+    ms = C.fmt_seconds
 
     return [
         C.is_true(
@@ -178,8 +177,7 @@ def burst_claims(doc: dict) -> list:
     ch = doc.get("checks", {})
     res = doc.get("results", {})
 
-    def ms(x):
-        return "-" if x is None else f"{1000 * x:.3g} ms"
+    ms = C.fmt_seconds
 
     out = [
         C.is_true(
