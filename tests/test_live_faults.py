@@ -115,7 +115,6 @@ def test_malformed_messages_are_rejected_and_services_stay_up():
     async def garbage(dep, cl):
         tr = dep.transport("attacker")
         await tr.start()
-        subj = cl.rt.subject
         lay = dep.layout
         bad = [
             b"\x00\x01garbage",
@@ -147,7 +146,7 @@ def test_malformed_messages_are_rejected_and_services_stay_up():
         ]
         for data in bad:
             for addr in (lay.gm_address(0), lay.lm_address(0), "megha/host/h0"):
-                tr.publish(subj(addr), data)
+                tr.publish_durable(cl.rt.inbox_subject(addr), data)
         await asyncio.sleep(0.05)
         cl.counters["garbage_sent"] += len(bad)
 

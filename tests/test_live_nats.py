@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,7 +38,9 @@ def _free_port() -> int:
 
 def _start_nats(port: int) -> subprocess.Popen:
     p = subprocess.Popen(
-        [NATS, "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [NATS, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(Path(tempfile.gettempdir()) / f"megha-js-{port}")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     end = time.monotonic() + 5
     while not supervisor.port_open("127.0.0.1", port):
@@ -91,7 +94,8 @@ def test_inprocess_services_over_nats_with_garbage_and_broker_restart():
             tr = make_transport(cfg, "attacker")
             await tr.start()
             for addr in (layout.gm_address(0), layout.lm_address(1), "megha/host/h1", "events"):
-                tr.publish(cl.rt.subject(addr), b"\xc1not msgpack")
+                tr.publish_durable(cl.rt.inbox_subject(addr), b"\xc1not msgpack")
+            await tr.flush()
             await tr.close()
             # broker restart between runs: every connection reconnects by itself
             nonlocal broker

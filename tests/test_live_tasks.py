@@ -31,7 +31,7 @@ def test_command_tasks_capture_output_and_report_exit_codes(tmp_path: Path):
         broker={"kind": "inproc"},
         datacenter={"workers": 20, "constraints": False},
         megha={"gms": 1, "lms": 2},
-        workers={"hosts": 1, "output_dir": str(tmp_path)},
+        workers={"hosts": 1, "output_dir": str(tmp_path), "allowed_commands": ["sh"]},
         ha={"lm_standby": False},
     )
     res, run = asyncio.run(_run_job(cfg, 4, 0.1, "command", "sh -c 'echo out-{task}; exit {task}'"))
@@ -49,7 +49,7 @@ def test_missing_command_is_a_reported_failure():
         broker={"kind": "inproc"},
         datacenter={"workers": 10, "constraints": False},
         megha={"gms": 1, "lms": 1},
-        workers={"hosts": 1},
+        workers={"hosts": 1, "allowed_commands": ["/no/such/program"]},
         ha={"lm_standby": False},
     )
     res, run = asyncio.run(_run_job(cfg, 2, 0.1, "command", "/no/such/program {task}"))

@@ -81,7 +81,7 @@ async def _ready(cfg, timeout: float) -> list[str]:
     from megha.live.client import LiveClient
     from megha.live.deploy import layout_of, make_transport
 
-    cl = LiveClient(cfg, make_transport(cfg, "cli", give_up_after=timeout), layout_of(cfg))
+    cl = LiveClient(cfg, make_transport(cfg, "cli", give_up_after=timeout, role="client"), layout_of(cfg))
     await cl.start()
     try:
         await cl.wait_ready(timeout)
@@ -96,35 +96,62 @@ async def _ready(cfg, timeout: float) -> list[str]:
 def up_cmd(
     config: ConfigOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait until ready")] = 60.0,
+    broker: Annotated[
+        str | None,
+        typer.Option("--broker", help="join this running NATS broker (JetStream on) instead of starting one"),
+    ] = None,
 ) -> None:
-    """Start a whole local deployment (nats-server when installed, LMs, GMs, worker hosts) in the background."""
+    """Start a whole local deployment (nats-server with generated credentials, LMs, GMs, worker hosts)."""
     from megha.live import supervisor
+    from megha.live.transport import NoBrokerError
 
     cfg = _cfg(config)
     if cfg.broker.kind != "nats":
         console.print("[red]error:[/] `up` runs processes over NATS; use `megha live run` for the in-process bus")
         raise typer.Exit(2)
-    if supervisor.nats_server_binary(cfg) is None and cfg.broker.start_server:
-        console.print(
-            f"[yellow]nats-server is not installed[/] (apt-get install -y nats-server): "
-            f"expecting a broker at {cfg.broker.resolved_url()}"
-        )
+    if broker:
+        cfg = cfg.model_copy(update={"broker": cfg.broker.model_copy(update={"url": broker, "start_server": False})})
+        path = Path(cfg.state_dir) / "deployment.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(cfg.model_dump_json())
+        config = str(path)
+    elif cfg.broker.start_server:
+        b = cfg.broker
+        if supervisor.nats_server_binary(cfg) is None:
+            console.print(
+                "[red]error:[/] nats-server is not installed (apt-get install -y nats-server); or --broker URL"
+            )
+            raise typer.Exit(2)
+        if supervisor.port_open(b.bind, b.port):
+            console.print(
+                f"[red]error:[/] port {b.bind}:{b.port} is already in use; stop what listens there, choose another "
+                f"broker.port, or join a running broker with --broker URL",
+                highlight=False,
+            )
+            raise typer.Exit(2)
     try:
         pid = supervisor.launch(cfg, config)
     except RuntimeError as e:
         console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2) from None
     t = time.perf_counter()
-    probs = asyncio.run(_ready(cfg, timeout))
+    try:
+        probs = asyncio.run(_ready(cfg, timeout))
+    except NoBrokerError as e:
+        probs = [str(e)]
+    err = Path(cfg.state_dir) / "supervisor.error"
+    if err.exists():
+        probs = [err.read_text()]
     if probs:
         console.print(f"[red]deployment not ready after {timeout:.0f} s:[/] {probs[0]}  (logs: {cfg.state_dir}/logs)")
+        supervisor.terminate(cfg)
         raise typer.Exit(3)
     m = cfg.megha
     console.print(
         f"up in {time.perf_counter() - t:.1f} s: {m.gms} GMs, {m.lms} LMs"
         f"{' (+ standbys)' if cfg.ha.lm_standby else ''}, {cfg.workers.hosts} worker hosts, "
         f"{cfg.datacenter.workers} workers; broker {cfg.broker.resolved_url()}; supervisor pid {pid}; "
-        f"logs in {cfg.state_dir}/logs"
+        f"credentials and logs in {cfg.state_dir}/"
     )
 
 
@@ -144,51 +171,62 @@ async def _collect_status(cfg, seconds: float):
     from megha.live.client import LiveClient
     from megha.live.deploy import layout_of, make_transport
 
-    cl = LiveClient(cfg, make_transport(cfg, "status", give_up_after=5.0), layout_of(cfg))
+    cl = LiveClient(cfg, make_transport(cfg, "status", give_up_after=8.0, role="client"), layout_of(cfg))
     await cl.start()
     await asyncio.sleep(seconds)
     await cl.close()
     return cl.statuses
 
 
+def _no_broker(e: Exception) -> None:
+    console.print(f"[red]error:[/] {e}", highlight=False)
+    raise typer.Exit(3)
+
+
 def render_status(statuses: dict, cfg) -> object:
-    """A table of the services' latest reports."""
+    """A table of every expected service and the tasks in flight."""
     from rich.table import Table
 
+    from megha.live.health import evaluate
+
+    doc = evaluate(cfg, statuses)
     now = time.time()
-    t = Table(title=f"megha live: {cfg.name}")
-    for col in ("service", "role", "age", "queue / running", "utilization", "details"):
+    t = Table(title=f"megha live: {cfg.name} ({'healthy' if doc['healthy'] else 'UNHEALTHY'})")
+    for col in ("service", "state", "role", "last seen", "queue / running", "details"):
         t.add_column(col)
-    total_workers = 0
-    busy = 0
-    for key in sorted(statuses):
-        s = statuses[key]
-        age = now - s.t
-        if age > 5:
-            continue
-        i = s.info
-        c = i.get("counters", {})
-        if s.kind == "gm":
-            q = f"queue {i.get('queue')} / placed {i.get('placed_running')}"
-            util = ""
-            det = f"synced {i.get('synced')}/{i.get('lms')}, view free {i.get('view_free')}"
-        elif s.kind == "lm":
-            q = f"running {i.get('running')}"
-            if s.role == "active":
-                total_workers += i.get("workers", 0)
-                busy += i.get("busy_workers", 0)
-            util = f"{100 * i.get('busy_workers', 0) / max(i.get('workers', 1), 1):.0f}%"
-            det = (
-                f"hosts {i.get('hosts_alive')}/{i.get('hosts_known')}, down {i.get('down_workers')}, "
-                f"relaunched {c.get('tasks_relaunched', 0)}, inconsistencies {c.get('inconsistencies', 0)}"
-            )
-        else:
-            q = f"running {i.get('running')}"
-            util = f"{100 * i.get('running', 0) / max(i.get('workers', 1), 1):.0f}%"
-            det = f"finished {c.get('tasks_finished', 0)}, failed {c.get('tasks_failed', 0)}"
-        t.add_row(s.src, s.role, f"{age:.1f}s", q, util, det)
-    if total_workers:
-        t.caption = f"datacenter utilization {100 * busy / total_workers:.1f}% ({busy}/{total_workers} workers busy)"
+    latest = {}
+    for s in statuses.values():
+        inst = (s.src, s.info.get("pid"), s.info.get("instance"))
+        if inst not in latest or latest[inst].t < s.t:
+            latest[inst] = s
+    by_pid_src = {(s.info.get("pid"), s.src): s for s in latest.values() if now - s.t < 3}
+    for e in doc["services"]:
+        s = next((x for (pid, _), x in by_pid_src.items() if pid == e["pid"] and x.kind == e["kind"]), None)
+        q = det = ""
+        if s is not None:
+            i = s.info
+            c = i.get("counters", {})
+            if s.kind == "gm":
+                q = f"queue {i.get('queue')} / placed {i.get('placed_running')}"
+                det = f"synced {i.get('synced')}/{i.get('lms')}, in flight {i.get('in_flight')}, stuck {i.get('stuck')}"
+            elif s.kind == "lm":
+                q = f"running {i.get('running')}"
+                det = (
+                    f"hosts {i.get('hosts_alive')}/{i.get('hosts_known')}, down workers {i.get('down_workers')}, "
+                    f"relaunched {c.get('tasks_relaunched', 0)}, inconsistencies {c.get('inconsistencies', 0)}"
+                )
+            else:
+                q = f"running {i.get('running')}"
+                det = f"finished {c.get('tasks_finished', 0)}, failed {c.get('tasks_failed', 0)}"
+        seen = "never" if e["last_seen"] is None else f"{e['last_seen']:.1f}s ago"
+        color = {"up": "green", "down": "red", "deposed": "yellow"}[e["state"]]
+        t.add_row(e["name"], f"[{color}]{e['state']}[/]", e["role"], seen, q, det)
+    tk = doc["tasks"]
+    t.caption = (
+        f"tasks in flight {tk['in_flight']} (<1s {tk['age_1s']}, <10s {tk['age_10s']}, <60s {tk['age_60s']}, "
+        f"older {tk['age_older']}); stuck {tk['stuck']}; runs lost and waiting {doc['lost']['relaunch_pending']}"
+        + ("" if doc["healthy"] else "; problems: " + "; ".join(doc["problems"][:5]))
+    )
     return t
 
 
@@ -196,24 +234,26 @@ def render_status(statuses: dict, cfg) -> object:
 def status_cmd(
     config: ConfigOpt = None,
     watch: Annotated[bool, typer.Option("--watch", "-w", help="refresh until Ctrl-C")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="print the raw reports")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print the health document as JSON")] = False,
 ) -> None:
-    """Show the deployment: GMs (queues, sync), LMs (running tasks, hosts, roles), worker hosts."""
+    """Every service the deployment should have (up / down / deposed, last seen), tasks in flight by age, stuck
+    and lost tasks. Exit code 1 when the deployment is unhealthy, 3 when no broker is reachable."""
+    from megha.live.health import evaluate
+    from megha.live.transport import NoBrokerError
+
     cfg = _cfg(config)
-    if json_out:
-        st = asyncio.run(_collect_status(cfg, 1.2))
-        out_console.print_json(
-            json.dumps(
-                {k: {"src": s.src, "kind": s.kind, "role": s.role, "t": s.t, "info": s.info} for k, s in st.items()}
-            )
-        )
-        return
     if not watch:
-        st = asyncio.run(_collect_status(cfg, 1.2))
-        if not st:
-            console.print("no service reported (is the deployment up?)")
-            raise typer.Exit(3)
-        out_console.print(render_status(st, cfg))
+        try:
+            st = asyncio.run(_collect_status(cfg, 1.5))
+        except NoBrokerError as e:
+            _no_broker(e)
+        doc = evaluate(cfg, st)
+        if json_out:
+            out_console.print_json(json.dumps(doc))
+        else:
+            out_console.print(render_status(st, cfg))
+        if not doc["healthy"]:
+            raise typer.Exit(1)
         return
     from rich.live import Live
 
@@ -221,15 +261,18 @@ def status_cmd(
         from megha.live.client import LiveClient
         from megha.live.deploy import layout_of, make_transport
 
-        cl = LiveClient(cfg, make_transport(cfg, "status"), layout_of(cfg))
+        cl = LiveClient(cfg, make_transport(cfg, "status", give_up_after=8.0, role="client"), layout_of(cfg))
         await cl.start()
         with Live(render_status({}, cfg), console=out_console, refresh_per_second=2) as live:
             while True:
                 await asyncio.sleep(0.5)
                 live.update(render_status(cl.statuses, cfg))
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(loop())
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(loop())
+    except NoBrokerError as e:
+        _no_broker(e)
 
 
 def _print_result(doc: dict, out: Path | None) -> None:
@@ -269,7 +312,7 @@ async def _submit(
         dep = await LocalDeployment(cfg, layout=layout).start()
         transport = dep.transport("client")
     else:
-        transport = make_transport(cfg, "client", give_up_after=10.0)
+        transport = make_transport(cfg, "client", give_up_after=10.0, role="client")
     cl = LiveClient(cfg, transport, layout)
     await cl.start()
     try:
@@ -288,11 +331,18 @@ async def _submit(
 def _submit_and_report(
     cfg, trace, compress, max_jobs, tasks, duration, command, kind, out, compare, stall, in_process
 ) -> None:
+    from megha.live.transport import NoBrokerError
     from megha.metrics.report import render_compare_table, summarize, write_run
 
     if command and kind == "sleep":
         kind = "command"
-    res = asyncio.run(_submit(cfg, trace, compress, max_jobs, tasks, duration, command, kind, stall, in_process))
+    try:
+        res = asyncio.run(_submit(cfg, trace, compress, max_jobs, tasks, duration, command, kind, stall, in_process))
+    except NoBrokerError as e:
+        _no_broker(e)
+    except TimeoutError as e:
+        console.print(f"[red]error:[/] {e}", highlight=False)
+        raise typer.Exit(3) from None
     if compare:
         from megha.live.compare import compare_live_and_sim
 
@@ -377,4 +427,12 @@ def bench_cmd(
     if mode not in ("nats", "procs", "inproc"):
         console.print("[red]error:[/] --mode must be nats, procs or inproc")
         raise typer.Exit(2)
-    main([float(r) for r in rates.split(",")], seconds, mode, per_job)
+    try:
+        rs = [float(r) for r in rates.split(",")]
+    except ValueError:
+        console.print(f"[red]error:[/] --rates must be comma-separated numbers (tasks/s), not {rates!r}")
+        raise typer.Exit(2) from None
+    if not rs or any(not r > 0 for r in rs) or not seconds > 0 or per_job < 1:
+        console.print("[red]error:[/] --rates and --seconds must be > 0 and --tasks-per-job >= 1")
+        raise typer.Exit(2)
+    main(rs, seconds, mode, per_job)

@@ -12,7 +12,8 @@ Faults handled here: when a GM restarts (new incarnation in its status), the tas
 never started are submitted to it again once it has rebuilt its view (it is stateless; the client is the
 owner of the work, paper §IV-D), and completions the GM could not learn while it was down are taken as known
 when it has rebuilt its view (or, at the latest, ``orphan_grace`` seconds after the worker reported them). A GM
-silent for ``gm_dead_after`` seconds gets no new jobs, and its unstarted tasks go to another GM. A task whose
+silent for ``gm_dead_after`` seconds (while the client itself is connected) gets no new jobs; the tasks it holds
+stay with it (sending them elsewhere could run them twice) until its next incarnation takes them. A task whose
 run was lost with its worker and that has not started again after ``orphan_grace`` seconds (its LM handed it
 back to a GM that died meanwhile) is submitted again; GMs drop tasks they already hold, so this never runs a
 task twice.
@@ -190,7 +191,8 @@ class LiveClient:
         await self.transport.start()
         self.rt = Runtime(self.transport, self.cfg.name, "client", "client")
         self.epoch = self.rt.epoch
-        await self.transport.subscribe(self.rt.subject(EVENTS), self._on_events)
+        self.rt.on_released = self._on_event_env
+        await self.transport.consume(self.rt.inbox_subject(EVENTS), self._on_events, None)
         await self.transport.subscribe(self.rt.subject(STATUS), self._on_status)
 
     async def close(self) -> None:
@@ -200,9 +202,7 @@ class LiveClient:
     def send(self, dst: str, msg) -> None:
         s = self._seq.get(dst, 0) + 1
         self._seq[dst] = s
-        self.transport.publish(
-            self.rt.subject(dst), wire.encode(msg, f"{self.address}/{self.epoch}", dst, self.epoch, s, 0)
-        )
+        self.rt.send_raw(dst, wire.encode(msg, f"{self.address}/{self.epoch}", dst, self.epoch, s, 0))
 
     # --- status and readiness ------------------------------------------------------------------------------
     def _on_status(self, data: bytes) -> None:
@@ -264,17 +264,20 @@ class LiveClient:
             await asyncio.sleep(0.05)
 
     # --- events ------------------------------------------------------------------------------------------
-    def _on_events(self, data: bytes) -> None:
+    def _on_events(self, data: bytes, pos: int = 0) -> None:
         try:
             env = wire.decode(data)
         except wire.WireError as e:
             self.counters["rejected_messages"] += 1
             log.warning("client: rejected event batch: %s", e)
             return
-        if not isinstance(env.msg, Events) or not self.run_id:
+        if not isinstance(env.msg, Events):
             return
-        if not self.rt.accept(env):
-            self.counters["duplicate_event_batches"] += 1
+        for e, _, _ in self.rt.admit(env, data, pos):
+            self._on_event_env(e)
+
+    def _on_event_env(self, env) -> None:
+        if not self.run_id:
             return
         run = self.run_id
         for kind, t, ids, aux, note in env.msg.items:
@@ -366,6 +369,8 @@ class LiveClient:
         pos = 0
         dead: set[int] = set()
         pending_resync: set[int] = set()
+        synced_at: dict[int, float] = {}
+        resync_grace = 1.5
         while True:
             now = time.time()
             # submit every job that is due
@@ -401,6 +406,12 @@ class LiveClient:
             for g in list(pending_resync):
                 st = self.statuses.get(self.layout.gm_address(g))
                 if st is not None and st.info.get("synced", 0) >= self.layout.n_lms:
+                    # launches the previous incarnation sent before it died reach the LMs before the new one's
+                    # sync requests; give their "started" events a moment to arrive before resubmitting
+                    first = synced_at.setdefault(g, time.monotonic())
+                    if time.monotonic() - first < resync_grace:
+                        continue
+                    synced_at.pop(g, None)
                     pending_resync.discard(g)
                     dead.discard(g)
                     self._resubmit(g, job_gm, submitted, feasible, w, base, "gm_restart")
@@ -437,20 +448,24 @@ class LiveClient:
                     self.log.append((t, self._order, "known", ids, None, "GM down: learned by the client"))
                     self._apply("known", ids, None, "", t)
                     self.counters["completions_learned_by_client"] += int(ids.size)
+            self.rt.release_gaps()
+            connected_for = mono - self.transport.connected_since if self.transport.connected else -1.0
             for g in range(G):
                 seen = self.gm_seen.get(g)
-                if g not in dead and seen is not None and mono - seen > gm_dead_after and G > 1:
+                # a GM silent while this client hears the others: send it no new jobs (the tasks it holds stay
+                # with it; its next incarnation gets them again)
+                if (
+                    g not in dead
+                    and seen is not None
+                    and mono - seen > gm_dead_after
+                    and connected_for > gm_dead_after
+                    and G > 1
+                ):
                     dead.add(g)
                     self.counters["gms_presumed_dead"] += 1
-                    alive = [x for x in range(G) if x not in dead]
-                    if alive:
-                        log.warning(
-                            "GM %d silent for %.1f s: its unstarted tasks go to GM %d", g, mono - seen, alive[0]
-                        )
-                        sel = self._unstarted_of(g, job_gm, submitted, feasible, w)
-                        for j in np.unique(w.task_job[sel]).tolist():
-                            job_gm[j] = alive[j % len(alive)]
-                        self._resubmit_tasks(sel, job_gm, w, base, "gm_dead")
+                    log.warning("GM %d silent for %.1f s: new jobs go to the other GMs", g, mono - seen)
+                elif g in dead and seen is not None and mono - seen < 1.0:
+                    dead.discard(g)
             if mono - self.last_progress > stall_timeout:
                 left = int(n_feasible - self.n_known)
                 reason = (

@@ -27,16 +27,25 @@ class BrokerConfig(_Strict):
 
     kind: Literal["nats", "inproc"] = Field("nats", description="nats (processes) or inproc (one process)")
     url: str = Field("", description="NATS URL; default nats://<bind>:<port>")
-    user: str = Field("", description="NATS user (with password)")
-    password: str = Field("", description="NATS password")
+    user: str = Field("", description="NATS user (with password) when joining a broker set up by hand")
+    password: str = Field("", description="NATS password (prefer the generated credentials: auth = true)")
     token: str = Field("", description="NATS auth token (instead of user/password)")
+    auth: bool = Field(
+        True,
+        description="megha live up generates per-role credentials into state_dir/auth (mode 0600) and starts "
+        "nats-server with them and with per-role subject permissions",
+    )
+    tls_cert: str = Field("", description="server certificate (PEM) for nats-server: clients must use TLS")
+    tls_key: str = Field("", description="private key (PEM) of tls_cert")
+    tls_ca: str = Field("", description="CA certificate (PEM) clients verify the broker with (enables TLS)")
     start_server: bool = Field(True, description="megha live up starts nats-server when it is installed")
     server_bin: str = Field("nats-server", description="nats-server executable")
     bind: str = Field("127.0.0.1", description="address the started nats-server listens on (loopback by default)")
     port: int = Field(4222, ge=1, le=65535)
 
     def resolved_url(self) -> str:
-        return self.url or f"nats://{self.bind}:{self.port}"
+        scheme = "tls" if self.tls_ca or self.tls_cert else "nats"
+        return self.url or f"{scheme}://{self.bind}:{self.port}"
 
 
 class DatacenterConfig(_Strict):
@@ -64,13 +73,30 @@ class WorkersConfig(_Strict):
     beat: float = Field(0.2, gt=0, description="host heartbeat period (s)")
     task_kind: Literal["sleep", "cpu", "command"] = Field("sleep", description="default way to run a task")
     output_dir: str = Field("", description="capture command output here (one file per task)")
+    allowed_commands: list[str] = Field(
+        default_factory=list,
+        description="executables `command` tasks may run (names or absolute paths); empty: command tasks are "
+        "refused (each fails with 'not allowed')",
+    )
 
 
 class HAConfig(_Strict):
     lm_standby: bool = Field(True, description="run a standby next to each LM")
     failover_timeout: float = Field(1.0, gt=0, description="standby takes over after this much silence (s)")
     host_timeout: float = Field(1.0, gt=0, description="a worker host silent this long is dead (s)")
-    restart: bool = Field(True, description="the supervisor restarts dead GMs and worker hosts")
+    restart: bool = Field(True, description="the supervisor restarts dead GMs, worker hosts and the broker")
+    new_standby: bool = Field(True, description="the supervisor starts a new standby LM whenever an LM process ends")
+
+
+class MetricsConfig(_Strict):
+    port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="Prometheus metrics: service k of the deployment (in `megha live status` order) serves "
+        "http://bind:port+k/metrics; 0 turns them off",
+    )
+    bind: str = Field("127.0.0.1", description="address the metrics endpoints listen on")
 
 
 class LiveConfig(_Strict):
@@ -82,6 +108,7 @@ class LiveConfig(_Strict):
     megha: MeghaConfig = Field(default_factory=MeghaConfig)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     ha: HAConfig = Field(default_factory=HAConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     state_dir: str = Field(".megha-live", description="pids and logs of `megha live up`")
 
 

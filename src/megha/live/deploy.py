@@ -56,15 +56,33 @@ def host_workers(layout: MeghaLayout, n_hosts: int, h: int) -> list[int]:
 
 
 def make_transport(
-    cfg: LiveConfig, who: str, broker: InProcBroker | None = None, give_up_after: float | None = 60.0
+    cfg: LiveConfig,
+    who: str,
+    broker: InProcBroker | None = None,
+    give_up_after: float | None = 60.0,
+    role: str = "service",
 ) -> Transport:
+    """A connection for ``who`` with the credentials of ``role`` (``service``, ``client`` or ``supervisor``): the
+    configured user/password or token when set, else the ones ``megha live up`` generated in the state dir."""
     if cfg.broker.kind == "inproc":
         if broker is None:
             raise ValueError("the in-process transport needs a broker shared by the services of one process")
         return broker.transport()
+    from megha.live.security import client_tls, read_credentials
+
     b = cfg.broker
+    user, password, token = b.user, b.password, b.token
+    loader = None if (user or token) else (lambda: read_credentials(cfg, role))
     return NatsTransport(
-        b.resolved_url(), b.user, b.password, b.token, client_name=f"{cfg.name}-{who}", give_up_after=give_up_after
+        b.resolved_url(),
+        user,
+        password,
+        token,
+        client_name=f"{cfg.name}-{who}",
+        give_up_after=give_up_after,
+        ns=cfg.name,
+        tls=client_tls(cfg),
+        credentials=loader,
     )
 
 
@@ -99,6 +117,7 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
         raise ValueError(f"GM index {g} outside 0..{layout.n_gms - 1}")
     warm_up()
     await transport.start()
+    await transport.ensure_streams()
     rt = Runtime(transport, cfg.name, f"gm{g}", "gm")
     from megha.live.runtime import ForwardingRecorder
 
@@ -112,8 +131,8 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
         batch_size=m.batch_size,
         repartition=m.repartition,
     )
-    await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g)
-    rt.start()
+    await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g, hold_timers_offline=True)
+    await rt.start()
     return rt
 
 
@@ -126,6 +145,7 @@ async def start_lm(
     if role not in ("solo", "active", "standby"):
         raise ValueError(f"LM role must be solo, active or standby, not {role!r}")
     await transport.start()
+    await transport.ensure_streams()
     rt = Runtime(transport, cfg.name, f"lm{lm}-{role}", "lm")
     from megha.live.runtime import ForwardingRecorder
 
@@ -133,8 +153,14 @@ async def start_lm(
     comp = LiveLocalMaster(
         lm, layout, ForwardingRecorder(), m.heartbeat, None, m.reply_always, host_timeout=cfg.ha.host_timeout
     )
-    await rt.host(comp, seed=cfg.datacenter.seed * 1000 + 500 + lm, role=role, failover_timeout=cfg.ha.failover_timeout)
-    rt.start()
+    await rt.host(
+        comp,
+        seed=cfg.datacenter.seed * 1000 + 500 + lm,
+        role=role,
+        failover_timeout=cfg.ha.failover_timeout,
+        hold_timers_offline=True,
+    )
+    await rt.start()
     return rt
 
 
@@ -146,6 +172,7 @@ async def start_host(
     if not 0 <= h < n:
         raise ValueError(f"worker host index {h} outside 0..{n - 1}")
     await transport.start()
+    await transport.ensure_streams()
     rt = Runtime(transport, cfg.name, f"host{h}", "worker")
     w = cfg.workers
     comp = WorkerHost(
@@ -157,10 +184,11 @@ async def start_host(
         default_kind=w.task_kind,
         output_dir=w.output_dir or None,
         lease=0.8 * cfg.ha.host_timeout,
+        allowed_commands=w.allowed_commands,
     )
     hosted = await rt.host(comp, seed=h, extra_subjects=(HOSTS,))
     comp.flush_events = hosted.flush_events
-    rt.start()
+    await rt.start()
     return rt
 
 
@@ -181,6 +209,11 @@ class LocalDeployment:
     async def start(self) -> LocalDeployment:
         if self.cfg.broker.kind == "inproc" and self.broker is None:
             self.broker = InProcBroker()
+        elif self.cfg.broker.kind == "nats":  # a new deployment: empty streams
+            tr = self.transport("setup")
+            await tr.start()
+            await tr.ensure_streams(reset=True)
+            await tr.close()
         self.layout = self.layout or layout_of(self.cfg)
         roles = ("standby", "active") if self.cfg.ha.lm_standby else ("solo",)
         for role in roles:  # standbys first: they must see the active's first input
@@ -215,6 +248,20 @@ class LocalDeployment:
     async def kill_lm(self, lm: int, role: str = "active") -> None:
         rt = self.lms.pop((lm, role))
         await rt.close()
+
+    async def start_standby(self, lm: int) -> str:
+        """Start one more standby of LM ``lm`` (as the supervisor does after a failover); returns its key."""
+        k = 2
+        while (lm, f"standby{k}") in self.lms:
+            k += 1
+        name = f"standby{k}"
+        self.lms[(lm, name)] = await start_lm(self.cfg, lm, self.transport(f"lm{lm}-{name}"), "standby", self.layout)
+        return name
+
+    def lm_role(self, lm: int, key: str) -> str:
+        """Current role of the LM instance started as ``key`` (active, standby, deposed)."""
+        rt = self.lms[(lm, key)]
+        return next(iter(rt.hosted.values())).role
 
     async def close(self) -> None:
         for rt in [*self.hosts.values(), *self.gms.values(), *self.lms.values()]:

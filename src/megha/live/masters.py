@@ -85,7 +85,8 @@ class LiveGlobalMaster(GlobalMaster):
         self._handlers[StateDelta] = self._on_delta_live
         self._handlers[TaskDone] = self._on_done_live
         self._handlers[JobArrival] = self._on_job_live
-        self._have: set[int] = set()  # tasks received and not known done (a resubmitted task is dropped)
+        self._have: dict[int, float] = {}  # task -> time received, until known done (a resubmission is dropped)
+        self.stuck_after = 60.0
 
     def on_start(self, now: float) -> None:
         super().on_start(now)  # SyncRequest to every LM
@@ -125,7 +126,7 @@ class LiveGlobalMaster(GlobalMaster):
                 msg.priority,
             )
             tasks = msg.tasks.tolist()
-        have.update(tasks)
+        have.update(dict.fromkeys(tasks, now))
         self._on_job(msg, now)
 
     def _on_delta_live(self, msg: StateDelta, now: float) -> None:
@@ -139,7 +140,7 @@ class LiveGlobalMaster(GlobalMaster):
         have = self._have
         for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
             ent.pop(t, None)
-            have.discard(t)
+            have.pop(t, None)
 
     def _on_relaunch(self, msg: Relaunch, now: float) -> None:
         entries = []
@@ -147,6 +148,10 @@ class LiveGlobalMaster(GlobalMaster):
         for i, t in enumerate(msg.tasks):
             e = self._entries.pop(t, None)
             if e is None:
+                if t in self._have:  # already queued again (its client resubmitted it): never twice
+                    self.counters["duplicate_tasks_dropped"] += 1
+                    continue
+                self._have[t] = now
                 e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], 0)
             if self.fair is not None:
                 self._end_usage(t)
@@ -195,6 +200,29 @@ class LiveGlobalMaster(GlobalMaster):
         else:
             raise ValueError(f"a GM does not handle {type(msg).__name__}")
 
+    def _ages(self) -> dict:
+        """Tasks this GM holds (queued or running) by age, and the stuck ones: queued longer than
+        ``stuck_after`` seconds, or placed longer than their duration plus ``stuck_after``."""
+        import time
+
+        now = time.time()
+        have = self._have
+        if not have:
+            return {"in_flight": 0, "age_1s": 0, "age_10s": 0, "age_60s": 0, "age_older": 0, "stuck": 0}
+        ts = np.fromiter(have.keys(), dtype=np.int64, count=len(have))
+        age = now - np.fromiter(have.values(), dtype=np.float64, count=len(have))
+        placed = np.array([t in self._entries for t in ts.tolist()], dtype=bool)
+        dur = np.array([self._entries[t][1] if p else 0.0 for t, p in zip(ts.tolist(), placed, strict=True)])
+        stuck = int(((~placed) & (age > self.stuck_after)).sum() + (placed & (age > dur + self.stuck_after)).sum())
+        return {
+            "in_flight": len(have),
+            "age_1s": int((age < 1).sum()),
+            "age_10s": int(((age >= 1) & (age < 10)).sum()),
+            "age_60s": int(((age >= 10) & (age < 60)).sum()),
+            "age_older": int((age >= 60).sum()),
+            "stuck": stuck,
+        }
+
     def status_info(self) -> dict:
         view = self.view
         free = int(view.n_free) if hasattr(view, "n_free") else int((view.free[:, 0] > 1e-9).sum())
@@ -205,6 +233,7 @@ class LiveGlobalMaster(GlobalMaster):
             "view_free": free,
             "synced": len(self.synced),
             "lms": self.layout.n_lms,
+            **self._ages(),
             "counters": {k: int(v) for k, v in self.counters.items()},
         }
 
@@ -249,6 +278,10 @@ class LiveLocalMaster(LocalMaster):
         for h in self.hosts.values():
             h[1] = now
         self._last_check = now
+
+    def on_resume(self, now: float) -> None:
+        """The connection to the broker came back: hosts could not be heard meanwhile; give them a grace period."""
+        self.on_takeover(now)
 
     # --- dispatch ------------------------------------------------------------------------------------------
     def on_message(self, msg, now: float) -> None:

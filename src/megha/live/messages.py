@@ -114,10 +114,13 @@ class Status:
 
 @dataclass(slots=True)
 class Repl:
-    """Active LM → standby LM: an input the active handled, in the order it handled it.
+    """Active LM → standby LM: an input the active handled, in the order it handled it (its replication log).
 
     ``what`` is ``msg`` (``data`` holds the encoded envelope as received), ``timer`` (``key`` fired),
-    ``start`` (the component started) or ``beat`` (the active is alive; nothing happened).
+    ``start`` (the component started), ``resume`` (the connection to the broker came back), ``takeover`` (a
+    standby became the active); on the liveness subject, ``beat`` (the active of term ``key`` is alive and has
+    written ``n`` records). ``pos`` is the position in the LM's inbox stream from which a successor must read
+    (every earlier message was handled or is a duplicate).
     """
 
     lm: int
@@ -126,6 +129,7 @@ class Repl:
     now: float
     key: str = ""
     data: bytes = b""
+    pos: int = 0
 
 
 @dataclass(slots=True)

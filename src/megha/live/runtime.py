@@ -5,28 +5,38 @@ logical addresses, gives each a :class:`LivePort` (``send`` → encode + publish
 ``call_later``, a seeded ``rng``), decodes and checks every incoming envelope, and calls ``on_message(msg,
 now)`` with ``now`` = wall-clock seconds (``time.time()``: one clock for every process of a machine).
 
-**Exactly-once delivery.** Each port numbers its messages per destination (``seq``) within its incarnation
-(``epoch``). A receiver drops a message whose ``(src, dst)`` stream it has already seen up to that ``seq``,
-one from an older epoch, or one whose ``term`` is lower than the highest seen (a deposed active LM).
+**Durable, ordered, exactly-once links.** Every point-to-point message and every task event is published on a
+durable subject (the broker keeps it in a JetStream stream; the transport re-publishes it until the broker
+acknowledged it), and a component reads its inbox from a stream position, resuming where it stopped after a
+reconnection. Each port numbers its messages per destination (``seq``) within its incarnation (``epoch``); a
+receiver delivers each ``(src, dst)`` stream in order: it drops what it has seen, holds a message that arrives
+before an earlier one (a re-published message can be stored after a later one) until the gap fills — or for
+at most ``gap_timeout`` — and drops messages of an older incarnation or a lower ``term`` (a deposed active LM).
 
 **Bad input.** A message that fails decoding or its schema, that is addressed elsewhere, or that the
 component's ``validate`` hook rejects (e.g. worker ids outside the LM's range) is logged and counted
 (``rejected_messages``); a handler that raises is logged and counted (``handler_errors``); the service stays up.
 
-**Active/standby** (paper §IV-D). A replicated component runs in one of two roles. The *active* forwards
-every input (messages as received, timer firings, its start) to the standby *before* handling it
-(:class:`~megha.live.messages.Repl`); the *standby* applies the same inputs in the same order with the
-same ``now`` — the components are deterministic, so its state equals the active's — while its port only
-records what it would send (same sequence numbers). The standby also receives the component's own inputs
-directly and buffers them. When the active falls silent for ``failover_timeout`` the standby takes over: it
-re-sends its recent outputs (receivers drop those the active had delivered), raises its term, arms the
-timers the component had set, and handles the buffered inputs the active never handled.
+**Active/standby** (paper §IV-D). A replicated component (an LM) writes every input — messages as delivered,
+timer firings, its start, reconnections, takeovers — to its *replication log* (a durable subject) *before*
+handling it (:class:`~megha.live.messages.Repl`); a *standby* reads the log from its first record and applies
+the same inputs in the same order with the same ``now`` — the components are deterministic, so its state
+equals the active's — while its port only records what it would send (same sequence numbers). A standby
+started at any time (the supervisor starts a new one after every failover) catches up by reading the whole
+log. The active beats on a liveness subject; when it falls silent for ``failover_timeout`` while the standby
+is connected, the standby claims the next *term* (compare-and-set in the broker: of several standbys exactly
+one wins), re-sends its recent outputs (receivers drop those the active had delivered), arms the timers the
+component had set and reads the inbox from the position after the last input the active logged. An active
+that learns of a higher term (a fence message, or its periodic look at the term) is *deposed*: it stops.
+While its connection is down a component's timers wait (an LM judges no worker host dead while it cannot hear
+them), and after a reconnection it gets a ``resume`` input (an LM gives every host a grace period).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Hashable
@@ -45,6 +55,7 @@ EVENTS = "events"
 STATUS = "status"
 HOSTS = "hosts"
 CONTROL = "control"
+CORE = frozenset({STATUS, HOSTS, CONTROL})  # fan-out addresses on core subjects (not kept)
 
 
 def _ids(x: Any) -> list[int]:
@@ -140,7 +151,7 @@ class LivePort:
             self.ring.append((dst, data))
         if not self.muted:
             self.sent += 1
-            self.rt.transport.publish(self.rt.subject(dst), data)
+            self.rt.send_raw(dst, data)
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         self._n += 1
@@ -158,9 +169,14 @@ class LivePort:
             e[0].cancel()
 
     def _fire(self, h: int) -> None:
-        e = self._timers.pop(h, None)
-        if e is not None:
-            self.h.timer(e[1])
+        e = self._timers.get(h)
+        if e is None:
+            return
+        if self.h.hold_timers_offline and not self.rt.transport.connected and not self.rt.closed:
+            e[0] = self.rt.loop.call_later(0.05, self._fire, h)  # time stands still while nobody can hear us
+            return
+        del self._timers[h]
+        self.h.timer(e[1])
 
     def pop_timer(self, key: Hashable) -> None:
         """Standby: the active's timer ``key`` fired; forget our record of it (earliest first)."""
@@ -171,13 +187,13 @@ class LivePort:
         if best is not None:
             del self._timers[best]
 
-    def go_live(self) -> None:
+    def go_live(self, term: int) -> None:
         """Standby → active: re-send recent outputs, arm the recorded timers, send from now on."""
         self.muted = False
         if self.ring is not None:
             for dst, data in self.ring:
-                self.rt.transport.publish(self.rt.subject(dst), data)
-        self.term += 1
+                self.rt.send_raw(dst, data)
+        self.term = term
         now = time.time()
         for h, e in self._timers.items():
             e[0] = self.rt.loop.call_later(max(0.0, e[2] - now), self._fire, h)
@@ -189,8 +205,21 @@ class LivePort:
         self._timers.clear()
 
 
+class _Stream:
+    """Receiver side of one ``(src, dst)`` stream: incarnation, highest delivered ``seq``, term, held messages."""
+
+    __slots__ = ("epoch", "gap_since", "held", "hwm", "term")
+
+    def __init__(self, epoch: int, hwm: int, term: int) -> None:
+        self.epoch = epoch
+        self.hwm = hwm
+        self.term = term
+        self.held: dict[int, tuple] | None = None
+        self.gap_since = 0.0
+
+
 class Hosted:
-    """One component inside a runtime, with its role (``active``, ``standby`` or ``solo``)."""
+    """One component inside a runtime, with its role (``active``, ``standby``, ``solo`` or ``deposed``)."""
 
     def __init__(
         self,
@@ -201,6 +230,7 @@ class Hosted:
         ring: int = 4096,
         failover_timeout: float = 1.0,
         validate: Callable[[Any], None] | None = None,
+        hold_timers_offline: bool = False,
     ) -> None:
         self.rt = rt
         self.comp = comp
@@ -210,22 +240,32 @@ class Hosted:
         self.port = LivePort(rt, self, np.random.default_rng(seed), ring=ring if self.replicated else 0)
         self.port.muted = role == "standby"
         self.validate = validate or getattr(comp, "validate", None)
+        self.hold_timers_offline = hold_timers_offline
         self.now = time.time()
         self.counters: Counter = Counter()
         self.failover_timeout = failover_timeout
         self._repl_n = 0
-        self._last_repl = time.monotonic()
-        self._buffer: deque[wire.Envelope] = deque()  # standby: direct inputs not yet applied
+        self._repl_held: dict[int, Repl] = {}
+        self._last_heard = time.monotonic()
+        self._born = time.monotonic()
+        self._seen_active = False
+        self._beat_n = 0
+        self.resume_pos = 0  # standby: inbox position its successor reads from
         self._tasks: list[asyncio.Task] = []
+        self._inbox = None
         self.started = False
-        self.on_takeover: Callable[[float], None] | None = None
         self.aliases: set[str] = set()
         self.event_window = 0.01
         self._events_armed = False
+        self.on_deposed: Callable[[], None] | None = None
         comp.attach(self.port)
 
+    @property
+    def term_key(self) -> str:
+        return self.address.replace("/", ".")
+
     # --- inputs ----------------------------------------------------------------------------------------
-    def on_data(self, data: bytes) -> None:
+    def on_data(self, data: bytes, pos: int = 0) -> None:
         try:
             env = wire.decode(data)
         except wire.WireError as e:
@@ -234,18 +274,14 @@ class Hosted:
         if env.dst != self.address and env.dst not in self.aliases:
             self.reject(f"{env.type} from {env.src!r} addressed to {env.dst!r}")
             return
-        if self.role == "deposed":
+        if self.role in ("deposed", "standby"):
             return
-        if self.role == "standby":
-            self._buffer.append(env)
-            if len(self._buffer) > 100_000:
-                self._buffer.popleft()
-            return
-        if not self.rt.accept(env):
-            self.counters["duplicates_dropped"] += 1
-            return
+        for e, raw, p in self.rt.admit(env, data, pos):
+            self.deliver(e, raw, p)
+
+    def deliver(self, env: wire.Envelope, data: bytes, pos: int) -> None:
         if self.role == "active":
-            self._replicate("msg", "", data)
+            self._replicate("msg", "", data, self.rt.resume_from(pos))
         self.handle(env)
 
     def reject(self, why: str) -> None:
@@ -280,19 +316,62 @@ class Hosted:
             log.exception("%s: timer %r failed", self.address, key)
         self.flush_events()
 
-    def start(self) -> None:
+    def _hook(self, name: str, now: float) -> None:
+        hook = getattr(self.comp, name, None)
+        if hook is not None:
+            self.now = now
+            try:
+                hook(now)
+            except Exception:
+                self.counters["handler_errors"] += 1
+                log.exception("%s: %s failed", self.address, name)
+            self.flush_events()
+
+    async def start(self) -> None:
+        tr = self.rt.transport
+        if self.role == "active" and not await tr.claim(self.term_key, 1):
+            log.warning("%s: another instance already holds this LM: starting as a standby", self.address)
+            self.role = "standby"
+            self.port.muted = True
         if self.role == "active":
-            self._replicate("start", "", b"")
+            self.port.term = 1
         if self.role != "standby":
+            if self.role == "active":
+                self._replicate("start", "", b"")
             self.now = time.time()
             self.comp.on_start(self.now)
             self.started = True
             self.flush_events()
+            await self._open_inbox(None)
         if self.role == "active":
-            self._tasks.append(asyncio.ensure_future(self._beat_loop()))
-            self._tasks.append(asyncio.ensure_future(self._subscribe_fence()))
+            await self._become_active_tasks()
         elif self.role == "standby":
+            self._tasks.append(
+                asyncio.ensure_future(tr.subscribe(self.rt.subject(self.address + "/alive"), self.on_alive))
+            )
+            await tr.consume(self.rt.repl_subject(self.address), self.on_repl, 1)
             self._tasks.append(asyncio.ensure_future(self._watch_loop()))
+        tr.on_reconnect(self._on_reconnect)
+
+    async def _open_inbox(self, start: int | None) -> None:
+        tr = self.rt.transport
+        self._inbox = await tr.consume(self.rt.inbox_subject(self.address), self.on_data, start)
+        for s in self.aliases:
+            if s not in CORE:
+                await tr.consume(self.rt.inbox_subject(s), self.on_data, start)
+
+    async def _become_active_tasks(self) -> None:
+        self._tasks.append(asyncio.ensure_future(self._beat_loop()))
+        self._tasks.append(asyncio.ensure_future(self._term_watch()))
+        sub = await self.rt.transport.subscribe(self.rt.subject(self.address + "/fence"), self._on_fence)
+        self.rt._subs.append(sub)
+
+    def _on_reconnect(self) -> None:
+        if self.role in ("active", "solo") and self.started:
+            now = time.time()
+            if self.role == "active":
+                self._replicate("resume", "", b"")
+            self._hook("on_resume", now)
 
     def flush_events(self, force: bool = False) -> None:
         """Send the component's pending task events. A replicated component sends them at once (its outputs
@@ -312,18 +391,14 @@ class Hosted:
             self.flush_events(force=True)
 
     # --- replication -------------------------------------------------------------------------------------
-    def _replicate(self, what: str, key: str, data: bytes) -> None:
+    def _replicate(self, what: str, key: str, data: bytes, pos: int = 0) -> None:
         self._repl_n += 1
-        self._last_repl = time.monotonic()
-        msg = Repl(getattr(self.comp, "l", 0), self._repl_n, what, time.time(), key, data)
-        self.rt.transport.publish(
-            self.rt.subject(self.address + "/standby"),
-            wire.encode(msg, self.address, self.address + "/standby", self.port.epoch, 0, 0),
-        )
-
-    async def _subscribe_fence(self) -> None:
-        self.rt._subs.append(
-            await self.rt.transport.subscribe(self.rt.subject(self.address + "/fence"), self._on_fence)
+        msg = Repl(getattr(self.comp, "l", 0), self._repl_n, what, time.time(), key, data, pos or self.resume_pos)
+        if pos:
+            self.resume_pos = pos
+        subj = self.rt.repl_subject(self.address)
+        self.rt.transport.publish_durable(
+            subj, wire.encode(msg, self.address, self.address + "/standby", self.port.epoch)
         )
 
     def _on_fence(self, data: bytes) -> None:
@@ -333,22 +408,58 @@ class Hosted:
         except wire.WireError:
             return
         if self.role == "active" and env.term > self.port.term:
-            log.error("%s: a standby took over (term %d): this instance steps down", self.address, env.term)
-            self.role = "deposed"
-            self.port.muted = True
-            self.port.close()
-            for t in self._tasks:
-                t.cancel()
+            self.depose(f"a standby took over (term {env.term})")
+
+    def depose(self, why: str) -> None:
+        if self.role == "deposed":
+            return
+        log.error("%s: %s: this instance steps down", self.address, why)
+        self.role = "deposed"
+        self.port.muted = True
+        self.port.close()
+        for t in self._tasks:
+            t.cancel()
+        if self._inbox is not None:
+            self._tasks.append(asyncio.ensure_future(self.rt.transport.unsubscribe(self._inbox)))
+        self.rt.publish_status_now()
+        if self.on_deposed is not None:
+            self.on_deposed()
 
     async def _beat_loop(self) -> None:
         period = self.failover_timeout / 5
-        while True:
+        subj = self.rt.subject(self.address + "/alive")
+        while self.role == "active":
+            msg = Repl(getattr(self.comp, "l", 0), self._repl_n, "beat", time.time(), str(self.port.term))
+            self.rt.transport.publish(subj, wire.encode(msg, self.address, self.address + "/alive", self.port.epoch))
             await asyncio.sleep(period)
-            if time.monotonic() - self._last_repl >= period:
-                self._replicate("beat", "", b"")
 
-    def on_repl(self, data: bytes) -> None:
-        """Standby: one record of the active's input stream."""
+    async def _term_watch(self) -> None:
+        while self.role == "active":
+            await asyncio.sleep(self.failover_timeout)
+            if not self.rt.transport.connected:
+                continue
+            try:
+                cur = await self.rt.transport.current_term(self.term_key)
+            except Exception:
+                continue
+            if cur > self.port.term:
+                self.depose(f"term {cur} was claimed by another instance")
+
+    def on_alive(self, data: bytes) -> None:
+        if self.role != "standby":
+            return
+        try:
+            env = wire.decode(data)
+        except wire.WireError:
+            return
+        r = env.msg
+        if isinstance(r, Repl) and r.what == "beat":
+            self._last_heard = time.monotonic()
+            self._seen_active = True
+            self._beat_n = max(self._beat_n, r.n)
+
+    def on_repl(self, data: bytes, pos: int = 0) -> None:
+        """Standby: one record of the active's replication log."""
         if self.role != "standby":
             return
         try:
@@ -360,13 +471,24 @@ class Hosted:
         if not isinstance(r, Repl):
             self.reject(f"{env.type} on the replication subject")
             return
-        self._last_repl = time.monotonic()
+        self._last_heard = time.monotonic()
+        if r.n <= self._repl_n:
+            return
         if self.port.epoch != env.epoch:  # follow the active's incarnation (its sequence numbers)
             self.port.epoch = env.epoch
-        if r.n != self._repl_n + 1 and self._repl_n:
-            self.counters["replication_gaps"] += 1
-            log.error("%s standby: replication record %d after %d (gap)", self.address, r.n, self._repl_n)
+        if r.n > self._repl_n + 1:  # a re-published record may be stored after a later one: wait for it
+            self._repl_held[r.n] = r
+            self.counters["replication_held"] += 1
+            return
+        self._apply(r)
+        held = self._repl_held
+        while held and self._repl_n + 1 in held:
+            self._apply(held.pop(self._repl_n + 1))
+
+    def _apply(self, r: Repl) -> None:
         self._repl_n = r.n
+        if r.pos:
+            self.resume_pos = r.pos
         if r.what == "start":
             self.now = r.now
             self.comp.on_start(r.now)
@@ -378,55 +500,85 @@ class Hosted:
             except wire.WireError as e:
                 self.reject(f"replicated: {e}")
                 return
-            if self.rt.accept(inner):
-                self.handle(inner, r.now)
-            self._prune()
+            for e, _, _ in self.rt.admit(inner, r.data, 0):
+                self.handle(e, r.now)
         elif r.what == "timer":
             key: Hashable = r.key
             self.port.pop_timer(key)
             self.timer(key, r.now)
-
-    def _prune(self) -> None:
-        buf = self._buffer
-        if len(buf) > 256:
-            self._buffer = deque(e for e in buf if not self.rt.seen(e))
+        elif r.what == "resume":
+            self._hook("on_resume", r.now)
+        elif r.what == "takeover":
+            self.counters["takeovers_replayed"] += 1
+            self._hook("on_takeover", r.now)
 
     async def _watch_loop(self) -> None:
         period = max(0.02, self.failover_timeout / 10)
+        tr = self.rt.transport
         while self.role == "standby":
             t = time.monotonic()
             await asyncio.sleep(period)
-            if time.monotonic() - t > period + self.failover_timeout / 2:
-                self._last_repl = time.monotonic()  # this process stalled: the active's records may be queued
+            mono = time.monotonic()
+            if mono - t > period + self.failover_timeout / 2:
+                self._last_heard = mono  # this process stalled: the active's records may be queued
                 continue
-            if self.started and time.monotonic() - self._last_repl > self.failover_timeout:
-                self.takeover()
+            if not tr.connected:
+                continue
+            heard = max(self._last_heard, tr.connected_since)
+            if mono - heard <= self.failover_timeout:
+                continue
+            # a standby that never saw an active (the supervisor started it after the active died) waits a little
+            # longer, so one that was following the dead active wins when there is one
+            if not self._seen_active and mono - self._born < 3 * self.failover_timeout:
+                continue
+            if self._repl_held and mono - heard < 5 * self.failover_timeout:
+                continue  # a gap in the log may still fill
+            await self.takeover()
 
-    def takeover(self) -> None:
-        """Standby → active (the active fell silent)."""
+    async def takeover(self) -> None:
+        """Standby → active (the active fell silent): claim the next term, then serve."""
+        tr = self.rt.transport
+        try:
+            term = max(await tr.current_term(self.term_key), self.port.term) + 1
+            won = await tr.claim(self.term_key, term)
+        except Exception as e:
+            log.warning("%s: takeover attempt failed (%s)", self.address, e)
+            return
+        if not won:
+            self._seen_active = False
+            self._last_heard = time.monotonic()
+            self._born = time.monotonic()
+            return
         log.warning(
-            "%s: standby takes over (active silent for %.2f s)", self.address, time.monotonic() - self._last_repl
+            "%s: standby takes over as term %d (active silent for %.2f s; %d log records applied)",
+            self.address,
+            term,
+            time.monotonic() - self._last_heard,
+            self._repl_n,
         )
-        self.role = "solo"
+        if self._repl_held:
+            log.error("%s: %d replication record(s) after a gap are skipped", self.address, len(self._repl_held))
+            self.counters["replication_gaps"] += len(self._repl_held)
+            self._repl_held.clear()
+        self.role = "active"
         self.counters["takeovers"] += 1
-        self.port.go_live()
-        fence = Control("takeover", str(self.port.term))
-        self.rt.transport.publish(
+        fresh = not self.started
+        self.port.go_live(term)
+        fence = Control("takeover", str(term))
+        tr.publish(
             self.rt.subject(self.address + "/fence"),
-            wire.encode(fence, self.address, self.address + "/fence", self.port.epoch, 0, self.port.term),
+            wire.encode(fence, self.address, self.address + "/fence", self.port.epoch, 0, term),
         )
         now = time.time()
-        if self.on_takeover is not None:
-            self.on_takeover(now)
-        hook = getattr(self.comp, "on_takeover", None)
-        if hook is not None:
-            self.now = now
-            hook(now)
-            self.flush_events()
-        buf, self._buffer = self._buffer, deque()
-        for env in buf:
-            if self.rt.accept(env):
-                self.handle(env)
+        if fresh:  # nobody ever started this LM
+            self._replicate("start", "", b"")
+            self.comp.on_start(now)
+            self.started = True
+        else:
+            self._replicate("takeover", "", b"")
+            self._hook("on_takeover", now)
+        await self._open_inbox(self.resume_pos or None)
+        await self._become_active_tasks()
         self.rt.publish_status_now()
 
     def close(self) -> None:
@@ -446,6 +598,7 @@ class Runtime:
         kind: str = "service",
         epoch: int | None = None,
         status_period: float = 0.5,
+        gap_timeout: float = 10.0,
     ) -> None:
         self.transport = transport
         self.ns = ns
@@ -454,39 +607,112 @@ class Runtime:
         self.epoch = epoch if epoch is not None else time.time_ns()
         self.loop = asyncio.get_running_loop()
         self.hosted: dict[str, Hosted] = {}
-        self.streams: dict[tuple[str, str], list[int]] = {}  # (src, dst) -> [epoch, hwm, term]
+        self.streams: dict[tuple[str, str], _Stream] = {}
         self.counters: Counter = Counter()
         self.status_period = status_period
+        self.gap_timeout = gap_timeout
+        self._held = 0  # messages held for a gap, over every stream
         self._subs: list[object] = []
         self._tasks: list[asyncio.Task] = []
         self.status_info: Callable[[], dict] | None = None
         self.closed = False
+        self._min_held_pos = None
 
     def subject(self, address: str) -> str:
+        """Core (not kept) subject of a fan-out address."""
         return subject_of(self.ns, address)
 
-    # --- exactly-once -----------------------------------------------------------------------------------
-    def accept(self, env: wire.Envelope) -> bool:
-        """True the first time a message of a (src, dst) stream is seen (seq 0 is never de-duplicated)."""
+    def inbox_subject(self, address: str) -> str:
+        """Durable subject of a component's inbox (or of the task events)."""
+        if address == EVENTS:
+            return subject_of(self.ns, "ev")
+        return subject_of(self.ns, "q/" + address)
+
+    def repl_subject(self, address: str) -> str:
+        return subject_of(self.ns, "r/" + address)
+
+    def send_raw(self, dst: str, data: bytes) -> None:
+        if dst in CORE:
+            self.transport.publish(self.subject(dst), data)
+        else:
+            self.transport.publish_durable(self.inbox_subject(dst), data)
+
+    # --- ordered exactly-once delivery ------------------------------------------------------------------
+    def admit(self, env: wire.Envelope, data: bytes = b"", pos: int = 0) -> list[tuple[wire.Envelope, bytes, int]]:
+        """The messages ``env`` makes deliverable, in order (none when it is a duplicate or arrives early)."""
         if env.seq == 0:
-            return True
+            return [(env, data, pos)]
         key = (env.src, env.dst)
         st = self.streams.get(key)
-        if st is None:
-            self.streams[key] = [env.epoch, env.seq, env.term]
-            return True
-        if env.epoch > st[0]:
-            st[0], st[1], st[2] = env.epoch, env.seq, env.term
-            return True
-        if env.epoch < st[0] or env.term < st[2] or env.seq <= st[1]:
-            return False
-        st[1] = env.seq
-        st[2] = env.term
-        return True
+        if st is None or env.epoch > st.epoch:  # a stream (or an incarnation of its sender) we have not seen
+            if st is not None and st.held:
+                self._held -= len(st.held)
+                self.counters["held_dropped_new_epoch"] += len(st.held)
+            self.streams[key] = _Stream(env.epoch, env.seq, env.term)
+            return [(env, data, pos)]
+        if env.epoch < st.epoch or env.term < st.term or env.seq <= st.hwm:
+            self.counters["duplicates_dropped"] += 1
+            return []
+        if env.seq > st.hwm + 1:
+            if st.held is None:
+                st.held = {}
+            if env.seq not in st.held:
+                st.held[env.seq] = (env, data, pos)
+                self._held += 1
+            if not st.gap_since:
+                st.gap_since = time.monotonic()
+            self.counters["held_for_gap"] += 1
+            return []
+        st.hwm = env.seq
+        st.term = env.term
+        out = [(env, data, pos)]
+        if st.held:
+            self._drain(st, out)
+        return out
+
+    def _drain(self, st: _Stream, out: list) -> None:
+        held = st.held
+        while held and st.hwm + 1 in held:
+            e = held.pop(st.hwm + 1)
+            self._held -= 1
+            st.hwm = e[0].seq
+            st.term = max(st.term, e[0].term)
+            out.append(e)
+        if not held:
+            st.gap_since = 0.0
+
+    def resume_from(self, pos: int) -> int:
+        """Inbox position a successor must read from, given that the message at ``pos`` is being handled."""
+        if not self._held:
+            return pos + 1 if pos else 0
+        lo = min((e[2] for st in self.streams.values() if st.held for e in st.held.values() if e[2]), default=0)
+        return min(lo, pos + 1) if lo else (pos + 1 if pos else 0)
+
+    def release_gaps(self) -> None:
+        """Deliver messages held for longer than ``gap_timeout`` (their sender died before filling the gap)."""
+        if not self._held:
+            return
+        now = time.monotonic()
+        for key, st in self.streams.items():
+            if st.held and now - st.gap_since > self.gap_timeout:
+                first = min(st.held)
+                log.error("%s: %d message(s) of %s → %s never arrived", self.name, first - st.hwm - 1, *key)
+                self.counters["gaps_skipped"] += first - st.hwm - 1
+                st.hwm = first - 1
+                out: list = []
+                self._drain(st, out)
+                h = self.hosted.get(key[1])
+                for e, raw, p in out:
+                    if h is not None and h.role not in ("standby", "deposed"):
+                        h.deliver(e, raw, p)
+                    elif h is None and self.on_released is not None:
+                        self.on_released(e)
+
+    on_released: Callable[[wire.Envelope], None] | None = None
 
     def seen(self, env: wire.Envelope) -> bool:
         st = self.streams.get((env.src, env.dst))
-        return st is not None and (env.epoch < st[0] or (env.epoch == st[0] and env.seq <= st[1]))
+        return st is not None and (env.epoch < st.epoch or (env.epoch == st.epoch and env.seq <= st.hwm))
 
     # --- hosting ---------------------------------------------------------------------------------------
     async def host(
@@ -496,21 +722,20 @@ class Runtime:
         role: str = "solo",
         failover_timeout: float = 1.0,
         extra_subjects: tuple[str, ...] = (),
+        hold_timers_offline: bool = False,
     ) -> Hosted:
-        """Attach ``comp`` and subscribe to its address (and, for a standby, its replication stream)."""
-        h = Hosted(self, comp, seed, role, failover_timeout=failover_timeout)
+        """Attach ``comp``; its inbox is read when the runtime starts."""
+        h = Hosted(self, comp, seed, role, failover_timeout=failover_timeout, hold_timers_offline=hold_timers_offline)
         self.hosted[comp.address] = h
-        self._subs.append(await self.transport.subscribe(self.subject(comp.address), h.on_data))
-        if role == "standby":
-            self._subs.append(await self.transport.subscribe(self.subject(comp.address + "/standby"), h.on_repl))
         for s in extra_subjects:  # broadcast addresses this component also listens to (e.g. ``hosts``)
             h.aliases.add(s)
-            self._subs.append(await self.transport.subscribe(self.subject(s), h.on_data))
+            if s in CORE:
+                self._subs.append(await self.transport.subscribe(self.subject(s), h.on_data))
         return h
 
-    def start(self) -> None:
+    async def start(self) -> None:
         for h in self.hosted.values():
-            h.start()
+            await h.start()
         self._tasks.append(asyncio.ensure_future(self._status_loop()))
         self.publish_status_now()
 
@@ -519,9 +744,15 @@ class Runtime:
             return
         for h in self.hosted.values():
             info_fn = getattr(h.comp, "status_info", None)
-            info = dict(info_fn()) if info_fn is not None else {}
+            info = dict(info_fn()) if info_fn is not None and h.started else {}
             c = Counter(h.counters)
+            c.update(self.counters)
+            tc = getattr(self.transport, "counters", None)
+            if tc:
+                c.update(tc)
             info["service_counters"] = {k: int(v) for k, v in c.items()}
+            info["instance"] = f"{self.name}@{self.epoch}"
+            info["pid"] = os.getpid()
             st = Status(
                 h.address,
                 getattr(h.comp, "kind", "component"),
@@ -536,6 +767,7 @@ class Runtime:
         while True:
             await asyncio.sleep(self.status_period)
             try:
+                self.release_gaps()
                 self.publish_status_now()
             except Exception:
                 log.exception("status report failed")

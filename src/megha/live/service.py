@@ -1,7 +1,9 @@
 """One service process: ``python -m megha.live.service gm|lm|worker --config FILE --index I [--role R]``.
 
 The process connects to the broker (retrying with backoff), starts its component, and runs until SIGTERM or
-SIGINT, or a ``shutdown`` :class:`~megha.live.messages.Control` on the deployment's control subject.
+SIGINT, a ``shutdown`` :class:`~megha.live.messages.Control` on the deployment's control subject (only the
+supervisor's identity may publish there), or — an LM — until it is deposed by a standby that took over (exit
+code 3; the supervisor then starts a new standby).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ log = logging.getLogger("megha.live.service")
 KINDS = ("gm", "lm", "worker")
 
 
-async def serve(cfg: LiveConfig, kind: str, index: int, role: str = "solo") -> None:
-    """Run one service until told to stop."""
+async def serve(cfg: LiveConfig, kind: str, index: int, role: str = "solo", metrics_port: int = 0) -> int:
+    """Run one service until told to stop; returns the process exit code (3: a deposed LM)."""
     if kind not in KINDS:
         raise ValueError(f"service kind must be one of {KINDS}")
     who = f"{kind}{index}" + (f"-{role}" if kind == "lm" else "")
@@ -37,6 +39,18 @@ async def serve(cfg: LiveConfig, kind: str, index: int, role: str = "solo") -> N
         rt = await start_host(cfg, index, transport)
     quiet_gc()
     stop = asyncio.Event()
+    code = [0]
+
+    def deposed() -> None:
+        code[0] = 3
+        stop.set()
+
+    for h in rt.hosted.values():
+        h.on_deposed = deposed
+    if metrics_port:
+        from megha.live.metrics import serve_metrics
+
+        serve_metrics(rt, metrics_port, cfg.metrics.bind)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -57,6 +71,7 @@ async def serve(cfg: LiveConfig, kind: str, index: int, role: str = "solo") -> N
         if hasattr(h.comp, "shutdown"):
             h.comp.shutdown()
     await rt.close()
+    return code[0]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -65,12 +80,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--config", default=None)
     p.add_argument("--index", type=int, default=0)
     p.add_argument("--role", default="solo", choices=("solo", "active", "standby"))
+    p.add_argument("--metrics-port", type=int, default=0)
     a = p.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format=f"%(asctime)s {a.kind}{a.index} %(levelname)s %(message)s", stream=sys.stderr
     )
     cfg = load_config(a.config)
-    asyncio.run(serve(cfg, a.kind, a.index, a.role))
+    try:
+        code = asyncio.run(serve(cfg, a.kind, a.index, a.role, a.metrics_port))
+    except ConnectionError as e:
+        log.error("%s", e)
+        code = 4
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """``megha live up`` / ``down``: a supervisor process that runs a whole local deployment.
 
 The supervisor (``python -m megha.live.supervisor CONFIG``, started in its own session by ``up``) starts
-nats-server when the configuration asks for it and it is installed (bound to ``broker.bind``, loopback by
-default, with the configured credentials), then the services in order — standby LMs, active LMs, GMs, worker
-hosts — each as ``python -m megha.live.service``. It restarts a GM or a worker host that dies (``ha.restart``;
-a restarted GM rebuilds its view from the LMs, a restarted host re-registers), but not an LM: its standby
-takes over. It records pids in ``state_dir/services.json`` and logs in ``state_dir/logs/``. SIGTERM (``down``)
-stops every service, then the broker.
+nats-server (bound to ``broker.bind``, loopback by default; it refuses a port already in use — join an existing
+broker with ``up --broker URL`` instead) from a generated configuration file: JetStream in
+``state_dir/jetstream``, per-role credentials and subject permissions (:mod:`megha.live.security`), TLS when
+configured. It creates the deployment's empty streams, then starts the services — standby LMs, active LMs, GMs,
+worker hosts — each as ``python -m megha.live.service``. It restarts a GM, a worker host or the broker that dies
+(``ha.restart``; a restarted GM rebuilds its view from the LMs, a restarted host re-registers, a restarted broker
+keeps its streams) and, whenever an LM process ends (killed, or deposed after a failover), starts a new standby
+for that LM (``ha.new_standby``), which catches up from the LM's replication log. It records pids in
+``state_dir/services.json`` and logs in ``state_dir/logs/``. SIGTERM (``down``) stops every service, then the
+broker.
 """
 
 from __future__ import annotations
@@ -40,14 +44,13 @@ def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
         return False
 
 
-def nats_argv(cfg: LiveConfig, binary: str) -> list[str]:
+def nats_argv(cfg: LiveConfig, binary: str, conf: Path | None = None, store: Path | None = None) -> list[str]:
+    """nats-server's command line: the configuration file when there is one (credentials never appear here)."""
+    if conf is not None:
+        return [binary, "-c", str(conf)]
     b = cfg.broker
-    argv = [binary, "-a", b.bind, "-p", str(b.port)]
-    if b.token:
-        argv += ["--auth", b.token]
-    elif b.user:
-        argv += ["--user", b.user, "--pass", b.password]
-    return argv
+    store = store or Path(cfg.state_dir) / "jetstream"
+    return [binary, "-a", b.bind, "-p", str(b.port), "-js", "-sd", str(store)]
 
 
 def service_specs(cfg: LiveConfig, config_path: str | None) -> list[tuple[str, list[str], bool]]:
@@ -66,7 +69,14 @@ def service_specs(cfg: LiveConfig, config_path: str | None) -> list[tuple[str, l
     return out
 
 
+def standby_argv(cfg: LiveConfig, config_path: str | None, lm: int) -> list[str]:
+    cfgarg = ["--config", str(config_path)] if config_path else []
+    return [sys.executable, "-m", "megha.live.service", "lm", *cfgarg, "--index", str(lm), "--role", "standby"]
+
+
 class Supervisor:
+    """Runs a deployment's processes: the broker (unless joining one), LMs, GMs, worker hosts; restarts them."""
+
     def __init__(self, cfg: LiveConfig, config_path: str | None) -> None:
         self.cfg = cfg
         self.config_path = config_path
@@ -76,10 +86,21 @@ class Supervisor:
         self.procs: dict[str, subprocess.Popen] = {}
         self.specs = {n: (argv, r) for n, argv, r in service_specs(cfg, config_path)}
         self.restarts: dict[str, int] = {}
+        self.failovers: dict[str, int] = {}
+        self.metrics_ports: dict[str, int] = {}
+        self._next_metrics = cfg.metrics.port
         self.broker: subprocess.Popen | None = None
+        self.broker_argv: list[str] | None = None
+        self.broker_restarts = 0
         self.stopping = False
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+        if self.cfg.metrics.port and "megha.live.service" in argv:
+            port = self.metrics_ports.get(name)
+            if port is None:
+                port = self.metrics_ports[name] = self._next_metrics
+                self._next_metrics += 1
+            argv = [*argv, "--metrics-port", str(port)]
         f = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
         return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -89,6 +110,9 @@ class Supervisor:
             "broker": self.broker.pid if self.broker else None,
             "services": {n: p.pid for n, p in self.procs.items()},
             "restarts": self.restarts,
+            "failovers": self.failovers,
+            "broker_restarts": self.broker_restarts,
+            "metrics": self.metrics_ports,
             "url": self.cfg.broker.resolved_url(),
         }
         tmp = self.state / "services.json.tmp"
@@ -96,36 +120,84 @@ class Supervisor:
         tmp.replace(self.state / "services.json")
 
     def start_broker(self) -> None:
+        """Start nats-server with a generated configuration (credentials, permissions, JetStream, TLS)."""
         b = self.cfg.broker
         if b.kind != "nats" or not b.start_server:
             return
         binary = nats_server_binary(self.cfg)
         if binary is None:
-            log.warning("nats-server is not installed: expecting a broker at %s", b.resolved_url())
-            return
+            raise RuntimeError("nats-server is not installed (apt-get install -y nats-server); use --broker URL")
         if port_open(b.bind, b.port):
-            log.warning("something already listens on %s:%d: using it as the broker", b.bind, b.port)
-            return
-        self.broker = self._spawn("nats-server", nats_argv(self.cfg, binary))
-        end = time.monotonic() + 5
+            raise RuntimeError(f"port {b.bind}:{b.port} is already in use; join that broker with --broker URL")
+        from megha.live.security import generate_credentials, write_nats_config
+
+        store = self.state / "jetstream"
+        shutil.rmtree(store, ignore_errors=True)  # a new deployment starts with empty streams
+        creds = generate_credentials(self.cfg) if b.auth and not (b.user or b.token) else None
+        conf = write_nats_config(self.cfg, creds, store)
+        self.broker_argv = nats_argv(self.cfg, binary, conf)
+        self._start_broker_proc()
+
+    def _start_broker_proc(self) -> None:
+        b = self.cfg.broker
+        self.broker = self._spawn("nats-server", self.broker_argv)
+        end = time.monotonic() + 10
         while not port_open(b.bind, b.port):
             if time.monotonic() > end or self.broker.poll() is not None:
                 raise RuntimeError(f"nats-server did not start (see {self.logs / 'nats-server.log'})")
             time.sleep(0.05)
 
+    def prepare_streams(self) -> None:
+        """Create the deployment's (empty) streams and election store, as the supervisor identity."""
+        import asyncio
+
+        from megha.live.deploy import make_transport
+
+        async def go() -> None:
+            tr = make_transport(self.cfg, "supervisor", give_up_after=30.0, role="supervisor")
+            await tr.start()
+            try:
+                await tr.ensure_streams(reset=True)
+            finally:
+                await tr.close()
+
+        asyncio.run(go())
+
     def start(self) -> None:
         self.start_broker()
+        self.prepare_streams()
         for name, (argv, _) in self.specs.items():
             self.procs[name] = self._spawn(name, argv)
-            if name.endswith("-standby") and name == f"lm{self.cfg.megha.lms - 1}-standby":
-                time.sleep(1.0)  # standbys subscribe before the actives start
         self._save()
 
     def watch(self) -> None:
         while not self.stopping:
             time.sleep(0.2)
+            if self.broker is not None and self.broker.poll() is not None and not self.stopping:
+                if self.cfg.ha.restart:
+                    log.warning("nats-server exited (%s): restarting it", self.broker.returncode)
+                    self.broker_restarts += 1
+                    try:
+                        self._start_broker_proc()
+                    except RuntimeError as e:
+                        log.error("%s", e)
+                self._save()
             for name, p in list(self.procs.items()):
                 if p.poll() is None or self.stopping:
+                    continue
+                if name.startswith("lm"):
+                    lm = int(name[2:].split("-", 1)[0])
+                    del self.procs[name]
+                    if self.cfg.ha.lm_standby and self.cfg.ha.new_standby:
+                        k = self.failovers.get(f"lm{lm}", 0) + 1
+                        self.failovers[f"lm{lm}"] = k
+                        new = f"lm{lm}-standby{k + 1}"
+                        log.warning("%s exited (%s): starting a new standby %s", name, p.returncode, new)
+                        self.specs[new] = (standby_argv(self.cfg, self.config_path, lm), False)
+                        self.procs[new] = self._spawn(new, self.specs[new][0])
+                    else:
+                        log.warning("%s exited (%s)", name, p.returncode)
+                    self._save()
                     continue
                 argv, restart = self.specs[name]
                 if restart and self.cfg.ha.restart:
@@ -178,17 +250,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         sup.start()
         sup.watch()
+    except Exception as e:
+        log.error("supervisor failed: %s", e)
+        (state / "supervisor.error").write_text(str(e))
+        raise
     finally:
         sup.shutdown()
-
-
-def read_state(cfg: LiveConfig) -> dict | None:
-    """The running deployment's ``services.json`` (None when it is not up)."""
-    p = Path(cfg.state_dir) / "services.json"
-    try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
 
 
 def supervisor_pid(cfg: LiveConfig) -> int | None:
@@ -210,6 +277,7 @@ def launch(cfg: LiveConfig, config_path: str | None) -> int:
         raise RuntimeError(f"a deployment is already up (state in {cfg.state_dir}); run `megha live down` first")
     state = Path(cfg.state_dir)
     state.mkdir(parents=True, exist_ok=True)
+    (state / "supervisor.error").unlink(missing_ok=True)
     argv = [sys.executable, "-m", "megha.live.supervisor"] + ([str(config_path)] if config_path else [])
     with open(state / "supervisor.out", "ab") as f:
         p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

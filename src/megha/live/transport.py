@@ -28,13 +28,15 @@ import contextlib
 import logging
 import random
 import re
+import time
 from abc import ABC, abstractmethod
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable
 
 log = logging.getLogger("megha.live.transport")
 
 Handler = Callable[[bytes], None]
+PosHandler = Callable[[bytes, int], None]
 _BAD = re.compile(r"[^A-Za-z0-9_\-]")
 
 
@@ -45,7 +47,15 @@ def subject_of(ns: str, address: str) -> str:
 
 
 class Transport(ABC):
-    """What the runtime needs from a message bus."""
+    """What the runtime needs from a message bus.
+
+    Two kinds of subjects: *core* ones (``publish``/``subscribe``: status, control, liveness beats; a message
+    published while nobody listens is gone) and *durable* ones (``publish_durable``/``consume``: every
+    point-to-point message, task events and the LMs' replication logs). A durable message is kept by the broker
+    (a JetStream stream) and re-published by the sender until the broker acknowledged it; a consumer reads a
+    subject from a stream position and resumes after the last position it handled when the connection comes
+    back, so broker restarts and outages of any length lose nothing.
+    """
 
     name = "transport"
 
@@ -56,9 +66,18 @@ class Transport(ABC):
     def publish(self, subject: str, data: bytes) -> None:
         """Queue ``data`` for ``subject``; never blocks; keeps this transport's order."""
 
+    def publish_durable(self, subject: str, data: bytes) -> None:
+        """Like :meth:`publish`, for a subject a stream keeps (re-sent until the broker stored it)."""
+        self.publish(subject, data)
+
     @abstractmethod
     async def subscribe(self, subject: str, handler: Handler) -> object:
         """Call ``handler(data)`` on the loop for every message on ``subject``; returns a token."""
+
+    async def consume(self, subject: str, handler: PosHandler, start: int | None = None) -> object:
+        """Call ``handler(data, pos)`` for every message stored on a durable ``subject`` from stream position
+        ``start`` (``None``: only new ones), in order, resuming after the last one handled on reconnection."""
+        return await self.subscribe(subject, lambda data: handler(data, 0))
 
     @abstractmethod
     async def unsubscribe(self, token: object) -> None: ...
@@ -69,16 +88,49 @@ class Transport(ABC):
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Disconnect; queued messages may be dropped."""
 
+    async def ensure_streams(self, reset: bool = False) -> None:  # noqa: B027 - optional hook
+        """Create the deployment's streams (``reset``: empty them first)."""
+
+    async def claim(self, key: str, term: int) -> bool:
+        """Compare-and-set election: True when this caller moved ``key`` to ``term`` (greater than its
+        current value); False when it already holds ``term`` or more (someone else won)."""
+        return True
+
+    async def current_term(self, key: str) -> int:
+        """The value last claimed for ``key`` (0 when never claimed)."""
+        return 0
+
+    def on_reconnect(self, cb: Callable[[], None]) -> None:
+        """Call ``cb()`` every time the connection comes back after a loss."""
+        self._reconnect_cbs = [*getattr(self, "_reconnect_cbs", []), cb]
+
+    def _fire_reconnect(self) -> None:
+        for cb in getattr(self, "_reconnect_cbs", []):
+            try:
+                cb()
+            except Exception:
+                log.exception("reconnect hook failed")
+
     @property
     def connected(self) -> bool:
         return True
 
+    @property
+    def connected_since(self) -> float:
+        """``time.monotonic()`` of the latest (re)connection."""
+        return 0.0
+
 
 class InProcBroker:
-    """A message bus inside one event loop: every publish is delivered with ``loop.call_soon`` (FIFO)."""
+    """A message bus inside one event loop: every publish is delivered with ``loop.call_soon`` (FIFO).
+
+    Durable subjects keep every message (a list per subject) so a consumer may start from any position, and
+    ``terms`` stands in for the broker's compare-and-set store."""
 
     def __init__(self) -> None:
         self.subs: dict[str, list[tuple[int, Handler]]] = defaultdict(list)
+        self.logs: dict[str, list[bytes]] = defaultdict(list)
+        self.terms: dict[str, int] = {}
         self._n = 0
         self.published = 0
         self.drop: Callable[[str, bytes], bool] | None = None  # fault injection: return True to drop
@@ -111,6 +163,15 @@ class InProcTransport(Transport):
         for _, h in list(subs):
             loop.call_soon(_guarded, h, data)
 
+    def publish_durable(self, subject: str, data: bytes) -> None:
+        if self.closed:
+            return
+        b = self.broker
+        if b.drop is not None and b.drop(subject, data):
+            return
+        b.logs[subject].append(data)
+        self.publish(subject, data)
+
     async def subscribe(self, subject: str, handler: Handler) -> object:
         self.broker._n += 1
         token = (subject, self.broker._n)
@@ -118,10 +179,33 @@ class InProcTransport(Transport):
         self.mine.append(token)
         return token
 
+    async def consume(self, subject: str, handler: PosHandler, start: int | None = None) -> object:
+        log_ = self.broker.logs[subject]
+        pos = [len(log_) if start is None else max(0, start - 1)]
+        loop = asyncio.get_running_loop()
+
+        def deliver(_data: bytes) -> None:
+            while pos[0] < len(log_):  # every stored message in order (a live publish is already in the log)
+                pos[0] += 1
+                _guarded2(handler, log_[pos[0] - 1], pos[0])
+
+        if pos[0] < len(log_):
+            loop.call_soon(deliver, b"")
+        return await self.subscribe(subject, deliver)
+
     async def unsubscribe(self, token: object) -> None:
         subject, n = token  # type: ignore[misc]
         subs = self.broker.subs.get(subject, [])
         subs[:] = [(k, h) for k, h in subs if k != n]
+
+    async def claim(self, key: str, term: int) -> bool:
+        if self.broker.terms.get(key, 0) >= term:
+            return False
+        self.broker.terms[key] = term
+        return True
+
+    async def current_term(self, key: str) -> int:
+        return self.broker.terms.get(key, 0)
 
     async def close(self) -> None:
         self.closed = True
@@ -137,11 +221,124 @@ def _guarded(h: Handler, data: bytes) -> None:
         log.exception("message handler failed")
 
 
-class NatsTransport(Transport):
-    """A NATS connection (``nats-py``) with connect retries (exponential backoff with jitter).
+def _guarded2(h: PosHandler, data: bytes, pos: int) -> None:
+    try:
+        h(data, pos)
+    except Exception:
+        log.exception("message handler failed")
 
-    After the first connection, nats-py reconnects by itself (``reconnect_time_wait`` between attempts,
-    forever) and buffers publishes meanwhile (up to ``pending_size`` bytes); subscriptions are restored.
+
+class NoBrokerError(ConnectionError):
+    """No NATS broker could be reached (or it refused this client's credentials)."""
+
+
+def stream_names(ns: str) -> dict[str, str]:
+    """JetStream stream names of a deployment (namespace ``ns``) and the subjects each keeps."""
+    base = _BAD.sub("_", ns).upper() or "_"
+    n = _BAD.sub("_", ns) or "_"
+    return {f"MEGHA_{base}_Q": f"{n}.q.>", f"MEGHA_{base}_EV": f"{n}.ev", f"MEGHA_{base}_R": f"{n}.r.>"}
+
+
+def terms_bucket(ns: str) -> str:
+    return f"MEGHA_{_BAD.sub('_', ns).upper() or '_'}_TERMS"
+
+
+class _Consumer:
+    """One durable subject read from a stream position (an ephemeral push consumer, re-created at the position
+    after the last handled message whenever the connection comes back or a delivery is missing)."""
+
+    def __init__(self, tr: NatsTransport, subject: str, handler: PosHandler, start: int | None) -> None:
+        self.tr = tr
+        self.subject = subject
+        self.stream = tr.stream_of(subject)
+        self.handler = handler
+        self.next = start  # stream position to start from (None: new messages only)
+        self.dseq = 0
+        self.sub = None
+        self.consumer = ""
+        self.closed = False
+        self._gen: object = None
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+        async with self._lock:
+            if self.closed:
+                return
+            await self._drop()
+            nc = self.tr.nc
+            inbox = nc.new_inbox()
+            self.dseq = 0
+            gen = self._gen = object()
+
+            async def cb(msg, gen=gen) -> None:
+                if gen is self._gen:
+                    self._on_msg(msg)
+
+            self.sub = await nc.subscribe(
+                inbox, cb=cb, pending_msgs_limit=1_000_000, pending_bytes_limit=512 * 1024 * 1024
+            )
+            if self.next is None:
+                policy = dict(deliver_policy=DeliverPolicy.NEW)
+            else:
+                policy = dict(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(1, self.next))
+            cfg = ConsumerConfig(
+                ack_policy=AckPolicy.NONE,
+                deliver_subject=inbox,
+                filter_subject=self.subject,
+                inactive_threshold=30.0,
+                **policy,
+            )
+            info = await self.tr.js.add_consumer(self.stream, cfg, timeout=self.tr.request_timeout)
+            self.consumer = info.name
+            if self.next is None:  # from now on, resume where we are
+                self.next = int(info.delivered.stream_seq) + 1
+
+    async def _drop(self) -> None:
+        if self.sub is not None:
+            with contextlib.suppress(Exception):
+                await self.sub.unsubscribe()
+            self.sub = None
+        if self.consumer:
+            name, self.consumer = self.consumer, ""
+            with contextlib.suppress(Exception):
+                await self.tr.js.delete_consumer(self.stream, name)
+
+    def _on_msg(self, msg) -> None:
+        reply = msg.reply or ""
+        if not reply.startswith("$JS.ACK."):
+            return  # a status message (heartbeat, flow control)
+        t = reply.split(".")
+        k = 5 if len(t) == 9 else 7
+        try:
+            sseq, dseq = int(t[k]), int(t[k + 1])
+        except (IndexError, ValueError):
+            return
+        if dseq != self.dseq + 1 and self.dseq:  # a delivery went missing: read again from where we are
+            self.tr.counters["consumer_gaps"] += 1
+            self.tr.schedule_reopen(self)
+            return
+        self.dseq = dseq
+        if self.next is not None and sseq < self.next:
+            return
+        self.next = sseq + 1
+        _guarded2(self.handler, msg.data, sseq)
+
+    async def close(self) -> None:
+        self.closed = True
+        async with self._lock:
+            await self._drop()
+
+
+class NatsTransport(Transport):
+    """A NATS connection (``nats-py``) with bounded connect attempts, JetStream durable subjects and election.
+
+    The first connection is tried for ``give_up_after`` seconds (``None``: for ever, as services do), each
+    attempt bounded by ``connect_timeout``; then nats-py reconnects by itself and buffers publishes meanwhile.
+    Durable publishes are kept until the broker acknowledges them (it acknowledges the last message of each
+    write batch per stream; a stream stores a connection's messages in order) and re-published after a
+    reconnection or when unacknowledged for ``ack_timeout``; receivers drop the duplicates by sequence number.
     """
 
     name = "nats"
@@ -156,8 +353,13 @@ class NatsTransport(Transport):
         connect_timeout: float = 2.0,
         max_backoff: float = 5.0,
         give_up_after: float | None = 60.0,
+        ns: str = "megha",
+        tls: object = None,
+        ack_timeout: float = 2.0,
+        credentials: Callable[[], dict | None] | None = None,
     ) -> None:
         self.url = url
+        self.credentials = credentials  # re-read before every connection attempt (they may appear later)
         self.user = user or None
         self.password = password or None
         self.token = token or None
@@ -165,13 +367,36 @@ class NatsTransport(Transport):
         self.connect_timeout = connect_timeout
         self.max_backoff = max_backoff
         self.give_up_after = give_up_after
+        self.ns = ns
+        self.tls = tls
+        self.ack_timeout = ack_timeout
+        self.request_timeout = 5.0
         self.nc = None
-        self._out: deque[tuple[str, bytes]] = deque()
+        self.js = None
+        self._streams = stream_names(ns)
+        self._prefixes = [(subj[:-1] if subj.endswith(">") else subj, name) for name, subj in self._streams.items()]
+        self._out: deque[tuple[str, bytes, int]] = deque()  # subject, data, outbox id (0: core)
         self._wake = asyncio.Event()
         self._writer: asyncio.Task | None = None
+        # id -> subject, data, stream, sent at, connection generation it was written in
+        self._outbox: dict[int, tuple[str, bytes, str, float, int]] = {}
+        self._gen = 0
+        self._n = 0
+        self._ack_prefix = ""
+        self._consumers: list[_Consumer] = []
+        self._kv = None
         self.attempts = 0
         self.disconnects = 0
         self._closing = False
+        self._since = 0.0
+        self.counters: Counter = Counter()
+        self._bg: set[asyncio.Task] = set()
+
+    def stream_of(self, subject: str) -> str:
+        for prefix, name in self._prefixes:
+            if subject.startswith(prefix):
+                return name
+        raise ValueError(f"{subject} is not a durable subject of deployment {self.ns!r}")
 
     async def start(self) -> None:
         import nats
@@ -179,71 +404,197 @@ class NatsTransport(Transport):
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         delay = 0.05
+        last = None
         while True:
             self.attempts += 1
+            if self.credentials is not None:
+                c = self.credentials()
+                if c is not None:
+                    self.user, self.password = c["user"], c["password"]
             try:
-                self.nc = await nats.connect(
-                    servers=[self.url],
-                    user=self.user,
-                    password=self.password,
-                    token=self.token,
-                    name=self.client_name,
-                    connect_timeout=self.connect_timeout,
-                    allow_reconnect=True,
-                    max_reconnect_attempts=-1,
-                    reconnect_time_wait=0.25,
-                    pending_size=64 * 1024 * 1024,
-                    error_cb=self._on_error,
-                    disconnected_cb=self._on_disconnect,
-                    reconnected_cb=self._on_reconnect,
-                    flusher_queue_size=4096,
+                self.nc = await asyncio.wait_for(
+                    nats.connect(
+                        servers=[self.url],
+                        user=self.user,
+                        password=self.password,
+                        token=self.token,
+                        tls=self.tls,
+                        name=self.client_name,
+                        connect_timeout=self.connect_timeout,
+                        allow_reconnect=True,
+                        max_reconnect_attempts=-1,
+                        reconnect_time_wait=0.25,
+                        pending_size=64 * 1024 * 1024,
+                        error_cb=self._on_error,
+                        disconnected_cb=self._on_disconnect,
+                        reconnected_cb=self._on_reconnect,
+                        flusher_queue_size=4096,
+                    ),
+                    self.connect_timeout * 2 + 1,
                 )
                 break
             except Exception as e:
-                if self.give_up_after is not None and loop.time() - t0 > self.give_up_after:
-                    raise ConnectionError(f"cannot reach the NATS server at {self.url}: {e}") from e
+                last = e
+                if self.give_up_after is not None and loop.time() - t0 + delay > self.give_up_after:
+                    if "uthoriz" in str(e):
+                        raise NoBrokerError(
+                            f"the NATS broker at {self.url} refused this client's credentials ({e})"
+                        ) from None
+                    raise NoBrokerError(
+                        f"no NATS broker reachable at {self.url} after {loop.time() - t0:.0f} s "
+                        f"({type(last).__name__}: {last or 'timed out'})"
+                    ) from None
                 wait = delay * (1 + random.random() * 0.5)
                 log.warning("NATS %s not reachable (%s: %s); retrying in %.2f s", self.url, type(e).__name__, e, wait)
                 await asyncio.sleep(wait)
                 delay = min(delay * 2, self.max_backoff)
+        self._since = time.monotonic()
+        self.js = self.nc.jetstream(timeout=self.request_timeout)
+        self._ack_prefix = self.nc.new_inbox()
+        await self.nc.subscribe(self._ack_prefix + ".*", cb=self._on_ack, pending_msgs_limit=1_000_000)
         self._writer = asyncio.create_task(self._write_loop())
+        self._spawn(self._retry_loop())
+
+    def _spawn(self, coro) -> None:
+        t = asyncio.ensure_future(coro)
+        self._bg.add(t)
+        t.add_done_callback(self._bg.discard)
 
     async def _on_error(self, e: Exception) -> None:
         log.warning("NATS error: %s: %s", type(e).__name__, e)
 
     async def _on_disconnect(self) -> None:
         self.disconnects += 1
+        self._gen += 1  # what was written before may be lost: acknowledgements no longer vouch for it
         if self._closing:
             return
         log.warning("NATS connection lost; reconnecting with backoff")
 
     async def _on_reconnect(self) -> None:
         log.warning("NATS connection re-established")
+        self._since = time.monotonic()
+        self._spawn(self._after_reconnect())
 
+    async def _after_reconnect(self) -> None:
+        self._republish(0.0)
+        for c in list(self._consumers):
+            await self._reopen(c)
+        self._fire_reconnect()
+
+    def schedule_reopen(self, c: _Consumer) -> None:
+        self._spawn(self._reopen(c))
+
+    async def _reopen(self, c: _Consumer) -> None:
+        delay = 0.1
+        while not c.closed and not self._closing:
+            try:
+                await c.open()
+                return
+            except Exception as e:  # JetStream not ready yet after a broker restart
+                log.warning("re-opening %s failed (%s: %s); retrying", c.subject, type(e).__name__, e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    # --- publishing ----------------------------------------------------------------------------------------
     def publish(self, subject: str, data: bytes) -> None:
-        self._out.append((subject, data))
+        self._out.append((subject, data, 0))
         self._wake.set()
+
+    def publish_durable(self, subject: str, data: bytes) -> None:
+        self._n += 1
+        self._outbox[self._n] = (subject, data, self.stream_of(subject), 0.0, -1)
+        self._out.append((subject, data, self._n))
+        self._wake.set()
+
+    def _on_ack_ids(self, n: int, ent: tuple) -> None:
+        """The broker stored message ``n``. When it was written on the current connection, so were all earlier
+        messages to the same stream written on it (a stream stores one connection's messages in order)."""
+        ob = self._outbox
+        ob.pop(n, None)
+        gen = ent[4]
+        if gen != self._gen:
+            return
+        stream = ent[2]
+        done = [k for k, v in ob.items() if k < n and v[2] == stream and v[4] == gen]
+        for k in done:
+            del ob[k]
+
+    async def _on_ack(self, msg) -> None:
+        try:
+            n = int(msg.subject.rsplit(".", 1)[1])
+        except ValueError:
+            return
+        d = msg.data
+        if not d or b'"error"' in d or b'"seq"' not in d:
+            self.counters["publish_errors"] += 1
+            return  # not stored (no stream yet, broker starting): re-published later
+        ent = self._outbox.get(n)
+        if ent is not None:
+            self._on_ack_ids(n, ent)
+
+    def _republish(self, older_than: float) -> None:
+        now = time.monotonic()
+        again = sorted(k for k, v in self._outbox.items() if now - v[3] >= older_than)
+        if not again:
+            return
+        self.counters["republished"] += len(again)
+        for k in again:
+            subject, data = self._outbox[k][:2]
+            self._out.append((subject, data, k))
+        self._wake.set()
+
+    async def _retry_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(self.ack_timeout / 2)
+            if self.connected and self._outbox:
+                self._republish(self.ack_timeout)
 
     async def _write_loop(self) -> None:
         from nats.errors import OutboundBufferLimitError
 
         out = self._out
+        ob = self._outbox
         while True:
             await self._wake.wait()
             self._wake.clear()
             while out:
-                subject, data = out[0]
-                try:
-                    await self.nc.publish(subject, data)
-                except OutboundBufferLimitError:
-                    await asyncio.sleep(0.05)  # reconnecting with a full buffer: wait, keep order
-                    continue
-                except Exception as e:
-                    if self.nc is None or self.nc.is_closed:
-                        return
-                    log.warning("publish to %s failed: %s", subject, e)
-                out.popleft()
+                # the last durable message of this batch per stream asks for the broker's acknowledgement
+                last: dict[str, int] = {}
+                for i, (_, _, k) in enumerate(out):
+                    if k:
+                        ent = ob.get(k)
+                        if ent is not None:
+                            last[ent[2]] = i
+                want = set(last.values())
+                now = time.monotonic()
+                i = 0
+                while out:
+                    subject, data, k = out[0]
+                    reply = ""
+                    if k:
+                        ent = ob.get(k)
+                        if ent is None:  # acknowledged meanwhile
+                            out.popleft()
+                            i += 1
+                            continue
+                        ob[k] = (ent[0], ent[1], ent[2], now, self._gen)
+                        if i in want:
+                            reply = f"{self._ack_prefix}.{k}"
+                    try:
+                        await self.nc.publish(subject, data, reply=reply)
+                    except OutboundBufferLimitError:
+                        await asyncio.sleep(0.05)  # reconnecting with a full buffer: wait, keep order
+                        continue
+                    except Exception as e:
+                        if self.nc is None or self.nc.is_closed:
+                            return
+                        log.warning("publish to %s failed: %s", subject, e)
+                    out.popleft()
+                    i += 1
+                    if i > 4096:
+                        break
 
+    # --- subscribing ---------------------------------------------------------------------------------------
     async def subscribe(self, subject: str, handler: Handler) -> object:
         async def cb(msg) -> None:
             _guarded(handler, msg.data)
@@ -252,14 +603,102 @@ class NatsTransport(Transport):
             subject, cb=cb, pending_msgs_limit=1_000_000, pending_bytes_limit=512 * 1024 * 1024
         )
 
+    async def consume(self, subject: str, handler: PosHandler, start: int | None = None) -> object:
+        c = _Consumer(self, subject, handler, start)
+        self._consumers.append(c)
+        delay = 0.1
+        t0 = time.monotonic()
+        while True:
+            try:
+                await c.open()
+                return c
+            except Exception as e:
+                if time.monotonic() - t0 > 30:
+                    raise ConnectionError(f"cannot read {subject} from the broker's streams: {e}") from e
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, 1.0)
+
     async def unsubscribe(self, token: object) -> None:
+        if isinstance(token, _Consumer):
+            if token in self._consumers:
+                self._consumers.remove(token)
+            await token.close()
+            return
         with contextlib.suppress(Exception):
             await token.unsubscribe()  # type: ignore[attr-defined]
+
+    # --- streams and election ------------------------------------------------------------------------------
+    async def ensure_streams(self, reset: bool = False) -> None:
+        """Create this deployment's streams (``reset``: empty them first: a new deployment)."""
+        from nats.js.api import DiscardPolicy, StorageType, StreamConfig
+        from nats.js.errors import NotFoundError
+
+        for name, subj in self._streams.items():
+            if reset:
+                with contextlib.suppress(NotFoundError):
+                    await self.js.delete_stream(name)
+            cfg = StreamConfig(
+                name=name,
+                subjects=[subj],
+                storage=StorageType.FILE,
+                discard=DiscardPolicy.OLD,
+                max_age=0 if name.endswith("_R") else 24 * 3600.0,
+                max_bytes=-1,
+            )
+            try:
+                await self.js.add_stream(cfg)
+            except Exception as e:
+                if "already in use" not in str(e):
+                    raise
+        if reset:
+            with contextlib.suppress(Exception):
+                await self.js.delete_key_value(terms_bucket(self.ns))
+        await self._terms()
+
+    async def _terms(self):
+        if self._kv is None:
+            try:
+                self._kv = await self.js.key_value(terms_bucket(self.ns))
+            except Exception:
+                self._kv = await self.js.create_key_value(bucket=terms_bucket(self.ns), history=1)
+        return self._kv
+
+    async def current_term(self, key: str) -> int:
+        from nats.js.errors import KeyNotFoundError
+
+        kv = await self._terms()
+        try:
+            e = await kv.get(key)
+        except KeyNotFoundError:
+            return 0
+        return int(e.value or b"0")
+
+    async def claim(self, key: str, term: int) -> bool:
+        from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+
+        kv = await self._terms()
+        try:
+            e = await kv.get(key)
+            cur, rev = int(e.value or b"0"), e.revision
+        except KeyNotFoundError:
+            cur, rev = 0, None
+        if cur >= term:
+            return False
+        try:
+            if rev is None:
+                await kv.create(key, str(term).encode())
+            else:
+                await kv.update(key, str(term).encode(), last=rev)
+        except (KeyWrongLastSequenceError, Exception) as e:
+            if isinstance(e, KeyWrongLastSequenceError) or "wrong last sequence" in str(e) or "exists" in str(e):
+                return False
+            raise
+        return True
 
     async def flush(self, timeout: float = 2.0) -> None:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        while self._out and loop.time() < end:
+        while (self._out or self._outbox) and loop.time() < end:
             await asyncio.sleep(0.002)
         if self.nc is not None and self.nc.is_connected:
             with contextlib.suppress(Exception):
@@ -272,6 +711,12 @@ class NatsTransport(Transport):
                 await self.flush(1.0)
             finally:
                 self._writer.cancel()
+        for t in list(self._bg):
+            t.cancel()
+        for c in list(self._consumers):
+            with contextlib.suppress(Exception):
+                await c.close()
+        self._consumers.clear()
         if self.nc is not None:
             with contextlib.suppress(Exception):
                 await self.nc.close()
@@ -279,3 +724,7 @@ class NatsTransport(Transport):
     @property
     def connected(self) -> bool:
         return self.nc is not None and self.nc.is_connected
+
+    @property
+    def connected_since(self) -> float:
+        return self._since

@@ -117,10 +117,6 @@ def encode(msg: Any, src: str, dst: str, epoch: int = 0, seq: int = 0, term: int
 
 
 # --- schema checking ------------------------------------------------------------------------------------
-def _is_int(x: Any) -> bool:
-    return type(x) is int
-
-
 def _is_num(x: Any) -> bool:
     t = type(x)
     return (t is int or t is float) and t is not bool
@@ -427,7 +423,16 @@ SCHEMAS: dict[str, Schema] = dict(
             ("t", K_FLOAT),
             ("info", _k_info),
         ),
-        _s(L.Repl, ("lm", K_INT), ("n", K_INT), ("what", K_STR), ("now", K_FLOAT), ("key", K_STR), ("data", K_BYTES)),
+        _s(
+            L.Repl,
+            ("lm", K_INT),
+            ("n", K_INT),
+            ("what", K_STR),
+            ("now", K_FLOAT),
+            ("key", K_STR),
+            ("data", K_BYTES),
+            ("pos", K_INT),
+        ),
         _s(L.Control, ("cmd", K_STR), ("arg", K_STR)),
     ]
 )

@@ -11,8 +11,10 @@ task runs is set per run by the client's :class:`~megha.live.messages.RunSpec`:
 * ``sleep`` — hold the worker for the task's duration (an event-loop timer; thousands of tasks are cheap);
 * ``cpu`` — a subprocess that burns one CPU for the task's duration;
 * ``command`` — a subprocess running the run's command line (``{task}``, ``{job}``, ``{duration}``,
-  ``{worker}`` are substituted; no shell), stdout and stderr captured to ``output_dir/run<R>/task<T>.log``
-  when ``output_dir`` is set, and the last lines sent to clients as an ``output`` event.
+  ``{worker}`` are substituted; no shell) when the deployment allows its executable
+  (``workers.allowed_commands``; otherwise the task fails with "not allowed" and nothing runs), stdout and
+  stderr captured to ``output_dir/run<R>/task<T>.log`` when ``output_dir`` is set, and the last lines sent to
+  clients as an ``output`` event.
 
 It also sends each LM it serves a :class:`~megha.live.messages.HostBeat` every ``beat`` seconds (worker
 liveness) and enforces the allocation invariant (one task per worker in slot mode, demands within capacity in
@@ -24,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
+import shutil
 import sys
 import time
 from collections import Counter
@@ -62,6 +66,7 @@ class WorkerHost(Component):
         default_kind: str = "sleep",
         output_dir: str | None = None,
         lease: float = 0.6,
+        allowed_commands: list[str] | tuple[str, ...] = (),
     ) -> None:
         super().__init__(host_address(layout, name))
         if default_kind not in TASK_KINDS:
@@ -73,6 +78,7 @@ class WorkerHost(Component):
         self.lease = max(lease, 2 * beat)  # must stay below the LMs' host_timeout
         self._last_beat = 0.0
         self.default_kind = default_kind
+        self.allowed = set(allowed_commands)
         self.output_dir = Path(output_dir) if output_dir else None
         self.rec = ForwardingRecorder()
         self.workers = sorted(int(w) for w in workers)
@@ -235,7 +241,21 @@ class WorkerHost(Component):
                 return loop.call_soon(self._complete, t, 126, f"bad command template: {e}")
             if not argv:
                 return loop.call_soon(self._complete, t, 126, "empty command")
+            if not self.command_allowed(argv[0]):
+                self.counters["commands_refused"] += 1
+                return loop.call_soon(
+                    self._complete, t, 126, f"command {argv[0]!r} not allowed (workers.allowed_commands)"
+                )
         return asyncio.ensure_future(self._run_proc(t, argv, spec.cwd or None))
+
+    def command_allowed(self, exe: str) -> bool:
+        """An executable is allowed when the deployment lists its name (as given) or its absolute path."""
+        if exe in self.allowed:
+            return True
+        if os.path.isabs(exe):
+            return False
+        path = shutil.which(exe)
+        return path is not None and path in self.allowed
 
     async def _run_proc(self, t: int, argv: list[str], cwd: str | None) -> None:
         try:

@@ -1,0 +1,149 @@
+"""Credentials, subject permissions and TLS of a live deployment (secure by default).
+
+``megha live up`` generates one random password per *role* into ``state_dir/auth/<role>.json`` (directory mode
+0700, files 0600) and writes nats-server's configuration file ``state_dir/nats.conf`` (0600) with those users and
+their permissions; nats-server is started with ``-c nats.conf``, so no secret is ever on a command line.
+
+Roles and what they may do (``N`` is the deployment's subject namespace, ``cfg.name``):
+
+* ``supervisor`` — everything; the only identity that may publish on ``N.control`` (shutdown);
+* ``service`` — GMs, LMs and worker hosts: everything but ``N.control``;
+* ``client`` — submitting work: publish job submissions to the GMs' inboxes (``N.q.<prefix>.gm<i>``) and run
+  specifications to the worker hosts (``N.hosts``), read the task events (a consumer on the events stream only)
+  and the status reports; nothing else (no launches, no LM or host inboxes, no replication logs, no control).
+
+Services find their credentials through the configuration's ``state_dir``; a client on another machine copies
+``auth/client.json`` there (or sets ``broker.user``/``broker.password``). With ``broker.tls_cert``/``tls_key`` the
+broker requires TLS; clients verify it with ``broker.tls_ca``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import ssl
+from pathlib import Path
+
+from megha.live.config import LiveConfig
+from megha.live.transport import stream_names, subject_of
+
+ROLES = ("supervisor", "service", "client")
+
+
+def auth_dir(cfg: LiveConfig) -> Path:
+    return Path(cfg.state_dir) / "auth"
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+
+
+def generate_credentials(cfg: LiveConfig) -> dict[str, dict[str, str]]:
+    """New random credentials for every role, written to ``state_dir/auth`` (0600); returns them."""
+    d = auth_dir(cfg)
+    d.mkdir(parents=True, exist_ok=True)
+    os.chmod(d, 0o700)
+    out = {}
+    for role in ROLES:
+        creds = {"user": f"{cfg.name}-{role}", "password": secrets.token_urlsafe(24)}
+        _write_private(d / f"{role}.json", json.dumps(creds))
+        out[role] = creds
+    return out
+
+
+def read_credentials(cfg: LiveConfig, role: str) -> dict[str, str] | None:
+    """The generated credentials of ``role`` (None when the deployment has none or they are not readable)."""
+    try:
+        doc = json.loads((auth_dir(cfg) / f"{role}.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("user"), str) or not isinstance(doc.get("password"), str):
+        return None
+    return doc
+
+
+def _q(s: str) -> str:
+    return json.dumps(s)
+
+
+def permissions(cfg: LiveConfig, role: str) -> dict:
+    """Subject permissions of ``role`` (nats-server's ``permissions`` block)."""
+    from megha.live.deploy import layout_of
+
+    ns = cfg.name
+    control = subject_of(ns, "control")
+    if role == "supervisor":
+        return {"publish": {"allow": [">"]}, "subscribe": {"allow": [">"]}}
+    if role == "service":
+        return {"publish": {"allow": [">"], "deny": [control]}, "subscribe": {"allow": [">"]}}
+    prefix = layout_of(cfg).prefix
+    gms = [subject_of(ns, f"q/{prefix}/gm{g}") for g in range(cfg.megha.gms)]
+    ev_stream = next(name for name in stream_names(ns) if name.endswith("_EV"))
+    return {
+        "publish": {
+            "allow": [
+                *gms,
+                subject_of(ns, "hosts"),
+                f"$JS.API.CONSUMER.CREATE.{ev_stream}",
+                f"$JS.API.CONSUMER.DELETE.{ev_stream}.*",
+                f"$JS.API.CONSUMER.INFO.{ev_stream}.*",
+            ]
+        },
+        "subscribe": {"allow": ["_INBOX.>", subject_of(ns, "status")]},
+    }
+
+
+def _perm_block(p: dict) -> str:
+    parts = []
+    for k in ("publish", "subscribe"):
+        v = p[k]
+        inner = [f"allow: [{', '.join(_q(x) for x in v['allow'])}]"]
+        if v.get("deny"):
+            inner.append(f"deny: [{', '.join(_q(x) for x in v['deny'])}]")
+        parts.append(f"{k}: {{ {', '.join(inner)} }}")
+    return "{ " + ", ".join(parts) + " }"
+
+
+def nats_config(cfg: LiveConfig, creds: dict[str, dict[str, str]] | None, store_dir: Path) -> str:
+    """nats-server's configuration file for this deployment."""
+    b = cfg.broker
+    lines = [
+        f"listen: {_q(f'{b.bind}:{b.port}')}",
+        f"jetstream {{ store_dir: {_q(str(store_dir))} }}",
+    ]
+    if creds:
+        users = [
+            f"    {{ user: {_q(c['user'])}, password: {_q(c['password'])}, "
+            f"permissions: {_perm_block(permissions(cfg, r))} }}"
+            for r, c in creds.items()
+        ]
+        lines += ["authorization {", "  users: [", *users, "  ]", "}"]
+    elif b.token:
+        lines.append(f"authorization {{ token: {_q(b.token)} }}")
+    elif b.user:
+        lines.append(f"authorization {{ user: {_q(b.user)}, password: {_q(b.password)} }}")
+    if b.tls_cert:
+        tls = [f"cert_file: {_q(b.tls_cert)}", f"key_file: {_q(b.tls_key)}"]
+        lines.append(f"tls {{ {', '.join(tls)} }}")
+    return "\n".join(lines) + "\n"
+
+
+def write_nats_config(cfg: LiveConfig, creds: dict | None, store_dir: Path) -> Path:
+    path = Path(cfg.state_dir) / "nats.conf"
+    _write_private(path, nats_config(cfg, creds, store_dir))
+    return path
+
+
+def client_tls(cfg: LiveConfig) -> ssl.SSLContext | None:
+    """The TLS context clients verify the broker with (None: plain TCP)."""
+    b = cfg.broker
+    if b.tls_ca:
+        return ssl.create_default_context(cafile=b.tls_ca)
+    if b.resolved_url().startswith("tls://"):
+        return ssl.create_default_context()
+    return None

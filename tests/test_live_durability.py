@@ -1,0 +1,149 @@
+"""Durability of the live runtime over nats-server (issue 15): broker restarts in the middle of a run, of short
+and long outages, and repeated failures of the same LM. Every task must complete exactly once. Loopback only;
+each test starts its own nats-server and stops everything it started."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nats", reason="nats-py is not installed")
+NATS = shutil.which("nats-server")
+pytestmark = pytest.mark.skipif(NATS is None, reason="nats-server is not installed")
+
+from megha.live import supervisor  # noqa: E402
+from megha.live.client import LiveClient, synthetic_workload, to_run_result, with_constraints  # noqa: E402
+from megha.live.config import LiveConfig  # noqa: E402
+from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_nats(port: int, store: Path) -> subprocess.Popen:
+    p = subprocess.Popen(
+        [NATS, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    end = time.monotonic() + 10
+    while not supervisor.port_open("127.0.0.1", port):
+        assert time.monotonic() < end, "nats-server did not start"
+        time.sleep(0.05)
+    return p
+
+
+def _exactly_once(res) -> None:
+    assert res.unfinished_reason is None, res.unfinished_reason
+    fin = res.recorder.finishes[res.feasible]
+    assert (fin == 1).all(), f"finished counts {np.unique(fin, return_counts=True)}"
+    assert np.isfinite(res.recorder.known[res.feasible]).all()
+
+
+def _cfg(port: int, **over) -> LiveConfig:
+    data = {
+        "broker": {"kind": "nats", "port": port},
+        "ha": {"failover_timeout": 0.5, "host_timeout": 1.0},
+        "megha": {"heartbeat": 0.5},
+    }
+    data.update(over)
+    return LiveConfig(**data)
+
+
+@pytest.mark.parametrize("outage", [0.3, 2.0])
+def test_broker_killed_and_restarted_mid_run_loses_nothing(tmp_path: Path, outage: float):
+    """kill -9 of nats-server while tasks run, restarted after ``outage`` seconds (issue 15: 24 and 99 of 181
+    tasks never completed)."""
+    port = _free_port()
+    store = tmp_path / "js"
+    broker = _start_nats(port, store)
+
+    async def main():
+        nonlocal broker
+        cfg = _cfg(port)
+        dc = datacenter_of(cfg)
+        layout = layout_of(cfg, dc)
+        dep = await LocalDeployment(cfg, layout=layout).start()
+        cl = LiveClient(cfg, dep.transport("client"), layout)
+        await cl.start()
+        w = with_constraints(cfg, synthetic_workload(40, 5, 0.6, 3.0, seed=7))
+        try:
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30, ready_timeout=30))
+            while not cl.started.any():
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.7)
+            broker.kill()
+            broker.wait()
+            await asyncio.sleep(outage)
+            broker = _start_nats(port, store)
+            run = await asyncio.wait_for(job, 90)
+            return to_run_result(run, cfg, dc, "synthetic")
+        finally:
+            await cl.close()
+            await dep.close()
+
+    try:
+        res = asyncio.run(asyncio.wait_for(main(), 120))
+    finally:
+        broker.kill()
+        broker.wait()
+    _exactly_once(res)
+
+
+def test_the_same_lm_fails_twice_and_a_new_standby_takes_over(tmp_path: Path):
+    """`up` as processes: kill -9 the active LM 0, then (after its standby took over) the promoted standby; the
+    supervisor must have started a new standby meanwhile (issue 15: 44 tasks never completed, a GM stuck)."""
+    port = _free_port()
+    cfg = _cfg(
+        port,
+        datacenter={"workers": 80},
+        megha={"gms": 2, "lms": 2, "heartbeat": 0.5, "policy": "min-constraints"},
+        state_dir=str(tmp_path / "state"),
+    )
+    path = tmp_path / "deploy.json"
+    path.write_text(cfg.model_dump_json())
+    supervisor.launch(cfg, str(path))
+    t0 = time.monotonic()
+    try:
+
+        async def main():
+            dc = datacenter_of(cfg)
+            layout = layout_of(cfg, dc)
+            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=30), layout)
+            await cl.start()
+            await cl.wait_ready(60)
+            w = with_constraints(cfg, synthetic_workload(60, 4, 0.8, 9.0, seed=11))
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30))
+            while not cl.started.any():
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
+            pids = json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]
+            os.kill(pids["lm0-active"], signal.SIGKILL)
+            await asyncio.sleep(4.0)  # the standby takes over; the supervisor starts a new standby
+            pids = json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]
+            os.kill(pids["lm0-standby"], signal.SIGKILL)  # the promoted standby, now active
+            run = await asyncio.wait_for(job, 120)
+            await cl.close()
+            return to_run_result(run, cfg, dc, "synthetic")
+
+        res = asyncio.run(asyncio.wait_for(main(), 150 - (time.monotonic() - t0)))
+        _exactly_once(res)
+        assert res.counters["service_takeovers"] >= 1
+        state = json.loads((Path(cfg.state_dir) / "services.json").read_text())
+        assert state["failovers"]["lm0"] >= 2  # a new standby after each death
+        assert any(n.startswith("lm0-standby") and n != "lm0-standby" for n in state["services"])
+    finally:
+        assert supervisor.terminate(cfg)

@@ -1,0 +1,188 @@
+"""The live runtime as an operator runs it: bad options, unreachable brokers, busy ports, credentials,
+permissions, command allowlists and health reports (issue 15). Every test is bounded in time; the ones that
+need nats-server skip without it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from megha.cli import app
+from megha.live.client import LiveClient, one_job, to_run_result
+from megha.live.config import LiveConfig
+from megha.live.deploy import LocalDeployment, datacenter_of, layout_of
+
+NATS = shutil.which("nats-server")
+needs_nats = pytest.mark.skipif(NATS is None, reason="nats-server is not installed")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _megha(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "megha.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_bench_rejects_bad_rates_with_a_clear_error():
+    r = CliRunner().invoke(app, ["live", "bench", "--rates", "abc"])
+    assert r.exit_code == 2, r.output
+    assert "--rates" in r.output and "Traceback" not in r.output
+
+
+def test_client_commands_time_out_when_no_broker_is_reachable(tmp_path: Path):
+    port = _free_port()  # nothing listens there
+    cfg = tmp_path / "d.json"
+    cfg.write_text(json.dumps({"broker": {"port": port}, "state_dir": str(tmp_path / "st")}))
+    for cmd in (["live", "status", "-c", str(cfg)], ["live", "submit", "-c", str(cfg), "--tasks", "1"]):
+        t = time.monotonic()
+        r = _megha(*cmd, timeout=60)
+        assert r.returncode != 0
+        assert "no NATS broker" in r.stderr + r.stdout, r.stderr[-2000:]
+        assert "Traceback" not in r.stderr
+        assert time.monotonic() - t < 40
+
+
+def test_up_refuses_a_port_already_in_use(tmp_path: Path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        cfg = tmp_path / "d.json"
+        cfg.write_text(json.dumps({"broker": {"port": port}, "state_dir": str(tmp_path / "st")}))
+        r = CliRunner().invoke(app, ["live", "up", "-c", str(cfg), "--timeout", "5"])
+        assert r.exit_code == 2, r.output
+        assert "in use" in r.output and "--broker" in r.output
+
+
+def test_command_tasks_are_refused_unless_the_deployment_allows_the_executable(tmp_path: Path):
+    marker = tmp_path / "ran"
+
+    async def go(allowed: list[str]):
+        cfg = LiveConfig(
+            broker={"kind": "inproc"},
+            datacenter={"workers": 10, "constraints": False},
+            megha={"gms": 1, "lms": 1},
+            workers={"hosts": 1, "allowed_commands": allowed},
+            ha={"lm_standby": False},
+        )
+        dc = datacenter_of(cfg)
+        layout = layout_of(cfg, dc)
+        dep = await LocalDeployment(cfg, layout=layout).start()
+        cl = LiveClient(cfg, dep.transport("client"), layout)
+        await cl.start()
+        try:
+            run = await cl.run(one_job(2, 0.1), dc, kind="command", command=f"touch {marker}", stall_timeout=20)
+            return to_run_result(run, cfg, dc, "one-job"), run
+        finally:
+            await cl.close()
+            await dep.close()
+
+    res, run = asyncio.run(go([]))
+    assert res.unfinished_reason is None
+    assert not marker.exists()
+    assert len(run.failures) == 2 and all("not allowed" in why for why in run.failures.values())
+    res, run = asyncio.run(go(["touch"]))
+    assert not run.failures and marker.exists()
+
+
+# --- a deployment started by `up` -------------------------------------------------------------------------------
+@pytest.fixture
+def deployment(tmp_path: Path):
+    port = _free_port()
+    doc = {
+        "broker": {"port": port},
+        "datacenter": {"workers": 40},
+        "megha": {"gms": 2, "lms": 2, "heartbeat": 0.5},
+        "workers": {"hosts": 1},
+        "ha": {"failover_timeout": 0.5, "host_timeout": 1.0, "restart": False},
+        "state_dir": str(tmp_path / "state"),
+    }
+    path = tmp_path / "deploy.json"
+    path.write_text(json.dumps(doc))
+    r = _megha("live", "up", "-c", str(path), "--timeout", "60", timeout=90)
+    try:
+        assert r.returncode == 0, r.stderr[-3000:]
+        yield path, LiveConfig(**doc), port
+    finally:
+        _megha("live", "down", "-c", str(path), timeout=60)
+
+
+@needs_nats
+def test_up_generates_credentials_and_refuses_anonymous_and_unauthorised_clients(deployment):
+    path, cfg, port = deployment
+    state = Path(cfg.state_dir)
+    creds = sorted(state.rglob("*.creds")) + sorted(state.rglob("*.json"))
+    secret_files = [p for p in creds if "auth" in p.parts]
+    assert secret_files, "no credentials in the state directory"
+    for p in secret_files:
+        assert p.stat().st_mode & 0o077 == 0, f"{p} is readable by others"
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    server_lines = [x for x in ps.splitlines() if "nats-server" in x and str(port) in x]
+    assert all("--pass" not in x and "--auth" not in x and "--user" not in x for x in server_lines)
+
+    async def anonymous() -> bool:
+        import nats
+
+        try:
+            nc = await asyncio.wait_for(
+                nats.connect(f"nats://127.0.0.1:{port}", allow_reconnect=False, connect_timeout=2), 5
+            )
+        except Exception:
+            return False
+        await nc.close()
+        return True
+
+    assert not asyncio.run(anonymous()), "a client without credentials was let in"
+
+    # a client identity cannot stop the deployment by publishing a shutdown on the control subject
+    async def shutdown_as_client() -> None:
+        from megha.live import wire
+        from megha.live.deploy import make_transport
+        from megha.live.messages import Control
+        from megha.live.runtime import CONTROL
+        from megha.live.transport import subject_of
+
+        tr = make_transport(cfg, "client", role="client")
+        await tr.start()
+        tr.publish(subject_of(cfg.name, CONTROL), wire.encode(Control("shutdown"), "x", CONTROL))
+        await tr.flush()
+        await asyncio.sleep(1.0)
+        await tr.close()
+
+    asyncio.run(shutdown_as_client())
+    r = _megha("live", "status", "-c", str(path), "--json", timeout=60)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert all(s["state"] == "up" for s in doc["services"]), doc["services"]
+
+
+@needs_nats
+def test_status_lists_a_dead_service_as_down_and_exits_non_zero(deployment):
+    path, cfg, _port = deployment
+    state = json.loads((Path(cfg.state_dir) / "services.json").read_text())
+    os.kill(state["services"]["gm1"], 9)  # ha.restart is off: it stays down
+    time.sleep(3.0)
+    r = _megha("live", "status", "-c", str(path), "--json", timeout=60)
+    assert r.returncode != 0
+    doc = json.loads(r.stdout)
+    by = {s["name"]: s for s in doc["services"]}
+    assert by["gm1"]["state"] == "down" and by["gm0"]["state"] == "up"
+    assert {"lm0-active", "lm0-standby", "lm1-active", "lm1-standby", "host0"} <= set(by)
+    assert doc["healthy"] is False
