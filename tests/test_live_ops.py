@@ -66,7 +66,10 @@ def test_up_refuses_a_port_already_in_use(tmp_path: Path):
         port = s.getsockname()[1]
         cfg = tmp_path / "d.json"
         cfg.write_text(json.dumps({"broker": {"port": port}, "state_dir": str(tmp_path / "st")}))
-        r = CliRunner().invoke(app, ["live", "up", "-c", str(cfg), "--timeout", "5"])
+        try:
+            r = CliRunner().invoke(app, ["live", "up", "-c", str(cfg), "--timeout", "5"])
+        finally:
+            CliRunner().invoke(app, ["live", "down", "-c", str(cfg)])
         assert r.exit_code == 2, r.output
         assert "in use" in r.output and "--broker" in r.output
 

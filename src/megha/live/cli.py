@@ -436,3 +436,26 @@ def bench_cmd(
         console.print("[red]error:[/] --rates and --seconds must be > 0 and --tasks-per-job >= 1")
         raise typer.Exit(2)
     main(rs, seconds, mode, per_job)
+
+
+@live_app.command("chaos")
+def chaos_cmd(
+    seconds: Annotated[float, typer.Option("--seconds", help="how long to submit work and inject faults")] = 60.0,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the fault schedule and workload")] = 0,
+    rate: Annotated[float, typer.Option("--rate", help="tasks per second submitted")] = 20.0,
+    json_out: Annotated[bool, typer.Option("--json", help="print the report as one JSON object")] = False,
+) -> None:
+    """A local deployment (loopback) under a steady workload while GMs, LMs (active and standby), worker hosts
+    and the broker are killed at random; reports submitted, completed, lost, duplicated and the faults. Exit code
+    1 when a task was lost or ran twice."""
+    from megha.live import supervisor
+    from megha.live.chaos import main
+    from megha.live.config import LiveConfig
+
+    if not seconds > 0 or not rate > 0:
+        console.print("[red]error:[/] --seconds and --rate must be > 0")
+        raise typer.Exit(2)
+    if supervisor.nats_server_binary(LiveConfig()) is None:
+        console.print("[red]error:[/] nats-server is not installed (apt-get install -y nats-server)")
+        raise typer.Exit(2)
+    raise typer.Exit(main(seconds, seed, json_out, rate))
