@@ -147,3 +147,56 @@ def test_the_same_lm_fails_twice_and_a_new_standby_takes_over(tmp_path: Path):
         assert any(n.startswith("lm0-standby") and n != "lm0-standby" for n in state["services"])
     finally:
         assert supervisor.terminate(cfg)
+
+
+def test_a_stalled_active_lm_is_deposed_and_stops(tmp_path: Path):
+    """SIGSTOP the active LM 0 long enough for its standby to take over, then SIGCONT: the old active learns of the
+    higher term and exits (issue 15: deposed actives stayed running); the supervisor starts a new standby."""
+    port = _free_port()
+    cfg = _cfg(
+        port,
+        datacenter={"workers": 60},
+        megha={"gms": 1, "lms": 2, "heartbeat": 0.5},
+        workers={"hosts": 1},
+        state_dir=str(tmp_path / "state"),
+    )
+    path = tmp_path / "deploy.json"
+    path.write_text(cfg.model_dump_json())
+    supervisor.launch(cfg, str(path))
+    t0 = time.monotonic()
+    try:
+
+        async def main():
+            dc = datacenter_of(cfg)
+            layout = layout_of(cfg, dc)
+            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=30), layout)
+            await cl.start()
+            await cl.wait_ready(60)
+            w = with_constraints(cfg, synthetic_workload(40, 3, 0.8, 8.0, seed=13))
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30))
+            while not cl.started.any():
+                await asyncio.sleep(0.05)
+            pid = json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]["lm0-active"]
+            os.kill(pid, signal.SIGSTOP)
+            await asyncio.sleep(3.0)
+            os.kill(pid, signal.SIGCONT)
+            run = await asyncio.wait_for(job, 120)
+            await cl.close()
+            return pid, to_run_result(run, cfg, dc, "synthetic")
+
+        pid, res = asyncio.run(asyncio.wait_for(main(), 150 - (time.monotonic() - t0)))
+        _exactly_once(res)
+        end = time.monotonic() + 20
+        alive = True
+        while alive and time.monotonic() < end:
+            try:
+                os.kill(pid, 0)
+                time.sleep(0.2)
+            except OSError:
+                alive = False
+        assert not alive, "the deposed active LM is still running"
+        state = json.loads((Path(cfg.state_dir) / "services.json").read_text())
+        assert "lm0-active" not in state["services"]
+        assert any(n.startswith("lm0-standby") and n != "lm0-standby" for n in state["services"])
+    finally:
+        assert supervisor.terminate(cfg)

@@ -33,11 +33,7 @@ def _free_port() -> int:
 
 
 def _megha(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run(
-        [sys.executable, "-m", "megha.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+    return subprocess.run([sys.executable, "-m", "megha.cli", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def test_bench_rejects_bad_rates_with_a_clear_error():
@@ -189,3 +185,84 @@ def test_status_lists_a_dead_service_as_down_and_exits_non_zero(deployment):
     assert by["gm1"]["state"] == "down" and by["gm0"]["state"] == "up"
     assert {"lm0-active", "lm0-standby", "lm1-active", "lm1-standby", "host0"} <= set(by)
     assert doc["healthy"] is False
+
+
+def test_metrics_endpoint_lists_the_documented_metrics():
+    import urllib.request
+
+    from megha.live.metrics import serve_metrics
+
+    async def go() -> str:
+        cfg = LiveConfig(
+            broker={"kind": "inproc"},
+            datacenter={"workers": 20, "constraints": False},
+            megha={"gms": 1, "lms": 1},
+            workers={"hosts": 1},
+            ha={"lm_standby": False},
+        )
+        dc = datacenter_of(cfg)
+        layout = layout_of(cfg, dc)
+        dep = await LocalDeployment(cfg, layout=layout).start()
+        ports = [_free_port() for _ in range(3)]
+        for rt, port in zip([*dep.gms.values(), *dep.lms.values(), *dep.hosts.values()], ports, strict=True):
+            serve_metrics(rt, port)
+        cl = LiveClient(cfg, dep.transport("client"), layout)
+        await cl.start()
+        try:
+            await cl.run(one_job(6, 0.1), dc, stall_timeout=20)
+            loop = asyncio.get_running_loop()
+            texts = []
+            for port in ports:
+                url = f"http://127.0.0.1:{port}/metrics"
+                body = await loop.run_in_executor(None, lambda u=url: urllib.request.urlopen(u, timeout=5).read())
+                texts.append(body)
+            return b"".join(texts).decode()
+        finally:
+            await cl.close()
+            await dep.close()
+
+    text = asyncio.run(go())
+    for name in (
+        "megha_gm_queue_length",
+        "megha_placements_total",
+        "megha_inconsistencies_total",
+        "megha_failovers_total",
+        "megha_lm_running_tasks",
+        "megha_host_running_tasks",
+        "megha_placement_latency_seconds_bucket",
+    ):
+        assert name in text, name
+    placed = [ln for ln in text.splitlines() if ln.startswith("megha_placements_total{")]
+    assert placed and float(placed[0].rsplit(" ", 1)[1]) == 6.0
+
+
+@needs_nats
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")
+def test_tls_deployment_serves_clients_that_verify_the_broker(tmp_path: Path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert)),
+            *("-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    doc = {
+        "broker": {"port": _free_port(), "tls_cert": str(cert), "tls_key": str(key), "tls_ca": str(cert)},
+        "datacenter": {"workers": 20},
+        "megha": {"gms": 1, "lms": 1},
+        "workers": {"hosts": 1},
+        "ha": {"lm_standby": False},
+        "state_dir": str(tmp_path / "state"),
+    }
+    path = tmp_path / "deploy.json"
+    path.write_text(json.dumps(doc))
+    try:
+        r = _megha("live", "up", "-c", str(path), "--timeout", "60", timeout=90)
+        assert r.returncode == 0, r.stderr[-3000:]
+        r = _megha("live", "submit", "-c", str(path), "--tasks", "4", "--duration", "0.2", timeout=90)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "4/4 tasks completed" in r.stderr
+    finally:
+        _megha("live", "down", "-c", str(path), timeout=60)
