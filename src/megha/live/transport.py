@@ -336,9 +336,9 @@ class NatsTransport(Transport):
 
     The first connection is tried for ``give_up_after`` seconds (``None``: for ever, as services do), each
     attempt bounded by ``connect_timeout``; then nats-py reconnects by itself and buffers publishes meanwhile.
-    Durable publishes are kept until the broker acknowledges them (it acknowledges the last message of each
-    write batch per stream; a stream stores a connection's messages in order) and re-published after a
-    reconnection or when unacknowledged for ``ack_timeout``; receivers drop the duplicates by sequence number.
+    Durable publishes are kept until the broker acknowledges them (each one) and re-published after a
+    reconnection, after an error reply, or when unacknowledged for ``ack_timeout``; receivers put them back in
+    order and drop the duplicates by sequence number.
     """
 
     name = "nats"
@@ -506,19 +506,6 @@ class NatsTransport(Transport):
         self._out.append((subject, data, self._n))
         self._wake.set()
 
-    def _on_ack_ids(self, n: int, ent: tuple) -> None:
-        """The broker stored message ``n``. When it was written on the current connection, so were all earlier
-        messages to the same stream written on it (a stream stores one connection's messages in order)."""
-        ob = self._outbox
-        ob.pop(n, None)
-        gen = ent[4]
-        if gen != self._gen:
-            return
-        stream = ent[2]
-        done = [k for k, v in ob.items() if k < n and v[2] == stream and v[4] == gen]
-        for k in done:
-            del ob[k]
-
     async def _on_ack(self, msg) -> None:
         try:
             n = int(msg.subject.rsplit(".", 1)[1])
@@ -526,11 +513,13 @@ class NatsTransport(Transport):
             return
         d = msg.data
         if not d or b'"error"' in d or b'"seq"' not in d:
+            # not stored (JetStream still starting after a broker restart, no stream): publish it again soon
             self.counters["publish_errors"] += 1
-            return  # not stored (no stream yet, broker starting): re-published later
-        ent = self._outbox.get(n)
-        if ent is not None:
-            self._on_ack_ids(n, ent)
+            ent = self._outbox.get(n)
+            if ent is not None:
+                self._outbox[n] = (*ent[:3], -1e9, ent[4])
+            return
+        self._outbox.pop(n, None)
 
     def _republish(self, older_than: float) -> None:
         now = time.monotonic()
@@ -545,7 +534,7 @@ class NatsTransport(Transport):
 
     async def _retry_loop(self) -> None:
         while not self._closing:
-            await asyncio.sleep(self.ack_timeout / 2)
+            await asyncio.sleep(min(0.25, self.ack_timeout / 2))
             if self.connected and self._outbox:
                 self._republish(self.ack_timeout)
 
@@ -558,41 +547,27 @@ class NatsTransport(Transport):
             await self._wake.wait()
             self._wake.clear()
             while out:
-                # the last durable message of this batch per stream asks for the broker's acknowledgement
-                last: dict[str, int] = {}
-                for i, (_, _, k) in enumerate(out):
-                    if k:
-                        ent = ob.get(k)
-                        if ent is not None:
-                            last[ent[2]] = i
-                want = set(last.values())
-                now = time.monotonic()
-                i = 0
-                while out:
-                    subject, data, k = out[0]
-                    reply = ""
-                    if k:
-                        ent = ob.get(k)
-                        if ent is None:  # acknowledged meanwhile
-                            out.popleft()
-                            i += 1
-                            continue
-                        ob[k] = (ent[0], ent[1], ent[2], now, self._gen)
-                        if i in want:
-                            reply = f"{self._ack_prefix}.{k}"
-                    try:
-                        await self.nc.publish(subject, data, reply=reply)
-                    except OutboundBufferLimitError:
-                        await asyncio.sleep(0.05)  # reconnecting with a full buffer: wait, keep order
+                subject, data, k = out[0]
+                reply = ""
+                if k:
+                    ent = ob.get(k)
+                    if ent is None:  # acknowledged meanwhile
+                        out.popleft()
                         continue
-                    except Exception as e:
-                        if self.nc is None or self.nc.is_closed:
-                            return
-                        log.warning("publish to %s failed: %s", subject, e)
-                    out.popleft()
-                    i += 1
-                    if i > 4096:
-                        break
+                    # every durable message asks for the broker's acknowledgement: an acknowledgement vouches for
+                    # its own message only (one published while JetStream was still starting is not stored)
+                    ob[k] = (ent[0], ent[1], ent[2], time.monotonic(), self._gen)
+                    reply = f"{self._ack_prefix}.{k}"
+                try:
+                    await self.nc.publish(subject, data, reply=reply)
+                except OutboundBufferLimitError:
+                    await asyncio.sleep(0.05)  # reconnecting with a full buffer: wait, keep order
+                    continue
+                except Exception as e:
+                    if self.nc is None or self.nc.is_closed:
+                        return
+                    log.warning("publish to %s failed: %s", subject, e)
+                out.popleft()
 
     # --- subscribing ---------------------------------------------------------------------------------------
     async def subscribe(self, subject: str, handler: Handler) -> object:
