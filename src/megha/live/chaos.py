@@ -150,6 +150,16 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
         elif kind == "lost":
             np.add.at(lost_runs, ids, 1)
     ran_twice = (starts > lost_runs + 1)[feas]
+    dup_ids = np.flatnonzero(feas)[(fin > 1) | ran_twice][:5].tolist()
+    t0 = min((x[0] for x in run.log), default=0.0)
+    story = {
+        str(t): [
+            f"{x[0] - t0:.2f} {x[2]}" + (f" w{int(x[4][list(x[3]).index(t)])}" if x[4] is not None else "") + f" {x[5]}"
+            for x in sorted(run.log, key=lambda x: (x[0], x[1]))
+            if t in set(np.asarray(x[3]).tolist())
+        ]
+        for t in dup_ids
+    }
     return {
         "seconds": seconds,
         "seed": seed,
@@ -162,6 +172,7 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
         "resubmitted": int(sum(v for k, v in res.counters.items() if k.startswith("tasks_resubmitted"))),
         "unfinished_reason": res.unfinished_reason,
         "faults": faults,
+        "duplicated_tasks": story,
     }
 
 
@@ -179,4 +190,6 @@ def main(seconds: float, seed: int, as_json: bool, rate: float = 20.0) -> int:
             f"duplicated {doc['duplicated']}; faults {len(doc['faults'])} ({kinds}); "
             f"runs cut short by faults {doc['runs_lost_to_faults']}"
         )
+        for t, events in doc["duplicated_tasks"].items():
+            print(f"task {t} ran twice: {'; '.join(events)}")
     return 0 if doc["lost"] == 0 and doc["duplicated"] == 0 else 1
