@@ -71,7 +71,10 @@ def test_shipped_table_covers_the_default_compare():
 
     for name in registry.names():
         if registry.get(name).in_compare:
-            assert name in t["sizes"]["10000"] and name in t["sizes"]["100000"], name
+            assert name in t["sizes"]["10000"] and name in t["sizes"]["100000"], (
+                f"{name} is in the default compare but has no measured costs: "
+                f"python benchmarks/measure_processing.py --only {name} --merge"
+            )
 
 
 def test_run_with_measured_costs_says_so(tiny_trace):
