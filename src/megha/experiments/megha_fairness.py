@@ -223,19 +223,19 @@ def fairness_claims(doc: dict) -> list:
         "preemptions": "preemptions",
     }
     sizes = doc.get("sizes", [])
+    order = " → ".join(f"{n:,}" for n in reversed(sizes))
     for wl, rises in doc.get("rises_as_dc_shrinks", {}).items():
         for key, w in words.items():
             if key == "allocation_time_mean":
                 vals = [doc["runs"][f"{wl}/{n}"]["allocation_time"]["mean"] for n in sizes]
-                text = " > ".join(C.fmt_seconds(v) for v in reversed(vals))
+                text = " → ".join(C.fmt_seconds(v) for v in reversed(vals))
             else:
-                text = " > ".join(C.fmt_number(doc["runs"][f"{wl}/{n}"][key]) for n in reversed(sizes))
+                text = " → ".join(C.fmt_number(doc["runs"][f"{wl}/{n}"][key]) for n in reversed(sizes))
             out.append(
                 C.is_true(
                     f"{wl}/{key}",
                     fig.get(key, "Fig. 11"),
-                    f"{wl} workload: {w} rise as the datacenter shrinks ({', '.join(map(str, reversed(sizes)))} "
-                    "workers)",
+                    f"{wl} workload: {w} rise as the datacenter shrinks ({order} workers)",
                     rises.get(key),
                     paper="rise as the datacenter shrinks",
                     measured_text=text,
