@@ -306,8 +306,14 @@ def render_compare_table(summaries: list[dict[str, Any]], title: str = "") -> An
 
     from megha.metrics.format import percent
 
-    t = Table(title=title or None, caption=compare_caption(summaries), caption_justify="left", box=box.SIMPLE_HEAD)
-    t.add_column("scheduler", style="bold", overflow="fold")
+    t = Table(
+        title=title or None,
+        caption=compare_caption(summaries),
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    t.add_column("scheduler", style="bold", no_wrap=True)
     for k in COMPARE_COLUMNS:
         t.add_column("p99.9" if k == "p999" else k, justify="right", overflow="fold")
     t.add_column("util", justify="right", overflow="fold")
