@@ -134,3 +134,13 @@ def test_megha_sweep_is_callable_after_the_package_is_imported(tmp_path):
         report=False,
     )
     assert len(df) == 1 and megha.sweep.spec is megha.sweep.spec
+
+
+def test_sweep_errors_speak_api_terms(tmp_path):
+    spec = {"base": {"trace": "sample:YH_small", "workers": 100, "scheduler": "ideal"}}
+    megha.sweep(spec, out=tmp_path / "s", workers=1, report=False)
+    with pytest.raises(InputError, match="resume=True") as e:
+        megha.sweep(spec, out=tmp_path / "s", workers=1, report=False)
+    assert "--" not in str(e.value)
+    with pytest.raises(InputError, match="did you mean 'sparrow'"):
+        megha.sweep({"base": {"scheduler": "sparow", "workers": 10}}, out=tmp_path / "t")

@@ -436,17 +436,23 @@ def sweep(
 
     from megha.sweep.runner import run_sweep
 
-    res = run_sweep(
-        spec,
-        out=out,
-        workers=workers,
-        address=address,
-        resume=resume,
-        force=force,
-        progress=progress,
-        log=(print if progress else (lambda s: None)),
-        report=report,
-    )
+    try:
+        res = run_sweep(
+            spec,
+            out=out,
+            workers=workers,
+            address=address,
+            resume=resume,
+            force=force,
+            progress=progress,
+            log=(print if progress else (lambda s: None)),
+            report=report,
+        )
+    except InputError as e:  # the sweep runner speaks the command line's terms
+        msg = str(e)
+        for flag, arg in (("--resume", "resume=True"), ("--force", "force=True"), ("--workers", "workers=")):
+            msg = msg.replace(flag, arg)
+        raise InputError(f"sweep(): {msg}") from None
     df = pd.read_parquet(res.table_path)
     df.attrs["out"] = str(res.out)
     return df
