@@ -53,12 +53,18 @@ def _main(
 
 
 class _DefaultsHelp(typer.core.TyperCommand):
-    """A command whose help names the schedulers of the default comparison (registered ones, plug-ins included),
-    computed when the help is shown so that other commands do not pay for loading every scheduler."""
+    """A command whose help is reflowed to the terminal and may name the schedulers of the default comparison
+    (``{DEFAULTS}``: registered ones, plug-ins included), computed when the help is shown so that other commands do
+    not pay for loading every scheduler."""
 
     def format_help(self, ctx, formatter):  # type: ignore[no-untyped-def]
-        names = ", ".join(_default_compare())
-        self.help = (self.help or "").replace("{DEFAULTS}", names)
+        wanted = "{DEFAULTS}" in (self.help or "") or any(
+            "{DEFAULTS}" in (getattr(p, "help", "") or "") for p in self.params
+        )
+        names = ", ".join(_default_compare()) if wanted else ""
+        # paragraphs reflowed: the docstring's line breaks are only there to keep source lines short
+        paragraphs = (self.help or "").replace("{DEFAULTS}", names).split("\n\n")
+        self.help = "\n\n".join(" ".join(p.split()) for p in paragraphs)
         for p in self.params:
             if getattr(p, "help", None):
                 p.help = p.help.replace("{DEFAULTS}", names)
@@ -184,7 +190,7 @@ ConfigOpt = Annotated[
     typer.Option(
         "--config",
         help="TOML or JSON run configuration: any field of megha.config.RunConfig (scheduler, trace, workers, "
-        "gms, max_jobs, ...; scheduler options in an [options] table); options given on the command line win",
+        "gms, max_jobs, ...; scheduler options in an \\[options] table); options given on the command line win",
     ),
 ]
 
@@ -242,7 +248,7 @@ def _on_command_line(ctx: typer.Context, param: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
-@app.command()
+@app.command(cls=_DefaultsHelp)
 def simulate(
     ctx: typer.Context,
     scheduler: Scheduler = "megha",
@@ -277,7 +283,7 @@ def simulate(
 
     --config FILE.toml (or .json) holds any run setting, e.g.:
     scheduler = "megha"; trace = "sample:GOOG_subtrace"; workers = 20000; gms = 5; lms = 10; max_jobs = 500;
-    and an [options] table of scheduler options (heartbeat = 10). Options given on the command line win.
+    and an \\[options] table of scheduler options (heartbeat = 10). Options given on the command line win.
     """
     base = _load_config_file(config)
     if cluster is not None or workers is not None:  # the command line's datacenter replaces the file's
