@@ -144,3 +144,14 @@ def test_sweep_errors_speak_api_terms(tmp_path):
     assert "--" not in str(e.value)
     with pytest.raises(InputError, match="did you mean 'sparrow'"):
         megha.sweep({"base": {"scheduler": "sparow", "workers": 10}}, out=tmp_path / "t")
+
+
+def test_saving_a_run_leaves_the_notebook_backend_alone(tmp_path):
+    out = str(tmp_path / "o")
+    code = (
+        "import matplotlib; matplotlib.use('svg'); import megha; "
+        f"r = megha.simulate('megha', 'sample:YH_small', workers=100); r.save({out!r}); "
+        "print(matplotlib.get_backend())"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "svg"

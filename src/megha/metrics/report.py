@@ -156,19 +156,11 @@ def write_run(res: RunResult, out: str | Path, csv: bool = False, plots: bool = 
     return doc
 
 
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_utilization(series: dict[str, dict], path: str | Path, title: str = "") -> None:
     """Utilization over time of one or more runs (their ``summary["utilization"]``), arrival window shaded."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.0, 4.0), dpi=120)
+    from megha.metrics import plots
+
+    fig, ax = plots.new_figure(7.0, 4.0, dpi=120)
     first = next(iter(series.values()), None)
     origin = first["window_start"] if first is not None else 0.0
     for label, u in series.items():
@@ -183,16 +175,15 @@ def plot_utilization(series: dict[str, dict], path: str | Path, title: str = "")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.set_title((title + ": " if title else "") + "utilization over the arrival window (legend: mean)")
-    ax.legend(loc="best", fontsize="small")
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    plots.legend(ax, loc="best")
+    plots.save(fig, path)
 
 
 def plot_starvation(tables: dict[str, dict], path: str | Path, title: str = "") -> None:
     """Delay p50 (circles) and p99 (triangles) per bucket of workers eligible for a job's rarest task."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7.0, 4.2), dpi=120)
+    from megha.metrics import plots
+
+    fig, ax = plots.new_figure(7.0, 4.2, dpi=120)
     labels: list[str] = []
     for tab in tables.values():
         for b in tab["buckets"]:
@@ -215,15 +206,8 @@ def plot_starvation(tables: dict[str, dict], path: str | Path, title: str = "") 
     ax.set_ylabel("delay in job response time (s)")
     ax.grid(True, which="both", alpha=0.3)
     ax.set_title((title + ": " if title else "") + "delay by the rarity of a job's constraints")
-    ax.legend(loc="best", fontsize="x-small", ncol=2)
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
-
-
-def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    v = np.sort(np.asarray(values, dtype=np.float64)[np.isfinite(values)])
-    return v, np.arange(1, v.size + 1) / max(v.size, 1)
+    plots.legend(ax, loc="best", ncol=2)
+    plots.save(fig, path)
 
 
 def plot_cdfs(
