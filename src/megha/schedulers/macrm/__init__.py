@@ -48,6 +48,7 @@ from pydantic import Field
 from megha.errors import InputError
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.macrm.arbitrator import ResourceArbitrator
+from megha.schedulers.macrm.cadence import Cadence
 from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
 from megha.schedulers.macrm.nodes import NodeManagers
@@ -128,6 +129,35 @@ class MacrmOptions(SchedulerOptions):
     )
     task_failure_prob: float = Field(0.0, ge=0, le=1, description="probability that a task run fails midway")
     load_metric: Literal["max", "cpu", "mean"] = Field("max", description="cluster load from resource fractions")
+    fast_forward: bool = Field(
+        True,
+        description="simulator: compute the periodic messages that carry no news (heartbeats of nodes whose state did "
+        "not change, ...) instead of simulating each; same results (false: every timer is an event)",
+    )
+
+
+def _cadence(ctx: BuildContext, opts: MacrmOptions, hold: float, node_timeout: float) -> Cadence | None:
+    """The fast-forward of periodic messages (cadence.py), where it is exact: the simulator's engine without a
+    processing-cost model, heartbeat replies far shorter than the period, timeouts far longer."""
+    eng = ctx.engine
+    if not opts.fast_forward or getattr(eng, "processing", None) is not None or not hasattr(eng, "inject"):
+        return None
+    dm = eng.delay_model
+    kinds = ("macrm-nm", "macrm-tracker", "macrm-arbitrator")
+    d = {f"{a[6]}{b[6]}": dm.delay(a, b) for a in kinds for b in kinds if a != b}  # "nt", "tn", "ta", ...
+    rtt = max(d.values()) * 3 + hold
+    if opts.heartbeat <= 20 * rtt or node_timeout <= opts.heartbeat + 2 * rtt + 0.1:
+        return None
+    if opts.alive_timeout <= 2 * opts.alive_interval + 3 * max(d.values()):
+        return None
+    jm_timeout = opts.jm_timeout or (3 * opts.jm_heartbeat + 0.5)
+    if jm_timeout <= opts.jm_heartbeat + 2 * rtt + 0.1:
+        return None
+    cad = Cadence(eng, opts.heartbeat, d)
+    cad.d_nt, cad.d_tn = d["nt"], d["tn"]
+    cad.d_ts = dm.delay("macrm-tracker", "macrm-supervisor")
+    cad.d_as = dm.delay("macrm-arbitrator", "macrm-supervisor")
+    return cad
 
 
 def _jm_demand(opts: MacrmOptions, names: tuple[str, ...]) -> np.ndarray:
@@ -283,17 +313,33 @@ def build(ctx: BuildContext) -> Deployment:
         )
         for g in range(n_tr)
     ]
-    comps = [runtime, supervisor, client, arbitrator, *[make_tracker(g)() for g in range(n_tr)], *nms]
+    tracker_comps = [make_tracker(g)() for g in range(n_tr)]
+    comps = [runtime, supervisor, client, arbitrator, *tracker_comps, *nms]
     for c in comps:
         ctx.engine.add(c)
+    cad = _cadence(ctx, opts, hold, node_timeout)
+    if cad is not None:
+        for nm in nms:
+            nm.use_cadence(cad)
+            cad.add_group(nm)
+        for tr in tracker_comps:
+            tr.cad = cad
+            cad.add_tracker(tr)
+        for c in (arbitrator, supervisor):
+            c.cad = cad
+            cad.add_other(c)
+        cad.supervisor = supervisor
+        jm_ctx.cadence = cad
     for j in range(w.n_jobs):  # job-manager addresses: dead letters until a job manager runs there
         ctx.engine.add(JMSlot(f"{PREFIX}/jm{j}"))
-    faults = MacrmFaults(ctx.engine, runtime, groups, group_of, trackers, addr["arbitrator"])
+    faults = MacrmFaults(ctx.engine, runtime, groups, group_of, trackers, addr["arbitrator"], cad)
 
     def current(address: str):
         return ctx.engine.components[address]
 
     def counters() -> dict[str, int]:
+        if cad is not None:
+            cad.settle(ctx.engine.now)
         out: dict[str, int] = {}
 
         def add(prefix: str, d: dict) -> None:
@@ -343,7 +389,7 @@ def build(ctx: BuildContext) -> Deployment:
         "jm_demand": jm_dem.tolist(),
         "background_load": float(np.max(bg.sum(axis=0) / np.maximum((cap + bg).sum(axis=0), 1e-12))),
     }
-    extras = {"macrm": faults, "runtime": runtime, "supervisor": supervisor, "group_of": group_of}
+    extras = {"macrm": faults, "runtime": runtime, "supervisor": supervisor, "group_of": group_of, "cadence": cad}
     return Deployment(
         route=lambda job: addr["client"], counters=counters, describe=describe, components=comps, extras=extras
     )

@@ -24,6 +24,7 @@ from sortedcontainers import SortedDict
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.macrm.actors import SchedulerActors
 from megha.schedulers.macrm.admission import AdmissionActor, JobRec
+from megha.schedulers.macrm.cadence import Chain, eager_alive
 from megha.schedulers.macrm.jmsampling import JMSampling
 from megha.schedulers.macrm.messages import (
     Alive,
@@ -49,6 +50,7 @@ from megha.schedulers.macrm.messages import (
     concat_containers,
     empty_containers,
 )
+from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.policy import ROUND_ENDS, ModeSwitch, cluster_load
 from megha.schedulers.macrm.queue import Item, QueueActor
 from megha.schedulers.macrm.view import FreeView
@@ -161,6 +163,8 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
             "max_queue": 0,
         }
         self._central_since: float | None = None
+        self.cad = None  # fast-forward of periodic messages (cadence.py)
+        self.alive_chain: Chain | None = None
         self._retry_armed = False
         self.retry_interval = 1.0
         self._forwarding: bool | None = True  # trackers forward free nodes' heartbeats (their default)
@@ -180,7 +184,10 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         return self.switch.central
 
     def on_start(self, now: float) -> None:
-        self.port.set_timer(self.alive_interval, ("alive",))
+        if self.cad is None or self.cad.eager:
+            self.port.set_timer(self.alive_interval, ("alive",))
+        else:  # fast-forward: virtual alive signals (cadence.py)
+            self.alive_chain = Chain(Period(self.alive_interval), now + self.alive_interval)
         if self.recovering:
             self.port.send(self.supervisor, Recover(self.address))
         else:
@@ -355,6 +362,15 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
             if self.central:
                 self._dispatch(now)
         self.port.send(self.trackers[msg.tracker], LoadInfo(self.load, self.central))
+
+    # --- fast-forward (cadence.py) ------------------------------------------------------------------------------
+    def go_eager(self, now: float) -> None:
+        if self.alive_chain is not None:
+            eager_alive(self, self.alive_chain, self.cad.d_as, now)
+
+    def settle(self, now: float) -> None:
+        if self.alive_chain is not None:
+            self.cad.count(Alive, self.alive_chain.count_le(now))
 
     def close_stats(self, now: float) -> None:
         """Account the time spent in centralized mode up to ``now`` (end of run)."""

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.macrm.cadence import Chain
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager
 from megha.schedulers.macrm.messages import (
     Accepted,
@@ -25,6 +26,7 @@ from megha.schedulers.macrm.messages import (
     TaskCrash,
     Terminate,
 )
+from megha.schedulers.macrm.period import Period
 from megha.sim.component import Component
 
 
@@ -155,11 +157,23 @@ class Supervisor(Component):
         self.jobs: dict[int, list] = {}
         self.restarts: dict[str, int] = {}
         self.detection: list[float] = []  # seconds from last sign of life to restart
+        self.cad = None  # fast-forward (cadence.py): alive signals are virtual, checks find nothing until faults
+        self.check_chain: Chain | None = None
 
     def on_start(self, now: float) -> None:
         for a in self.watched:
             self.last[a] = now
-        self.port.set_timer(self.check_interval, ("check",))
+        if self.cad is None or self.cad.eager:
+            self.port.set_timer(self.check_interval, ("check",))
+        else:
+            self.check_chain = Chain(Period(self.check_interval), now + self.check_interval)
+
+    def go_eager(self, now: float) -> None:
+        if self.check_chain is not None:
+            self.port.set_timer_at(self.check_chain.close(now), ("check",))
+
+    def settle(self, now: float) -> None:
+        pass
 
     def on_message(self, msg, now: float) -> None:
         tp = type(msg)
@@ -268,9 +282,17 @@ class MacrmFaults:
     :meth:`kill_arbitrator`."""
 
     def __init__(
-        self, engine, runtime: Runtime, groups: list[str], group_of: np.ndarray, trackers: list[str], arbitrator: str
+        self,
+        engine,
+        runtime: Runtime,
+        groups: list[str],
+        group_of: np.ndarray,
+        trackers: list[str],
+        arbitrator: str,
+        cadence=None,
     ) -> None:
         self.engine = engine
+        self.cadence = cadence  # fast-forward: turned off before any fault (silence must be observable)
         self.runtime = runtime
         self.groups = groups
         self.group_of = group_of
@@ -280,6 +302,7 @@ class MacrmFaults:
 
     def kill_node(self, nodes: int | list[int]) -> None:
         """Crash machines: their node managers, containers and job managers die."""
+        self._eager()
         nodes = [nodes] if isinstance(nodes, int | np.integer) else list(nodes)
         now = self.engine.now
         by_group: dict[int, list[int]] = {}
@@ -297,6 +320,10 @@ class MacrmFaults:
             self.engine.inject(now, g, TaskCrash([int(t) for t in tasks]))
         self.log.append((now, "task", tasks))
 
+    def _eager(self) -> None:
+        if self.cadence is not None:
+            self.cadence.go_eager(self.engine.now)
+
     def live_jm(self, job: int) -> JobManager | None:
         """The job's current job manager process, if one is running."""
         best = None
@@ -308,6 +335,7 @@ class MacrmFaults:
 
     def kill_jm(self, job: int) -> bool:
         """The job manager's process dies (its container is released); False if none is running."""
+        self._eager()
         jm = self.live_jm(job)
         if jm is None:
             return False
@@ -317,9 +345,11 @@ class MacrmFaults:
         return True
 
     def kill_tracker(self, index: int = 0) -> None:
+        self._eager()
         self.runtime.kill(self.trackers[index])
         self.log.append((self.engine.now, "tracker", index))
 
     def kill_arbitrator(self) -> None:
+        self._eager()
         self.runtime.kill(self.arbitrator)
         self.log.append((self.engine.now, "arbitrator", None))

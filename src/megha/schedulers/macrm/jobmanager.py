@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -98,6 +99,7 @@ class JMContext:
     done_retry: float = 0.5
     per_responder: str = "fill"  # "fill": a responder takes tasks while they fit; "one": one task per responder
     round_end: str = "all"  # when a sampling round stops waiting for answers (policy.ROUND_ENDS)
+    cadence: Any = None  # fast-forward of periodic messages (cadence.py), simulator only
 
     def __post_init__(self) -> None:
         if self.per_responder not in ("fill", "one"):
@@ -181,6 +183,8 @@ class JobManager(Component):
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
         self.started_at = now
+        if self.ctx.cadence is not None:
+            self.ctx.cadence.jm_started(self)
         self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
         if self.attempt > 0:
             self.adopting = len(self.ctx.groups)
@@ -564,6 +568,8 @@ class JobManager(Component):
             return
         self.exited = True
         ctx = self.ctx
+        if ctx.cadence is not None:
+            ctx.cadence.jm_exited(self)
         self.port.send(ctx.groups[self.group], JMExit(self.job, self.attempt))
         self.port.send(self.tracker, JMHeartbeat(self.address, self.job, self.attempt, final=True))
         fg = Forget(self.job)

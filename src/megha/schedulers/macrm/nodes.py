@@ -27,11 +27,14 @@ Every node keeps its own state and follows the per-node rules exactly:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished
+from megha.schedulers.macrm.cadence import Cadence, FreeWheel
 from megha.schedulers.macrm.messages import (
     Adopt,
     Allocate,
@@ -132,6 +135,17 @@ class NodeManagers(Component):
         # per-event outputs
         self._hb_out: list[int] = []
         self._hb_set: set[int] = set()
+        # fast-forward (cadence.py): a dormant node's heartbeats are virtual from ``anchor`` on, every ``hb``
+        self.cad: Cadence | None = None
+        self.dormant = [False] * n
+        self.anchor = [0.0] * n  # a dormant node's first virtual heartbeat
+        self._memo: list[tuple[int, float]] = [(0, 0.0)] * n  # (k, tick k) of the last tick looked up
+        self.rank = [0] * n  # order in which dormant spells began (ties between virtual heartbeats)
+        self.vwait = [-math.inf] * n  # the tracker's reply to a virtual heartbeat arrives then
+        self.fwd_tick: list[float | None] = [None] * n  # a virtual heartbeat the tracker forwarded, reply to come
+        self.fwd_count = [0] * n  # virtual heartbeats of the dormant spell the tracker forwarded
+        self._to_sleep: set[int] = set()  # heartbeats of this event after which the node may fall dormant
+        self.wheel: FreeWheel | None = None
         self.stats: dict[str, int] = {
             "heartbeats": 0,
             "heartbeats_event": 0,
@@ -177,6 +191,8 @@ class NodeManagers(Component):
             self.finished_by_job.pop(msg.job, None)
             self.job_attempt.pop(msg.job, None)
         elif tp is ModeChange:
+            if msg.central and not self.central:
+                self.wake_all(now)  # centralized heartbeats are hybrid: no dormant nodes
             self.central = msg.central
         elif tp is NodeCrash:
             self._crash(msg.nodes, now)
@@ -198,6 +214,15 @@ class NodeManagers(Component):
 
     # --- sampling (Fig. 3.3) -----------------------------------------------------------------------------------
     def _waiting(self, i: int, now: float) -> bool:
+        if self.dormant[i] and self.anchor[i] <= now:
+            tv = self._last_tick(i, now)[1]
+            if self.fwd_tick[i] == tv:
+                return True  # forwarded: the arbitrator's reply is to come
+            cad = self.cad
+            if now < tv + cad.d_nt + cad.d_tn:
+                return True  # the tracker's reply to the latest virtual heartbeat is to come
+        elif now < self.vwait[i]:
+            return True
         if self.waiting[i] and now - self.wait_since[i] > self.hb_reply_timeout:
             self.waiting[i] = 0  # the reply is lost (tracker or arbitrator down): stop waiting for it
             self.stats["hb_reply_timeouts"] += 1
@@ -222,6 +247,8 @@ class NodeManagers(Component):
             if not (self.cap[i] - self.used[i] >= need).all():
                 st["ignored_full"] += 1
                 continue
+            if self.dormant[i]:
+                self._wake(i, now)
             self.pending[i] = msg.token
             self.hold[i] = self.port.set_timer(self.hold_timeout, ("hold", i, msg.token))
             answered.append(i)
@@ -289,7 +316,11 @@ class NodeManagers(Component):
         self.halved[i] = False
         self.waiting[i] += 1
         self.wait_since[i] = now
-        self.hb_timer[i] = self.port.set_timer(self.hb, ("hb", i))
+        if self.cad is not None and not self.cad.eager and not self.central:
+            self.hb_timer[i] = None  # decided when the heartbeat leaves (_flush)
+            self._to_sleep.add(i)
+        else:
+            self.hb_timer[i] = self.port.set_timer(self.hb, ("hb", i))
         self._hb_out.append(i)
         self._hb_set.add(i)
 
@@ -310,6 +341,8 @@ class NodeManagers(Component):
             i = node - lo
             if self.waiting[i]:
                 self.waiting[i] -= 1
+            elif self.fwd_tick[i] is not None:
+                self.fwd_tick[i] = None
         if msg.containers is not None and len(msg.containers):
             self._start(msg.containers, now, from_arbitrator=True)
 
@@ -326,6 +359,8 @@ class NodeManagers(Component):
             if not self.alive[i]:
                 continue  # the message reached a dead machine: lost (the failure detector handles it)
             if c.seqs[k] > self.arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
+                if self.dormant[i]:
+                    self._wake(i, now)
                 self.arb_seq[i] = c.seqs[k]
             t = c.tasks[k]
             job = c.jobs[k]
@@ -338,6 +373,8 @@ class NodeManagers(Component):
             if not (free + _EPS >= d).all():
                 rejected.append(k)
                 continue
+            if self.dormant[i]:
+                self._wake(i, now)
             self.used[i] += d
             if (self.used[i] > self.cap[i] + 1e-7).any():
                 raise SimulationError(
@@ -402,9 +439,11 @@ class NodeManagers(Component):
                 for owner, (ts, ns) in by_owner.items():
                     self.port.send(owner, LaunchRejected(ts, ns))
 
-    def _remove(self, t: int) -> list:
+    def _remove(self, t: int, now: float) -> list:
         e = self.containers.pop(t)
         i = e[0]
+        if self.dormant[i]:
+            self._wake(i, now)
         self.used[i] -= e[6]
         np.maximum(self.used[i], 0.0, out=self.used[i])
         uu = self.users[i]
@@ -431,7 +470,7 @@ class NodeManagers(Component):
             e = self.containers.get(t)
             if e is None or e[1] != key:
                 continue  # killed, or relaunched with another end
-            self._remove(t)
+            self._remove(t, now)
             i = e[0]
             node = self.lo + i
             if e[7]:
@@ -466,7 +505,7 @@ class NodeManagers(Component):
             e = self.containers.get(t)
             if e is None:
                 continue
-            self._remove(t)
+            self._remove(t, now)
             ids.append(t)
             lst = failed.setdefault(e[2], ([], []))
             lst[0].append(t)
@@ -483,6 +522,8 @@ class NodeManagers(Component):
         if entry is None:
             return
         i, d, _, user = entry
+        if self.dormant[i]:
+            self._wake(i, now)
         self.used[i] -= d
         np.maximum(self.used[i], 0.0, out=self.used[i])
         uu = self.users[i]
@@ -515,6 +556,8 @@ class NodeManagers(Component):
             i = node - self.lo
             if not 0 <= i < self.n or not self.alive[i]:
                 continue
+            if self.dormant[i]:
+                self._wake(i, now)
             self.alive[i] = False
             self.stats["nodes_crashed"] += 1
             for h in (self.hb_timer[i], self.hold[i]):
@@ -524,7 +567,7 @@ class NodeManagers(Component):
             self.hold[i] = None
             self.pending[i] = None
             for t in sorted(self.on_node[i]):
-                self._remove(t)
+                self._remove(t, now)
                 lost.append(t)
             for key in [k for k, v in self.jm_containers.items() if v[0] == i]:
                 _, _, owner, _ = self.jm_containers.pop(key)
@@ -544,19 +587,133 @@ class NodeManagers(Component):
         self._hb_set = set()
         self.stats["heartbeats"] += len(out)
         if len(out) == 1:
-            i = out[0]
-            free = (self.cap[i] - self.used[i])[None, :]
-            used = (self.bg[i] + self.used[i])[None, :]
-            users = [dict(self.users[i])] if self.track_users else []
-            self.port.send(self.tracker, Heartbeat(self.group, [self.lo + i], free, used, [self.arb_seq[i]], users))
+            self.port.send(self.tracker, self._heartbeat_of(out[0]))
+        else:
+            free = self.cap[out] - self.used[out]
+            used = self.bg[out] + self.used[out]
+            users = [dict(self.users[i]) for i in out] if self.track_users else []
+            self.port.send(
+                self.tracker,
+                Heartbeat(self.group, [self.lo + i for i in out], free, used, [self.arb_seq[i] for i in out], users),
+            )
+        if self._to_sleep:
+            sleep, self._to_sleep = self._to_sleep, set()
+            for i in out:
+                if i in sleep:
+                    self._fall_asleep(i, now)
+
+    def _heartbeat_of(self, i: int) -> Heartbeat:
+        """Node ``i``'s heartbeat as it stands (a message of its own)."""
+        free = (self.cap[i] - self.used[i])[None, :]
+        used = (self.bg[i] + self.used[i])[None, :]
+        users = [dict(self.users[i])] if self.track_users else []
+        return Heartbeat(self.group, [self.lo + i], free, used, [self.arb_seq[i]], users)
+
+    # --- fast-forward: dormant nodes (cadence.py) ----------------------------------------------------------------
+    def use_cadence(self, cad: Cadence) -> None:
+        """Fast-forward this group's heartbeats (simulator only, before the run starts)."""
+        self.cad = cad
+        self.wheel = FreeWheel(cad.hb, min(1024, max(8, 2 * self.n)))
+
+    def _fall_asleep(self, i: int, now: float) -> None:
+        """Node ``i``'s heartbeat just left: its next ones are virtual until something changes (or a real timer)."""
+        cad = self.cad
+        if cad.eager or self.central or not self.alive[i] or self.pending[i] is not None:
+            self.hb_timer[i] = self.port.set_timer(self.hb, ("hb", i))
             return
-        free = self.cap[out] - self.used[out]
-        used = self.bg[out] + self.used[out]
-        users = [dict(self.users[i]) for i in out] if self.track_users else []
-        self.port.send(
-            self.tracker,
-            Heartbeat(self.group, [self.lo + i for i in out], free, used, [self.arb_seq[i] for i in out], users),
-        )
+        a = now + self.hb
+        self.dormant[i] = True
+        self.anchor[i] = a
+        self._memo[i] = (0, a)
+        self.rank[i] = cad.rank()
+        self.fwd_tick[i] = None
+        self.fwd_count[i] = 0
+        if self._has_free(i):
+            self.wheel.add(i, a)
+            cad.trackers[self.group].vf_changed(now)
+
+    def _last_tick(self, i: int, now: float) -> tuple[int, float]:
+        """``(k, t_k)``: the last virtual heartbeat of dormant node ``i`` at or before ``now`` (``anchor <= now``)."""
+        k0, t0 = self._memo[i]
+        if t0 > now:
+            k0, t0 = 0, self.anchor[i]
+        j, t = self.cad.hb.last_le(t0, now)
+        self._memo[i] = (k0 + j, t)
+        return k0 + j, t
+
+    def next_virtual(self, i: int, y: float) -> float:
+        """Dormant node ``i``'s first virtual heartbeat after ``y``."""
+        a = self.anchor[i]
+        if a > y:
+            return a
+        return self._last_tick(i, y)[1] + self.hb
+
+    def _virtual_tallies(self, i: int, now: float) -> tuple[int, int, float]:
+        """For dormant node ``i`` up to ``now``: (virtual heartbeats sent, of those received, last one sent)."""
+        a = self.anchor[i]
+        if a > now:
+            return 0, 0, -math.inf
+        k, tv = self._last_tick(i, now)
+        arrived = k + 1 if tv + self.cad.d_nt <= now else k
+        return k + 1, arrived, tv
+
+    def _count_virtual(self, i: int, sent: int, arrived: int) -> None:
+        cad = self.cad
+        answered = arrived - self.fwd_count[i]  # forwarded ones were real at the tracker
+        self.stats["heartbeats"] += sent
+        cad.count(Heartbeat, sent)
+        tr = cad.trackers[self.group]
+        tr.stats["heartbeats"] += answered
+        tr.stats["answered"] += answered
+        cad.count(HeartbeatReply, answered)
+
+    def _wake(self, i: int, now: float) -> None:
+        """Dormant node ``i`` goes back to real heartbeat timers (its state is about to change, or faults)."""
+        cad = self.cad
+        self.dormant[i] = False
+        if self.wheel.where.get(i) is not None:
+            self.wheel.discard(i)
+            cad.trackers[self.group].vf_changed(now)
+        sent, arrived, tv = self._virtual_tallies(i, now)
+        self._count_virtual(i, sent, arrived)
+        tr = cad.trackers[self.group]
+        if sent:
+            arrival = tv + cad.d_nt
+            if arrived < sent:  # the latest virtual heartbeat is in flight: deliver it for real
+                cad.engine.inject(arrival, self.tracker, self._heartbeat_of(i))
+                self.waiting[i] += 1
+                self.wait_since[i] = tv
+                if sent > 1:  # the tracker heard the one before
+                    tr.last_seen[self.lo + i - tr.lo] = cad.hb.advance(self.anchor[i], sent - 2) + cad.d_nt
+            else:
+                tr.last_seen[self.lo + i - tr.lo] = arrival
+                if self.fwd_tick[i] == tv:  # forwarded: the arbitrator's (real) reply is to come
+                    self.waiting[i] += 1
+                    self.wait_since[i] = tv
+                else:
+                    self.vwait[i] = arrival + cad.d_tn
+            nxt = tv + self.hb
+        else:
+            nxt = self.anchor[i]
+        self.fwd_tick[i] = None
+        self.fwd_count[i] = 0
+        self.hb_timer[i] = self.port.set_timer_at(nxt, ("hb", i))
+
+    def wake_all(self, now: float) -> None:
+        for i in range(self.n):
+            if self.dormant[i]:
+                self._wake(i, now)
+
+    def settle(self, now: float) -> None:
+        """Count the virtual heartbeats of the still dormant nodes up to ``now`` (end of the run)."""
+        for i in range(self.n):
+            if self.dormant[i]:
+                sent, arrived, _ = self._virtual_tallies(i, now)
+                self._count_virtual(i, sent, arrived)
+
+    def virtual_row(self, i: int) -> tuple:
+        """What dormant node ``i``'s heartbeats carry, for the tracker to forward: ([node], free [1, R], [ack])."""
+        return [self.lo + i], (self.cap[i] - self.used[i])[None, :], [self.arb_seq[i]]
 
     # --- inspection --------------------------------------------------------------------------------------------
     def running_tasks(self) -> int:

@@ -16,8 +16,11 @@ timeout before suspecting it, and has a complete view again after one round of h
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from megha.schedulers.macrm.cadence import Chain, eager_alive
 from megha.schedulers.macrm.messages import (
     Alive,
     ArbitratorUp,
@@ -34,6 +37,7 @@ from megha.schedulers.macrm.messages import (
     TrackerStats,
     TrackerUp,
 )
+from megha.schedulers.macrm.period import Period
 from megha.sim.component import Component
 
 _EPS = 1e-9
@@ -90,6 +94,12 @@ class ResourceTracker(Component):
         self.load = 0.0
         self.central = False
         self.forward = True
+        self.cad = None  # fast-forward (cadence.py): dormant nodes' heartbeats are virtual
+        self.alive_chain: Chain | None = None
+        self.check_chain: Chain | None = None
+        self._check_at: tuple[float, int] | None = None  # the armed check (time, handle), fast-forward only
+        self.uncovered: dict[str, float] = {}  # job-manager entries no running job manager refreshes: address -> last
+        self._vf: tuple | None = None  # the armed virtual heartbeat to forward: (arrival, rank, node, tick, handle)
         self.stats = {
             "heartbeats": 0,
             "forwarded": 0,
@@ -104,9 +114,16 @@ class ResourceTracker(Component):
     def on_start(self, now: float) -> None:
         self.last_seen[:] = now  # everyone gets a full timeout before being suspected
         self.port.send(self.arbitrator, TrackerUp(self.index))
-        self.port.set_timer(self.check_interval, ("check",))
+        cad = self.cad
+        if cad is None or cad.eager:
+            self.port.set_timer(self.check_interval, ("check",))
+            self.port.set_timer(self.stats_interval, ("stats",))
+            self.port.set_timer(self.alive_interval, ("alive",))
+            return
+        # fast-forward: alive signals are virtual; checks run only when they can find something (_arm_check)
         self.port.set_timer(self.stats_interval, ("stats",))
-        self.port.set_timer(self.alive_interval, ("alive",))
+        self.alive_chain = Chain(Period(self.alive_interval), now + self.alive_interval)
+        self.check_chain = Chain(Period(self.check_interval), now + self.check_interval)
 
     # --- messages ----------------------------------------------------------------------------------------------
     def on_message(self, msg, now: float) -> None:
@@ -117,11 +134,16 @@ class ResourceTracker(Component):
             self.stats["jm_heartbeats"] += 1
             if msg.final:
                 self.jms.pop(msg.jm, None)
+                if self.uncovered.pop(msg.jm, None) is not None:
+                    self._arm_check(now)
             else:
                 self.jms[msg.jm] = [msg.job, msg.attempt, now]
                 self.port.send(msg.jm, JMHeartbeatReply(self.load, self.central))
         elif tp is Forwarding:
+            was = self.forward
             self.forward = msg.on
+            if self.cad is not None and msg.on != was:
+                self.vf_changed(now)
         elif tp is LoadInfo:
             self.load = msg.load
             self.central = msg.central
@@ -129,6 +151,9 @@ class ResourceTracker(Component):
             for addr, job, att in msg.jms:
                 if addr not in self.jms:
                     self.jms[addr] = [job, att, now]
+                    if self.check_chain is not None and not self.cad.eager and not self.cad.covers(addr, self.index):
+                        self.uncovered[addr] = now
+                        self._arm_check(now)
         elif tp is ReportAck:
             self.unacked.pop(msg.rid, None)
         elif tp is ArbitratorUp:
@@ -196,7 +221,9 @@ class ResourceTracker(Component):
     # --- timers ------------------------------------------------------------------------------------------------
     def on_timer(self, key, now: float) -> None:
         kind = key[0]
-        if kind == "stats":
+        if kind == "vhb":
+            self._virtual_forward(key, now)
+        elif kind == "stats":
             self._send_stats()
             self.port.set_timer(self.stats_interval, ("stats",))
         elif kind == "alive":
@@ -204,7 +231,11 @@ class ResourceTracker(Component):
             self.port.set_timer(self.alive_interval, ("alive",))
         elif kind == "check":
             self._check(now)
-            self.port.set_timer(self.check_interval, ("check",))
+            if self.check_chain is not None and not self.cad.eager:
+                self._check_at = None
+                self._arm_check(now)
+            else:
+                self.port.set_timer(self.check_interval, ("check",))
 
     def _report(self, r: Report) -> None:
         self.unacked[r.rid] = r
@@ -212,6 +243,8 @@ class ResourceTracker(Component):
 
     def _check(self, now: float) -> None:
         silent = (~self.dead) & (now - self.last_seen > self.node_timeout)
+        if self.cad is not None and silent.any():
+            silent &= ~np.array(self.cad.groups[self.index].dormant)  # heard from, virtually
         if silent.any():
             idx = np.flatnonzero(silent)
             self.dead[idx] = True
@@ -226,6 +259,10 @@ class ResourceTracker(Component):
             self._rid += 1
             self._report(Report(self.index, self._rid, "nodes", nodes=(idx + self.lo).tolist()))
         lost = [a for a, (_, _, last) in self.jms.items() if now - last > self.jm_timeout]
+        if lost and self.check_chain is not None and not self.cad.eager:
+            lost = [a for a in lost if not self.cad.covers(a, self.index)]  # heard from, virtually
+        for a in lost:
+            self.uncovered.pop(a, None)
         for a in lost:
             job, att, _ = self.jms.pop(a)
             self.stats["jms_lost"] += 1
@@ -235,6 +272,99 @@ class ResourceTracker(Component):
             if r.rid <= self._rid - len(lost) - (1 if silent.any() else 0):
                 self.stats["reports_resent"] += 1
                 self.port.send(self.arbitrator, r)
+
+    # --- fast-forward: forwarding the virtual heartbeats of dormant nodes (cadence.py) ----------------------------
+    def vf_changed(self, now: float) -> None:
+        """Forwarding turned on or off, or the dormant nodes with free resources changed: (re)arm the next virtual
+        heartbeat to forward (while forwarding is on)."""
+        vf = self._vf
+        if vf is not None:
+            self.port.cancel_timer(vf[4])
+            self._vf = None
+        if self.forward:
+            self._vf_arm(now, -1)
+
+    def _vf_arm(self, after: float, after_rank: int) -> None:
+        """Arm the first virtual heartbeat of a dormant node with free resources arriving after (after, after_rank)."""
+        nm = self.cad.groups[self.index]
+        d = self.cad.d_nt
+        y = after - d - 8 * math.ulp(after)
+        h = nm.hb
+
+        def key(i: int, y: float) -> tuple:
+            t = nm.next_virtual(i, y)
+            r = nm.rank[i]
+            while (t + d, r) <= (after, after_rank):
+                t = t + h
+            return (t + d, r, i, t)
+
+        best = nm.wheel.next_after(y, key)
+        if best is None:
+            return
+        arrival, rank, i, tick = best
+        handle = self.port.set_timer_at(arrival, ("vhb", i, rank, tick))
+        self._vf = (arrival, rank, i, tick, handle)
+
+    def _virtual_forward(self, key: tuple, now: float) -> None:
+        """A dormant node's virtual heartbeat arrives while forwarding is on: forward it (a real message)."""
+        _, i, rank, tick = key
+        self._vf = None
+        nm = self.cad.groups[self.index]
+        if self.forward and nm.dormant[i] and nm.rank[i] == rank:
+            self.stats["heartbeats"] += 1
+            self.stats["forwarded"] += 1
+            self.last_seen[nm.lo + i - self.lo] = now
+            nm.fwd_tick[i] = tick
+            nm.fwd_count[i] += 1
+            nodes, free, acks = nm.virtual_row(i)
+            self.port.send(self.arbitrator, ForwardedHeartbeat(self.index, self.group, nodes, free, acks))
+        if self.forward:
+            self._vf_arm(now, rank)
+
+    # --- fast-forward: checks only when they can find something, virtual alive signals (cadence.py) -----------
+    def _arm_check(self, now: float) -> None:
+        """Arm the first check that can detect something: an unacknowledged report to resend, or a job-manager
+        entry no running job manager refreshes (the first check after its timeout). Dormant nodes and running job
+        managers are heard from, so no other check finds anything."""
+        cc = self.check_chain
+        due = math.inf
+        if self.unacked:
+            due = cc.next_after(now)
+        for last in self.uncovered.values():
+            t = cc.next_after(max(now, last + self.jm_timeout - 2 * self.check_interval))
+            while not t - last > self.jm_timeout:
+                t = t + self.check_interval
+            due = min(due, t)
+        armed = self._check_at
+        if armed is not None and armed[0] == due:
+            return
+        if armed is not None:
+            self.port.cancel_timer(armed[1])
+            self._check_at = None
+        if due < math.inf:
+            self._check_at = (due, self.port.set_timer_at(due, ("check",)))
+
+    def jm_covered(self, address: str) -> None:
+        """A job manager at ``address`` started: it heartbeats this tracker (if its node is in this share)."""
+        if address in self.uncovered and self.cad.covers(address, self.index):
+            del self.uncovered[address]
+            self._arm_check(self.cad.engine.now)
+
+    def go_eager(self, now: float) -> None:
+        """Fast-forward ends: alive signals and checks are real timers again (cadence.py)."""
+        if self.alive_chain is None:
+            return
+        cad = self.cad
+        eager_alive(self, self.alive_chain, cad.d_ts, now)
+        armed = self._check_at
+        if armed is not None:
+            self.port.cancel_timer(armed[1])
+            self._check_at = None
+        self.port.set_timer_at(self.check_chain.next_after(now), ("check",))
+
+    def settle(self, now: float) -> None:
+        if self.alive_chain is not None:
+            self.cad.count(Alive, self.alive_chain.count_le(now))
 
     def _send_stats(self) -> None:
         live = ~self.dead

@@ -1,0 +1,241 @@
+"""Fast-forward of MACRM's periodic traffic (simulator only): heartbeats that carry no news are computed, not sent.
+
+MACRM's agents talk all the time: every node heartbeats its tracker every second, trackers send statistics every
+100 ms and alive signals every 250 ms, job managers heartbeat their tracker. On a 10,000-node cluster that is more
+than 10,000 events per simulated second, nearly all of them repeating what the receiver already knows. This module
+lets a run skip them *without changing any result*: a periodic message whose content and effect are known in advance
+is not simulated as an event; whoever would observe it computes, when it needs to, what it would have seen.
+
+* **Node heartbeats.** After a node's heartbeat leaves, its next heartbeats are *virtual* (the node is *dormant*)
+  until something about the node changes: a container starts or ends, an allocation arrives, it answers a
+  sampling (its next heartbeat may then be missed, Fig. 3.3), the cluster goes centralized (heartbeats become
+  hybrid), or a fault is injected. The node's tick times are exact (:class:`~megha.schedulers.macrm.period.Period`
+  reproduces the engine's rounded additions). What a virtual heartbeat does is computed where it matters: the
+  node ignores samplings while waiting for the reply to its latest virtual heartbeat (``NodeManagers._waiting``);
+  while the arbitrator wants forwarded heartbeats, the tracker turns the virtual heartbeats of dormant nodes with
+  free resources into real ones at their exact arrival times (:class:`FreeWheel` finds the next one); a tracker
+  treats dormant nodes as heard from; when a node wakes up, a virtual heartbeat still in flight is delivered for
+  real and counters and message counts get the virtual ones.
+
+A run is fast-forwarded only when this is exact: the simulator's engine without a processing-cost model (message
+processing would queue behind virtual messages), and heartbeat periods long against message delays and the
+liveness timeouts long against the periods (so that a dormant node can never look silent). Otherwise, and with
+``fast_forward=false``, every timer is an event as before. Fault injection (:class:`~megha.schedulers.macrm.infra.
+MacrmFaults`) first turns every virtual chain back into real timers (:meth:`Cadence.go_eager`).
+
+Exactness holds up to the order of events at the very same float instant as a virtual one (the engine orders those
+by when they were scheduled; a virtual event has no such rank), which the tests compare on many runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from megha.schedulers.macrm.messages import Alive
+from megha.schedulers.macrm.period import Period
+
+
+class FreeWheel:
+    """The dormant nodes of one group that have free resources, bucketed by heartbeat phase.
+
+    ``next_after(y)`` finds the node whose next virtual heartbeat tick is the first one after ``y`` (ties: the order
+    in which the nodes fell dormant): buckets give candidates in phase order, :class:`Period` gives exact ticks.
+    """
+
+    def __init__(self, period: Period, buckets: int) -> None:
+        self.p = period
+        self.h = period.h
+        self.nb = max(1, int(buckets))
+        self.buckets: list[set[int]] = [set() for _ in range(self.nb)]
+        self.where: dict[int, int] = {}
+        self.size = 0
+
+    def bucket(self, t: float) -> int:
+        return int((math.fmod(t, self.h) / self.h) * self.nb) % self.nb
+
+    def add(self, node: int, tick: float) -> None:
+        b = self.bucket(tick)
+        self.buckets[b].add(node)
+        self.where[node] = b
+        self.size += 1
+
+    def discard(self, node: int) -> None:
+        b = self.where.pop(node, None)
+        if b is not None:
+            self.buckets[b].discard(node)
+            self.size -= 1
+
+    def next_after(self, y: float, key: Callable[[int, float], tuple]) -> tuple | None:
+        """The smallest ``key(node, y)`` over the wheel's nodes, scanning buckets in phase order from ``y``.
+
+        ``key(node, y)`` must return ``(tick, ...)`` with ``tick`` the node's first tick after ``y``, which lies in
+        ``(y, y + h]``; a bucket further than the best tick found (plus two buckets of slack for rounding) cannot
+        hold a better one.
+        """
+        if not self.size:
+            return None
+        nb = self.nb
+        width = self.h / nb
+        b0 = (self.bucket(y) - 2) % nb
+        best = None
+        for j in range(nb + 4):
+            if best is not None and (j - 4) * width > best[0] - y:
+                break
+            for node in self.buckets[(b0 + j) % nb]:
+                k = key(node, y)
+                if best is None or k < best:
+                    best = k
+        return best
+
+
+class Chain:
+    """A component's periodic timer whose ticks from ``first`` on are virtual (computed, not run).
+
+    ``end`` closes the virtual range (the chain went back to real timers then): ticks after it are real events.
+    """
+
+    __slots__ = ("end", "first", "memo", "p")
+
+    def __init__(self, period: Period, first: float) -> None:
+        self.p = period
+        self.first = first
+        self.memo = (0, first)
+        self.end = math.inf
+
+    def last_le(self, at: float) -> tuple[int, float] | None:
+        """``(k, t_k)`` of the last virtual tick ``<= at`` (None if there is none)."""
+        at = min(at, self.end)
+        if self.first > at:
+            return None
+        k0, t0 = self.memo
+        if t0 > at:
+            k0, t0 = 0, self.first
+        j, t = self.p.last_le(t0, at)
+        self.memo = (k0 + j, t)
+        return k0 + j, t
+
+    def count_le(self, at: float) -> int:
+        r = self.last_le(at)
+        return 0 if r is None else r[0] + 1
+
+    def next_after(self, at: float) -> float:
+        """The first tick after ``at`` (``at`` within the virtual range)."""
+        if self.first > at:
+            return self.first
+        k0, t0 = self.memo
+        if t0 > at:
+            k0, t0 = 0, self.first
+        j, t = self.p.last_le(t0, at)
+        self.memo = (k0 + j, t)
+        return t + self.p.h
+
+    def close(self, at: float) -> float:
+        """End the virtual range at ``at``; returns the first (real) tick after it."""
+        nxt = self.next_after(at)
+        self.end = at
+        return nxt
+
+
+class Cadence:
+    """What a MACRM deployment does not simulate event by event, and the bookkeeping to stay exact."""
+
+    def __init__(self, engine, heartbeat: float, delays: dict[str, float], enabled: bool = True) -> None:
+        self.engine = engine
+        self.enabled = enabled
+        self.eager = not enabled  # every timer real (fast-forward off, or after a fault)
+        self.hb = Period(heartbeat)
+        self.d = delays  # one-way delays: nm->tracker, tracker->nm, tracker->arb, arb->nm, ...
+        self.groups: list = []  # NodeManagers, by group
+        self.trackers: list = []  # ResourceTracker, by group (the current instances)
+        self._rank = 0
+        self.settled_at: float | None = None
+        self.others: list = []  # components with virtual chains of their own (go_eager, settle)
+        self.live_jms: dict[str, object] = {}  # running job-manager processes (they heartbeat their tracker)
+
+    # --- registration -----------------------------------------------------------------------------------------
+    def add_group(self, nm) -> None:
+        self.groups.append(nm)
+
+    def add_tracker(self, tr) -> None:
+        self.trackers.append(tr)
+        self.others.append(tr)
+
+    def add_other(self, comp) -> None:
+        """A component implementing ``go_eager(now)`` and ``settle(now)`` for its own virtual chains."""
+        self.others.append(comp)
+
+    # --- job managers: their tracker hears from them while they run ---------------------------------------------
+    def jm_started(self, jm) -> None:
+        self.live_jms[jm.address] = jm
+        self.trackers[jm.group].jm_covered(jm.address)
+
+    def jm_exited(self, jm) -> None:
+        if self.live_jms.get(jm.address) is jm:
+            del self.live_jms[jm.address]
+
+    def covers(self, address: str, tracker: int) -> bool:
+        """A running job manager at ``address`` heartbeats tracker ``tracker``."""
+        jm = self.live_jms.get(address)
+        return jm is not None and jm.group == tracker
+
+    def rank(self) -> int:
+        """A counter giving dormant spells the order in which they began (ties between virtual events)."""
+        self._rank += 1
+        return self._rank
+
+    @property
+    def nodes_lazy(self) -> bool:
+        return not self.eager
+
+    def count(self, cls: type, n: int) -> None:
+        """Count ``n`` messages of type ``cls`` as sent (virtual messages)."""
+        if n:
+            self.groups[0].port.count_message(cls, n)
+
+    # --- transitions --------------------------------------------------------------------------------------------
+    def go_eager(self, now: float) -> None:
+        """From now on every timer is a real event (called before a fault is injected: silence must be observable).
+
+        Components get ``go_eager(before)`` with ``before`` just below ``now``: virtual events at or before it
+        happened, later ones (those at ``now`` included) become real events.
+        """
+        if self.eager:
+            return
+        self.eager = True
+        # what happened before this event: a periodic timer due at this very instant fires after it (it was set one
+        # period ago, after the fault injector's timer), so it becomes the first real one
+        before = math.nextafter(now, -math.inf)
+        for nm in self.groups:
+            nm.wake_all(before)
+        for c in self.others:
+            c.go_eager(before)
+
+    def settle(self, now: float) -> None:
+        """Add the virtual messages up to ``now`` to counters and message counts (once, at the end of a run)."""
+        if self.settled_at is not None:
+            return
+        self.settled_at = now
+        for nm in self.groups:
+            nm.settle(now)
+        for c in self.others:
+            c.settle(now)
+
+
+def eager_alive(comp, chain: Chain, d: float, now: float) -> None:
+    """A component's virtual alive signals become a real timer: the supervisor learns the latest one that arrived,
+    one still in flight is delivered for real, the next tick is a real timer."""
+    cad = comp.cad
+    r = chain.last_le(now)
+    nxt = chain.close(now)
+    if r is not None:
+        k, t = r
+        arrival = t + d
+        sup = cad.supervisor
+        if arrival > now:
+            cad.engine.inject(arrival, comp.supervisor, Alive(comp.address))
+            if k > 0:
+                sup.last[comp.address] = chain.p.advance(chain.first, k - 1) + d
+        else:
+            sup.last[comp.address] = arrival
+    comp.port.set_timer_at(nxt, ("alive",))
