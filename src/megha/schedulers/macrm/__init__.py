@@ -52,7 +52,8 @@ from megha.schedulers.macrm.cadence import Cadence
 from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
 from megha.schedulers.macrm.nodes import NodeManagers
-from megha.schedulers.macrm.policy import ModeSwitch, adaptive_rate
+from megha.schedulers.macrm.period import Period
+from megha.schedulers.macrm.policy import ADAPTIVE_FROM, ModeSwitch, adaptive_rate
 from megha.schedulers.macrm.tracker import ResourceTracker
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
@@ -153,10 +154,21 @@ def _cadence(ctx: BuildContext, opts: MacrmOptions, hold: float, node_timeout: f
     jm_timeout = opts.jm_timeout or (3 * opts.jm_heartbeat + 0.5)
     if jm_timeout <= opts.jm_heartbeat + 2 * rtt + 0.1:
         return None
+    d["jt"] = dm.delay("macrm-jm", "macrm-tracker")
     cad = Cadence(eng, opts.heartbeat, d)
     cad.d_nt, cad.d_tn = d["nt"], d["tn"]
     cad.d_ts = dm.delay("macrm-tracker", "macrm-supervisor")
     cad.d_as = dm.delay("macrm-arbitrator", "macrm-supervisor")
+    # loads decide the mode switch and, from 75 %, the adaptive sampling rate (policy.adaptive_rate)
+    thr = math.inf
+    if opts.centralized:
+        thr = opts.switch_load - 1e-6
+    if opts.rate == "adaptive":
+        thr = min(thr, ADAPTIVE_FROM / 100.0)
+    cad.threshold = thr
+    cad.stats_period = Period(opts.stats_interval)
+    cad.jm_period = Period(opts.jm_heartbeat)
+    cad.settle_after = opts.stats_interval + opts.jm_heartbeat + 10 * max(d.values()) + 0.5
     return cad
 
 
@@ -329,6 +341,7 @@ def build(ctx: BuildContext) -> Deployment:
             c.cad = cad
             cad.add_other(c)
         cad.supervisor = supervisor
+        cad.arbitrator = arbitrator
         jm_ctx.cadence = cad
     for j in range(w.n_jobs):  # job-manager addresses: dead letters until a job manager runs there
         ctx.engine.add(JMSlot(f"{PREFIX}/jm{j}"))

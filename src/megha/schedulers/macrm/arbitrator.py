@@ -18,6 +18,8 @@ event leave at its end (:meth:`ResourceArbitrator._flush`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from sortedcontainers import SortedDict
 
@@ -164,6 +166,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         }
         self._central_since: float | None = None
         self.cad = None  # fast-forward of periodic messages (cadence.py)
+        self.last_switch = -math.inf  # when the mode last changed
         self.alive_chain: Chain | None = None
         self._retry_armed = False
         self.retry_interval = 1.0
@@ -346,6 +349,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         complete = len(self.tstats) == len(self.trackers) and all(s.complete for s in self.tstats.values())
         if complete and self.switch.update(self.load):  # decide on a complete view only (e.g. after a restart)
             self.stats["mode_switches"] += 1
+            self.last_switch = now
             if self.central:
                 self._central_since = now
             elif self._central_since is not None:
@@ -364,6 +368,18 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         self.port.send(self.trackers[msg.tracker], LoadInfo(self.load, self.central))
 
     # --- fast-forward (cadence.py) ------------------------------------------------------------------------------
+    def install_stats(self, msgs: list[TrackerStats]) -> None:
+        """The statistics messages of one tick, as if each had been received (restores the view after a calm
+        spell, during which they were virtual)."""
+        for m in msgs:
+            prev = self.tstats.get(m.tracker)
+            if m.complete or prev is None or not prev.complete:
+                self.tstats[m.tracker] = m
+                self.user_extra = {}
+        used = np.sum([s.used for s in self.tstats.values()], axis=0)
+        total = np.sum([s.total for s in self.tstats.values()], axis=0)
+        self.load = cluster_load(used, total, self.load_metric)
+
     def go_eager(self, now: float) -> None:
         if self.alive_chain is not None:
             eager_alive(self, self.alive_chain, self.cad.d_as, now)

@@ -32,7 +32,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from megha.schedulers.macrm.messages import Alive
+import numpy as np
+
+from megha.schedulers.macrm.messages import Alive, JMHeartbeat, JMHeartbeatReply, LoadInfo, TrackerStats
 from megha.schedulers.macrm.period import Period
 
 
@@ -152,6 +154,21 @@ class Cadence:
         self.settled_at: float | None = None
         self.others: list = []  # components with virtual chains of their own (go_eager, settle)
         self.live_jms: dict[str, object] = {}  # running job-manager processes (they heartbeat their tracker)
+        # calm: statistics and job-manager heartbeats are virtual (see maybe_calm)
+        self.calm = False
+        self.arbitrator = None
+        self.supervisor = None
+        self.threshold = math.inf  # loads below it make no decision differ (set by the deployment)
+        self.margin = 0.005
+        self.stats_period: Period | None = None
+        self.jm_period: Period | None = None
+        self.settle_after = 1.0  # seconds a mode switch needs to reach every agent
+        self.stats_chain: Chain | None = None
+        self.dormant_jms: dict[str, object] = {}  # job managers whose heartbeats are virtual
+        self.ended_jm_chains: list[tuple] = []  # (chain, tracker) of dormant job managers that exited
+        self._bound_sum: np.ndarray | None = None
+        self._total_sum: np.ndarray | None = None
+        self.calm_spells = 0
 
     # --- registration -----------------------------------------------------------------------------------------
     def add_group(self, nm) -> None:
@@ -193,7 +210,166 @@ class Cadence:
         if n:
             self.groups[0].port.count_message(cls, n)
 
-    # --- transitions --------------------------------------------------------------------------------------------
+    # --- calm: virtual statistics and job-manager heartbeats ---------------------------------------------------
+    def maybe_calm(self, now: float) -> None:
+        """At the first tracker's statistics tick: go calm if no load can matter until something changes.
+
+        Calm means the trackers' statistics and the job managers' heartbeats (whose replies carry the load) are
+        virtual. A load decides something only at the mode switch (``switch_load``) and in the adaptive sampling
+        rate (from 75 %): if an upper bound of every load the arbitrator could compute stays below both (minus a
+        margin), every decision is the same whatever the exact value, so loads are left as they are. The bound is
+        the sum over trackers of their reported usage, raised by every increase a node reports; a change that brings
+        it near the threshold ends the calm spell (:meth:`leave_calm`), which restores the arbitrator's exact view.
+        Calm also needs: FIFO queue (fair share reads the per-user statistics), distributed mode settled for a while
+        (mode changes reach every agent), complete statistics, and every load already below the threshold.
+        """
+        arb = self.arbitrator
+        trs = self.trackers
+        if arb.policy != "fifo" or arb.central or now - arb.last_switch < self.settle_after:
+            return
+        thr = self.threshold - self.margin
+        if len(arb.tstats) != len(trs) or not all(m.complete for m in arb.tstats.values()):
+            return
+        if arb.load >= thr or any(tr.central or tr.load >= thr or tr.dead.any() for tr in trs):
+            return
+        if any(jm.central or jm.load >= thr for jm in self.live_jms.values()):
+            return
+        bounds = []
+        for tr in trs:
+            cur = tr.content(tr.used, tr.known)
+            if not cur.complete:
+                return
+            bounds.append(np.maximum(cur.used, arb.tstats[tr.index].used))
+        self._total_sum = np.sum([arb.tstats[tr.index].total for tr in trs], axis=0).tolist()
+        bsum = np.sum(bounds, axis=0).tolist()
+        if not self._below(bsum):
+            return
+        for tr in trs:
+            tr.undo = []
+        self._bound_sum = bsum
+        self.calm = True
+        self.calm_spells += 1
+        self.stats_chain = Chain(self.stats_period, now + self.stats_period.h)
+
+    def _below(self, used: list[float]) -> bool:
+        """The load of usage ``used`` (an upper bound) is below the threshold, with the margin."""
+        if self.threshold == math.inf:
+            return True
+        frac = [u / t if t > 0 else 0.0 for u, t in zip(used, self._total_sum, strict=True)]
+        metric = self.arbitrator.load_metric
+        load = max(frac) if metric == "max" else frac[0] if metric == "cpu" else sum(frac) / len(frac)
+        return load < self.threshold - self.margin
+
+    def content_change(self, tr, i: int, row: np.ndarray, now: float) -> None:
+        """Tracker ``tr`` is about to record node ``i``'s new usage ``row`` (calm only): log it, raise the bound."""
+        old = tr.used[i]
+        known = bool(tr.known[i])
+        tr.undo.append((now, i, old.copy(), known))
+        if len(tr.undo) > 64:  # keep what reconstructing the last two ticks needs
+            horizon = now - 3 * self.stats_period.h
+            if tr.undo[0][0] < horizon:
+                tr.undo = [e for e in tr.undo if e[0] >= horizon]
+        new = row.tolist()
+        bsum = self._bound_sum
+        if known:
+            for r, (a, b) in enumerate(zip(new, old.tolist(), strict=True)):
+                if a > b:
+                    bsum[r] += a - b
+        else:
+            for r, a in enumerate(new):
+                bsum[r] += a
+        if not self._below(bsum):
+            self.leave_calm(now)
+
+    def leave_calm(self, at: float) -> None:
+        """Statistics and job-manager heartbeats become real again after ``at``: the arbitrator's view of the
+        statistics is restored exactly (from the trackers' undo logs), a statistics message still in flight is
+        delivered, and every tracker's and job manager's next tick is a real timer."""
+        if not self.calm:
+            return
+        self.calm = False
+        ch = self.stats_chain
+        r = ch.last_le(at)
+        trs = self.trackers
+        arb = self.arbitrator
+        d_ta = self.d["ta"]
+        n = len(trs)
+        if r is None:
+            nxt = ch.first
+        else:
+            k, sk = r
+            nxt = sk + ch.p.h
+            arrival = sk + d_ta
+            now_stats = [tr.content_at(sk) for tr in trs]
+            if arrival <= at:
+                arb.install_stats(now_stats)
+                self.count(LoadInfo, (k + 1) * n)
+            else:
+                if k > 0:
+                    prev = ch.p.advance(ch.first, k - 1)
+                    arb.install_stats([tr.content_at(prev) for tr in trs])
+                for m in now_stats:
+                    self.engine.inject(arrival, arb.address, m)
+                self.count(LoadInfo, k * n)
+            self.count(TrackerStats, (k + 1) * n)
+        ch.end = at
+        self.stats_chain = None
+        for tr in trs:
+            tr.undo = []
+            tr.port.set_timer_at(nxt, ("stats",))
+        for jm in list(self.dormant_jms.values()):
+            self.jm_wake(jm, at)
+
+    # --- job managers' virtual heartbeats (calm only) -------------------------------------------------------------
+    def jm_sleep(self, jm, first: float) -> None:
+        """Job manager ``jm``'s heartbeats from ``first`` on are virtual."""
+        jm.vchain = Chain(self.jm_period, first)
+        self.dormant_jms[jm.address] = jm
+
+    def _jm_tallies(self, ch: Chain, tracker: int, upto: float, sent_upto: float) -> tuple | None:
+        """Count a job manager's virtual heartbeats sent up to ``sent_upto`` and received up to ``upto``; returns
+        (k, last tick, arrival of the last tick) or None."""
+        r = ch.last_le(sent_upto)
+        if r is None:
+            return None
+        k, t = r
+        d = self.d["jt"]
+        arrival = t + d
+        arrived = k + 1 if arrival <= upto else k
+        self.count(JMHeartbeat, k + 1)
+        self.count(JMHeartbeatReply, arrived)
+        self.trackers[tracker].stats["jm_heartbeats"] += arrived
+        return k, t, arrival
+
+    def jm_wake(self, jm, at: float) -> None:
+        """Job manager ``jm``'s heartbeats are real again after ``at``."""
+        ch = jm.vchain
+        jm.vchain = None
+        del self.dormant_jms[jm.address]
+        tr = self.trackers[jm.group]
+        res = self._jm_tallies(ch, jm.group, at, at)
+        if res is not None:
+            k, _, arrival = res
+            last = arrival
+            if arrival > at:  # in flight: delivered for real
+                self.engine.inject(arrival, tr.address, JMHeartbeat(jm.address, jm.job, jm.attempt))
+                last = ch.p.advance(ch.first, k - 1) + self.d["jt"] if k > 0 else None
+            if last is not None and jm.address in tr.jms:
+                tr.jms[jm.address] = [jm.job, jm.attempt, last]
+        jm.port.set_timer_at(ch.next_after(at), ("hb",))
+
+    def jm_exit(self, jm, now: float) -> None:
+        """A job manager with virtual heartbeats exits: its tracker's entry gets the latest one (counted at the end)."""
+        ch = jm.vchain
+        jm.vchain = None
+        del self.dormant_jms[jm.address]
+        ch.end = now
+        self.ended_jm_chains.append((ch, jm.group))
+        r = ch.last_le(now)
+        tr = self.trackers[jm.group]
+        if r is not None and jm.address in tr.jms:
+            tr.jms[jm.address] = [jm.job, jm.attempt, r[1] + self.d["jt"]]
+
     def go_eager(self, now: float) -> None:
         """From now on every timer is a real event (called before a fault is injected: silence must be observable).
 
@@ -203,6 +379,8 @@ class Cadence:
         if self.eager:
             return
         self.eager = True
+        before_ = math.nextafter(now, -math.inf)
+        self.leave_calm(before_)
         # what happened before this event: a periodic timer due at this very instant fires after it (it was set one
         # period ago, after the fault injector's timer), so it becomes the first real one
         before = math.nextafter(now, -math.inf)
@@ -220,6 +398,18 @@ class Cadence:
             nm.settle(now)
         for c in self.others:
             c.settle(now)
+        ch = self.stats_chain
+        if ch is not None:  # a calm spell still running
+            r = ch.last_le(now)
+            if r is not None:
+                k, sk = r
+                n = len(self.trackers)
+                self.count(TrackerStats, (k + 1) * n)
+                self.count(LoadInfo, (k + 1 if sk + self.d["ta"] <= now else k) * n)
+        for jm in self.dormant_jms.values():
+            self._jm_tallies(jm.vchain, jm.group, now, now)
+        for ch, tracker in self.ended_jm_chains:
+            self._jm_tallies(ch, tracker, now, min(ch.end, now))
 
 
 def eager_alive(comp, chain: Chain, d: float, now: float) -> None:

@@ -64,6 +64,10 @@ class _SlotPort:
     def cancel_timer(self, handle: int) -> None:
         self.slot.port.cancel_timer(handle)
 
+    def set_timer_at(self, at: float, key) -> int:
+        """Simulator only (fast-forward, cadence.py): a timer at an absolute time."""
+        return self.slot.port.set_timer_at(at, (self.inc, key))
+
 
 class JMSlot(Component):
     """The address of one job's job manager: hosts the current job-manager process (attempt), if any.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
@@ -163,6 +164,7 @@ class JobManager(Component):
         self.finished = False
         self.exited = False
         self.started_at = float("nan")  # when this process started (instrumentation: the job-manager wait)
+        self.vchain = None  # fast-forward: the chain of virtual heartbeats (cadence.py)
         self.stats = {
             "rounds": 0,
             "samples": 0,
@@ -183,9 +185,13 @@ class JobManager(Component):
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
         self.started_at = now
-        if self.ctx.cadence is not None:
-            self.ctx.cadence.jm_started(self)
-        self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
+        cad = self.ctx.cadence
+        if cad is not None:
+            cad.jm_started(self)
+        if cad is not None and cad.calm:
+            cad.jm_sleep(self, now + self.ctx.jm_heartbeat)  # virtual heartbeats (cadence.py)
+        else:
+            self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
         if self.attempt > 0:
             self.adopting = len(self.ctx.groups)
             for g in self.ctx.groups:
@@ -226,7 +232,7 @@ class JobManager(Component):
             self._arbitrator_up(now)
         elif tp is JobDoneAck:
             if msg.attempt == self.attempt:
-                self._exit()
+                self._exit(now)
         else:
             super().on_message(msg, now)
 
@@ -239,6 +245,10 @@ class JobManager(Component):
             if r is not None and r.no == key[1]:
                 self._place(now)
         elif kind == "hb":
+            cad = self.ctx.cadence
+            if cad is not None and cad.calm:
+                cad.jm_sleep(self, now)  # this heartbeat and the next ones are virtual (cadence.py)
+                return
             self.port.send(self.tracker, JMHeartbeat(self.address, self.job, self.attempt))
             self.port.set_timer(self.ctx.jm_heartbeat, ("hb",))
         elif kind == "done":
@@ -358,28 +368,99 @@ class JobManager(Component):
         dem = self.demands[todo]
         one = self.ctx.per_responder == "one"
         masks = self.masks[todo]
-        if (dem == dem[0]).all() and (masks == masks[0]).all():  # the usual round: one request for every task
-            self._assign_alike(todo, nodes, free, cap, safe, wm, dem[0], int(masks[0]), one, assigned)
+        if (dem == dem[0]).all():
+            if (masks == masks[0]).all():  # the usual round: one request for every task
+                self._assign_alike(todo, nodes, free, cap, safe, wm, dem[0], int(masks[0]), one, assigned)
+            else:  # one request, several placement constraints
+                self._assign_masked(todo, free, cap, safe, wm, dem[0], masks, one, assigned)
             return nodes, assigned
+        self._assign_mixed(todo, free, cap, safe, wm, dem, one, assigned)
+        return nodes, assigned
+
+    @staticmethod
+    def _assign_masked(
+        todo: list[int],
+        free: np.ndarray,
+        cap: np.ndarray,
+        safe: np.ndarray,
+        wm: np.ndarray,
+        d: np.ndarray,
+        masks: np.ndarray,
+        one: bool,
+        assigned: dict[int, int],
+    ) -> None:
+        """:meth:`_assign` for tasks of one demand and several masks, in order: each to the least loaded responder
+        (lowest position on ties) that it may run on and that has room — an argmin over the responders its mask
+        allows (found once per mask), with the loads kept up to date as tasks are placed."""
+        load = ((cap - free) / safe).max(axis=1)
+        gone = ~(free + _EPS >= d).all(axis=1)  # no room (or, one task per responder, taken)
+        free_l, cap_l, safe_l = free.tolist(), cap.tolist(), safe.tolist()
+        dl = d.tolist()
+        inv = ~wm
+        elig: dict[int, np.ndarray | None] = {}
+        inf = np.inf
+        for i, m in zip(todo, masks.tolist(), strict=True):
+            if m in elig:
+                idx = elig[m]
+            else:
+                idx = elig[m] = np.flatnonzero((np.uint32(m) & inv) == 0) if m else None
+            if idx is None:
+                a = int(np.argmin(np.where(gone, inf, load)))
+                j = a
+            else:
+                if not idx.size:
+                    continue
+                a = int(np.argmin(np.where(gone[idx], inf, load[idx])))
+                j = int(idx[a])
+            if gone[j]:
+                continue
+            fj = free_l[j] = [x - y for x, y in zip(free_l[j], dl, strict=True)]
+            assigned[i] = j
+            load[j] = max((c - f) / s for c, f, s in zip(cap_l[j], fj, safe_l[j], strict=True))
+            if one or not all(f + _EPS >= x for f, x in zip(fj, dl, strict=True)):
+                gone[j] = True
+
+    def _assign_mixed(
+        self,
+        todo: list[int],
+        free: np.ndarray,
+        cap: np.ndarray,
+        safe: np.ndarray,
+        wm: np.ndarray,
+        dem: np.ndarray,
+        one: bool,
+        assigned: dict[int, int],
+    ) -> None:
+        """:meth:`_assign` for tasks of several demands or masks, largest first: each task to the least loaded
+        responder (lowest position on ties) it fits and may run on. Responders are kept sorted by (load, position),
+        so a task scans only the least loaded ones until one qualifies, instead of every responder."""
         order = sorted(range(len(todo)), key=lambda k: tuple(-dem[k]))
-        taken = np.zeros(len(nodes), dtype=bool)
+        free_l = free.tolist()
+        cap_l, safe_l = cap.tolist(), safe.tolist()
+        wm_l = wm.tolist()
+        dem_l = dem.tolist()
+        masks = self.masks
+        load = ((cap - free) / safe).max(axis=1).tolist()
+        keys = SortedList(zip(load, range(len(free_l)), strict=True))
         for k in order:
             i = todo[k]
-            d = dem[k]
-            ok = (free + _EPS >= d).all(axis=1)
-            m = int(self.masks[i])
-            if m:
-                ok &= (np.uint32(m) & ~wm) == 0
-            if one:
-                ok &= ~taken
-            if not ok.any():
+            d = dem_l[k]
+            m = int(masks[i])
+            j = -1
+            for _, p in keys:
+                if m and m & ~wm_l[p] & 0xFFFFFFFF:
+                    continue
+                if all(f + _EPS >= x for f, x in zip(free_l[p], d, strict=True)):
+                    j = p
+                    break
+            if j < 0:
                 continue
-            load = ((cap - free) / safe).max(axis=1)
-            j = int(np.argmin(np.where(ok, load, np.inf)))
-            free[j] -= d
-            taken[j] = True
+            keys.remove((load[j], j))
+            fj = free_l[j] = [f - x for f, x in zip(free_l[j], d, strict=True)]
             assigned[i] = j
-        return nodes, assigned
+            if not one:
+                load[j] = max((c - f) / s for c, f, s in zip(cap_l[j], fj, safe_l[j], strict=True))
+                keys.add((load[j], j))
 
     @staticmethod
     def _assign_alike(
@@ -563,12 +644,14 @@ class JobManager(Component):
         self.port.send(self.ctx.arbitrator, JobDone(self.job, self.attempt))
         self.port.set_timer(self.ctx.done_retry, ("done",))
 
-    def _exit(self) -> None:
+    def _exit(self, now: float) -> None:
         if self.exited:
             return
         self.exited = True
         ctx = self.ctx
         if ctx.cadence is not None:
+            if self.vchain is not None:
+                ctx.cadence.jm_exit(self, now)
             ctx.cadence.jm_exited(self)
         self.port.send(ctx.groups[self.group], JMExit(self.job, self.attempt))
         self.port.send(self.tracker, JMHeartbeat(self.address, self.job, self.attempt, final=True))

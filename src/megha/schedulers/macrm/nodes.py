@@ -145,6 +145,8 @@ class NodeManagers(Component):
         self.fwd_tick: list[float | None] = [None] * n  # a virtual heartbeat the tracker forwarded, reply to come
         self.fwd_count = [0] * n  # virtual heartbeats of the dormant spell the tracker forwarded
         self._to_sleep: set[int] = set()  # heartbeats of this event after which the node may fall dormant
+        self._vr: list[list[float]] = [[] for _ in range(n)]  # when the tracker's (virtual) replies arrive
+        self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | None = None
         self.stats: dict[str, int] = {
             "heartbeats": 0,
@@ -213,7 +215,25 @@ class NodeManagers(Component):
         self._flush(now)
 
     # --- sampling (Fig. 3.3) -----------------------------------------------------------------------------------
+    def replies_due(self, nodes: list[int], at: float) -> None:
+        """Fast-forward: the tracker answered these nodes' heartbeats; the replies (which only end the nodes' wait)
+        arrive at ``at`` and are applied when the wait is next looked at (cadence.py)."""
+        vr = self._vr
+        lo = self.lo
+        for node in nodes:
+            vr[node - lo].append(at)
+
+    def _replies_in(self, i: int, now: float) -> None:
+        """Apply the tracker's virtual replies to node ``i`` that arrived by ``now``."""
+        vr = self._vr[i]
+        while vr and vr[0] <= now:
+            del vr[0]
+            if self.waiting[i]:
+                self.waiting[i] -= 1
+
     def _waiting(self, i: int, now: float) -> bool:
+        if self._vr[i]:
+            self._replies_in(i, now)
         if self.dormant[i] and self.anchor[i] <= now:
             tv = self._last_tick(i, now)[1]
             if self.fwd_tick[i] == tv:
@@ -287,8 +307,8 @@ class NodeManagers(Component):
 
     # --- heartbeats --------------------------------------------------------------------------------------------
     def _has_free(self, i: int) -> bool:
-        free = self.cap[i] - self.used[i]
-        return bool((free >= self.min_alloc - _EPS).all() and (free > _EPS).any())
+        free = (self.cap[i] - self.used[i]).tolist()
+        return all(a >= b for a, b in zip(free, self._need, strict=True)) and any(a > _EPS for a in free)
 
     def _hb_tick(self, i: int, now: float) -> None:
         self.hb_timer[i] = None
@@ -339,6 +359,8 @@ class NodeManagers(Component):
         lo = self.lo
         for node in msg.nodes:
             i = node - lo
+            if self._vr[i]:
+                self._replies_in(i, now)
             if self.waiting[i]:
                 self.waiting[i] -= 1
             elif self.fwd_tick[i] is not None:
@@ -671,6 +693,8 @@ class NodeManagers(Component):
         """Dormant node ``i`` goes back to real heartbeat timers (its state is about to change, or faults)."""
         cad = self.cad
         self.dormant[i] = False
+        if self._vr[i]:
+            self._replies_in(i, now)
         if self.wheel.where.get(i) is not None:
             self.wheel.discard(i)
             cad.trackers[self.group].vf_changed(now)

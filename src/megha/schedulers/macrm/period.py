@@ -23,7 +23,7 @@ _TWO53 = 1 << 53
 class Period:
     """The tick sequence ``t_{k+1} = fl(t_k + h)`` of a timer with period ``h`` (seconds, > 0, finite)."""
 
-    __slots__ = ("_bin", "h")
+    __slots__ = ("_bin", "_fast", "h")
 
     def __init__(self, h: float) -> None:
         h = float(h)
@@ -31,6 +31,7 @@ class Period:
             raise ValueError(f"a period must be a positive finite number of seconds, got {h}")
         self.h = h
         self._bin: dict[int, tuple | None] = {}
+        self._fast: tuple[float, float, float] | None = None  # (2^(E-1), 2^E, δ) of the last uniform binade seen
 
     def _binade(self, e: int) -> tuple | None:
         """``(c, rnum, rden)`` for the binade of frexp exponent ``e`` (step ``δ = c·u``, ``h/u = rnum/rden``), or
@@ -71,6 +72,7 @@ class Period:
             return 0, 0.0, t
         n = -(-num // (rden * c))
         delta = math.ldexp(float(c), e - 53)
+        self._fast = (math.ldexp(1.0, e - 1), math.ldexp(1.0, e), delta)
         return n, delta, t + math.ldexp(float(n * c), e - 53)
 
     def advance(self, t: float, k: int) -> float:
@@ -92,8 +94,18 @@ class Period:
         """``(k, t_k)`` for the last tick ``t_k <= at`` counting from ``t = t_0`` (which must be ``<= at``)."""
         if t > at:
             raise ValueError(f"tick {t} is after {at}")
-        k = 0
         h = self.h
+        fast = self._fast
+        if fast is not None and fast[0] <= t and at + h < fast[1]:
+            # t and every tick up to the one after ``at`` lie in the cached binade: ticks are t + j·δ there
+            delta = fast[2]
+            j = int((at - t) / delta)
+            while j > 0 and t + j * delta > at:
+                j -= 1
+            while t + (j + 1) * delta <= at:
+                j += 1
+            return j, t + j * delta
+        k = 0
         while True:
             b = self._in_binade(t)
             if b is None or b[0] == 0:

@@ -99,6 +99,7 @@ class ResourceTracker(Component):
         self.check_chain: Chain | None = None
         self._check_at: tuple[float, int] | None = None  # the armed check (time, handle), fast-forward only
         self.uncovered: dict[str, float] = {}  # job-manager entries no running job manager refreshes: address -> last
+        self.undo: list[tuple] = []  # while statistics are virtual: (time, node, previous usage row, was known)
         self._vf: tuple | None = None  # the armed virtual heartbeat to forward: (arrival, rank, node, tick, handle)
         self.stats = {
             "heartbeats": 0,
@@ -178,6 +179,10 @@ class ResourceTracker(Component):
                 rest.append(k)
                 continue
             self.last_seen[i] = now
+            if self.cad is not None and self.cad.calm:
+                row = msg.used[k]
+                if not self.known[i] or self.used[i].tolist() != row.tolist():
+                    self.cad.content_change(self, i, row, now)
             self.used[i] = msg.used[k]
             self.known[i] = True
             if users:
@@ -204,7 +209,13 @@ class ResourceTracker(Component):
                 )
         if rest:
             self.stats["answered"] += len(rest)
-            self.port.send(self.group, HeartbeatReply([msg.nodes[k] for k in rest]))
+            nodes = [msg.nodes[k] for k in rest]
+            cad = self.cad
+            if cad is not None and not cad.eager:  # fast-forward: the reply only ends the nodes' wait (cadence.py)
+                cad.groups[self.index].replies_due(nodes, now + cad.d_tn)
+                cad.count(HeartbeatReply, 1)
+            else:
+                self.port.send(self.group, HeartbeatReply(nodes))
 
     def _users(self, i: int, new: dict) -> None:
         old = self.node_users[i]
@@ -224,8 +235,12 @@ class ResourceTracker(Component):
         if kind == "vhb":
             self._virtual_forward(key, now)
         elif kind == "stats":
+            cad = self.cad
+            if cad is not None and self.index == 0 and not cad.eager:
+                cad.maybe_calm(now)  # statistics that carry no news become virtual (cadence.py)
             self._send_stats()
-            self.port.set_timer(self.stats_interval, ("stats",))
+            if cad is None or not cad.calm:
+                self.port.set_timer(self.stats_interval, ("stats",))
         elif kind == "alive":
             self.port.send(self.supervisor, Alive(self.address))
             self.port.set_timer(self.alive_interval, ("alive",))
@@ -367,9 +382,25 @@ class ResourceTracker(Component):
             self.cad.count(Alive, self.alive_chain.count_le(now))
 
     def _send_stats(self) -> None:
+        self.port.send(self.arbitrator, self.content(self.used, self.known))
+
+    def content(self, used: np.ndarray, known: np.ndarray) -> TrackerStats:
+        """The statistics this tracker reports for the given per-node usage and knowledge."""
         live = ~self.dead
         total = self.phys[live].sum(axis=0)
-        used = self.used[live & self.known].sum(axis=0)
-        complete = bool(self.known[live].all())
+        used_sum = used[live & known].sum(axis=0)
+        complete = bool(known[live].all())
         users = {u: v.copy() for u, v in self.user_used.items() if (v > _EPS).any()}
-        self.port.send(self.arbitrator, TrackerStats(self.index, used, total, users, complete))
+        return TrackerStats(self.index, used_sum, total, users, complete)
+
+    def content_at(self, tick: float) -> TrackerStats:
+        """What this tracker's statistics said at stats tick ``tick`` (fast-forward: undo the changes logged since)."""
+        later = [e for e in self.undo if e[0] > tick]
+        if not later:
+            return self.content(self.used, self.known)
+        used = self.used.copy()
+        known = self.known.copy()
+        for _, i, row, kn in reversed(later):
+            used[i] = row
+            known[i] = kn
+        return self.content(used, known)
