@@ -89,12 +89,21 @@ def test_distributor_sends_each_task_once_to_masters_with_suitable_workers_and_c
     assert rec.known[9] == 2.0
 
 
-def make_master(masks, fqw=2, reserved=None, policy=Policy.FIRST, n_tasks=50):
+def make_master(masks, fqw=2, reserved=None, policy=Policy.FIRST, n_tasks=50, **kw):
     masks = np.asarray(masks, dtype=U32)
     rec = TaskRecorder(np.zeros(n_tasks))
     m = attach(
         PigeonMaster(
-            "m", np.arange(masks.size), masks, "pool", rec, ["d0", "d1"], policy=policy, fqw=fqw, reserved=reserved
+            "m",
+            np.arange(masks.size),
+            masks,
+            "pool",
+            rec,
+            ["d0", "d1"],
+            policy=policy,
+            fqw=fqw,
+            reserved=reserved,
+            **kw,
         )
     )
     return m, rec
@@ -132,6 +141,21 @@ def test_wfq_serves_fqw_short_tasks_per_long_task():
         assert w == 0
         order.append(running)
     assert order == [1, 2, 6, 3, 4, 7, 5]  # S S L S S L S
+
+
+def test_wfq_reference_counter_serves_fqw_plus_one_short_tasks_per_long_task():
+    m, _ = make_master([0], fqw=2, fq_inclusive=True)  # the authors' code: short while counter <= FQW
+    m.on_message(batch([0], short=False), 0.0)
+    launched(m.port)
+    m.on_message(batch([1, 2, 3, 4, 5, 6], short=True), 0.1)
+    m.on_message(batch([7, 8], short=False), 0.2)
+    order = []
+    running = 0
+    for k in range(8):
+        m.on_message(Ended(running, 0), 1.0 + k)
+        ((running, _),) = launched(m.port)
+        order.append(running)
+    assert order == [1, 2, 3, 7, 4, 5, 6, 8]  # S S S L S S S L
 
 
 def test_long_task_runs_when_no_queued_short_task_fits_the_freed_worker():
@@ -213,6 +237,28 @@ def test_cutoff_per_trace_family():
     assert resolve_cutoff(3.0, "GOOG_subtrace") == (3.0, "option")
     assert resolve_cutoff(None, "syn_250.0", {"cutoff": 2}) == (2.0, "cluster-file")
     assert resolve_cutoff(None, "mytrace")[0] == TRACE_CUTOFFS["yahoo"]
+    # the authors' code reads the cluster file's cutoff (2 s in the 10k configuration) whatever the trace
+    assert resolve_cutoff(None, "YH1_sub", {"cutoff": 2}, cluster_first=True) == (2.0, "cluster-file")
+    assert resolve_cutoff(None, "YH1_sub", {}, cluster_first=True) == (2.0, "reference-config")
+    assert resolve_cutoff(5.0, "YH1_sub", {"cutoff": 2}, cluster_first=True) == (5.0, "option")
+
+
+def test_iot23_profile_sets_the_authors_choices_unless_given():
+    from megha.schedulers import registry
+    from megha.schedulers.pigeon import PigeonCOptions
+
+    o = PigeonCOptions(profile="iot23")
+    assert (o.weights, o.policy, o.cutoff_from, o.fq_rule) == (
+        "reference",
+        Policy.MIN_CONSTRAINTS,
+        "cluster",
+        "reference",
+    )
+    o = PigeonCOptions(profile="iot23", policy="random", weights="exact")
+    assert (o.weights, o.policy, o.fq_rule) == ("exact", Policy.RANDOM, "reference")
+    o = PigeonCOptions()
+    assert (o.weights, o.policy, o.cutoff_from, o.fq_rule) == ("exact", Policy.RANDOM, "trace", "paper")
+    assert "iot23" in registry.get("pigeonc").profiles
 
 
 def test_reference_weights_reproduce_the_authors_constraint_set_table():

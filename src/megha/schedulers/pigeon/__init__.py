@@ -9,6 +9,14 @@ Defaults follow the PigeonC cluster file when one is given (``sample:pigeon_D10M
 100 masters × 100 workers, FQW 20); otherwise 10 distributors and 100 masters over an even split of the workers.
 The short/long cutoff defaults to the trace's (Yahoo 90.5811 s, Google 1129.532 s, Cloudera 272.783 s,
 Facebook 76.5951 s), see :mod:`megha.schedulers.pigeon.cutoff`.
+
+Profiles (``-o profile=NAME``; an option given explicitly always wins over its profile's value):
+
+* ``paper`` (default) — the IoT 2023 paper's text: master weights are the exact numbers of suitable workers, the
+  worker choice is the ``policy`` option (Random by default), the trace family's cutoff, and one long task per
+  FQW short tasks.
+* ``iot23`` — the authors' PigeonC simulator (``pigeon_sim``), which produced the paper's figures (see
+  :data:`IOT23_DEVIATIONS`).
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from megha.model.matching import Policy, SegmentedIndex
 from megha.schedulers.pigeon.cutoff import resolve_cutoff
@@ -25,27 +33,85 @@ from megha.schedulers.pigeon.master import PigeonMaster
 from megha.schedulers.pigeon.workers import GroupWorkers
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
-__all__ = ["MasterWeights", "PigeonCOptions", "PigeonDistributor", "PigeonMaster", "PigeonOptions"]
+__all__ = [
+    "IOT23_DEVIATIONS",
+    "MasterWeights",
+    "PigeonCOptions",
+    "PigeonDistributor",
+    "PigeonMaster",
+    "PigeonOptions",
+]
 
 DEFAULT_DISTRIBUTORS = 10
 DEFAULT_MASTERS = 100
+
+IOT23_DEVIATIONS = (
+    "the authors' PigeonC simulator (pigeon_sim) instead of the paper's text: "
+    "master weights from its constraint-set table, which counts a worker once for every listed set that contains "
+    "its own, so workers that do not satisfy a task add weight (weights=reference); "
+    "the fewest-constraints suitable worker whatever the matching approach, as both of its master files do "
+    "(policy=min-constraints); "
+    "a job is short when the trace's field 3 is below the cluster file's cutoff, 2 s in the 10k configuration "
+    "(7 % of YH1_sub's jobs, none of GOOG_subtrace's; 2 s on a generated datacenter too) instead of the trace "
+    "family's (cutoff_from=cluster); "
+    "short tasks are served from the queue while the counter is <= FQW, i.e. FQW+1 short tasks per long one "
+    "(fq_rule=reference). "
+    "Not reproduced: its unseeded distributor choice, and its masters learning of a task's end one network delay "
+    "later than here (the job delay is the same three network delays)"
+)
+"""How ``profile=iot23`` deviates from the IoT 2023 paper's text (shown by ``megha schedulers``)."""
+
+#: Option values a profile sets unless the option is given explicitly.
+PROFILE_OPTIONS: dict[str, dict[str, object]] = {
+    "paper": {},
+    "iot23": {
+        "weights": "reference",
+        "policy": Policy.MIN_CONSTRAINTS,
+        "cutoff_from": "cluster",
+        "fq_rule": "reference",
+    },
+}
 
 
 class PigeonCOptions(SchedulerOptions):
     """Options of ``pigeonc``."""
 
+    profile: Literal["paper", "iot23"] = Field(
+        "paper",
+        description="paper: the IoT 2023 paper's text; iot23: the authors' PigeonC simulator (sets weights, policy, "
+        "cutoff_from and fq_rule unless given)",
+    )
     distributors: int | None = Field(
         None, ge=1, description="number of distributors (default: cluster file, --gms, 10)"
     )
     masters: int | None = Field(None, ge=1, description="number of masters (default: cluster file groups, --lms, 100)")
     policy: Policy = Field(Policy.RANDOM, description="worker choice: random | min-constraints | first")
     fqw: int | None = Field(None, ge=0, description="short tasks served per long task (default: cluster file, 20)")
-    cutoff: float | None = Field(None, ge=0, description="short/long cutoff on a job's mean task duration (s)")
+    fq_rule: Literal["paper", "reference"] = Field(
+        "paper",
+        description="weighted fair queuing: paper (one long task per fqw short tasks) or reference (the authors' "
+        "code: short tasks while the counter is <= fqw, i.e. fqw+1 per long task)",
+    )
+    cutoff: float | None = Field(
+        None, ge=0, description="short/long cutoff on a job's mean task duration, the trace's field 3 (s)"
+    )
+    cutoff_from: Literal["trace", "cluster"] = Field(
+        "trace",
+        description="default cutoff: trace (the trace family's, then the cluster file's) or cluster (the PigeonC "
+        "cluster file's; without one, 2 s as in the authors' 10k configuration)",
+    )
     weights: Literal["exact", "reference"] = Field(
         "exact",
         description="master weights: exact suitable-worker counts, or the authors' simulator's "
         "constraint-set table (compatibility: reproduces the paper's PigeonC numbers)",
     )
+
+    @model_validator(mode="after")
+    def _apply_profile(self):
+        for key, value in PROFILE_OPTIONS[self.profile].items():
+            if key not in self.model_fields_set:
+                setattr(self, key, value)
+        return self
 
 
 class PigeonOptions(PigeonCOptions):
@@ -64,7 +130,9 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     group_of, n_masters = dc.groups(n_masters)
     n_dist = int(opts.distributors or ctx.n_gms or meta.get("num_distributors") or DEFAULT_DISTRIBUTORS)
     fqw = int(opts.fqw if opts.fqw is not None else meta.get("FQW", 20))
-    cutoff, cutoff_source = resolve_cutoff(opts.cutoff, ctx.workload.name, meta)
+    cutoff, cutoff_source = resolve_cutoff(
+        opts.cutoff, ctx.workload.name, meta, cluster_first=opts.cutoff_from == "cluster"
+    )
 
     order = np.argsort(group_of, kind="stable")
     bounds = np.searchsorted(group_of[order], np.arange(n_masters + 1))
@@ -98,6 +166,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
             policy=opts.policy,
             fqw=fqw,
             reserved=reserved,
+            fq_inclusive=opts.fq_rule == "reference",
         )
         pools.append(pool)
         masters.append(m)
@@ -123,7 +192,9 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         "masters": n_masters,
         "workers_per_master": [int(members[0].size), int(max(m.size for m in members))],
         "policy": Policy(opts.policy).value,
+        "profile": opts.profile,
         "fqw": fqw,
+        "fq_rule": opts.fq_rule,
         "cutoff": cutoff,
         "cutoff_source": cutoff_source,
         "master_choice": (
@@ -147,6 +218,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     "pigeonc",
     "PigeonC: distributors pick masters weighted by suitable workers; masters with WFQ short/long queues (IoT 2023)",
     options=PigeonCOptions,
+    profiles={"iot23": IOT23_DEVIATIONS},
 )
 def build_pigeonc(ctx: BuildContext) -> Deployment:
     return _build(ctx, "pigeonc", weighted=True, reserve=0.0)

@@ -25,6 +25,9 @@ _PATTERNS = (
 
 DEFAULT_FAMILY = "yahoo"
 
+REFERENCE_CUTOFF = 2.0
+"""The cutoff of the authors' PigeonC configuration for 10,000 workers (``cutoff`` in D10M100S10000)."""
+
 
 def trace_family(name: str) -> str | None:
     """The trace family a workload name belongs to (google, yahoo, cloudera, facebook), or None."""
@@ -34,17 +37,26 @@ def trace_family(name: str) -> str | None:
     return None
 
 
-def resolve_cutoff(option: float | None, workload_name: str, cluster_meta: dict | None = None) -> tuple[float, str]:
+def resolve_cutoff(
+    option: float | None, workload_name: str, cluster_meta: dict | None = None, cluster_first: bool = False
+) -> tuple[float, str]:
     """The cutoff to use and where it came from.
 
     Order: the scheduler option; the trace family's cutoff (by workload name); the ``cutoff`` of a PigeonC
     cluster file; the Yahoo cutoff (synthetic traces of one-second tasks are all short with it).
+    ``cluster_first`` (the authors' PigeonC code, which reads only its configuration's cutoff): the option, the
+    cluster file's cutoff, else :data:`REFERENCE_CUTOFF` (its 10k configuration's 2 s).
     """
     if option is not None:
         return float(option), "option"
+    from_cluster = cluster_meta is not None and "cutoff" in cluster_meta
+    if cluster_first:
+        if from_cluster:
+            return float(cluster_meta["cutoff"]), "cluster-file"
+        return REFERENCE_CUTOFF, "reference-config"
     fam = trace_family(workload_name)
     if fam is not None:
         return TRACE_CUTOFFS[fam], f"trace:{fam}"
-    if cluster_meta and "cutoff" in cluster_meta:
+    if from_cluster:
         return float(cluster_meta["cutoff"]), "cluster-file"
     return TRACE_CUTOFFS[DEFAULT_FAMILY], f"default:{DEFAULT_FAMILY}"

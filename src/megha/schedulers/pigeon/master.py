@@ -9,7 +9,8 @@ few vector operations.
 
 Weighted fair queuing (Pigeon): when a worker frees, the master serves up to ``fqw`` short tasks for every long
 task; a long task is served when its turn comes or when no queued short task fits the worker (PigeonC), and a
-short task is served when no long task fits. A task never leaves its master.
+short task is served when no long task fits. A task never leaves its master. ``fq_inclusive`` is the authors'
+code's counter test (``counter <= fqw``: ``fqw + 1`` short tasks per long one).
 
 Pigeon (unconstrained original) also *reserves* some workers of each group for short tasks: a long task does not
 run on them and, when one frees, it takes short tasks only. New short tasks prefer free reserved workers. With
@@ -48,8 +49,10 @@ class PigeonMaster(Component):
         policy: Policy = Policy.RANDOM,
         fqw: int = 20,
         reserved: np.ndarray | None = None,
+        fq_inclusive: bool = False,
     ) -> None:
-        """``workers``: global ids of the group; ``reserved``: global ids reserved for short tasks (Pigeon)."""
+        """``workers``: global ids of the group; ``reserved``: global ids reserved for short tasks (Pigeon);
+        ``fq_inclusive``: serve short tasks while the counter is ``<= fqw`` (the authors' code) instead of ``<``."""
         super().__init__(address)
         workers = np.asarray(workers, dtype=np.int64)
         if workers.size == 0:
@@ -60,6 +63,7 @@ class PigeonMaster(Component):
         self.distributors = list(distributors)
         self.policy = Policy(policy)
         self.fqw = int(fqw)
+        self._short_turns = self.fqw + 1 if fq_inclusive else self.fqw  # short tasks served in a row at most
         self.index = SegmentedIndex([workers], worker_masks, cache_size=1 << 14)
         self.avail = self.index.all_available()
         self.n_free = int(workers.size)
@@ -208,7 +212,7 @@ class PigeonMaster(Component):
                     self.stats["served_long"] += 1
             return e
         tried_short = False
-        if sq and (self.fq_counter < self.fqw or not lq):
+        if sq and (self.fq_counter < self._short_turns or not lq):
             tried_short = True
             e = sq.pop_first_fitting(wm)
             if e is not None:
