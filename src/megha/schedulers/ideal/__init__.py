@@ -1,7 +1,9 @@
 """The ``ideal`` scheduler: unlimited capacity, every task starts one network delay after it arrives.
 
-It is the lower bound every real scheduler is measured against and the end-to-end check of the
-pipeline (trace → engine → metrics → reports): its job delay is exactly one network delay.
+It ignores capacity and placement constraints altogether (a task never waits, and runs on no particular
+worker), so no real scheduler can reach it: it is a lower bound, and the end-to-end check of the pipeline
+(trace → engine → metrics → reports): its job delay is exactly one network delay. The best a centralized
+scheduler can do on a *finite* datacenter that honours constraints is ``oracle``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class IdealScheduler(Component):
 
 @register(
     "ideal",
-    "unlimited capacity: each task starts one network delay after arrival (lower bound)",
+    "unlimited capacity, constraints ignored: each task starts one network delay after arrival (a lower bound no "
+    "real scheduler reaches; see oracle for the best on finite capacity)",
     modes=("slot", "resource"),
     unbounded=True,
 )
