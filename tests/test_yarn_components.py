@@ -31,14 +31,24 @@ def job(j, tasks, masks=None, durations=None, user=0, demands=None):
     return JobArrival(j, tasks, durs, masks, user=user, demands=demands)
 
 
-def make_rm(phases, masks=None, queue="fifo", am=0.0, capacity=None, n_tasks=20):
+def make_rm(phases, masks=None, queue="fifo", am=0.0, capacity=None, n_tasks=20, scan="first"):
     phases = np.asarray(phases, dtype=float)
     masks = np.zeros(phases.size, dtype=U32) if masks is None else np.asarray(masks, dtype=U32)
     rec = TaskRecorder(np.zeros(n_tasks))
     sched = HeartbeatSchedule(phases, 1.0)
     rm = attach(
         ResourceManager(
-            "rm", "nm", "nm", masks, capacity, sched, rec, queue=queue, am_overhead=am, heartbeat_latency=0.0005
+            "rm",
+            "nm",
+            "nm",
+            masks,
+            capacity,
+            sched,
+            rec,
+            queue=queue,
+            am_overhead=am,
+            heartbeat_latency=0.0005,
+            scan=scan,
         )
     )
     return rm, rec
@@ -92,6 +102,59 @@ def test_tasks_of_a_job_claim_distinct_nodes_in_heartbeat_order():
     for _, k in keys:
         rm.on_timer(k, 0.0)
     assert sorted(launches(rm.port)) == [(0, 1), (1, 2), (2, 0)]
+
+
+def booked(rm):
+    """Nodes the RM booked (one heartbeat timer each), in the order it booked them."""
+    return [key[1] for _, (_, key) in sorted(rm.port.timers.items())]
+
+
+def test_heartbeats_with_a_lag_drift_against_the_clock():
+    s = HeartbeatSchedule.random(4, 1.0, np.random.default_rng(0), lag=0.25)
+    assert s.period == 1.25
+    # the node heartbeating first after a whole second changes from second to second
+    firsts = {int(s.order[s.rotation(float(k)) % 4]) for k in range(8)}
+    assert len(firsts) > 1
+    fixed = HeartbeatSchedule.random(4, 1.0, np.random.default_rng(0))
+    assert len({int(fixed.order[fixed.rotation(float(k)) % 4]) for k in range(8)}) == 1
+
+
+def test_rotate_and_first_book_the_node_heartbeating_soonest():
+    for scan in ("rotate", "first"):
+        rm, _ = make_rm([0.1, 0.5, 0.9], scan=scan)
+        rm.on_message(job(0, [0]), 0.3)
+        assert booked(rm) == [1]
+
+
+def test_random_scan_spreads_arrivals_over_the_nodes():
+    rm, _ = make_rm(np.linspace(0.0, 0.99, 40), scan="random", n_tasks=40)
+    rm.on_message(job(0, [0]), 0.0)
+    first = booked(rm)
+    for j in range(1, 20):
+        rm2, _ = make_rm(np.linspace(0.0, 0.99, 40), scan="random", n_tasks=40)
+        rm2.attach(RecordingPort(j))
+        rm2.on_start(0.0)
+        rm2.on_message(job(0, [0]), 0.0)
+        first += booked(rm2)
+    assert len(set(first)) > 5
+
+
+def test_fewest_tasks_queue_serves_the_job_with_the_fewest_queued_tasks():
+    rm, _ = make_rm([0.1], queue="fewest-tasks")
+    rm.on_message(job(0, [0]), 0.0)  # takes the only node
+    rm.on_message(job(1, [1, 2, 3]), 0.01)
+    rm.on_message(job(2, [4, 5]), 0.02)
+    assert rm.queued() == 5
+    for _, k in list(rm.port.timers.values()):
+        rm.on_timer(k, 0.1)
+    launches(rm.port)
+    order = []
+    for t in range(5):
+        done = [0, *order][-1]
+        rm.on_message(NodeHeartbeat(np.array([0]), np.array([done]), np.array([0])), 1.1 + t)
+        ((task, _),) = launches(rm.port)
+        order.append(task)
+    assert order == [4, 5, 1, 2, 3]
 
 
 def test_queued_task_is_allocated_when_a_heartbeat_reports_a_finished_container():

@@ -10,7 +10,9 @@ from megha.runner import simulate
 
 
 def test_allocation_and_completion_wait_for_heartbeats():
-    r = simulate(RunConfig(scheduler="yarn", trace="sample:YH_small", workers=200, options={"heartbeat": 3.0}))
+    r = simulate(
+        RunConfig(scheduler="yarn", trace="sample:YH_small", workers=200, options={"heartbeat": 3.0, "scan": "first"})
+    )
     assert r.unfinished_reason is None
     rec = r.recorder
     started = np.isfinite(rec.start)

@@ -2,9 +2,18 @@
 
 (Megha's own centralized configuration, 1 GM × 1 LM, is ``megha-central`` in the Megha family.)
 
-``yarn``: one central RM with one queue (FIFO, or fair across users); a node manager heartbeats every
-``heartbeat`` seconds (1–3 s in MACRM's experiments) and the RM allocates containers only while processing a
-heartbeat; optional per-job application-master start-up overhead. Slot and resource modes.
+``yarn``: one central RM with one queue (FIFO, fair across users, or fewest waiting tasks first); a node manager
+heartbeats every ``heartbeat`` seconds (1–3 s in MACRM's experiments) and the RM allocates containers only while
+processing a heartbeat; optional per-job application-master start-up overhead. Slot and resource modes.
+
+Node scan (``scan``): an arriving task is booked on the first suitable free node in heartbeat order from a start.
+``first``: the node heartbeating soonest after the arrival, on a strictly periodic schedule — with 1 s heartbeats
+and whole-second arrivals (as in the traces) that is the same node every time, which packs work onto the same
+nodes and makes results hinge on arrivals landing on heartbeat boundaries. ``rotate`` (default): the same, but a
+node manager's interval is the period plus 1 ms (it times the next heartbeat from the previous one), so the order
+drifts against the clock and the first node after an arrival rotates through the cluster. ``random``: a random
+start for each task (the task then waits up to a period for that node's heartbeat). See
+:mod:`megha.schedulers.centralized.rm` and :mod:`megha.schedulers.centralized.heartbeats`.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from megha.schedulers.centralized.heartbeats import HeartbeatSchedule
+from megha.schedulers.centralized.heartbeats import HEARTBEAT_LAG, HeartbeatSchedule
 from megha.schedulers.centralized.nodemanager import NodeManagers
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
@@ -25,20 +34,31 @@ class YarnOptions(SchedulerOptions):
     """Options of ``yarn``."""
 
     heartbeat: float = Field(1.0, gt=0, le=60, description="node heartbeat period in seconds (MACRM: 1-3 s)")
-    queue: Literal["fifo", "fair"] = Field("fifo", description="queue policy: fifo | fair (per user)")
+    queue: Literal["fifo", "fair", "fewest-tasks"] = Field(
+        "fifo",
+        description="queue policy: fifo | fair (per user, fewest running containers first) | fewest-tasks (the job "
+        "with the fewest queued tasks first)",
+    )
+    scan: Literal["rotate", "first", "random"] = Field(
+        "rotate",
+        description="node an arriving task is booked on: rotate (the soonest heartbeat; heartbeats every period + "
+        "1 ms, so the order drifts against the clock) | first (the soonest heartbeat of a strictly periodic "
+        "schedule: whole-second arrivals always meet the same node first) | random (random start per task)",
+    )
     am_overhead: float = Field(0.0, ge=0, description="per-job application master start-up time (s)")
 
 
 @register(
     "yarn",
-    "YARN-like central RM: allocations only on node heartbeats (period 1-3 s), FIFO or fair queue",
+    "YARN-like central RM: allocations only on node heartbeats (period 1-3 s), FIFO, fair or fewest-tasks queue",
     options=YarnOptions,
     modes=("slot", "resource"),
 )
 def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options
     dc = ctx.datacenter
-    schedule = HeartbeatSchedule.random(dc.n_workers, opts.heartbeat, ctx.rng)
+    lag = HEARTBEAT_LAG if opts.scan == "rotate" else 0.0
+    schedule = HeartbeatSchedule.random(dc.n_workers, opts.heartbeat, ctx.rng, lag=lag)
     latency = ctx.engine.delay_model.delay(NodeManagers.kind, ResourceManager.kind)
     nm = NodeManagers("yarn/nm", "yarn/rm", schedule, dc.n_workers, ctx.recorder, capacity=dc.capacity)
     rm = ResourceManager(
@@ -52,6 +72,7 @@ def build(ctx: BuildContext) -> Deployment:
         queue=opts.queue,
         am_overhead=opts.am_overhead,
         heartbeat_latency=latency,
+        scan=opts.scan,
     )
     for c in (nm, rm):
         ctx.engine.add(c)
@@ -65,6 +86,8 @@ def build(ctx: BuildContext) -> Deployment:
     describe = {
         "heartbeat": opts.heartbeat,
         "queue": opts.queue,
+        "scan": opts.scan,
+        "heartbeat_interval": schedule.period,
         "am_overhead": opts.am_overhead,
         "mode": "resource" if dc.capacity is not None else "slot",
     }

@@ -1,7 +1,11 @@
 """Node heartbeat schedule shared by the YARN-like resource manager and its node managers.
 
 Node ``i`` heartbeats at times ``phase[i] + k·period`` (phases spread uniformly at random over one period, as
-nodes that registered at unrelated times do). Heartbeats that carry nothing new — no finished container, and
+nodes that registered at unrelated times do). With a *lag* the interval is ``period + lag``: a node manager times
+its next heartbeat from the moment it sent (or got the answer to) the previous one, so heartbeats drift against
+the clock and the node that heartbeats first after a given instant of the clock rotates through the cluster (with
+1 s heartbeats and a 1 ms lag, once every 1,001 s). Without it, arrivals on whole seconds (as in the traces) meet
+the same node first every time. Heartbeats that carry nothing new — no finished container, and
 nothing queued at the RM that the node could take — have no effect, so they are not simulated: node managers
 send a heartbeat only at the first tick after a container finished, and the RM acts at a free node's next tick
 when it has a task for it (the RM tells node managers their heartbeat interval, so it knows the schedule).
@@ -10,6 +14,9 @@ when it has a task for it (the RM tells node managers their heartbeat interval, 
 from __future__ import annotations
 
 import numpy as np
+
+HEARTBEAT_LAG = 0.001
+"""Seconds a node manager's heartbeat interval exceeds its period (``scan=rotate``)."""
 
 
 class HeartbeatSchedule:
@@ -25,8 +32,11 @@ class HeartbeatSchedule:
         self._ph = self.phases.tolist()
 
     @classmethod
-    def random(cls, n_nodes: int, period: float, rng: np.random.Generator) -> HeartbeatSchedule:
-        return cls(rng.random(n_nodes) * period, period)
+    def random(cls, n_nodes: int, period: float, rng: np.random.Generator, lag: float = 0.0) -> HeartbeatSchedule:
+        """Phases uniformly at random over one period; heartbeats every ``period + lag`` seconds."""
+        if lag < 0:
+            raise ValueError(f"heartbeat lag must be >= 0, got {lag}")
+        return cls(rng.random(n_nodes) * period, period + lag)
 
     def next_tick(self, node: int, now: float) -> float:
         """The first heartbeat time of ``node`` at or after ``now``."""

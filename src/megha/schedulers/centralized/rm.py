@@ -1,18 +1,27 @@
 """A YARN-like central resource manager (MACRM's baseline, DESIGN §5.4) as a sans-I/O component.
 
 One RM holds the only queue and the only view of the cluster. It allocates a container to a node only while
-processing that node's heartbeat: a task that arrives is allocated at the next heartbeat of a suitable free node
-(the earliest tick among them), a task that finds none waits in the queue until a node's heartbeat reports a
-finished container and frees room that the task fits. Queue policy ``fifo`` (first queued task that fits the
-node) or ``fair`` (users served by fewest running containers, FIFO within a user — YARN's fair scheduler with one
-queue per user). ``am_overhead`` delays a job's requests by its application master's start-up time.
+processing that node's heartbeat: a task that arrives is booked on a suitable free node and launched at that
+node's next heartbeat, a task that finds none waits in the queue until a node's heartbeat reports a finished
+container and frees room that the task fits. Queue policy ``fifo`` (first queued task that fits the node),
+``fair`` (users served by fewest running containers, FIFO within a user — YARN's fair scheduler with one queue per
+user) or ``fewest-tasks`` (a task of the job with the fewest queued tasks that fits the node, ties to the older
+job). ``am_overhead`` delays a job's requests by its application master's start-up time.
+
+Which suitable free node an arriving task is booked on is the *scan* (nodes in heartbeat-phase order, the first
+suitable free node from a start position). ``first`` and ``rotate`` start at the node whose heartbeat comes
+soonest after the arrival, so the task waits least — as YARN gives a pending request to the first node with room
+that heartbeats; they differ in the schedule the deployment builds (``rotate``: heartbeats drift against the
+clock, see :mod:`~megha.schedulers.centralized.heartbeats`). ``random`` starts at a uniformly random node for each
+task (the CapacityScheduler's asynchronous scheduling loop starts at a random node); the task then waits for that
+node's heartbeat, up to one period.
 
 The RM tracks every container it allocated and releases it when a heartbeat reports it finished, so its view
 never promises a node more than it has. Simulation shortcut (heartbeats that change nothing are not simulated): an
-arriving task is booked at once on the free suitable node whose heartbeat comes first and launched at that tick;
-if another suitable node frees and heartbeats even earlier, the task still waits for its booked tick (at most one
-period). Constraint matching uses the shared packed index, laid out in heartbeat
-phase order so "the suitable free node with the soonest heartbeat" is one rotated first-set-bit search.
+arriving task is booked at once on the node the scan finds and launched at that node's next tick; if another
+suitable node frees and heartbeats even earlier, the task still waits for its booked tick (at most one period).
+Constraint matching uses the shared packed index, laid out in heartbeat phase order so a scan is one rotated
+first-set-bit search.
 """
 
 from __future__ import annotations
@@ -21,13 +30,16 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.model import bitset
-from megha.model.matching import SegmentedIndex, WaitQueue
+from megha.model.matching import FastRandom, SegmentedIndex, WaitQueue
 from megha.schedulers.centralized.heartbeats import HeartbeatSchedule, first_set_from
 from megha.schedulers.centralized.messages import NodeHeartbeat
+from megha.schedulers.common.fewest import FewestTasksQueue
 from megha.schedulers.common.messages import JobArrival, Launch
 from megha.sim.component import Component
 
 _EPS = 1e-9
+QUEUES = ("fifo", "fair", "fewest-tasks")
+SCANS = ("first", "rotate", "random")
 
 
 def _as_list(x) -> list:
@@ -35,7 +47,7 @@ def _as_list(x) -> list:
 
 
 class ResourceManager(Component):
-    """The central RM: heartbeat-gated allocation, FIFO or fair queue."""
+    """The central RM: heartbeat-gated allocation, FIFO, fair or fewest-tasks queue."""
 
     kind = "rm"
 
@@ -51,10 +63,13 @@ class ResourceManager(Component):
         queue: str = "fifo",
         am_overhead: float = 0.0,
         heartbeat_latency: float = 0.0005,
+        scan: str = "rotate",
     ) -> None:
         super().__init__(address)
-        if queue not in ("fifo", "fair"):
-            raise ValueError(f"{address}: queue must be 'fifo' or 'fair', got {queue!r}")
+        if queue not in QUEUES:
+            raise ValueError(f"{address}: queue must be one of {', '.join(QUEUES)}, got {queue!r}")
+        if scan not in SCANS:
+            raise ValueError(f"{address}: scan must be one of {', '.join(SCANS)}, got {scan!r}")
         if am_overhead < 0:
             raise ValueError(f"{address}: am_overhead must be >= 0, got {am_overhead}")
         self.pool = pool
@@ -62,6 +77,8 @@ class ResourceManager(Component):
         self.rec = recorder
         self.schedule = schedule
         self.queue_policy = queue
+        self.scan = scan
+        self._rnd: FastRandom | None = None
         self.am_overhead = float(am_overhead)
         self.hb_latency = float(heartbeat_latency)
         self.index = SegmentedIndex([schedule.order], worker_masks, cache_size=1 << 15)
@@ -71,7 +88,7 @@ class ResourceManager(Component):
         self.resource = capacity is not None
         self.busy = None if self.resource else [False] * n
         self.free = None if capacity is None else np.array(capacity, dtype=np.float64)
-        self.queues: dict[int, WaitQueue] = {}
+        self.queues: dict[int, WaitQueue | FewestTasksQueue] = {}
         self.running_by_user: dict[int, int] = {}
         self.user_of: dict[int, int] = {}
         self.claims: dict[int, list] = {}  # node -> entries allocated at its next heartbeat
@@ -86,6 +103,9 @@ class ResourceManager(Component):
             "max_queue": 0,
         }
         self._queued = 0
+
+    def on_start(self, now: float) -> None:
+        self._rnd = FastRandom(self.port.rng)
 
     # --- messages ----------------------------------------------------------------------------------
     def on_message(self, msg, now: float) -> None:
@@ -116,32 +136,45 @@ class ResourceManager(Component):
         demands = msg.demands
         q = self.queues.get(user)
         if q is None:
-            q = self.queues[user] = WaitQueue()
+            q = self.queues[user] = FewestTasksQueue() if self.queue_policy == "fewest-tasks" else WaitQueue()
             self.running_by_user.setdefault(user, 0)
-        start = self.schedule.rotation(now)
+        random_start = self.scan == "random"
+        if not random_start:
+            start = self.schedule.rotation(now)
+        n_bits = self.index.n_bits
         queued = 0
+        held: list = []
+        held_masks: list[int] = []
+        fewest = self.queue_policy == "fewest-tasks"
         for i, (t, d, m) in enumerate(zip(msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(), strict=True)):
             dem = None if demands is None else demands[i]
             entry = (t, d, dem, user)
-            node = self._claim_node(m, dem, start)
-            if node < 0:
-                q.push_back(entry, m)
+            if random_start:
+                start = self._rnd.below(n_bits)
+            bit = self._claim_bit(m, dem, start)
+            if bit < 0:
+                if fewest:
+                    held.append(entry)
+                    held_masks.append(m)
+                else:
+                    q.push_back(entry, m)
                 queued += 1
             else:
-                self._claim(node, entry, now)
+                self._claim(int(self.index.worker_at_bit[bit]), entry, now)
+        if held:
+            q.push_job(msg.job, held, held_masks)
         if queued:
             self.stats["queued"] += queued
             self._queued += queued
             if self._queued > self.stats["max_queue"]:
                 self.stats["max_queue"] = self._queued
 
-    def _claim_node(self, mask: int, demand, start: int) -> int:
-        """The suitable node with room whose heartbeat comes soonest, or -1."""
+    def _claim_bit(self, mask: int, demand, start: int) -> int:
+        """Bit (heartbeat order) of the first suitable node with room at or after ``start``, wrapping; or -1."""
         idx = self.index
         cand = idx.candidates(self.idle, mask)
         if not self.resource:
-            b = first_set_from(cand, start)
-            return -1 if b < 0 else int(idx.worker_at_bit[b])
+            return first_set_from(cand, start)
         bits = bitset.set_indices(cand)
         if bits.size == 0:
             return -1
@@ -151,7 +184,7 @@ class ResourceManager(Component):
         nodes = idx.worker_at_bit[bits]
         ok = (self.free[nodes] + _EPS >= demand).all(axis=1)
         j = int(ok.argmax())
-        return int(nodes[j]) if ok[j] else -1
+        return int(bits[j]) if ok[j] else -1
 
     def _claim(self, node: int, entry, now: float) -> None:
         self._take(node, entry)
