@@ -32,12 +32,6 @@ def _one_int(x: int) -> np.ndarray:
     return a
 
 
-def _one_i32(x: int) -> np.ndarray:
-    a = np.empty(1, dtype=np.int32)
-    a[0] = x
-    return a
-
-
 def _one_float(x: float) -> np.ndarray:
     a = np.empty(1)
     a[0] = x
