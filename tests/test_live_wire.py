@@ -47,6 +47,7 @@ SAMPLES = [
     L.HostLaunch("h0", 3, [1, 2], [3, 4], [0.5, 1.0], "megha/lm0", None),
     L.HostKill("h0", 3, [1], "megha/lm0"),
     L.Relaunch(0, [1, 2], [1.0, 2.0], [3, 4]),
+    L.Holding(1, [7, 8]),
     L.RunSpec(5, "command", "echo {task}", ""),
     L.Events("megha/gm0", [["started", 1.5, [1, 2], [3, 4], ""], ["failed", 2.0, [1], [2], "exit code 2"]]),
     L.Status("megha/lm0", "lm", "active", 1, 2.0, {"running": 3, "counters": {"x": 1}, "runs": [1, 2]}),

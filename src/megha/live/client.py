@@ -15,8 +15,10 @@ when it has rebuilt its view (or, at the latest, ``orphan_grace`` seconds after 
 silent for ``gm_dead_after`` seconds (while the client itself is connected) gets no new jobs; the tasks it holds
 stay with it (sending them elsewhere could run them twice) until its next incarnation takes them. A task whose
 run was lost with its worker and that has not started again after ``orphan_grace`` seconds (its LM handed it
-back to a GM that died meanwhile) is submitted again; GMs drop tasks they already hold, so this never runs a
-task twice.
+back to a GM that died meanwhile) is submitted again. A resubmission never runs a task twice: a GM drops tasks
+it already holds, and an LM is the one authority on the tasks it holds — it lists them to a GM that rebuilds its
+view, which then drops their resubmission (a task the client never saw start may be held by an LM whose worker
+host died before starting it; that LM relaunches it itself).
 
 Every task completes exactly once or is reported: the result names tasks that finished more than once,
 never finished, or failed (non-zero exit, with the reason).
@@ -436,6 +438,8 @@ class LiveClient:
                     & (self.started <= self.lost)
                     & (mono - self.lost_at > orphan_grace)
                 )
+                if pending_resync:  # a GM rebuilding its view gets them with its resubmission
+                    orphan &= ~np.isin(job_gm[w.task_job], list(pending_resync))
                 if orphan.any():
                     self.lost_at[orphan] = mono
                     self._resubmit_tasks(orphan, job_gm, w, base, "lost")

@@ -9,7 +9,13 @@
   so a stale cumulative acknowledgement never acknowledges a new request;
 * remembers the queue entry of each task it placed until the task is done, so tasks handed back by an LM
   (:class:`~megha.live.messages.Relaunch`) are queued again with their own constraints;
-* checks incoming messages (``validate``) so a bad message is rejected before it can corrupt state.
+* checks incoming messages (``validate``) so a bad message is rejected before it can corrupt state;
+* never places a task an LM holds (exactly-once across a GM's death): until every LM has answered its sync
+  request it places nothing (what arrives meanwhile waits, in order); each LM's answer starts with
+  :class:`~megha.live.messages.Holding`, the tasks of this GM it holds (accepted by an earlier incarnation,
+  neither finished nor handed back), and a resubmission of a held task is dropped. The client resubmits the
+  tasks it never saw start, and some of those may be held by an LM whose worker host died before it could
+  start them: the LM relaunches them itself, so placing them again would run them twice.
 
 :class:`LiveLocalMaster` is :class:`~megha.schedulers.megha.lm.LocalMaster` plus worker liveness:
 
@@ -21,7 +27,10 @@
   such worker is free; the dead host's workers are marked busy in the LM's truth (so GMs stop using them)
   until the host comes back;
 * completion reports from a worker that no longer holds the task (a host declared dead that was only slow)
-  are dropped, and the host is told to kill it: a task completes exactly once.
+  are dropped, and the host is told to kill it: a task completes exactly once;
+* it is the one authority on whether a task runs: it answers a GM's sync request with the tasks of that GM it
+  holds (:class:`~megha.live.messages.Holding`) and refuses a launch of a task it already holds (the worker the
+  GM booked for it is reported free again).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from collections import deque
 
 import numpy as np
 
-from megha.live.messages import HostBeat, HostKill, HostLaunch, Relaunch
+from megha.live.messages import Holding, HostBeat, HostKill, HostLaunch, Relaunch
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
 from megha.schedulers.megha.fairness import E_TASK
 from megha.schedulers.megha.gm import GlobalMaster
@@ -86,6 +95,8 @@ class LiveGlobalMaster(GlobalMaster):
         self._handlers[TaskDone] = self._on_done_live
         self._handlers[JobArrival] = self._on_job_live
         self._have: dict[int, float] = {}  # task -> time received, until known done (a resubmission is dropped)
+        self._held: dict[int, int] = {}  # task an LM told us it holds -> that LM (never placed by us)
+        self._stash: list | None = []  # messages waiting until every LM answered the sync request
         self.stuck_after = 60.0
 
     def on_start(self, now: float) -> None:
@@ -102,8 +113,40 @@ class LiveGlobalMaster(GlobalMaster):
             return
         super().on_timer(key, now)
 
+    def on_message(self, msg, now: float) -> None:
+        stash = self._stash
+        if stash is None:
+            super().on_message(msg, now)
+            return
+        # not synchronised with every LM yet: place nothing (an LM that has not answered may hold a task that
+        # is resubmitted meanwhile); keep what arrives, in order, for when the last LM answered
+        if type(msg) is Holding:
+            self._on_holding(msg, now)
+            return
+        stash.append(msg)
+        if type(msg) is StateDelta and msg.full:
+            self.synced.add(msg.lm)
+            if len(self.synced) >= self.layout.n_lms:
+                self._stash = None
+                self.counters["messages_held_until_synced"] += len(stash)
+                for m in stash:
+                    super().on_message(m, now)
+
+    def _on_holding(self, msg: Holding, now: float) -> None:
+        have = self._have
+        held = self._held
+        for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
+            if t not in self._entries:  # placed by an earlier incarnation (or by us: then we know already)
+                held[t] = msg.lm
+                have.setdefault(t, now)
+        self.counters["tasks_held_by_lms"] = len(held)
+
     def _book(self, e: tuple, w: int) -> None:
-        self._entries[e[E_TASK]] = e
+        t = e[E_TASK]
+        if t in self._held:  # an LM holds it: it runs (or will) there; never a second time
+            self.counters["duplicate_tasks_dropped"] += 1
+            return
+        self._entries[t] = e
         super()._book(e, w)
 
     def _on_job_live(self, msg: JobArrival, now: float) -> None:
@@ -138,15 +181,19 @@ class LiveGlobalMaster(GlobalMaster):
         self._on_done(msg, now)
         ent = self._entries
         have = self._have
+        held = self._held
         for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
             ent.pop(t, None)
             have.pop(t, None)
+            held.pop(t, None)
 
     def _on_relaunch(self, msg: Relaunch, now: float) -> None:
         entries = []
         dem = msg.demands
         for i, t in enumerate(msg.tasks):
             e = self._entries.pop(t, None)
+            if e is None and self._held.pop(t, None) is not None:  # an LM held it for an earlier incarnation
+                e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], 0)
             if e is None:
                 if t in self._have:  # already queued again (its client resubmitted it): never twice
                     self.counters["duplicate_tasks_dropped"] += 1
@@ -197,6 +244,8 @@ class LiveGlobalMaster(GlobalMaster):
                 raise ValueError(f"no preemption request {msg.request} is pending")
         elif isinstance(msg, Preempted | Relaunch):
             pass
+        elif isinstance(msg, Holding):
+            _rng_check(msg.tasks, 0, 1 << 62, "task id")
         else:
             raise ValueError(f"a GM does not handle {type(msg).__name__}")
 
@@ -302,7 +351,57 @@ class LiveLocalMaster(LocalMaster):
             msg = self._filter_done(msg, "killed")
             if msg is None:
                 return
+        elif t is LaunchRequest:
+            msg = self._filter_held(msg, now)
+            if msg is None:
+                return
+        elif t is SyncRequest:
+            self.port.send(self.gm_addr[msg.gm], Holding(self.l, self.held_for(msg.gm)))
         super().on_message(msg, now)
+
+    def _owner(self, t: int, w: int) -> int:
+        i = w - self.lo
+        c = self.cluster
+        if self.resource_mode:
+            ent = c.tasks_on[i].get(t)
+            return -1 if ent is None else int(ent[0])
+        return int(c.owner[i]) if c.task[i] == t else -1
+
+    def held_for(self, gm: int) -> list[int]:
+        """Tasks of GM ``gm`` this LM holds (accepted, neither finished nor handed back)."""
+        out = [t for t, a in self.active.items() if self._owner(t, a[0]) == gm]
+        out.extend(x[0] for x in self.relaunch if x[1] == gm)
+        return out
+
+    def _filter_held(self, msg: LaunchRequest, now: float) -> LaunchRequest | None:
+        """Refuse launches of tasks this LM already holds (exactly once, whoever asks): the GM hears that the LM
+        holds them, and the workers it booked for them are reported as they are."""
+        active = self.active
+        tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
+        dup = [i for i, t in enumerate(tasks) if t in active]
+        if not dup:
+            return msg
+        self.counters["duplicate_launches_refused"] += len(dup)
+        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        self.port.send(self.gm_addr[msg.gm], Holding(self.l, [tasks[i] for i in dup]))
+        for i in dup:
+            self._changed(workers[i], -1, now)
+        if len(dup) == len(tasks):
+            self.processed[msg.gm] = msg.req
+            return None
+        keep = [i for i in range(len(tasks)) if i not in set(dup)]
+        k = np.array(keep, dtype=np.int64)
+        durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
+        users = msg.users if isinstance(msg.users, list) else msg.users.tolist()
+        return LaunchRequest(
+            msg.gm,
+            msg.req,
+            [tasks[i] for i in keep],
+            [workers[i] for i in keep],
+            [durs[i] for i in keep],
+            [users[i] for i in keep],
+            None if msg.demands is None else msg.demands[k],
+        )
 
     def on_timer(self, key, now: float) -> None:
         if key == "hosts":

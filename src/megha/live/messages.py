@@ -5,6 +5,7 @@
 * :class:`HostLaunch` / :class:`HostKill` — an LM starts or stops tasks on one incarnation (``epoch``) of a worker
   host; another incarnation drops them (a launch re-sent after a standby LM took over never runs on a restarted
   host that knows nothing of it).
+* :class:`Holding` — an LM tells a GM which of its tasks the LM holds (exactly-once across a GM's death).
 * :class:`Relaunch` — an LM hands a dead worker's tasks back to their GM when no suitable worker is free.
 * :class:`RunSpec` — a client tells the worker hosts how to run the tasks of one run (sleep, CPU or a command).
 * :class:`Events` — task events reported by services to clients (decided, started, finished, known, lost,
@@ -72,6 +73,16 @@ class Relaunch:
     durations: list[float]
     masks: list[int]
     demands: object = None  # [n, R] numpy array in resource mode
+
+
+@dataclass(slots=True)
+class Holding:
+    """LM → GM, answering a :class:`SyncRequest` (and a launch of a task the LM already holds): the tasks of
+    this GM the LM holds — accepted and neither finished nor handed back. The LM is the one authority on whether
+    a task runs: a (restarted) GM never places a held task again, whoever resubmits it."""
+
+    lm: int
+    tasks: list[int]
 
 
 @dataclass(slots=True)

@@ -245,6 +245,7 @@ class Hosted:
         self.counters: Counter = Counter()
         self.failover_timeout = failover_timeout
         self._repl_n = 0
+        self._repl_pos = 0  # standby: stream position of the latest replication record received
         self._repl_held: dict[int, Repl] = {}
         self._last_heard = time.monotonic()
         self._born = time.monotonic()
@@ -462,6 +463,7 @@ class Hosted:
         """Standby: one record of the active's replication log."""
         if self.role != "standby":
             return
+        self._repl_pos = max(self._repl_pos, pos)
         try:
             env = wire.decode(data)
         except wire.WireError as e:
@@ -535,9 +537,31 @@ class Hosted:
                 continue  # a gap in the log may still fill
             await self.takeover()
 
-    async def takeover(self) -> None:
-        """Standby → active (the active fell silent): claim the next term, then serve."""
+    async def _caught_up(self) -> bool:
+        """Wait (a little) until every record stored in the replication log has reached this standby: taking over
+        with a stale state would re-decide inputs the active already acted on, differently."""
         tr = self.rt.transport
+        try:
+            last = await tr.last_position(self.rt.repl_subject(self.address))
+        except Exception as e:
+            log.warning("%s: cannot read the replication log's end (%s)", self.address, e)
+            return False
+        end = time.monotonic() + 5 * self.failover_timeout
+        while self._repl_pos < last and self.role == "standby":
+            if time.monotonic() > end:
+                self.counters["takeover_deferred"] += 1
+                log.warning("%s: log read to %d of %d: takeover deferred", self.address, self._repl_pos, last)
+                self._last_heard = time.monotonic()
+                return False
+            await asyncio.sleep(0.02)
+        return self.role == "standby"
+
+    async def takeover(self) -> None:
+        """Standby → active (the active fell silent): read the replication log to its end, claim the next term,
+        then serve."""
+        tr = self.rt.transport
+        if not await self._caught_up():
+            return
         try:
             term = max(await tr.current_term(self.term_key), self.port.term) + 1
             won = await tr.claim(self.term_key, term)

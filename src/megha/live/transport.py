@@ -100,6 +100,10 @@ class Transport(ABC):
         """The value last claimed for ``key`` (0 when never claimed)."""
         return 0
 
+    async def last_position(self, subject: str) -> int:
+        """Stream position of the last message stored on durable ``subject`` (0: none)."""
+        return 0
+
     def on_reconnect(self, cb: Callable[[], None]) -> None:
         """Call ``cb()`` every time the connection comes back after a loss."""
         self._reconnect_cbs = [*getattr(self, "_reconnect_cbs", []), cb]
@@ -206,6 +210,9 @@ class InProcTransport(Transport):
 
     async def current_term(self, key: str) -> int:
         return self.broker.terms.get(key, 0)
+
+    async def last_position(self, subject: str) -> int:
+        return len(self.broker.logs[subject])
 
     async def close(self) -> None:
         self.closed = True
@@ -669,6 +676,15 @@ class NatsTransport(Transport):
                 return False
             raise
         return True
+
+    async def last_position(self, subject: str) -> int:
+        from nats.js.errors import NotFoundError
+
+        try:
+            m = await self.js.get_last_msg(self.stream_of(subject), subject)
+        except NotFoundError:
+            return 0
+        return int(m.seq or 0)
 
     async def flush(self, timeout: float = 2.0) -> None:
         loop = asyncio.get_running_loop()

@@ -412,6 +412,7 @@ SCHEMAS: dict[str, Schema] = dict(
             same=("tasks", "durations", "masks"),
             rows=("demands", "tasks"),
         ),
+        _s(L.Holding, ("lm", K_INT), ("tasks", K_IDS)),
         _s(L.RunSpec, ("run", K_INT), ("kind", K_STR), ("command", K_STR), ("cwd", K_STR)),
         _s(L.Events, ("src", K_STR), ("items", _k_events)),
         _s(
