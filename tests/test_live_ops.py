@@ -173,6 +173,81 @@ def test_up_generates_credentials_and_refuses_anonymous_and_unauthorised_clients
 
 
 @needs_nats
+def test_a_client_reads_only_its_own_runs_events(deployment):
+    """Each client identity reads the task events of its own runs only (issue 15): client 1 gets nothing of client
+    0's run, may not read client 0's events stream, the events subjects or any other identity's replies."""
+    _, cfg, port = deployment
+
+    async def go():
+        import nats
+        from nats.js.api import ConsumerConfig, DeliverPolicy
+
+        from megha.live.deploy import make_transport
+        from megha.live.security import read_credentials
+        from megha.live.transport import events_stream, private_inbox
+
+        a = LiveClient(cfg, make_transport(cfg, "a", role="client", client=0), layout_of(cfg))
+        b = LiveClient(cfg, make_transport(cfg, "b", role="client", client=1), layout_of(cfg))
+        got_b: list[bytes] = []
+        b._on_events = lambda data, pos=0: got_b.append(data)
+        await a.start()
+        await b.start()
+        assert (a.client_id, b.client_id) == (0, 1)
+        # client 1 tries to eavesdrop with its own credentials
+        creds = read_credentials(cfg, "client-1")
+        errors: list[str] = []
+
+        async def on_error(e: Exception) -> None:
+            errors.append(str(e))
+
+        nc = await nats.connect(
+            f"nats://127.0.0.1:{port}",
+            user=creds["user"],
+            password=creds["password"],
+            inbox_prefix=private_inbox(creds["user"]),
+            error_cb=on_error,
+            allow_reconnect=False,
+        )
+        sniffed: list[str] = []
+
+        async def sniff(msg) -> None:
+            sniffed.append(msg.subject)
+
+        for subj in ("_INBOX.>", f"{cfg.name}.ev.>", f"{cfg.name}.ev.0", private_inbox(f"{cfg.name}-client") + ".>"):
+            await nc.subscribe(subj, cb=sniff)
+        js = nc.jetstream(timeout=3.0)
+        stolen = None
+        try:
+            stolen = await js.add_consumer(
+                events_stream(cfg.name, 0),
+                ConsumerConfig(deliver_subject=nc.new_inbox(), deliver_policy=DeliverPolicy.ALL),
+                timeout=3.0,
+            )
+        except Exception as e:  # refused (a permission violation: the request times out or errs)
+            errors.append(f"consumer: {type(e).__name__}")
+        own = await js.add_consumer(  # its own stream: allowed
+            events_stream(cfg.name, 1), ConsumerConfig(deliver_subject=nc.new_inbox()), timeout=10.0
+        )
+        try:
+            run = await a.run(one_job(6, 0.2), datacenter_of(cfg), stall_timeout=30, ready_timeout=30)
+            res = to_run_result(run, cfg, datacenter_of(cfg), "one-job")
+            await asyncio.sleep(0.5)
+        finally:
+            await nc.close()
+            await a.close()
+            await b.close()
+        return res, got_b, sniffed, stolen, own, errors
+
+    res, got_b, sniffed, stolen, own, errors = asyncio.run(asyncio.wait_for(go(), 120))
+    assert res.unfinished_reason is None and (res.recorder.finishes[res.feasible] == 1).all()
+    assert got_b == [], "client 1 received events of client 0's run"
+    assert sniffed == [], f"client 1 read other identities' subjects: {sniffed[:5]}"
+    assert stolen is None, "client 1 opened a consumer on client 0's events stream"
+    assert own is not None
+    assert any("ermission" in e for e in errors), errors
+
+
+@needs_nats
 def test_status_lists_a_dead_service_as_down_and_exits_non_zero(deployment):
     path, cfg, _port = deployment
     state = json.loads((Path(cfg.state_dir) / "services.json").read_text())

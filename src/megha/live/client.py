@@ -38,9 +38,9 @@ from megha.config import RunConfig
 from megha.live import wire
 from megha.live.config import LiveConfig
 from megha.live.messages import Events, RunSpec, Status
-from megha.live.runtime import EVENTS, HOSTS, STATUS, Runtime
+from megha.live.runtime import HOSTS, STATUS, Runtime, events_address
 from megha.live.transport import Transport
-from megha.live.worker import RUN_SHIFT
+from megha.live.worker import NONCE_BITS, RUN_SHIFT
 from megha.metrics.recorder import TaskRecorder
 from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
@@ -181,6 +181,7 @@ class LiveClient:
         self.counters: Counter = Counter()
         self._seq: dict[str, int] = {}
         self.run_id = 0
+        self.client_id = 0
         self._reset_run()
 
     def _reset_run(self) -> None:
@@ -194,7 +195,9 @@ class LiveClient:
         self.rt = Runtime(self.transport, self.cfg.name, "client", "client")
         self.epoch = self.rt.epoch
         self.rt.on_released = self._on_event_env
-        await self.transport.consume(self.rt.inbox_subject(EVENTS), self._on_events, None)
+        # this client identity's own event stream: services publish each task's events to its client's stream
+        self.client_id = int(getattr(self.transport, "client_id", 0) or 0)
+        await self.transport.consume(self.rt.inbox_subject(events_address(self.client_id)), self._on_events, None)
         await self.transport.subscribe(self.rt.subject(STATUS), self._on_status)
 
     async def close(self) -> None:
@@ -352,7 +355,8 @@ class LiveClient:
         self.failures: dict[int, str] = {}
         self.outputs: dict[int, str] = {}
         self._restarted: set[int] = set()
-        self.run_id = int(np.random.default_rng().integers(1, 1 << 20))
+        nonce = int(np.random.default_rng().integers(1, 1 << NONCE_BITS))
+        self.run_id = (self.client_id << NONCE_BITS) | nonce
         base = self.run_id << RUN_SHIFT
         spec = RunSpec(self.run_id, kind, command, cwd)
         self.send(HOSTS, spec)

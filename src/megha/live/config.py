@@ -38,6 +38,13 @@ class BrokerConfig(_Strict):
     tls_cert: str = Field("", description="server certificate (PEM) for nats-server: clients must use TLS")
     tls_key: str = Field("", description="private key (PEM) of tls_cert")
     tls_ca: str = Field("", description="CA certificate (PEM) clients verify the broker with (enables TLS)")
+    clients: int = Field(
+        4,
+        ge=1,
+        le=255,
+        description="client identities megha live up generates (auth/client.json is client 0, auth/client-<k>.json "
+        "client k); each reads the task events of its own runs only",
+    )
     start_server: bool = Field(True, description="megha live up starts nats-server when it is installed")
     server_bin: str = Field("nats-server", description="nats-server executable")
     bind: str = Field("127.0.0.1", description="address the started nats-server listens on (loopback by default)")

@@ -61,9 +61,11 @@ def make_transport(
     broker: InProcBroker | None = None,
     give_up_after: float | None = 60.0,
     role: str = "service",
+    client: int = 0,
 ) -> Transport:
     """A connection for ``who`` with the credentials of ``role`` (``service``, ``client`` or ``supervisor``): the
-    configured user/password or token when set, else the ones ``megha live up`` generated in the state dir."""
+    configured user/password or token when set, else the ones ``megha live up`` generated in the state dir
+    (a client: those of client identity ``client``)."""
     if cfg.broker.kind == "inproc":
         if broker is None:
             raise ValueError("the in-process transport needs a broker shared by the services of one process")
@@ -72,7 +74,8 @@ def make_transport(
 
     b = cfg.broker
     user, password, token = b.user, b.password, b.token
-    loader = None if (user or token) else (lambda: read_credentials(cfg, role))
+    name = role if role != "client" or not client else f"client-{int(client)}"
+    loader = None if (user or token) else (lambda: read_credentials(cfg, name))
     return NatsTransport(
         b.resolved_url(),
         user,
@@ -83,6 +86,8 @@ def make_transport(
         ns=cfg.name,
         tls=client_tls(cfg),
         credentials=loader,
+        clients=b.clients,
+        private=role == "client",
     )
 
 

@@ -51,7 +51,8 @@ from megha.sim.component import Component
 
 log = logging.getLogger("megha.live.runtime")
 
-EVENTS = "events"
+EVENTS = "events"  # task events of client identity k go to EVENTS/k (durable subject N.ev.k)
+CLIENT_SHIFT = 52  # = megha.live.worker.CLIENT_SHIFT: client identity of a task id
 STATUS = "status"
 HOSTS = "hosts"
 CONTROL = "control"
@@ -66,6 +67,40 @@ def _ids(x: Any) -> list[int]:
     if isinstance(x, tuple):
         return list(x)
     return [int(x)]
+
+
+def events_address(client: int) -> str:
+    """Address of the task events of client identity ``client``."""
+    return f"{EVENTS}/{int(client)}"
+
+
+def events_by_client(items: list[list]) -> list[tuple[str, list[list]]]:
+    """Split event items by the client identity their task ids belong to (each client reads only its own)."""
+    first = None
+    mixed = False
+    for it in items:
+        for t in it[2]:
+            c = t >> CLIENT_SHIFT
+            if first is None:
+                first = c
+            elif c != first:
+                mixed = True
+                break
+        if mixed:
+            break
+    if not mixed:
+        return [(events_address(first or 0), items)] if items else []
+    out: dict[int, list[list]] = {}
+    for kind, t, ids, aux, note in items:
+        per = len(aux) == len(ids)
+        parts: dict[int, list[int]] = {}
+        for i, x in enumerate(ids):
+            parts.setdefault(x >> CLIENT_SHIFT, []).append(i)
+        for c, idx in parts.items():
+            out.setdefault(c, []).append(
+                [kind, t, [ids[i] for i in idx], [aux[i] for i in idx] if per else list(aux), note]
+            )
+    return [(events_address(c), v) for c, v in out.items()]
 
 
 class ForwardingRecorder:
@@ -381,7 +416,8 @@ class Hosted:
         if not isinstance(rec, ForwardingRecorder) or not rec.items:
             return
         if force or self.replicated or self.event_window <= 0 or len(rec.items) >= 512:
-            self.port.send(EVENTS, Events(self.address, rec.take()))
+            for dst, items in events_by_client(rec.take()):
+                self.port.send(dst, Events(self.address, items))
         elif not self._events_armed:
             self._events_armed = True
             self.rt.loop.call_later(self.event_window, self._flush_later)
@@ -649,7 +685,9 @@ class Runtime:
     def inbox_subject(self, address: str) -> str:
         """Durable subject of a component's inbox (or of the task events)."""
         if address == EVENTS:
-            return subject_of(self.ns, "ev")
+            address = events_address(0)
+        if address.startswith(EVENTS + "/"):
+            return subject_of(self.ns, "ev/" + address[len(EVENTS) + 1 :])
         return subject_of(self.ns, "q/" + address)
 
     def repl_subject(self, address: str) -> str:

@@ -8,13 +8,17 @@ Roles and what they may do (``N`` is the deployment's subject namespace, ``cfg.n
 
 * ``supervisor`` — everything; the only identity that may publish on ``N.control`` (shutdown);
 * ``service`` — GMs, LMs and worker hosts: everything but ``N.control``;
-* ``client`` — submitting work: publish job submissions to the GMs' inboxes (``N.q.<prefix>.gm<i>``) and run
-  specifications to the worker hosts (``N.hosts``), read the task events (a consumer on the events stream only)
-  and the status reports; nothing else (no launches, no LM or host inboxes, no replication logs, no control).
+* ``client`` (and ``client-1`` … ``client-<K-1>``, ``K`` = ``broker.clients``) — one identity per submitting
+  client: publish job submissions to the GMs' inboxes (``N.q.<prefix>.gm<i>``) and run specifications to the
+  worker hosts (``N.hosts``), read the task events of its own runs (a consumer on its own events stream
+  ``N.ev.<k>`` only: task ids carry the client identity, and services publish each task's events to its
+  client's stream), receive replies under its own inbox prefix only (``_INBOX.<user>.>``: no other client's
+  deliveries), and read the status reports; nothing else (no launches, no LM or host inboxes, no replication
+  logs, no control, no other client's events).
 
 Services find their credentials through the configuration's ``state_dir``; a client on another machine copies
-``auth/client.json`` there (or sets ``broker.user``/``broker.password``). With ``broker.tls_cert``/``tls_key`` the
-broker requires TLS; clients verify it with ``broker.tls_ca``.
+its ``auth/client-<k>.json`` there as ``auth/client.json`` (or sets ``broker.user``/``broker.password``). With
+``broker.tls_cert``/``tls_key`` the broker requires TLS; clients verify it with ``broker.tls_ca``.
 """
 
 from __future__ import annotations
@@ -26,9 +30,16 @@ import ssl
 from pathlib import Path
 
 from megha.live.config import LiveConfig
-from megha.live.transport import stream_names, subject_of
+from megha.live.transport import events_stream, private_inbox, subject_of
 
 ROLES = ("supervisor", "service", "client")
+
+
+def identities(cfg: LiveConfig) -> list[tuple[str, str, int]]:
+    """(file name, role, client identity) of every generated identity."""
+    out = [("supervisor", "supervisor", 0), ("service", "service", 0), ("client", "client", 0)]
+    out += [(f"client-{k}", "client", k) for k in range(1, cfg.broker.clients)]
+    return out
 
 
 def auth_dir(cfg: LiveConfig) -> Path:
@@ -49,10 +60,10 @@ def generate_credentials(cfg: LiveConfig) -> dict[str, dict[str, str]]:
     d.mkdir(parents=True, exist_ok=True)
     os.chmod(d, 0o700)
     out = {}
-    for role in ROLES:
-        creds = {"user": f"{cfg.name}-{role}", "password": secrets.token_urlsafe(24)}
-        _write_private(d / f"{role}.json", json.dumps(creds))
-        out[role] = creds
+    for name, role, k in identities(cfg):
+        creds = {"user": f"{cfg.name}-{name}", "password": secrets.token_urlsafe(24), "role": role, "client": k}
+        _write_private(d / f"{name}.json", json.dumps(creds))
+        out[name] = creds
     return out
 
 
@@ -71,8 +82,9 @@ def _q(s: str) -> str:
     return json.dumps(s)
 
 
-def permissions(cfg: LiveConfig, role: str) -> dict:
-    """Subject permissions of ``role`` (nats-server's ``permissions`` block)."""
+def permissions(cfg: LiveConfig, role: str, client: int = 0, user: str = "") -> dict:
+    """Subject permissions of ``role`` (nats-server's ``permissions`` block); a client's are those of client
+    identity ``client`` whose user name is ``user``."""
     from megha.live.deploy import layout_of
 
     ns = cfg.name
@@ -83,7 +95,8 @@ def permissions(cfg: LiveConfig, role: str) -> dict:
         return {"publish": {"allow": [">"], "deny": [control]}, "subscribe": {"allow": [">"]}}
     prefix = layout_of(cfg).prefix
     gms = [subject_of(ns, f"q/{prefix}/gm{g}") for g in range(cfg.megha.gms)]
-    ev_stream = next(name for name in stream_names(ns) if name.endswith("_EV"))
+    ev_stream = events_stream(ns, client)
+    inbox = private_inbox(user or f"{cfg.name}-client")
     return {
         "publish": {
             "allow": [
@@ -94,7 +107,7 @@ def permissions(cfg: LiveConfig, role: str) -> dict:
                 f"$JS.API.CONSUMER.INFO.{ev_stream}.*",
             ]
         },
-        "subscribe": {"allow": ["_INBOX.>", subject_of(ns, "status")]},
+        "subscribe": {"allow": [inbox + ".>", subject_of(ns, "status")]},
     }
 
 
@@ -119,7 +132,7 @@ def nats_config(cfg: LiveConfig, creds: dict[str, dict[str, str]] | None, store_
     if creds:
         users = [
             f"    {{ user: {_q(c['user'])}, password: {_q(c['password'])}, "
-            f"permissions: {_perm_block(permissions(cfg, r))} }}"
+            f"permissions: {_perm_block(permissions(cfg, c.get('role', r), c.get('client', 0), c['user']))} }}"
             for r, c in creds.items()
         ]
         lines += ["authorization {", "  users: [", *users, "  ]", "}"]

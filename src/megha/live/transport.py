@@ -239,11 +239,26 @@ class NoBrokerError(ConnectionError):
     """No NATS broker could be reached (or it refused this client's credentials)."""
 
 
-def stream_names(ns: str) -> dict[str, str]:
-    """JetStream stream names of a deployment (namespace ``ns``) and the subjects each keeps."""
+def stream_names(ns: str, clients: int = 1) -> dict[str, str]:
+    """JetStream stream names of a deployment (namespace ``ns``) and the subjects each keeps: the inboxes, the
+    replication logs and one task-event stream per client identity (so a client's permissions can name the one
+    stream it may read)."""
     base = _BAD.sub("_", ns).upper() or "_"
     n = _BAD.sub("_", ns) or "_"
-    return {f"MEGHA_{base}_Q": f"{n}.q.>", f"MEGHA_{base}_EV": f"{n}.ev", f"MEGHA_{base}_R": f"{n}.r.>"}
+    out = {f"MEGHA_{base}_Q": f"{n}.q.>", f"MEGHA_{base}_R": f"{n}.r.>"}
+    for k in range(max(1, clients)):
+        out[events_stream(ns, k)] = f"{n}.ev.{k}"
+    return out
+
+
+def events_stream(ns: str, client: int) -> str:
+    """Name of the stream keeping the task events of client identity ``client``."""
+    return f"MEGHA_{_BAD.sub('_', ns).upper() or '_'}_EV{int(client)}"
+
+
+def private_inbox(user: str) -> str:
+    """Reply-subject prefix of a client identity (its permissions allow subscribing under it only)."""
+    return "_INBOX." + (_BAD.sub("_", user) or "_")
 
 
 def terms_bucket(ns: str) -> str:
@@ -364,8 +379,12 @@ class NatsTransport(Transport):
         tls: object = None,
         ack_timeout: float = 2.0,
         credentials: Callable[[], dict | None] | None = None,
+        clients: int = 1,
+        private: bool = False,
     ) -> None:
         self.url = url
+        self.private = private  # reply subjects under the identity's own prefix (a client identity)
+        self.client_id = 0  # client identity named by the credentials
         self.credentials = credentials  # re-read before every connection attempt (they may appear later)
         self.user = user or None
         self.password = password or None
@@ -380,8 +399,9 @@ class NatsTransport(Transport):
         self.request_timeout = 5.0
         self.nc = None
         self.js = None
-        self._streams = stream_names(ns)
-        self._prefixes = [(subj[:-1] if subj.endswith(">") else subj, name) for name, subj in self._streams.items()]
+        self._streams = stream_names(ns, clients)
+        self._prefixes = [(subj[:-1], name) for name, subj in self._streams.items() if subj.endswith(">")]
+        self._exact = {subj: name for name, subj in self._streams.items() if not subj.endswith(">")}
         self._out: deque[tuple[str, bytes, int]] = deque()  # subject, data, outbox id (0: core)
         self._wake = asyncio.Event()
         self._writer: asyncio.Task | None = None
@@ -400,6 +420,9 @@ class NatsTransport(Transport):
         self._bg: set[asyncio.Task] = set()
 
     def stream_of(self, subject: str) -> str:
+        name = self._exact.get(subject)
+        if name is not None:
+            return name
         for prefix, name in self._prefixes:
             if subject.startswith(prefix):
                 return name
@@ -418,6 +441,8 @@ class NatsTransport(Transport):
                 c = self.credentials()
                 if c is not None:
                     self.user, self.password = c["user"], c["password"]
+                    self.client_id = int(c.get("client", 0) or 0)
+            extra = {"inbox_prefix": private_inbox(self.user or self.client_name)} if self.private else {}
             try:
                 self.nc = await asyncio.wait_for(
                     nats.connect(
@@ -436,6 +461,7 @@ class NatsTransport(Transport):
                         disconnected_cb=self._on_disconnect,
                         reconnected_cb=self._on_reconnect,
                         flusher_queue_size=4096,
+                        **extra,
                     ),
                     self.connect_timeout * 2 + 1,
                 )

@@ -38,7 +38,8 @@ import numpy as np
 
 from megha.live.masters import host_address
 from megha.live.messages import Control, Events, HostBeat, HostKill, HostLaunch, RunSpec
-from megha.live.runtime import EVENTS, ForwardingRecorder
+from megha.live.runtime import CLIENT_SHIFT as _RT_CLIENT_SHIFT
+from megha.live.runtime import ForwardingRecorder, events_by_client
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.sim.component import Component
@@ -46,6 +47,9 @@ from megha.sim.component import Component
 log = logging.getLogger("megha.live.worker")
 
 RUN_SHIFT = 36  # task id = run << RUN_SHIFT | index within the run
+NONCE_BITS = 16  # run id = client identity << NONCE_BITS | a random nonce
+CLIENT_SHIFT = RUN_SHIFT + NONCE_BITS  # client identity of a task id: t >> CLIENT_SHIFT
+assert CLIENT_SHIFT == _RT_CLIENT_SHIFT
 TASK_KINDS = ("sleep", "cpu", "command")
 
 _CPU = "import time,sys\nend=time.perf_counter()+float(sys.argv[1])\nwhile time.perf_counter()<end: pass\n"
@@ -327,7 +331,8 @@ class WorkerHost(Component):
             if self.flush_events is not None:
                 self.flush_events(force=bool(out))
             else:
-                self.port.send(EVENTS, Events(self.address, self.rec.take()))
+                for dst, items in events_by_client(self.rec.take()):
+                    self.port.send(dst, Events(self.address, items))
         for reply, (ts, ws, ds) in out.items():
             self.port.send(reply, Finished(ts, ws, None if ds[0] is None else np.array(ds)))
 
