@@ -166,12 +166,9 @@ def utilization_cdf(series: dict[str, np.ndarray], path: Path, title: str) -> No
 
 
 def bars(values: dict[str, float], path: Path, title: str, ylabel: str, ref: float | None = 1.0) -> None:
-    import matplotlib
+    from megha.metrics.plots import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    fig, ax = new_figure(6.4, 4.0, dpi=120)
     keys = list(values)
     ax.bar(range(len(keys)), [values[k] for k in keys], color="tab:orange")
     ax.set_xticks(range(len(keys)), keys)
@@ -179,9 +176,7 @@ def bars(values: dict[str, float], path: Path, title: str, ylabel: str, ref: flo
         ax.axhline(ref, color="grey", lw=1, ls="--")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 # --- the workload's offered load (Table 1 and Fig. 4) ---------------------------------------------------------
@@ -246,10 +241,7 @@ def offered_load(workload, datacenter) -> dict:
 
 def write_load(load: dict, name: str, out: Path) -> None:
     """Table 1 (``table1_load_<name>.md/.csv``) and Fig. 4 (``fig4_constraint_load_<name>.png``) of one workload."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from megha.metrics.plots import new_figure, save
 
     cols = ["constraint", "supply", "tasks", *LOAD_STATS, "max", "share_above_1"]
     rows = [{"constraint": "all", "supply": load["workers"], "tasks": None, **load["total"]}]
@@ -260,7 +252,7 @@ def write_load(load: dict, name: str, out: Path) -> None:
     write_csv(rows, out / f"table1_load_{name}.csv", columns=cols)
     (out / f"table1_load_{name}.md").write_text(markdown_table(rows, cols))
     ks = [k for k, v in enumerate(load["per_constraint"]) if v is not None]
-    fig, ax = plt.subplots(figsize=(9.0, 4.0), dpi=120)
+    fig, ax = new_figure(9.0, 4.0, dpi=120)
     width = 0.8 / len(LOAD_STATS)
     for i, stat in enumerate(LOAD_STATS):
         ax.bar(
@@ -275,9 +267,7 @@ def write_load(load: dict, name: str, out: Path) -> None:
     ax.set_ylabel("load (active tasks needing it / workers with it)")
     ax.set_title(f"{name}: per-constraint load on {load['workers']:,} workers")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(str(out / f"fig4_constraint_load_{name}.png"))
-    plt.close(fig)
+    save(fig, out / f"fig4_constraint_load_{name}.png", dpi=120)
 
 
 # --- the comparison -----------------------------------------------------------------------------------------
@@ -443,14 +433,11 @@ def _fig9(runs: dict) -> dict[str, float]:
 def fig9_bars(fig9: dict[str, dict[str, float]], path: Path) -> None:
     """Fig. 9: PigeonC / Megha mean utilization per workload, one bar per definition, values printed on the bars
     and the y axis zoomed to where they lie (the differences are a few per cent)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from megha.metrics.plots import new_figure, save
 
     names = list(fig9)
     keys = list(FIG9)
-    fig, ax = plt.subplots(figsize=(7.6, 4.2), dpi=120)
+    fig, ax = new_figure(7.6, 4.2, dpi=120)
     width = 0.8 / len(keys)
     vals = [v for n in names for v in fig9[n].values() if np.isfinite(v)]
     for i, k in enumerate(keys):
@@ -465,9 +452,7 @@ def fig9_bars(fig9: dict[str, dict[str, float]], path: Path) -> None:
     ax.set_ylabel("PigeonC / Megha mean utilization")
     ax.set_title("Fig. 9: PigeonC's utilization normalized to Megha's")
     ax.legend(fontsize="x-small", loc="lower left")
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def _ratio(a, b) -> float:

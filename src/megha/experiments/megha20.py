@@ -54,12 +54,9 @@ def percentiles(values: np.ndarray) -> dict[str, float | None]:
 
 def percentile_bars(series: dict[str, dict[str, float | None]], path, title: str) -> None:
     """Fig. 4: grouped bars of the percentiles, log scale."""
-    import matplotlib
+    from megha.metrics.plots import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.2, 4.2), dpi=120)
+    fig, ax = new_figure(7.2, 4.2, dpi=120)
     keys = list(PERCENTILES)
     x = np.arange(len(keys))
     width = 0.8 / max(len(series), 1)
@@ -72,9 +69,7 @@ def percentile_bars(series: dict[str, dict[str, float | None]], path, title: str
     ax.set_title(title)
     ax.legend()
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def _ratio(a, b) -> float:

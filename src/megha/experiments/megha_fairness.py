@@ -189,12 +189,9 @@ def run(ctx: ReproContext) -> dict:
 
 
 def _bars(rows: list[dict], path) -> None:
-    import matplotlib
+    from megha.metrics.plots import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    fig, ax = new_figure(6.4, 4.0, dpi=120)
     keys = ["repartitions", "preemption_attempts", "preemptions"]
     x = np.arange(len(rows))
     for i, key in enumerate(keys):
@@ -203,9 +200,7 @@ def _bars(rows: list[dict], path) -> None:
     ax.set_yscale("symlog")
     ax.legend()
     ax.set_title("Megha fairness: repartitions and preemptions by datacenter size")
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 # --- the paper's claims (megha.experiments.claims) -----------------------------------------------------------------

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.plots import new_figure, new_grid, save
 from megha.schedulers.packing.policies import make_policy
 from megha.schedulers.packing.slotted import SlottedResult, SlotWorkload, run_slotted
 from megha.schedulers.packing.workloads import from_trace, google_2011_requests, mean_size, synthetic
@@ -52,15 +53,6 @@ STYLE = {
     "vqs-bf": ("tab:green", "-"),
     "bf-js-tetris": ("tab:purple", "-."),
 }
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _write_csv(path: Path, rows: list[dict]) -> None:
@@ -130,8 +122,7 @@ def _instability(
                 {"seed": seed, "policy": p, "slot": int(g), "queue": int(x)} for g, x in zip(grid, qs, strict=True)
             ]
     _write_csv(out / "queue_over_time.csv", rows)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig, ax = new_figure(6.4, 4.2, dpi=120)
     for p, (x, y) in series.items():
         c, ls = STYLE[p]
         ax.plot(x, y, label=LABEL[p], color=c, linestyle=ls)
@@ -140,9 +131,7 @@ def _instability(
     ax.set_title(title + " (seed 0)")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left")
-    fig.tight_layout()
-    fig.savefig(str(out / "queue_over_time.png"))
-    plt.close(fig)
+    save(fig, out / "queue_over_time.png", dpi=120)
     doc: dict = {"parameters": params, "figure": str(out / "queue_over_time.png"), "policies": {}}
     ok_all = True
     for p in policies:
@@ -304,9 +293,8 @@ def uniform(ctx: ReproContext) -> dict:
                     f"  ({key}) rho {rho:.2f} {LABEL[p]:8s} mean queue {mq:11.2f}  ({time.perf_counter() - t0:.1f} s)"
                 )
     _write_csv(ctx.out / "queue_vs_intensity.csv", rows)
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120)
-    for ax, (key, t) in zip(axes, table.items(), strict=True):
+    fig, axes = new_grid(1, 2, 11, 4.2, dpi=120)
+    for ax, (key, t) in zip(axes[0], table.items(), strict=True):
         for p in ALL:
             c, ls = STYLE[p]
             ax.plot(rhos, np.maximum(t["mean_queue"][p], 1e-3), marker="o", label=LABEL[p], color=c, linestyle=ls)
@@ -315,10 +303,8 @@ def uniform(ctx: ReproContext) -> dict:
         ax.set_ylabel("average queue size (jobs)")
         ax.set_title(f"({key}) job sizes {t['sizes']}, L = {L}")
         ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(loc="upper left")
-    fig.tight_layout()
-    fig.savefig(str(ctx.out / "queue_vs_intensity.png"))
-    plt.close(fig)
+    axes[0, 0].legend(loc="upper left")
+    save(fig, ctx.out / "queue_vs_intensity.png", dpi=120)
     # qualitative checks of the paper: VQS worst of the paper's three; BF-J/S and VQS-BF below it
     checks = {}
     for key, t in table.items():
@@ -440,8 +426,7 @@ def google(ctx: ReproContext) -> dict:
             )
             ctx.log(f"    {'BF-J/S tetris':8s} mean queue {r.mean_queue():10.1f}  ({time.perf_counter() - t0:.1f} s)")
     _write_csv(ctx.out / "queue_vs_scaling.csv", rows)
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig, ax = new_figure(6.4, 4.2, dpi=120)
     for p, ys in table.items():
         if not ys:
             continue
@@ -454,9 +439,7 @@ def google(ctx: ReproContext) -> dict:
     ax.set_title(f"Fig. 5: Google trace, {servers} servers, 1 ms slots")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(str(ctx.out / "queue_vs_scaling.png"))
-    plt.close(fig)
+    save(fig, ctx.out / "queue_vs_scaling.png", dpi=120)
     hi = -1
     checks = {
         "bfjs_below_fifo_at_highest_scaling": table["bf-js"][hi] < table["fifo-ff"][hi],

@@ -94,12 +94,9 @@ def _check(res, label: str) -> None:
 
 
 def _plot_bars(path: Path, groups: list[str], series: dict[str, list[float]], ylabel: str, title: str) -> None:
-    import matplotlib
+    from megha.metrics.plots import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = new_figure(7, 4)
     n = len(series)
     width = 0.8 / max(n, 1)
     x = np.arange(len(groups))
@@ -110,9 +107,7 @@ def _plot_bars(path: Path, groups: list[str], series: dict[str, list[float]], yl
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def _table(path: Path, header: list[str], rows: list[list]) -> None:
@@ -220,13 +215,10 @@ def latency(ctx: ReproContext) -> dict:
             for r in results
         ],
     )
-    import matplotlib
+    from megha.metrics.plots import new_grid, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(machines), figsize=(10, 4), sharey=True)
-    for ax, m in zip(np.atleast_1d(axes), machines, strict=True):
+    fig, axes = new_grid(1, len(machines), 10, 4, sharey=True)
+    for ax, m in zip(axes[0], machines, strict=True):
         rows = [r for r in results if r["machines"] == m]
         x = [r["tasks"] for r in rows]
         for key, label in (
@@ -239,11 +231,9 @@ def latency(ctx: ReproContext) -> dict:
         ax.set_xlabel("tasks in the graph")
         ax.set_title(f"{m:,} machines × 24 slots")
         ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].set_ylabel("median round latency (ms)")
-    np.atleast_1d(axes)[0].legend()
-    fig.tight_layout()
-    fig.savefig(ctx.out / "latency.png", dpi=120)
-    plt.close(fig)
+    axes[0, 0].set_ylabel("median round latency (ms)")
+    axes[0, 0].legend()
+    save(fig, ctx.out / "latency.png", dpi=120)
     return {
         "rounds": results,
         "churn_per_round": 0.01,
@@ -453,12 +443,9 @@ def placement(ctx: ReproContext) -> dict:
         "note": "measured wall time of the round that places the batch (the longest round); "
         "the simulation is unaffected",
     }
-    import matplotlib
+    from megha.metrics.plots import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = new_figure(6, 4)
     for p in policies:
         ax.plot(counts, lat[p], marker="o", label=p)
     ax.set_xscale("log")
@@ -467,9 +454,7 @@ def placement(ctx: ReproContext) -> dict:
     ax.set_title("Scheduling latency vs tasks (Fig. 9)")
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(ctx.out / "placement_latency.png", dpi=120)
-    plt.close(fig)
+    save(fig, ctx.out / "placement_latency.png", dpi=120)
     return doc
 
 

@@ -140,12 +140,9 @@ def _lines(
     log_x: bool,
     labels: list[str] | None = None,
 ) -> None:
-    import matplotlib
+    from megha.metrics.plots import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=120)
+    fig, ax = new_figure(7.2, 4.4, dpi=120)
     pos = xs if labels is None else list(range(len(xs)))
     for (name, ys), marker in zip(series.items(), "osD^v<>", strict=False):
         pts = [(p, y) for p, y in zip(pos, ys, strict=True) if y is not None]
@@ -161,9 +158,7 @@ def _lines(
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def _name(p: str) -> str:

@@ -39,6 +39,23 @@ def new_panels(n: int, width: float = 4.0, height: float = 4.0, dpi: int = 100, 
     return fig, list(axes)
 
 
+def new_grid(
+    rows: int,
+    cols: int,
+    width: float,
+    height: float,
+    dpi: int = 100,
+    sharex: bool = False,
+    sharey: bool = False,
+) -> tuple[Any, Any]:
+    """A ``width`` x ``height`` figure of ``rows`` x ``cols`` panels, independent of pyplot; returns the figure
+    and its Axes as a 2-D array (``axes[row, col]``, ``axes[0]`` for the panels of a single row)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    return fig, fig.subplots(rows, cols, sharex=sharex, sharey=sharey, squeeze=False)
+
+
 def figure_legend(fig: Any, ax: Any) -> None:
     """One legend for a figure of panels, below them, in as many columns as fit."""
     handles, labels = ax.get_legend_handles_labels()

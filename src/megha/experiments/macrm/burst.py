@@ -15,7 +15,6 @@ from megha.experiments.macrm.common import (
     _diag_summary,
     _fmt_check,
     _pct,
-    _plt,
     _ratio,
     _service,
     _table,
@@ -33,6 +32,7 @@ from megha.experiments.macrm.inputs import (
     simulate_inputs,
 )
 from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.plots import new_panels, save
 
 
 @experiment(
@@ -156,10 +156,9 @@ def _mean_max(d: dict, L: float) -> float | None:
 
 
 def _plot_burst(results: dict, labels: list[str], loads, n_jobs, n_tasks, path) -> None:
-    plt = _plt()
-    fig, axes = plt.subplots(1, len(labels), figsize=(4 * len(labels), 4), dpi=110, sharey=True)
+    fig, axes = new_panels(len(labels), 4, 4, dpi=110, sharey=True)
     x = [100 * v for v in loads]
-    for ax, lab in zip(np.atleast_1d(axes), labels, strict=True):
+    for ax, lab in zip(axes, labels, strict=True):
         for J in n_jobs:
             for T in n_tasks:
                 y = [1000 * (results[lab].get(f"{int(L * 100)}", {}).get(f"{J}x{T}") or np.nan) for L in loads]
@@ -168,8 +167,6 @@ def _plot_burst(results: dict, labels: list[str], loads, n_jobs, n_tasks, path) 
         ax.set_xlabel("initial load (%)")
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
-    np.atleast_1d(axes)[0].set_ylabel("max service time per burst (ms)")
-    np.atleast_1d(axes)[-1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    axes[0].set_ylabel("max service time per burst (ms)")
+    axes[-1].legend(fontsize=7)
+    save(fig, path, dpi=110)

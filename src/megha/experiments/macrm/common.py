@@ -192,15 +192,6 @@ def _table(rows: list[dict], path, cols: list[str]) -> None:
     path.with_suffix(".md").write_text(markdown_table(rows, cols, kinds=kinds))
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def fmt_ms(x) -> str:
     from megha.metrics.format import duration
 

@@ -12,7 +12,6 @@ from megha.experiments.macrm.common import (
     WARMUP,
     _fmt_check,
     _pct,
-    _plt,
     _stats,
     _table,
     fmt_ms,
@@ -26,6 +25,7 @@ from megha.experiments.macrm.inputs import (
     slot_background,
 )
 from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.plots import new_grid, save
 
 SAMPLING_VARIANTS = {
     "power of two": {"rate": "fixed", "doubling": False, "centralized": False, "max_retries": 50},
@@ -139,8 +139,7 @@ def run_sampling(ctx: ReproContext) -> dict:
 
 
 def _plot_sampling(doc: dict, loads: list[float], path) -> None:
-    plt = _plt()
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), dpi=110, sharex=True)
+    fig, axes = new_grid(2, 2, 10, 7, dpi=110, sharex=True)
     panels = [
         ("Fig. 3.4: power of two", ["power of two"]),
         ("Fig. 3.5: + doubling after failure", ["power of two", "doubling"]),
@@ -158,6 +157,4 @@ def _plot_sampling(doc: dict, loads: list[float], path) -> None:
         ax.legend(fontsize=8)
     for ax in axes[1]:
         ax.set_xlabel("cluster load (%)")
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=110)

@@ -17,7 +17,6 @@ from megha.experiments.macrm.common import (
     _diag_summary,
     _fmt_check,
     _pct,
-    _plt,
     _ratio,
     _service,
     _stats,
@@ -38,6 +37,7 @@ from megha.experiments.macrm.inputs import (
     simulate_inputs,
 )
 from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.plots import new_figure, save
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
 
@@ -211,8 +211,7 @@ def run_service_time(ctx: ReproContext) -> dict:
 
 
 def _plot_groups(results: dict, labels: list[str], path, title: str) -> None:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    fig, ax = new_figure(8, 4.5, dpi=110)
     x = np.arange(len(GROUPS))
     width = 0.8 / len(labels)
     for i, lab in enumerate(labels):
@@ -224,6 +223,4 @@ def _plot_groups(results: dict, labels: list[str], path, title: str) -> None:
     ax.set_title(title)
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(str(path))
-    plt.close(fig)
+    save(fig, path, dpi=110)
