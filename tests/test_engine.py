@@ -115,3 +115,57 @@ def test_recording_port_drives_a_component():
     lg.on_message("hello", 1.5)
     assert log == [(1.5, "a", "hello")]
     assert isinstance(port.rng, np.random.Generator)
+
+
+class Recovering(Logger):
+    def on_recover(self, now):
+        self.log.append((round(now, 9), self.address, "recovered"))
+
+
+class Ticker(Component):
+    kind = "ticker"
+
+    def __init__(self, address, log):
+        super().__init__(address)
+        self.log = log
+
+    def on_start(self, now):
+        self.port.set_timer(1.5, "tick")
+
+    def on_timer(self, key, now):
+        self.log.append((round(now, 9), self.address, f"timer:{key}"))
+
+
+def test_a_suspended_component_gets_what_was_held_in_order_after_it_recovers():
+    log = []
+    e = Engine(delay_model=DelayModel(network_delay=0.001))
+    a = e.add(Recovering("a", log))
+    t = e.add(Ticker("t", log))
+    e.add(Sender("s", [("a", 1), ("a", 2)]))
+    e.inject(2.0, "a", 3)
+    e.run(until=0.0)
+    e.suspend("a")
+    e.suspend("t")
+    assert e.is_down("a") and e.is_down("t") and not e.is_down("s")
+    e.run(until=5.0)
+    assert log == []  # nothing reached the crashed components
+    assert e.resume("a") == 3 and e.resume("t") == 1
+    assert e.resume("a") == 0  # already up
+    assert e.components["a"] is a and e.components["t"] is t
+    e.run()
+    # resumed at the time of the last event run (2.0: the held message)
+    assert log == [(2.0, "a", "recovered"), (2.0, "a", 1), (2.0, "a", 2), (2.0, "a", 3), (2.0, "t", "timer:tick")]
+
+
+def test_messages_sent_after_a_resume_reach_the_component_itself():
+    log = []
+    e = Engine(delay_model=DelayModel(network_delay=0.001))
+    e.add(Logger("a", log))
+    e.add(Sender("s", [("a", "early")]))
+    e.run(until=0.0)
+    e.suspend("a")
+    e.run(until=1.0)
+    e.resume("a")
+    e.inject(2.0, "a", "late")
+    e.run()
+    assert log == [(0.001, "a", "early"), (2.0, "a", "late")]

@@ -225,6 +225,13 @@ def validate_config(cfg: RunConfig, who: str = "", style: str = "api") -> None:
     _check_file(cfg.trace, "trace", who, arg_name("trace", style))
     if cfg.cluster is not None:
         _check_file(cfg.cluster, "cluster", who, arg_name("cluster", style))
+    if cfg.faults is not None:
+        from megha.runner.faults import load_faults
+
+        try:
+            load_faults(cfg.faults)
+        except InputError as e:
+            raise InputError(f"{who}{e}") from None
 
 
 def _config(

@@ -185,6 +185,15 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="replace the contents of
 CsvOpt = Annotated[bool, typer.Option("--csv", help="also write CSV tables")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the summary as JSON on stdout")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bar or table")]
+FaultsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--faults",
+        help="fault schedule (TOML: [[fault]] at, kind, target, down_for; [[random]] kind, mtbf): crash the "
+        "scheduler's components (gm, lm, master, scheduler, rm, ...) or fail workers; summary.json reports the cost "
+        "under 'faults'",
+    ),
+]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option(
@@ -269,6 +278,7 @@ def simulate(
     max_jobs: MaxJobsOpt = None,
     load_scale: LoadOpt = 1.0,
     processing: ProcessingOpt = None,
+    faults: FaultsOpt = None,
     out: OutOpt = None,
     force: ForceOpt = False,
     csv: CsvOpt = False,
@@ -311,6 +321,7 @@ def simulate(
         "max_jobs": max_jobs,
         "load_scale": load_scale,
         "processing_model": processing,
+        "faults": None if faults is None else str(faults),
     }
     params = {"truncate_durations": "truncate", "processing_model": "processing"}
     # a --config file's setting stands unless the option was given on the command line
@@ -359,6 +370,7 @@ def compare(
     max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="use only the first N jobs")] = 1000,
     load_scale: LoadOpt = 1.0,
     processing: ProcessingOpt = None,
+    faults: FaultsOpt = None,
     out: Annotated[Path, typer.Option("--out", help="output directory; must be new or empty (see --force)")] = Path(
         "megha-compare"
     ),
@@ -395,6 +407,7 @@ def compare(
         "max_jobs": max_jobs,
         "load_scale": load_scale,
         **({"processing_model": processing} if processing is not None else {}),
+        **({"faults": str(faults)} if faults is not None else {}),
     }
     try:
         names = default_compare(schedulers)

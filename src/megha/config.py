@@ -59,6 +59,11 @@ class RunConfig(BaseModel):
         3600.0, gt=0, description="stop a run when no task runs or starts for this long while tasks wait"
     )
     options: dict[str, Any] = Field(default_factory=dict, description="scheduler-specific options")
+    faults: str | dict[str, Any] | None = Field(
+        None,
+        description="fault schedule: a TOML file ([[fault]] / [[random]] entries, see megha.model.faults) or the "
+        "same as a table; summary.json then reports what the faults cost under 'faults'",
+    )
 
     @field_validator("machine_fractions")
     @classmethod

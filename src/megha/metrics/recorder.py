@@ -111,6 +111,8 @@ class TaskRecorder:
         self._launches = np.zeros(n, dtype=np.int32)
         self._finishes = np.zeros(n, dtype=np.int32)
         self.preemptions = np.zeros(n, dtype=np.int32)
+        self.fault_kills = np.zeros(n, dtype=np.int32)  # runs of each task cut short by a fault (worker lost)
+        self.work_lost = 0.0  # task-seconds of those runs, thrown away
         self._logs = {k: _Log() for k in _KINDS}
         self._decided = self._logs["decided"]
         self._started = self._logs["started"]
@@ -194,14 +196,24 @@ class TaskRecorder:
 
     def preempted(self, ids, t: float) -> None:
         """Tasks were killed on their worker before finishing; they will be launched again."""
+        ids = self._cut(ids, t)
+        self.preemptions[ids] += 1
+
+    def lost(self, ids, t: float) -> None:
+        """Tasks died with their worker (a fault) before finishing; the work done is lost and they run again."""
+        ids = self._cut(ids, t)
+        self.fault_kills[ids] += 1
+        self.work_lost += float(np.nansum(t - self.preempted_runs[-1][1]))
+
+    def _cut(self, ids, t: float) -> np.ndarray:
         ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
         self._flush()
         self.preempted_runs.append((ids.copy(), self._start[ids].copy(), self._worker[ids].copy(), t))
-        self.preemptions[ids] += 1
         self.running -= ids.size
         self._start[ids] = np.nan
         self._worker[ids] = -1
         self.last_progress = t
+        return ids
 
     # --- allocation-time components ----------------------------------------------------------------
     def add_comm(self, ids, d: float) -> None:

@@ -30,6 +30,7 @@ class RunResult:
     describe: dict = field(default_factory=dict)
     unfinished_reason: str | None = None
     extras: dict = field(default_factory=dict)
+    faults: list[dict] | None = None  # the faults injected (runs with a fault schedule), in injection order
 
     @property
     def scheduler(self) -> str:

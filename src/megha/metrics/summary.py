@@ -290,3 +290,55 @@ def delay_by_eligible(delay: np.ndarray, job_eligible: np.ndarray, n_workers: in
         j = int(np.flatnonzero(fin)[np.argmax(delay[fin])])
         worst = {"job": j, "delay": float(delay[j]), "eligible_workers": int(job_eligible[j])}
     return {"definition": STARVATION_DEFINITION, "buckets": rows, "worst_job": worst}
+
+
+# --- faults: what a fault schedule cost ------------------------------------------------------------------------------
+def fault_summary(
+    log: list[dict], jobs: dict[str, np.ndarray], workload: Workload, rec: TaskRecorder, t0: float
+) -> dict:
+    """``summary["faults"]``: the faults injected, the task runs they cut short and the work thrown away, each
+    fault's recovery time, and the delay of the jobs a fault touched beside the others.
+
+    A job is *touched* when a fault cut one of its task runs short (its worker failed), or when it was in the
+    system (arrived before the component recovered, completed after it crashed) while one of the scheduler's
+    components was down. Times in ``events`` are seconds after the first arrival ``t0``, as in the schedule.
+    """
+    touched = np.zeros(jobs["job"].size, dtype=bool)
+    killed = np.flatnonzero(rec.fault_kills)
+    if killed.size:
+        touched[workload.task_job[killed]] = True
+    arrival = jobs["arrival"]
+    completion = np.where(np.isnan(jobs["completion"]), np.inf, jobs["completion"])
+    events = []
+    for e in log:
+        back = e["recovered_at"]
+        if e.get("crash"):
+            touched |= (arrival <= (np.inf if back is None else back)) & (completion >= e["at"])
+        targets = e["targets"]
+        events.append(
+            {
+                "at": e["at"] - t0,
+                "kind": e["kind"],
+                "targets": targets[:20],
+                "n_targets": len(targets),
+                "down_for": e["down_for"] if np.isfinite(e["down_for"]) else None,
+                "recovery_s": None if back is None else back - e["at"],
+                "source": e["source"],
+            }
+        )
+    touched &= jobs["tasks_feasible"] > 0
+    by_kind: dict[str, int] = {}
+    for e in log:
+        by_kind[e["kind"]] = by_kind.get(e["kind"], 0) + 1
+    delay = jobs["delay"]
+    return {
+        "injected": len(log),
+        "by_kind": by_kind,
+        "task_runs_lost": int(rec.fault_kills.sum()),
+        "tasks_reexecuted": int(killed.size),
+        "work_lost_s": float(rec.work_lost),
+        "jobs_touched": int(touched.sum()),
+        "delay_touched": describe(delay[touched]),
+        "delay_untouched": describe(delay[~touched]),
+        "events": events,
+    }

@@ -36,7 +36,7 @@ import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -218,3 +218,21 @@ def load_schedule(path: str | Path) -> FaultSchedule:
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{p}: not valid TOML: {e}") from None
     return parse_schedule(doc, str(p))
+
+
+class FaultHandler(Protocol):
+    """What a scheduler family offers for faults beyond crashes of its components (which every family gets from the
+    runner: the component is down for ``down_for`` seconds, then resumes; see
+    :meth:`megha.sim.component.Component.on_recover`). A family returns one in its ``Deployment.faults``."""
+
+    #: kind -> what happens on such a fault (shown in errors and ``megha schedulers``)
+    kinds: dict[str, str]
+
+    def population(self, kind: str) -> int:
+        """How many targets of ``kind`` exist (workers, partitions, ...)."""
+
+    def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets of ``kind`` fail at ``now``."""
+
+    def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets of ``kind`` come back at ``now``."""

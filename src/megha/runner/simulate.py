@@ -22,6 +22,8 @@ from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload, feasible_tasks
 from megha.runner.drivers import Injector, TraceSource, Watchdog
+from megha.runner.faults import install as install_faults
+from megha.runner.faults import load_faults
 from megha.runner.inputs import STREAM_ENGINE, STREAM_SCHEDULER, load_inputs, stream
 from megha.schedulers import registry
 from megha.sim.engine import DelayModel, Engine, ProcessingModel
@@ -46,6 +48,8 @@ def simulate(
     if mode not in spec.modes:
         raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
     registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
+    if cfg.faults is not None:
+        load_faults(cfg.faults)  # so does a bad fault schedule
     workload, dc = load_inputs(cfg)
     return simulate_inputs(cfg, workload, dc, progress, actions, t_wall, instrument=instrument)
 
@@ -110,6 +114,11 @@ def simulate_inputs(
     engine.add(watchdog)
     if actions:
         engine.add(Injector(actions, engine, deployment))
+    faults = None
+    if cfg.faults is not None:
+        arrivals = workload.job_arrival
+        start, end = (float(arrivals.min()), float(arrivals.max())) if arrivals.size else (0.0, 0.0)
+        faults = install_faults(load_faults(cfg.faults), cfg.scheduler, engine, deployment, start, end, dc.n_workers)
 
     cb = None
     if progress is not None:
@@ -148,4 +157,5 @@ def simulate_inputs(
         describe=deployment.describe,
         unfinished_reason=reason,
         extras=deployment.extras,
+        faults=None if faults is None else faults.log,
     )

@@ -64,6 +64,9 @@ class Deployment:
     describe: dict = field(default_factory=dict)
     components: list = field(default_factory=list)
     extras: dict = field(default_factory=dict)  # runtime-only results for experiments (not serialized)
+    # worker, partition and other family-specific faults (megha.model.faults.FaultHandler); crashes of the
+    # components listed above are handled by the runner for every family
+    faults: Any = None
 
 
 @dataclass

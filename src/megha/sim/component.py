@@ -47,12 +47,25 @@ class Component:
         self.address = address
         self.port: Port = _UnattachedPort()
 
+    @property
+    def crash_kind(self) -> str | None:
+        """The fault kind under which a fault schedule crashes this component (``megha simulate --faults``): its
+        ``kind`` unless a subclass sets ``crash_kind = None`` (a pool standing for many workers, which fail one by
+        one through a family's ``worker`` faults) or another name."""
+        return self.kind
+
     def attach(self, port: Port) -> None:
         """Give the component its port (done by the engine or the live runtime)."""
         self.port = port
 
     def on_start(self, now: float) -> None:
         """Called once when the run starts (set initial timers here)."""
+
+    def on_recover(self, now: float) -> None:
+        """Called when the component comes back after a crash (fault injection), before the messages and timers
+        held while it was down reach it. The default keeps its state: a restart from replicated or persisted
+        state (an LM's standby, a master's log). A component that would lose state drops it here (Megha's
+        stateless GM rebuilds its view from its LMs)."""
 
     def on_message(self, msg: Any, now: float) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not handle {type(msg).__name__}")

@@ -200,22 +200,53 @@ class Engine:
     def replace(self, comp: Component) -> Component:
         """Swap in a new component at an existing address (e.g. a restarted GM); pending messages go to it."""
         old = self.components.pop(comp.address)
-        for c in self.components.values():  # ports cache their targets: forget the old one
+        self.add(comp)
+        self._retarget(old, comp)  # in place: run() and the ports hold references to the heap and the lane
+        return comp
+
+    def suspend(self, address: Address) -> None:
+        """Take the component at ``address`` down (a crash): until :meth:`resume`, messages and timers addressed
+        to it are held, in order, instead of run. Rare (fault injection), so it may rewrite the event queues."""
+        comp = self.components[address]
+        if isinstance(comp, _Down):
+            return
+        down = _Down(comp)
+        self.components[address] = down
+        self._retarget(comp, down)
+
+    def resume(self, address: Address) -> int:
+        """Bring a suspended component back: its :meth:`~megha.sim.component.Component.on_recover` runs first,
+        then what was held reaches it now, in the order it arrived. Returns how many events were held."""
+        down = self.components[address]
+        if not isinstance(down, _Down):
+            return 0
+        comp = down.comp
+        self.components[address] = comp
+        self._retarget(down, comp)
+        comp.on_recover(self.now)
+        for handler_name, payload in down.held:
+            heapq.heappush(self._heap, (self.now, next(self._seq), getattr(comp, handler_name), payload))
+        return len(down.held)
+
+    def is_down(self, address: Address) -> bool:
+        """Whether the component at ``address`` is suspended."""
+        return isinstance(self.components.get(address), _Down)
+
+    def _retarget(self, old: Component, new: Component) -> None:
+        """Point every pending event and every port's cached target at ``new`` instead of ``old``."""
+        for c in self.components.values():
             port = c.port
             if isinstance(port, SimPort):
-                port._delays.pop(comp.address, None)
-        self.add(comp)
-        # in place: run() and the ports hold references to the heap and the lane
+                port._delays.pop(old.address, None)
 
         def rebind(h):
-            return getattr(comp, h.__name__) if h.__self__ is old else h
+            return getattr(new, h.__name__) if getattr(h, "__self__", None) is old else h
 
         self._heap[:] = [(t, s, rebind(h), p) for (t, s, h, p) in self._heap]
         heapq.heapify(self._heap)
         lane = [(t, s, rebind(h), p) for (t, s, h, p) in self._lane]
         self._lane.clear()
         self._lane.extend(lane)
-        return comp
 
     def inject(self, at: float, dst: Address, msg: Any) -> None:
         """Deliver ``msg`` to ``dst`` at time ``at`` (no network delay) — used for external inputs."""
@@ -342,3 +373,21 @@ class Engine:
     def message_counts(self) -> dict[str, int]:
         """Messages sent, by message type name."""
         return {cls.__name__: info[0] for cls, info in sorted(self._types.items(), key=lambda kv: kv[0].__name__)}
+
+
+class _Down(Component):
+    """Stands at a crashed component's address while it is down and holds what reaches it (see
+    :meth:`Engine.suspend`). It keeps the component's port, so timers it set are the ones held."""
+
+    def __init__(self, comp: Component) -> None:
+        super().__init__(comp.address)
+        self.kind = comp.kind
+        self.comp = comp
+        self.port = comp.port
+        self.held: list[tuple[str, Any]] = []
+
+    def on_message(self, msg: Any, now: float) -> None:
+        self.held.append(("on_message", msg))
+
+    def on_timer(self, key: Hashable, now: float) -> None:
+        self.held.append(("on_timer", key))

@@ -25,6 +25,7 @@ class NodeManagers(Component):
     """All node managers of the cluster (one component)."""
 
     kind = "nodemanager"
+    crash_kind = None  # the workers fail one by one (a family's worker faults), not as one component
 
     def __init__(
         self,

@@ -25,6 +25,7 @@ class WorkerPool(Component):
     """
 
     kind = "worker"
+    crash_kind = None  # the workers fail one by one (a family's worker faults), not as one component
 
     def __init__(
         self,

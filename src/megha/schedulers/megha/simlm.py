@@ -39,6 +39,7 @@ class InProcessWorkers(Component):
     """
 
     kind = WorkerPool.kind
+    crash_kind = None
 
     def on_message(self, msg, now: float) -> None:
         raise TypeError(f"{self.address}: the workers of this LM run in-process; got {type(msg).__name__}")

@@ -21,6 +21,7 @@ class GroupWorkers(Component):
     """Single-slot workers of one group (worker ids are global; ``master`` receives the completions)."""
 
     kind = "worker"
+    crash_kind = None  # the workers fail one by one (a family's worker faults), not as one component
 
     def __init__(self, address: str, master: str, workers: np.ndarray, recorder: TaskRecorder) -> None:
         super().__init__(address)

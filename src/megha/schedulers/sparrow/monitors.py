@@ -42,6 +42,7 @@ class SparrowMonitors(Component):
     """Node monitors and executors of ``n_workers`` workers (global ids ``0..n_workers-1``)."""
 
     kind = "nodemonitor"
+    crash_kind = None  # the workers fail one by one (a family's worker faults), not as one component
 
     def __init__(
         self,
