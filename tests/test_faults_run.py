@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from megha.config import RunConfig
 from megha.errors import InputError
@@ -12,6 +14,7 @@ from megha.metrics.report import summarize
 from megha.runner import simulate
 from megha.runner.faults import crash_targets
 from megha.schedulers import registry
+from tests.test_conformance import check, config, job_st, runs_of
 from tests.tracegen import write_trace
 
 
@@ -82,3 +85,71 @@ def _kinds_of(trace, name: str) -> dict[str, int]:
 
     simulate(_cfg(trace, name, None, max_jobs=1), instrument=grab)
     return seen
+
+
+# --- worker faults: families that offer them ---------------------------------------------------------------------
+WORKER_FAULTS = [("megha", "slot"), ("megha", "resource"), ("megha-central", "slot")]
+
+
+def assert_no_run_on_a_dead_worker(r) -> None:
+    """No task starts on a worker while it is down."""
+    task, worker, start, _ = runs_of(r)
+    for e in r.faults:
+        if e["kind"] != "worker":
+            continue
+        back = np.inf if e["recovered_at"] is None else e["recovered_at"]
+        hit = np.isin(worker, e["targets"]) & (start > e["at"] + 1e-9) & (start < back - 1e-9)
+        assert not hit.any(), f"tasks {task[hit][:5].tolist()} started on a dead worker"
+
+
+@pytest.mark.parametrize(("name", "mode"), WORKER_FAULTS, ids=[f"{n}-{m}" for n, m in WORKER_FAULTS])
+def test_random_worker_gm_and_lm_faults_lose_no_task(name, mode, tmp_path):
+    """Random schedules of worker deaths (some for good within the run), partitions, GM restarts and LM failovers:
+    every feasible task completes exactly once, no worker is over-allocated (lost runs included), constraints hold,
+    and nothing starts on a dead worker."""
+    kinds = ["worker", "partition", "gm", "lm"]
+
+    @given(
+        jobs=st.lists(job_st, min_size=1, max_size=20),
+        workers=st.integers(4, 30),
+        seed=st.integers(0, 10_000),
+        faults=st.lists(
+            st.tuples(st.sampled_from(kinds), st.floats(0, 10), st.sampled_from([0.0, 0.5, 3.0, 20.0])),
+            min_size=1,
+            max_size=6,
+        ),
+    )
+    @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    def prop(jobs, workers, seed, faults) -> None:
+        trace = write_trace(jobs, tmp_path / "w.tr")
+        cfg = config(name, mode, trace, workers, 2, seed)
+        schedule = {
+            "seed": seed,
+            "fault": [
+                {"at": at, "kind": k, "target": 0.3 if k == "worker" else "random", "down_for": d}
+                for k, at, d in faults
+                if name == "megha" or k in ("worker", "gm", "lm")
+            ]
+            or [{"at": 1.0, "kind": "worker", "target": "random", "down_for": 2.0}],
+        }
+        r = simulate(cfg.model_copy(update={"faults": schedule}))
+        check(r, unbounded=False)
+        assert_no_run_on_a_dead_worker(r)
+
+    prop()
+
+
+def test_a_task_lost_while_its_gm_is_down_is_placed_by_the_restarted_gm(trace):
+    """Regression: a restarted GM reused request ids its LMs had acknowledged already, so the LM's rejection of a
+    re-placed task was taken for an acknowledgement and the task was never launched again."""
+    faults = {
+        "fault": [
+            {"at": 4, "kind": "gm", "target": 0, "down_for": 10},
+            {"at": 6, "kind": "partition", "target": 0, "down_for": 4},
+        ]
+    }
+    res = simulate(_cfg(trace, "megha", faults))
+    assert res.unfinished_reason is None
+    f = summarize(res)["faults"]
+    assert f["tasks_reexecuted"] > 0 and f["work_lost_s"] > 0
+    assert (res.recorder.finishes[res.feasible] == 1).all()

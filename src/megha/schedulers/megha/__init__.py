@@ -28,6 +28,7 @@ from pydantic import Field
 from megha.model.matching import Policy
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
+from megha.schedulers.megha.faults import MeghaFaults
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
@@ -162,7 +163,10 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         "fairness": fair is not None,
     }
     extras = {"job_user": job_user, "fair": fair, "layout": layout}
-    return Deployment(route=route, counters=counters, describe=describe, components=[*gms, *lms], extras=extras)
+    faults = MeghaFaults(eng, layout, gms, lms, ctx.workload)  # keeps gms current across GM restarts
+    return Deployment(
+        route=route, counters=counters, describe=describe, components=[*gms, *lms], extras=extras, faults=faults
+    )
 
 
 @register(

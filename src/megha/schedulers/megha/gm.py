@@ -543,6 +543,13 @@ class GlobalMaster(Component):
 
     def _on_preempted(self, msg: Preempted, now: float) -> None:
         self._ack(msg.lm, msg.acked)  # the launch of a preempted task may not be acknowledged yet
+        if msg.entries is not None:  # lost with a failed worker: placed again first
+            for e in msg.entries:
+                self._end_usage(e[E_TASK])
+            self.counters["tasks_requeued_after_worker_failure"] += len(msg.entries)
+            self._requeue(msg.entries, True, now)
+            self._flush(now)
+            return
         back = []
         for t in _as_list(msg.tasks):
             e = self._end_usage(t)
@@ -575,6 +582,9 @@ class GlobalMaster(Component):
             fair_period=self.fair_period,
         )
         new.queue = self.queue
+        # request ids continue (as a restarted GM would from the ids its LMs acknowledge in their snapshots): a
+        # reused id would be taken as acknowledged by an LM's earlier progress and its rejections lost
+        new.req_seq = self.req_seq
         new.unacked = self.unacked
         new.unacked_by_lm = self.unacked_by_lm
         new.running = self.running

@@ -157,11 +157,14 @@ class PreemptReply:
 
 @dataclass(slots=True)
 class Preempted:
-    """LM → GM: these tasks of the GM were preempted and must be queued again."""
+    """LM → GM: these tasks of the GM were preempted (or lost with a failed worker) and must be queued again."""
 
     lm: int
     tasks: np.ndarray
     acked: int = 0
+    # lost with a failed worker: each task's queue entry (task, duration, mask, demand, user), which the LM rebuilds
+    # from its active task list so that the GM can place it again (a GM keeps entries only under fairness)
+    entries: list | None = None
 
     def __len__(self) -> int:
         return int(self.tasks.size)

@@ -18,6 +18,8 @@ has no processing model (per-message costs need real messages); the live runtime
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from megha.errors import SimulationError
@@ -27,8 +29,12 @@ from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
+from megha.schedulers.megha.messages import Preempted
 from megha.schedulers.megha.messages import as_list as _as_list
 from megha.sim.component import Component
+
+# a failed worker holds a pseudo task with this id + the worker's id: never a real task id
+_FAILED = 1 << 62
 
 
 class InProcessWorkers(Component):
@@ -72,6 +78,7 @@ class SimLocalMaster(LocalMaster):
         self._killed: dict[int, Killed] = {}  # timer key -> Killed report on its way to this LM
         self._kill_seq = 0
         self._early: set[int] = set()  # resource mode: ended tasks whose resources a preemption freed already
+        self._failed: dict[int, np.ndarray | None] = {}  # failed worker -> what it holds (resource mode)
 
     # --- the worker side, in-process ------------------------------------------------------------------------
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
@@ -232,3 +239,80 @@ class SimLocalMaster(LocalMaster):
 
     def running_tasks(self) -> int:
         return len(self._running)
+
+    # --- worker failures (fault schedules) --------------------------------------------------------------------
+    def fail_workers(self, workers: list[int], now: float, task_info: Callable[[int], tuple[float, int]]) -> int:
+        """Workers of this LM die at ``now`` (Megha 2020 §IV-D: the LM relaunches the tasks of a failed worker).
+
+        Each task running on them is lost (its run is recorded as lost) and handed back to the GM that placed it
+        (``Preempted``), which puts it at the head of its queue and places it again on any worker its constraints
+        allow; the LM marks the dead workers fully used until :meth:`restore_workers`, so every GM learns from the
+        next update that they are gone. ``task_info(task)`` gives a task's (duration, constraint mask): the LM's
+        active task list, from which it rebuilds the GM's queue entry. Returns the number of tasks lost.
+        """
+        mine = {w for w in workers if self.lo <= w < self.hi and w not in self._failed}
+        if not mine:
+            return 0
+        cluster = self.cluster
+        by_gm: dict[int, list[tuple]] = {}
+        lost = [(t, e) for t, e in self._running.items() if e[1] in mine]
+        for t, (_, w, dem) in lost:
+            user = self._user_of(w, t)
+            del self._running[t]
+            if t in self._early:  # resource mode: a preemption's launch freed its resources already
+                self._early.discard(t)
+            else:
+                self._release([w], None if dem is None else dem[None, :])
+            kp = self.kill_pending.pop(t, None)
+            if kp is not None:  # a preemption's victim whose kill has not reached the worker: a loss all the same
+                gm = kp[0]
+            else:
+                gm, user = cluster.remove(w, t, dem)
+                if self.usage is not None:
+                    self.usage[user] -= self._units(dem)
+                    self.user_tasks.get(user, {}).pop(t, None)
+                self._changed(w, gm, now)
+            dur, mask = task_info(t)
+            by_gm.setdefault(gm, []).append((t, dur, mask, dem, user))
+        if lost:
+            self.rec.lost([t for t, _ in lost], now)
+        for gm, entries in by_gm.items():
+            ids = np.array([e[0] for e in entries], dtype=np.int64)
+            self.port.send(self.gm_addr[gm], Preempted(self.l, ids, self.processed[gm], entries))
+        lo = self.lo
+        for w in sorted(mine):
+            fid = _FAILED + w
+            if self.resource_mode:
+                d = cluster.free[w - lo].copy()
+                cluster.try_place(w, fid, d, -1, -1)
+                self.w_used[w - lo] += d
+                self._failed[w] = d
+            else:
+                cluster.try_place(w, fid, None, -1, -1)
+                self.w_task[w - lo] = fid
+                self._failed[w] = None
+            self._changed(w, -1, now)
+        self.counters["workers_failed"] += len(mine)
+        self.counters["tasks_lost_with_workers"] += len(lost)
+        return len(lost)
+
+    def _user_of(self, w: int, t: int) -> int:
+        c = self.cluster
+        if self.resource_mode:
+            entry = c.tasks_on[w - self.lo].get(t)
+            return -1 if entry is None else int(entry[1])
+        return int(c.user[w - self.lo])
+
+    def restore_workers(self, workers: list[int], now: float) -> None:
+        """Failed workers of this LM come back empty; every GM learns it from the next update."""
+        lo = self.lo
+        for w in workers:
+            if w not in self._failed:
+                continue
+            d = self._failed.pop(w)
+            self.cluster.remove(w, _FAILED + w, d)
+            if d is None:
+                self.w_task[w - lo] = -1
+            else:
+                self.w_used[w - lo] -= d
+            self._changed(w, -1, now)
