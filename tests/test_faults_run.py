@@ -3,6 +3,8 @@ clear errors for kinds a scheduler does not have."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -153,3 +155,23 @@ def test_a_task_lost_while_its_gm_is_down_is_placed_by_the_restarted_gm(trace):
     f = summarize(res)["faults"]
     assert f["tasks_reexecuted"] > 0 and f["work_lost_s"] > 0
     assert (res.recorder.finishes[res.feasible] == 1).all()
+
+
+def test_cli_faults_file_reports_the_cost_and_bad_files_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from megha.cli import app
+
+    good = tmp_path / "f.toml"
+    good.write_text('seed = 2\n[[fault]]\nat = 5\nkind = "worker"\ntarget = 0.3\ndown_for = 10\n')
+    out = tmp_path / "o"
+    args = ["simulate", "-s", "megha", "-t", "sample:YH_small", "--workers", "100", "--gms", "2", "--lms", "4"]
+    r = CliRunner().invoke(app, [*args, "--faults", str(good), "--out", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["faults"]["injected"] == 1 and doc["faults"]["tasks_reexecuted"] > 0 and doc["completed"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[fault]]\nat = "soon"\nkind = "worker"\n')
+    r = CliRunner().invoke(app, [*args, "--faults", str(bad), "--out", str(tmp_path / "o2"), "-q"])
+    assert r.exit_code == 2 and "fault 1: field 'at': expected a number" in r.output
+    assert not (tmp_path / "o2").exists()
