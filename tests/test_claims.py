@@ -160,3 +160,38 @@ def test_reproduce_list_shows_titles_and_citations():
     assert r.exit_code == 0
     assert "Constraint-Aware Federated Scheduling" in r.output and "doi:10.3390/iot4040023" in r.output
     assert "(seed 00" not in r.output
+
+
+def test_reproduce_check_quick_on_a_real_experiment(tmp_path):
+    """``megha reproduce --check --quick`` end to end on a fast reproduction (Sirius priorities, ~15 s)."""
+    from megha.cli import app
+
+    out = tmp_path / "chk"
+    r = CliRunner().invoke(
+        app, ["reproduce", "--check", "--quick", "--only", "sirius-priority", "--out", str(out), "--markdown", "-"]
+    )
+    assert r.exit_code == 0, r.output
+    doc = json.loads((out / "claims.json").read_text())["sirius-priority"]
+    assert doc["quick"] is True and doc["figures"] and doc["citation"]
+    claims = doc["claims"]
+    assert len(claims) >= 5 and doc["claims_tally"]["claims"] == len(claims)
+    for c in claims:
+        assert c["claim"] and c["paper"] and c["measured"] and c["tolerance"]
+        assert c["holds"] in (True, False, None)
+        if c["holds"] is not True:
+            assert c["explanation"], c
+    assert "| `sirius-priority` (quick) |" in r.output
+    assert (out / "sirius-priority" / "priority.png").exists()
+
+
+def test_a_broken_claims_function_is_reported_not_fatal(tmp_path, monkeypatch):
+    R._load_all()
+
+    def broken(doc, ctx):
+        return [doc["no such key"]]
+
+    exp = R.Experiment("zz-broken", "t", "iot23", _fake, "", "Fig. 3", broken)
+    monkeypatch.setitem(R._EXPERIMENTS, "zz-broken", exp)
+    doc = R.run_experiment("zz-broken", R.ReproContext(out=tmp_path / "b", quick=True, log=lambda s: None))
+    assert doc["claims"][0]["id"] == "claims-error" and "KeyError" in doc["claims"][0]["explanation"]
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["value"] == 3.0

@@ -175,7 +175,23 @@ def evaluate_claims(exp: Experiment, doc: dict[str, Any], ctx: ReproContext) -> 
     """The experiment's claims checked against ``doc`` (JSON-able dicts; none when it declares no claims)."""
     if exp.claims is None:
         return []
-    return [c.to_dict() for c in exp.claims(doc, ctx)]
+    try:
+        return [c.to_dict() for c in exp.claims(doc, ctx)]
+    except Exception as e:  # a broken claims function must not lose the run: it is reported as a claim
+        from megha.experiments.claims import Claim
+
+        return [
+            Claim(
+                "claims-error",
+                exp.figures,
+                "the paper's claims could not be evaluated on this run",
+                "",
+                "",
+                "",
+                None,
+                f"{type(e).__name__}: {e} (a bug in the experiment's claims function)",
+            ).to_dict()
+        ]
 
 
 def paper_doc(exp: Experiment) -> dict[str, Any]:
