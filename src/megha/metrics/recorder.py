@@ -13,6 +13,7 @@ Summaries and tables are derived at the end (:mod:`megha.metrics.summary`).
 from __future__ import annotations
 
 from collections import Counter
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -89,6 +90,45 @@ class _Log:
 
 
 _KINDS = ("decided", "started", "finished", "known", "comm", "proc", "wq")
+
+
+@runtime_checkable
+class Recorder(Protocol):
+    """What scheduler components report task events to: :class:`TaskRecorder` in the simulator (columns of
+    per-task times), :class:`megha.live.runtime.ForwardingRecorder` in the live runtime (events sent to clients).
+    A component calls only these; ``ids`` are task ids (a list or an array), ``t`` the component's ``now``."""
+
+    counters: Counter
+
+    def decided(self, ids, t: float) -> None:
+        """The scheduler decided where the tasks go (every attempt; the last one counts)."""
+
+    def started(self, ids, t: float, workers) -> None:
+        """Tasks started on ``workers``."""
+
+    def finished(self, ids, t: float) -> None:
+        """Tasks finished on their workers."""
+
+    def completion_known(self, ids, t: float) -> None:
+        """The scheduler learned that the tasks finished."""
+
+    def preempted(self, ids, t: float) -> None:
+        """Tasks were killed on their workers (preemption); they run again later."""
+
+    def lost(self, ids, t: float, note: str = "worker failed") -> None:
+        """Task runs were cut short by a fault (their worker died); they run again later."""
+
+    def add_comm(self, ids, d: float) -> None:
+        """Communication delay on the tasks' allocation path (modelled in the simulator only)."""
+
+    def add_proc(self, ids, d: float) -> None:
+        """Processing delay on the tasks' allocation path (modelled in the simulator only)."""
+
+    def add_worker_queue(self, ids, d) -> None:
+        """Worker queuing delay (modelled in the simulator only)."""
+
+    def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the counter ``name``."""
 
 
 class TaskRecorder:
@@ -199,7 +239,7 @@ class TaskRecorder:
         ids = self._cut(ids, t)
         self.preemptions[ids] += 1
 
-    def lost(self, ids, t: float) -> None:
+    def lost(self, ids, t: float, note: str = "worker failed") -> None:
         """Tasks died with their worker (a fault) before finishing; the work done is lost and they run again."""
         ids = self._cut(ids, t)
         self.fault_kills[ids] += 1

@@ -44,7 +44,7 @@ class BuildContext:
     """Everything a scheduler builder needs to wire its components into an engine."""
 
     engine: Engine
-    recorder: TaskRecorder
+    recorder: TaskRecorder  # the simulator's; components should need only the Recorder protocol
     workload: Workload
     datacenter: Datacenter
     feasible: np.ndarray
