@@ -32,6 +32,7 @@ from megha.config import RunConfig
 from megha.metrics.fingerprint import fingerprint
 from megha.metrics.result import RunResult
 from megha.runner import simulate
+from megha.runner.faults import crash_targets
 from megha.schedulers import registry
 from tests.tracegen import job_strategy, write_trace
 
@@ -240,3 +241,50 @@ def test_the_checks_catch_overallocation_and_constraint_violations(tmp_path: Pat
     r.datacenter = replace(r.datacenter, worker_masks=np.zeros_like(r.datacenter.worker_masks))
     with pytest.raises(AssertionError, match="without their constraints"):
         assert_constraints_respected(r)
+
+
+# --- under faults: random crashes of the scheduler's own components --------------------------------------------------
+def crash_kinds(name: str, mode: str, trace: str) -> dict[str, int]:
+    """The component kinds a fault schedule can crash in a deployment of ``name``, with how many of each."""
+    seen: dict[str, int] = {}
+
+    def grab(engine) -> None:
+        comps = [c for a, c in engine.components.items() if a not in ("source", "watchdog")]
+        seen.update({k: len(v) for k, v in crash_targets(comps).items()})
+
+    simulate(config(name, mode, trace, 8, 2, 0), instrument=grab)
+    return seen
+
+
+# MACRM creates components per job and has its own failure model; ideal is a bound
+FAULT_CASES = [(n, m) for n, m in CASES if not registry.get(n).unbounded and registry.get(n).family != "macrm"]
+
+
+@pytest.mark.parametrize(("name", "mode"), FAULT_CASES, ids=[f"{n}-{m}" for n, m in FAULT_CASES])
+def test_conformance_under_crashes(name: str, mode: str, tmp_path: Path) -> None:
+    """Random crashes (at random times, for random lengths, restarts at once included) of the scheduler's components:
+    the same checks as without faults."""
+    trace0 = write_trace([(0.0, [1.0])], tmp_path / "probe.tr")
+    kinds = sorted(crash_kinds(name, mode, trace0))
+
+    @given(
+        jobs=st.lists(job_st, min_size=1, max_size=12),
+        workers=st.integers(4, 20),
+        seed=st.integers(0, 10_000),
+        faults=st.lists(
+            st.tuples(st.sampled_from(kinds), st.floats(0, 8), st.sampled_from([0.0, 0.2, 2.0, 10.0])),
+            min_size=1,
+            max_size=4,
+        ),
+    )
+    @settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+    def prop(jobs, workers, seed, faults) -> None:
+        trace = write_trace(jobs, tmp_path / "w.tr")
+        cfg = config(name, mode, trace, workers, 2, seed)
+        schedule = {
+            "seed": seed,
+            "fault": [{"at": at, "kind": k, "target": "random", "down_for": d} for k, at, d in faults],
+        }
+        check(simulate(cfg.model_copy(update={"faults": schedule})), unbounded=False)
+
+    prop()

@@ -195,7 +195,7 @@ class Oracle(Component):
         items = self._ends.pop(key)
         tasks = [x[0] for x in items]
         rec = self.rec
-        rec.finished(tasks, now)
+        rec.finished(tasks, key)  # the end on the workers (later than ``key`` only if this component was down)
         rec.completion_known(tasks, now)
         lt: list[int] = []
         lw: list[int] = []
