@@ -1,0 +1,145 @@
+"""A simulator-only Pigeon master that runs its group's workers in-process.
+
+With :class:`~megha.schedulers.pigeon.workers.GroupWorkers` as a separate component, every task costs a ``Start``
+message (master → workers, one network delay), a timer at its end, an ``Ended`` message back (the worker report
+delay, 0 by default) and a ``TaskDone`` message to its distributor — four engine events. :class:`SimPigeonMaster`
+keeps exactly that timing but handles the workers' side in-process: the start and end the workers would have
+recorded are recorded as such when the master commits a launch, and the end reaches the master through one
+absolute-time timer at the instant the ``Ended`` message would have arrived (tasks ending at the same instant share
+it). The distributor only notes when it learns that a task finished, so the master records that instant (one
+network delay later) itself, except for the run's last completions, which travel as messages so that the run ends
+at the same instant. The message counts report the ``Start``/``Launch``, ``Ended``/``Finished`` and
+``TaskDone``/``TasksDone`` messages modelled, and the communication delay of a launch is recorded as the engine would.
+
+Only the order of events that fall at exactly the same simulated instant may differ from the multi-component form
+(an end is ordered by when its task was launched, not by when the workers' timer fired), so results are the same
+unless two unrelated events coincide to the last bit. The deployment uses it when the engine has no processing
+model (per-message costs need real messages).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from megha.errors import SimulationError
+from megha.schedulers.common.messages import Finished, Launch
+from megha.schedulers.pigeon.master import PigeonMaster
+from megha.schedulers.pigeon.messages import Ended, Start, TaskDone, TasksDone
+
+
+class SimPigeonMaster(PigeonMaster):
+    """:class:`PigeonMaster` with its workers in-process (simulator only; needs ``port.set_timer_at``)."""
+
+    def __init__(
+        self, *args, launch_delay: float = 0.0005, report_delay: float = 0.0, known_delay: float = 0.0005, **kw
+    ) -> None:
+        """``launch_delay``: master → workers; ``report_delay``: workers → master; ``known_delay``: master →
+        distributor (the links' latencies in the multi-component form)."""
+        super().__init__(*args, **kw)
+        self.launch_delay = float(launch_delay)
+        self.report_delay = float(report_delay)
+        self.known_delay = float(known_delay)
+        self.task_on: dict[int, int] = dict.fromkeys(self.workers.tolist(), -1)  # the workers' own record
+        self._ends: dict[float, list] = {}  # end on the workers -> [the workers' timer instant, (task, worker)...]
+
+    # --- the workers' side, in-process ----------------------------------------------------------------------------
+    def _launch(self, tasks: list[int], workers: list[int], durations: list[float], now: float) -> None:
+        rec = self.rec
+        port = self.port
+        d = self.launch_delay
+        start = now + d
+        rec.decided(tasks, now)
+        rec.add_comm(tasks, d)
+        port.count_message(Start if len(tasks) == 1 else Launch)
+        rec.started(tasks, start, workers)
+        task_on = self.task_on
+        ends = self._ends
+        r = self.report_delay
+        at = port.set_timer_at
+        for t, w, dur in zip(tasks, workers, durations, strict=True):
+            cur = task_on.get(w)
+            if cur is None or cur >= 0:
+                raise SimulationError(
+                    f"{self.pool}: worker {w} over-committed at t={start:.6f}: "
+                    + ("not in this group" if cur is None else f"it already runs task {cur}")
+                )
+            task_on[w] = t
+            e = start + dur
+            g = ends.get(e)
+            if g is None:
+                tp = start + (e - start)  # the instant the workers' timer would fire
+                ends[e] = [tp, (t, w)]
+                at(tp + r, e)  # the instant their report would arrive
+            else:
+                g.append((t, w))
+
+    def _freed_one(self, t: int, w: int, now: float) -> None:
+        entry = self.next_task(w)
+        if entry is None:
+            self.index.set_worker(self.avail, w, True)
+            self.n_free += 1
+            return
+        self._launch([entry[0]], [w], [entry[1]], now)
+
+    def on_timer(self, key, now: float) -> None:
+        g = self._ends.pop(key)
+        items = g[1:]
+        task_on = self.task_on
+        for _, w in items:
+            task_on[w] = -1
+        rec = self.rec
+        port = self.port
+        ts = [x[0] for x in items]
+        rec.finished(ts, g[0])
+        port.count_message(Ended if len(items) == 1 else Finished)
+        self._report(ts, now)
+        if len(items) == 1:
+            self._freed_one(items[0][0], items[0][1], now)
+            return
+        lt: list[int] = []
+        lw: list[int] = []
+        ld: list[float] = []
+        idx = self.index
+        for _, w in items:
+            entry = self.next_task(w)
+            if entry is None:
+                idx.set_worker(self.avail, w, True)
+                self.n_free += 1
+            else:
+                lt.append(entry[0])
+                lw.append(w)
+                ld.append(entry[1])
+        if lt:
+            self._launch(lt, lw, ld, now)
+
+    def _report(self, tasks: list[int], now: float) -> None:
+        """Tell the tasks' distributors they finished (recorded at the message's arrival; see the module doc)."""
+        dist_of = self.dist_of
+        port = self.port
+        if len(tasks) == 1:
+            t = tasks[0]
+            dist = dist_of.pop(t)
+            if self.rec.outstanding > 1:
+                port.count_message(TaskDone)
+                self.rec.completion_known(tasks, now + self.known_delay)
+            else:  # the run's last completion: a real message, so the run ends when it arrives
+                port.send(self.distributors[dist], TaskDone(t))
+            return
+        by_dist: dict[int, list[int]] = {}
+        for t in tasks:
+            d = dist_of.pop(t)
+            lst = by_dist.get(d)
+            if lst is None:
+                by_dist[d] = [t]
+            else:
+                lst.append(t)
+        for d, ts in by_dist.items():
+            if self.rec.outstanding > len(ts):
+                port.count_message(TasksDone)
+                self.rec.completion_known(ts, now + self.known_delay)
+            else:
+                port.send(self.distributors[d], TasksDone(np.array(ts, dtype=np.int64)))
+
+    def running(self) -> int:
+        """Tasks running on this group's workers."""
+        return sum(1 for t in self.task_on.values() if t >= 0)
