@@ -241,3 +241,18 @@ def test_node_manager_rejects_over_commit():
     )
     with pytest.raises(SimulationError, match="over-committed"):
         nmr.on_message(Launch(np.array([0, 1]), np.array([0, 0]), np.ones(2), "nm", np.ones((2, 2)) * 1.5), 0.0)
+
+
+def test_compiled_node_scan_matches_first_set_from():
+    from megha.schedulers.centralized._kernels import first_and_from
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 5))
+        a = rng.integers(0, 2**63, n, dtype=np.uint64) & rng.choice(np.array([0, 2**64 - 1], dtype=np.uint64), n)
+        s = rng.integers(0, 2**63, n, dtype=np.uint64) | rng.integers(0, 2**63, n, dtype=np.uint64)
+        if rng.random() < 0.3:  # sparse: a single bit
+            a = np.zeros(n, dtype=np.uint64)
+            a[int(rng.integers(n))] = np.uint64(1) << np.uint64(int(rng.integers(64)))
+        start = int(rng.integers(n * 64))
+        assert first_and_from(a, s, start) == first_set_from(a & s, start)

@@ -31,11 +31,22 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model import bitset
 from megha.model.matching import FastRandom, SegmentedIndex, WaitQueue
-from megha.schedulers.centralized.heartbeats import HeartbeatSchedule, first_set_from
+from megha.schedulers.centralized.heartbeats import HeartbeatSchedule
 from megha.schedulers.centralized.messages import NodeHeartbeat
 from megha.schedulers.common.fewest import FewestTasksQueue
 from megha.schedulers.common.messages import JobArrival, Launch
 from megha.sim.component import Component
+
+_first_and_from = None  # the compiled node scan, imported on first use so the CLI starts fast
+
+
+def _load_scan():
+    global _first_and_from
+    from megha.schedulers.centralized._kernels import first_and_from
+
+    _first_and_from = first_and_from
+    return first_and_from
+
 
 _EPS = 1e-9
 QUEUES = ("fifo", "fair", "fewest-tasks")
@@ -172,9 +183,10 @@ class ResourceManager(Component):
     def _claim_bit(self, mask: int, demand, start: int) -> int:
         """Bit (heartbeat order) of the first suitable node with room at or after ``start``, wrapping; or -1."""
         idx = self.index
-        cand = idx.candidates(self.idle, mask)
         if not self.resource:
-            return first_set_from(cand, start)
+            scan = _first_and_from or _load_scan()
+            return scan(self.idle, idx.static_vector(mask), start)
+        cand = idx.candidates(self.idle, mask)
         bits = bitset.set_indices(cand)
         if bits.size == 0:
             return -1

@@ -1,0 +1,41 @@
+"""Compiled node scan of the YARN-like RM (numba); imported lazily so the CLI starts fast."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def _low_bit(w: np.uint64) -> int:
+    b = 0
+    while not (w >> np.uint64(b)) & np.uint64(1):
+        b += 1
+    return b
+
+
+@njit(cache=True, nogil=True)
+def first_and_from(avail: np.ndarray, static: np.ndarray, start: int) -> int:
+    """Index of the first set bit of ``avail & static`` at or after bit ``start``, wrapping around; -1 if none.
+
+    The same answer as :func:`~megha.schedulers.centralized.heartbeats.first_set_from` on ``avail & static``,
+    without building that vector.
+    """
+    n = avail.size
+    if n == 0:
+        return -1
+    wi = start >> 6
+    off = start & 63
+    w = avail[wi] & static[wi]
+    hi = (w >> np.uint64(off)) << np.uint64(off)
+    if hi:
+        return wi * 64 + _low_bit(hi)
+    for i in range(wi + 1, n):
+        w = avail[i] & static[i]
+        if w:
+            return i * 64 + _low_bit(w)
+    for i in range(0, wi + 1):  # wrap around (may be the low bits of the start word)
+        w = avail[i] & static[i]
+        if w:
+            return i * 64 + _low_bit(w)
+    return -1
