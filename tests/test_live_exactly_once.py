@@ -161,3 +161,81 @@ def test_gm_death_after_a_host_death_runs_no_task_twice():
     twice = np.flatnonzero(feas & (starts > lost + 1))
     assert twice.size == 0, f"{twice.size} task(s) ran twice: {twice[:5].tolist()}"
     assert res.counters["gm_restarts_seen"] >= 1 and res.counters["hosts_lost"] >= 1
+
+
+async def _stalled_active(cfg: LiveConfig):
+    dc = datacenter_of(cfg)
+    layout = layout_of(cfg, dc)
+    dep = await LocalDeployment(cfg, layout=layout).start()
+    cl = LiveClient(cfg, dep.transport("client"), layout)
+    await cl.start()
+    w = with_constraints(cfg, synthetic_workload(120, 4, 0.4, 6.0, seed=2))
+    rt = dep.lms[(0, "active")]
+    h = next(iter(rt.hosted.values()))
+    alive = cl.rt.subject(layout.lm_address(0) + "/alive")
+    fence = cl.rt.subject(layout.lm_address(0) + "/fence")
+    held: list = []  # inputs that reach the stalled active: it handles them when it wakes up
+    sent_after: list = []
+
+    async def stale_term(key: str) -> int:
+        return 1
+
+    try:
+        job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30, ready_timeout=30))
+        while cl.started.sum() < 20:
+            await asyncio.sleep(0.02)
+        # LM 0's active process stalls: no beats, no inputs handled, no timers, no look at the term; its standby
+        # sees it silent and takes over; the fence telling the old active does not get through
+        dep.broker.drop = lambda subj, data: subj in (alive, fence)
+        rt.admit = lambda env, data=b"", pos=0: held.append(("msg", env, data, pos)) or []
+        h.timer = lambda key, now=None: held.append(("timer", key))
+        rt.transport.current_term = stale_term
+        for _ in range(3000):
+            if dep.lm_role(0, "standby") != "standby":
+                break
+            await asyncio.sleep(0.01)
+        assert dep.lm_role(0, "standby") == "active", "the standby did not take over"
+        await asyncio.sleep(0.2)  # the new active decides on the same inputs
+        # the old active wakes up and handles what it had queued, before it hears of the new term
+        del rt.admit, h.timer, rt.transport.current_term
+        send_raw = rt.send_raw
+        rt.send_raw = lambda dst, data: sent_after.append(dst) or send_raw(dst, data)
+        for item in held:
+            if item[0] == "msg":
+                for e, raw, p in rt.admit(*item[1:]):
+                    h.deliver(e, raw, p)
+            else:
+                h.timer(item[1])
+        await asyncio.sleep(0.5)
+        dep.broker.drop = None
+        run = await asyncio.wait_for(job, 90)
+        return to_run_result(run, cfg, dc, "synthetic"), run, dep.lm_role(0, "active"), held, sent_after
+    finally:
+        await cl.close()
+        await dep.close()
+
+
+def test_an_active_lm_that_only_stalled_sends_nothing_after_its_standby_took_over():
+    """LM 0's active stalls (no beats, no inputs handled) while inputs keep arriving; its standby takes over and
+    decides on them; then the old active wakes up and handles its queued inputs before it hears of the new term.
+    It writes their records to the replication log where the log ended for it, which the broker refuses (the new
+    active wrote its first record there), so it is deposed and none of its outputs leave: two instances never act
+    as LM 0 at once. Before, the old active's launches and events went out beside the new active's."""
+    cfg = LiveConfig(broker={"kind": "inproc"}, ha={"failover_timeout": 0.3, "host_timeout": 2.0})
+    res, run, old_role, held, sent_after = asyncio.run(asyncio.wait_for(_stalled_active(cfg), 180))
+    assert held, "no input reached the stalled active: the test did not exercise the race"
+    assert old_role == "deposed"
+    assert sent_after == [], f"the deposed active sent {len(sent_after)} message(s): {sorted(set(sent_after))}"
+    assert res.unfinished_reason is None, res.unfinished_reason
+    feas = res.feasible
+    starts = np.zeros(feas.size, dtype=np.int64)
+    lost = np.zeros(feas.size, dtype=np.int64)
+    for _, _, kind, ids, _, _ in run.log:
+        if kind == "started":
+            np.add.at(starts, ids, 1)
+        elif kind == "lost":
+            np.add.at(lost, ids, 1)
+    fin = res.recorder.finishes[feas]
+    assert (fin == 1).all(), f"finished counts {np.unique(fin, return_counts=True)}"
+    twice = np.flatnonzero(feas & (starts > lost + 1))
+    assert twice.size == 0, f"{twice.size} task(s) ran twice: {twice[:5].tolist()}"

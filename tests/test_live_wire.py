@@ -52,6 +52,7 @@ SAMPLES = [
     L.Events("megha/gm0", [["started", 1.5, [1, 2], [3, 4], ""], ["failed", 2.0, [1], [2], "exit code 2"]]),
     L.Status("megha/lm0", "lm", "active", 1, 2.0, {"running": 3, "counters": {"x": 1}, "runs": [1, 2]}),
     L.Repl(0, 1, "msg", 1.0, "", b"\x01\x02"),
+    L.ReplBatch(0, [b"\x01", b"\x02\x03"]),
     L.Control("shutdown"),
 ]
 

@@ -144,6 +144,17 @@ class Repl:
 
 
 @dataclass(slots=True)
+class ReplBatch:
+    """Records of an active LM's replication log written as one message (group commit). The active writes a batch
+    only where the log ends (the broker checks the expected last position), so once a standby has taken over by
+    writing its first record, a deposed active's next batch is refused; the outputs of a batch's records are
+    sent only after the broker stored the batch."""
+
+    lm: int
+    records: list
+
+
+@dataclass(slots=True)
 class Control:
     """Operator → services: ``shutdown`` (exit cleanly) or ``ping``."""
 

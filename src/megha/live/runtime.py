@@ -28,6 +28,13 @@ is connected, the standby claims the next *term* (compare-and-set in the broker:
 one wins), re-sends its recent outputs (receivers drop those the active had delivered), arms the timers the
 component had set and reads the inbox from the position after the last input the active logged. An active
 that learns of a higher term (a fence message, or its periodic look at the term) is *deposed*: it stops.
+**Fenced log, gated outputs.** The active writes its records in batches (group commit: :class:`ReplBatch`),
+each only where the log ends for it (the broker checks the expected last position; a message id makes a
+re-published batch count once), and sends the outputs that follow from the records only once the broker stored
+them. A standby taking over first writes its own record where the log ends (after applying every record before
+it). So an active that only stalled, and wakes up after the takeover, has its next batch refused: it is deposed
+before any of its outputs leave; two instances never act as one LM, and whatever anyone saw the old active do
+follows from records its successor applied.
 While its connection is down a component's timers wait (an LM judges no worker host dead while it cannot hear
 them), and after a reconnection it gets a ``resume`` input (an LM gives every host a grace period).
 """
@@ -45,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from megha.live import wire
-from megha.live.messages import Control, Events, Repl, Status
+from megha.live.messages import Control, Events, Repl, ReplBatch, Status
 from megha.live.transport import Transport, subject_of
 from megha.sim.component import Component
 
@@ -186,7 +193,10 @@ class LivePort:
             self.ring.append((dst, data))
         if not self.muted:
             self.sent += 1
-            self.rt.send_raw(dst, data)
+            if self.h.role == "active":  # sent once the records it follows from are in the replication log
+                self.h.gate(dst, data)
+            else:
+                self.rt.send_raw(dst, data)
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         self._n += 1
@@ -280,6 +290,12 @@ class Hosted:
         self.counters: Counter = Counter()
         self.failover_timeout = failover_timeout
         self._repl_n = 0
+        self._recs: list[bytes] = []  # active: records not yet written to the log
+        self._outs: list[tuple[str, bytes]] = []  # active: outputs waiting for their records to be stored
+        self._writing = False  # a batch of records is on its way to the log
+        self._kick_armed = False
+        self._log_seq = 0  # position of the log's last record (as far as this instance knows)
+        self._claiming = 0  # standby: the term it is taking over with, while it writes its first record
         self._repl_pos = 0  # standby: stream position of the latest replication record received
         self._repl_held: dict[int, Repl] = {}
         self._last_heard = time.monotonic()
@@ -371,6 +387,7 @@ class Hosted:
             self.port.muted = True
         if self.role == "active":
             self.port.term = 1
+            self._log_seq = await tr.last_position(self.rt.repl_subject(self.address))
         if self.role != "standby":
             if self.role == "active":
                 self._replicate("start", "", b"")
@@ -429,14 +446,66 @@ class Hosted:
 
     # --- replication -------------------------------------------------------------------------------------
     def _replicate(self, what: str, key: str, data: bytes, pos: int = 0) -> None:
+        """Log one input (before handling it); records are written in batches, see :meth:`_write`."""
         self._repl_n += 1
         msg = Repl(getattr(self.comp, "l", 0), self._repl_n, what, time.time(), key, data, pos or self.resume_pos)
         if pos:
             self.resume_pos = pos
-        subj = self.rt.repl_subject(self.address)
-        self.rt.transport.publish_durable(
-            subj, wire.encode(msg, self.address, self.address + "/standby", self.port.epoch)
+        self._recs.append(wire.encode(msg, self.address, self.address + "/standby", self.port.epoch))
+        self._arm_write()
+
+    def gate(self, dst: str, data: bytes) -> None:
+        """An active's output: sent once every record logged so far is stored (a successor, which reads the log
+        to its end before it takes over, then knows of every input whose outputs anyone saw)."""
+        self._outs.append((dst, data))
+        self._arm_write()
+
+    def _arm_write(self) -> None:
+        if not self._kick_armed:
+            self._kick_armed = True
+            self.rt.loop.call_soon(self._write)
+
+    def _write(self) -> None:
+        """Write the pending records as one batch where the log ends (group commit), or release the outputs when
+        every record is stored. The broker refuses the batch when the log moved on: another instance took over
+        (it wrote its first record at the end it had read), so this one is deposed and its outputs never leave."""
+        self._kick_armed = False
+        if self._writing or self.role != "active":
+            return
+        if not self._recs:
+            outs, self._outs = self._outs, []
+            for dst, data in outs:
+                self.rt.send_raw(dst, data)
+            return
+        recs, outs = self._recs, self._outs
+        self._recs, self._outs = [], []
+        self._writing = True
+        batch = wire.encode(
+            ReplBatch(getattr(self.comp, "l", 0), recs),
+            self.address,
+            self.address + "/standby",
+            self.port.epoch,
+            0,
+            self.port.term,
         )
+        headers = {
+            "Nats-Expected-Last-Subject-Sequence": str(self._log_seq),
+            "Nats-Msg-Id": f"{self.address}@{self.port.term}:{self._log_seq}",
+        }
+        self.counters["replication_batches"] += 1
+
+        def done(seq: int | None, err: str | None) -> None:
+            self._writing = False
+            if seq is None:
+                self.depose(f"the replication log moved on ({err}): another instance took over")
+                return
+            self._log_seq = seq
+            for dst, data in outs:
+                self.rt.send_raw(dst, data)
+            if self._recs or self._outs:
+                self._arm_write()
+
+        self.rt.transport.publish_durable(self.rt.repl_subject(self.address), batch, headers, done)
 
     def _on_fence(self, data: bytes) -> None:
         """A standby took over while this active was alive (it stalled): step down for good."""
@@ -452,6 +521,8 @@ class Hosted:
             return
         log.error("%s: %s: this instance steps down", self.address, why)
         self.role = "deposed"
+        self._recs.clear()
+        self._outs.clear()
         self.port.muted = True
         self.port.close()
         for t in self._tasks:
@@ -504,6 +575,12 @@ class Hosted:
             env = wire.decode(data)
         except wire.WireError as e:
             self.reject(f"malformed replication record: {e}")
+            return
+        if isinstance(env.msg, ReplBatch):
+            if self._claiming and env.term >= self._claiming:
+                return  # the first record of our own takeover
+            for raw in env.msg.records:
+                self.on_repl(raw, pos)
             return
         r: Repl = env.msg
         if not isinstance(r, Repl):
@@ -609,6 +686,14 @@ class Hosted:
             self._last_heard = time.monotonic()
             self._born = time.monotonic()
             return
+        fence = Control("takeover", str(term))
+        tr.publish(  # the old active (if it only stalled) stops writing
+            self.rt.subject(self.address + "/fence"),
+            wire.encode(fence, self.address, self.address + "/fence", self.port.epoch, 0, term),
+        )
+        first = await self._write_first(term)
+        if first is None:
+            return
         log.warning(
             "%s: standby takes over as term %d (active silent for %.2f s; %d log records applied)",
             self.address,
@@ -622,24 +707,77 @@ class Hosted:
             self._repl_held.clear()
         self.role = "active"
         self.counters["takeovers"] += 1
-        fresh = not self.started
         self.port.go_live(term)
-        fence = Control("takeover", str(term))
-        tr.publish(
-            self.rt.subject(self.address + "/fence"),
-            wire.encode(fence, self.address, self.address + "/fence", self.port.epoch, 0, term),
-        )
-        now = time.time()
-        if fresh:  # nobody ever started this LM
-            self._replicate("start", "", b"")
+        now = first.now
+        if first.what == "start":  # nobody ever started this LM
             self.comp.on_start(now)
             self.started = True
+            self.flush_events()
         else:
-            self._replicate("takeover", "", b"")
             self._hook("on_takeover", now)
         await self._open_inbox(self.resume_pos or None)
         await self._become_active_tasks()
         self.rt.publish_status_now()
+
+    async def _write_first(self, term: int) -> Repl | None:
+        """Fence the replication log: write this instance's first record (``takeover``, or ``start`` when nobody
+        ever started the LM) exactly where the log ends, after applying every record before it. A deposed
+        active that stalled may still append a batch or two (until it hears of the new term): read them too and
+        try again. None when the log could not be taken over (this instance stays a standby)."""
+        tr = self.rt.transport
+        subj = self.rt.repl_subject(self.address)
+        loop = asyncio.get_running_loop()
+        end = time.monotonic() + 20 * self.failover_timeout + 10.0
+        self._claiming = term  # our own first record, read back, is not applied as a standby's input
+        try:
+            return await self._write_first_loop(term, tr, subj, loop, end)
+        finally:
+            self._claiming = 0
+
+    async def _write_first_loop(self, term, tr, subj, loop, end) -> Repl | None:
+        while self.role == "standby" and time.monotonic() < end:
+            try:
+                last = await tr.last_position(subj)
+            except Exception as e:
+                log.warning("%s: cannot read the replication log's end (%s)", self.address, e)
+                await asyncio.sleep(0.1)
+                continue
+            t_read = time.monotonic() + 5 * self.failover_timeout
+            while self._repl_pos < last and time.monotonic() < t_read:
+                await asyncio.sleep(0.01)
+            if self._repl_pos < last:
+                continue
+            n = self._repl_n + 1
+            what = "takeover" if self.started else "start"
+            rec = Repl(getattr(self.comp, "l", 0), n, what, time.time(), "", b"", self.resume_pos)
+            batch = wire.encode(
+                ReplBatch(rec.lm, [wire.encode(rec, self.address, self.address + "/standby", self.port.epoch)]),
+                self.address,
+                self.address + "/standby",
+                self.port.epoch,
+                0,
+                term,
+            )
+            fut: asyncio.Future = loop.create_future()
+
+            def done(seq, err, fut=fut) -> None:
+                if not fut.done():
+                    fut.set_result((seq, err))
+
+            headers = {"Nats-Expected-Last-Subject-Sequence": str(last), "Nats-Msg-Id": f"{self.address}@{term}:{last}"}
+            tr.publish_durable(subj, batch, headers, done)
+            try:
+                seq, _ = await asyncio.wait_for(fut, 10.0)
+            except TimeoutError:
+                continue
+            if seq is not None:
+                self._repl_n = n
+                self._log_seq = seq
+                return rec
+            self.counters["takeover_log_moved"] += 1
+            await asyncio.sleep(0.02)
+        log.error("%s: the replication log could not be taken over; staying a standby", self.address)
+        return None
 
     def close(self) -> None:
         for t in self._tasks:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import re
@@ -66,9 +67,22 @@ class Transport(ABC):
     def publish(self, subject: str, data: bytes) -> None:
         """Queue ``data`` for ``subject``; never blocks; keeps this transport's order."""
 
-    def publish_durable(self, subject: str, data: bytes) -> None:
-        """Like :meth:`publish`, for a subject a stream keeps (re-sent until the broker stored it)."""
+    def publish_durable(
+        self,
+        subject: str,
+        data: bytes,
+        headers: dict[str, str] | None = None,
+        on_ack: Callable[[int | None, str | None], None] | None = None,
+    ) -> None:
+        """Like :meth:`publish`, for a subject a stream keeps (re-sent until the broker stored it).
+
+        ``headers`` may carry ``Nats-Msg-Id`` (the broker stores a message id once) and
+        ``Nats-Expected-Last-Subject-Sequence`` (stored only when the subject's last message is at that position);
+        ``on_ack(position, None)`` is called once it is stored, ``on_ack(None, reason)`` when the broker refused it
+        for good (the expected position did not match)."""
         self.publish(subject, data)
+        if on_ack is not None:
+            asyncio.get_running_loop().call_soon(on_ack, 0, None)
 
     @abstractmethod
     async def subscribe(self, subject: str, handler: Handler) -> object:
@@ -135,6 +149,7 @@ class InProcBroker:
         self.subs: dict[str, list[tuple[int, Handler]]] = defaultdict(list)
         self.logs: dict[str, list[bytes]] = defaultdict(list)
         self.terms: dict[str, int] = {}
+        self.msg_ids: dict[str, int] = {}
         self._n = 0
         self.published = 0
         self.drop: Callable[[str, bytes], bool] | None = None  # fault injection: return True to drop
@@ -167,14 +182,32 @@ class InProcTransport(Transport):
         for _, h in list(subs):
             loop.call_soon(_guarded, h, data)
 
-    def publish_durable(self, subject: str, data: bytes) -> None:
+    def publish_durable(self, subject: str, data: bytes, headers=None, on_ack=None) -> None:
         if self.closed:
             return
         b = self.broker
         if b.drop is not None and b.drop(subject, data):
             return
-        b.logs[subject].append(data)
+        log_ = b.logs[subject]
+        mid = None
+        if headers:
+            loop = asyncio.get_running_loop()
+            mid = headers.get("Nats-Msg-Id")
+            if mid is not None and mid in b.msg_ids:
+                if on_ack is not None:
+                    loop.call_soon(on_ack, b.msg_ids[mid], None)
+                return
+            exp = headers.get("Nats-Expected-Last-Subject-Sequence")
+            if exp is not None and int(exp) != len(log_):
+                if on_ack is not None:
+                    loop.call_soon(on_ack, None, f"wrong last sequence: {len(log_)}")
+                return
+        log_.append(data)
+        if mid is not None:
+            b.msg_ids[mid] = len(log_)
         self.publish(subject, data)
+        if on_ack is not None:
+            asyncio.get_running_loop().call_soon(on_ack, len(log_), None)
 
     async def subscribe(self, subject: str, handler: Handler) -> object:
         self.broker._n += 1
@@ -407,6 +440,7 @@ class NatsTransport(Transport):
         self._writer: asyncio.Task | None = None
         # id -> subject, data, stream, sent at, connection generation it was written in
         self._outbox: dict[int, tuple[str, bytes, str, float, int]] = {}
+        self._extra: dict[int, tuple] = {}  # id -> headers, on_ack (the few publishes that have them)
         self._gen = 0
         self._n = 0
         self._ack_prefix = ""
@@ -533,9 +567,11 @@ class NatsTransport(Transport):
         self._out.append((subject, data, 0))
         self._wake.set()
 
-    def publish_durable(self, subject: str, data: bytes) -> None:
+    def publish_durable(self, subject: str, data: bytes, headers=None, on_ack=None) -> None:
         self._n += 1
         self._outbox[self._n] = (subject, data, self.stream_of(subject), 0.0, -1)
+        if headers or on_ack is not None:
+            self._extra[self._n] = (headers, on_ack)
         self._out.append((subject, data, self._n))
         self._wake.set()
 
@@ -546,13 +582,26 @@ class NatsTransport(Transport):
             return
         d = msg.data
         if not d or b'"error"' in d or b'"seq"' not in d:
+            ex = self._extra.get(n)
+            if ex is not None and b"wrong last sequence" in d and self._outbox.pop(n, None) is not None:
+                del self._extra[n]  # refused for good: the subject moved on (another writer)
+                if ex[1] is not None:
+                    ex[1](None, d.decode(errors="replace")[:200])
+                return
             # not stored (JetStream still starting after a broker restart, no stream): publish it again soon
             self.counters["publish_errors"] += 1
             ent = self._outbox.get(n)
             if ent is not None:
                 self._outbox[n] = (*ent[:3], -1e9, ent[4])
             return
-        self._outbox.pop(n, None)
+        if self._outbox.pop(n, None) is not None and self._extra:
+            ex = self._extra.pop(n, None)
+            if ex is not None and ex[1] is not None:
+                try:
+                    seq = int(json.loads(d)["seq"])
+                except (ValueError, KeyError, TypeError):
+                    seq = 0
+                ex[1](seq, None)
 
     def _republish(self, older_than: float) -> None:
         now = time.monotonic()
@@ -591,8 +640,12 @@ class NatsTransport(Transport):
                     # its own message only (one published while JetStream was still starting is not stored)
                     ob[k] = (ent[0], ent[1], ent[2], time.monotonic(), self._gen)
                     reply = f"{self._ack_prefix}.{k}"
+                    ex = self._extra.get(k) if self._extra else None
+                    headers = ex[0] if ex is not None else None
+                else:
+                    headers = None
                 try:
-                    await self.nc.publish(subject, data, reply=reply)
+                    await self.nc.publish(subject, data, reply=reply, headers=headers)
                 except OutboundBufferLimitError:
                     await asyncio.sleep(0.05)  # reconnecting with a full buffer: wait, keep order
                     continue

@@ -224,6 +224,12 @@ def _k_events(v: Any) -> Any:
     return v
 
 
+def _k_bytes_list(v: Any) -> Any:
+    if type(v) is not list or len(v) > 1_000_000 or not all(type(x) is bytes for x in v):
+        raise WireError("expected a list of byte strings")
+    return v
+
+
 def _k_info(v: Any) -> Any:
     if type(v) is not dict or len(v) > 256:
         raise WireError("expected a map")
@@ -434,6 +440,7 @@ SCHEMAS: dict[str, Schema] = dict(
             ("data", K_BYTES),
             ("pos", K_INT),
         ),
+        _s(L.ReplBatch, ("lm", K_INT), ("records", _k_bytes_list)),
         _s(L.Control, ("cmd", K_STR), ("arg", K_STR)),
     ]
 )
