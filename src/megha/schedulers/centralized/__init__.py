@@ -25,6 +25,7 @@ from pydantic import Field
 from megha.schedulers.centralized.heartbeats import HEARTBEAT_LAG, HeartbeatSchedule
 from megha.schedulers.centralized.nodemanager import NodeManagers
 from megha.schedulers.centralized.rm import ResourceManager
+from megha.schedulers.centralized.simrm import SimResourceManager
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
 __all__ = ["HeartbeatSchedule", "NodeManagers", "ResourceManager", "YarnOptions"]
@@ -48,6 +49,12 @@ class YarnOptions(SchedulerOptions):
     am_overhead: float = Field(0.0, ge=0, description="per-job application master start-up time (s)")
 
 
+def node_managers_in_process(ctx: BuildContext) -> bool:
+    """Whether the RM runs the node managers in-process (:class:`SimResourceManager`, same results with a third of
+    the engine events): in slot mode without processing costs (which need real messages)."""
+    return ctx.engine.processing is None and ctx.datacenter.capacity is None
+
+
 @register(
     "yarn",
     "YARN-like central RM: allocations only on node heartbeats (period 1-3 s), FIFO, fair or fewest-tasks queue",
@@ -59,27 +66,24 @@ def build(ctx: BuildContext) -> Deployment:
     dc = ctx.datacenter
     lag = HEARTBEAT_LAG if opts.scan == "rotate" else 0.0
     schedule = HeartbeatSchedule.random(dc.n_workers, opts.heartbeat, ctx.rng, lag=lag)
-    latency = ctx.engine.delay_model.delay(NodeManagers.kind, ResourceManager.kind)
-    nm = NodeManagers("yarn/nm", "yarn/rm", schedule, dc.n_workers, ctx.recorder, capacity=dc.capacity)
-    rm = ResourceManager(
-        "yarn/rm",
-        nm.address,
-        nm.address,
-        dc.worker_masks,
-        dc.capacity,
-        schedule,
-        ctx.recorder,
-        queue=opts.queue,
-        am_overhead=opts.am_overhead,
-        heartbeat_latency=latency,
-        scan=opts.scan,
-    )
-    for c in (nm, rm):
+    dm = ctx.engine.delay_model
+    latency = dm.delay(NodeManagers.kind, ResourceManager.kind)
+    args = ("yarn/rm", "yarn/nm", "yarn/nm", dc.worker_masks, dc.capacity, schedule, ctx.recorder)
+    kw = {"queue": opts.queue, "am_overhead": opts.am_overhead, "heartbeat_latency": latency, "scan": opts.scan}
+    nm = None
+    if node_managers_in_process(ctx):
+        rm = SimResourceManager(*args, **kw, launch_delay=dm.delay(ResourceManager.kind, NodeManagers.kind))
+        components = [rm]
+    else:
+        nm = NodeManagers("yarn/nm", "yarn/rm", schedule, dc.n_workers, ctx.recorder, capacity=dc.capacity)
+        rm = ResourceManager(*args, **kw)
+        components = [nm, rm]
+    for c in components:
         ctx.engine.add(c)
 
     def counters() -> dict[str, int]:
         out = {f"yarn_{k}": int(v) for k, v in rm.stats.items()}
-        out["yarn_nm_heartbeats"] = nm.heartbeats
+        out["yarn_nm_heartbeats"] = rm.nm_heartbeats if nm is None else nm.heartbeats
         out["yarn_left_queued"] = rm.queued()
         return out
 
@@ -91,4 +95,4 @@ def build(ctx: BuildContext) -> Deployment:
         "am_overhead": opts.am_overhead,
         "mode": "resource" if dc.capacity is not None else "slot",
     }
-    return Deployment(route=lambda job: rm.address, counters=counters, describe=describe, components=[nm, rm])
+    return Deployment(route=lambda job: rm.address, counters=counters, describe=describe, components=components)
