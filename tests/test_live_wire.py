@@ -158,3 +158,38 @@ def test_property_launch_roundtrip(tasks, dur, as_array):
 def test_property_random_bytes_never_crash_the_decoder(data):
     with contextlib.suppress(wire.WireError):
         wire.decode(data)
+
+
+def test_a_resent_message_is_flagged_and_a_receiver_that_never_heard_the_stream_drops_it():
+    """A standby taking over re-sends its active's recent outputs flagged: a receiver that knows the stream drops
+    those it had (by sequence number) and takes the rest; one that started since (a restarted GM or worker host,
+    no state for the stream) drops them all: they were meant for its predecessor."""
+    import asyncio
+
+    from megha.live.runtime import Runtime
+    from megha.live.transport import InProcBroker
+
+    data = wire.encode(L.Control("ping"), "megha/lm0", "megha/gm0", 7, 3, 2)
+    again = wire.mark_resent(data)
+    env, renv = wire.decode(data), wire.decode(again)
+    assert not env.resent and renv.resent
+    assert (renv.src, renv.dst, renv.epoch, renv.seq, renv.term, renv.msg) == (
+        *[getattr(env, f) for f in ("src", "dst", "epoch", "seq", "term")],
+        env.msg,
+    )
+    with pytest.raises(wire.WireError, match="re-sent"):
+        wire.decode(again[:-1] + b"\x02")
+    with pytest.raises(wire.WireError):
+        wire.mark_resent(b"\x01")
+
+    async def go() -> None:
+        fresh = Runtime(InProcBroker().transport(), epoch=1)
+        assert fresh.admit(renv, again) == []  # never heard of megha/lm0 → megha/gm0: for its predecessor
+        assert fresh.counters["resent_dropped"] == 1
+        known = Runtime(InProcBroker().transport(), epoch=1)
+        first = wire.decode(wire.encode(L.Control("ping"), "megha/lm0", "megha/gm0", 7, 2, 2))
+        assert len(known.admit(first)) == 1
+        assert len(known.admit(renv, again)) == 1  # seq 3 follows 2: delivered
+        assert known.admit(renv, again) == []  # a second time: a duplicate
+
+    asyncio.run(go())

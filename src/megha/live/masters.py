@@ -114,15 +114,15 @@ class LiveGlobalMaster(GlobalMaster):
         super().on_timer(key, now)
 
     def on_message(self, msg, now: float) -> None:
+        if type(msg) is Holding:  # also a late one (an LM answered a repeated sync request twice)
+            self._on_holding(msg, now)
+            return
         stash = self._stash
         if stash is None:
             super().on_message(msg, now)
             return
         # not synchronised with every LM yet: place nothing (an LM that has not answered may hold a task that
         # is resubmitted meanwhile); keep what arrives, in order, for when the last LM answered
-        if type(msg) is Holding:
-            self._on_holding(msg, now)
-            return
         stash.append(msg)
         if type(msg) is StateDelta and msg.full:
             self.synced.add(msg.lm)

@@ -25,7 +25,8 @@ equals the active's — while its port only records what it would send (same seq
 started at any time (the supervisor starts a new one after every failover) catches up by reading the whole
 log. The active beats on a liveness subject; when it falls silent for ``failover_timeout`` while the standby
 is connected, the standby claims the next *term* (compare-and-set in the broker: of several standbys exactly
-one wins), re-sends its recent outputs (receivers drop those the active had delivered), arms the timers the
+one wins), re-sends its recent outputs (flagged as re-sent: receivers drop those the active had delivered, and
+a receiver that started since drops them all, as they were meant for its predecessor), arms the timers the
 component had set and reads the inbox from the position after the last input the active logged. An active
 that learns of a higher term (a fence message, or its periodic look at the term) is *deposed*: it stops.
 **Fenced log, gated outputs.** The active writes its records in batches (group commit: :class:`ReplBatch`),
@@ -235,9 +236,9 @@ class LivePort:
     def go_live(self, term: int) -> None:
         """Standby → active: re-send recent outputs, arm the recorded timers, send from now on."""
         self.muted = False
-        if self.ring is not None:
+        if self.ring is not None:  # flagged: a receiver that started since drops them (they were for its predecessor)
             for dst, data in self.ring:
-                self.rt.send_raw(dst, data)
+                self.rt.send_raw(dst, wire.mark_resent(data))
         self.term = term
         now = time.time()
         for h, e in self._timers.items():
@@ -845,6 +846,9 @@ class Runtime:
         key = (env.src, env.dst)
         st = self.streams.get(key)
         if st is None or env.epoch > st.epoch:  # a stream (or an incarnation of its sender) we have not seen
+            if env.resent:  # re-sent by a standby that took over: meant for this receiver's predecessor
+                self.counters["resent_dropped"] += 1
+                return []
             if st is not None and st.held:
                 self._held -= len(st.held)
                 self.counters["held_dropped_new_epoch"] += len(st.held)

@@ -55,6 +55,7 @@ class Envelope:
     seq: int
     term: int
     msg: Any
+    resent: bool = False  # re-sent by a standby taking over (see :func:`mark_resent`)
 
 
 # --- encoding -------------------------------------------------------------------------------------------
@@ -114,6 +115,15 @@ def encode(msg: Any, src: str, dst: str, epoch: int = 0, seq: int = 0, term: int
         raise WireError(f"{name} is not a registered wire message")
     body = {f: getattr(msg, f) for f in schema.names}
     return _packer.pack([VERSION, name, src, dst, epoch, seq, term, body])
+
+
+def mark_resent(data: bytes) -> bytes:
+    """The same encoded message flagged as *re-sent*: a standby taking over sends again what its active may have
+    sent last, and a receiver that never heard of the stream (it started since) drops it, as the message was
+    meant for its previous incarnation."""
+    if not data or data[0] != 0x98:  # a fixarray of the 8 envelope fields
+        raise WireError("not an envelope")
+    return b"\x99" + bytes(data[1:]) + b"\x01"
 
 
 # --- schema checking ------------------------------------------------------------------------------------
@@ -460,9 +470,14 @@ def decode(data: bytes) -> Envelope:
         raise
     except Exception as e:
         raise WireError(f"not a msgpack message: {type(e).__name__}: {e}") from e
-    if type(obj) is not list or len(obj) != 8:
-        raise WireError("an envelope is [version, type, src, dst, epoch, seq, term, body]")
-    version, name, src, dst, epoch, seq, term, body = obj
+    if type(obj) is not list or len(obj) not in (8, 9):
+        raise WireError("an envelope is [version, type, src, dst, epoch, seq, term, body(, 1: re-sent)]")
+    resent = False
+    if len(obj) == 9:
+        if obj[8] != 1 or type(obj[8]) is not int:
+            raise WireError("the ninth envelope field (re-sent) must be 1")
+        resent = True
+    version, name, src, dst, epoch, seq, term, body = obj[:8]
     if version != VERSION:
         raise WireError(f"unsupported wire version {version!r} (this build speaks {VERSION})")
     if type(name) is not str:
@@ -494,4 +509,4 @@ def decode(data: bytes) -> Envelope:
         m, col = schema.rows_of
         if kw[m] is not None and kw[m].shape[0] != _length(kw[col]):
             raise WireError(f"{name}.{m}: {kw[m].shape[0]} rows for {_length(kw[col])} tasks")
-    return Envelope(name, src, dst, epoch, seq, term, schema.cls(**kw))
+    return Envelope(name, src, dst, epoch, seq, term, schema.cls(**kw), resent)
