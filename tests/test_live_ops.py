@@ -42,6 +42,20 @@ def test_bench_rejects_bad_rates_with_a_clear_error():
     assert "--rates" in r.output and "Traceback" not in r.output
 
 
+def test_bench_reports_cpu_seconds_per_1000_tasks_and_the_load():
+    from megha.live.bench import CpuMeter, format_row
+
+    sum(i * i for i in range(200_000))  # some CPU time of our own
+    m = CpuMeter(os.getpid(), [os.getpid()]).read()
+    assert m["broker"] > 0 and m["services"] == m["broker"] and m["client"] > 0
+    assert CpuMeter(None, None).read()["broker"] == 0.0
+    row = {"rate": 1000.0, "achieved_rate": 990.0, "p50_ms": 1.0, "p99_ms": 5.0, "max_ms": 9.0, "started": 10}
+    row |= {"tasks": 10, "sustained": True, "load": 3.5, "cpu_broker_per_1000": 0.25}
+    row |= {"cpu_services_per_1000": 0.5, "cpu_client_per_1000": 0.125}
+    text = format_row(row)
+    assert "broker 0.250" in text and "services 0.500" in text and "load average 3.5" in text
+
+
 def test_client_commands_time_out_when_no_broker_is_reachable(tmp_path: Path):
     port = _free_port()  # nothing listens there
     cfg = tmp_path / "d.json"

@@ -7,13 +7,20 @@ in-process bus, then for each rate the client submits single-task jobs evenly fo
 figure is the scheduler's placement path client → GM → LM → worker, three broker hops). Latency per task is
 its start time at the worker minus the client's send time (one clock: same machine). A rate is *sustained*
 when every task started, the start rate kept up with the offered rate (≥ 95 %), and p99 ≤ 50 ms.
+
+Each row also gives the CPU seconds spent per 1,000 tasks by the broker (nats-server: JetStream stores every
+message, acknowledges it and feeds the consumers), by the services and by the client, and the machine's load
+average: on a shared machine latency follows the load. ``lm_standby`` runs every LM with a standby (the active
+writes its replication log and sends an output only once the records it follows from are stored).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +42,7 @@ def bench_config(
     hosts: int = 1,
     broker: str = "nats",
     state_dir: str | None = None,
+    lm_standby: bool = False,
 ) -> LiveConfig:
     return LiveConfig(
         name="bench",
@@ -42,17 +50,65 @@ def bench_config(
         datacenter={"workers": workers, "constraints": False},
         megha={"gms": gms, "lms": lms, "heartbeat": 1.0},
         workers={"hosts": hosts},
-        ha={"lm_standby": False},
+        ha={"lm_standby": lm_standby},
         state_dir=state_dir or tempfile.mkdtemp(prefix="megha-bench-"),
     )
 
 
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) a live process used so far (0 when unknown or gone)."""
+    if not pid:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class CpuMeter:
+    """CPU seconds of the broker, the services and the client: ``broker`` and ``services`` are pids (read from
+    /proc), or ``None`` for services that run in this process (then counted with the client)."""
+
+    def __init__(self, broker: int | None, services: list[int] | None) -> None:
+        self.broker = broker
+        self.services = services
+
+    def read(self) -> dict[str, float]:
+        return {
+            "broker": _proc_cpu(self.broker),
+            "services": sum(_proc_cpu(p) for p in self.services) if self.services else 0.0,
+            "client": time.process_time(),
+        }
+
+
+def _service_pids(cfg: LiveConfig) -> tuple[int | None, list[int]]:
+    try:
+        doc = json.loads((Path(cfg.state_dir) / "services.json").read_text())
+    except (OSError, ValueError):
+        return None, []
+    return doc.get("broker"), [int(p) for p in doc.get("services", {}).values()]
+
+
 async def _measure(
-    cl: LiveClient, cfg: LiveConfig, dc, rate: float, seconds: float, duration: float, per_job: int
+    cl: LiveClient,
+    cfg: LiveConfig,
+    dc,
+    rate: float,
+    seconds: float,
+    duration: float,
+    per_job: int,
+    meter: CpuMeter | None = None,
 ) -> dict:
     n_jobs = max(1, int(rate * seconds / per_job))
     w = synthetic_workload(n_jobs, per_job, duration, seconds, seed=int(rate), jitter=0.2)
+    c0 = meter.read() if meter is not None else None
     run = await cl.run(w, dc, stall_timeout=20, ready_timeout=30)
+    c1 = meter.read() if meter is not None else None
     res = to_run_result(run, cfg, dc, "bench")
     rec = res.recorder
     lat = (rec.start - rec.arrival)[res.feasible]
@@ -71,6 +127,12 @@ async def _measure(
         "max_ms": float(np.nanmax(lat) * 1e3) if started.any() else float("nan"),
         "completed": res.unfinished_reason is None,
         "sustained": bool(started.all() and achieved >= 0.95 * rate and p99 <= 50.0),
+        "load": os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"),
+        **(
+            {f"cpu_{k}_per_1000": (c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())) for k in c0}
+            if c0 is not None and c1 is not None
+            else {}
+        ),
     }
 
 
@@ -82,9 +144,10 @@ async def run_bench(
     mode: str = "nats",
     cfg: LiveConfig | None = None,
     report=print,
+    lm_standby: bool = False,
 ) -> list[dict]:
     """Measure each rate in turn on one deployment; returns one row per rate."""
-    cfg = cfg or bench_config(broker="inproc" if mode == "inproc" else "nats")
+    cfg = cfg or bench_config(broker="inproc" if mode == "inproc" else "nats", lm_standby=lm_standby)
     dc = datacenter_of(cfg)
     layout = layout_of(cfg, dc)
     dep = None
@@ -107,10 +170,15 @@ async def run_bench(
         cl = LiveClient(cfg, transport, layout)
         await cl.start()
         await cl.wait_ready(60)
+        if mode == "procs":
+            bpid, spids = _service_pids(cfg)
+            meter = CpuMeter(bpid, spids)
+        else:
+            meter = CpuMeter(broker_proc.pid if broker_proc is not None else None, None)
         await _measure(cl, cfg, dc, min(rates), 1.0, duration, per_job)  # warm-up
         rows = []
         for r in rates:
-            row = await _measure(cl, cfg, dc, r, seconds, duration, per_job)
+            row = await _measure(cl, cfg, dc, r, seconds, duration, per_job, meter)
             report(row)
             rows.append(row)
             await asyncio.sleep(0.5)
@@ -152,14 +220,28 @@ def _ensure_nats(cfg: LiveConfig):
 
 
 def format_row(row: dict) -> str:
-    return (
+    out = (
         f"rate {row['rate']:>7,.0f}/s  achieved {row['achieved_rate']:>8,.0f}/s  "
         f"p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
         f"started {row['started']}/{row['tasks']}  {'sustained' if row['sustained'] else 'NOT sustained'}"
     )
+    if "cpu_client_per_1000" in row:
+        here = " (+ services in-process)" if not row.get("cpu_services_per_1000") else ""
+        out += (
+            f"\n    CPU-s per 1,000 tasks: broker {row['cpu_broker_per_1000']:.3f}  "
+            f"services {row['cpu_services_per_1000']:.3f}  client{here} {row['cpu_client_per_1000']:.3f}  "
+            f"(load average {row['load']:.1f} on {os.cpu_count()} CPUs)"
+        )
+    return out
 
 
-def main(rates: list[float] | None = None, seconds: float = 4.0, mode: str = "nats", per_job: int = 1) -> list[dict]:
+def main(
+    rates: list[float] | None = None,
+    seconds: float = 4.0,
+    mode: str = "nats",
+    per_job: int = 1,
+    lm_standby: bool = False,
+) -> list[dict]:
     logging.basicConfig(level=logging.WARNING)
     t = time.perf_counter()
     rows = asyncio.run(
@@ -169,11 +251,13 @@ def main(rates: list[float] | None = None, seconds: float = 4.0, mode: str = "na
             mode=mode,
             per_job=per_job,
             report=lambda r: print(format_row(r), flush=True),
+            lm_standby=lm_standby,
         )
     )
     ok = [r["rate"] for r in rows if r["sustained"]]
     print(
-        f"highest sustained rate: {max(ok) if ok else 0:,.0f} tasks/s ({mode}, {per_job} task(s)/job); "
+        f"highest sustained rate: {max(ok) if ok else 0:,.0f} tasks/s ({mode}, {per_job} task(s)/job"
+        f"{', LMs with standbys' if lm_standby else ''}); "
         f"bench took {time.perf_counter() - t:.1f} s"
     )
     return rows

@@ -420,8 +420,12 @@ def bench_cmd(
         str, typer.Option("--mode", help="nats (services in this process, via nats-server) | procs | inproc")
     ] = "nats",
     per_job: Annotated[int, typer.Option("--tasks-per-job")] = 1,
+    lm_standby: Annotated[
+        bool, typer.Option("--lm-standby", help="every LM with a standby (replication log on the placement path)")
+    ] = False,
 ) -> None:
-    """Placement latency (submit → task start) at sustained rates; prints the highest sustained rate."""
+    """Placement latency (submit → task start) at sustained rates, with CPU seconds per 1,000 tasks of the broker,
+    the services and the client; prints the highest sustained rate."""
     from megha.live.bench import main
 
     if mode not in ("nats", "procs", "inproc"):
@@ -435,7 +439,7 @@ def bench_cmd(
     if not rs or any(not r > 0 for r in rs) or not seconds > 0 or per_job < 1:
         console.print("[red]error:[/] --rates and --seconds must be > 0 and --tasks-per-job >= 1")
         raise typer.Exit(2)
-    main(rs, seconds, mode, per_job)
+    main(rs, seconds, mode, per_job, lm_standby)
 
 
 @live_app.command("chaos")
