@@ -91,32 +91,44 @@ def _kinds_of(trace, name: str) -> dict[str, int]:
 
 # --- worker faults: families that offer them ---------------------------------------------------------------------
 WORKER_FAULTS = [("megha", "slot"), ("megha", "resource"), ("megha-central", "slot")]
+FAULT_KINDS = {"megha": ["worker", "partition", "gm", "lm"], "megha-central": ["worker", "gm", "lm"]}
 
 
 def assert_no_run_on_a_dead_worker(r) -> None:
     """No task starts on a worker while it is down."""
     task, worker, start, _ = runs_of(r)
     for e in r.faults:
-        if e["kind"] != "worker":
-            continue
         back = np.inf if e["recovered_at"] is None else e["recovered_at"]
-        hit = np.isin(worker, e["targets"]) & (start > e["at"] + 1e-9) & (start < back - 1e-9)
+        hit = np.isin(worker, e["workers"]) & (start > e["at"] + 1e-9) & (start < back - 1e-9)
         assert not hit.any(), f"tasks {task[hit][:5].tolist()} started on a dead worker"
 
 
+def assert_stranded_tasks_have_no_live_worker(r) -> None:
+    """A stranded task is one no worker left alive can run, and every other feasible task finished."""
+    dead: set[int] = set()
+    for e in r.faults:
+        if e["recovered_at"] is None:
+            dead |= set(e["workers"])
+    alive = np.array([w not in dead for w in range(r.datacenter.n_workers)])
+    wm = r.datacenter.worker_masks[alive]
+    for t in r.stranded.tolist():
+        m = int(r.workload.masks[t])
+        assert not ((m & ~wm) == 0).any(), f"task {t} was stranded although a live worker fits it"
+
+
 @pytest.mark.parametrize(("name", "mode"), WORKER_FAULTS, ids=[f"{n}-{m}" for n, m in WORKER_FAULTS])
-def test_random_worker_gm_and_lm_faults_lose_no_task(name, mode, tmp_path):
-    """Random schedules of worker deaths (some for good within the run), partitions, GM restarts and LM failovers:
-    every feasible task completes exactly once, no worker is over-allocated (lost runs included), constraints hold,
-    and nothing starts on a dead worker."""
-    kinds = ["worker", "partition", "gm", "lm"]
+def test_random_worker_and_component_faults_lose_no_task(name, mode, tmp_path):
+    """Random schedules of worker deaths (some for good), partitions and component crashes: every feasible task
+    completes exactly once or is reported stranded (no live worker fits it), no worker is over-allocated (lost runs
+    included), constraints hold, and nothing starts on a dead worker."""
+    kinds = FAULT_KINDS[name]
 
     @given(
         jobs=st.lists(job_st, min_size=1, max_size=20),
         workers=st.integers(4, 30),
         seed=st.integers(0, 10_000),
         faults=st.lists(
-            st.tuples(st.sampled_from(kinds), st.floats(0, 10), st.sampled_from([0.0, 0.5, 3.0, 20.0])),
+            st.tuples(st.sampled_from(kinds), st.floats(0, 10), st.sampled_from([0.0, 0.5, 3.0, 20.0, None])),
             min_size=1,
             max_size=6,
         ),
@@ -128,13 +140,24 @@ def test_random_worker_gm_and_lm_faults_lose_no_task(name, mode, tmp_path):
         schedule = {
             "seed": seed,
             "fault": [
-                {"at": at, "kind": k, "target": 0.3 if k == "worker" else "random", "down_for": d}
+                {
+                    "at": at,
+                    "kind": k,
+                    "target": 0.3 if k == "worker" else "random",
+                    **({"down_for": d} if d is not None else {}),
+                }
                 for k, at, d in faults
-                if name == "megha" or k in ("worker", "gm", "lm")
-            ]
-            or [{"at": 1.0, "kind": "worker", "target": "random", "down_for": 2.0}],
+            ],
         }
         r = simulate(cfg.model_copy(update={"faults": schedule}))
+        assert_stranded_tasks_have_no_live_worker(r)
+        assert (r.recorder.finishes[r.stranded] == 0).all()
+        if r.stranded.size:  # the checks below hold for every task that was not stranded
+            r.feasible = r.feasible.copy()
+            r.feasible[r.stranded] = False
+            r.counters["tasks_infeasible"] += int(r.stranded.size)
+            r.recorder.launches[r.stranded] = 0  # a stranded task may have run (and lost its run) before
+            r.counters = {k: v for k, v in r.counters.items() if not k.endswith("left_queued")}  # they wait there
         check(r, unbounded=False)
         assert_no_run_on_a_dead_worker(r)
 

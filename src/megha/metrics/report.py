@@ -87,7 +87,7 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "utilization": utilization,
         "starvation": starvation,
         "processing_model": processing_model(res),
-        **({} if res.faults is None else {"faults": S.fault_summary(res.faults, jobs, w, rec, t0)}),
+        **({} if res.faults is None else {"faults": S.fault_summary(res.faults, jobs, w, rec, t0, res.stranded)}),
         "makespan": t1 - t0,
         "simulated_seconds": res.end_time,
         "events": res.events,

@@ -31,6 +31,8 @@ class RunResult:
     unfinished_reason: str | None = None
     extras: dict = field(default_factory=dict)
     faults: list[dict] | None = None  # the faults injected (runs with a fault schedule), in injection order
+    # feasible tasks left without a live eligible worker by workers that failed for good (not waited for)
+    stranded: np.ndarray | None = None
 
     @property
     def scheduler(self) -> str:

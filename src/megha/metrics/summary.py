@@ -44,7 +44,7 @@ def job_table(workload: Workload, rec: TaskRecorder, feasible: np.ndarray) -> di
     feas_dur = np.where(feasible, workload.task_duration, -np.inf)
     ideal = np.full(J, -np.inf)
     np.maximum.at(ideal, tj, feas_dur)
-    known = np.where(feasible, rec.known, -np.inf)
+    known = np.where(feasible & ~np.isnan(rec.known), rec.known, -np.inf)  # unfinished: n_unfinished below
     completion = np.full(J, -np.inf)
     np.maximum.at(completion, tj, known)
     n_feasible = np.bincount(tj, weights=feasible, minlength=J).astype(np.int64)
@@ -294,7 +294,12 @@ def delay_by_eligible(delay: np.ndarray, job_eligible: np.ndarray, n_workers: in
 
 # --- faults: what a fault schedule cost ------------------------------------------------------------------------------
 def fault_summary(
-    log: list[dict], jobs: dict[str, np.ndarray], workload: Workload, rec: TaskRecorder, t0: float
+    log: list[dict],
+    jobs: dict[str, np.ndarray],
+    workload: Workload,
+    rec: TaskRecorder,
+    t0: float,
+    stranded: np.ndarray | None = None,
 ) -> dict:
     """``summary["faults"]``: the faults injected, the task runs they cut short and the work thrown away, each
     fault's recovery time, and the delay of the jobs a fault touched beside the others.
@@ -337,6 +342,9 @@ def fault_summary(
         "task_runs_lost": int(rec.fault_kills.sum()),
         "tasks_reexecuted": int(killed.size),
         "work_lost_s": float(rec.work_lost),
+        # tasks whose every eligible worker failed for good: reported, not waited for
+        "tasks_stranded": int(rec.counters.get("tasks_stranded", 0)),
+        "stranded_task_ids": [] if stranded is None else stranded[:1000].tolist(),
         "jobs_touched": int(touched.sum()),
         "delay_touched": describe(delay[touched]),
         "delay_untouched": describe(delay[~touched]),

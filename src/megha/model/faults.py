@@ -154,6 +154,11 @@ def _targets(target: Any, n: int, rng: np.random.Generator, source: str, where: 
     return tuple(out)
 
 
+def _default_down(kind: str) -> float:
+    """``down_for`` when omitted: workers (and partitions) never come back; a component restarts at once."""
+    return math.inf if kind in GENERIC_KINDS else 0.0
+
+
 def _number(entry: dict, key: str, where: str, source: str, default: float | None = None, positive: bool = False):
     v = entry.get(key, default)
     if v is None:
@@ -183,7 +188,7 @@ def parse_schedule(doc: dict[str, Any], source: str = "<dict>") -> FaultSchedule
         if not isinstance(kind, str) or not kind:
             raise InputError(f"{source}: {where}: field 'kind': expected a name such as 'worker', 'gm' or 'lm'")
         at = _number(e, "at", where, source)
-        down = _number(e, "down_for", where, source, default=math.inf)
+        down = _number(e, "down_for", where, source, default=_default_down(kind))
         faults.append(FaultSpec(at, kind, e.get("target", "random"), down, where))
     randoms = []
     for i, e in enumerate(doc.get("random", []), 1):
@@ -197,7 +202,7 @@ def parse_schedule(doc: dict[str, Any], source: str = "<dict>") -> FaultSchedule
         if not isinstance(kind, str) or not kind:
             raise InputError(f"{source}: {where}: field 'kind': expected a name such as 'worker'")
         mtbf = _number(e, "mtbf", where, source, positive=True)
-        down = _number(e, "down_for", where, source, default=math.inf)
+        down = _number(e, "down_for", where, source, default=_default_down(kind))
         until = None if "until" not in e else _number(e, "until", where, source)
         randoms.append(RandomFaults(kind, mtbf, down, until, where))
     seed = doc.get("seed", 0)
@@ -236,3 +241,6 @@ class FaultHandler(Protocol):
 
     def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
         """Targets of ``kind`` come back at ``now``."""
+
+    def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        """The workers a fault of ``kind`` on ``targets`` takes down (``worker``: the targets themselves)."""

@@ -24,6 +24,9 @@ import math
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
 from megha.model.faults import FaultEvent, FaultSchedule, load_schedule, parse_schedule
 from megha.sim.component import Address, Component
 from megha.sim.engine import Engine
@@ -68,13 +71,19 @@ class FaultDriver(Component):
     crash_kind = None
 
     def __init__(
-        self, events: list[FaultEvent], engine: Engine, crashes: dict[str, list[Address]], handler: Any
+        self,
+        events: list[FaultEvent],
+        engine: Engine,
+        crashes: dict[str, list[Address]],
+        handler: Any,
+        strand: Strand | None = None,
     ) -> None:
         super().__init__("faults")
         self.events = events
         self.engine = engine
         self.crashes = crashes
         self.handler = handler
+        self.strand = strand
         self._down: Counter = Counter()  # (kind, target) -> faults holding it down
         self.log: list[dict[str, Any]] = []
 
@@ -85,9 +94,11 @@ class FaultDriver(Component):
     def on_timer(self, key, now: float) -> None:
         what, i = key[0], key[1]
         ev = self.events[i]
+        kind, units = self._units(ev)
         if what == "down":
-            fresh = [t for t in ev.targets if self._hold(ev.kind, t) == 1]
-            self._apply(ev.kind, tuple(fresh), now, fail=True)
+            fresh = tuple(u for u in units if self._hold(kind, u) == 1)
+            self._apply(kind, fresh, now, fail=True)
+            crash = self._is_crash(ev.kind)
             self.log.append(
                 {
                     "at": now,
@@ -96,15 +107,28 @@ class FaultDriver(Component):
                     "down_for": ev.down_for,
                     "recovered_at": None,
                     "source": ev.source,
-                    "crash": self._is_crash(ev.kind),
+                    "crash": crash,
+                    "workers": list(units) if kind == "worker" else [],  # the workers it took down
                 }
             )
             if math.isfinite(ev.down_for):
                 self.port.set_timer(ev.down_for, ("up", i, len(self.log) - 1))
+            elif self.strand is not None and kind == "worker":
+                self.strand.workers_gone(list(units))
         else:
-            back = [t for t in ev.targets if self._release(ev.kind, t) == 0]
-            self._apply(ev.kind, tuple(back), now, fail=False)
+            back = tuple(u for u in units if self._release(kind, u) == 0)
+            self._apply(kind, back, now, fail=False)
             self.log[key[2]]["recovered_at"] = now
+
+    def _units(self, ev: FaultEvent) -> tuple[str, tuple[int, ...]]:
+        """What a fault holds down: workers for every family fault that takes workers down (a worker is up only
+        when no fault holds it: a partition's recovery does not revive a worker another fault still holds), else
+        its own targets."""
+        if not self._is_crash(ev.kind):
+            ws = self.handler.workers(ev.kind, ev.targets)
+            if ws:
+                return "worker", tuple(ws)
+        return ev.kind, ev.targets
 
     def _hold(self, kind: str, target: int) -> int:
         self._down[(kind, target)] += 1
@@ -133,6 +157,39 @@ class FaultDriver(Component):
             self.handler.restore(kind, targets, now)
 
 
+class Strand:
+    """Tasks that no worker left alive can run: workers that fail for good (``down_for`` omitted) may take with them
+    the only workers a task's constraints allow. Such a task is *stranded*: reported (``faults.tasks_stranded``)
+    instead of waited for, so the run ends when every other task is done."""
+
+    def __init__(self, rec: TaskRecorder, task_masks: np.ndarray, worker_masks: np.ndarray, feasible: np.ndarray):
+        self.rec = rec
+        self.task_masks = task_masks
+        self.worker_masks = worker_masks
+        self.alive = np.ones(worker_masks.size, dtype=bool)
+        self.feasible = feasible
+        self.stranded = np.zeros(task_masks.size, dtype=bool)
+
+    def workers_gone(self, workers: list[int]) -> None:
+        """Workers died for good: strand the unfinished tasks none of the live workers can run."""
+        self.alive[np.asarray(workers, dtype=np.int64)] = False
+        rec = self.rec
+        open_ = self.feasible & ~self.stranded & np.isnan(rec.known)
+        ids = np.flatnonzero(open_)
+        if not ids.size:
+            return
+        masks, inv = np.unique(self.task_masks[ids], return_inverse=True)
+        live = self.worker_masks[self.alive]
+        ok = np.array([bool(((int(m) & ~live) == 0).any()) if live.size else False for m in masks])
+        new = ids[~ok[inv]]
+        if new.size:
+            self.stranded[new] = True
+            rec.count("tasks_stranded", int(new.size))
+            rec.expect(rec.outstanding - int(new.size))
+            if rec.outstanding <= 0 and rec.on_all_done is not None:
+                rec.on_all_done()
+
+
 def install(
     schedule: FaultSchedule,
     scheduler: str,
@@ -141,6 +198,7 @@ def install(
     start: float,
     end: float,
     n_workers: int,
+    strand: Strand | None = None,
 ) -> FaultDriver:
     """Check the schedule against what the deployment offers, expand it over the arrival window ``[start, end]``
     and add its driver to the engine."""
@@ -153,7 +211,7 @@ def install(
         population.update({k: handler.population(k) for k in handler.kinds})
     population.setdefault("worker", n_workers if "worker" in kinds else 0)
     events = schedule.expand(start, end, population)  # random processes may draw none: injected 0
-    driver = FaultDriver(events, engine, crashes, handler)
+    driver = FaultDriver(events, engine, crashes, handler, strand)
     engine.add(driver)
     return driver
 

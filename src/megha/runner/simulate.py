@@ -22,8 +22,8 @@ from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload, feasible_tasks
 from megha.runner.drivers import Injector, TraceSource, Watchdog
+from megha.runner.faults import Strand, load_faults
 from megha.runner.faults import install as install_faults
-from megha.runner.faults import load_faults
 from megha.runner.inputs import STREAM_ENGINE, STREAM_SCHEDULER, load_inputs, stream
 from megha.schedulers import registry
 from megha.sim.engine import DelayModel, Engine, ProcessingModel
@@ -118,7 +118,10 @@ def simulate_inputs(
     if cfg.faults is not None:
         arrivals = workload.job_arrival
         start, end = (float(arrivals.min()), float(arrivals.max())) if arrivals.size else (0.0, 0.0)
-        faults = install_faults(load_faults(cfg.faults), cfg.scheduler, engine, deployment, start, end, dc.n_workers)
+        strand = Strand(rec, workload.masks, dc.worker_masks, feasible)
+        faults = install_faults(
+            load_faults(cfg.faults), cfg.scheduler, engine, deployment, start, end, dc.n_workers, strand
+        )
 
     cb = None
     if progress is not None:
@@ -134,9 +137,10 @@ def simulate_inputs(
     if reason is None and rec.outstanding > 0:
         reason = f"{rec.outstanding} task(s) never completed: the simulation ran out of events"
     if reason is None:
-        fin = rec.finishes[feasible]
+        expected = feasible if faults is None or faults.strand is None else feasible & ~faults.strand.stranded
+        fin = rec.finishes[expected]
         if (fin != 1).any():
-            bad = np.flatnonzero(feasible)[np.flatnonzero(fin != 1)[:5]].tolist()
+            bad = np.flatnonzero(expected)[np.flatnonzero(fin != 1)[:5]].tolist()
             raise SimulationError(f"tasks did not finish exactly once (e.g. task ids {bad})")
     counters = dict(rec.counters)
     counters.update(deployment.counters())
@@ -158,4 +162,5 @@ def simulate_inputs(
         unfinished_reason=reason,
         extras=deployment.extras,
         faults=None if faults is None else faults.log,
+        stranded=None if faults is None else np.flatnonzero(faults.strand.stranded),
     )

@@ -61,6 +61,9 @@ class MeghaFaults:
             out.setdefault(lm, []).append(w)
         return out
 
+    def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        return [w for ws in self._workers(kind, targets).values() for w in ws]
+
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
         if kind == "gm":
             for g in targets:
