@@ -171,10 +171,11 @@ def test_interval_zero_is_the_reference_behaviour() -> None:
     workers=st.integers(3, 40),
     interval=st.sampled_from([0.01, 0.5, 3.0]),
     fanout=st.sampled_from([0, 1, 16]),
+    fanin=st.sampled_from([0, 1, 16]),
     model=st.sampled_from(["quincy", "priority", "placement+quincy"]),
 )
 def test_random_compiled_configurations_are_optimal(
-    seed: int, workers: int, interval: float, fanout: int, model: str
+    seed: int, workers: int, interval: float, fanout: int, fanin: int, model: str
 ) -> None:
     cfg = RunConfig(
         scheduler="flow",
@@ -182,7 +183,7 @@ def test_random_compiled_configurations_are_optimal(
         workers=workers,
         max_jobs=15,
         seed=seed,
-        options={"interval": interval, "ec_fanout": fanout, "cost_model": model, "verify": True},
+        options={"interval": interval, "ec_fanout": fanout, "ec_fanin": fanin, "cost_model": model, "verify": True},
     )
     res = simulate(cfg)  # verify: every solve equals OR-Tools from scratch; the pool raises on over-commit
     assert res.unfinished_reason is None

@@ -78,6 +78,14 @@ class FlowOptions(SchedulerOptions):
     load_weight: int = Field(50, ge=0, description="priority: cost of a fully loaded machine")
     max_arcs: int = Field(16, ge=1, description="direct arcs per task to its preferred machines")
     ec_fanout: int = Field(128, ge=0, description="machines per constrained-class aggregator (0: all)")
+    ec_fanin: int = Field(
+        16,
+        ge=0,
+        description=(
+            "compiled graph: at most this many starved classes (most urgent first) connect to a machine that "
+            "frees up (0: all)"
+        ),
+    )
     continuation_bonus: int = Field(50, ge=0, description="preemption: cost advantage of staying on one's machine")
     verify: bool = Field(False, description="check every round's cost against OR-Tools from scratch (slow)")
 
@@ -129,6 +137,7 @@ def build_scheduler(
             unscheduled_base=o.unscheduled_cost,
             max_arcs=o.max_arcs,
             ec_fanout=o.ec_fanout,
+            ec_fanin=o.ec_fanin,
             placement_cost=o.placement_cost,
             wait_weight=cm.wait_rate(),
             wait_quantum=o.wait_quantum,

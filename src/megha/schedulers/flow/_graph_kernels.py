@@ -56,13 +56,15 @@ CT_FITN = 6
 CT_T0 = 7  # t_mach/t_arc[T0 : T0 + TN] = current targets (TCAP reserved)
 CT_TN = 8
 CT_TCAP = 9
-CTF = 10
+CT_KEY = 10  # urgency (see _class_key), valid unless CF_KEYSTALE
+CTF = 11
 
 CF_DIRTY = 1
 CF_STARVED = 2
 CF_FULL = 4  # every machine satisfies the mask: permanent arcs, no targets
 CF_LISTED = 8  # in the starved list
-CF_WOKEN = 16  # woken by machines that freed up: its only new candidates are those machines
+CF_KEYSTALE = 16  # CT_KEY must be recomputed
+CF_MISSED = 32  # starved, and some free machine it fits left the pending list without it (see k_wake)
 
 # job rows
 JT_NODE = 0
@@ -93,7 +95,9 @@ GM_NACT = 5  # entries in the active-job list
 GM_JOBS = 6  # 1: some job's demand changed since the last fairness update
 GM_NGFREE = 7  # recycled group ids
 GM_NFREED = 8  # machines in freed_buf (freed up at the last k_machines)
-GMF = 9
+GM_NPEND = 9  # machines in the pending list (see k_wake)
+GM_STAMP = 10  # k_wake's marking stamp
+GMF = 11
 
 BIG = np.int64(1) << np.int64(40)
 LOW = np.int64(1) << np.int64(50)  # how far below the sink a potential may be lowered where nothing binds it
@@ -173,13 +177,13 @@ def k_finish(N, A, H, M, FN, FA, DN, JT, GM, m_free, m_flag, mdirty, machines, j
 def k_machines(
     N, A, H, M, DN, DA, GM, CT, cdirty, starved, node_role, node_ref, ec_role,
     m_free, m_mask, m_arc, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf, limit_capacity,
-    FA, t_mach, t_arc, arc_pos,
+    FA, t_mach, t_arc, arc_pos, pend, m_pend,
 ):  # fmt: skip
     """Apply the dirty machines: sink-arc capacities, the free list, live target counts, woken classes.
 
-    A machine that filled up makes the partial classes aiming at it dirty (they may need another target); one
-    that freed up wakes the starved classes it satisfies (they look at the machines in ``freed_buf`` only: every
-    other free machine they fit is a target already). Returns the number of machines that freed up.
+    A machine that filled up stops being a target of the classes aiming at it and makes them dirty (they may
+    need another target); machines that freed up are listed in ``freed_buf`` and join the pending list of
+    :func:`k_wake`. Returns their number.
     """
     nmd = GM[GM_NMD]
     freed = freed_buf
@@ -201,6 +205,10 @@ def k_machines(
             GM[GM_NFREE] += 1
             freed[nf] = m
             nf += 1
+            if m_pend[m] == 0:
+                m_pend[m] = 1
+                pend[GM[GM_NPEND]] = m
+                GM[GM_NPEND] += 1
         else:
             p = m_fpos[m]
             last = free_list[GM[GM_NFREE] - 1]
@@ -224,32 +232,166 @@ def k_machines(
                             CT[CT_LIVE, c] -= 1
                             _drop_target(N, A, H, M, FA, DN, CT, t_mach, t_arc, arc_pos, c, h >> 1)
                             if CT[CT_WAIT, c] > 0:
+                                if CT[CT_FLAG, c] & CF_MISSED != 0:  # look at every free machine again
+                                    CT[CT_FLAG, c] &= ~(CF_STARVED | CF_MISSED)
                                 _mark_class(CT, cdirty, GM, c)
             h = nxt
     GM[GM_NMD] = 0
     GM[GM_NFREED] = nf
-    # wake the starved classes that one of the freed machines satisfies
-    if nf > 0 and GM[GM_NST] > 0:
-        k = 0
-        for i in range(GM[GM_NST]):
-            c = starved[i]
-            if CT[CT_FLAG, c] & CF_STARVED == 0:
-                CT[CT_FLAG, c] &= ~CF_LISTED
-                continue  # woken or emptied meanwhile
-            q = CT[CT_MASK, c]
-            wake = False
-            for x in range(nf):
-                if q & ~m_mask[freed[x]] == 0:
-                    wake = True
-                    break
-            if wake:
-                CT[CT_FLAG, c] = (CT[CT_FLAG, c] & ~(CF_STARVED | CF_LISTED)) | CF_WOKEN
-                _mark_class(CT, cdirty, GM, c)
-            else:
-                starved[k] = c
-                k += 1
-        GM[GM_NST] = k
     return nf
+
+
+NOKEY = -(np.int64(1) << np.int64(62))
+
+
+@njit(cache=True)
+def _class_key(N, A, H, node_role, node_ref, group_role, GT, JT, node):
+    """Urgency of a class: the largest (waiting cost − placement cost) among its groups whose job may still place
+    a unit under its fair share; NOKEY if none may."""
+    best = NOKEY
+    h = N[N_FIRST, node]
+    while h >= 0:
+        if h & 1 == 1:
+            u = H[H_TO, h]
+            if node_role[u] == group_role:
+                g = node_ref[u]
+                j = GT[GT_JOB, g]
+                if GT[GT_N, g] > 0 and JT[JT_IN, j] > JT[JT_LOWER, j]:
+                    key = A[A_COST, JT[JT_ARC, j]] - A[A_COST, h >> 1]
+                    if key > best:
+                        best = key
+        h = H[H_NEXT, h]
+    return best
+
+
+@njit(cache=True)
+def _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, jnode, cdirty, GM, wake):
+    """The classes of a job's groups must recompute their urgency (the job's fair-share allowance changed);
+    ``wake``: the job may place again, so its starved classes look at every free machine (not only pending ones).
+    """
+    h = N[N_FIRST, jnode]
+    while h >= 0:
+        if h & 1 == 1:
+            u = H[H_TO, h]
+            if node_role[u] == group_role:
+                c = GT[GT_CLASS, node_ref[u]]
+                CT[CT_FLAG, c] |= CF_KEYSTALE
+                if wake and CT[CT_FLAG, c] & CF_MISSED != 0:
+                    CT[CT_FLAG, c] &= ~(CF_STARVED | CF_MISSED)
+                    _mark_class(CT, cdirty, GM, c)
+        h = H[H_NEXT, h]
+
+
+@njit(cache=True)
+def k_wake(
+    N, A, H, M, FA, DN, DA, GM, CT, starved, pend, m_pend, cmark, node_role, node_ref, group_role, ec_role, GT, JT,
+    t_mach, t_arc, arc_pos, m_node, m_arc, m_mask, m_wasfree, m_slots, fanout, spare, fanin,
+):  # fmt: skip
+    """Offer the pending machines (free machines that starved classes may still want) to the starved classes.
+
+    A starved class reaches every free machine it fits through a target arc, except pending machines and, when
+    it is flagged ``CF_MISSED``, machines that left the pending list while it was passed over. Each pending
+    machine connects to at most ``fanin`` (0: all) of the starved classes it fits that do not aim at it yet,
+    want more targets and may place a task (see :func:`_class_key`: classes whose jobs are held back by their
+    fair share are passed over), the most urgent first. It stays pending while more such classes are left (the
+    next pass or round offers it again), and leaves the list once it is busy or none is left; the classes it
+    passed over (wanting no more targets, or held back) are flagged ``CF_MISSED``: they stop being starved when
+    that may change (a target fills up, tasks arrive, the job may place again) and then look at every free
+    machine. Returns the number of arcs added (room reserved by the caller: ``fanin`` per pending machine).
+    """
+    # the starved list without the classes that emptied meanwhile
+    nst = GM[GM_NST]
+    k = 0
+    for i in range(nst):
+        c = starved[i]
+        if CT[CT_FLAG, c] & CF_STARVED == 0:
+            CT[CT_FLAG, c] &= ~CF_LISTED
+            continue
+        starved[k] = c
+        k += 1
+    nst = k
+    GM[GM_NST] = nst
+    npd = GM[GM_NPEND]
+    cap = fanin if fanin > 0 else max(nst, 1)
+    top_c = np.empty(cap, dtype=np.int64)
+    top_k = np.empty(cap, dtype=np.int64)
+    skip = np.empty(nst, dtype=np.int64)  # classes passed over for the current machine
+    added = 0
+    kept = 0
+    for x in range(npd):
+        m = pend[x]
+        if m_wasfree[m] == 0 or nst == 0:
+            m_pend[m] = 0
+            continue
+        mn = m_node[m]
+        mq = m_mask[m]
+        stamp = GM[GM_STAMP] + 1
+        GM[GM_STAMP] = stamp
+        h = N[N_FIRST, mn]  # the classes aiming at m already
+        while h >= 0:
+            if h & 1 == 1:
+                u = H[H_TO, h]
+                if node_role[u] == ec_role:
+                    cmark[node_ref[u]] = stamp
+            h = H[H_NEXT, h]
+        left = 0  # starved classes that fit m, do not aim at it, want more targets and may place
+        n = 0
+        ns = 0
+        for i in range(nst):
+            c = starved[i]
+            if CT[CT_MASK, c] & ~mq != 0 or cmark[c] == stamp:
+                continue
+            want = CT[CT_WAIT, c] + spare
+            if fanout > 0 and want > fanout:
+                want = fanout
+            if CT[CT_LIVE, c] >= want or CT[CT_TN, c] >= CT[CT_TCAP, c]:
+                skip[ns] = c
+                ns += 1
+                continue
+            if CT[CT_FLAG, c] & CF_KEYSTALE != 0:
+                CT[CT_KEY, c] = _class_key(N, A, H, node_role, node_ref, group_role, GT, JT, CT[CT_NODE, c])
+                CT[CT_FLAG, c] &= ~CF_KEYSTALE
+            key = CT[CT_KEY, c]
+            if key == NOKEY:
+                skip[ns] = c
+                ns += 1
+                continue
+            left += 1
+            if n == cap and top_k[n - 1] >= key:
+                continue
+            p = n if n < cap else cap - 1
+            while p > 0 and top_k[p - 1] < key:
+                top_k[p] = top_k[p - 1]
+                top_c[p] = top_c[p - 1]
+                p -= 1
+            top_k[p] = key
+            top_c[p] = c
+            if n < cap:
+                n += 1
+        for y in range(n):
+            c = top_c[y]
+            tn = CT[CT_TN, c]
+            t0 = CT[CT_T0, c]
+            node = CT[CT_NODE, c]
+            a = _add_arc(N, A, H, M, FA, DN, DA, node, mn, 0, max(m_slots[m], 1), 0)
+            t_mach[t0 + tn] = m
+            t_arc[t0 + tn] = a
+            arc_pos[a] = tn
+            CT[CT_TN, c] = tn + 1
+            CT[CT_LIVE, c] += 1
+            if N[N_FLAG, node] & F_NEW == 0 and N[N_POT, mn] > N[N_POT, node]:  # as in k_refresh
+                N[N_POT, mn] = N[N_POT, node]
+                _mark_arc(A, M, DA, m_arc[m])
+        added += n
+        if left > n:
+            pend[kept] = m
+            kept += 1
+        else:  # the classes passed over must look at every free machine once they want more or may place
+            m_pend[m] = 0
+            for y in range(ns):
+                CT[CT_FLAG, skip[y]] |= CF_MISSED
+    GM[GM_NPEND] = kept
+    return added
 
 
 @njit(cache=True)
@@ -290,7 +432,7 @@ def _max_min(d, capacity, out):
 
 
 @njit(cache=True)
-def k_jobs(N, A, H, M, DN, DA, JT, act, GM, capacity, fair):
+def k_jobs(N, A, H, M, DN, DA, JT, act, GM, capacity, fair, node_role, node_ref, group_role, GT, CT, cdirty):
     """Fairness bounds ``[N_j − A_j, N_j]`` of ``U_j → S`` (paper eq. 1–2, shares net of running tasks).
 
     Drops jobs that left the graph from the active list (kept in job-id order) first.
@@ -318,6 +460,9 @@ def k_jobs(N, A, H, M, DN, DA, JT, act, GM, capacity, fair):
     for i in range(k):
         j = act[i]
         if lower[i] != JT[JT_LOWER, j] or n_in[i] != JT[JT_UPPER, j]:
+            held = n_in[i] <= lower[i]
+            if (n_in[i] <= JT[JT_LOWER, j]) != held:  # held back by its fair share before xor now
+                _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, JT[JT_NODE, j], cdirty, GM, not held)
             _set_bound(N, A, H, M, DN, DA, JT[JT_ARC, j], lower[i], n_in[i])
             JT[JT_LOWER, j] = lower[i]
             JT[JT_UPPER, j] = n_in[i]
@@ -346,7 +491,7 @@ def k_tick(N, A, M, DA, JT, act, GM, sink, m_arc, delta):
 @njit(cache=True)
 def k_refresh(
     N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, fit_pool, t_mach, t_arc, scratch,
-    m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, freed_buf, arc_pos, fanout, spare, arc_room,
+    m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, arc_pos, fanout, spare, arc_room,
 ):  # fmt: skip
     """Keep each dirty partial class connected to enough free machines it fits (random ones, never twice).
 
@@ -370,11 +515,11 @@ def k_refresh(
                 _remove_arc(N, A, H, M, FA, DN, t_arc[t0 + x])
             CT[CT_TN, c] = 0
             CT[CT_LIVE, c] = 0
-            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_STARVED | CF_WOKEN)
+            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_STARVED | CF_MISSED)
             i += 1
             continue
         if flag & CF_STARVED != 0:
-            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_WOKEN)
+            CT[CT_FLAG, c] = flag & ~CF_DIRTY
             i += 1
             continue
         want = wait + spare
@@ -382,7 +527,7 @@ def k_refresh(
             want = fanout
         have = CT[CT_LIVE, c]
         if have >= want:
-            CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_WOKEN)
+            CT[CT_FLAG, c] = flag & ~CF_DIRTY
             i += 1
             continue
         k = want - have
@@ -392,7 +537,7 @@ def k_refresh(
                 cdirty[x - i] = cdirty[x]
             GM[GM_NCD] = ncd - i
             return -1
-        CT[CT_FLAG, c] = flag & ~(CF_DIRTY | CF_WOKEN)
+        CT[CT_FLAG, c] = flag & ~CF_DIRTY
         tn = CT[CT_TN, c]
         tcap = CT[CT_TCAP, c]
         if tn > 2 * want or tn + k > tcap:
@@ -424,16 +569,7 @@ def k_refresh(
         # free) or the free machines (a fraction fitn/nm of them fit)
         e_fit = fitn if fitn * nfree <= k * nm else (k * nm) // max(nfree, 1)
         e_free = nfree if nfree * fitn <= k * nm else (k * nm) // max(fitn, 1)
-        if flag & CF_WOKEN != 0:  # only the machines that just freed up can be new candidates
-            for y in range(GM[GM_NFREED]):
-                m = freed_buf[y]
-                if m_wasfree[m] == 1 and q & ~m_mask[m] == 0 and scratch[m] == 0:
-                    scratch[m] = 1
-                    t_mach[t0 + tn + found] = m
-                    found += 1
-                    if found == k:
-                        break
-        elif e_fit <= e_free:  # scan the class's machines from a random point
+        if e_fit <= e_free:  # scan the class's machines from a random point
             if fitn > 0:
                 start = _rand(GM) % fitn
                 for y in range(fitn):
@@ -460,7 +596,7 @@ def k_refresh(
             if CT[CT_FLAG, c] & CF_LISTED == 0:
                 starved[GM[GM_NST]] = c
                 GM[GM_NST] += 1
-            CT[CT_FLAG, c] |= CF_STARVED | CF_LISTED
+            CT[CT_FLAG, c] = (CT[CT_FLAG, c] | CF_STARVED | CF_LISTED) & ~CF_MISSED
         if found == 0:
             if have == 0 and N[N_FLAG, node] & F_NEW == 0:
                 # nothing free to reach: lower the aggregator's potential as far as its arcs allow, so searches
@@ -505,7 +641,7 @@ def k_unserved(CT, cdirty, GM):
 @njit(cache=True)
 def k_place(
     N, A, H, M, FN, FA, DN, DA, GM, CT, cdirty, JT, GT, order, node_role, node_ref, group_role,
-    cursor, used, touched, m_node, m_arc, m_free, m_flag, mdirty, gfree,
+    cursor, used, touched, m_node, m_arc, m_free, m_flag, mdirty, gfree, free_list,
 ):  # fmt: skip
     """Decompose the flow on the machines into unit paths back to task groups and commit every unit.
 
@@ -516,7 +652,9 @@ def k_place(
     nm = m_arc.size
     total = 0
     nroots = 0
-    for m in range(nm):
+    nfl = GM[GM_NFREE]  # only a machine with a free slot can carry flow to the sink
+    for i in range(nfl):
+        m = free_list[i]
         f = A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]]
         if f > 0:
             total += f
@@ -527,10 +665,12 @@ def k_place(
         return tasks, machines
     roots = np.empty(nroots, dtype=np.int64)
     k = 0
-    for m in range(nm):
+    for i in range(nfl):
+        m = free_list[i]
         if A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]] > 0:
             roots[k] = m_node[m]
             k += 1
+    roots.sort()  # machine order (machine nodes are numbered in machine order), whatever the free list's order
     out_task = np.empty(total, dtype=np.int64)
     out_root = np.empty(total, dtype=np.int64)
     out_arcs = np.empty((total, 4), dtype=np.int64)
@@ -560,7 +700,10 @@ def k_place(
         JT[JT_RUN, j] += 1
         c = GT[GT_CLASS, g]
         CT[CT_WAIT, c] -= 1
+        CT[CT_FLAG, c] |= CF_KEYSTALE
         _mark_class(CT, cdirty, GM, c)
+        if JT[JT_IN, j] == JT[JT_LOWER, j]:  # the job reached its fair share: its other classes lose urgency
+            _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, JT[JT_NODE, j], cdirty, GM, False)
         if GT[GT_N, g] == 0:
             empty[n_empty] = g
             n_empty += 1

@@ -27,6 +27,15 @@ bounds of paper eq. 1–2, optional rack aggregators), with these decisions wher
   too (Quincy's cluster aggregator), unless racks are configured (then it reaches every rack aggregator):
   without preemption only free machines can take a task, and a hub with an arc to every machine makes each
   augmenting search scan all of them (the reference graph connects it to every machine).
+* **Starved classes.** A class that finds no further free machine it fits is starved: every free machine it
+  fits is its target already, so only a machine that frees up can be a new one. When one does, at most
+  ``ec_fanin`` starved classes it fits connect to it per pass, the most urgent first (largest waiting cost minus
+  placement cost among their tasks whose job is below its fair share); the flow then picks the best of their
+  tasks. Under deep overload thousands of classes may fit a freed machine, and letting all of them compete
+  makes every search back from it scan them all (the optimum is that of this sparser graph, as with
+  ``ec_fanout``). A machine that is still free after the pass stays *pending* and is offered to the next
+  classes at the next pass or round, until every starved class it fits aims at it: no class waits for ever
+  while a machine it fits is free.
 
 Preemption is not supported here (the scheduler uses the reference graph for it).
 """
@@ -92,6 +101,7 @@ class CompiledGraph:
         unscheduled_base: int = 1000,
         max_arcs: int = 16,
         ec_fanout: int = 128,
+        ec_fanin: int = 16,
         placement_cost: int = 0,
         wait_weight: float = 0.0,
         wait_quantum: float = 1.0,
@@ -103,6 +113,7 @@ class CompiledGraph:
         self.unscheduled_base = int(unscheduled_base)
         self.max_arcs = int(max_arcs)
         self.ec_fanout = int(ec_fanout)
+        self.ec_fanin = int(ec_fanin)
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.wait_weight = float(wait_weight)
         self.wait_quantum = float(wait_quantum)
@@ -122,6 +133,9 @@ class CompiledGraph:
         self._mdirty = np.zeros(nm, dtype=np.int64)
         self._free_list = np.zeros(nm, dtype=np.int64)
         self._freed = np.zeros(nm, dtype=np.int64)
+        self._pend = np.zeros(nm, dtype=np.int64)  # pending machines (see GK.k_wake)
+        self._mpend = np.zeros(nm, dtype=np.int8)
+        self._cmark = np.zeros(0, dtype=np.int64)
         self._arc_pos = np.zeros(0, dtype=np.int64)
         self._scratch = np.zeros(nm, dtype=np.int8)
         self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
@@ -223,6 +237,7 @@ class CompiledGraph:
             self.CT = _grow2(self.CT, c + 1, 0)
             self._cdirty = _grow1(self._cdirty, self.CT.shape[1], 0)
             self._starved = _grow1(self._starved, self.CT.shape[1], 0)
+            self._cmark = _grow1(self._cmark, self.CT.shape[1], 0)
         node = self.net.add_node(0)
         self._roles(np.array([node]), ROLE_EC, np.array([c]))
         ct = self.CT
@@ -346,6 +361,9 @@ class CompiledGraph:
         GT[GK.GT_START, gids] = gstart
         GT[GK.GT_CUR, gids] = 0
         np.add.at(self.CT[GK.CT_WAIT], classes, sizes)
+        self.CT[GK.CT_FLAG, classes] |= GK.CF_KEYSTALE
+        missed = classes[(self.CT[GK.CT_FLAG, classes] & GK.CF_MISSED) != 0]
+        self.CT[GK.CT_FLAG, missed] &= ~(GK.CF_STARVED | GK.CF_MISSED)  # they want more: look at every free machine
         GK.k_mark_classes(self.CT, self._cdirty, self.GM, classes)
         JT[GK.JT_IN, job] += n
         self.GM[GK.GM_JOBS] = 1
@@ -451,16 +469,33 @@ class CompiledGraph:
         if self.GM[GK.GM_JOBS]:
             capacity = int(self.machine_slots[~self.machine_failed].sum())
             GK.k_jobs(
-                net.N, net.A, net.H, net.M, net.DN, net.DA, self.JT, self._act, self.GM, capacity, self.cm.fair_shares
+                net.N,
+                net.A,
+                net.H,
+                net.M,
+                net.DN,
+                net.DA,
+                self.JT,
+                self._act,
+                self.GM,
+                capacity,
+                self.cm.fair_shares,
+                self.node_role,
+                self.node_ref,
+                ROLE_TASK,
+                self.GT,
+                self.CT,
+                self._cdirty,
             )
         self._machines()
         self._refresh()
 
-    def _machines(self) -> None:
+    def _machines(self) -> int:
+        """Apply the dirty machines, then offer the pending ones to starved classes; returns the arcs added."""
         net = self.net
         nmd = int(self.GM[GK.GM_NMD])
         if nmd == 0:
-            return
+            return self._wake()
         if self._machine_costs_vary:
             ms = np.sort(self._mdirty[:nmd])
             cost = np.asarray(self.cm.machine_cost(self, ms), dtype=np.int64)
@@ -497,6 +532,52 @@ class CompiledGraph:
             self._t_mach,
             self._t_arc,
             self._arc_pos_for(net),
+            self._pend,
+            self._mpend,
+        )
+        return self._wake()
+
+    def _wake(self) -> int:
+        """Offer the pending machines to the starved classes (see ``GK.k_wake``); returns the arcs added."""
+        npd = int(self.GM[GK.GM_NPEND])
+        nst = int(self.GM[GK.GM_NST])
+        if npd == 0 or nst == 0:
+            return 0
+        net = self.net
+        net._reserve_arcs(npd * (min(self.ec_fanin, nst) if self.ec_fanin > 0 else nst) + 64)
+        return int(
+            GK.k_wake(
+                net.N,
+                net.A,
+                net.H,
+                net.M,
+                net.FA,
+                net.DN,
+                net.DA,
+                self.GM,
+                self.CT,
+                self._starved,
+                self._pend,
+                self._mpend,
+                self._cmark,
+                self.node_role,
+                self.node_ref,
+                ROLE_TASK,
+                ROLE_EC,
+                self.GT,
+                self.JT,
+                self._t_mach,
+                self._t_arc,
+                self._arc_pos_for(net),
+                self.machine_node,
+                self.machine_arc,
+                self._mmask,
+                self._wasfree,
+                self.machine_slots,
+                self.ec_fanout,
+                self.spare,
+                self.ec_fanin,
+            )
         )
 
     def _refresh(self) -> int:
@@ -527,7 +608,6 @@ class CompiledGraph:
                 self._wasfree,
                 self.machine_slots,
                 self._free_list,
-                self._freed,
                 self._arc_pos_for(net),
                 self.ec_fanout,
                 self.spare,
@@ -584,17 +664,18 @@ class CompiledGraph:
             self._mflag,
             self._mdirty,
             self._gfree,
+            self._free_list,
         )
         self.waiting_total -= int(tasks.size)
         return tasks, machines
 
     def pass_again(self) -> bool:
         """After a pass that placed tasks: update machines and class targets; True if another pass may help."""
-        if not self.unserved():
-            self._machines()
-            return False
-        self._machines()
-        return self._refresh() > 0
+        unserved = self.unserved()
+        added = self._machines()
+        if unserved:
+            added += self._refresh()
+        return added > 0
 
     # ---------------------------------------------------------------------------------------- queries
     @property
