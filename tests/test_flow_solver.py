@@ -41,7 +41,7 @@ def _random_arc(rng: np.random.Generator, nodes: np.ndarray) -> tuple[int, int, 
     return int(u), int(w), int(rng.integers(-10, 11)), up, lo
 
 
-def _run_sequence(seed: int, n_nodes: int, n_steps: int) -> None:
+def _run_sequence(seed: int, n_nodes: int, n_steps: int, bulk_units: int = 0) -> None:
     rng = np.random.default_rng(seed)
     net = FlowNetwork(node_capacity=4, arc_capacity=4)  # tiny: exercises growth
     sup = rng.integers(-3, 4, n_nodes)
@@ -54,7 +54,7 @@ def _run_sequence(seed: int, n_nodes: int, n_steps: int) -> None:
     # a cheap-to-reach-feasible backbone: a cycle of generous arcs with a high cost
     for i in range(n_nodes):
         arcs.append(net.add_arc(int(nodes[i]), int(nodes[(i + 1) % n_nodes]), 40, 30))
-    sol = IncrementalSolver()
+    sol = IncrementalSolver(bulk_units=bulk_units)
     _assert_agrees(net, sol)
     live_nodes = list(nodes.tolist())
     for _ in range(n_steps):
@@ -109,6 +109,36 @@ def test_incremental_matches_ortools_after_every_change(seed: int, n_nodes: int,
 
 def test_long_sequence_on_a_bigger_graph() -> None:
     _run_sequence(12345, 40, 300)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_nodes=st.integers(2, 9),
+    n_steps=st.integers(1, 25),
+    bulk=st.sampled_from([1, 3]),
+)
+def test_bulk_seeded_solves_match_ortools(seed: int, n_nodes: int, n_steps: int, bulk: int) -> None:
+    """Solves that start with a bulk solve (OR-Tools flow + computed potentials) and incremental solves after
+    them agree with OR-Tools, and leave reduced-cost optimality intact (``net.check``)."""
+    _run_sequence(seed, n_nodes, n_steps, bulk_units=bulk)
+
+
+def test_bulk_cold_start_then_incremental_rounds() -> None:
+    from megha.schedulers.flow.synthetic import ChurnGraph
+
+    g = ChurnGraph(60, 3, 400, np.random.default_rng(4), fairness=True)
+    sol = IncrementalSolver(bulk_units=100)
+    res = sol.solve(g.net)
+    assert res.stats["bulk"] == 1 and sol.bulk_solves == 1
+    assert res.cost == _oracle(g.net)[1]
+    g.net.check()
+    for _ in range(5):
+        g.step(0.02)  # 8 tasks leave, 8 arrive: incremental
+        res = sol.solve(g.net)
+        assert "bulk" not in res.stats and res.cost == _oracle(g.net)[1]
+        g.net.check()
+    assert sol.bulk_solves == 1
 
 
 @settings(max_examples=25, deadline=None)

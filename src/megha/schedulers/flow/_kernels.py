@@ -826,6 +826,69 @@ def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active):
 
 
 @njit(cache=True)
+def k_install_potentials(N, A, H, M, DN, DA, queue, inq):
+    """After a balanced optimal flow was written from elsewhere (a bulk solve): potentials that make it
+    reduced-cost optimal, and a clean state for the next incremental solve.
+
+    The potentials are shortest-path distances in the residual network from a virtual root joined to every
+    node at cost 0 (label-correcting with a deque: a node whose label drops below the front's goes first), so
+    ``π(w) ≤ π(u) + c`` on every residual arc ``u → w``. An optimal flow has no negative residual cycle, so this
+    ends; returns −1 if the work exceeds the Bellman–Ford bound (the flow was not optimal), else the number of
+    arc scans.
+    """
+    nhw = M[M_NHW]
+    qn = queue.size
+    head = 0
+    size = 0
+    for v in range(nhw):
+        inq[v] = 0
+        if N[N_ALIVE, v] == 1:
+            N[N_POT, v] = 0
+            N[N_EXC, v] = 0
+            N[N_FLAG, v] &= ~F_NEW
+            queue[size] = v
+            size += 1
+            inq[v] = 1
+    limit = (size + 1) * (2 * M[M_AALIVE] + 1)
+    work = 0
+    while size > 0:
+        u = queue[head]
+        head += 1
+        if head == qn:
+            head = 0
+        size -= 1
+        inq[u] = 0
+        pu = N[N_POT, u]
+        h = N[N_FIRST, u]
+        while h >= 0:
+            work += 1
+            if _residual(A, h) > 0:
+                w = H[H_TO, h]
+                nd = pu + _hcost(A, h)
+                if nd < N[N_POT, w]:
+                    N[N_POT, w] = nd
+                    if inq[w] == 0:
+                        inq[w] = 1
+                        if size > 0 and nd < N[N_POT, queue[head]]:
+                            head = head - 1 if head > 0 else qn - 1
+                            queue[head] = w
+                        else:
+                            t = head + size
+                            queue[t - qn if t >= qn else t] = w
+                        size += 1
+            h = H[H_NEXT, h]
+        if work > limit:
+            return -1
+    for i in range(M[M_NDN]):
+        N[N_FLAG, DN[i]] &= ~F_DIRTY
+    M[M_NDN] = 0
+    for i in range(M[M_NDA]):
+        A[A_FLAG, DA[i]] &= ~F_DIRTY
+    M[M_NDA] = 0
+    return work
+
+
+@njit(cache=True)
 def k_check(N, A, H, M):
     """Verify bounds, conservation and reduced-cost optimality; returns an error code (0 = fine) and an id."""
     nhw = M[M_NHW]

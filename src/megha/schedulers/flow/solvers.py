@@ -3,6 +3,11 @@
 * :class:`IncrementalSolver` (``incremental``) — ours: keeps the previous flow and node potentials inside the
   :class:`~megha.schedulers.flow.network.FlowNetwork` and repairs only what changed (successive shortest paths
   on reduced costs, compiled with numba; see :mod:`megha.schedulers.flow._kernels`). Every answer is optimal.
+  A solve facing a large change (changed nodes carrying ``bulk_units`` units of imbalance or more: a cold start,
+  a big burst) is seeded by
+  a bulk solve instead: OR-Tools from scratch, its flow installed, and potentials that make it reduced-cost
+  optimal computed by one label-correcting pass over the residual network (OR-Tools does not return its
+  duals); the rounds after it are incremental again.
 * :class:`OrToolsSolver` (``ortools``) — the baseline: OR-Tools ``SimpleMinCostFlow`` built and solved from
   scratch on an export of the network each time (OR-Tools never warm-starts).
 
@@ -25,6 +30,10 @@ from megha.schedulers.flow.network import Exported, FlowNetwork
 
 OPTIMAL = "optimal"
 INFEASIBLE = "infeasible"
+BULK_UNITS = 50_000
+"""A solve whose changed nodes carry at least this many units of imbalance (a cold start, a large burst: about one
+search per unit) is seeded by a bulk solve: OR-Tools from scratch, then potentials from one label-correcting pass,
+then incremental as usual."""
 
 
 @dataclass
@@ -55,10 +64,12 @@ class IncrementalSolver(Solver):
 
     name = "incremental"
 
-    def __init__(self, compute_cost: bool = True) -> None:
+    def __init__(self, compute_cost: bool = True, bulk_units: int = BULK_UNITS) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
         self._cap = (0, 0)
         self.compute_cost = compute_cost  # False: SolveResult.cost is 0 (saves an O(arcs) pass per round)
+        self.bulk_units = bulk_units  # imbalance from which a solve starts with a bulk solve (0: never)
+        self.bulk_solves = 0
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
         cap = (net.node_capacity, net.arc_capacity)
@@ -80,6 +91,8 @@ class IncrementalSolver(Solver):
         if net.solution_owner not in (None, self.name):
             net.reset_solution()
         _check_balanced(net)
+        if self.bulk_units > 0 and self._imbalance(net) >= self.bulk_units:
+            return self._bulk(net, t0)
         before = net.stats()
         hd, ht, hv, settled, active = self._arrays(net)
         left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, ht, hv, settled, active)
@@ -90,6 +103,33 @@ class IncrementalSolver(Solver):
         status = OPTIMAL if left == 0 else INFEASIBLE
         cost = net.total_cost() if left == 0 and self.compute_cost else 0
         return SolveResult(status, cost, seconds, stats)
+
+    def _imbalance(self, net: FlowNetwork) -> int:
+        """Units of imbalance on the changed nodes (0 when fewer nodes changed than ``bulk_units``)."""
+        ndn = int(net.M[K.M_NDN])
+        if ndn < self.bulk_units:
+            return 0
+        return int(np.abs(net.N[K.N_EXC, net.DN[:ndn]]).sum())
+
+    def _bulk(self, net: FlowNetwork, t0: float) -> SolveResult:
+        """Solve from scratch with OR-Tools, install its flow and matching potentials (see the module docstring)."""
+        ex = net.export()
+        status, cost, flows = solve_ortools(ex)
+        if status != OPTIMAL:
+            return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net))
+        net.write_flows(ex.arc_ids, flows, self.name)
+        n = net.node_capacity
+        work = K.k_install_potentials(
+            net.N, net.A, net.H, net.M, net.DN, net.DA, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
+        )
+        if work < 0:
+            raise RuntimeError("bulk solve: the installed flow has a negative residual cycle (not optimal)")
+        self.bulk_solves += 1
+        return SolveResult(OPTIMAL, cost if self.compute_cost else 0, time.perf_counter() - t0, _bulk_stats(net))
+
+
+def _bulk_stats(net: FlowNetwork) -> dict[str, int]:
+    return {**dict.fromkeys(net.stats(), 0), "bulk": 1}
 
 
 def _check_balanced(net: FlowNetwork) -> None:
@@ -157,6 +197,10 @@ def warm_up() -> None:
     a = net.add_arcs([s[0], s[0], s[1]], [s[1], s[2], s[2]], [1, 5, 1], [1, 5, 5], [0, 1, 0])
     sol = IncrementalSolver()
     sol.solve(net)
+    n = net.node_capacity
+    K.k_install_potentials(
+        net.N, net.A, net.H, net.M, net.DN, net.DA, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
+    )
     net.set_costs(a[:1], [2])
     net.set_bounds(a[1:2], [0], [4])
     net.set_supplies(s[:1], [2])
