@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 
 from megha.cli_common import console, out_console, parse_opts, parse_pairs
@@ -57,7 +58,7 @@ class _DefaultsHelp(typer.core.TyperCommand):
     (``{DEFAULTS}``: registered ones, plug-ins included), computed when the help is shown so that other commands do
     not pay for loading every scheduler."""
 
-    def format_help(self, ctx, formatter):  # type: ignore[no-untyped-def]
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         wanted = "{DEFAULTS}" in (self.help or "") or any(
             "{DEFAULTS}" in (getattr(p, "help", "") or "") for p in self.params
         )

@@ -159,7 +159,9 @@ def _default_down(kind: str) -> float:
     return math.inf if kind in GENERIC_KINDS else 0.0
 
 
-def _number(entry: dict, key: str, where: str, source: str, default: float | None = None, positive: bool = False):
+def _number(
+    entry: dict, key: str, where: str, source: str, default: float | None = None, positive: bool = False
+) -> float:
     v = entry.get(key, default)
     if v is None:
         raise InputError(f"{source}: {where}: missing field {key!r}")

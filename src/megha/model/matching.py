@@ -18,7 +18,9 @@ of the whole queue.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -186,7 +188,7 @@ _INF = np.iinfo(np.int64).max
 _FF = None
 
 
-def _first_fit():
+def _first_fit() -> Callable[[np.ndarray, np.ndarray, int, int], int]:
     """The compiled first-fit kernel (numba), loaded on first use."""
     global _FF
     if _FF is None:
@@ -235,7 +237,7 @@ class WaitQueue:
             self._empty_slots += 1
         return s
 
-    def push_back(self, entry, mask: int) -> None:
+    def push_back(self, entry: Any, mask: int) -> None:
         s = self._slot(int(mask))
         self._back += 1
         b = self._buckets[s]
@@ -245,7 +247,7 @@ class WaitQueue:
         b.append((self._back, entry))
         self._len += 1
 
-    def push_front(self, entry, mask: int) -> None:
+    def push_front(self, entry: Any, mask: int) -> None:
         s = self._slot(int(mask))
         self._front -= 1
         b = self._buckets[s]
@@ -255,7 +257,7 @@ class WaitQueue:
         self._heads[s] = self._front
         self._len += 1
 
-    def _take(self, s: int, i: int = 0):
+    def _take(self, s: int, i: int = 0) -> Any:
         b = self._buckets[s]
         if i == 0:
             _, entry = b.popleft()
@@ -286,7 +288,7 @@ class WaitQueue:
         self._n_slots = n
         self._empty_slots = 0
 
-    def pop_first_fitting(self, worker_mask: int):
+    def pop_first_fitting(self, worker_mask: int) -> Any | None:
         """Remove and return the earliest entry whose mask the worker satisfies, or None."""
         if not self._len:
             return None
@@ -295,7 +297,7 @@ class WaitQueue:
             return None
         return self._take(s)
 
-    def pop_first_fitting_inv(self, inverted_worker_mask: int):
+    def pop_first_fitting_inv(self, inverted_worker_mask: int) -> Any | None:
         """:meth:`pop_first_fitting` given ``~worker_mask & 0xFFFFFFFF`` as an int (saves the conversion)."""
         if not self._len:
             return None
@@ -308,7 +310,7 @@ class WaitQueue:
             return None
         return self._take(s)
 
-    def pop_first_fitting_where(self, worker_mask: int, accept, limit: int = 64):
+    def pop_first_fitting_where(self, worker_mask: int, accept: Callable[[Any], bool], limit: int = 64) -> Any | None:
         """Like :meth:`pop_first_fitting`, but the entry must also pass ``accept(entry)`` (e.g. resources).
 
         Looks at up to ``limit`` entries per constraint mask; returns None when none is accepted.
@@ -329,7 +331,7 @@ class WaitQueue:
             return None
         return self._take(best[1], best[2])
 
-    def pop_front(self):
+    def pop_front(self) -> Any | None:
         """Remove and return the earliest entry, or None."""
         if not self._len:
             return None
@@ -389,12 +391,12 @@ class WaitQueue:
             self._heads[s] = b[0][0]
             self._len += 1
 
-    def entries(self):
+    def entries(self) -> list[Any]:
         """All entries in FIFO order (for inspection and tests; not fast)."""
         items = [it for b in self._buckets for it in b]
         return [e for _, e in sorted(items, key=lambda x: x[0])]
 
-    def remove_where(self, pred) -> list:
+    def remove_where(self, pred: Callable[[Any], bool]) -> list[Any]:
         """Remove and return every entry for which ``pred(entry)`` is true."""
         out = []
         for s, b in enumerate(self._buckets):

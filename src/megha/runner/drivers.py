@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +12,9 @@ from megha.model.workload import Workload
 from megha.schedulers.common.messages import JobArrival
 from megha.sim.component import Component
 from megha.sim.engine import Engine
+
+if TYPE_CHECKING:
+    from megha.schedulers.registry import Deployment
 
 
 class TraceSource(Component):
@@ -31,7 +35,7 @@ class TraceSource(Component):
         if self.order.size:
             self.port.set_timer(max(0.0, float(self.w.job_arrival[self.order[0]]) - now), None)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         w = self.w
         arr = w.job_arrival
         order = self.order
@@ -68,7 +72,7 @@ class Injector(Component):
 
     kind = "injector"
 
-    def __init__(self, actions: list[tuple[float, Callable]], engine: Engine, deployment) -> None:
+    def __init__(self, actions: list[tuple[float, Callable]], engine: Engine, deployment: Deployment) -> None:
         super().__init__("injector")
         self.actions = sorted(actions, key=lambda a: a[0])
         self.engine = engine
@@ -78,7 +82,7 @@ class Injector(Component):
         for i, (t, _) in enumerate(self.actions):
             self.port.set_timer(max(0.0, t - now), i)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         self.actions[key][1](self.engine, self.deployment, now)
 
 
@@ -98,7 +102,7 @@ class Watchdog(Component):
     def on_start(self, now: float) -> None:
         self.port.set_timer(self.timeout, None)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         rec = self.rec
         if rec.outstanding <= 0:
             return

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,7 @@ class FaultDriver(Component):
         for i, ev in enumerate(self.events):
             self.port.set_timer(max(0.0, ev.at - now), ("down", i))
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         what, i = key[0], key[1]
         ev = self.events[i]
         kind, units = self._units(ev)

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from megha.sweep import worker
 from megha.sweep.spec import RunPlan, param_names
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 STATS = ("mean", "p50", "p90", "p99", "p999", "max")
 COMPONENTS = ("framework_queuing", "processing", "worker_queuing", "communication")
@@ -80,7 +83,7 @@ def run_row(plan: RunPlan, run_dir: Path, params: list[str], fixed: list[str]) -
     return row
 
 
-def rows_to_table(rows: list[dict[str, Any]]):
+def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows (dicts, possibly with different keys) → an Arrow table with one type per column."""
     from megha.metrics.tables import rows_to_table as to_table
 

@@ -8,12 +8,15 @@ megha import-trace SOURCE --format google2011|google2019|alibaba2018 --out OUT.p
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+if TYPE_CHECKING:
+    from rich.console import Console
 
-def _console():
+
+def _console() -> Console:
     from megha.cli_common import console
 
     return console

@@ -23,7 +23,7 @@ import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from megha.metrics import plots
 from megha.metrics.format import cell, kind_of
 from megha.sweep.aggregate import collect
 from megha.sweep.spec import load_plans, param_names
+
+if TYPE_CHECKING:
+    import jinja2
 
 MAX_CURVES = 8
 MAX_GROUPS_PLOTTED = 48  # CDF and utilization figures show at most this many groups (the tables have them all)
@@ -286,7 +289,7 @@ def _group_rows(groups: list[Group]) -> list[dict[str, Any]]:
     return out
 
 
-def _template():
+def _template() -> jinja2.Template:
     import jinja2
 
     env = jinja2.Environment(

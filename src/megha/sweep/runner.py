@@ -18,11 +18,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from megha.errors import InputError
 from megha.sweep import worker
 from megha.sweep.spec import PLAN_FILE, RunPlan, SweepSpec, hash_of, load, parse
+
+if TYPE_CHECKING:
+    from megha.sweep import engines
 
 RUNS = "runs"
 
@@ -210,7 +213,9 @@ def run_sweep(
     return result
 
 
-def _make_engine(address: str | None, workers: int | None, runs_dir: Path, spec: SweepSpec, todo: list[RunPlan]):
+def _make_engine(
+    address: str | None, workers: int | None, runs_dir: Path, spec: SweepSpec, todo: list[RunPlan]
+) -> engines.LocalPool | engines.RayPool:
     from megha.sweep import engines
 
     if address is None:
