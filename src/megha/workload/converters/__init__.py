@@ -17,11 +17,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from megha.errors import InputError
+
+if TYPE_CHECKING:
+    from megha.workload.converters.events import MatchedTasks
+    from megha.workload.converters.google2011 import UserCodes
 
 FORMATS = ("google2011", "google2019", "alibaba2018")
 
@@ -69,7 +73,7 @@ class ConvertReport:
         return "\n".join(lines)
 
 
-def _events(fmt: str, files: list[Path], progress):
+def _events(fmt: str, files: list[Path], progress: bool) -> tuple[MatchedTasks, UserCodes, list[str]]:
     from megha.workload.converters import google2011, google2019
     from megha.workload.converters._csv import Progress
     from megha.workload.converters.events import EventMatcher, OutOfOrder
@@ -93,7 +97,9 @@ def _events(fmt: str, files: list[Path], progress):
     raise AssertionError("unreachable")
 
 
-def _write_events(res, users, out: Path, name: str, meta: dict, max_jobs: int | None) -> dict[str, int]:
+def _write_events(
+    res: MatchedTasks, users: UserCodes, out: Path, name: str, meta: dict, max_jobs: int | None
+) -> dict[str, int]:
     from megha.workload.converters.events import INT64_MAX
     from megha.workload.converters.table import write_job_table
 

@@ -17,8 +17,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from megha.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 BLOCK_SIZE = 8 << 20
 
@@ -32,7 +37,7 @@ class Col:
     nullable: bool = True
     aliases: tuple[str, ...] = ()
 
-    def arrow_type(self):
+    def arrow_type(self) -> pa.DataType:
         import pyarrow as pa
 
         return {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}[self.kind]
@@ -57,7 +62,7 @@ class Schema:
         return ", ".join(c.name for c in self.columns)
 
 
-def _open_text(path: Path):
+def _open_text(path: Path) -> io.TextIOWrapper:
     raw = open(path, "rb")  # noqa: SIM115 - closed by the wrapper
     if path.suffix == ".gz":
         return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", errors="replace", newline="")
@@ -213,7 +218,7 @@ def _check_headerless(path: Path, schema: Schema) -> list[str]:
 
 def stream(
     paths: list[Path], schema: Schema, progress: Progress | None = None, label: str = ""
-) -> Iterator[tuple[Path, int, object]]:
+) -> Iterator[tuple[Path, int, pa.RecordBatch]]:
     """Yield ``(path, first_record, batch)`` for every Arrow record batch of every file, in order.
 
     Columns present in the batch are the schema's ``use`` columns under their canonical names (columns missing
@@ -266,7 +271,7 @@ def stream(
             progress.update(base, label)
 
 
-def column(batch, name: str, kind: str, fill=None):
+def column(batch: pa.RecordBatch, name: str, kind: str, fill: float | str | None = None) -> np.ndarray | pa.Array:
     """A batch column as numpy (nulls → ``fill``; NaN for floats by default)."""
     import numpy as np
     import pyarrow.compute as pc

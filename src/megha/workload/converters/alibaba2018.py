@@ -19,11 +19,15 @@ backwards, are dropped and counted. Machines: the last record of each machine (`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from megha.workload.converters import _csv
 from megha.workload.converters._csv import Col, Schema
+
+if TYPE_CHECKING:
+    from megha.workload.converters.machines import MachineTable
 
 BATCH_TASK = Schema(
     "Alibaba 2018 batch_task",
@@ -64,7 +68,7 @@ def machine_files(source: Path) -> list[Path]:
     return [p for p in (d / "machine_meta.csv.gz", d / "machine_meta.csv") if p.is_file()][:1]
 
 
-def read_tasks(files: list[Path], progress) -> tuple[dict[str, np.ndarray], dict[str, int], int]:
+def read_tasks(files: list[Path], progress: _csv.Progress | None) -> tuple[dict[str, np.ndarray], dict[str, int], int]:
     """Terminated batch tasks as columns: arrival (s), instances, duration (s), cpu (cores), mem (fraction)."""
     import pyarrow.compute as pc
 
@@ -108,7 +112,7 @@ def read_tasks(files: list[Path], progress) -> tuple[dict[str, np.ndarray], dict
     return dict(zip(names, cols, strict=True)), {k: v for k, v in dropped.items() if v}, rows
 
 
-def read_machines(files: list[Path], progress=None):
+def read_machines(files: list[Path], progress: _csv.Progress | None = None) -> MachineTable:
     """Each machine's last record: ``cpu_num`` cores and ``mem_size`` / 100 memory."""
     from megha.workload.converters.machines import MachineTable
 

@@ -157,7 +157,16 @@ class EventMatcher:
             self.kept.append(ev)
 
     # -- matching -------------------------------------------------------------------------------------------
-    def _match(self, key, t, typ, cpu, mem, prio, pos) -> None:
+    def _match(
+        self,
+        key: np.ndarray,
+        t: np.ndarray,
+        typ: np.ndarray,
+        cpu: np.ndarray,
+        mem: np.ndarray,
+        prio: np.ndarray,
+        pos: np.ndarray,
+    ) -> None:
         if key.size == 0:
             return
         c = self.codes

@@ -16,12 +16,19 @@ normalized by Google to the largest machine, like the task requests).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from megha.workload.converters import _csv
 from megha.workload.converters._csv import Col, Schema
 from megha.workload.converters.events import EventCodes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from megha.workload.converters.events import EventMatcher
+    from megha.workload.converters.machines import MachineTable
 
 TASK_EVENTS = Schema(
     "Google 2011 task_events",
@@ -79,7 +86,7 @@ class UserCodes:
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
 
-    def encode(self, arr) -> np.ndarray:
+    def encode(self, arr: pa.Array) -> np.ndarray:
         import pyarrow.compute as pc
 
         enc = pc.dictionary_encode(arr)
@@ -92,7 +99,7 @@ class UserCodes:
         return out
 
 
-def feed_events(matcher, files: list[Path], progress, users: UserCodes) -> None:
+def feed_events(matcher: EventMatcher, files: list[Path], progress: _csv.Progress | None, users: UserCodes) -> None:
     for _path, _rec, b in _csv.stream(files, TASK_EVENTS, progress, "task_events"):
         matcher.feed(
             t=_csv.column(b, "timestamp", "int"),
@@ -106,7 +113,7 @@ def feed_events(matcher, files: list[Path], progress, users: UserCodes) -> None:
         )
 
 
-def read_machines(files: list[Path], progress=None):
+def read_machines(files: list[Path], progress: _csv.Progress | None = None) -> MachineTable:
     """Every machine ever added, with its last known CPU and memory capacity."""
     from megha.workload.converters.machines import MachineTable
 

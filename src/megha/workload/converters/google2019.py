@@ -16,6 +16,7 @@ not tasks, and are skipped. Times are µs; requests are in Google's normalized c
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,13 @@ from megha.errors import InputError
 from megha.workload.converters import _csv
 from megha.workload.converters._csv import Col, Schema
 from megha.workload.converters.events import EventCodes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from megha.workload.converters.events import EventMatcher
+    from megha.workload.converters.google2011 import UserCodes
+    from megha.workload.converters.machines import MachineTable
 
 TYPE_NAMES = {
     "SUBMIT": 0,
@@ -85,7 +93,7 @@ def machine_files(source: Path) -> list[Path]:
     return sorted(p for p in d.glob("machine_events*.csv*") if p.is_file())
 
 
-def event_types(arr, path: Path) -> np.ndarray:
+def event_types(arr: pa.Array, path: Path) -> np.ndarray:
     """The ``type`` column (numbers or names) as event codes."""
     import pyarrow.compute as pc
 
@@ -106,7 +114,7 @@ def event_types(arr, path: Path) -> np.ndarray:
     return np.where(idx >= 0, lut_a[np.maximum(idx, 0)], -1)
 
 
-def feed_events(matcher, files: list[Path], progress, users) -> None:
+def feed_events(matcher: EventMatcher, files: list[Path], progress: _csv.Progress | None, users: UserCodes) -> None:
     for path, _rec, b in _csv.stream(files, INSTANCE_EVENTS, progress, "instance_events"):
         typ = event_types(b.column(b.schema.get_field_index("type")), path)
         ctype = _csv.column(b, "collection_type", "int", fill=0)
@@ -128,7 +136,7 @@ def feed_events(matcher, files: list[Path], progress, users) -> None:
         matcher.feed(**cols)
 
 
-def read_machines(files: list[Path], progress=None):
+def read_machines(files: list[Path], progress: _csv.Progress | None = None) -> MachineTable:
     """Every machine in the export with its last known capacity (by time)."""
     from megha.workload.converters.machines import MachineTable
 

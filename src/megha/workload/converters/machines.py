@@ -22,11 +22,15 @@ import gzip
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from megha.errors import InputError
 from megha.model.constraints import MACHINE_FRACTIONS, MASK_DTYPE, NUM_CONSTRAINTS, synthesize_machine_constraints
+
+if TYPE_CHECKING:
+    from megha.model.topology import Datacenter
 
 FORMAT = 1
 
@@ -98,7 +102,7 @@ def write_cluster_json(
     return p
 
 
-def load_machines(path: str | Path):
+def load_machines(path: str | Path) -> Datacenter:
     """A cluster file written by :func:`write_cluster_json` as a resource-mode Datacenter (per-machine capacity).
 
     A plain Megha/PigeonC cluster file (no ``megha_machines`` key) is returned as ``load_cluster`` reads it.

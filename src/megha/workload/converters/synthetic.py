@@ -37,7 +37,7 @@ def _write(path: Path, lines: list[str] | str) -> None:
     path.write_bytes(gzip.compress(data, compresslevel=1, mtime=0) if path.suffix == ".gz" else data)
 
 
-def _csv_text(table, header: bool = False) -> str:
+def _csv_text(table: pa.Table, header: bool = False) -> str:
     import pyarrow.csv as pcsv
 
     buf = pa.BufferOutputStream()
