@@ -10,10 +10,14 @@ fingerprints with a saved baseline.
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
+
+if TYPE_CHECKING:
+    from megha.metrics.result import RunResult
 
 _COLUMNS = ("scheduled", "start", "end", "known", "worker", "launches", "finishes", "preemptions")
 
@@ -29,6 +33,6 @@ def fingerprint_recorder(rec: TaskRecorder) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint(result) -> str:
+def fingerprint(result: RunResult) -> str:
     """Fingerprint of a :class:`~megha.metrics.result.RunResult` (its recorder's per-task outputs)."""
     return fingerprint_recorder(result.recorder)

@@ -21,14 +21,18 @@ from __future__ import annotations
 import json
 import time
 import types
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 #: component kinds the runner adds (trace source, watchdog, fault injector): not the scheduler's, never charged
 INFRA_KINDS = frozenset({"source", "watchdog", "injector"})
 TABLE = "processing_costs.json"
+
+if TYPE_CHECKING:
+    from megha.sim.component import Component
 
 
 def _len(msg: Any) -> int:
@@ -105,7 +109,9 @@ class Profiler:
         msgs, tims = self.messages, self.timers
         clock = time.thread_time_ns
 
-        def on_message_timed(_self, msg, now, _inner=on_message):  # named on_message below: the engine checks
+        def on_message_timed(
+            _self: Component, msg: Any, now: float, _inner: Callable[[Any, float], None] = on_message
+        ) -> None:  # named on_message below: the engine checks
             t0 = clock()
             _inner(msg, now)
             dt = clock() - t0
@@ -115,7 +121,9 @@ class Profiler:
                 st = msgs[key] = Stats()
             st.add(_len(msg), dt)
 
-        def on_timer_timed(_self, key, now, _inner=on_timer):
+        def on_timer_timed(
+            _self: Component, key: Hashable, now: float, _inner: Callable[[Hashable, float], None] = on_timer
+        ) -> None:
             t0 = clock()
             _inner(key, now)
             dt = clock() - t0

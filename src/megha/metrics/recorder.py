@@ -13,9 +13,14 @@ Summaries and tables are derived at the end (:mod:`megha.metrics.summary`).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
+
+TaskIds: TypeAlias = int | list[int] | tuple[int, ...] | np.ndarray
+"""Task ids a component reports: one id, a list or tuple of ids, or an integer array."""
+WorkerIds: TypeAlias = int | list[int] | np.ndarray
+"""The workers of reported tasks: one for all, or one per task."""
 
 
 def _as_scalars(vals: list) -> np.ndarray | None:
@@ -38,7 +43,7 @@ class _Log:
         self.lens: list[int] = []
         self.workers: list[int] = []
 
-    def add(self, ids, val, workers=None) -> int:
+    def add(self, ids: TaskIds, val: float | np.ndarray, workers: WorkerIds | None = None) -> int:
         if isinstance(ids, list):
             n = len(ids)
             self.ids.extend(ids)
@@ -100,31 +105,31 @@ class Recorder(Protocol):
 
     counters: Counter
 
-    def decided(self, ids, t: float) -> None:
+    def decided(self, ids: TaskIds, t: float) -> None:
         """The scheduler decided where the tasks go (every attempt; the last one counts)."""
 
-    def started(self, ids, t: float, workers) -> None:
+    def started(self, ids: TaskIds, t: float, workers: WorkerIds) -> None:
         """Tasks started on ``workers``."""
 
-    def finished(self, ids, t: float) -> None:
+    def finished(self, ids: TaskIds, t: float) -> None:
         """Tasks finished on their workers."""
 
-    def completion_known(self, ids, t: float) -> None:
+    def completion_known(self, ids: TaskIds, t: float) -> None:
         """The scheduler learned that the tasks finished."""
 
-    def preempted(self, ids, t: float) -> None:
+    def preempted(self, ids: TaskIds, t: float) -> None:
         """Tasks were killed on their workers (preemption); they run again later."""
 
-    def lost(self, ids, t: float, note: str = "worker failed") -> None:
+    def lost(self, ids: TaskIds, t: float, note: str = "worker failed") -> None:
         """Task runs were cut short by a fault (their worker died); they run again later."""
 
-    def add_comm(self, ids, d: float) -> None:
+    def add_comm(self, ids: TaskIds, d: float) -> None:
         """Communication delay on the tasks' allocation path (modelled in the simulator only)."""
 
-    def add_proc(self, ids, d: float) -> None:
+    def add_proc(self, ids: TaskIds, d: float) -> None:
         """Processing delay on the tasks' allocation path (modelled in the simulator only)."""
 
-    def add_worker_queue(self, ids, d) -> None:
+    def add_worker_queue(self, ids: TaskIds, d: float | np.ndarray) -> None:
         """Worker queuing delay (modelled in the simulator only)."""
 
     def count(self, name: str, n: int = 1) -> None:
@@ -210,42 +215,42 @@ class TaskRecorder:
         """Declare how many task completions the run waits for."""
         self.outstanding = n_tasks
 
-    def decided(self, ids, t: float) -> None:
+    def decided(self, ids: TaskIds, t: float) -> None:
         """The scheduler decided where the tasks go (recorded on every attempt; the last one wins)."""
         self._decided.add(ids, t)
         self._dirty = True
 
-    def started(self, ids, t: float, workers) -> None:
+    def started(self, ids: TaskIds, t: float, workers: WorkerIds) -> None:
         """Tasks started executing on ``workers``."""
         self.running += self._started.add(ids, t, workers)
         self._dirty = True
         self.last_progress = t
 
-    def finished(self, ids, t: float) -> None:
+    def finished(self, ids: TaskIds, t: float) -> None:
         """Tasks finished executing on their worker."""
         self.running -= self._finished.add(ids, t)
         self._dirty = True
         self.last_progress = t
 
-    def completion_known(self, ids, t: float) -> None:
+    def completion_known(self, ids: TaskIds, t: float) -> None:
         """The scheduler learned the tasks finished (job response time ends at the last such time)."""
         self.outstanding -= self._knownlog.add(ids, t)
         self._dirty = True
         if self.outstanding <= 0 and self.on_all_done is not None:
             self.on_all_done()
 
-    def preempted(self, ids, t: float) -> None:
+    def preempted(self, ids: TaskIds, t: float) -> None:
         """Tasks were killed on their worker before finishing; they will be launched again."""
         ids = self._cut(ids, t)
         self.preemptions[ids] += 1
 
-    def lost(self, ids, t: float, note: str = "worker failed") -> None:
+    def lost(self, ids: TaskIds, t: float, note: str = "worker failed") -> None:
         """Tasks died with their worker (a fault) before finishing; the work done is lost and they run again."""
         ids = self._cut(ids, t)
         self.fault_kills[ids] += 1
         self.work_lost += float(np.nansum(t - self.preempted_runs[-1][1]))
 
-    def _cut(self, ids, t: float) -> np.ndarray:
+    def _cut(self, ids: TaskIds, t: float) -> np.ndarray:
         ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
         self._flush()
         self.preempted_runs.append((ids.copy(), self._start[ids].copy(), self._worker[ids].copy(), t))
@@ -256,15 +261,15 @@ class TaskRecorder:
         return ids
 
     # --- allocation-time components ----------------------------------------------------------------
-    def add_comm(self, ids, d: float) -> None:
+    def add_comm(self, ids: TaskIds, d: float) -> None:
         self._commlog.add(ids, d)
         self._dirty = True
 
-    def add_proc(self, ids, d: float) -> None:
+    def add_proc(self, ids: TaskIds, d: float) -> None:
         self._logs["proc"].add(ids, d)
         self._dirty = True
 
-    def add_worker_queue(self, ids, d) -> None:
+    def add_worker_queue(self, ids: TaskIds, d: float | np.ndarray) -> None:
         """Worker queuing delay (a number, or one number per task)."""
         self._logs["wq"].add(ids, d)
         self._dirty = True
