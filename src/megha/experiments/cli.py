@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def list_table() -> Any:
@@ -35,7 +39,7 @@ def run_check(
     quick: bool,
     seed: int,
     reuse: bool,
-    log,
+    log: Callable[[str], None],
     extra: dict | None = None,
 ) -> tuple[dict[str, dict], int]:
     """Run (or, with ``reuse``, re-read) every experiment of ``ids`` into ``out/<id>``; returns
@@ -157,7 +161,7 @@ def results_claims(results: dict[str, dict]) -> dict[str, Any]:
     return {k: {f: d.get(f) for f in keep if f in d} for k, d in results.items()}
 
 
-def _print_claims(results: dict[str, dict], quick: bool, out_console, markdown: Path | None) -> None:
+def _print_claims(results: dict[str, dict], quick: bool, out_console: Console, markdown: Path | None) -> None:
     from rich.markup import escape
 
     from megha.experiments.claims import markdown_table, render_table, splice, tally

@@ -19,9 +19,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from megha.errors import InputError
+
+if TYPE_CHECKING:
+    from megha.config import RunConfig
+    from megha.metrics.result import RunResult
 
 
 @dataclass
@@ -35,7 +39,7 @@ class ReproContext:
     progress: Callable[[str, float, int, int], None] | None = None
     extra: dict = field(default_factory=dict)
 
-    def simulate(self, cfg, label: str | None = None):
+    def simulate(self, cfg: RunConfig, label: str | None = None) -> RunResult:
         """Run one simulation (with progress reporting) and return its RunResult."""
         from megha.runner import simulate
 
@@ -126,14 +130,14 @@ def experiment(
     quick_note: str = "",
     figures: str = "",
     claims: Callable[[dict[str, Any], ReproContext], list] | None = None,
-):
+) -> Callable[[Callable[[ReproContext], dict[str, Any]]], Callable[[ReproContext], dict[str, Any]]]:
     """Decorator registering ``run(ctx) -> dict`` as experiment ``id``.
 
     ``paper`` is a key of :data:`PAPERS`, ``figures`` the figures reproduced ("Figs. 8-10"), ``claims`` the
     function stating and checking the paper's claims for them (see :mod:`megha.experiments.claims`).
     """
 
-    def deco(fn: Callable[[ReproContext], dict[str, Any]]):
+    def deco(fn: Callable[[ReproContext], dict[str, Any]]) -> Callable[[ReproContext], dict[str, Any]]:
         if id in _EXPERIMENTS:
             raise ValueError(f"experiment {id!r} registered twice")
         _EXPERIMENTS[id] = Experiment(id, title, paper, fn, quick_note, figures, claims)

@@ -27,12 +27,16 @@ the interactive-free HTML report to ``OUT/sweep/report.html``; re-running contin
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from megha.experiments.registry import ReproContext, experiment
+
+if TYPE_CHECKING:
+    from megha.sweep.runner import SweepResult
 
 TRACE = "sample:GOOG_subtrace"
 HEARTBEAT = 10.0
@@ -89,7 +93,7 @@ def _common(ctx: ReproContext, quick_jobs: int, full_jobs: int) -> tuple[dict[st
     return base, seeds
 
 
-def _run(ctx: ReproContext, doc: dict[str, Any]):
+def _run(ctx: ReproContext, doc: dict[str, Any]) -> tuple[SweepResult, list[dict[str, Any]]]:
     from megha.sweep import run_sweep
 
     x = ctx.extra
@@ -110,7 +114,7 @@ def _run(ctx: ReproContext, doc: dict[str, Any]):
     return res, rows
 
 
-def _mean_by(rows: list[dict], key) -> dict[Any, dict[str, float | None]]:
+def _mean_by(rows: list[dict], key: Callable[[dict], Any]) -> dict[Any, dict[str, float | None]]:
     groups: dict[Any, list[dict]] = {}
     for r in rows:
         if r["status"] in ("ok", "unfinished"):
@@ -334,7 +338,7 @@ def run_gm_lm(ctx: ReproContext) -> dict:
     }
 
 
-def _fmt(x) -> str:
+def _fmt(x: float | None) -> str:
     from megha.metrics.report import fmt_seconds
 
     return fmt_seconds(x)
