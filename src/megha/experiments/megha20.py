@@ -20,6 +20,8 @@ LM heartbeats every 10 s (the 2020 paper's setting). ``--quick`` runs the first 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from megha.config import RunConfig
@@ -52,7 +54,7 @@ def percentiles(values: np.ndarray) -> dict[str, float | None]:
     return out
 
 
-def percentile_bars(series: dict[str, dict[str, float | None]], path, title: str) -> None:
+def percentile_bars(series: dict[str, dict[str, float | None]], path: str | Path, title: str) -> None:
     """Fig. 4: grouped bars of the percentiles, log scale."""
     from megha.metrics.plots import new_figure, save
 
@@ -72,7 +74,7 @@ def percentile_bars(series: dict[str, dict[str, float | None]], path, title: str
     save(fig, path, dpi=120)
 
 
-def _ratio(a, b) -> float:
+def _ratio(a: float | None, b: float | None) -> float:
     return float("nan") if a is None or b is None or b <= 0 else float(a / b)
 
 

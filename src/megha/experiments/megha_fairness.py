@@ -21,12 +21,17 @@ one.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from megha.config import RunConfig
 from megha.experiments.registry import ReproContext, experiment
 from megha.metrics import summary as S
+
+if TYPE_CHECKING:
+    from megha.metrics.result import RunResult
 
 SHARES = [0.10, 0.25, 0.15, 0.50]
 USER_GMS = [0, 1, 1, 2]
@@ -36,7 +41,7 @@ USER_GMS = [0, 1, 1, 2]
 ALLOWED_UNFAIR_S = 120.0
 
 
-def unfairness_episodes(res, step: float = 60.0, max_samples: int = 20_000) -> dict:
+def unfairness_episodes(res: RunResult, step: float = 60.0, max_samples: int = 20_000) -> dict:
     """Longest and total time during which fairness is violated in a way preemption could fix (slot mode).
 
     Sampled every ``step`` seconds (coarser only for runs longer than ``max_samples`` steps): a violation is a
@@ -188,7 +193,7 @@ def run(ctx: ReproContext) -> dict:
     return out
 
 
-def _bars(rows: list[dict], path) -> None:
+def _bars(rows: list[dict], path: str | Path) -> None:
     from megha.metrics.plots import new_figure, save
 
     fig, ax = new_figure(6.4, 4.0, dpi=120)
