@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,10 @@ from megha.config import RunConfig
 from megha.experiments.registry import ReproContext, experiment
 from megha.metrics import summary as S
 from megha.schedulers import registry
+
+if TYPE_CHECKING:
+    from megha.model.topology import Datacenter
+    from megha.model.workload import Workload
 
 MEGHA_CLUSTER = "sample:megha_G5L5S10000"
 PIGEON_CLUSTER = "sample:pigeon_D10M100S10000"
@@ -121,7 +126,7 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
     return out
 
 
-def fmt(x) -> str:
+def fmt(x: float | None) -> str:
     from megha.metrics.format import duration
 
     return duration(x)
@@ -198,7 +203,7 @@ def _stats(x: np.ndarray) -> dict:
     return out
 
 
-def offered_load(workload, datacenter) -> dict:
+def offered_load(workload: Workload, datacenter: Datacenter) -> dict:
     """The load a workload puts on a datacenter, as the IoT 2023 paper defines it (§2.3, Table 1, Fig. 4).
 
     Every task is taken to run from its arrival for its duration (no queuing); per second, the load is the number
@@ -455,7 +460,7 @@ def fig9_bars(fig9: dict[str, dict[str, float]], path: Path) -> None:
     save(fig, path, dpi=120)
 
 
-def _ratio(a, b) -> float:
+def _ratio(a: float | None, b: float | None) -> float:
     if a is None or b is None or b <= 0:
         return float("nan")
     return float(a / b)
@@ -502,7 +507,7 @@ WHY_MILD_PIGEONC = (
 )
 
 
-def iot23_claims(doc: dict, ctx, fig: str) -> list:
+def iot23_claims(doc: dict, ctx: ReproContext, fig: str) -> list:
     """Claims of the IoT 2023 paper for Figs. 6/8 (delays), 9 (normalized utilization) and 10."""
     from megha.experiments import claims as C
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from megha.metrics.plots import new_figure, new_grid, save
 from megha.schedulers.packing.policies import make_policy
 from megha.schedulers.packing.slotted import SlottedResult, SlotWorkload, run_slotted
 from megha.schedulers.packing.workloads import from_trace, google_2011_requests, mean_size, synthetic
+
+if TYPE_CHECKING:
+    from megha.model.workload import Workload
 
 PAPER = "psychas"
 LABEL = {
@@ -332,7 +336,7 @@ def uniform(ctx: ReproContext) -> dict:
 # ------------------------------------------------------------------------------------------------------
 # Fig. 5: Google trace
 # ------------------------------------------------------------------------------------------------------
-def _google_inputs(ctx: ReproContext):
+def _google_inputs(ctx: ReproContext) -> tuple[Workload, np.ndarray, str]:
     """Workload, per-task (cpu, mem) requests normalized to a server, and where the requests came from."""
     from megha.samples import resolve
     from megha.workload.tracefile import load_workload
@@ -548,7 +552,7 @@ def google_claims(doc: dict) -> list:
         return []
     hi = str(scales[-1])
 
-    def q(p):
+    def q(p: str) -> float | None:
         return mq.get(p, {}).get(hi)
 
     why = (
