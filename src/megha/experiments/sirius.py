@@ -25,7 +25,9 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +39,9 @@ from megha.model.workload import Workload
 from megha.samples import resolve
 from megha.workload.tracefile import load_workload, write_columnar
 
+if TYPE_CHECKING:
+    from megha.metrics.result import RunResult
+
 GPU = 1  # constraint bit 0 stands for "has a GPU" in the placement experiment
 # the testbed experiments run Sirius's loop event by event (a round per arrival or completion, paper §3.2): on 20
 # machines a round costs microseconds, and the TPC-H-like queries of Figs. 10–11 last well under a second
@@ -44,7 +49,14 @@ PER_EVENT = {"interval": 0}
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _workload(path: Path, arrivals, durations: list[np.ndarray], name: str, masks=None, priorities=None) -> str:
+def _workload(
+    path: Path,
+    arrivals: list[float],
+    durations: list[np.ndarray],
+    name: str,
+    masks: list[np.ndarray] | None = None,
+    priorities: list[int] | None = None,
+) -> str:
     """Write a Parquet workload (one job per entry) and return its path."""
     sizes = np.array([d.size for d in durations], dtype=np.int64)
     order = np.argsort(np.asarray(arrivals, dtype=np.float64), kind="stable")
@@ -74,13 +86,13 @@ def _cluster(path: Path, masks: np.ndarray) -> str:
     return str(path)
 
 
-def _jobs(res) -> dict[str, np.ndarray]:
+def _jobs(res: RunResult) -> dict[str, np.ndarray]:
     jt = S.job_table(res.workload, res.recorder, res.feasible)
     jt["response"] = jt["completion"] - jt["arrival"]
     return jt
 
 
-def _snp(res) -> float:
+def _snp(res: RunResult) -> float:
     """System normalized performance: geometric mean over jobs of ANP = T_physical / T_experiment (eq. 11)."""
     jt = _jobs(res)
     ok = np.isfinite(jt["response"]) & (jt["response"] > 0)
@@ -88,7 +100,7 @@ def _snp(res) -> float:
     return float(np.exp(np.log(anp).mean())) if anp.size else float("nan")
 
 
-def _check(res, label: str) -> None:
+def _check(res: RunResult, label: str) -> None:
     if res.unfinished_reason is not None:
         raise RuntimeError(f"{label}: {res.unfinished_reason}")
 
@@ -253,7 +265,14 @@ def _fairness_workloads(ctx: ReproContext) -> dict[str, str]:
     scale = 0.5 if ctx.quick else 1.0
     span = 60.0 * scale
 
-    def jobs(n_big, big, n_small, small, dur_big, dur_small):
+    def jobs(
+        n_big: int,
+        big: tuple[int, int],
+        n_small: int,
+        small: tuple[int, int],
+        dur_big: Callable[[int], np.ndarray],
+        dur_small: Callable[[int], np.ndarray],
+    ) -> list[tuple[float, np.ndarray]]:
         out = []
         for _ in range(max(1, round(n_big * scale))):
             out.append((float(rng.uniform(0, span)), dur_big(int(rng.integers(*big)))))
@@ -381,7 +400,7 @@ def _placement_run(ctx: ReproContext, n_tasks: int, policy: str, seed: int, clus
     }
 
 
-def _quiet(cfg: RunConfig):
+def _quiet(cfg: RunConfig) -> RunResult:
     from megha.runner import simulate
 
     return simulate(cfg)
@@ -652,7 +671,7 @@ def placement_claims(doc: dict) -> list:
 
     mt = doc.get("mean_task_time", {})
 
-    def t(n, p):
+    def t(n: int, p: str) -> float | None:
         return mt.get(f"T={n}", {}).get(p, {}).get("mean_task_time_s")
 
     out = [
@@ -707,7 +726,7 @@ def priority_claims(doc: dict) -> list:
 
     cases = doc.get("cases", {})
 
-    def tp(tag, p, key):
+    def tp(tag: str, p: str, key: str) -> float | None:
         return cases.get(tag, {}).get(p, {}).get("TPC-H", {}).get(key)
 
     out = [
