@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from megha.experiments.macrm.claims import burst_claims
@@ -112,7 +114,7 @@ def run_burst(ctx: ReproContext) -> dict:
     _table(rows, ctx.out / "burst", ["scheduler", "load", "jobs", "tasks", "max_service_mean", "incomplete_bursts"])
     _plot_burst(results, [lab for lab, *_ in scheds], loads, n_jobs, n_tasks, ctx.out / "fig4_3_burst.png")
 
-    def avg(lab, L):
+    def avg(lab: str, L: float) -> float | None:
         return _mean_max(maxima[lab], L)
 
     checks = {
@@ -155,7 +157,9 @@ def _mean_max(d: dict, L: float) -> float | None:
     return float(v.mean()) if v.size else None
 
 
-def _plot_burst(results: dict, labels: list[str], loads, n_jobs, n_tasks, path) -> None:
+def _plot_burst(
+    results: dict, labels: list[str], loads: list[float], n_jobs: list[int], n_tasks: list[int], path: Path
+) -> None:
     fig, axes = new_panels(len(labels), 4, 4, dpi=110, sharey=True)
     x = [100 * v for v in loads]
     for ax, lab in zip(axes, labels, strict=True):

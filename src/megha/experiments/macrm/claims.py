@@ -73,7 +73,7 @@ def service_time_claims(doc: dict) -> list:
     ch = doc.get("checks", {})
     res = doc.get("results", {})
 
-    def m(lab, load):
+    def m(lab: str, load: int) -> float | None:
         return res.get(lab, {}).get(str(load), {}).get("mean")
 
     ms = C.fmt_seconds

@@ -4,6 +4,8 @@ YARN, Sparrow and the thesis's Sparrow), sampler diagnostics and table/plot help
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from megha.errors import InputError
@@ -163,17 +165,17 @@ def _stats(v: np.ndarray) -> dict:
     }
 
 
-def _fmt_check(k: str, v) -> str:
+def _fmt_check(k: str, v: float | bool | None) -> str:
     if isinstance(v, float):
         return f"{k} {v:.2f}x" if k.endswith("_over_70") else f"{k} {v:.0f} %"
     return f"{k} {v}"
 
 
-def _ratio(a, b) -> float | None:
+def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b <= 0 else float(a / b)
 
 
-def _pct(better, worse) -> float | None:
+def _pct(better: float | None, worse: float | None) -> float | None:
     if better is None or worse is None or worse <= 0:
         return None
     return float(100.0 * (1.0 - better / worse))
@@ -182,7 +184,7 @@ def _pct(better, worse) -> float | None:
 TIME_COLS = ("_mean", "_p50", "service_mean", "service_p50", "_jm_wait")
 
 
-def _table(rows: list[dict], path, cols: list[str]) -> None:
+def _table(rows: list[dict], path: Path, cols: list[str]) -> None:
     """CSV (raw values, seconds) and a Markdown copy (times with their unit, counts as numbers)."""
     from megha.metrics.format import markdown_table
     from megha.metrics.tables import write_csv
@@ -192,7 +194,7 @@ def _table(rows: list[dict], path, cols: list[str]) -> None:
     path.with_suffix(".md").write_text(markdown_table(rows, cols, kinds=kinds))
 
 
-def fmt_ms(x) -> str:
+def fmt_ms(x: float | None) -> str:
     from megha.metrics.format import duration
 
     return duration(x)

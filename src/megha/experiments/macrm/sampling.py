@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from megha.experiments.macrm.claims import sampling_claims
@@ -108,7 +110,7 @@ def run_sampling(ctx: ReproContext) -> dict:
     )
     _plot_sampling(res_doc, loads, ctx.out / "fig3_4-3_8_service_time.png")
 
-    def at(name, load, key="service_mean"):
+    def at(name: str, load: float, key: str = "service_mean") -> float | None:
         return res_doc[name][f"{load:.2f}"][key]
 
     hi = [x for x in loads if x >= 0.85]
@@ -138,7 +140,7 @@ def run_sampling(ctx: ReproContext) -> dict:
     }
 
 
-def _plot_sampling(doc: dict, loads: list[float], path) -> None:
+def _plot_sampling(doc: dict, loads: list[float], path: Path) -> None:
     fig, axes = new_grid(2, 2, 10, 7, dpi=110, sharex=True)
     panels = [
         ("Fig. 3.4: power of two", ["power of two"]),

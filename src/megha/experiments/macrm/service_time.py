@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -173,7 +174,7 @@ def run_service_time(ctx: ReproContext) -> dict:
         "Fig. 4.2: average service time (500 nodes)",
     )
 
-    def m(lab, L):
+    def m(lab: str, L: float) -> float | None:
         return results[lab][f"{int(L * 100)}"]["mean"]
 
     checks = {
@@ -210,7 +211,7 @@ def run_service_time(ctx: ReproContext) -> dict:
     }
 
 
-def _plot_groups(results: dict, labels: list[str], path, title: str) -> None:
+def _plot_groups(results: dict, labels: list[str], path: Path, title: str) -> None:
     fig, ax = new_figure(8, 4.5, dpi=110)
     x = np.arange(len(GROUPS))
     width = 0.8 / len(labels)
