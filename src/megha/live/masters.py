@@ -59,7 +59,10 @@ from megha.schedulers.megha.messages import (
 
 log = logging.getLogger("megha.live.masters")
 
-MISSED_BEATS = 5  # consecutive host beats without a task the LM launched there before it counts as lost
+MISSED_BEATS = 5  # consecutive host beats without a task the LM launched there before it counts as lost ...
+LAUNCH_TIMEOUT = 12.0  # ... and as many seconds since the first of them: links are durable and ordered, so a
+# launch is late, not lost, until the runtime gives up on a gap in its stream (``gap_timeout``, 10 s); counting
+# a late launch as lost ran the task twice (the LM relaunched it while the first launch arrived and ran)
 _DOWN = 1 << 62  # task id marking a dead worker as occupied in the LM's slot truth
 
 
@@ -311,7 +314,7 @@ class LiveLocalMaster(LocalMaster):
         self.active: dict[int, list] = {}  # task -> [worker, duration, demand row | None, host | None]
         self.parked: dict[int, list[int]] = {}  # worker without a host yet -> tasks waiting for it
         self.relaunch: deque = deque()
-        self._missed: dict[str, dict[int, int]] = {}  # host -> task -> consecutive beats without it
+        self._missed: dict[str, dict[int, tuple]] = {}  # host -> task -> (consecutive beats without it, since)
         self._last_check = 0.0
 
     def attach(self, port) -> None:
@@ -532,7 +535,8 @@ class LiveLocalMaster(LocalMaster):
         """Compare what the host says it runs for this LM with the LM's active list.
 
         A task the host runs that the LM does not hold there (a stale launch) is stopped. A task the LM holds
-        there that the host has not reported in ``MISSED_BEATS`` consecutive beats (its launch was lost) is
+        there that the host has not reported in ``MISSED_BEATS`` consecutive beats spanning ``LAUNCH_TIMEOUT``
+        seconds (its launch was lost) is
         treated as lost: relaunched or handed back. Completions travel on the same stream as beats and arrive
         first, so a finished task is never mistaken for a lost one.
         """
@@ -547,11 +551,12 @@ class LiveLocalMaster(LocalMaster):
         now_missing = {}
         lost = []
         for t in mine:
-            k = miss.get(t, 0) + 1
-            if k >= MISSED_BEATS:
+            k, first = miss.get(t, (0, now))
+            k += 1
+            if k >= MISSED_BEATS and now - first >= LAUNCH_TIMEOUT:
                 lost.append(t)
             else:
-                now_missing[t] = k
+                now_missing[t] = (k, first)
         self._missed[name] = now_missing
         if lost:
             self.counters["launches_lost"] += len(lost)
