@@ -161,6 +161,7 @@ async def run_bench(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(cfg.model_dump_json())
             sup = supervisor.launch(cfg, str(path))
+            await supervisor.wait_credentials(cfg, "service")
             transport = make_transport(cfg, "bench-client")
         else:
             if mode == "nats":

@@ -103,6 +103,7 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(cfg.model_dump_json())
     supervisor.launch(cfg, str(path))
+    await supervisor.wait_credentials(cfg)
     rng = np.random.default_rng(seed)
     faults: list[dict] = []
     try:

@@ -271,6 +271,21 @@ def supervisor_pid(cfg: LiveConfig) -> int | None:
     return pid
 
 
+async def wait_credentials(cfg: LiveConfig, role: str = "client", timeout: float = 60.0) -> None:
+    """Wait until a supervisor just launched has written ``role``'s credentials (a client that connected before
+    would try without them). No wait when the deployment names its own user or token."""
+    import asyncio
+
+    from megha.live.security import read_credentials
+
+    b = cfg.broker
+    if b.kind == "inproc" or b.user or b.token:
+        return
+    end = time.monotonic() + timeout
+    while read_credentials(cfg, role) is None and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+
+
 def launch(cfg: LiveConfig, config_path: str | None) -> int:
     """Start the supervisor in its own session; returns its pid."""
     if supervisor_pid(cfg) is not None:
