@@ -115,6 +115,7 @@ class AdmissionActor:
             self.stats["nodes_lost"] += len(lost)
             for n in lost:
                 self.view.kill(n)
+            self._strand([it for q in self.queues.values() for it in q.values()])
             nl = NodesLost(lost)
             lost_set = set(lost)
             for job, rec in list(self.jobs.items()):

@@ -157,6 +157,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
             "allocations_rejected_by_nodes": 0,
             "task_requests": 0,
             "duplicate_requests_dropped": 0,
+            "tasks_stranded": 0,
             "tasks_requested": 0,
             "nodes_lost": 0,
             "mode_switches": 0,

@@ -49,6 +49,7 @@ from megha.schedulers.macrm.messages import (
     SampleDecision,
     SampleInquiry,
     SampleReply,
+    Stranded,
     TaskFailed,
     TaskRequest,
     empty_containers,
@@ -57,7 +58,7 @@ from megha.schedulers.macrm.policy import ROUND_ENDS, adaptive_rate, round_actio
 from megha.sim.component import Component
 
 _EPS = 1e-9
-UNPLACED, SAMPLING, RUNNING, REQUESTED, DONE = range(5)
+UNPLACED, SAMPLING, RUNNING, REQUESTED, DONE, STRANDED = range(6)
 
 
 class KnownLedger:
@@ -180,6 +181,7 @@ class JobManager(Component):
             "launch_rejections": 0,
             "adopted": 0,
             "late_replies": 0,
+            "tasks_stranded": 0,
         }
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -219,6 +221,9 @@ class JobManager(Component):
             self._back(msg.tasks, msg.nodes, now)
         elif tp is NodesLost:
             self._nodes_lost(msg.nodes, now)
+        elif tp is Stranded:
+            if msg.attempt == self.attempt:
+                self._stranded(msg.tasks, now)
         elif tp is JobState:
             if msg.attempt == self.attempt:
                 self._job_state(msg, now)
@@ -603,11 +608,23 @@ class JobManager(Component):
             self.stats["task_reruns"] += n
             self._schedule(now)
 
+    def _stranded(self, tasks: list[int], now: float) -> None:
+        """Requested tasks that no live node can host: the job completes without them (they never run)."""
+        for t in tasks:
+            i = self.local.get(t)
+            if i is None or self.state[i] != REQUESTED:
+                continue
+            self.state[i] = STRANDED
+            self.n_done += 1
+            self.stats["tasks_stranded"] += 1
+        if self.n_done == self.n and not self.finished:
+            self._finish(now)
+
     def _finished(self, tasks, now: float) -> None:
         new: list[int] = []
         for t in tasks if isinstance(tasks, list) else tasks.tolist():
             i = self.local.get(t)
-            if i is None or self.state[i] == DONE:
+            if i is None or self.state[i] >= DONE:
                 continue
             self.unplaced.discard(i)
             self.state[i] = DONE

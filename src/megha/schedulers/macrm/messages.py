@@ -346,6 +346,15 @@ class NodesLost:
 
 
 @dataclass(slots=True)
+class Stranded:
+    """The arbitrator tells a job manager that requested tasks can run on no live node (every node whose
+    constraints and capacity fit them failed): the job goes on without them."""
+
+    attempt: int
+    tasks: list[int]
+
+
+@dataclass(slots=True)
 class ArbitratorUp:
     """A (re)started arbitrator announces itself: job managers resubmit queued requests, trackers resend reports."""
 

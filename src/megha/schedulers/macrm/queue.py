@@ -24,6 +24,7 @@ from megha.schedulers.common.messages import JobArrival
 from megha.schedulers.macrm.messages import (
     AllocRejected,
     Containers,
+    Stranded,
     TaskRequest,
     concat_containers,
 )
@@ -153,8 +154,38 @@ class QueueActor:
         )
         self._check_gang(it)
         self._enqueue(it)
+        if self.view.n_dead:
+            self._strand([it])
         if self.central or it.gang:
             self._dispatch(now)
+
+    def _strand(self, items: list[Item]) -> None:
+        """Drop the queued tasks that no live node can host (the only nodes whose constraints and capacity fit them
+        failed; failed nodes do not come back) and tell their job managers (:class:`Stranded`). Left queued, they
+        would wait forever and so would their job managers, whose containers count against the job-manager share:
+        other jobs would wait for a job manager behind them."""
+        live = ~self.view.dead
+        wm = self.worker_masks[live]
+        cap = None if self.capacity is None else self.capacity[live]
+        for it in items:
+            if it.removed or it.is_jm:
+                continue
+            gone: list[int] = []
+            for k in range(len(it.tasks)):
+                m = np.uint32(it.masks[k])
+                ok = (wm & m) == m
+                if cap is not None:
+                    ok &= (cap + _EPS >= it.demands[k]).all(axis=1)
+                if not ok.any():
+                    gone.append(k)
+            if not gone:
+                continue
+            self.stats["tasks_stranded"] += len(gone)
+            self.port.send(it.owner, Stranded(it.attempt, [it.tasks[k] for k in gone]))
+            self._take_from(it, gone)
+            if it.gang and not it.removed:
+                it.gang = False  # the rest can never all run together
+                it.blocked = False
 
     def _serve_node(self, node: int, now: float) -> Containers | None:
         """Queue-actor, distributed mode: allocate queued requests that fit ``node`` (policy order)."""

@@ -161,6 +161,10 @@ class ResourceTracker(Component):
             for r in self.unacked.values():
                 self.stats["reports_resent"] += 1
                 self.port.send(self.arbitrator, r)
+            dead = np.flatnonzero(self.dead)
+            if dead.size:  # a new arbitrator knows no failed node: it must not wait for them (queue._strand)
+                self._rid += 1
+                self._report(Report(self.index, self._rid, "nodes", nodes=(dead + self.lo).tolist()))
         else:
             super().on_message(msg, now)
 

@@ -24,6 +24,7 @@ class FreeView:
         self.free = np.zeros((n_nodes, n_res))
         self.present = np.zeros(n_nodes, dtype=bool)  # a heartbeat was received and the node is alive
         self.dead = np.zeros(n_nodes, dtype=bool)
+        self.n_dead = 0
         self.inflight: list[deque | None] = [None] * n_nodes  # (seq, demand) not yet acknowledged by the node
         self.next_seq = [0] * n_nodes
         self.version = 0
@@ -83,6 +84,7 @@ class FreeView:
         return grew
 
     def kill(self, node: int) -> None:
+        self.n_dead += not self.dead[node]
         self.dead[node] = True
         self.present[node] = False
         self.free[node] = 0.0
