@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from megha.errors import InputError
@@ -207,7 +208,11 @@ class _BestFitFamily(PackingPolicy):
     def _best_fit_job(self, j: int) -> bool:
         """BF-J on one queued job: to the feasible server with least residual (best alignment)."""
         x = self.size[j]
-        s = self.servers.best_fit(x, self._server_accept(j))
+        c = self.compat
+        if type(c) is Constraints and type(self.servers) is LineServers:
+            s = self.servers.best_fit_mask(x, c.mask.get(j, 0), c.inv)
+        else:
+            s = self.servers.best_fit(x, self._server_accept(j))
         if s < 0:
             return False
         self._place(j, s, x)
@@ -392,6 +397,11 @@ class VQS(_VirtualQueues):
         self.by_avail: list[SortedList] = [SortedList() for _ in range(self.T)]
         self.wait_res = SortedList()  # mixed-configuration servers without their reserved job
         self.empty = SortedList(range(n))
+        self._empty_np: np.ndarray | None = None  # constrained runs: empty servers as a boolean array
+        self._inv_np: np.ndarray | None = None
+        if isinstance(self.compat, Constraints):
+            self._empty_np = np.ones(n, dtype=bool)
+            self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
 
     def _enqueue(self, job: int, x) -> None:
         t = self.partition.type_of(x)
@@ -434,6 +444,8 @@ class VQS(_VirtualQueues):
         self.occ[s] = 0
         self.has_res[s] = 0
         self.empty.add(s)
+        if self._empty_np is not None:
+            self._empty_np[s] = True
 
     def _place(self, j: int, s: int, t: int) -> None:
         x = self.size[j]
@@ -486,6 +498,8 @@ class VQS(_VirtualQueues):
         if c < 0:
             return False
         self.empty.remove(s)
+        if self._empty_np is not None:
+            self._empty_np[s] = False
         self.cfg[s] = c
         conf = self.cs.configs[c]
         if conf.res >= 0:
@@ -499,15 +513,56 @@ class VQS(_VirtualQueues):
         self.by_avail[conf.other].remove((conf.space << _SERVER_BITS) | s)
         self.cfg[s] = -1
         self.empty.add(s)
+        if self._empty_np is not None:
+            self._empty_np[s] = True
         return False
+
+    def _renew_constrained(self) -> None:
+        """Step 1 with placement constraints, same decisions as trying :meth:`_renew` on every empty server in index
+        order: a renewal fails, changing nothing, unless the head of the chosen configuration's reserved queue or of
+        its other queue fits the server, so the next server that can renew is found by one numpy scan (empty
+        servers hold nothing: used 0, occupancy 0, no reserved job)."""
+        cs = self.cs
+        size = self.size
+        mask = self.compat.mask
+        inv = self._inv_np
+        empty = self._empty_np
+        lo = 0
+        while self.nqueued:
+            c = cs.best(self.nq)
+            if c < 0:
+                return
+            conf = cs.configs[c]
+            ok = None
+            if conf.res >= 0 and self.vq[conf.res]:
+                j = self.vq[conf.res][0]
+                if size[j] <= UNIT:
+                    ok = (inv[lo:] & np.uint32(mask.get(j, 0))) == 0
+            if conf.other >= 0 and self.vq[conf.other]:
+                j = self.vq[conf.other][0]
+                if size[j] <= conf.space and size[j] <= UNIT:
+                    o = (inv[lo:] & np.uint32(mask.get(j, 0))) == 0
+                    ok = o if ok is None else (ok | o)
+            if ok is None:
+                return
+            hit = np.flatnonzero(ok & empty[lo:])
+            if not hit.size:
+                return
+            s = lo + int(hit[0])
+            placed = self._renew(s)
+            assert placed, "VQS: a renewal the scan found possible placed nothing"
+            lo = s + 1
 
     def _schedule(self) -> None:
         # 1) empty servers (re)choose a configuration, in index order
-        empty = self.empty
-        i = 0
-        while self.nqueued and i < len(empty):
-            if not self._renew(empty[i]):
-                i += 1
+        if self._empty_np is not None:
+            self._renew_constrained()
+        else:
+            empty = self.empty
+            i = 0
+            while self.nqueued and i < len(empty):
+                if not self._renew(empty[i]):
+                    i += 1
         # 2) mixed-configuration servers missing their reserved job
         r = self.cs.res_type
         if r >= 0:

@@ -193,12 +193,22 @@ class LineServers:
         i = sl.bisect_left(x << _SERVER_BITS)
         if accept is None:
             return sl[i] & _SERVER_MASK if i < len(sl) else -1
-        n = len(sl)
-        while i < n:
-            s = sl[i] & _SERVER_MASK
+        for key in sl.islice(i):  # an iterator: no positional lookup per candidate
+            s = key & _SERVER_MASK
             if accept(s):
                 return s
-            i += 1
+        return -1
+
+    def best_fit_mask(self, x: int, mask: int, inv: list[int]) -> int:
+        """:meth:`best_fit` for a job with constraint ``mask`` (server ``s`` accepts it iff ``mask & inv[s] == 0``)."""
+        sl = self.sorted
+        i = sl.bisect_left(x << _SERVER_BITS)
+        if not mask:
+            return sl[i] & _SERVER_MASK if i < len(sl) else -1
+        for key in sl.islice(i):
+            s = key & _SERVER_MASK
+            if not (mask & inv[s]):
+                return s
         return -1
 
     def first_fit(self, x: int, lo: int = 0, accept: Accept = None) -> int:
@@ -255,11 +265,12 @@ class SizeQueue:
         i = sl.bisect_right((room << _JOB_BITS) | _JOB_MASK) - 1
         if accept is None:
             return _JOB_MASK - (sl[i] & _JOB_MASK) if i >= 0 else -1
-        while i >= 0:
-            j = _JOB_MASK - (sl[i] & _JOB_MASK)
+        if i < 0:
+            return -1
+        for key in sl.islice(0, i + 1, reverse=True):
+            j = _JOB_MASK - (key & _JOB_MASK)
             if accept(j):
                 return j
-            i -= 1
         return -1
 
 
@@ -346,7 +357,10 @@ class MaskedJobs:
     Python loop over incompatible jobs.
     """
 
+    SMALL = 48  # at most this many queued jobs: a Python loop beats numpy's per-call overhead
+
     def __init__(self, capacity: int = 256) -> None:
+        self.live: dict[int, tuple[int, int, int]] = {}  # job -> (size, mask, type), in insertion order
         self.size = np.zeros(capacity, dtype=np.int64)
         self.mask = np.zeros(capacity, dtype=np.uint32)
         self.typ = np.zeros(capacity, dtype=np.int16)
@@ -366,11 +380,19 @@ class MaskedJobs:
         self.alive[p] = True
         self.pos[job] = p
         self.top += 1
+        self.live[job] = (x, mask, typ)
 
     def remove(self, job: int) -> None:
         self.alive[self.pos.pop(job)] = False
+        del self.live[job]
 
     def best(self, room: int, inv: int, typ: int = -1) -> int:
+        if len(self.live) <= self.SMALL:  # the same answer: the first largest in insertion order
+            best, bx = -1, 0
+            for j, (x, m, t) in self.live.items():
+                if bx < x <= room and not (m & inv) and (typ < 0 or t == typ):
+                    best, bx = j, x
+            return best
         top = self.top
         ok = self.alive[:top] & (self.size[:top] <= room) & ((self.mask[:top] & np.uint32(inv)) == 0)
         if typ >= 0:
