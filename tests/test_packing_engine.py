@@ -34,8 +34,8 @@ def test_scheduler_decides_at_slot_boundaries():
     sched.on_timer(1, 0.001)
     ((dst, launch),) = port.take(Launch)
     assert dst == "pool"
-    assert launch.tasks.tolist() == [0, 1, 2] and launch.workers.tolist() == [0, 0, 1]  # best fit
-    assert launch.durations.tolist() == [1.0, 2.0, 3.0]
+    assert list(launch.tasks) == [0, 1, 2] and list(launch.workers) == [0, 0, 1]  # best fit
+    assert list(launch.durations) == [1.0, 2.0, 3.0]
     assert launch.demands.tolist() == demands.tolist()
     assert np.isfinite(rec.scheduled[:3]).all()
     sched.on_message(Finished(np.array([0]), np.array([0]), demands[:1]), 1.0015)

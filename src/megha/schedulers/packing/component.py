@@ -129,14 +129,16 @@ class PackingScheduler(Component):
             self.policy.arrive(tasks.tolist(), self.sizer.sizes(msg))
             self._q_mark(now)
             self._arm(now)
-        elif isinstance(msg, Finished):
+        elif isinstance(msg, Finished):  # lists: the pool answers in the kind it was launched with
             dep = self.policy.depart
-            forget = None if self.constraints is None else self.constraints.forget
-            for t, w in zip(msg.tasks.tolist(), msg.workers.tolist(), strict=True):
+            ts = msg.tasks
+            for t, w in zip(ts, msg.workers, strict=True):
                 dep(t, w)
-                if forget is not None:
+            if self.constraints is not None:
+                forget = self.constraints.forget
+                for t in ts:
                     forget(t)
-            self.rec.completion_known(msg.tasks, now)
+            self.rec.completion_known(ts, now)
             self._arm(now)
         else:
             super().on_message(msg, now)
@@ -153,10 +155,11 @@ class PackingScheduler(Component):
         self.slots += 1
         placed = self.policy.schedule()
         if placed:
-            tasks = np.fromiter((j for j, _ in placed), dtype=np.int64, count=len(placed))
-            workers = np.fromiter((s for _, s in placed), dtype=np.int64, count=len(placed))
-            self.placements += tasks.size
+            tasks = [j for j, _ in placed]
+            workers = [s for _, s in placed]
+            self.placements += len(tasks)
             self.rec.decided(tasks, now)
             dem = None if self.dem is None else self.dem[tasks]
-            self.port.send(self.pool, Launch(tasks, workers, self.dur[tasks], self.address, dem))
+            durs = self.dur[tasks].tolist()
+            self.port.send(self.pool, Launch(tasks, workers, durs, self.address, dem))
         self._q_mark(now)
