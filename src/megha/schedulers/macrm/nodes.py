@@ -253,8 +253,9 @@ class NodeManagers(Component):
         lo = self.lo
         need = msg.need - _EPS
         answered: list[int] = []
-        for node in msg.nodes:
-            i = node - lo
+        idx = [node - lo for node in msg.nodes]
+        room = ((self.cap[idx] - self.used[idx]) >= need).all(axis=1).tolist()  # no usage changes below
+        for k, i in enumerate(idx):
             st["inquiries"] += 1
             if not self.alive[i]:
                 continue
@@ -264,7 +265,7 @@ class NodeManagers(Component):
             if self.pending[i] is not None:
                 st["ignored_pending"] += 1
                 continue
-            if not (self.cap[i] - self.used[i] >= need).all():
+            if not room[k]:
                 st["ignored_full"] += 1
                 continue
             if self.dormant[i]:
