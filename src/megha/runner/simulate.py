@@ -47,9 +47,12 @@ def simulate(
     mode = "resource" if cfg.resources else "slot"
     if mode not in spec.modes:
         raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
-    registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
+    options = registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
     if cfg.faults is not None:
         load_faults(cfg.faults)  # so does a bad fault schedule
+    implied = options.implied_config() if hasattr(options, "implied_config") else {}
+    if implied:  # e.g. a fidelity profile that loads the trace as its reference simulator did
+        cfg = cfg.model_copy(update=implied)
     workload, dc = load_inputs(cfg)
     return simulate_inputs(cfg, workload, dc, progress, actions, t_wall, instrument=instrument)
 

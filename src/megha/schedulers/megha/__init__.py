@@ -16,6 +16,29 @@ Decisions where the papers leave room (documented here and in the README):
 * Empty heartbeats are not sent (nothing to say; liveness is not modelled in the simulator).
 * Preemption verification at the LM checks the victim's share against the LM's own cluster (LMs do not talk
   to each other), plus a suitable running task of the victim.
+
+Fidelity profiles (``-o profile=NAME``; every setting a profile changes is also an option of its own, and an
+option given explicitly wins over the profile):
+
+* ``paper`` (default) — the papers' text as above: FIFO queue, jobs to GMs round robin, internal partitions
+  round robin, a freed worker offered to the first queued task that fits, 5 s heartbeats staggered between LMs.
+* ``megha20`` — the authors' 2020 simulator (``megha_simulator``, REFERENCE_SIMULATORS.md §3b). Deviations
+  from the papers' text: {megha20}.
+* ``iot23`` — the authors' Megha 3.0 simulator of the IoT 2023 paper (§3a). Deviations: {iot23}.
+  Megha 3.0's LM has a bug (§7 item 10): a rejection carries a *reference* to the LM's pending delta for that GM
+  and empties it at once, so the GM gets (almost) nothing and those changes are never sent. ``lm_delta_bug=true``
+  reproduces it (the GM's reply then carries only the rejected workers and the pending changes are dropped).
+
+Both reference simulators parse durations with ``int(float(x))`` and shift jobs sharing an arrival by +0.01 s;
+``trace_quirks`` (on in both profiles) makes the run load its trace that way (``truncate_durations`` and
+``dephase`` of the run configuration). The ``megha20`` and ``iot23`` settings are simulator behaviour: the live
+runtime runs the ``paper`` profile.
+
+Not reproduced: the reference's batching of *consecutive* same-LM mappings (here all mappings of one step to
+one LM form one request: the same instants, fewer messages); delta updates as change lists (here they carry the
+workers' truth, so a GM's view corrects itself); the 2020 simulator's per-task state pulls (here one pull per
+completion message, which groups the tasks ending at the same instant on one LM), and its pull costs one more
+network delay (a request and an answer, where the reference reads the LMs' state directly).
 """
 
 from __future__ import annotations
@@ -23,8 +46,9 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from megha.errors import InputError
 from megha.model.matching import Policy
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
@@ -35,12 +59,118 @@ from megha.schedulers.megha.lm import LocalMaster
 from megha.schedulers.megha.simlm import InProcessWorkers, SimLocalMaster
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
+# what each profile sets (an option the user gives explicitly wins); ``paper`` is the papers' text
+PAPER = {
+    "queue": "fifo",
+    "route": "round-robin",
+    "partition_order": "round-robin",
+    "matching": "offer",
+    "reject": "retry",
+    "full_pull": False,
+    "heartbeat": 5.0,
+    "heartbeat_phase": "staggered",
+    "trace_quirks": False,
+}
+PROFILES: dict[str, dict] = {
+    "paper": {},
+    "megha20": {
+        "queue": "fewest-tasks",
+        "route": "tasks-mod-g",
+        "partition_order": "random",
+        "matching": "scan",
+        "reject": "head",
+        "full_pull": True,
+        "heartbeat": 30.0,
+        "heartbeat_phase": "aligned",
+        "trace_quirks": True,
+    },
+    "iot23": {
+        "partition_order": "first",
+        "reject": "head",
+        "heartbeat_phase": "aligned",
+        "trace_quirks": True,
+    },
+}
+# each profile's deviations from the papers' text (shown by ``megha schedulers`` and in the module docs)
+DEVIATIONS = {
+    "paper": "none: the papers' text (the default)",
+    "megha20": "job queue ordered by fewest queued tasks per job, not FIFO (queue=fewest-tasks); "
+    "job to GM number num_tasks mod G, not round robin (route=tasks-mod-g); "
+    "a random internal partition with a free suitable worker, then a random worker, not round robin "
+    "(partition_order=random), and likewise a random external partition on repartition; "
+    "after every update the GM places queued tasks in queue order on its view, instead of offering each freed "
+    "worker to the first queued task that fits (matching=scan); "
+    "the GM pulls every LM's state after each completion and each rejection, not partial state on rejections "
+    "only (full_pull=true); "
+    "a rejected task goes back to the queue (its job first among equals) to wait for that pull, not retried at "
+    "once (reject=head); "
+    "heartbeats every 30 s, all LMs at once, not 10 s (heartbeat=30, heartbeat_phase=aligned); "
+    "task durations truncated to whole seconds and jobs sharing an arrival de-phased by +0.01 s "
+    "(trace_quirks=true)",
+    "iot23": "internal partitions searched first-fit in fixed LM order (LM 0 first), external ones LM-major then "
+    "in GM order, not round robin (partition_order=first); "
+    "a rejected task goes straight back to the head of the queue, not retried at once (reject=head); "
+    "heartbeats of all LMs at the same instants, first arrival - 0.05 s + k x 5 s (heartbeat_phase=aligned); "
+    "task durations truncated to whole seconds and jobs sharing an arrival de-phased by +0.01 s "
+    "(trace_quirks=true); optionally the reference's lost-delta bug (lm_delta_bug=true)",
+}
+__doc__ = __doc__.format(megha20=DEVIATIONS["megha20"], iot23=DEVIATIONS["iot23"])
+
 
 class MeghaOptions(SchedulerOptions):
-    """Options of the Megha scheduler (``--opt key=value``)."""
+    """Options of the Megha scheduler (``--opt key=value``).
 
+    Options left unset take the value of the chosen ``profile`` (see :data:`PROFILES`), else the papers'.
+    """
+
+    profile: Literal["paper", "megha20", "iot23"] = Field(
+        "paper",
+        description="fidelity profile: paper (the papers' text) | megha20 (the authors' 2020 simulator) | "
+        "iot23 (the authors' Megha 3.0 simulator); sets the options below unless given",
+    )
+    queue: Literal["fifo", "fewest-tasks"] | None = Field(
+        None,
+        description="GM queue discipline: fifo (arrival order; paper, iot23) | fewest-tasks (jobs with the fewest "
+        "queued tasks first, earlier job on ties; megha20)",
+    )
+    route: Literal["round-robin", "tasks-mod-g"] | None = Field(
+        None, description="job to GM: round-robin (paper, iot23) | tasks-mod-g (GM num_tasks mod G; megha20)"
+    )
+    partition_order: Literal["round-robin", "first", "random"] | None = Field(
+        None,
+        description="which partition a GM searches first: round-robin over LMs (paper) | first in LM order "
+        "(iot23) | random among those with a suitable free worker (megha20)",
+    )
+    matching: Literal["offer", "scan"] | None = Field(
+        None,
+        description="serving the queue: offer (a freed worker goes to the first queued task that fits; paper, "
+        "iot23) | scan (after each update, queued tasks in order are placed on the view; megha20, slot mode)",
+    )
+    reject: Literal["retry", "head"] | None = Field(
+        None,
+        description="a rejected mapping: retry (at once on the refreshed view, else head of the queue; paper) | "
+        "head (straight back to the head of the queue; iot23, megha20)",
+    )
+    full_pull: bool | None = Field(
+        None, description="GM pulls every LM's state after each completion and rejection (megha20)"
+    )
+    heartbeat_phase: Literal["staggered", "aligned"] | None = Field(
+        None,
+        description="LM heartbeat instants: staggered over one period between LMs (paper) | aligned, all LMs at "
+        "first arrival - 0.05 s + k x heartbeat (iot23, megha20)",
+    )
+    trace_quirks: bool | None = Field(
+        None,
+        description="load the trace as the reference simulators do: durations truncated to whole seconds, jobs "
+        "sharing an arrival de-phased (sets the run's truncate_durations and dephase; iot23, megha20)",
+    )
+    lm_delta_bug: bool = Field(
+        False, description="reproduce Megha 3.0's lost LM delta on rejections (REFERENCE_SIMULATORS.md §7.10)"
+    )
     policy: Policy = Field(Policy.RANDOM, description="worker choice: random | min-constraints | first")
-    heartbeat: float = Field(5.0, gt=0, description="LM update period in seconds (5 s IoT 2023, 10 s Megha 2020)")
+    heartbeat: float | None = Field(
+        None, gt=0, description="LM update period in seconds (default 5 s as IoT 2023; megha20 30 s; Megha 2020: 10 s)"
+    )
     batch_size: int = Field(100, ge=1, description="max mappings per launch request")
     repartition: bool = Field(True, description="allow placing tasks in external partitions")
     shares: list[float] | None = Field(None, description="fairness: share of each user queue, e.g. [0.1,0.25,0.15,0.5]")
@@ -61,6 +191,18 @@ class MeghaOptions(SchedulerOptions):
     gms: int | None = Field(None, ge=1, description="number of GMs (overrides --gms)")
     lms: int | None = Field(None, ge=1, description="number of LMs (overrides --lms)")
 
+    @model_validator(mode="after")
+    def _profile_defaults(self) -> MeghaOptions:
+        prof = PROFILES[self.profile]
+        for k, v in PAPER.items():
+            if getattr(self, k) is None:
+                setattr(self, k, prof.get(k, v))
+        return self
+
+    def implied_config(self) -> dict:
+        """Run-configuration fields this scheduler's options imply (applied before the trace is loaded)."""
+        return {"truncate_durations": True, "dephase": True} if self.trace_quirks else {}
+
 
 def _fairness(ctx: BuildContext, opts: MeghaOptions, n_gms: int, total: float) -> tuple:
     if not opts.shares:
@@ -71,8 +213,6 @@ def _fairness(ctx: BuildContext, opts: MeghaOptions, n_gms: int, total: float) -
     U = shares.size
     user_gm = np.asarray(opts.user_gms if opts.user_gms is not None else [u % n_gms for u in range(U)])
     if user_gm.size != U or (user_gm < 0).any() or (user_gm >= n_gms).any():
-        from megha.errors import InputError
-
         raise InputError(f"user_gms must give a GM in 0..{n_gms - 1} for each of the {U} users")
     w = ctx.workload
     if w.job_user is not None and opts.users == "trace":
@@ -91,10 +231,20 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     layout = MeghaLayout.build(ctx.datacenter, n_lms, n_gms, prefix="megha-central" if central else "megha")
     total = float(layout.n_workers) if layout.capacity is None else float(layout.capacity[:, 0].sum())
     fair, job_user = _fairness(ctx, opts, layout.n_gms, total)
+    if opts.matching == "scan" and layout.capacity is not None:
+        raise InputError("megha: matching=scan (profile megha20) works in slot mode only; add -o matching=offer")
+    if fair is not None and (opts.queue != "fifo" or opts.matching != "offer"):
+        raise InputError("megha: fairness shares need queue=fifo and matching=offer (one FIFO queue per user)")
     eng = ctx.engine
     lms, gms = [], []
     # without per-message processing costs each LM runs its workers in-process (same timing, fewer events)
     in_process = opts.in_process_workers and eng.processing is None
+    w = ctx.workload
+    first_arrival = float(w.job_arrival.min()) if w.n_jobs else 0.0
+    lm_kw = {
+        "phase": first_arrival - 0.05 if opts.heartbeat_phase == "aligned" else None,
+        "delta_bug": opts.lm_delta_bug,
+    }
     for lm in range(layout.n_lms):
         if in_process:
             eng.add(InProcessWorkers(layout.pool_address(lm)))
@@ -109,13 +259,14 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
                         opts.reply_always,
                         launch_delay=eng.delay_model.delay(LocalMaster.kind, WorkerPool.kind),
                         report_delay=eng.delay_model.delay(WorkerPool.kind, LocalMaster.kind),
+                        **lm_kw,
                     )
                 )
             )
         else:
             cap = None if layout.capacity is None else layout.capacity
             eng.add(WorkerPool(layout.pool_address(lm), layout.n_workers, ctx.recorder, capacity=cap))
-            lms.append(eng.add(LocalMaster(lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always)))
+            lms.append(eng.add(LocalMaster(lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always, **lm_kw)))
     for g in range(layout.n_gms):
         gms.append(
             eng.add(
@@ -131,6 +282,11 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
                     opts.preemption,
                     preempt_candidates=opts.preempt_candidates,
                     fair_period=opts.heartbeat,
+                    queue=opts.queue,
+                    partition_order=opts.partition_order,
+                    reject=opts.reject,
+                    matching=opts.matching,
+                    full_pull=opts.full_pull,
                 )
             )
         )
@@ -140,6 +296,11 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
 
         def route(job: int) -> str:
             return gms[int(user_gm[job_user[job]])].address
+    elif opts.route == "tasks-mod-g":
+        n_tasks = w.job_num_tasks
+
+        def route(job: int) -> str:  # the 2020 simulator: GM number (num_tasks mod G)
+            return gms[int(n_tasks[job]) % n_g].address
     else:
 
         def route(job: int) -> str:  # jobs go to GMs round robin
@@ -161,6 +322,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         "partition_size": int(layout.idx.seg_size.mean()),
         "mode": "resource" if layout.capacity is not None else "slot",
         "fairness": fair is not None,
+        "profile": opts.profile,
     }
     extras = {"job_user": job_user, "fair": fair, "layout": layout}
     faults = MeghaFaults(eng, layout, gms, lms, ctx.workload)  # keeps gms current across GM restarts
@@ -174,6 +336,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     "Megha: GMs place tasks on an eventually consistent global view, LMs validate and launch",
     options=MeghaOptions,
     modes=("slot", "resource"),
+    profiles=DEVIATIONS,
 )
 def build(ctx: BuildContext) -> Deployment:
     return build_megha(ctx)
@@ -184,6 +347,7 @@ def build(ctx: BuildContext) -> Deployment:
     "Megha with 1 GM x 1 LM (the papers' centralized configuration)",
     options=MeghaOptions,
     modes=("slot", "resource"),
+    profiles=DEVIATIONS,
 )
 def build_central(ctx: BuildContext) -> Deployment:
     return build_megha(ctx, central=True)

@@ -19,7 +19,7 @@ import numpy as np
 from megha.model.matching import WaitQueue
 
 # entry layout of a queued task (tuples are compact and fast)
-E_TASK, E_DUR, E_MASK, E_DEMAND, E_USER = range(5)
+E_TASK, E_DUR, E_MASK, E_DEMAND, E_USER, E_JOB = range(6)
 
 
 @dataclass
@@ -136,6 +136,12 @@ class SingleQueue:
 
     def heads(self, k: int) -> list[tuple]:
         return self.q.entries()[:k]
+
+    def drain(self, place) -> int:
+        """Offer queued tasks in FIFO order to ``place(entry) -> bool`` (see :func:`.jobqueue.drain_queue`)."""
+        from megha.schedulers.megha.jobqueue import drain_queue
+
+        return drain_queue(self.q, place, set())
 
     def remove(self, pred) -> list[tuple]:
         return self.q.remove_where(pred)

@@ -32,6 +32,7 @@ from megha.schedulers.megha.fairness import (
     SingleQueue,
     first_fit_kernel,
 )
+from megha.schedulers.megha.jobqueue import FewestTasksQueue
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.messages import (
     LaunchReply,
@@ -40,6 +41,7 @@ from megha.schedulers.megha.messages import (
     PreemptReply,
     PreemptRequest,
     StateDelta,
+    StatePull,
     SyncRequest,
     TaskDone,
 )
@@ -69,6 +71,12 @@ class GlobalMaster(Component):
         fresh_view: bool = True,
         preempt_candidates: int = 16,
         fair_period: float = 5.0,
+        *,
+        queue: str = "fifo",
+        partition_order: str = "round-robin",
+        reject: str = "retry",
+        matching: str = "offer",
+        full_pull: bool = False,
     ) -> None:
         super().__init__(layout.gm_address(g))
         self.g = g
@@ -92,13 +100,36 @@ class GlobalMaster(Component):
             self.view = ResourceView(idx, layout.capacity, all_free=fresh_view)
         self.resource_mode = layout.capacity is not None
         if fair is not None:
+            if queue != "fifo" or matching != "offer":
+                raise ValueError("fairness shares need queue=fifo and matching=offer (one FIFO per user)")
             users = [u for u in range(fair.n_users) if int(fair.user_gm[u]) == g]
-            self.queue: SingleQueue | FairQueues = FairQueues(users, fair)
+            self.queue: SingleQueue | FairQueues | FewestTasksQueue = FairQueues(users, fair)
             self.lm_usage = np.zeros((layout.n_lms, fair.n_users))
             self.own_usage = np.zeros(fair.n_users)
             self.my_users = users
-        else:
+        elif queue == "fewest-tasks":
+            self.queue = FewestTasksQueue()
+        elif queue == "fifo":
             self.queue = SingleQueue()
+        else:
+            raise ValueError(f"unknown queue discipline {queue!r}")
+        if matching == "scan" and layout.capacity is not None:
+            raise ValueError("matching=scan works in slot mode only")
+        if partition_order not in ("round-robin", "first", "random") or reject not in ("retry", "head"):
+            raise ValueError(f"bad partition_order {partition_order!r} or reject {reject!r}")
+        self.queue_kind = queue
+        self.partition_order = partition_order
+        self.reject = reject
+        self.matching = matching
+        self.scan = matching == "scan"
+        self.full_pull = full_pull
+        self._single = type(self.queue) is SingleQueue
+        G, L = layout.n_gms, layout.n_lms
+        self._int_first = layout.int_orders[g][0]  # internal partitions in LM order (LM 0 first)
+        # external partitions LM-major, then in GM order (the IoT 2023 reference's batched_repartition)
+        self._ext_first = np.array([lm * G + k for lm in range(L) for k in range(G) if k != g], dtype=np.int64)
+        self._pull_seq = 0
+        self._pulls: dict[int, int] = {}  # pull id -> LM answers still to come
         self.fresh_view = fresh_view
         self._int = layout.int_orders[g]
         self._ext = layout.ext_orders[g]
@@ -152,6 +183,8 @@ class GlobalMaster(Component):
             return False
         idx = self.layout.idx
         has = idx.segments_with(cand)
+        if self.partition_order != "round-robin":
+            return self._place_ordered(e, cand, has)
         order = self._int[self.rr_int]
         h = has[order]
         k = int(h.argmax())
@@ -172,6 +205,47 @@ class GlobalMaster(Component):
         w = idx.pick(cand, seg, self.policy, self.rnd)
         self._book(e, w)
         return True
+
+    def _pick_segment(self, has: np.ndarray, order: np.ndarray) -> int:
+        """A segment of ``order`` with a candidate: the first one, or one at random (``partition_order``)."""
+        h = has[order]
+        if self.partition_order == "first":
+            k = int(h.argmax())
+            return int(order[k]) if h[k] else -1
+        nz = np.flatnonzero(h)
+        return int(order[nz[self.rnd.below(nz.size)]]) if nz.size else -1
+
+    def _place_ordered(self, e: tuple, cand: np.ndarray, has: np.ndarray) -> bool:
+        """:meth:`_place` with a fixed (first-fit in LM order) or random choice of partition."""
+        seg = self._pick_segment(has, self._int_first)
+        if seg < 0:
+            if not self.repartition or self._G == 1:
+                return False
+            seg = self._pick_segment(has, self._ext_first)
+            if seg < 0:
+                return False
+            self.counters["repartition_requests"] += 1
+        w = self.layout.idx.pick(cand, seg, self.policy, self.rnd)
+        self._book(e, w)
+        return True
+
+    def _drain(self, now: float) -> None:
+        """``matching=scan``: place queued tasks in queue order on the view until nothing more fits."""
+        if len(self.queue):
+            self.queue.drain(lambda e: self._place(e, now))
+
+    def _pull(self, now: float) -> None:
+        """Ask every LM for its state (answered by StateDelta with this pull's id)."""
+        self._pull_seq += 1
+        self._pulls[self._pull_seq] = self.layout.n_lms
+        self.counters["state_pulls"] += 1
+        for a in self._lm_addr:
+            self.port.send(a, StatePull(self.g, self._pull_seq))
+
+    def _release_all(self, workers: list[int]) -> None:
+        release = self.view.release
+        for w in workers:
+            release(w, None)
 
     def _book(self, e: tuple, w: int) -> None:
         self.view.take(w, e[E_DEMAND])
@@ -258,7 +332,7 @@ class GlobalMaster(Component):
         """:meth:`_offer` for each worker in turn (inlined in slot mode without fairness, the hot path)."""
         if not workers:
             return
-        if self.resource_mode or self.fair is not None:
+        if self.resource_mode or self.fair is not None or not self._single:
             for w in workers:
                 self._offer(w, now)
             return
@@ -287,6 +361,17 @@ class GlobalMaster(Component):
     # --- handlers -----------------------------------------------------------------------------------------
     def _on_job(self, msg: JobArrival, now: float) -> None:
         user = int(self.job_user[msg.job]) if self.job_user is not None else int(msg.user)
+        job = msg.job
+        if self.scan:  # the 2020 simulator: the job joins the queue, then the queue is served in order
+            dem = msg.demands
+            push = self.queue.push_back
+            durs = msg.durations.tolist()
+            masks = msg.masks.tolist()
+            for i, t in enumerate(msg.tasks.tolist()):
+                push((t, durs[i], masks[i], None if dem is None else dem[i], user, job))
+            self._drain(now)
+            self._flush(now)
+            return
         tasks = msg.tasks.tolist()
         durs = msg.durations.tolist()
         masks = msg.masks.tolist()
@@ -301,7 +386,7 @@ class GlobalMaster(Component):
         # MaskQueue, as SingleQueue.push_back does)
         direct = queue.q.push_back if slot and not self.preemption and type(queue) is SingleQueue else None
         for i, t in enumerate(tasks):
-            e = (t, durs[i], masks[i], None if dem is None else dem[i], user)
+            e = (t, durs[i], masks[i], None if dem is None else dem[i], user, job)
             if slot and masks[i] in failed:
                 pass
             elif place(e, now):
@@ -337,10 +422,20 @@ class GlobalMaster(Component):
             self.unacked[msg.req] = (*pending[:4], rej)
         self._ack(msg.lm, msg.acked)
         gained = self._apply_truth(msg.delta_workers, msg.delta_state)
-        failed = [e for e in rejected_entries if not self._place(e, now)]
+        if self.reject == "retry":  # at once against the refreshed view; what does not fit goes to the head
+            failed = [e for e in rejected_entries if not self._place(e, now)]
+        else:
+            failed = rejected_entries
         for e in reversed(failed):
             self.queue.push_front(e)
-        self._offer_all(gained, now)
+        if self.scan:
+            self._release_all(gained)
+            if self.full_pull and rejected_entries:
+                self._pull(now)  # the queue is served again when every LM has answered
+            else:
+                self._drain(now)
+        else:
+            self._offer_all(gained, now)
         self._flush(now)
 
     def _on_done(self, msg: TaskDone, now: float) -> None:
@@ -354,8 +449,16 @@ class GlobalMaster(Component):
             for i, w in enumerate(_as_list(msg.workers)):
                 view.give_back(w, msg.demands[i])
                 self._offer(w, now)
+        elif self.scan:
+            self._release_all(_as_list(msg.workers))
+            if self.full_pull:
+                self._pull(now)
+            else:
+                self._drain(now)
         else:
             self._offer_all(_as_list(msg.workers), now)
+            if self.full_pull:
+                self._pull(now)
         self._flush(now)
 
     def _on_delta(self, msg: StateDelta, now: float) -> None:
@@ -363,6 +466,18 @@ class GlobalMaster(Component):
             self.lm_usage[msg.lm] = msg.usage
         self._ack(msg.lm, msg.acked)
         self.counters["updates_received"] += 1
+        if msg.pull:
+            left = self._pulls[msg.pull] - 1
+            if left:
+                self._pulls[msg.pull] = left
+            else:
+                del self._pulls[msg.pull]
+        if self.scan:
+            self._release_all(self._apply_truth(msg.workers, msg.state))
+            if not msg.pull or msg.pull not in self._pulls:  # a heartbeat, or the last answer to a pull
+                self._drain(now)
+            self._flush(now)
+            return
         self._offer_all(self._apply_truth(msg.workers, msg.state), now)
         if self.preemption and now >= self._fair_not_before:
             self._fair_retry(now)
@@ -580,6 +695,11 @@ class GlobalMaster(Component):
             fresh_view=False,
             preempt_candidates=self.preempt_candidates,
             fair_period=self.fair_period,
+            queue=self.queue_kind,
+            partition_order=self.partition_order,
+            reject=self.reject,
+            matching=self.matching,
+            full_pull=self.full_pull,
         )
         new.queue = self.queue
         # request ids continue (as a restarted GM would from the ids its LMs acknowledge in their snapshots): a

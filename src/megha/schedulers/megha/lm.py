@@ -31,6 +31,7 @@ from megha.schedulers.megha.messages import (
     PreemptReply,
     PreemptRequest,
     StateDelta,
+    StatePull,
     SyncRequest,
     TaskDone,
 )
@@ -54,6 +55,9 @@ class LocalMaster(Component):
         heartbeat: float = 5.0,
         fair: FairShare | None = None,
         reply_always: bool = False,
+        *,
+        phase: float | None = None,
+        delta_bug: bool = False,
     ) -> None:
         super().__init__(layout.lm_address(l))
         self.l = l
@@ -87,6 +91,8 @@ class LocalMaster(Component):
         self.user_tasks: dict[int, dict[int, int]] = {}  # fairness: user -> {task: worker}
         self.kill_pending: dict[int, tuple] = {}  # task -> (owner gm, worker, demand)
         self._phase = 0.0
+        self._aligned = phase  # heartbeat grid origin shared by every LM (None: staggered between LMs)
+        self.delta_bug = delta_bug
         self._armed = False
         self.counters: Counter = Counter()
         self._handlers = {
@@ -95,12 +101,16 @@ class LocalMaster(Component):
             Killed: self._on_killed,
             SyncRequest: self._on_sync,
             PreemptRequest: self._on_preempt,
+            StatePull: self._on_pull,
         }
 
     def on_start(self, now: float) -> None:
         # heartbeats fall on a fixed grid, staggered over one period between LMs; the timer is armed only
         # while there is something to report, so an idle LM costs no events
-        self._phase = now + self.heartbeat * (self.l + 1) / max(self.layout.n_lms, 1)
+        if self._aligned is not None:
+            self._phase = self._aligned
+        else:
+            self._phase = now + self.heartbeat * (self.l + 1) / max(self.layout.n_lms, 1)
 
     def _arm(self, now: float) -> None:
         h = self.heartbeat
@@ -237,6 +247,11 @@ class LocalMaster(Component):
         if rej_t:
             self.counters["inconsistencies"] += len(rej_t)
         if rej_t or self.reply_always:
+            if rej_t and self.delta_bug:
+                # Megha 3.0's LM hands the rejection a reference to the pending delta and empties it at once:
+                # the GM gets (almost) nothing and the changes are never sent (REFERENCE_SIMULATORS.md §7.10)
+                self._sent[gm] = self._seq
+                self.counters["deltas_lost"] += 1
             dw, ds = self._delta_for(gm, rej_w)
             self.port.send(
                 self.gm_addr[gm],
@@ -321,6 +336,14 @@ class LocalMaster(Component):
                     StateDelta(self.l, [], self.cluster.truth([]), False, self._usage_copy(), self.processed[g]),
                 )
                 self.counters["updates_sent"] += 1
+
+    def _on_pull(self, msg: StatePull, now: float) -> None:
+        """A GM pulls this LM's state (the 2020 simulator after completions and rejections)."""
+        dw, ds = self._delta_for(msg.gm)
+        self.port.send(
+            self.gm_addr[msg.gm],
+            StateDelta(self.l, dw, ds, False, self._usage_copy(), self.processed[msg.gm], msg.pull),
+        )
 
     def _on_sync(self, msg: SyncRequest, now: float) -> None:
         workers = list(range(self.lo, self.hi))

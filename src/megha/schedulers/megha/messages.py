@@ -92,9 +92,22 @@ class StateDelta:
     full: bool = False
     usage: np.ndarray | None = None
     acked: int = 0
+    pull: int = 0  # the answer to StatePull ``pull`` of this GM (0: a heartbeat)
 
     def __len__(self) -> int:
         return len(self.workers)
+
+
+@dataclass(slots=True)
+class StatePull:
+    """GM → LM: send me your state now (the 2020 simulator's pull after every completion and rejection).
+
+    The LM answers with a :class:`StateDelta` carrying ``pull``: the truth of every worker changed by other GMs
+    since that GM's last update, which with the GM's own bookkeeping is the LM's full state.
+    """
+
+    gm: int
+    pull: int
 
 
 @dataclass(slots=True)

@@ -64,8 +64,9 @@ class SimLocalMaster(LocalMaster):
         reply_always: bool = False,
         launch_delay: float = 0.0005,
         report_delay: float = 0.0,
+        **kw,
     ) -> None:
-        super().__init__(l, layout, recorder, heartbeat, fair, reply_always)
+        super().__init__(l, layout, recorder, heartbeat, fair, reply_always, **kw)
         self.launch_delay = launch_delay
         self.report_delay = report_delay
         n = self.hi - self.lo

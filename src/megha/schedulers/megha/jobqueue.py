@@ -1,0 +1,209 @@
+"""A GM task queue ordered by job, fewest queued tasks first (``-o queue=fewest-tasks``).
+
+The Megha authors' 2020 simulator keeps each GM's job queue sorted by the number of tasks a job still has to
+place, fewest first (REFERENCE_SIMULATORS.md §3b); the papers' text describes a FIFO queue. Here a job's key is
+``(number of its tasks in this queue, tie)``: the key drops as its tasks are placed and rises when a rejected
+task comes back. Ties go to the earlier job; a job that gets a task back from an inconsistency goes before the
+jobs with the same count (the reference moves it to the front, then re-sorts). Within a job, tasks keep their
+order (a returned task goes first).
+
+A freed worker goes to the first job in this order that has a task the worker satisfies (its first such task).
+Without placement constraints that is always the head job; with constraints a count of queued tasks per
+constraint mask answers "does anything fit at all?" before jobs are scanned.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from megha.schedulers.megha.fairness import E_DEMAND, E_JOB, E_MASK, MaskQueue, _lower, first_fit_kernel
+
+
+class _Job:
+    __slots__ = ("count", "q", "tie")
+
+    def __init__(self, tie: int) -> None:
+        self.count = 0
+        self.tie = tie
+        self.q = MaskQueue()
+
+
+class FewestTasksQueue:
+    """Drop-in for :class:`~megha.schedulers.megha.fairness.SingleQueue` with job-level fewest-tasks order."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[int, _Job] = {}
+        self._order = SortedList()  # (count, tie, job)
+        self._tie_back = 0
+        self._tie_front = 0
+        self._all = MaskQueue()  # one placeholder per queued task, by mask: "does any queued task fit?"
+        self.dmin: np.ndarray | None = None  # resource mode: lower bound of every queued demand
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def _job(self, job: int, front: bool) -> _Job:
+        j = self._jobs.get(job)
+        if j is None:
+            if front:
+                self._tie_front -= 1
+                tie = self._tie_front
+            else:
+                self._tie_back += 1
+                tie = self._tie_back
+            j = self._jobs[job] = _Job(tie)
+        else:
+            self._order.remove((j.count, j.tie, job))
+            if front:
+                self._tie_front -= 1
+                j.tie = self._tie_front
+        return j
+
+    def _push(self, e: tuple, front: bool) -> None:
+        job = e[E_JOB]
+        j = self._job(job, front)
+        j.count += 1
+        mask = e[E_MASK]
+        if front:
+            j.q.push_front(e, mask)
+            self._all.push_front(None, mask)
+        else:
+            j.q.push_back(e, mask)
+            self._all.push_back(None, mask)
+        self._order.add((j.count, j.tie, job))
+        if e[E_DEMAND] is not None:
+            self.dmin = _lower(self.dmin, e[E_DEMAND])
+
+    def push_back(self, e: tuple) -> None:
+        self._push(e, False)
+
+    def push_front(self, e: tuple) -> None:
+        self._push(e, True)
+
+    def _taken(self, key: tuple, e: tuple) -> tuple:
+        _, tie, job = key
+        self._order.remove(key)
+        j = self._jobs[job]
+        j.count -= 1
+        if j.count:
+            self._order.add((j.count, tie, job))
+        else:
+            del self._jobs[job]
+        a = self._all
+        a._take(a._slot_of[int(e[E_MASK])])
+        return e
+
+    def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
+        """The first task, in job order, that a worker with mask ``wmask`` satisfies (and ``accept`` takes)."""
+        a = self._all
+        if not len(a):
+            return None
+        if inv is None:
+            inv = ~int(wmask) & 0xFFFFFFFF
+        if first_fit_kernel()(a._masks, a._heads, a._n_slots, inv) < 0:
+            return None
+        for key in self._order:
+            q = self._jobs[key[2]].q
+            e = q.pop_first_fitting_inv(inv) if accept is None else q.pop_first_fitting_where(wmask, accept)
+            if e is not None:
+                return self._taken(key, e)
+        return None
+
+    def pop_front(self) -> tuple | None:
+        """The first task of the first job."""
+        if not self._order:
+            return None
+        key = self._order[0]
+        return self._taken(key, self._jobs[key[2]].q.pop_front())
+
+    def drain(self, place) -> int:
+        """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`)."""
+        failed: set[int] = set()
+        placed = 0
+        a = self._all
+        for key in list(self._order):
+            if len(failed) >= a._n_slots - a._empty_slots:
+                break
+            job = key[2]
+            j = self._jobs[job]
+            took = drain_queue(j.q, place, failed, a)
+            if took:
+                placed += took
+                self._order.remove(key)
+                j.count -= took
+                if j.count:
+                    self._order.add((j.count, j.tie, job))
+                else:
+                    del self._jobs[job]
+        return placed
+
+    def in_order(self):
+        """Queued tasks in service order (job by job); for inspection and tests."""
+        for key in list(self._order):
+            yield from self._jobs[key[2]].q.entries()
+
+    def masks(self) -> set[int]:
+        """Distinct constraint masks of the queued tasks."""
+        a = self._all
+        return {int(m) for m, s in a._slot_of.items() if a._buckets[s]}
+
+    def heads(self, k: int) -> list[tuple]:
+        out = []
+        for e in self.in_order():
+            if len(out) >= k:
+                break
+            out.append(e)
+        return out
+
+    def remove(self, pred) -> list[tuple]:
+        out = []
+        for job, j in list(self._jobs.items()):
+            gone = j.q.remove_where(pred)
+            if not gone:
+                continue
+            self._order.remove((j.count, j.tie, job))
+            j.count -= len(gone)
+            if j.count:
+                self._order.add((j.count, j.tie, job))
+            else:
+                del self._jobs[job]
+            a = self._all
+            for e in gone:
+                a._take(a._slot_of[int(e[E_MASK])])
+            out.extend(gone)
+        return out
+
+
+def drain_queue(q: MaskQueue, place, failed: set[int], mirror: MaskQueue | None = None) -> int:
+    """Offer the tasks of ``q`` in FIFO order to ``place(entry) -> bool``; placed tasks leave ``q``.
+
+    Placement in slot mode depends on a task's mask alone, so once a mask finds nothing (it joins ``failed``),
+    later tasks with it are skipped; the scan stops when every mask queued in ``mirror`` (default ``q``) has
+    failed — without constraints, at the first failure. ``mirror`` holds a placeholder per task of a larger
+    queue that ``q`` is part of; placed tasks leave it too. Returns the number of tasks placed.
+    """
+    a = q if mirror is None else mirror
+    heap = [(b[0][0], int(q._masks[s])) for s, b in enumerate(q._buckets[: q._n_slots]) if b]
+    heap = [h for h in heap if h[1] not in failed]
+    heapq.heapify(heap)
+    took = 0
+    while heap:
+        _, m = heapq.heappop(heap)
+        s = q._slot_of[m]
+        e = q._buckets[s][0][1]
+        if place(e):
+            q._take(s)
+            if mirror is not None:
+                mirror._take(mirror._slot_of[m])
+            took += 1
+            s = q._slot_of.get(m)
+            if s is not None and q._buckets[s]:
+                heapq.heappush(heap, (q._buckets[s][0][0], m))
+        else:
+            failed.add(m)
+            if len(failed) >= a._n_slots - a._empty_slots:
+                break
+    return took

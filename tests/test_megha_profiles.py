@@ -1,0 +1,311 @@
+"""Megha's fidelity profiles and queue disciplines: the fewest-tasks queue, partition orders, state pulls, the
+Megha 3.0 delta bug, option resolution and the trace quirks a profile implies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from megha.config import RunConfig
+from megha.errors import InputError
+from megha.runner import simulate
+from megha.schedulers import registry
+from megha.schedulers.megha import MeghaOptions
+from megha.schedulers.megha.fairness import SingleQueue
+from megha.schedulers.megha.jobqueue import FewestTasksQueue
+from megha.schedulers.megha.messages import LaunchReply, LaunchRequest, StateDelta, StatePull, TaskDone
+from tests.test_megha_components import gm, job, lm, requests
+
+
+def entry(task, job, mask=0):
+    return (task, 1.0, mask, None, 0, job)
+
+
+# --- the fewest-tasks queue --------------------------------------------------------------------------------
+def test_fewest_tasks_orders_jobs_by_queued_tasks_then_age():
+    q = FewestTasksQueue()
+    for t in range(3):
+        q.push_back(entry(t, job=0))  # job 0: 3 tasks
+    q.push_back(entry(10, job=1))  # job 1: 1 task
+    for t in (20, 21, 22):
+        q.push_back(entry(t, job=2))  # job 2: 3 tasks, younger than job 0
+    assert [e[0] for e in q.in_order()] == [10, 0, 1, 2, 20, 21, 22]
+    assert q.pop_fitting(0)[0] == 10
+    assert q.pop_fitting(0)[0] == 0  # job 0 now has 2 queued: still first
+    q.push_back(entry(30, job=3))
+    q.push_back(entry(31, job=3))  # job 3: 2 tasks, as many as job 0, but younger
+    assert [e[0] for e in q.in_order()] == [1, 2, 30, 31, 20, 21, 22]
+    # a rejected task of job 2 comes back: job 2 (4 queued) stays last; its returned task goes first in the job
+    q.push_front(entry(23, job=2))
+    assert [e[0] for e in q.in_order()][-4:] == [23, 20, 21, 22]
+    # a task of job 3 returns: job 3 has 3 queued now, and goes before job 0? no: job 0 has 2
+    q.push_front(entry(32, job=3))
+    assert [e[0] for e in q.in_order()] == [1, 2, 32, 30, 31, 23, 20, 21, 22]
+    assert len(q) == 9
+
+
+def test_fewest_tasks_returned_job_goes_first_among_equals():
+    q = FewestTasksQueue()
+    q.push_back(entry(0, job=0))
+    q.push_back(entry(1, job=1))
+    q.push_front(entry(2, job=2))  # job 2's task came back from a rejection: first among 1-task jobs
+    assert [e[0] for e in q.in_order()] == [2, 0, 1]
+
+
+def test_fewest_tasks_pop_fitting_skips_jobs_whose_tasks_do_not_fit():
+    q = FewestTasksQueue()
+    q.push_back(entry(0, job=0, mask=0b100))
+    q.push_back(entry(1, job=1, mask=0b001))
+    q.push_back(entry(2, job=1, mask=0b011))
+    assert q.pop_fitting(0b010) is None  # nothing fits a worker with only constraint 1
+    assert q.pop_fitting(0b011)[0] == 1
+    assert q.pop_fitting(0b011)[0] == 2
+    assert q.pop_fitting(0b011) is None
+    assert q.pop_fitting(0b111)[0] == 0
+    assert len(q) == 0
+
+
+def test_drain_places_in_order_and_skips_failed_masks():
+    q = FewestTasksQueue()
+    for t, m in [(0, 1), (1, 2), (2, 1), (3, 0)]:
+        q.push_back(entry(t, job=0, mask=m))
+    q.push_back(entry(9, job=1, mask=0))
+    tried = []
+
+    def place(e):
+        tried.append(e[0])
+        return e[2] != 1  # mask 1 never fits
+
+    assert q.drain(place) == 3
+    assert tried == [9, 0, 1, 3]  # job 1 first (1 task), then job 0 in order; task 2 skipped (mask 1 failed)
+    assert [e[0] for e in q.in_order()] == [0, 2]
+
+
+def test_fifo_drain_stops_at_first_failure_without_constraints():
+    q = SingleQueue()
+    for t in range(5):
+        q.push_back(entry(t, job=t))
+    n = [0]
+
+    def place(e):
+        n[0] += 1
+        return e[0] < 2
+
+    assert q.drain(place) == 2 and n[0] == 3
+    assert [e[0] for e in q.q.entries()] == [2, 3, 4]
+
+
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(["back", "front", "pop"]), st.integers(0, 5), st.integers(0, 7)), max_size=120
+    )
+)
+@settings(max_examples=80, deadline=None, derandomize=True)
+def test_fewest_tasks_pop_matches_a_naive_model(ops):
+    q = FewestTasksQueue()
+    model: dict[int, list] = {}  # job -> its tasks in order
+    ties: dict[int, int] = {}
+    back, front = [0], [0]
+    n = 0
+    for op, jb, m in ops:
+        if op == "pop":
+            w = m  # worker mask
+            order = sorted(model, key=lambda j: (len(model[j]), ties[j]))
+            want = None
+            for j in order:
+                fits = [e for e in model[j] if e[2] & ~w == 0]
+                if fits:
+                    want = fits[0]
+                    model[j].remove(want)
+                    if not model[j]:
+                        del model[j], ties[j]
+                    break
+            assert q.pop_fitting(w) == want
+        else:
+            n += 1
+            e = entry(n, jb, m)
+            if jb not in model:
+                model[jb] = []
+                if op == "back":
+                    back[0] += 1
+                    ties[jb] = back[0]
+            if op == "front":
+                front[0] -= 1
+                ties[jb] = front[0]
+                model[jb].insert(0, e)
+                q.push_front(e)
+            else:
+                model[jb].append(e)
+                q.push_back(e)
+        assert len(q) == sum(len(v) for v in model.values())
+
+
+# --- GM and LM behaviour under the profiles' options ------------------------------------------------------------
+def test_first_fit_partition_order_always_starts_at_lm0():
+    g, port = gm(partition_order="first")
+    g.on_message(job([0, 1]), 0.0)
+    reqs = requests(port)
+    assert [r.workers for r in reqs] == [[0, 1]]  # both on LM0's internal partition (workers 0, 1)
+    g.on_message(job([2, 3, 4], j=1), 0.1)
+    got = [w for r in requests(port) for w in r.workers]
+    assert got[:2] == [4, 5]  # LM1's internal partition next
+    assert got[2] in (2, 3)  # then external: LM0 first, partition of GM1
+    assert g.counters["repartition_requests"] == 1
+
+
+def test_random_partition_order_uses_every_internal_partition():
+    g, port = gm(partition_order="random")
+    seen = set()
+    for k in range(40):
+        g.on_message(job([k], j=k), float(k))
+        (r,) = requests(port)
+        seen.add(r.workers[0] // 4)
+        g.on_message(TaskDone(r.workers[0] // 4, [k], r.workers, None, r.req), k + 0.5)
+    assert seen == {0, 1}
+
+
+def test_reject_head_does_not_retry_at_once():
+    g, port = gm(reject="head")
+    g.on_message(job([0]), 0.0)
+    (r,) = requests(port)
+    g.on_message(LaunchReply(0, r.req, [0], [0], [False], None, r.req), 0.001)
+    assert requests(port) == [] and [e[0] for e in g.queue.q.entries()] == [0]
+
+
+def test_full_pull_after_completion_then_scan_serves_the_queue_in_order():
+    g, port = gm(matching="scan", full_pull=True, queue="fewest-tasks", repartition=False)
+    g.on_message(job([0, 1, 2, 3]), 0.0)  # fills GM0's internal workers 0, 1, 4, 5
+    (r0, r1) = requests(port)
+    g.on_message(job([10, 11], j=1), 0.1)
+    g.on_message(job([20], j=2), 0.2)
+    assert requests(port) == [] and [e[0] for e in g.queue.in_order()] == [20, 10, 11]
+    g.on_message(TaskDone(0, [0], [0], None, r0.req), 1.0)
+    pulls = port.take(StatePull)
+    assert sorted(d for d, _ in pulls) == ["megha/lm0", "megha/lm1"]
+    assert requests(port) == []  # the queue is served when every LM has answered
+    pid = pulls[0][1].pull
+    g.on_message(StateDelta(0, [], [], False, None, r0.req, pid), 1.001)
+    assert requests(port) == []
+    g.on_message(StateDelta(1, [], [], False, None, r1.req, pid), 1.001)
+    (r,) = requests(port)
+    assert r.tasks == [20] and r.workers == [0]  # the 1-task job first
+
+
+def test_lm_answers_a_pull_with_other_gms_changes():
+    l0, port = lm()
+    l0.on_message(LaunchRequest(1, 1, [5], [0], [1.0], [0]), 0.0)
+    port.take()
+    l0.on_message(StatePull(0, 7), 0.1)
+    ((dst, d),) = port.take(StateDelta)
+    assert dst == "megha/gm0" and d.pull == 7 and d.workers == [0] and d.state == [False]
+    l0.on_message(StatePull(0, 8), 0.2)
+    ((_, d),) = port.take(StateDelta)
+    assert d.pull == 8 and d.workers == []
+
+
+def test_lm_delta_bug_drops_the_pending_delta_on_a_rejection():
+    for bug in (False, True):
+        l0, port = lm(delta_bug=bug)
+        l0.on_message(LaunchRequest(1, 1, [5, 6], [0, 2], [1.0, 1.0], [0, 0]), 0.0)  # GM1 takes workers 0, 2
+        port.take()
+        l0.on_message(LaunchRequest(0, 1, [7], [0], [1.0], [0]), 0.1)  # GM0 maps onto worker 0: rejected
+        ((_, reply),) = port.take(LaunchReply)
+        assert reply.rejected == [7]
+        assert sorted(reply.delta_workers) == ([0] if bug else [0, 2])
+        assert l0.pending_for(0) == []  # sent, or lost for good
+
+
+def test_aligned_heartbeats_share_one_grid():
+    a, pa = lm(0, phase=0.95)
+    b, pb = lm(1, phase=0.95)
+    for m, p in ((a, pa), (b, pb)):
+        m.on_message(LaunchRequest(1, 1, [5], [m.lo], [1.0], [0]), 2.0)
+        ((delay, key),) = p.timers.values()
+        assert key == "heartbeat" and delay == pytest.approx(5.95 - 2.0)
+
+
+# --- options and runs --------------------------------------------------------------------------------------------
+def test_profile_sets_unset_options_and_explicit_options_win():
+    paper = MeghaOptions()
+    assert (paper.queue, paper.heartbeat, paper.trace_quirks) == ("fifo", 5.0, False)
+    m20 = MeghaOptions(profile="megha20", heartbeat=10.0)
+    assert (m20.queue, m20.route, m20.partition_order, m20.matching, m20.full_pull) == (
+        "fewest-tasks",
+        "tasks-mod-g",
+        "random",
+        "scan",
+        True,
+    )
+    assert m20.heartbeat == 10.0
+    assert MeghaOptions(profile="iot23").partition_order == "first"
+    assert m20.implied_config() == {"truncate_durations": True, "dephase": True}
+    assert MeghaOptions(profile="megha20", trace_quirks=False).implied_config() == {}
+    spec = registry.get("megha")
+    assert set(spec.profiles) == {"paper", "megha20", "iot23"}
+    with pytest.raises(InputError):
+        registry.parse_options(spec, {"profile": "megha21"})
+
+
+def test_every_option_is_described():
+    for name, f in MeghaOptions.model_fields.items():
+        assert f.description, name
+
+
+SMALL = dict(trace="sample:GOOG_subtrace", max_jobs=150, workers=300, seed=3)
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"profile": "megha20"},
+        {"profile": "iot23"},
+        {"profile": "iot23", "lm_delta_bug": True},
+        {"queue": "fewest-tasks"},
+        {"profile": "megha20", "queue": "fifo", "matching": "offer"},
+    ],
+    ids=["megha20", "iot23", "iot23-bug", "paper-fewest", "megha20-fifo-offer"],
+)
+@pytest.mark.parametrize("constraints", [True, False])
+def test_profiles_run_every_task_exactly_once(opts, constraints):
+    r = simulate(RunConfig(scheduler="megha", gms=3, lms=2, constraints=constraints, options=opts, **SMALL))
+    assert r.unfinished_reason is None
+    assert (r.recorder.finishes[r.feasible] == 1).all()
+    if r.options["trace_quirks"]:
+        assert r.config.truncate_durations and r.config.dephase
+        assert np.array_equal(r.workload.task_duration, np.floor(r.workload.task_duration))
+    if r.options["full_pull"]:
+        assert r.counters["state_pulls"] > 0
+
+
+@pytest.mark.parametrize("route", ["round-robin", "tasks-mod-g"])
+def test_job_routing(route):
+    from megha.metrics.recorder import TaskRecorder
+    from megha.model.workload import feasible_tasks
+    from megha.runner import load_inputs
+    from megha.schedulers.registry import BuildContext
+    from megha.sim.engine import Engine
+
+    cfg = RunConfig(scheduler="megha", gms=3, lms=2, **SMALL)
+    w, dc = load_inputs(cfg)
+    opts = registry.parse_options(registry.get("megha"), {"route": route})
+    ctx = BuildContext(
+        Engine(), TaskRecorder(w.task_arrival), w, dc, feasible_tasks(w, dc), opts, np.random.default_rng(0), 3, 2
+    )
+    dep = registry.get("megha").build(ctx)
+    for j in range(20):
+        want = int(w.job_num_tasks[j]) % 3 if route == "tasks-mod-g" else j % 3
+        assert dep.route(j) == f"megha/gm{want}"
+
+
+def test_scan_matching_needs_slot_mode():
+    with pytest.raises(InputError, match="slot mode"):
+        simulate(
+            RunConfig(
+                scheduler="megha",
+                resources=True,
+                options={"profile": "megha20", "trace_quirks": False},
+                **{**SMALL, "max_jobs": 5},
+            )
+        )
