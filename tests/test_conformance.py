@@ -48,7 +48,15 @@ job_st = job_strategy()
 _POLICY = st.sampled_from(["random", "min-constraints", "first"])
 # each family's options worth varying (the rest keep their defaults); a plugin not listed runs with its defaults
 OPTION_SPACES = {
-    "megha": st.fixed_dictionaries({"policy": _POLICY, "heartbeat": st.sampled_from([0.5, 5.0])}),
+    "megha": st.fixed_dictionaries(
+        {
+            "policy": _POLICY,
+            "heartbeat": st.sampled_from([0.5, 5.0]),
+            "profile": st.sampled_from(["paper", "megha20", "iot23"]),
+            "queue": st.sampled_from(["fifo", "fewest-tasks"]),
+            "lm_delta_bug": st.booleans(),
+        }
+    ),
     "pigeonc": st.fixed_dictionaries(
         {
             "masters": st.integers(1, 4),

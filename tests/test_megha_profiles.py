@@ -299,13 +299,23 @@ def test_job_routing(route):
         assert dep.route(j) == f"megha/gm{want}"
 
 
-def test_scan_matching_needs_slot_mode():
-    with pytest.raises(InputError, match="slot mode"):
-        simulate(
-            RunConfig(
-                scheduler="megha",
-                resources=True,
-                options={"profile": "megha20", "trace_quirks": False},
-                **{**SMALL, "max_jobs": 5},
-            )
-        )
+@pytest.mark.parametrize("opts", [{"profile": "megha20"}, {"profile": "iot23", "queue": "fewest-tasks"}])
+def test_profiles_in_resource_mode(opts):
+    cfg = RunConfig(
+        scheduler="megha",
+        resources=True,
+        capacity={"cpu": 4, "mem": 8},
+        demand={"cpu": 1, "mem": 1},
+        options=opts,
+        gms=3,
+        lms=2,
+        **{**SMALL, "workers": 60, "max_jobs": 60},
+    )
+    r = simulate(cfg)
+    assert r.unfinished_reason is None
+    assert (r.recorder.finishes[r.feasible] == 1).all()
+
+
+def test_fewest_tasks_does_not_combine_with_fairness():
+    with pytest.raises(InputError, match="fairness"):
+        simulate(RunConfig(scheduler="megha", options={"shares": [0.5, 0.5], "queue": "fewest-tasks"}, **SMALL))

@@ -144,7 +144,7 @@ class MeghaOptions(SchedulerOptions):
     matching: Literal["offer", "scan"] | None = Field(
         None,
         description="serving the queue: offer (a freed worker goes to the first queued task that fits; paper, "
-        "iot23) | scan (after each update, queued tasks in order are placed on the view; megha20, slot mode)",
+        "iot23) | scan (after each update, queued tasks in order are placed on the view; megha20)",
     )
     reject: Literal["retry", "head"] | None = Field(
         None,
@@ -231,8 +231,6 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     layout = MeghaLayout.build(ctx.datacenter, n_lms, n_gms, prefix="megha-central" if central else "megha")
     total = float(layout.n_workers) if layout.capacity is None else float(layout.capacity[:, 0].sum())
     fair, job_user = _fairness(ctx, opts, layout.n_gms, total)
-    if opts.matching == "scan" and layout.capacity is not None:
-        raise InputError("megha: matching=scan (profile megha20) works in slot mode only; add -o matching=offer")
     if fair is not None and (opts.queue != "fifo" or opts.matching != "offer"):
         raise InputError("megha: fairness shares need queue=fifo and matching=offer (one FIFO queue per user)")
     eng = ctx.engine

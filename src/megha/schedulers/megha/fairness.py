@@ -137,11 +137,11 @@ class SingleQueue:
     def heads(self, k: int) -> list[tuple]:
         return self.q.entries()[:k]
 
-    def drain(self, place) -> int:
+    def drain(self, place, key=None) -> int:
         """Offer queued tasks in FIFO order to ``place(entry) -> bool`` (see :func:`.jobqueue.drain_queue`)."""
         from megha.schedulers.megha.jobqueue import drain_queue
 
-        return drain_queue(self.q, place, set())
+        return drain_queue(self.q, place, set(), None, key)
 
     def remove(self, pred) -> list[tuple]:
         return self.q.remove_where(pred)

@@ -113,8 +113,6 @@ class GlobalMaster(Component):
             self.queue = SingleQueue()
         else:
             raise ValueError(f"unknown queue discipline {queue!r}")
-        if matching == "scan" and layout.capacity is not None:
-            raise ValueError("matching=scan works in slot mode only")
         if partition_order not in ("round-robin", "first", "random") or reject not in ("retry", "head"):
             raise ValueError(f"bad partition_order {partition_order!r} or reject {reject!r}")
         self.queue_kind = queue
@@ -232,7 +230,8 @@ class GlobalMaster(Component):
     def _drain(self, now: float) -> None:
         """``matching=scan``: place queued tasks in queue order on the view until nothing more fits."""
         if len(self.queue):
-            self.queue.drain(lambda e: self._place(e, now))
+            key = (lambda e: (e[E_MASK], tuple(e[E_DEMAND]))) if self.resource_mode else None
+            self.queue.drain(lambda e: self._place(e, now), key)
 
     def _pull(self, now: float) -> None:
         """Ask every LM for its state (answered by StateDelta with this pull's id)."""
@@ -445,16 +444,22 @@ class GlobalMaster(Component):
             for t in _as_list(msg.tasks):
                 self._end_usage(t)
         view = self.view
-        if self.resource_mode:
-            for i, w in enumerate(_as_list(msg.workers)):
-                view.give_back(w, msg.demands[i])
-                self._offer(w, now)
-        elif self.scan:
-            self._release_all(_as_list(msg.workers))
+        if self.scan:
+            if self.resource_mode:
+                for i, w in enumerate(_as_list(msg.workers)):
+                    view.give_back(w, msg.demands[i])
+            else:
+                self._release_all(_as_list(msg.workers))
             if self.full_pull:
                 self._pull(now)
             else:
                 self._drain(now)
+        elif self.resource_mode:
+            for i, w in enumerate(_as_list(msg.workers)):
+                view.give_back(w, msg.demands[i])
+                self._offer(w, now)
+            if self.full_pull:
+                self._pull(now)
         else:
             self._offer_all(_as_list(msg.workers), now)
             if self.full_pull:

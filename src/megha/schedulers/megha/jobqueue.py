@@ -119,20 +119,20 @@ class FewestTasksQueue:
         key = self._order[0]
         return self._taken(key, self._jobs[key[2]].q.pop_front())
 
-    def drain(self, place) -> int:
+    def drain(self, place, key=None) -> int:
         """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`)."""
-        failed: set[int] = set()
+        failed: set = set()
         placed = 0
         a = self._all
-        for key in list(self._order):
-            if len(failed) >= a._n_slots - a._empty_slots:
+        for k in list(self._order):
+            if key is None and len(failed) >= a._n_slots - a._empty_slots:
                 break
-            job = key[2]
+            job = k[2]
             j = self._jobs[job]
-            took = drain_queue(j.q, place, failed, a)
+            took = drain_queue(j.q, place, failed, a, key)
             if took:
                 placed += took
-                self._order.remove(key)
+                self._order.remove(k)
                 j.count -= took
                 if j.count:
                     self._order.add((j.count, j.tie, job))
@@ -177,33 +177,40 @@ class FewestTasksQueue:
         return out
 
 
-def drain_queue(q: MaskQueue, place, failed: set[int], mirror: MaskQueue | None = None) -> int:
+def drain_queue(q: MaskQueue, place, failed: set, mirror: MaskQueue | None = None, key=None) -> int:
     """Offer the tasks of ``q`` in FIFO order to ``place(entry) -> bool``; placed tasks leave ``q``.
 
-    Placement in slot mode depends on a task's mask alone, so once a mask finds nothing (it joins ``failed``),
-    later tasks with it are skipped; the scan stops when every mask queued in ``mirror`` (default ``q``) has
-    failed — without constraints, at the first failure. ``mirror`` holds a placeholder per task of a larger
-    queue that ``q`` is part of; placed tasks leave it too. Returns the number of tasks placed.
+    In slot mode (``key`` None) placement depends on a task's mask alone, so once a mask finds nothing (it joins
+    ``failed``), later tasks with it are skipped, and the scan stops when every mask queued in ``mirror``
+    (default ``q``) has failed — without constraints, at the first failure. In resource mode ``key(entry)``
+    (mask and demand) is what fails, and the whole queue is scanned. ``mirror`` holds a placeholder per task of
+    a larger queue that ``q`` is part of; placed tasks leave it too. Returns the number of tasks placed.
     """
     a = q if mirror is None else mirror
-    heap = [(b[0][0], int(q._masks[s])) for s, b in enumerate(q._buckets[: q._n_slots]) if b]
-    heap = [h for h in heap if h[1] not in failed]
+    by_mask = key is None
+    heap = [(b[0][0], int(q._masks[s]), 0) for s, b in enumerate(q._buckets[: q._n_slots]) if b]
+    if by_mask:
+        heap = [h for h in heap if h[1] not in failed]
     heapq.heapify(heap)
     took = 0
     while heap:
-        _, m = heapq.heappop(heap)
-        s = q._slot_of[m]
-        e = q._buckets[s][0][1]
-        if place(e):
-            q._take(s)
+        _, m, i = heapq.heappop(heap)
+        b = q._buckets[q._slot_of[m]]
+        e = b[i][1]
+        k = m if by_mask else key(e)
+        if k not in failed and place(e):
+            q._take(q._slot_of[m], i)
             if mirror is not None:
                 mirror._take(mirror._slot_of[m])
             took += 1
-            s = q._slot_of.get(m)
-            if s is not None and q._buckets[s]:
-                heapq.heappush(heap, (q._buckets[s][0][0], m))
-        else:
-            failed.add(m)
+            s = q._slot_of.get(m)  # taking may have compacted the slots
+            if s is not None and len(q._buckets[s]) > i:
+                heapq.heappush(heap, (q._buckets[s][i][0], m, i))
+            continue
+        failed.add(k)
+        if by_mask:
             if len(failed) >= a._n_slots - a._empty_slots:
                 break
+        elif len(b) > i + 1:
+            heapq.heappush(heap, (b[i + 1][0], m, i + 1))
     return took
