@@ -54,7 +54,6 @@ OPTION_SPACES = {
             "heartbeat": st.sampled_from([0.5, 5.0]),
             "profile": st.sampled_from(["paper", "megha20", "iot23"]),
             "queue": st.sampled_from(["fifo", "fewest-tasks"]),
-            "lm_delta_bug": st.booleans(),
         }
     ),
     "pigeonc": st.fixed_dictionaries(

@@ -1,5 +1,5 @@
-"""Megha's fidelity profiles and queue disciplines: the fewest-tasks queue, partition orders, state pulls, the
-Megha 3.0 delta bug, option resolution and the trace quirks a profile implies."""
+"""Megha's fidelity profiles and queue disciplines: the fewest-tasks queue, partition orders, state pulls, option
+resolution and the trace quirks a profile implies; the starvation remedy (handoff)."""
 
 from __future__ import annotations
 
@@ -205,18 +205,6 @@ def test_lm_answers_a_pull_with_other_gms_changes():
     assert d.pull == 8 and d.workers == []
 
 
-def test_lm_delta_bug_drops_the_pending_delta_on_a_rejection():
-    for bug in (False, True):
-        l0, port = lm(delta_bug=bug)
-        l0.on_message(LaunchRequest(1, 1, [5, 6], [0, 2], [1.0, 1.0], [0, 0]), 0.0)  # GM1 takes workers 0, 2
-        port.take()
-        l0.on_message(LaunchRequest(0, 1, [7], [0], [1.0], [0]), 0.1)  # GM0 maps onto worker 0: rejected
-        ((_, reply),) = port.take(LaunchReply)
-        assert reply.rejected == [7]
-        assert sorted(reply.delta_workers) == ([0] if bug else [0, 2])
-        assert l0.pending_for(0) == []  # sent, or lost for good
-
-
 def test_aligned_heartbeats_share_one_grid():
     a, pa = lm(0, phase=0.95)
     b, pb = lm(1, phase=0.95)
@@ -261,11 +249,10 @@ SMALL = dict(trace="sample:GOOG_subtrace", max_jobs=150, workers=300, seed=3)
     [
         {"profile": "megha20"},
         {"profile": "iot23"},
-        {"profile": "iot23", "lm_delta_bug": True},
         {"queue": "fewest-tasks"},
         {"profile": "megha20", "queue": "fifo", "matching": "offer"},
     ],
-    ids=["megha20", "iot23", "iot23-bug", "paper-fewest", "megha20-fifo-offer"],
+    ids=["megha20", "iot23", "paper-fewest", "megha20-fifo-offer"],
 )
 @pytest.mark.parametrize("constraints", [True, False])
 def test_profiles_run_every_task_exactly_once(opts, constraints):
@@ -319,3 +306,84 @@ def test_profiles_in_resource_mode(opts):
 def test_fewest_tasks_does_not_combine_with_fairness():
     with pytest.raises(InputError, match="fairness"):
         simulate(RunConfig(scheduler="megha", options={"shares": [0.5, 0.5], "queue": "fewest-tasks"}, **SMALL))
+
+
+# --- starvation remedy: hand-over of long-waiting rare tasks to an LM ---------------------------------------------
+def test_aged_queue_gives_the_oldest_fitting_task():
+    from megha.schedulers.megha.handoff import AgedQueue
+
+    q = AgedQueue()
+    q.push(30, 1, "young-any", 0b00)
+    q.push(10, 2, "old-needs-2", 0b10)
+    q.push(20, 3, "mid-needs-1", 0b01)
+    q.push(10, 4, "old-needs-1", 0b01)  # ties with an older key of another mask
+    assert q.pop_fitting(0b01) == "old-needs-1"
+    assert q.pop_fitting(0b01) == "mid-needs-1"
+    assert q.pop_fitting(0b01) == "young-any"
+    assert q.pop_fitting(0b01) is None and len(q) == 1
+    assert q.pop_fitting(0b11) == "old-needs-2"
+
+
+def test_lm_runs_a_handed_over_task_on_a_free_worker_or_the_next_one_freed():
+    from megha.schedulers.common.messages import Finished, Launch
+    from megha.schedulers.megha.messages import Handoff
+
+    l0, port = lm()
+    # worker 1 (mask 0b11) is busy with GM1's task 5; worker 3 (0b11) is free: a 0b10 task starts on 3 at once
+    l0.on_message(LaunchRequest(1, 1, [5], [1], [1.0], [0]), 0.0)
+    port.take()
+    l0.on_message(Handoff(0, [7], [2.0], [0b10], [0], [0.0]), 1.0)
+    ((_, launch),) = port.take(Launch)
+    assert launch.tasks == [7] and launch.workers == [3]
+    assert l0.pending_for(0) == [1, 3] and l0.pending_for(1) == [3]  # every GM learns worker 3 is busy
+    # another 0b10 task waits; when GM1's task on worker 1 ends, the LM gives worker 1 to it first
+    l0.on_message(Handoff(0, [8], [2.0], [0b10], [0], [0.5]), 1.1)
+    assert port.take(Launch) == []
+    l0.on_message(Finished([5], [1]), 2.0)
+    ((_, launch),) = port.take(Launch)
+    assert launch.tasks == [8] and launch.workers == [1]
+    ((dst, done),) = port.take(TaskDone)
+    assert dst == "megha/gm1" and done.tasks == [5] and done.reused == [1]
+    # the handed-over task stays its GM's: its completion goes to GM0
+    l0.on_message(Finished([8], [1]), 4.0)
+    ((dst, done),) = port.take(TaskDone)
+    assert dst == "megha/gm0" and done.tasks == [8] and not done.reused
+
+
+def test_gm_hands_over_rare_tasks_that_waited_and_does_not_offer_reused_workers():
+    from megha.schedulers.megha.messages import Handoff
+
+    g, port = gm(repartition=False, handoff_after=10.0, handoff_rare=3)
+    g.on_message(job([0, 1, 2, 3]), 0.0)  # GM0's internal workers 0, 1, 4, 5 are busy
+    (r0, _) = requests(port)
+    g.on_message(job([10], masks=[0b10], j=1), 1.0)  # suits workers 1, 3, 6 only: rare
+    g.on_message(job([11], j=2), 1.0)  # suits every worker: never handed over
+    assert len(g.queue) == 2
+    ((delay, key),) = port.timers.values()
+    assert key == "handoff" and delay == 2.5
+    g.on_timer("handoff", 5.0)
+    assert port.take(Handoff) == []  # not waited long enough
+    g.on_timer("handoff", 11.5)
+    ((dst, h),) = port.take(Handoff)
+    assert dst == "megha/lm0" and h.tasks == [10] and h.arrivals == [1.0]  # LM0 has 2 of the 3 suitable workers
+    assert [e[0] for e in g.queue.q.entries()] == [11]
+    # worker 1 was reused by LM0 for a handed-over task: not offered; worker 0 is
+    g.on_message(TaskDone(0, [0, 1], [0, 1], None, r0.req, [1]), 12.0)
+    (r,) = requests(port)
+    assert r.tasks == [11] and r.workers == [0]
+    assert not g.view.is_free(1)
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_handoff_runs_every_task_exactly_once(in_process):
+    opts = {"handoff_after": 5.0, "handoff_rare": 40, "heartbeat": 5.0, "in_process_workers": in_process}
+    cfg = RunConfig(scheduler="megha", gms=4, lms=2, options=opts, **{**SMALL, "max_jobs": 200, "workers": 200})
+    r = simulate(cfg)
+    assert r.unfinished_reason is None
+    assert (r.recorder.finishes[r.feasible] == 1).all()
+    assert r.counters["handoffs"] > 0 and r.counters["handoff_launches"] == r.counters["handoffs"]
+
+
+def test_handoff_needs_fifo_offer_slot_mode():
+    with pytest.raises(InputError, match="handoff_after"):
+        simulate(RunConfig(scheduler="megha", options={"handoff_after": 5.0, "queue": "fewest-tasks"}, **SMALL))

@@ -26,3 +26,17 @@ def first_fit_min(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask:
         if heads[i] == best:
             return i
     return -1
+
+
+@njit(cache=True, nogil=True)
+def first_fit_oldest(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: int) -> int:
+    """Index of the slot with the smallest head among the first ``n`` slots whose mask fits the worker, or -1
+    (heads may tie; the first such slot wins)."""
+    nm = np.uint32(not_worker_mask & 0xFFFFFFFF)
+    best = INF
+    bi = -1
+    for i in range(n):
+        if (masks[i] & nm) == 0 and heads[i] < best:
+            best = heads[i]
+            bi = i
+    return bi

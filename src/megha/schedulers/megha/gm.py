@@ -35,6 +35,7 @@ from megha.schedulers.megha.fairness import (
 from megha.schedulers.megha.jobqueue import FewestTasksQueue
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.messages import (
+    Handoff,
     LaunchReply,
     LaunchRequest,
     Preempted,
@@ -50,6 +51,8 @@ from megha.schedulers.megha.messages import (
 )
 from megha.schedulers.megha.state import _EPS, ResourceView, SlotView
 from megha.sim.component import Component
+
+_INF = np.iinfo(np.int64).max
 
 
 class GlobalMaster(Component):
@@ -77,6 +80,8 @@ class GlobalMaster(Component):
         reject: str = "retry",
         matching: str = "offer",
         full_pull: bool = False,
+        handoff_after: float | None = None,
+        handoff_rare: int = 100,
     ) -> None:
         super().__init__(layout.gm_address(g))
         self.g = g
@@ -128,6 +133,14 @@ class GlobalMaster(Component):
         self._ext_first = np.array([lm * G + k for lm in range(L) for k in range(G) if k != g], dtype=np.int64)
         self._pull_seq = 0
         self._pulls: dict[int, int] = {}  # pull id -> LM answers still to come
+        # starvation remedy (see .handoff): tasks queued this long go to an LM
+        if handoff_after is not None and (self.resource_mode or fair is not None or not self._single or self.scan):
+            raise ValueError("handoff_after needs slot mode, no fairness, queue=fifo and matching=offer")
+        self.handoff_after = handoff_after
+        self.handoff_rare = handoff_rare
+        self._arrived: dict[int, float] = {}  # task -> its job's arrival (only with handoff_after)
+        self._handoff_armed = False
+        self._lm_for: dict[int, tuple[int, int]] = {}  # mask -> (workers that suit it, LM with the most)
         self.fresh_view = fresh_view
         self._int = layout.int_orders[g]
         self._ext = layout.ext_orders[g]
@@ -233,6 +246,56 @@ class GlobalMaster(Component):
             key = (lambda e: (e[E_MASK], tuple(e[E_DEMAND]))) if self.resource_mode else None
             self.queue.drain(lambda e: self._place(e, now), key)
 
+    def _lm_for_mask(self, mask: int) -> tuple[int, int]:
+        """How many workers have every constraint of ``mask``, and the LM whose cluster has the most of them."""
+        got = self._lm_for.get(mask)
+        if got is None:
+            idx = self.layout.idx
+            per_word = np.bitwise_count(idx.static_vector(mask)).astype(np.int64)
+            per_lm = np.add.reduceat(per_word, idx.seg_word_start[:-1]).reshape(self.layout.n_lms, self._G).sum(1)
+            got = self._lm_for[mask] = (int(per_lm.sum()), int(per_lm.argmax()))
+        return got
+
+    def _handoff(self, now: float) -> None:
+        """Hand the tasks queued for ``handoff_after`` seconds or more to LMs (oldest first)."""
+        q = self.queue.q
+        cut = now - self.handoff_after
+        arrived = self._arrived
+        by_lm: dict[int, list[tuple]] = {}
+        rare = self.handoff_rare
+        n = q._n_slots
+        for s in range(n):  # the oldest tasks of each constraint mask that only a few workers suit
+            b = q._buckets[s]
+            if not b:
+                continue
+            suits, lm = self._lm_for_mask(int(q._masks[s]))
+            if suits > rare:
+                continue
+            while b and arrived.get(b[0][1][E_TASK], now) <= cut:
+                by_lm.setdefault(lm, []).append(b.popleft()[1])
+                q._len -= 1
+            q._heads[s] = b[0][0] if b else _INF
+            if not b:
+                q._empty_slots += 1
+        for lm, es in by_lm.items():
+            self.counters["handoffs"] += len(es)
+            self.port.send(
+                self._lm_addr[lm],
+                Handoff(
+                    self.g,
+                    [e[E_TASK] for e in es],
+                    [e[E_DUR] for e in es],
+                    [e[E_MASK] for e in es],
+                    [e[E_USER] for e in es],
+                    [arrived.get(e[E_TASK], now) for e in es],
+                ),
+            )
+
+    def _arm_handoff(self) -> None:
+        if not self._handoff_armed and len(self.queue):
+            self._handoff_armed = True
+            self.port.set_timer(self.handoff_after / 4, "handoff")
+
     def _pull(self, now: float) -> None:
         """Ask every LM for its state (answered by StateDelta with this pull's id)."""
         self._pull_seq += 1
@@ -256,6 +319,8 @@ class GlobalMaster(Component):
 
     def _flush(self, now: float) -> None:
         """Send the mappings booked in this step: one launch request per LM (at most ``batch_size`` each)."""
+        if self.handoff_after is not None:
+            self._arm_handoff()
         dirty = self._dirty
         if not dirty:
             return
@@ -361,6 +426,8 @@ class GlobalMaster(Component):
     def _on_job(self, msg: JobArrival, now: float) -> None:
         user = int(self.job_user[msg.job]) if self.job_user is not None else int(msg.user)
         job = msg.job
+        if self.handoff_after is not None:
+            self._arrived.update(dict.fromkeys(msg.tasks.tolist(), now))
         if self.scan:  # the 2020 simulator: the job joins the queue, then the queue is served in order
             dem = msg.demands
             push = self.queue.push_back
@@ -440,6 +507,17 @@ class GlobalMaster(Component):
     def _on_done(self, msg: TaskDone, now: float) -> None:
         self._ack(msg.lm, msg.acked)
         self.rec.completion_known(msg.tasks, now)
+        if msg.reused:  # the LM gave these workers to handed-over tasks: they are not ours to offer
+            for t in _as_list(msg.tasks):
+                self._arrived.pop(t, None)
+            reused = set(msg.reused)
+            ws = [w for w in _as_list(msg.workers) if w not in reused]
+            self._offer_all(ws, now)
+            self._flush(now)
+            return
+        if self._arrived:
+            for t in _as_list(msg.tasks):
+                self._arrived.pop(t, None)
         if self.fair is not None:
             for t in _as_list(msg.tasks):
                 self._end_usage(t)
@@ -561,6 +639,11 @@ class GlobalMaster(Component):
         return False
 
     def on_timer(self, key, now: float) -> None:
+        if key == "handoff":
+            self._handoff_armed = False
+            self._handoff(now)
+            self._flush(now)
+            return
         if key == "fair":
             self._fair_armed = False
             self._fair_retry(now)
@@ -705,6 +788,8 @@ class GlobalMaster(Component):
             reject=self.reject,
             matching=self.matching,
             full_pull=self.full_pull,
+            handoff_after=self.handoff_after,
+            handoff_rare=self.handoff_rare,
         )
         new.queue = self.queue
         # request ids continue (as a restarted GM would from the ids its LMs acknowledge in their snapshots): a

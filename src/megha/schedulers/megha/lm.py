@@ -23,8 +23,10 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.megha.fairness import FairShare
+from megha.schedulers.megha.handoff import AgedQueue
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.messages import (
+    Handoff,
     LaunchReply,
     LaunchRequest,
     Preempted,
@@ -57,7 +59,6 @@ class LocalMaster(Component):
         reply_always: bool = False,
         *,
         phase: float | None = None,
-        delta_bug: bool = False,
     ) -> None:
         super().__init__(layout.lm_address(l))
         self.l = l
@@ -92,7 +93,6 @@ class LocalMaster(Component):
         self.kill_pending: dict[int, tuple] = {}  # task -> (owner gm, worker, demand)
         self._phase = 0.0
         self._aligned = phase  # heartbeat grid origin shared by every LM (None: staggered between LMs)
-        self.delta_bug = delta_bug
         self._armed = False
         self.counters: Counter = Counter()
         self._handlers = {
@@ -102,7 +102,10 @@ class LocalMaster(Component):
             SyncRequest: self._on_sync,
             PreemptRequest: self._on_preempt,
             StatePull: self._on_pull,
+            Handoff: self._on_handoff,
         }
+        self._waiting = AgedQueue()  # tasks handed over by GMs (starvation remedy), oldest job first
+        self._handoff_seq = 0
 
     def on_start(self, now: float) -> None:
         # heartbeats fall on a fixed grid, staggered over one period between LMs; the timer is armed only
@@ -247,11 +250,6 @@ class LocalMaster(Component):
         if rej_t:
             self.counters["inconsistencies"] += len(rej_t)
         if rej_t or self.reply_always:
-            if rej_t and self.delta_bug:
-                # Megha 3.0's LM hands the rejection a reference to the pending delta and empties it at once:
-                # the GM gets (almost) nothing and the changes are never sent (REFERENCE_SIMULATORS.md §7.10)
-                self._sent[gm] = self._seq
-                self.counters["deltas_lost"] += 1
             dw, ds = self._delta_for(gm, rej_w)
             self.port.send(
                 self.gm_addr[gm],
@@ -304,7 +302,23 @@ class LocalMaster(Component):
                     by_gm[gm] = [i]
                 else:
                     lst.append(i)
+        reused = self._serve_waiting(workers, now) if self._waiting else None
         for gm, idx in by_gm.items():
+            if reused:
+                rw = [workers[i] for i in idx if workers[i] in reused]
+                if rw:
+                    self.port.send(
+                        self.gm_addr[gm],
+                        TaskDone(
+                            self.l,
+                            [tasks[i] for i in idx],
+                            [workers[i] for i in idx],
+                            None,
+                            self.processed[gm],
+                            rw,
+                        ),
+                    )
+                    continue
             if len(idx) == len(tasks):
                 self.port.send(self.gm_addr[gm], TaskDone(self.l, tasks, workers, dem, self.processed[gm]))
             else:
@@ -318,6 +332,55 @@ class LocalMaster(Component):
                         self.processed[gm],
                     ),
                 )
+
+    # --- starvation remedy: tasks handed over by GMs (see .handoff) ----------------------------------------------
+    def _on_handoff(self, msg: Handoff, now: float) -> None:
+        if self.resource_mode or self.usage is not None:
+            raise TypeError(f"{self.address}: handed-over tasks need slot mode without fairness")
+        masks = self._masks
+        lo, hi = self.lo, self.hi
+        started: list[tuple] = []
+        for i, t in enumerate(_as_list(msg.tasks)):
+            m = int(msg.masks[i])
+            e = (t, msg.durations[i], m, msg.users[i], msg.gm)
+            busy = np.array(self.cluster.task) >= 0
+            free = np.flatnonzero(~busy & ((masks[lo:hi] & np.uint32(m)) == m))
+            if free.size:  # a suitable worker is free here right now
+                self._start_handed(e, lo + int(free[0]), now, started)
+            else:
+                self._handoff_seq += 1
+                self._waiting.push(round(msg.arrivals[i] * 1e6), self._handoff_seq, e, m)
+        self._launch_handed(started, now)
+
+    def _start_handed(self, e: tuple, w: int, now: float, started: list) -> None:
+        t, dur, _, user, gm = e
+        self.cluster.try_place(w, t, None, gm, user)
+        if self._part_l[w] != gm:
+            self.counters["repartitions"] += 1
+        self._changed(w, -1, now)  # every GM, the task's own included, learns the worker is busy
+        self.counters["handoff_launches"] += 1
+        started.append((t, w, dur))
+
+    def _launch_handed(self, started: list, now: float) -> None:
+        if started:
+            ts = [x[0] for x in started]
+            self.rec.decided(ts, now)
+            self._start_tasks(ts, [x[1] for x in started], [x[2] for x in started], None, now)
+
+    def _serve_waiting(self, workers: list[int], now: float) -> set[int]:
+        """Freed workers go to the oldest handed-over tasks they suit; returns the workers so reused."""
+        reused: set[int] = set()
+        started: list[tuple] = []
+        masks = self._masks
+        for w in workers:
+            if not self._waiting:
+                break
+            e = self._waiting.pop_fitting(int(masks[w]))
+            if e is not None:
+                self._start_handed(e, w, now, started)
+                reused.add(w)
+        self._launch_handed(started, now)
+        return reused
 
     def on_timer(self, key, now: float) -> None:
         self._armed = False

@@ -70,13 +70,18 @@ class LaunchReply:
 
 @dataclass(slots=True)
 class TaskDone:
-    """LM → GM: tasks of that GM finished; their workers' resources are the GM's to reuse."""
+    """LM → GM: tasks of that GM finished; their workers' resources are the GM's to reuse.
+
+    ``reused`` lists workers of ``workers`` that the LM has already given to a handed-over task (the
+    starvation remedy, :mod:`.handoff`): the GM must not offer them.
+    """
 
     lm: int
     tasks: list[int]
     workers: list[int]
     demands: np.ndarray | None = None
     acked: int = 0
+    reused: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -96,6 +101,26 @@ class StateDelta:
 
     def __len__(self) -> int:
         return len(self.workers)
+
+
+@dataclass(slots=True)
+class Handoff:
+    """GM → LM: tasks that waited too long at the GM; the LM runs them on its next suitable free workers, oldest
+    job first (the starvation remedy, :mod:`.handoff`). ``arrivals`` are the jobs' arrival times."""
+
+    gm: int
+    tasks: list[int]
+    durations: list[float]
+    masks: list[int]
+    users: list[int]
+    arrivals: list[float]
+
+    @property
+    def alloc_tasks(self) -> list[int]:
+        return self.tasks
+
+    def __len__(self) -> int:
+        return len(self.tasks)
 
 
 @dataclass(slots=True)
