@@ -215,26 +215,59 @@ class TaskRecorder:
         """Declare how many task completions the run waits for."""
         self.outstanding = n_tasks
 
+    # The reports below take a fast path for the usual ids, a list (what the schedulers' messages carry): the
+    # same effect as _Log.add, without its call and type dispatch.
     def decided(self, ids: TaskIds, t: float) -> None:
         """The scheduler decided where the tasks go (recorded on every attempt; the last one wins)."""
-        self._decided.add(ids, t)
+        log = self._decided
+        if type(ids) is list:
+            log.ids.extend(ids)
+            log.vals.append(t)
+            log.lens.append(len(ids))
+        else:
+            log.add(ids, t)
         self._dirty = True
 
     def started(self, ids: TaskIds, t: float, workers: WorkerIds) -> None:
         """Tasks started executing on ``workers``."""
-        self.running += self._started.add(ids, t, workers)
+        log = self._started
+        if type(ids) is list and type(workers) is list:
+            n = len(ids)
+            log.ids.extend(ids)
+            log.vals.append(t)
+            log.lens.append(n)
+            log.workers.extend(workers)
+            self.running += n
+        else:
+            self.running += log.add(ids, t, workers)
         self._dirty = True
         self.last_progress = t
 
     def finished(self, ids: TaskIds, t: float) -> None:
         """Tasks finished executing on their worker."""
-        self.running -= self._finished.add(ids, t)
+        log = self._finished
+        if type(ids) is list:
+            n = len(ids)
+            log.ids.extend(ids)
+            log.vals.append(t)
+            log.lens.append(n)
+            self.running -= n
+        else:
+            self.running -= log.add(ids, t)
         self._dirty = True
         self.last_progress = t
 
     def completion_known(self, ids: TaskIds, t: float) -> None:
         """The scheduler learned the tasks finished (job response time ends at the last such time)."""
-        self.outstanding -= self._knownlog.add(ids, t)
+        log = self._knownlog
+        if type(ids) is list:
+            n = len(ids)
+            log.ids.extend(ids)
+            log.vals.append(t)
+            log.lens.append(n)
+            self.outstanding -= n
+        else:
+            self.outstanding -= log.add(ids, t)
         self._dirty = True
         if self.outstanding <= 0 and self.on_all_done is not None:
             self.on_all_done()
@@ -262,7 +295,13 @@ class TaskRecorder:
 
     # --- allocation-time components ----------------------------------------------------------------
     def add_comm(self, ids: TaskIds, d: float) -> None:
-        self._commlog.add(ids, d)
+        log = self._commlog
+        if type(ids) is list:
+            log.ids.extend(ids)
+            log.vals.append(d)
+            log.lens.append(len(ids))
+        else:
+            log.add(ids, d)
         self._dirty = True
 
     def add_proc(self, ids: TaskIds, d: float) -> None:

@@ -134,7 +134,10 @@ class SegmentedIndex:
     def pick(self, cand: np.ndarray, seg: int, policy: Policy, rnd: FastRandom) -> int:
         """A worker (global id) of segment ``seg`` among the set bits of ``cand``, or -1."""
         lo = int(self.seg_word_start[seg])
-        sub = cand[lo : int(self.seg_word_start[seg + 1])]
+        return self.pick_in(cand[lo : int(self.seg_word_start[seg + 1])], lo, policy, rnd)
+
+    def pick_in(self, sub: np.ndarray, lo: int, policy: Policy, rnd: FastRandom) -> int:
+        """:meth:`pick` given only the segment's candidate words ``sub`` and the segment's first word ``lo``."""
         if policy is Policy.RANDOM:
             b = _random_bit(sub.tolist(), rnd)
         elif policy is Policy.MIN_CONSTRAINTS:

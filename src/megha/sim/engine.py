@@ -149,6 +149,17 @@ class SimPort:
             info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
         info[0] += n
 
+    def message_counter(self, cls: type) -> list:
+        """The engine's count cell for messages of type ``cls`` (``cell[0] += n`` is :meth:`count_message`).
+
+        Simulator-only, for components that count a modelled message on their hot path without a call.
+        """
+        e = self.engine
+        info = e._types.get(cls)
+        if info is None:
+            info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+        return info
+
     def cancel_timer(self, handle: int) -> None:
         self.engine._cancelled.add(handle)
 

@@ -40,3 +40,18 @@ def first_fit_oldest(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_ma
             best = heads[i]
             bi = i
     return bi
+
+
+@njit(cache=True, nogil=True)
+def first_segment_with(avail: np.ndarray, static: np.ndarray, order: np.ndarray, seg_start: np.ndarray) -> int:
+    """Position ``k`` in ``order`` of the first segment where ``avail & static`` has a set bit, or -1.
+
+    Placement looks at one segment (partition) at a time in the GM's search order and stops at the first hit,
+    instead of ANDing the whole datacenter's vectors and reducing every segment for every task.
+    """
+    for k in range(order.size):
+        s = order[k]
+        for i in range(seg_start[s], seg_start[s + 1]):
+            if avail[i] & static[i]:
+                return k
+    return -1

@@ -151,6 +151,13 @@ class GlobalMaster(Component):
         self._lm_of = layout.lm_of.tolist()
         self._G = layout.n_gms
         self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]
+        # slot mode, round-robin partitions: placement scans one partition at a time (compiled, loaded here)
+        self._seg_scan = not self.resource_mode and partition_order == "round-robin"
+        if self._seg_scan:
+            from megha.schedulers.megha._kernels import first_segment_with
+
+            self._first_seg = first_segment_with
+            self._seg_lo = layout.idx.seg_word_start.tolist()
         self._batch: list[list] = [[] for _ in range(layout.n_lms)]
         self._dirty: list[int] = []
         self.req_seq = 0
@@ -170,6 +177,19 @@ class GlobalMaster(Component):
             PreemptReply: self._on_preempt_reply,
             Preempted: self._on_preempted,
         }
+        # the common configuration (slot mode, one FIFO, offer matching, no fairness, no hand-over) has lean
+        # handlers for the two messages of every task's life and of every heartbeat (same decisions)
+        self._lean = (
+            not self.resource_mode
+            and fair is None
+            and self._single
+            and not self.scan
+            and handoff_after is None
+            and type(self)._book is GlobalMaster._book  # the lean offer books inline
+        )
+        if self._lean:
+            self._handlers[TaskDone] = self._on_done_lean
+            self._handlers[StateDelta] = self._on_delta_lean
 
     def attach(self, port) -> None:
         super().attach(port)
@@ -189,6 +209,8 @@ class GlobalMaster(Component):
     # --- placement ----------------------------------------------------------------------------------------
     def _place(self, e: tuple, now: float) -> bool:
         """Find a worker for entry ``e`` in the view and book it; False when there is none."""
+        if self._seg_scan:
+            return self._place_slot(e)
         cand = self.view.candidates(e[E_MASK], e[E_DEMAND])
         if cand is None:
             return False
@@ -214,6 +236,37 @@ class GlobalMaster(Component):
             self.rr_ext = (seg // self._G + 1) % self.layout.n_lms
             self.counters["repartition_requests"] += 1
         w = idx.pick(cand, seg, self.policy, self.rnd)
+        self._book(e, w)
+        return True
+
+    def _place_slot(self, e: tuple) -> bool:
+        """:meth:`_place` in slot mode with round-robin partitions: the GM's partitions are searched one at a time
+        in its order, stopping at the first with a free worker that suits the task (the same choice)."""
+        view = self.view
+        if view.n_free <= 0:
+            return False
+        idx = self.layout.idx
+        static = idx.static_vector(e[E_MASK])
+        avail = view.avail
+        starts = idx.seg_word_start
+        first = self._first_seg
+        order = self._int[self.rr_int]
+        k = first(avail, static, order, starts)
+        if k >= 0:
+            seg = int(order[k])
+            self.rr_int = (seg // self._G + 1) % self.layout.n_lms
+        else:
+            if not self.repartition or self._G == 1:  # one GM: there are no external partitions
+                return False
+            order = self._ext[self.rr_ext]
+            k = first(avail, static, order, starts)
+            if k < 0:
+                return False
+            seg = int(order[k])
+            self.rr_ext = (seg // self._G + 1) % self.layout.n_lms
+            self.counters["repartition_requests"] += 1
+        lo, hi = self._seg_lo[seg], self._seg_lo[seg + 1]
+        w = idx.pick_in(np.bitwise_and(avail[lo:hi], static[lo:hi]), lo, self.policy, self.rnd)
         self._book(e, w)
         return True
 
@@ -543,6 +596,72 @@ class GlobalMaster(Component):
             if self.full_pull:
                 self._pull(now)
         self._flush(now)
+
+    def _offer_lean(self, workers: list[int]) -> None:
+        """:meth:`_offer_all` in the lean configuration: each freed worker to the first queued task it suits
+        (one compiled first-fit per worker while the queue has tasks), else free in the view."""
+        q = self.queue.q
+        view = self.view
+        flag = view._flag
+        if not q._len:
+            for w in workers:
+                if not flag[w]:
+                    view._set(w, True)
+            return
+        ff = first_fit_kernel()
+        inv = self._inv_masks
+        inflight = view.inflight
+        lm_of = self._lm_of
+        batch = self._batch
+        for w in workers:
+            s = ff(q._masks, q._heads, q._n_slots, inv[w]) if q._len else -1
+            if s < 0:
+                if not flag[w]:
+                    view._set(w, True)
+            else:  # _book, inlined
+                e = q._take(s)
+                if flag[w]:
+                    view._set(w, False)
+                inflight[w] += 1
+                b = batch[lm_of[w]]
+                if not b:
+                    self._dirty.append(lm_of[w])
+                b.append((e, w))
+
+    def _on_done_lean(self, msg: TaskDone, now: float) -> None:
+        """:meth:`_on_done` in the lean configuration."""
+        q = self.unacked_by_lm[msg.lm]
+        if q and q[0] <= msg.acked:
+            self._ack(msg.lm, msg.acked)
+        tasks = msg.tasks
+        workers = msg.workers
+        if type(tasks) is not list:
+            tasks = _as_list(tasks)
+            workers = _as_list(workers)
+        self.rec.completion_known(tasks, now)
+        self._offer_lean(workers)
+        if self.full_pull:
+            self._pull(now)
+        if self._dirty:
+            self._flush(now)
+
+    def _on_delta_lean(self, msg: StateDelta, now: float) -> None:
+        """:meth:`_on_delta` in the lean configuration."""
+        q = self.unacked_by_lm[msg.lm]
+        if q and q[0] <= msg.acked:
+            self._ack(msg.lm, msg.acked)
+        self.counters["updates_received"] += 1
+        if msg.pull:
+            left = self._pulls[msg.pull] - 1
+            if left:
+                self._pulls[msg.pull] = left
+            else:
+                del self._pulls[msg.pull]
+        gained = self.view.apply_truths(_as_list(msg.workers), _as_list(msg.state))
+        if gained:
+            self._offer_lean(gained)
+            if self._dirty:
+                self._flush(now)
 
     def _on_delta(self, msg: StateDelta, now: float) -> None:
         if self.fair is not None and msg.usage is not None:

@@ -186,9 +186,11 @@ class LocalMaster(Component):
     def _on_request(self, msg: LaunchRequest, now: float) -> None:
         gm = msg.gm
         cluster = self.cluster
-        tasks = _as_list(msg.tasks)
-        workers = _as_list(msg.workers)
-        users = _as_list(msg.users)
+        tasks = msg.tasks
+        workers = msg.workers
+        users = msg.users
+        if type(tasks) is not list or type(workers) is not list or type(users) is not list:
+            tasks, workers, users = _as_list(tasks), _as_list(workers), _as_list(users)
         dem = msg.demands
         acc: list[int] = []
         rej_t: list[int] = []
@@ -199,6 +201,7 @@ class LocalMaster(Component):
             # slot mode without fairness, inlined: SlotCluster.try_place and _changed per mapping
             ctask, cowner, cuser, lo = cluster.task, cluster.owner, cluster.user, cluster.lo
             ch = self._changes
+            seq = self._seq
             for i, t in enumerate(tasks):
                 w = workers[i]
                 j = w - lo
@@ -209,14 +212,16 @@ class LocalMaster(Component):
                     acc.append(i)
                     if part[w] != gm:
                         repart += 1
-                    if not self._armed:
-                        self._arm(now)
-                    self._seq += 1
+                    seq += 1
                     ch.pop(w, None)
-                    ch[w] = (self._seq, gm)
+                    ch[w] = (seq, gm)
                 else:
                     rej_t.append(t)
                     rej_w.append(w)
+            if seq != self._seq:
+                self._seq = seq
+                if not self._armed:
+                    self._arm(now)
         else:
             for i, t in enumerate(tasks):
                 w = workers[i]
@@ -237,7 +242,9 @@ class LocalMaster(Component):
         if repart:
             self.counters["repartitions"] += repart
         if acc:
-            durs = _as_list(msg.durations)
+            durs = msg.durations
+            if type(durs) is not list:
+                durs = _as_list(durs)
             if len(acc) == len(tasks):
                 lt, lw, ld, ldem = tasks, workers, durs, dem
             else:
@@ -269,21 +276,23 @@ class LocalMaster(Component):
             # slot mode without fairness, inlined: SlotCluster.remove and _changed per task
             ctask, cowner, cuser, lo = cluster.task, cluster.owner, cluster.user, cluster.lo
             ch = self._changes
+            if tasks and not self._armed:
+                self._arm(now)
+            seq = self._seq
             for i in range(len(tasks)):
                 w = workers[i]
                 j = w - lo
                 gm = cowner[j]
                 ctask[j] = cowner[j] = cuser[j] = -1
-                if not self._armed:
-                    self._arm(now)
-                self._seq += 1
+                seq += 1
                 ch.pop(w, None)
-                ch[w] = (self._seq, gm)
+                ch[w] = (seq, gm)
                 lst = by_gm.get(gm)
                 if lst is None:
                     by_gm[gm] = [i]
                 else:
                     lst.append(i)
+            self._seq = seq
         else:
             for i, t in enumerate(tasks):
                 w = workers[i]

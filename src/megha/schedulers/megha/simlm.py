@@ -78,6 +78,8 @@ class SimLocalMaster(LocalMaster):
         self._running: dict[int, tuple] = {}  # task -> (end time, worker, demand row or None)
         self._killed: dict[int, Killed] = {}  # timer key -> Killed report on its way to this LM
         self._kill_seq = 0
+        self._n_launch: list | None = None  # the engine's count cells of the modelled Launch/Finished messages
+        self._n_finished: list | None = None
         self._early: set[int] = set()  # resource mode: ended tasks whose resources a preemption freed already
         self._failed: dict[int, np.ndarray | None] = {}  # failed worker -> what it holds (resource mode)
 
@@ -95,7 +97,10 @@ class SimLocalMaster(LocalMaster):
         """What the pool does when the ``Launch`` arrives, one launch delay from now; task ends are grouped by
         instant (one timer each, at the instant the pool's ``Finished`` would reach this LM)."""
         port = self.port
-        port.count_message(Launch)
+        c = self._n_launch
+        if c is None:
+            c = self._n_launch = port.message_counter(Launch)
+        c[0] += 1
         d = self.launch_delay
         start = now + d
         rec = self.rec
@@ -196,7 +201,10 @@ class SimLocalMaster(LocalMaster):
             else:
                 self._release(ws, d_arr)
         self.rec.finished(ts, g[0])
-        self.port.count_message(Finished)
+        c = self._n_finished
+        if c is None:
+            c = self._n_finished = self.port.message_counter(Finished)
+        c[0] += 1
         self._finished(ts, ws, d_arr, now)
 
     def _kill(self, msg: Kill, now: float) -> None:
