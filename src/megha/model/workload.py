@@ -93,15 +93,21 @@ def feasible_tasks(workload: Workload, dc: Datacenter) -> np.ndarray:
     mode, the capacity for its request. Tasks that are not feasible are reported by the runner and never
     handed to a scheduler (the reference simulators drop them silently).
     """
-    n = workload.n_tasks
+    return fits_some_worker(workload.masks, workload.task_demand, dc.worker_masks, dc.capacity)
+
+
+def fits_some_worker(
+    tmask: np.ndarray, demand: np.ndarray | None, wmask: np.ndarray, capacity: np.ndarray | None
+) -> np.ndarray:
+    """For each task (constraint mask ``tmask``, request ``demand`` or None), whether one of the workers (masks
+    ``wmask``, capacities ``capacity`` or None) has every constraint and, with requests, the capacity for it."""
+    n = tmask.size
     if n == 0:
         return np.ones(0, dtype=bool)
-    tmask = workload.masks
-    wmask = dc.worker_masks
-    if dc.capacity is None or workload.task_demand is None:
+    if capacity is None or demand is None:
         classes = [(None, np.unique(wmask))]
     else:
-        caps, inv = np.unique(dc.capacity, axis=0, return_inverse=True)
+        caps, inv = np.unique(capacity, axis=0, return_inverse=True)
         classes = [(caps[c], np.unique(wmask[inv.ravel() == c])) for c in range(caps.shape[0])]
     uniq, tinv = np.unique(tmask, return_inverse=True)
     ok = np.zeros(n, dtype=bool)
@@ -113,7 +119,6 @@ def feasible_tasks(workload: Workload, dc: Datacenter) -> np.ndarray:
             mask_ok[lo : lo + 512] = ((blk[:, None] & ~wm[None, :]) == 0).any(axis=1)
         sel = mask_ok[tinv.ravel()]
         if cap is not None:
-            d = workload.task_demand
-            sel &= (d <= cap[None, : d.shape[1]] + 1e-12).all(axis=1)
+            sel &= (demand <= cap[None, : demand.shape[1]] + 1e-12).all(axis=1)
         ok |= sel
     return ok

@@ -29,6 +29,8 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.model.faults import FaultEvent, FaultSchedule, load_schedule, parse_schedule
+from megha.model.topology import Datacenter
+from megha.model.workload import Workload, fits_some_worker
 from megha.sim.component import Address, Component
 from megha.sim.engine import Engine
 
@@ -160,29 +162,32 @@ class FaultDriver(Component):
 
 class Strand:
     """Tasks that no worker left alive can run: workers that fail for good (``down_for`` omitted) may take with them
-    the only workers a task's constraints allow. Such a task is *stranded*: reported (``faults.tasks_stranded``)
-    instead of waited for, so the run ends when every other task is done."""
+    the only workers a task's constraints (or, with requests, capacities) allow. Such a task is *stranded*: reported
+    (``faults.tasks_stranded``) instead of waited for, so the run ends when every other task is done."""
 
-    def __init__(self, rec: TaskRecorder, task_masks: np.ndarray, worker_masks: np.ndarray, feasible: np.ndarray):
+    def __init__(self, rec: TaskRecorder, workload: Workload, dc: Datacenter, feasible: np.ndarray) -> None:
         self.rec = rec
-        self.task_masks = task_masks
-        self.worker_masks = worker_masks
-        self.alive = np.ones(worker_masks.size, dtype=bool)
+        self.workload = workload
+        self.dc = dc
+        self.alive = np.ones(dc.n_workers, dtype=bool)
         self.feasible = feasible
-        self.stranded = np.zeros(task_masks.size, dtype=bool)
+        self.stranded = np.zeros(workload.n_tasks, dtype=bool)
 
     def workers_gone(self, workers: list[int]) -> None:
         """Workers died for good: strand the unfinished tasks none of the live workers can run."""
         self.alive[np.asarray(workers, dtype=np.int64)] = False
         rec = self.rec
-        open_ = self.feasible & ~self.stranded & np.isnan(rec.known)
-        ids = np.flatnonzero(open_)
+        ids = np.flatnonzero(self.feasible & ~self.stranded & np.isnan(rec.known))
         if not ids.size:
             return
-        masks, inv = np.unique(self.task_masks[ids], return_inverse=True)
-        live = self.worker_masks[self.alive]
-        ok = np.array([bool(((int(m) & ~live) == 0).any()) if live.size else False for m in masks])
-        new = ids[~ok[inv]]
+        w, dc, alive = self.workload, self.dc, self.alive
+        ok = fits_some_worker(
+            w.masks[ids],
+            None if w.task_demand is None else w.task_demand[ids],
+            dc.worker_masks[alive],
+            None if dc.capacity is None else dc.capacity[alive],
+        )
+        new = ids[~ok]
         if new.size:
             self.stranded[new] = True
             rec.count("tasks_stranded", int(new.size))

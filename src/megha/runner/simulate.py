@@ -121,7 +121,7 @@ def simulate_inputs(
     if cfg.faults is not None:
         arrivals = workload.job_arrival
         start, end = (float(arrivals.min()), float(arrivals.max())) if arrivals.size else (0.0, 0.0)
-        strand = Strand(rec, workload.masks, dc.worker_masks, feasible)
+        strand = Strand(rec, workload, dc, feasible)
         faults = install_faults(
             load_faults(cfg.faults), cfg.scheduler, engine, deployment, start, end, dc.n_workers, strand
         )
