@@ -198,3 +198,20 @@ def test_cli_faults_file_reports_the_cost_and_bad_files_exit_2(tmp_path):
     r = CliRunner().invoke(app, [*args, "--faults", str(bad), "--out", str(tmp_path / "o2"), "-q"])
     assert r.exit_code == 2 and "fault 1: field 'at': expected a number" in r.output
     assert not (tmp_path / "o2").exists()
+
+
+def test_a_gm_crash_restarts_the_gm_and_takes_no_worker_down():
+    """Regression: a ``gm`` fault was also applied as the failure of the workers numbered like its targets (GM 0
+    took worker 0 down for good, killing its tasks), and the restarted GM's ``restarts`` counter was never seen."""
+    cfg = RunConfig(
+        scheduler="megha",
+        trace="sample:YH1_sub",
+        workers=2000,
+        max_jobs=300,
+        seed=1,
+        faults={"fault": [{"at": 100, "kind": "gm", "target": 0, "down_for": 5}]},
+    )
+    res = simulate(cfg)
+    assert res.counters.get("workers_failed", 0) == 0 and res.recorder.fault_kills.sum() == 0
+    assert res.counters["restarts"] == 1
+    assert res.faults[0]["workers"] == []

@@ -190,9 +190,9 @@ FaultsOpt = Annotated[
     Path | None,
     typer.Option(
         "--faults",
-        help="fault schedule (TOML: [[fault]] at, kind, target, down_for; [[random]] kind, mtbf): crash the "
-        "scheduler's components (gm, lm, master, scheduler, rm, ...) or fail workers; summary.json reports the cost "
-        "under 'faults'",
+        help="fault schedule (TOML with fault entries: at, kind, target, down_for; random entries: kind, mtbf): "
+        "crash the scheduler's components (gm, lm, master, scheduler, rm, ...) or fail workers; summary.json "
+        "reports the cost under 'faults'",
     ),
 ]
 ConfigOpt = Annotated[
@@ -391,7 +391,7 @@ def compare(
     """
     from megha.api import compare_configs, default_compare
     from megha.cli_common import clear_out_dir
-    from megha.metrics.report import compare_rows, render_compare_table, write_compare_figures
+    from megha.metrics.report import compare_rows, render_compare_table, render_fault_table, write_compare_figures
 
     if cluster is None and workers is None:
         from megha.samples import DEFAULT_CLUSTER, PAPER_WORKERS
@@ -447,6 +447,9 @@ def compare(
         out_console.print_json(json.dumps({"runs": rows}))
     else:
         out_console.print(render_compare_table(summaries, title=title))
+        faults_table = render_fault_table(summaries, title="what the faults cost")
+        if faults_table is not None:
+            out_console.print(faults_table)
         if not quiet:
             from megha.metrics.format import duration
 

@@ -247,8 +247,62 @@ def compare_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["tasks_infeasible"] = s["tasks_infeasible"]
         row["wall_seconds"] = s["wall_seconds"]
         row["completed"] = s["completed"]
+        if s.get("faults") is not None:
+            row.update(fault_cells(s["faults"]))
         rows.append(row)
     return rows
+
+
+def fault_cells(f: dict[str, Any]) -> dict[str, Any]:
+    """What a run's fault schedule cost, flat (``compare.csv``, the compare table, the faults reproduction):
+    faults injected, task runs cut short, work thrown away (task-seconds), tasks stranded, jobs touched, and the
+    p99 delay of touched vs untouched jobs."""
+    return {
+        "faults_injected": f["injected"],
+        "task_runs_lost": f["task_runs_lost"],
+        "tasks_reexecuted": f["tasks_reexecuted"],
+        "work_lost_s": f["work_lost_s"],
+        "tasks_stranded": f["tasks_stranded"],
+        "jobs_touched": f["jobs_touched"],
+        "delay_touched_p99": f["delay_touched"].get("p99"),
+        "delay_untouched_p99": f["delay_untouched"].get("p99"),
+    }
+
+
+def render_fault_table(summaries: list[dict[str, Any]], title: str = "") -> Any:
+    """A rich Table of what the fault schedule cost each run (None when no run had one)."""
+    from rich import box
+    from rich.table import Table
+
+    from megha.metrics.format import count
+
+    runs = [s for s in summaries if s.get("faults") is not None]
+    if not runs:
+        return None
+    t = Table(
+        title=title or None,
+        caption="faults injected; lost: task runs cut short by a dead worker; work: task-hours thrown away; "
+        "strand: tasks no live worker fits; hit: jobs a fault touched (p99 delay beside the other jobs')",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    t.add_column("scheduler", style="bold", no_wrap=True)
+    for c in ("faults", "lost", "work", "strand", "hit", "p99 hit", "p99 rest"):
+        t.add_column(c, justify="right", no_wrap=True)
+    for s in runs:
+        c = fault_cells(s["faults"])
+        t.add_row(
+            s["scheduler"],
+            count(c["faults_injected"]),
+            count(c["task_runs_lost"]),
+            f"{c['work_lost_s'] / 3600:,.0f} h",
+            count(c["tasks_stranded"]),
+            count(c["jobs_touched"]),
+            fmt_compact(c["delay_touched_p99"]),
+            fmt_compact(c["delay_untouched_p99"]),
+        )
+    return t
 
 
 def fmt_compact(x: float | None) -> str:

@@ -245,4 +245,6 @@ class FaultHandler(Protocol):
         """Targets of ``kind`` come back at ``now``."""
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
-        """The workers a fault of ``kind`` on ``targets`` takes down (``worker``: the targets themselves)."""
+        """The workers a fault of ``kind`` on ``targets`` takes down (``worker``: the targets themselves; ``[]`` for
+        a kind that takes no worker down, such as a component's crash — the runner then hands the fault's own
+        targets to :meth:`fail`). Never read a component's index as a worker id."""

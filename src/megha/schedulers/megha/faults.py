@@ -62,6 +62,8 @@ class MeghaFaults:
         return out
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        if kind not in ("worker", "partition"):
+            return []  # a GM crash takes no worker down
         return [w for ws in self._workers(kind, targets).values() for w in ws]
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
