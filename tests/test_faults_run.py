@@ -90,8 +90,19 @@ def _kinds_of(trace, name: str) -> dict[str, int]:
 
 
 # --- worker faults: families that offer them ---------------------------------------------------------------------
-WORKER_FAULTS = [("megha", "slot"), ("megha", "resource"), ("megha-central", "slot")]
-FAULT_KINDS = {"megha": ["worker", "partition", "gm", "lm"], "megha-central": ["worker", "gm", "lm"]}
+WORKER_FAULTS = [
+    ("megha", "slot"),
+    ("megha", "resource"),
+    ("megha-central", "slot"),
+    ("pigeonc", "slot"),
+    ("pigeon", "slot"),
+]
+FAULT_KINDS = {
+    "megha": ["worker", "partition", "gm", "lm"],
+    "megha-central": ["worker", "gm", "lm"],
+    "pigeonc": ["worker", "partition", "master", "distributor"],
+    "pigeon": ["worker", "partition", "master", "distributor"],
+}
 
 
 def assert_no_run_on_a_dead_worker(r) -> None:

@@ -283,6 +283,16 @@ class TaskRecorder:
         self.fault_kills[ids] += 1
         self.work_lost += float(np.nansum(t - self.preempted_runs[-1][1]))
 
+    def withdraw(self, ids: TaskIds) -> None:
+        """Launches recorded ahead of time (a simulator's in-process workers record a start when the launch is
+        committed) that never began: their worker died before the launch reached it. They run again later."""
+        ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
+        self._flush()
+        self.running -= ids.size
+        self._start[ids] = np.nan
+        self._worker[ids] = -1
+        self._launches[ids] -= 1
+
     def _cut(self, ids: TaskIds, t: float) -> np.ndarray:
         ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
         self._flush()

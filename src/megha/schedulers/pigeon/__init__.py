@@ -17,6 +17,9 @@ Profiles (``-o profile=NAME``; an option given explicitly always wins over its p
   FQW short tasks.
 * ``iot23`` — the authors' PigeonC simulator (``pigeon_sim``), which produced the paper's figures (see
   :data:`IOT23_DEVIATIONS`).
+
+Faults (``megha simulate --faults``): ``worker``, ``partition`` (a master's group) and ``master`` crashes, with the
+recovery described in :mod:`megha.schedulers.pigeon.faults`; ``distributor`` crashes are the runner's generic ones.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pydantic import Field, model_validator
 from megha.model.matching import Policy, SegmentedIndex
 from megha.schedulers.pigeon.cutoff import resolve_cutoff
 from megha.schedulers.pigeon.distributor import MasterWeights, PigeonDistributor
+from megha.schedulers.pigeon.faults import PigeonFaults
 from megha.schedulers.pigeon.master import PigeonMaster
 from megha.schedulers.pigeon.simmaster import SimPigeonMaster
 from megha.schedulers.pigeon.workers import GroupWorkers
@@ -191,7 +195,10 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         }
         for key in ("queued_short", "queued_long", "served_short", "served_long"):
             out[f"pigeon_{key}"] = sum(m.stats[key] for m in masters)
-        out["pigeon_left_queued"] = sum(m.queued() for m in masters)
+        out["pigeon_left_queued"] = sum(m.queued() for m in masters) + sum(len(d.parked) for d in dists)
+        rerouted = sum(d.rerouted for d in dists)
+        if rerouted:
+            out["pigeon_tasks_rerouted"] = rerouted
         return out
 
     describe = {
@@ -218,6 +225,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         counters=counters,
         describe=describe,
         components=[*dists, *masters, *pools],
+        faults=PigeonFaults(ctx.engine, dists, masters, group_of, weights, ctx.workload, cutoff),
     )
 
 

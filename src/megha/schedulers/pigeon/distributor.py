@@ -17,7 +17,7 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import SegmentedIndex
 from megha.schedulers.common.messages import JobArrival
-from megha.schedulers.pigeon.messages import TaskBatch, TaskDone, TasksDone
+from megha.schedulers.pigeon.messages import GroupBack, Reroute, TaskBatch, TaskDone, TasksDone
 from megha.sim.component import Component
 
 
@@ -151,6 +151,10 @@ class PigeonDistributor(Component):
         self.weighted = weighted
         self.jobs_short = 0
         self.jobs_long = 0
+        # what the distributor knows of failures (megha.schedulers.pigeon.faults.Health), set by a fault handler
+        self.health = None
+        self.parked: list[tuple[int, int, float, int, bool]] = []  # (job, task, duration, mask, short)
+        self.rerouted = 0
 
     def on_message(self, msg, now: float) -> None:
         if type(msg) is TaskDone:
@@ -159,12 +163,19 @@ class PigeonDistributor(Component):
             self.rec.completion_known(msg.tasks, now)
         elif isinstance(msg, JobArrival):
             self._distribute(msg)
+        elif isinstance(msg, Reroute):
+            self.rerouted += len(msg)
+            self._route(msg.job, msg.tasks, msg.durations, msg.masks, msg.short)
+        elif isinstance(msg, GroupBack):
+            self._retry_parked()
         else:
             super().on_message(msg, now)
 
     def choose_masters(self, masks: np.ndarray) -> np.ndarray:
-        """Master index of each task of a job."""
+        """Master index of each task of a job (-1: no master has a live worker for it, after failures)."""
         rng = self.port.rng
+        if self.health is not None and self.health.degraded:
+            return self._choose_live(masks)
         if self.weighted:
             return self.weights.choose(masks, rng.random(masks.size))
         return self.weights.spread(masks, int(rng.integers(self.weights.n_masters)))
@@ -180,19 +191,89 @@ class PigeonDistributor(Component):
             self.jobs_long += 1
         m_idx = self.choose_masters(msg.masks)
         send = self.port.send
-        if n == 1:
+        if n == 1 and m_idx[0] >= 0:
             send(
                 self.masters[int(m_idx[0])], TaskBatch(msg.job, msg.tasks, msg.durations, msg.masks, short, self.number)
             )
             return
+        self._send(msg.job, msg.tasks, msg.durations, msg.masks, short, m_idx)
+
+    def _send(
+        self, job: int, tasks: np.ndarray, durs: np.ndarray, masks: np.ndarray, short: bool, m_idx: np.ndarray
+    ) -> None:
+        """Send each master its tasks (one batch each); tasks with master -1 wait here (:meth:`_retry_parked`)."""
+        n = tasks.size
+        if self.health is not None and self.health.degraded and (m_idx < 0).any():
+            for i in np.flatnonzero(m_idx < 0).tolist():
+                self.parked.append((job, int(tasks[i]), float(durs[i]), int(masks[i]), short))
+            keep = m_idx >= 0
+            tasks, durs, masks, m_idx = tasks[keep], durs[keep], masks[keep], m_idx[keep]
+            n = tasks.size
+            if not n:
+                return
+        send = self.port.send
         order = np.argsort(m_idx, kind="stable")
         sorted_m = m_idx[order]
         cuts = np.flatnonzero(sorted_m[1:] != sorted_m[:-1]) + 1
         starts = np.r_[0, cuts]
         ends = np.r_[cuts, n]
-        tasks, durs, masks = msg.tasks[order], msg.durations[order], msg.masks[order]
+        tasks, durs, masks = tasks[order], durs[order], masks[order]
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
             send(
                 self.masters[int(sorted_m[a])],
-                TaskBatch(msg.job, tasks[a:b], durs[a:b], masks[a:b], short, self.number),
+                TaskBatch(job, tasks[a:b], durs[a:b], masks[a:b], short, self.number),
             )
+
+    # --- failures (fault schedules, see :mod:`megha.schedulers.pigeon.faults`) -------------------------------------
+    def _choose_live(self, masks: np.ndarray) -> np.ndarray:
+        """Master choice while workers or masters are down: the same rule (weighted by suitable workers, or the
+        even spread) over the *live* suitable workers of the masters that are up; a task whose only live suitable
+        workers belong to a crashed master goes to that master (it waits there until the master recovers); -1 when
+        no live worker anywhere can run it."""
+        rng = self.port.rng
+        h = self.health
+        n = masks.size
+        out = np.full(n, -1, dtype=np.int64)
+        u = rng.random(n) if self.weighted else None
+        start = 0 if self.weighted else int(rng.integers(self.weights.n_masters))
+        uniq, inv = np.unique(masks, return_inverse=True)
+        inv = inv.ravel()
+        for k, m in enumerate(uniq.tolist()):
+            counts = h.live_counts(m)
+            up = np.where(h.master_up, counts, 0)
+            if up.any():
+                counts = up
+            elif not counts.any():
+                continue
+            sel = np.flatnonzero(inv == k)
+            if self.weighted:
+                cum = np.cumsum(counts)
+                out[sel] = np.searchsorted(cum, u[sel] * cum[-1], side="right")
+            else:
+                n_m = counts.size
+                for i in sel.tolist():
+                    j = (start + i) % n_m
+                    while counts[j] == 0:
+                        j = (j + 1) % n_m
+                    out[i] = j
+        return out
+
+    def _route(self, job: int, tasks: np.ndarray, durs: np.ndarray, masks: np.ndarray, short: bool) -> None:
+        """Route tasks a master handed back (or that waited here) to masters with live suitable workers."""
+        self._send(job, tasks, durs, masks, short, self._choose_live(masks))
+
+    def _retry_parked(self) -> None:
+        """Workers came back: route the tasks that no live worker could run."""
+        if not self.parked:
+            return
+        parked, self.parked = self.parked, []
+        for short in (True, False):
+            sel = [p for p in parked if p[4] is short]
+            if sel:
+                self._route(
+                    -1,
+                    np.array([p[1] for p in sel], dtype=np.int64),
+                    np.array([p[2] for p in sel], dtype=np.float64),
+                    np.array([p[3] for p in sel], dtype=np.uint32),
+                    short,
+                )

@@ -25,7 +25,7 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import FastRandom, Policy, SegmentedIndex, WaitQueue
 from megha.schedulers.common.messages import Finished, Launch
-from megha.schedulers.pigeon.messages import Ended, Start, TaskBatch, TaskDone, TasksDone
+from megha.schedulers.pigeon.messages import Ended, Reroute, Start, TaskBatch, TaskDone, TasksDone
 from megha.sim.component import Component
 
 
@@ -87,6 +87,9 @@ class PigeonMaster(Component):
         self.dist_of: dict[int, int] = {}
         self.rnd: FastRandom | None = None
         self.stats = {"queued_short": 0, "queued_long": 0, "served_short": 0, "served_long": 0}
+        self.rerouted = 0  # tasks handed back to a distributor (no live worker of the group fits them)
+        self.dead: set[int] = set()  # failed workers of the group (fault schedules; empty otherwise)
+        self.live: np.ndarray | None = None  # the group's live workers (packed), once a worker has failed
 
     def on_start(self, now: float) -> None:
         self.rnd = FastRandom(self.port.rng)
@@ -105,6 +108,10 @@ class PigeonMaster(Component):
     def _arrive(self, msg: TaskBatch, now: float) -> None:
         if self.rnd is None:
             self.rnd = FastRandom(self.port.rng)
+        if self.dead:
+            msg = self._runnable(msg)
+            if msg is None:
+                return
         tasks = msg.tasks.tolist()
         self.dist_of.update(dict.fromkeys(tasks, msg.distributor))
         short = msg.short
@@ -129,6 +136,27 @@ class PigeonMaster(Component):
             self.stats["queued_short" if short else "queued_long"] += queued
         if lt:
             self._launch(lt, lw, ld, now)
+
+    # --- worker failures (fault schedules, see :mod:`megha.schedulers.pigeon.faults`) ------------------------------
+    def live_fit(self, mask: int) -> bool:
+        """Whether a live worker of the group satisfies ``mask``."""
+        live = self.index.valid if self.live is None else self.live
+        return bool((self.index.static_vector(mask) & live).any())
+
+    def _runnable(self, msg: TaskBatch) -> TaskBatch | None:
+        """The part of a batch the group's live workers can run; the rest goes back to its distributor."""
+        ok = np.array([self.live_fit(m) for m in msg.masks.tolist()], dtype=bool)
+        if ok.all():
+            return msg
+        bad = ~ok
+        self.port.send(
+            self.distributors[msg.distributor],
+            Reroute(msg.job, msg.tasks[bad], msg.durations[bad], msg.masks[bad], msg.short),
+        )
+        self.rerouted += int(bad.sum())
+        if not ok.any():
+            return None
+        return TaskBatch(msg.job, msg.tasks[ok], msg.durations[ok], msg.masks[ok], msg.short, msg.distributor)
 
     def _only_reserved(self, mask: int) -> bool:
         """No unreserved worker of the group satisfies ``mask`` (cached)."""

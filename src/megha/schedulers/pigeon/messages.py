@@ -71,3 +71,30 @@ class TaskDone:
 
     def __len__(self) -> int:
         return 1
+
+
+@dataclass(slots=True)
+class Reroute:
+    """A master hands tasks back to their distributor: none of its live workers can run them (worker faults);
+    the distributor sends them to a master that has a live suitable worker."""
+
+    job: int
+    tasks: np.ndarray  # int64
+    durations: np.ndarray  # float64
+    masks: np.ndarray  # uint32
+    short: bool
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
+
+
+@dataclass(slots=True)
+class GroupBack:
+    """A master tells the distributors that failed workers of its group are back (they retry the tasks they held
+    because no live worker could run them)."""
+
+    master: int
+    workers: np.ndarray  # int64 global ids
+
+    def __len__(self) -> int:
+        return int(self.workers.size)

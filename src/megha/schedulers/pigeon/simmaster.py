@@ -19,12 +19,17 @@ model (per-message costs need real messages).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from megha.errors import SimulationError
 from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.master import PigeonMaster
-from megha.schedulers.pigeon.messages import Ended, Start, TaskDone, TasksDone
+from megha.schedulers.pigeon.messages import Ended, GroupBack, Reroute, Start, TaskDone, TasksDone
+
+# a failed worker's entry in ``task_on``: never a task id, and >= 0 so that a launch on it is an over-commit
+_DEAD = 1 << 62
 
 
 class SimPigeonMaster(PigeonMaster):
@@ -82,7 +87,9 @@ class SimPigeonMaster(PigeonMaster):
         self._launch([entry[0]], [w], [entry[1]], now)
 
     def on_timer(self, key, now: float) -> None:
-        g = self._ends.pop(key)
+        g = self._ends.pop(key, None)
+        if g is None:  # every task ending then died with its worker
+            return
         items = g[1:]
         task_on = self.task_on
         for _, w in items:
@@ -142,4 +149,121 @@ class SimPigeonMaster(PigeonMaster):
 
     def running(self) -> int:
         """Tasks running on this group's workers."""
-        return sum(1 for t in self.task_on.values() if t >= 0)
+        return sum(1 for t in self.task_on.values() if 0 <= t < _DEAD)
+
+    # --- worker failures (fault schedules) --------------------------------------------------------------------
+    def fail_workers(
+        self, workers: list[int], now: float, task_info: Callable[[int], tuple[float, int, bool]]
+    ) -> list[int]:
+        """Workers of this group die at ``now``; returns the tasks that were running on them.
+
+        Each lost run is recorded as lost (:meth:`TaskRecorder.lost`) and its task goes back to the head of its
+        class's queue (short or long), so it is the next of its class that a suitable worker takes; it starts at
+        once if a suitable worker is free. A task — lost or queued — that no live worker of the group can run any
+        more goes back to its distributor (:class:`Reroute`), which sends it to a master that has one.
+        ``task_info(task)`` gives a task's (duration, constraint mask, short): the master's record of the tasks
+        it launched.
+        """
+        task_on = self.task_on
+        mine = [w for w in dict.fromkeys(workers) if w in task_on and w not in self.dead]
+        if not mine:
+            return []
+        gone = set(mine)
+        self.dead |= gone
+        idx = self.index
+        if self.live is None:
+            self.live = idx.valid.copy()
+        for w in mine:
+            idx.set_worker(self.live, w, False)
+        lost: list[tuple[int, float]] = []  # (task, its end)
+        for e, g in list(self._ends.items()):
+            if any(x[1] in gone for x in g[1:]):
+                lost.extend((x[0], e) for x in g[1:] if x[1] in gone)
+                keep = [g[0], *(x for x in g[1:] if x[1] not in gone)]
+                if len(keep) > 1:
+                    self._ends[e] = keep
+                else:
+                    del self._ends[e]
+        for w in mine:
+            if task_on[w] < 0:  # idle: no longer available
+                idx.set_worker(self.avail, w, False)
+                self.n_free -= 1
+            task_on[w] = _DEAD
+        if lost:
+            # a launch still on its way (it starts one launch delay after the decision) never began: withdrawn
+            early = {t for t, e in lost if e - task_info(t)[0] > now + 1e-9}
+            if early:
+                self.rec.withdraw(sorted(early))
+            if len(early) < len(lost):
+                self.rec.lost([t for t, e in lost if t not in early], now)
+        back: dict[int, list[tuple[int, float, int, bool]]] = {}
+        for t, _ in reversed(lost):  # pushed to the front one by one: the first lost ends up first
+            dur, mask, short = task_info(t)
+            if not self.live_fit(mask):
+                back.setdefault(self.dist_of.pop(t), []).append((t, dur, mask, short))
+                continue
+            anywhere = self.reserved_vec is not None and not short and self._only_reserved(mask)
+            w = self._match(mask, short or anywhere) if self.n_free else -1
+            if w >= 0:
+                self._launch([t], [w], [dur], now)
+            else:
+                (self.short_q if short else self.long_q).push_front((t, dur, anywhere), mask)
+        fits: dict[int, bool] = {}
+
+        def unrunnable(entry) -> bool:
+            m = task_info(entry[0])[1]
+            ok = fits.get(m)
+            if ok is None:
+                ok = fits[m] = self.live_fit(m)
+            return not ok
+
+        for q, short in ((self.short_q, True), (self.long_q, False)):
+            if q:
+                for t, dur, _ in q.remove_where(unrunnable):
+                    back.setdefault(self.dist_of.pop(t), []).append((t, dur, task_info(t)[1], short))
+        for d, items in back.items():
+            for short in (True, False):
+                sel = [x for x in items if x[3] is short]
+                if sel:
+                    self.rerouted += len(sel)
+                    self.port.send(
+                        self.distributors[d],
+                        Reroute(
+                            -1,
+                            np.array([x[0] for x in sel], dtype=np.int64),
+                            np.array([x[1] for x in sel], dtype=np.float64),
+                            np.array([x[2] for x in sel], dtype=self.index.mask_at_bit.dtype),
+                            short,
+                        ),
+                    )
+        return [t for t, _ in lost]
+
+    def restore_workers(self, workers: list[int], now: float, number: int) -> list[int]:
+        """Failed workers of this group (master ``number``) come back idle: each takes the next queued task that
+        fits it, and the distributors learn that the group can run more (:class:`GroupBack`)."""
+        back = [w for w in dict.fromkeys(workers) if w in self.dead]
+        if not back:
+            return []
+        idx = self.index
+        for w in back:
+            self.dead.discard(w)
+            idx.set_worker(self.live, w, True)
+            self.task_on[w] = -1
+        lt: list[int] = []
+        lw: list[int] = []
+        ld: list[float] = []
+        for w in back:
+            entry = self.next_task(w)
+            if entry is None:
+                idx.set_worker(self.avail, w, True)
+                self.n_free += 1
+            else:
+                lt.append(entry[0])
+                lw.append(w)
+                ld.append(entry[1])
+        if lt:
+            self._launch(lt, lw, ld, now)
+        ws = np.array(back, dtype=np.int64)
+        for d in self.distributors:
+            self.port.send(d, GroupBack(number, ws))
+        return back
