@@ -96,12 +96,15 @@ WORKER_FAULTS = [
     ("megha-central", "slot"),
     ("pigeonc", "slot"),
     ("pigeon", "slot"),
+    ("sparrow", "slot"),
+    ("sparrow", "resource"),
 ]
 FAULT_KINDS = {
     "megha": ["worker", "partition", "gm", "lm"],
     "megha-central": ["worker", "gm", "lm"],
     "pigeonc": ["worker", "partition", "master", "distributor"],
     "pigeon": ["worker", "partition", "master", "distributor"],
+    "sparrow": ["worker", "scheduler"],
 }
 
 
@@ -226,3 +229,18 @@ def test_a_gm_crash_restarts_the_gm_and_takes_no_worker_down():
     assert res.counters.get("workers_failed", 0) == 0 and res.recorder.fault_kills.sum() == 0
     assert res.counters["restarts"] == 1
     assert res.faults[0]["workers"] == []
+
+
+@pytest.mark.parametrize("name", ["pigeonc", "sparrow"])
+def test_pigeonc_and_sparrow_relaunch_the_tasks_lost_with_their_workers(trace, name):
+    """A third of the workers die while tasks run on them, a master crashes (PigeonC): the lost runs are counted
+    and thrown away, their tasks run again elsewhere or after the workers are back, each completes exactly once."""
+    faults = {"seed": 3, "fault": [{"at": 10, "kind": "worker", "target": 0.3, "down_for": 15}]}
+    if name == "pigeonc":
+        faults["fault"].append({"at": 12, "kind": "master", "target": 0, "down_for": 5})
+    res = simulate(_cfg(trace, name, faults))
+    assert res.unfinished_reason is None
+    assert (res.recorder.finishes[res.feasible] == 1).all()
+    f = summarize(res)["faults"]
+    assert f["tasks_reexecuted"] > 0 and f["work_lost_s"] > 0 and f["tasks_stranded"] == 0
+    assert_no_run_on_a_dead_worker(res)

@@ -177,7 +177,8 @@ class Strand:
         """Workers died for good: strand the unfinished tasks none of the live workers can run."""
         self.alive[np.asarray(workers, dtype=np.int64)] = False
         rec = self.rec
-        ids = np.flatnonzero(self.feasible & ~self.stranded & np.isnan(rec.known))
+        # a task that finished on its worker is done even if its scheduler (down) has not learned it yet
+        ids = np.flatnonzero(self.feasible & ~self.stranded & np.isnan(rec.known) & np.isnan(rec.end))
         if not ids.size:
             return
         w, dc, alive = self.workload, self.dc, self.alive

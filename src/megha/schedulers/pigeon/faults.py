@@ -21,9 +21,10 @@ their workers (YARN's RM and node managers, Hydra's sub-cluster RMs), applied to
   run still goes there and waits.
 
 While any worker or master is down, the distributors choose masters by the same rule as always (PigeonC: weighted
-by suitable workers; Pigeon: the even spread) over the *live* suitable workers of the masters that are up; with no
-fault the choice is unchanged. Worker faults need the simulator's in-process workers (the default; not with a
-per-message processing model); master crashes work either way.
+by suitable workers; Pigeon: the even spread) over the *live* suitable workers of the masters that are up (exact
+counts, also with ``weights=reference``); with no fault down the choice is the usual one, draw for draw. Worker
+faults need the simulator's in-process workers (the default; not with a per-message processing model); master
+crashes work either way.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Distributed schedulers with batch sampling (probe ratio ``d`` = 2, probes on dis
 at the workers' node monitors, and late binding (a worker that reaches a probe asks the scheduler for a task: one
 round trip, a task or a no-op). With placement constraints, probes go only to eligible workers. Works in slot mode
 (one task per worker) and resource mode (probes reserve the task group's demand).
+
+Faults (``megha simulate --faults``): ``worker`` deaths, recovered as described in
+:mod:`megha.schedulers.sparrow.faults` (detection after ``failure_timeout``); ``scheduler`` crashes are the runner's
+generic ones.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from pydantic import Field
 
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.schedulers.sparrow.faults import SparrowFaults
 from megha.schedulers.sparrow.monitors import SparrowMonitors
 from megha.schedulers.sparrow.scheduler import SparrowScheduler
 
@@ -23,6 +28,12 @@ class SparrowOptions(SchedulerOptions):
 
     schedulers: int | None = Field(None, ge=1, description="number of distributed schedulers (default: --gms, 10)")
     probe_ratio: float = Field(2.0, ge=1, description="probes per task (d)")
+    failure_timeout: float = Field(
+        1.0,
+        ge=0,
+        description="fault schedules: seconds until the schedulers learn that a worker died (an RPC/heartbeat "
+        "timeout); they then re-issue its probes and tasks elsewhere",
+    )
 
 
 @register(
@@ -36,7 +47,14 @@ def build(ctx: BuildContext) -> Deployment:
     dc = ctx.datacenter
     n_sched = int(opts.schedulers or ctx.n_gms or 10)
     addrs = [f"sparrow/scheduler{i}" for i in range(n_sched)]
-    monitors = SparrowMonitors("sparrow/monitors", dc.n_workers, ctx.recorder, addrs, capacity=dc.capacity)
+    monitors = SparrowMonitors(
+        "sparrow/monitors",
+        dc.n_workers,
+        ctx.recorder,
+        addrs,
+        capacity=dc.capacity,
+        failure_timeout=opts.failure_timeout,
+    )
     sampler = ProbeSampler(dc.worker_masks, capacity=dc.capacity)
     scheds = [
         SparrowScheduler(
@@ -49,13 +67,19 @@ def build(ctx: BuildContext) -> Deployment:
         ctx.engine.add(s)
 
     def counters() -> dict[str, int]:
-        return {
+        out = {
             "sparrow_probes": sum(s.probes for s in scheds),
             "sparrow_requests": sum(s.requests for s in scheds),
             "sparrow_noops": sum(s.noops for s in scheds),
             "sparrow_probes_queued": monitors.queued_probes,
             "sparrow_max_worker_queue": monitors.max_queue,
         }
+        if monitors.tasks_lost or monitors.probes_lost:
+            out["sparrow_tasks_lost"] = monitors.tasks_lost
+            out["sparrow_probes_lost"] = monitors.probes_lost
+            out["sparrow_tasks_relaunched"] = sum(s.tasks_relaunched for s in scheds)
+            out["sparrow_probes_reissued"] = sum(s.probes_reissued for s in scheds)
+        return out
 
     describe = {
         "schedulers": n_sched,
@@ -64,5 +88,9 @@ def build(ctx: BuildContext) -> Deployment:
         "mode": "resource" if dc.capacity is not None else "slot",
     }
     return Deployment(
-        route=lambda job: addrs[job % n_sched], counters=counters, describe=describe, components=[monitors, *scheds]
+        route=lambda job: addrs[job % n_sched],
+        counters=counters,
+        describe=describe,
+        components=[monitors, *scheds],
+        faults=SparrowFaults(monitors, scheds, ctx.workload),
     )

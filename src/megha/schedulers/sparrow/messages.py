@@ -99,3 +99,27 @@ class Done:
 
     def __len__(self) -> int:
         return 1
+
+
+@dataclass(slots=True)
+class Lost:
+    """Node monitors → a scheduler, once the failure of workers is detected (fault schedules): the workers still
+    down (the scheduler stops probing them until :class:`WorkersBack`), the reservations it had on them (``probes``:
+    (job, group) each) and the tasks lost with them (running there, or sent to a dead worker), to launch again."""
+
+    dead: list[int]
+    probes: list[tuple[int, int]]
+    tasks: list[int]
+
+    def __len__(self) -> int:
+        return len(self.probes) + len(self.tasks) or 1
+
+
+@dataclass(slots=True)
+class WorkersBack:
+    """Node monitors → every scheduler: failed workers are back (they may be probed again)."""
+
+    workers: list[int]
+
+    def __len__(self) -> int:
+        return len(self.workers)

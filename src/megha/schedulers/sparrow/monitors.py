@@ -20,7 +20,7 @@ import numpy as np
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished
-from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Probes, Request, TaskReply
+from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component
 
 _EPS = 1e-9
@@ -51,7 +51,9 @@ class SparrowMonitors(Component):
         recorder: TaskRecorder,
         schedulers: list[str],
         capacity: np.ndarray | None = None,
+        failure_timeout: float = 1.0,
     ) -> None:
+        """``failure_timeout``: seconds from a worker's death until the schedulers learn of it (fault schedules)."""
         super().__init__(address)
         self.n = int(n_workers)
         self.rec = recorder
@@ -61,6 +63,8 @@ class SparrowMonitors(Component):
             self.free = np.array(capacity, dtype=np.float64)  # capacity minus running tasks and reservations
             if self.free.shape[0] != self.n:
                 raise ValueError(f"{address}: capacity has {self.free.shape[0]} rows for {self.n} workers")
+            self.capacity = self.free.copy()
+            self.n_req = [0] * self.n  # requests outstanding per worker (a worker's death voids their answers)
             self.slot_free = None
         else:
             self.free = None
@@ -72,6 +76,17 @@ class SparrowMonitors(Component):
         self._out: list[tuple] = []  # requests made during one event, sent (batched per job) at its end
         self.max_queue = 0
         self.queued_probes = 0
+        # --- worker failures (fault schedules); all empty without faults --------------------------------------
+        self.failure_timeout = float(failure_timeout)
+        self.dead: set[int] = set()  # workers down (or back but waiting for the answers to their old requests)
+        self._stale: dict[int, int] = {}  # dead worker -> answers still due to requests it made before it died
+        self._revive: set[int] = set()  # restored workers that come back once their stale answers have arrived
+        self._detect: dict[int, tuple[float, tuple]] = {}  # dead worker -> (detection time, its detection timer key)
+        self._pending: dict[tuple, tuple[list[int], dict[int, tuple[list, list]]]] = {}  # timer -> workers, notices
+        self._announced: set[int] = set()  # workers the schedulers were told are dead
+        self._n_detect = 0
+        self.tasks_lost = 0
+        self.probes_lost = 0
 
     # --- messages ----------------------------------------------------------------------------------
     def on_message(self, msg, now: float) -> None:
@@ -89,6 +104,10 @@ class SparrowMonitors(Component):
         self._flush()
 
     def _probes(self, msg: Probes, now: float) -> None:
+        if self.dead:
+            msg = self._live_probes(msg, now)
+            if msg is None:
+                return
         job = msg.job
         sched = msg.scheduler
         queues = self.queues
@@ -139,6 +158,7 @@ class SparrowMonitors(Component):
                 return
             q.popleft()
             free -= d
+            self.n_req[w] += 1
             self._request(sched, job, w, g, now - t0, d)
 
     def _request(self, sched: int, job: int, w: int, g: int, waited: float, reserved) -> None:
@@ -176,6 +196,10 @@ class SparrowMonitors(Component):
             )
 
     def _reply(self, msg: TaskReply, now: float) -> None:
+        if self.dead:
+            msg = self._live_reply(msg, now)
+            if msg is None:
+                return
         workers = msg.workers.tolist()
         tasks = msg.tasks.tolist()
         ends = (now + msg.durations).tolist()
@@ -189,6 +213,7 @@ class SparrowMonitors(Component):
         for i, (w, t, e) in enumerate(zip(workers, tasks, ends, strict=True)):
             if resource:
                 res = msg.reserved[i]
+                self.n_req[w] -= 1
                 if t < 0:
                     self.free[w] += res
                     self._advance(w, now)
@@ -231,6 +256,9 @@ class SparrowMonitors(Component):
         """Slot mode, one answer."""
         w = msg.worker
         t = msg.task
+        if self.dead and w in self.dead:
+            self._stale_answer(w, msg.scheduler, t, now)
+            return
         if t < 0:
             self.slot_free[w] = True
             self._advance(w, now)
@@ -255,6 +283,9 @@ class SparrowMonitors(Component):
 
     def _grant_resource(self, msg: Grant, now: float) -> None:
         """Resource mode, one answer: as a batch of one."""
+        if self.dead and msg.worker in self.dead:
+            self._stale_answer(msg.worker, msg.scheduler, msg.task, now)
+            return
         res = msg.reserved[None, :]
         dem = None if msg.task < 0 else msg.demand[None, :]
         if dem is None:
@@ -276,7 +307,10 @@ class SparrowMonitors(Component):
 
     # --- task ends ---------------------------------------------------------------------------------
     def on_timer(self, key, now: float) -> None:
-        tasks = self._ends.pop(key)
+        tasks = self._ends.pop(key, None)
+        if tasks is None:  # a failure detection (fault schedules)
+            self._detected(key, now)
+            return
         running = self.running
         if len(tasks) == 1 and not self.resource:
             t = tasks[0]
@@ -315,6 +349,163 @@ class SparrowMonitors(Component):
         for w in freed:
             self._advance(w, now)
         self._flush()
+
+    # --- worker failures (fault schedules, see :mod:`megha.schedulers.sparrow.faults`) -----------------------------
+    def fail_workers(self, workers: list[int], now: float) -> list[int]:
+        """Workers die at ``now``: the tasks running there are lost (their runs recorded as lost), the probes queued
+        there are dropped, and the answers to the requests they had made will find them dead. The schedulers learn
+        of it all ``failure_timeout`` seconds later (:class:`Lost`) and re-issue the probes and the tasks. Returns
+        the tasks lost."""
+        for w in workers:  # restored but still waiting for old answers: it does not come back now
+            self._revive.discard(w)
+        new = [w for w in dict.fromkeys(workers) if w not in self.dead]
+        if not new:
+            return []
+        self._n_detect += 1
+        key = ("detect", self._n_detect)
+        at = now + self.failure_timeout
+        notices: dict[int, tuple[list, list]] = {}
+        self._pending[key] = (new, notices)
+        gone = set(new)
+        lost: list[int] = []
+        for t, (e, w, sched, _) in list(self.running.items()):
+            if w in gone:
+                del self.running[t]
+                self._ends[e].remove(t)  # its end timer finds nothing to end
+                lost.append(t)
+                notices.setdefault(sched, ([], []))[1].append(t)
+        for w in new:
+            self.dead.add(w)
+            self._revive.discard(w)
+            self._announced.discard(w)
+            self._detect[w] = (at, key)
+            if self.resource:
+                k = self.n_req[w]
+                self.n_req[w] = 0
+            else:
+                k = 1 if not self.slot_free[w] and self.on_worker[w] < 0 else 0
+                self.slot_free[w] = False
+                self.on_worker[w] = -1
+            if k:
+                self._stale[w] = self._stale.get(w, 0) + k
+            q = self.queues[w]
+            if q:
+                for job, sched, g, _, _ in q:
+                    notices.setdefault(sched, ([], []))[0].append((job, g))
+                self.probes_lost += len(q)
+                self.queues[w] = None
+        if lost:
+            self.rec.lost(lost, now)
+            self.tasks_lost += len(lost)
+        self.port.set_timer(self.failure_timeout, key)
+        return lost
+
+    def restore_workers(self, workers: list[int], now: float) -> None:
+        """Failed workers come back idle; a worker whose old requests still await their answers comes back when the
+        last one has arrived (the answers belong to the incarnation that died). The schedulers that were told it
+        died learn it is back (:class:`WorkersBack`)."""
+        back = []
+        for w in dict.fromkeys(workers):
+            if w not in self.dead:
+                continue
+            if self._stale.get(w):
+                self._revive.add(w)
+            else:
+                back.append(w)
+        self._back(back)
+
+    def _back(self, workers: list[int]) -> None:
+        told = []
+        for w in workers:
+            self.dead.discard(w)
+            self._revive.discard(w)
+            self._detect.pop(w, None)
+            if self.resource:
+                self.free[w] = self.capacity[w]
+            else:
+                self.slot_free[w] = True
+            if w in self._announced:
+                self._announced.discard(w)
+                told.append(w)
+        if told:
+            for s in self.schedulers:
+                self.port.send(s, WorkersBack(told))
+
+    def _notice(self, w: int, sched: int, now: float) -> tuple[list, list]:
+        """Where to note what a scheduler lost on dead worker ``w``: the pending detection, or (detected already:
+        the scheduler's request fails at once) a notice sent at the end of this event."""
+        at, key = self._detect[w]
+        pending = self._pending.get(key)
+        if pending is not None and now < at:
+            return pending[1].setdefault(sched, ([], []))
+        out = ([], [])
+        self.port.send(self.schedulers[sched], Lost([], out[0], out[1]))  # filled before anything handles it
+        return out
+
+    def _live_probes(self, msg: Probes, now: float) -> Probes | None:
+        """The probes of ``msg`` for live workers; those for dead ones are lost (their scheduler re-probes)."""
+        dead = np.fromiter((w in self.dead for w in msg.workers.tolist()), dtype=bool, count=len(msg))
+        if not dead.any():
+            return msg
+        notes: dict[int, tuple[list, list]] = {}
+        for w, g in zip(msg.workers[dead].tolist(), msg.groups[dead].tolist(), strict=True):
+            w_note = notes.get(w)
+            if w_note is None:
+                w_note = notes[w] = self._notice(w, msg.scheduler, now)
+            w_note[0].append((msg.job, g))
+        self.probes_lost += int(dead.sum())
+        if dead.all():
+            return None
+        keep = ~dead
+        return Probes(msg.job, msg.scheduler, msg.workers[keep], msg.groups[keep], msg.demands)
+
+    def _live_reply(self, msg: TaskReply, now: float) -> TaskReply | None:
+        """The answers of ``msg`` for live workers; those for dead ones are stale (see :meth:`_stale_answer`)."""
+        dead = np.fromiter((w in self.dead for w in msg.workers.tolist()), dtype=bool, count=len(msg))
+        if not dead.any():
+            return msg
+        for w, t in zip(msg.workers[dead].tolist(), msg.tasks[dead].tolist(), strict=True):
+            self._stale_answer(w, msg.scheduler, t, now)
+        if dead.all():
+            return None
+        k = ~dead
+        sent = msg.tasks[k]
+        return TaskReply(
+            msg.job,
+            msg.scheduler,
+            msg.workers[k],
+            sent,
+            msg.durations[k],
+            msg.waited[k],
+            sent[sent >= 0],
+            None if msg.demands is None else msg.demands[k],
+            None if msg.reserved is None else msg.reserved[k],
+        )
+
+    def _stale_answer(self, w: int, sched: int, task: int, now: float) -> None:
+        """The answer to a request that dead worker ``w`` made before it died: a task sent there is lost (never
+        started; its scheduler launches it again); the last such answer lets a restored worker come back."""
+        if task >= 0:
+            self._notice(w, sched, now)[1].append(task)
+            self.tasks_lost += 1
+        left = self._stale.get(w, 0) - 1
+        if left > 0:
+            self._stale[w] = left
+            return
+        self._stale.pop(w, None)
+        if w in self._revive:
+            self._back([w])
+
+    def _detected(self, key: tuple, now: float) -> None:
+        """The failure detection of one fault: every scheduler learns which of its workers are still down, and
+        each what it lost there."""
+        workers, notices = self._pending.pop(key)
+        dead = [w for w in workers if w in self.dead and self._detect.get(w, (0, None))[1] == key]
+        self._announced.update(dead)
+        for i, s in enumerate(self.schedulers):
+            probes, tasks = notices.get(i, ([], []))
+            if dead or probes or tasks:
+                self.port.send(s, Lost(dead, probes, tasks))
 
     # --- inspection --------------------------------------------------------------------------------
     def queue_length(self, w: int) -> int:

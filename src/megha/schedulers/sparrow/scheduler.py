@@ -18,7 +18,7 @@ from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
 from megha.schedulers.common.sampling import ProbeSampler
-from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Probes, Request, TaskReply
+from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component
 
 
@@ -84,6 +84,14 @@ class SparrowScheduler(Component):
         self.probes = 0
         self.noops = 0
         self.requests = 0
+        # --- worker failures (fault schedules); see megha.schedulers.sparrow.faults ---------------------------
+        # task ids -> (durations, masks, demands or None): the descriptions the framework keeps of its tasks
+        self.describe_tasks = None
+        self.down: set[int] = set()  # workers this scheduler knows are dead (it does not probe them)
+        self.parked: list[tuple[int, int]] = []  # (job, group) probes that no live worker can take now
+        self._relaunches = 0  # relaunched tasks go out as jobs -1, -2, ...
+        self.tasks_relaunched = 0
+        self.probes_reissued = 0
 
     def on_message(self, msg, now: float) -> None:
         tp = type(msg)
@@ -97,6 +105,11 @@ class SparrowScheduler(Component):
             self.rec.completion_known(msg.tasks, now)
         elif isinstance(msg, JobArrival):
             self._submit(msg)
+        elif isinstance(msg, Lost):
+            self._lost(msg)
+        elif isinstance(msg, WorkersBack):
+            self.down.difference_update(msg.workers)
+            self._retry_parked()
         else:
             super().on_message(msg, now)
 
@@ -133,9 +146,13 @@ class SparrowScheduler(Component):
             gdem = np.stack([demands[s].max(axis=0) for s in stacks])
         want = [math.ceil(self.d * k) for k in counts]
         workers, groups = self.sampler.sample(self.port.rng, gmasks.tolist(), want, counts, gdem)
-        self.jobs[msg.job] = _Job(msg.tasks, msg.durations, demands, gmasks, stacks, gdem, int(workers.size))
+        parked = 0
+        if self.down:
+            workers, groups, parked = self._avoid_down(msg.job, workers, groups, gmasks.tolist(), gdem)
+        self.jobs[msg.job] = _Job(msg.tasks, msg.durations, demands, gmasks, stacks, gdem, int(workers.size) + parked)
         self.probes += int(workers.size)
-        self.port.send(self.monitors, Probes(msg.job, self.number, workers, groups, gdem))
+        if workers.size:
+            self.port.send(self.monitors, Probes(msg.job, self.number, workers, groups, gdem))
 
     # --- late binding ------------------------------------------------------------------------------
     def _get_task(self, msg: GetTask, now: float) -> None:
@@ -258,6 +275,101 @@ class SparrowScheduler(Component):
         if not st:
             job.nonempty[j] = False
         return i
+
+    # --- worker failures (fault schedules) --------------------------------------------------------------------
+    def _live_eligible(self, mask: int, demand: np.ndarray | None) -> np.ndarray:
+        """Workers not known dead that satisfy ``mask`` (and are big enough for ``demand`` on machines of
+        different sizes)."""
+        sp = self.sampler
+        sel = sp.eligible(mask)
+        if sp.capacity is not None and demand is not None:
+            sel = sel[(sp.capacity[sel] >= np.asarray(demand) - 1e-9).all(axis=1)]
+        if self.down and sel.size:
+            sel = sel[~np.isin(sel, np.fromiter(self.down, dtype=np.int64, count=len(self.down)))]
+        return sel
+
+    def _avoid_down(
+        self, job: int, workers: np.ndarray, groups: np.ndarray, gmasks: list[int], gdem: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Replace the probes drawn on workers known dead by probes on live eligible workers (distinct from the
+        group's others when there are enough); a probe with no live eligible worker waits here (:attr:`parked`)
+        until workers come back. Returns the probes to send and how many were parked."""
+        bad = np.fromiter((w in self.down for w in workers.tolist()), dtype=bool, count=workers.size)
+        if not bad.any():
+            return workers, groups, 0
+        workers = workers.copy()
+        keep = np.ones(workers.size, dtype=bool)
+        rng = self.port.rng
+        parked = 0
+        for g in np.unique(groups[bad]).tolist():
+            mine = groups == g
+            redo = np.flatnonzero(mine & bad)
+            sel = self._live_eligible(gmasks[g], None if gdem is None else gdem[g])
+            if sel.size == 0:
+                keep[redo] = False
+                self.parked.extend([(job, g)] * redo.size)
+                parked += redo.size
+                continue
+            fresh = np.setdiff1d(sel, workers[mine & ~bad])
+            if fresh.size >= redo.size:
+                workers[redo] = rng.choice(fresh, redo.size, replace=False)
+            else:
+                workers[redo] = sel[rng.integers(0, sel.size, redo.size)]
+        return workers[keep], groups[keep], parked
+
+    def _lost(self, msg: Lost) -> None:
+        """Workers died: stop probing them, re-issue the reservations lost there and launch the lost tasks again
+        (a new batch-sampled set of probes for them, as for a job)."""
+        self.down.update(msg.dead)
+        by_job: dict[int, list[int]] = {}
+        for job, g in msg.probes:
+            by_job.setdefault(job, []).append(g)
+        for job_id, gs in by_job.items():
+            self._reprobe(job_id, gs)
+        if msg.tasks:
+            tasks = np.array(msg.tasks, dtype=np.int64)
+            durs, masks, dem = self.describe_tasks(tasks)
+            self._relaunches += 1
+            self.tasks_relaunched += tasks.size
+            self._submit(JobArrival(-self._relaunches, tasks, durs, masks, dem))
+
+    def _reprobe(self, job_id: int, gs: list[int]) -> None:
+        """Replace lost probes of a job (one each, same group) on live workers; none when the job has no task
+        left to launch."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return
+        if not job.remaining:
+            self._done_probes(job_id, job, len(gs))
+            return
+        rng = self.port.rng
+        ws: list[int] = []
+        kept: list[int] = []
+        for g in gs:
+            sel = self._live_eligible(job.gmask_list[g], None if job.gdem is None else job.gdem[g])
+            if sel.size == 0:
+                self.parked.append((job_id, g))
+                continue
+            ws.append(int(sel[rng.integers(sel.size)]))
+            kept.append(g)
+        if ws:
+            self.probes += len(ws)
+            self.probes_reissued += len(ws)
+            self.port.send(
+                self.monitors,
+                Probes(job_id, self.number, np.array(ws, dtype=np.int64), np.array(kept, dtype=np.int32), job.gdem),
+            )
+
+    def _retry_parked(self) -> None:
+        """Workers came back: send the probes that had no live worker to go to."""
+        if not self.parked:
+            return
+        parked, self.parked = self.parked, []
+        by_job: dict[int, list[int]] = {}
+        for job, g in parked:
+            by_job.setdefault(job, []).append(g)
+        for job_id, gs in by_job.items():
+            self._reprobe(job_id, gs)
 
     def waiting_jobs(self) -> int:
         """Jobs with probes still outstanding."""
