@@ -12,6 +12,14 @@ pytest.importorskip("nats", reason="nats-py is not installed")
 pytestmark = pytest.mark.skipif(shutil.which("nats-server") is None, reason="nats-server is not installed")
 
 from megha.live.chaos import run_chaos  # noqa: E402
+from megha.live.testing import reaped  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes():
+    """Whatever a test starts (nats-server, supervisor, services) is killed when it ends, even when it fails."""
+    with reaped():
+        yield
 
 
 def test_short_chaos_run_loses_nothing_and_runs_nothing_twice(tmp_path):

@@ -9,8 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -25,25 +23,35 @@ from megha.live import supervisor  # noqa: E402
 from megha.live.client import LiveClient, synthetic_workload, to_run_result, with_constraints  # noqa: E402
 from megha.live.config import LiveConfig  # noqa: E402
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport  # noqa: E402
+from megha.live.testing import free_port, reaped, start_nats, stop  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture(autouse=True)
+def _no_leftover_processes():
+    """Whatever a test starts (nats-server, supervisor, services) is killed when it ends, even when it fails."""
+    with reaped():
+        yield
 
 
-def _start_nats(port: int, store: Path) -> subprocess.Popen:
-    p = subprocess.Popen(
-        [NATS, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(store)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    end = time.monotonic() + 10
-    while not supervisor.port_open("127.0.0.1", port):
-        assert time.monotonic() < end, "nats-server did not start"
-        time.sleep(0.05)
-    return p
+async def _until(cond, timeout: float, what: str) -> None:
+    """Wait until ``cond()`` holds (a condition, not a fixed sleep: under load everything takes longer)."""
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, f"not within {timeout:.0f} s: {what}"
+        await asyncio.sleep(0.05)
+
+
+def _active_lm_pids(cl: LiveClient, address: str, since: float) -> set[int]:
+    """Pids of the processes heard reporting as the active LM ``address`` in a status sent after ``since``."""
+    return {
+        st.info.get("pid")
+        for st in list(cl.statuses.values())
+        if st.src == address and st.role == "active" and st.t > since
+    }
+
+
+def _services(cfg: LiveConfig) -> dict[str, int]:
+    return json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]
 
 
 def _exactly_once(res) -> None:
@@ -67,13 +75,12 @@ def _cfg(port: int, **over) -> LiveConfig:
 def test_broker_killed_and_restarted_mid_run_loses_nothing(tmp_path: Path, outage: float):
     """kill -9 of nats-server while tasks run, restarted after ``outage`` seconds (issue 15: 24 and 99 of 181
     tasks never completed)."""
-    port = _free_port()
     store = tmp_path / "js"
-    broker = _start_nats(port, store)
+    broker, port = start_nats(store)
 
     async def main():
         nonlocal broker
-        cfg = _cfg(port)
+        cfg = _cfg(port, state_dir=str(tmp_path / "state"))
         dc = datacenter_of(cfg)
         layout = layout_of(cfg, dc)
         dep = await LocalDeployment(cfg, layout=layout).start()
@@ -88,7 +95,7 @@ def test_broker_killed_and_restarted_mid_run_loses_nothing(tmp_path: Path, outag
             broker.kill()
             broker.wait()
             await asyncio.sleep(outage)
-            broker = _start_nats(port, store)
+            broker, _ = start_nats(store, port=port)
             run = await asyncio.wait_for(job, 90)
             return to_run_result(run, cfg, dc, "synthetic")
         finally:
@@ -96,17 +103,16 @@ def test_broker_killed_and_restarted_mid_run_loses_nothing(tmp_path: Path, outag
             await dep.close()
 
     try:
-        res = asyncio.run(asyncio.wait_for(main(), 120))
+        res = asyncio.run(asyncio.wait_for(main(), 240))
     finally:
-        broker.kill()
-        broker.wait()
+        stop(broker)
     _exactly_once(res)
 
 
 def test_the_same_lm_fails_twice_and_a_new_standby_takes_over(tmp_path: Path):
     """`up` as processes: kill -9 the active LM 0, then (after its standby took over) the promoted standby; the
     supervisor must have started a new standby meanwhile (issue 15: 44 tasks never completed, a GM stuck)."""
-    port = _free_port()
+    port = free_port()
     cfg = _cfg(
         port,
         datacenter={"workers": 80},
@@ -122,24 +128,28 @@ def test_the_same_lm_fails_twice_and_a_new_standby_takes_over(tmp_path: Path):
         async def main():
             dc = datacenter_of(cfg)
             layout = layout_of(cfg, dc)
-            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=30), layout)
+            await supervisor.wait_credentials(cfg)
+            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=60, role="client"), layout)
             await cl.start()
             await cl.wait_ready(60)
             w = with_constraints(cfg, synthetic_workload(60, 4, 0.8, 9.0, seed=11))
-            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30))
-            while not cl.started.any():
-                await asyncio.sleep(0.05)
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=60))
+            await _until(lambda: cl.started.any() or job.done(), 60, "a task started")
             await asyncio.sleep(0.5)
-            pids = json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]
-            os.kill(pids["lm0-active"], signal.SIGKILL)
-            await asyncio.sleep(4.0)  # the standby takes over; the supervisor starts a new standby
-            pids = json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]
-            os.kill(pids["lm0-standby"], signal.SIGKILL)  # the promoted standby, now active
-            run = await asyncio.wait_for(job, 120)
+            lm0 = layout.lm_address(0)
+            standby = _services(cfg)["lm0-standby"]
+            os.kill(_services(cfg)["lm0-active"], signal.SIGKILL)
+            killed = time.time()
+            # the standby takes over and the supervisor starts a new standby (conditions: under load both take
+            # longer than any fixed wait)
+            await _until(lambda: standby in _active_lm_pids(cl, lm0, killed), 60, "LM 0's standby took over")
+            await _until(lambda: "lm0-standby2" in _services(cfg), 60, "a new standby of LM 0 was started")
+            os.kill(_services(cfg)["lm0-standby"], signal.SIGKILL)  # the promoted standby, now active
+            run = await asyncio.wait_for(job, 180)
             await cl.close()
             return to_run_result(run, cfg, dc, "synthetic")
 
-        res = asyncio.run(asyncio.wait_for(main(), 150 - (time.monotonic() - t0)))
+        res = asyncio.run(asyncio.wait_for(main(), 360 - (time.monotonic() - t0)))
         _exactly_once(res)
         assert res.counters["service_takeovers"] >= 1
         state = json.loads((Path(cfg.state_dir) / "services.json").read_text())
@@ -152,7 +162,7 @@ def test_the_same_lm_fails_twice_and_a_new_standby_takes_over(tmp_path: Path):
 def test_a_stalled_active_lm_is_deposed_and_stops(tmp_path: Path):
     """SIGSTOP the active LM 0 long enough for its standby to take over, then SIGCONT: the old active learns of the
     higher term and exits (issue 15: deposed actives stayed running); the supervisor starts a new standby."""
-    port = _free_port()
+    port = free_port()
     cfg = _cfg(
         port,
         datacenter={"workers": 60},
@@ -169,24 +179,29 @@ def test_a_stalled_active_lm_is_deposed_and_stops(tmp_path: Path):
         async def main():
             dc = datacenter_of(cfg)
             layout = layout_of(cfg, dc)
-            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=30), layout)
+            await supervisor.wait_credentials(cfg)
+            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=60, role="client"), layout)
             await cl.start()
             await cl.wait_ready(60)
             w = with_constraints(cfg, synthetic_workload(40, 3, 0.8, 8.0, seed=13))
-            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30))
-            while not cl.started.any():
-                await asyncio.sleep(0.05)
-            pid = json.loads((Path(cfg.state_dir) / "services.json").read_text())["services"]["lm0-active"]
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=60))
+            await _until(lambda: cl.started.any() or job.done(), 60, "a task started")
+            lm0 = layout.lm_address(0)
+            standby = _services(cfg)["lm0-standby"]
+            pid = _services(cfg)["lm0-active"]
             os.kill(pid, signal.SIGSTOP)
-            await asyncio.sleep(3.0)
-            os.kill(pid, signal.SIGCONT)
-            run = await asyncio.wait_for(job, 120)
+            stopped = time.time()
+            try:  # stalled until its standby has taken over (a fixed 3 s was not always enough under load)
+                await _until(lambda: standby in _active_lm_pids(cl, lm0, stopped), 60, "LM 0's standby took over")
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            run = await asyncio.wait_for(job, 180)
             await cl.close()
             return pid, to_run_result(run, cfg, dc, "synthetic")
 
-        pid, res = asyncio.run(asyncio.wait_for(main(), 150 - (time.monotonic() - t0)))
+        pid, res = asyncio.run(asyncio.wait_for(main(), 360 - (time.monotonic() - t0)))
         _exactly_once(res)
-        end = time.monotonic() + 20
+        end = time.monotonic() + 60
         alive = True
         while alive and time.monotonic() < end:
             try:

@@ -11,9 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,33 +25,14 @@ from megha.live import supervisor  # noqa: E402
 from megha.live.client import LiveClient, prepare_workload, synthetic_workload, to_run_result, with_constraints  # noqa: E402
 from megha.live.config import LiveConfig  # noqa: E402
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport  # noqa: E402
+from megha.live.testing import free_port, reaped, start_nats, stop  # noqa: E402
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_nats(port: int) -> subprocess.Popen:
-    p = subprocess.Popen(
-        [NATS, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", str(Path(tempfile.gettempdir()) / f"megha-js-{port}")],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    end = time.monotonic() + 5
-    while not supervisor.port_open("127.0.0.1", port):
-        assert time.monotonic() < end, "nats-server did not start"
-        time.sleep(0.05)
-    return p
-
-
-def _stop(p: subprocess.Popen) -> None:
-    p.terminate()
-    try:
-        p.wait(5)
-    except subprocess.TimeoutExpired:
-        p.kill()
+@pytest.fixture(autouse=True)
+def _no_leftover_processes():
+    """Whatever a test starts (nats-server, supervisor, services) is killed when it ends, even when it fails."""
+    with reaped():
+        yield
 
 
 def _exactly_once(res) -> None:
@@ -74,14 +52,13 @@ def _cfg(port: int, **over) -> LiveConfig:
     return LiveConfig(**data)
 
 
-def test_inprocess_services_over_nats_with_garbage_and_broker_restart():
+def test_inprocess_services_over_nats_with_garbage_and_broker_restart(tmp_path: Path):
     """Services in this process, every message through nats-server; garbage is rejected; the broker restarts
     mid-run (clients reconnect with backoff) and the run still completes exactly once."""
-    port = _free_port()
-    broker = _start_nats(port)
+    broker, port = start_nats(tmp_path / "js")
 
     async def main():
-        cfg = _cfg(port)
+        cfg = _cfg(port, state_dir=str(tmp_path / "state"))
         dc = datacenter_of(cfg)
         layout = layout_of(cfg, dc)
         dep = await LocalDeployment(cfg, layout=layout).start()
@@ -99,9 +76,9 @@ def test_inprocess_services_over_nats_with_garbage_and_broker_restart():
             await tr.close()
             # broker restart between runs: every connection reconnects by itself
             nonlocal broker
-            _stop(broker)
+            stop(broker)
             await asyncio.sleep(0.3)
-            broker = _start_nats(port)
+            broker, _ = start_nats(tmp_path / "js", port=port)
             await asyncio.sleep(1.5)
             res2 = to_run_result(await cl.run(w, dc, stall_timeout=15, ready_timeout=20), cfg, dc, "synthetic")
             _exactly_once(res2)
@@ -111,15 +88,15 @@ def test_inprocess_services_over_nats_with_garbage_and_broker_restart():
             await dep.close()
 
     try:
-        asyncio.run(asyncio.wait_for(main(), 50))
+        asyncio.run(asyncio.wait_for(main(), 120))
     finally:
-        _stop(broker)
+        stop(broker)
 
 
 def test_up_submit_kill_processes_down(tmp_path: Path):
     """`megha live up` as processes; mid-run a worker-host process, a GM process and the active LM process are
     killed (SIGKILL); every task still completes exactly once; `down` stops everything."""
-    port = _free_port()
+    port = free_port()
     cfg = _cfg(
         port,
         datacenter={"workers": 100},
@@ -135,9 +112,10 @@ def test_up_submit_kill_processes_down(tmp_path: Path):
         async def main():
             dc = datacenter_of(cfg)
             layout = layout_of(cfg, dc)
-            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=20), layout)
+            await supervisor.wait_credentials(cfg)
+            cl = LiveClient(cfg, make_transport(cfg, "client", give_up_after=60, role="client"), layout)
             await cl.start()
-            await cl.wait_ready(40)
+            await cl.wait_ready(60)
             w = with_constraints(cfg, synthetic_workload(24, 5, 1.0, 3.0, seed=5))
             job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=20, gm_dead_after=10))
             while not cl.started.any():
@@ -166,12 +144,14 @@ def test_sample_trace_live_matches_simulated_ordering(tmp_path: Path):
     its jobs in the same order as the simulation of the same trace (deterministic min-constraints choice)."""
     from megha.live.compare import compare_live_and_sim
 
-    port = _free_port()
-    broker = _start_nats(port)
+    broker, port = start_nats(tmp_path / "js")
 
     async def main():
         cfg = _cfg(
-            port, megha={"gms": 2, "lms": 4, "heartbeat": 1.0, "policy": "min-constraints"}, ha={"lm_standby": False}
+            port,
+            state_dir=str(tmp_path / "state"),
+            megha={"gms": 2, "lms": 4, "heartbeat": 1.0, "policy": "min-constraints"},
+            ha={"lm_standby": False},
         )
         dc = datacenter_of(cfg)
         layout = layout_of(cfg, dc)
@@ -186,12 +166,54 @@ def test_sample_trace_live_matches_simulated_ordering(tmp_path: Path):
             await dep.close()
 
     try:
-        cfg, res = asyncio.run(asyncio.wait_for(main(), 50))
+        cfg, res = asyncio.run(asyncio.wait_for(main(), 120))
     finally:
-        _stop(broker)
+        stop(broker)
     _exactly_once(res)
     doc = compare_live_and_sim(res, cfg, tmp_path / "cmp")
     assert doc["simulated"]["completed"] and doc["live"]["tasks_completed"] == doc["simulated"]["tasks_completed"]
     assert doc["ordering"]["completion"]["concordance"] >= 0.95
     assert (tmp_path / "cmp" / "live" / "summary.json").exists()
     assert (tmp_path / "cmp" / "delay_cdf.png").exists()
+
+
+def test_reconnection_reads_renewed_credentials_and_a_refused_client_gives_up(tmp_path: Path):
+    """The broker comes back with other credentials: a connection reconnects with the renewed ones as soon as they
+    are written (re-read before every attempt), and a client whose credentials stay refused closes its connection
+    after ``give_up_after`` instead of retrying for ever inside the NATS client."""
+    from megha.live.transport import NatsTransport
+
+    conf = tmp_path / "nats.conf"
+    conf.write_text('authorization { users: [ {user: "u", password: "old"} ] }\n')
+    broker, port = start_nats(tmp_path / "js", conf=conf)
+    creds = {"user": "u", "password": "old"}
+
+    async def until(cond, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while not cond() and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        return cond()
+
+    async def main():
+        nonlocal broker
+        url = f"nats://127.0.0.1:{port}"
+        renewing = NatsTransport(url, give_up_after=None, credentials=lambda: dict(creds))
+        stuck = NatsTransport(url, give_up_after=2.0, credentials=lambda: {"user": "u", "password": "old"})
+        await renewing.start()
+        await stuck.start()
+        try:
+            stop(broker)
+            conf.write_text('authorization { users: [ {user: "u", password: "new"} ] }\n')
+            broker, _ = start_nats(tmp_path / "js", port=port, conf=conf)
+            assert await until(lambda: stuck.gave_up and stuck.nc.is_closed, 60), "the refused client kept trying"
+            assert not renewing.connected
+            creds["password"] = "new"
+            assert await until(lambda: renewing.connected, 60), "no reconnection with the renewed credentials"
+        finally:
+            await renewing.close()
+            await stuck.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 180))
+    finally:
+        stop(broker)

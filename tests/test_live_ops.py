@@ -21,6 +21,15 @@ from megha.cli import app
 from megha.live.client import LiveClient, one_job, to_run_result
 from megha.live.config import LiveConfig
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of
+from megha.live.testing import reaped
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes():
+    """Whatever a test starts (nats-server, supervisor, services) is killed when it ends, even when it fails."""
+    with reaped():
+        yield
+
 
 NATS = shutil.which("nats-server")
 needs_nats = pytest.mark.skipif(NATS is None, reason="nats-server is not installed")

@@ -452,6 +452,8 @@ class NatsTransport(Transport):
         self._since = 0.0
         self.counters: Counter = Counter()
         self._bg: set[asyncio.Task] = set()
+        self._refused_since: float | None = None  # reconnecting: since when the broker refuses our credentials
+        self.gave_up = False  # a client closed its connection after its credentials were refused too long
 
     def stream_of(self, subject: str) -> str:
         name = self._exact.get(subject)
@@ -462,43 +464,75 @@ class NatsTransport(Transport):
                 return name
         raise ValueError(f"{subject} is not a durable subject of deployment {self.ns!r}")
 
-    async def start(self) -> None:
-        import nats
+    def _user(self) -> str | None:
+        """The user name of the next CONNECT (nats-py calls this at every connection and reconnection)."""
+        self._refresh_credentials()
+        return self.user
 
+    def _password(self) -> str | None:
+        return self.password
+
+    def _refresh_credentials(self) -> None:
+        if self.credentials is not None:
+            c = self.credentials()
+            if c is not None:
+                self.user, self.password = c["user"], c["password"]
+                self.client_id = int(c.get("client", 0) or 0)
+
+    async def _connect_once(self):
+        """One connection attempt, bounded by ``connect_timeout`` per step; raises on failure.
+
+        nats-py retries inside ``connect`` for ever when reconnection is allowed, with the credentials it was given
+        (so a client that started before its credentials were written retried without them until the broker's
+        "Authorization Violation" ended the test), and on Python 3.11 an ``asyncio.wait_for`` around it cannot
+        always stop it: a cancellation that arrives as nats-py's own inner ``wait_for`` completes is swallowed. So
+        the first connection is made with reconnection off (one attempt, which ends by itself); reconnection is
+        turned on once connected; credentials are given as callables, re-read from the state directory before
+        every CONNECT (a reconnection after a broker restart, or after ``up`` wrote new ones, uses the current
+        ones)."""
+        from nats.aio.client import Client
+
+        self._refresh_credentials()
+        extra = {"inbox_prefix": private_inbox(self.user or self.client_name)} if self.private else {}
+        with_creds = self.credentials is not None or self.user is not None
+        nc = Client()
+        try:
+            await nc.connect(
+                servers=[self.url],
+                user=self._user if with_creds else None,
+                password=self._password if with_creds else None,
+                token=self.token,
+                tls=self.tls,
+                name=self.client_name,
+                connect_timeout=self.connect_timeout,
+                allow_reconnect=False,
+                max_reconnect_attempts=1,  # else nats-py's server selection retries a refused connection for ever
+                reconnect_time_wait=0.25,
+                pending_size=64 * 1024 * 1024,
+                error_cb=self._on_error,
+                disconnected_cb=self._on_disconnect,
+                reconnected_cb=self._on_reconnect,
+                flusher_queue_size=4096,
+                **extra,
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await nc.close()
+            raise
+        # from now on nats-py reconnects by itself, for ever (both options are read at each disconnection)
+        nc.options["allow_reconnect"] = True
+        nc.options["max_reconnect_attempts"] = -1
+        return nc
+
+    async def start(self) -> None:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         delay = 0.05
         last = None
         while True:
             self.attempts += 1
-            if self.credentials is not None:
-                c = self.credentials()
-                if c is not None:
-                    self.user, self.password = c["user"], c["password"]
-                    self.client_id = int(c.get("client", 0) or 0)
-            extra = {"inbox_prefix": private_inbox(self.user or self.client_name)} if self.private else {}
             try:
-                self.nc = await asyncio.wait_for(
-                    nats.connect(
-                        servers=[self.url],
-                        user=self.user,
-                        password=self.password,
-                        token=self.token,
-                        tls=self.tls,
-                        name=self.client_name,
-                        connect_timeout=self.connect_timeout,
-                        allow_reconnect=True,
-                        max_reconnect_attempts=-1,
-                        reconnect_time_wait=0.25,
-                        pending_size=64 * 1024 * 1024,
-                        error_cb=self._on_error,
-                        disconnected_cb=self._on_disconnect,
-                        reconnected_cb=self._on_reconnect,
-                        flusher_queue_size=4096,
-                        **extra,
-                    ),
-                    self.connect_timeout * 2 + 1,
-                )
+                self.nc = await self._connect_once()
                 break
             except Exception as e:
                 last = e
@@ -529,16 +563,31 @@ class NatsTransport(Transport):
 
     async def _on_error(self, e: Exception) -> None:
         log.warning("NATS error: %s: %s", type(e).__name__, e)
+        if self.nc is None or self._closing or self.connected or "uthoriz" not in str(e):
+            return
+        # reconnecting, and the broker refuses this identity: nats-py would try for ever. Credentials are re-read
+        # before every attempt (they may be renewed); a client (``give_up_after`` set) stops after that long
+        now = time.monotonic()
+        if self._refused_since is None:
+            self._refused_since = now
+            log.error("the NATS broker at %s refuses this client's credentials; retrying with fresh ones", self.url)
+        if self.give_up_after is not None and now - self._refused_since > self.give_up_after:
+            log.error(
+                "credentials refused for %.0f s: closing the connection to %s", now - self._refused_since, self.url
+            )
+            self.gave_up = True
+            self._spawn(self.nc.close())
 
     async def _on_disconnect(self) -> None:
         self.disconnects += 1
         self._gen += 1  # what was written before may be lost: acknowledgements no longer vouch for it
-        if self._closing:
+        if self._closing or self.nc is None:  # closing, or a first connection attempt that failed
             return
         log.warning("NATS connection lost; reconnecting with backoff")
 
     async def _on_reconnect(self) -> None:
         log.warning("NATS connection re-established")
+        self._refused_since = None
         self._since = time.monotonic()
         self._spawn(self._after_reconnect())
 
