@@ -140,6 +140,13 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
         supervisor.terminate(cfg)
         if tmp is not None:
             tmp.cleanup()
+    doc = outcome(run, res, w)
+    return {"seconds": seconds, "seed": seed, "rate": rate, **doc, "faults": faults}
+
+
+def outcome(run, res, w) -> dict:
+    """What a chaos run did to the tasks: submitted, completed, lost, duplicated (completed more than once, or
+    started again while an earlier run of it had not been reported lost), and the story of a few duplicates."""
     rec = res.recorder
     feas = res.feasible
     fin = rec.finishes[feas]
@@ -162,9 +169,6 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
         for t in dup_ids
     }
     return {
-        "seconds": seconds,
-        "seed": seed,
-        "rate": rate,
         "submitted": int(feas.sum()),
         "completed": int((fin >= 1).sum()),
         "lost": int((fin == 0).sum()),
@@ -172,7 +176,6 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
         "runs_lost_to_faults": int(res.counters.get("runs_lost", 0)),
         "resubmitted": int(sum(v for k, v in res.counters.items() if k.startswith("tasks_resubmitted"))),
         "unfinished_reason": res.unfinished_reason,
-        "faults": faults,
         "duplicated_tasks": story,
     }
 

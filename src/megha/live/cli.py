@@ -448,10 +448,29 @@ def chaos_cmd(
     seed: Annotated[int, typer.Option("--seed", help="seed of the fault schedule and workload")] = 0,
     rate: Annotated[float, typer.Option("--rate", help="tasks per second submitted")] = 20.0,
     json_out: Annotated[bool, typer.Option("--json", help="print the report as one JSON object")] = False,
+    faults: Annotated[
+        str | None,
+        typer.Option(
+            "--faults",
+            help="replay this fault schedule (the TOML `megha simulate --faults` reads) instead of random faults: "
+            "kinds gm, lm, worker, partition, broker",
+        ),
+    ] = None,
+    trace: Annotated[
+        str | None, typer.Option("--trace", "-t", help="with --faults: submit this trace (e.g. sample:YH_small)")
+    ] = None,
+    compress: Annotated[
+        float,
+        typer.Option("--compress", help="with --faults: divide the trace's and the schedule's times by this"),
+    ] = 1.0,
+    max_jobs: Annotated[int | None, typer.Option("--max-jobs", help="with --trace: only the first N jobs")] = None,
+    hosts: Annotated[
+        int, typer.Option("--hosts", help="with --faults: worker host processes (laid out by LM; >= 2)")
+    ] = 4,
 ) -> None:
     """A local deployment (loopback) under a steady workload while GMs, LMs (active and standby), worker hosts
-    and the broker are killed at random; reports submitted, completed, lost, duplicated and the faults. Exit code
-    1 when a task was lost or ran twice."""
+    and the broker are killed at random, or as a fault schedule says (--faults FILE.toml); reports submitted,
+    completed, lost, duplicated and the faults. Exit code 1 when a task was lost or ran twice."""
     from megha.live import supervisor
     from megha.live.chaos import main
     from megha.live.config import LiveConfig
@@ -459,7 +478,23 @@ def chaos_cmd(
     if not seconds > 0 or not rate > 0:
         console.print("[red]error:[/] --seconds and --rate must be > 0")
         raise typer.Exit(2)
+    if not compress > 0:
+        console.print("[red]error:[/] --compress must be > 0")
+        raise typer.Exit(2)
+    if (trace is not None or max_jobs is not None) and faults is None:
+        console.print("[red]error:[/] --trace and --max-jobs go with --faults FILE")
+        raise typer.Exit(2)
     if supervisor.nats_server_binary(LiveConfig()) is None:
         console.print("[red]error:[/] nats-server is not installed (apt-get install -y nats-server)")
         raise typer.Exit(2)
+    if faults is not None:
+        from megha.errors import MeghaError
+        from megha.live.replay import replay_main
+
+        try:
+            code = replay_main(faults, trace, compress, seconds, rate, hosts, max_jobs, json_out)
+        except MeghaError as e:
+            console.print(f"[red]error:[/] {e}", highlight=False)
+            raise typer.Exit(2) from None
+        raise typer.Exit(code)
     raise typer.Exit(main(seconds, seed, json_out, rate))

@@ -185,6 +185,7 @@ class LiveClient:
         self._reset_run()
 
     def _reset_run(self) -> None:
+        self.run_t0: float | None = None
         self.log: list[tuple] = []
         self._order = 0
         self.n = 0
@@ -370,6 +371,7 @@ class LiveClient:
         n_feasible = int(feasible.sum())
         wall0 = time.perf_counter()
         t0 = time.time() + 0.02
+        self.run_t0 = t0  # arrivals are relative to this wall time (fault replays schedule by it)
         self.last_progress = time.monotonic()
         reason = None
         pos = 0

@@ -76,7 +76,13 @@ class MeghaConfig(_Strict):
 
 
 class WorkersConfig(_Strict):
-    hosts: int = Field(2, ge=1, description="worker host processes; each serves a slice of every LM's cluster")
+    hosts: int = Field(2, ge=1, description="worker host processes (which workers each serves: layout)")
+    layout: Literal["striped", "by-lm"] = Field(
+        "striped",
+        description="striped: each host serves a slice of every LM's cluster; by-lm: host h serves part of LM "
+        "h mod lms's cluster only (needs hosts >= lms; what `live chaos --faults` uses, so a partition fault is "
+        "the hosts of one LM)",
+    )
     beat: float = Field(0.2, gt=0, description="host heartbeat period (s)")
     task_kind: Literal["sleep", "cpu", "command"] = Field("sleep", description="default way to run a task")
     output_dir: str = Field("", description="capture command output here (one file per task)")

@@ -45,14 +45,32 @@ def layout_of(cfg: LiveConfig, dc: Datacenter | None = None) -> MeghaLayout:
     return MeghaLayout.build(dc if dc is not None else datacenter_of(cfg), cfg.megha.lms, cfg.megha.gms)
 
 
-def host_workers(layout: MeghaLayout, n_hosts: int, h: int) -> list[int]:
-    """Workers of host ``h`` of ``n_hosts``: the h-th slice of every LM's cluster (a host death leaves every
-    LM with workers to relaunch on)."""
+def host_workers(layout: MeghaLayout, n_hosts: int, h: int, mode: str = "striped") -> list[int]:
+    """Workers of host ``h`` of ``n_hosts``.
+
+    ``striped`` (the default): the h-th slice of every LM's cluster (a host death leaves every LM with workers to
+    relaunch on). ``by-lm``: host ``h`` serves LM ``h mod L`` only (a slice of its cluster when there are more hosts
+    than LMs), so a host stands for part of one LM's group: replayed fault schedules map ``partition`` faults (an
+    LM's whole group of workers) onto the hosts of that LM."""
+    if mode == "by-lm":
+        L = layout.n_lms
+        if n_hosts < L:
+            raise ValueError(f"workers.layout 'by-lm' needs at least one host per LM ({L}), not {n_hosts}")
+        lm = h % L
+        mine = list(range(lm, n_hosts, L))
+        ws = np.arange(int(layout.lm_lo[lm]), int(layout.lm_hi[lm]))
+        return np.array_split(ws, len(mine))[mine.index(h)].tolist()
     out: list[int] = []
     for lm in range(layout.n_lms):
         ws = np.arange(int(layout.lm_lo[lm]), int(layout.lm_hi[lm]))
         out.extend(np.array_split(ws, n_hosts)[h].tolist())
     return out
+
+
+def hosts_of_workers(layout: MeghaLayout, n_hosts: int, workers, mode: str = "striped") -> list[int]:
+    """The hosts (indices) that serve any of ``workers``."""
+    want = set(int(x) for x in workers)
+    return [h for h in range(n_hosts) if want.intersection(host_workers(layout, n_hosts, h, mode))]
 
 
 def make_transport(
@@ -183,7 +201,7 @@ async def start_host(
     comp = WorkerHost(
         name or f"h{h}",
         layout,
-        host_workers(layout, n, h),
+        host_workers(layout, n, h, w.layout),
         rt.epoch,
         beat=w.beat,
         default_kind=w.task_kind,

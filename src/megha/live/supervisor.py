@@ -173,7 +173,8 @@ class Supervisor:
     def watch(self) -> None:
         while not self.stopping:
             time.sleep(0.2)
-            if self.broker is not None and self.broker.poll() is not None and not self.stopping:
+            broker_down = self.broker is not None and self.broker.poll() is not None
+            if broker_down and not self.stopping and not self.held("nats-server"):
                 if self.cfg.ha.restart:
                     log.warning("nats-server exited (%s): restarting it", self.broker.returncode)
                     self.broker_restarts += 1
@@ -200,6 +201,8 @@ class Supervisor:
                     self._save()
                     continue
                 argv, restart = self.specs[name]
+                if restart and self.cfg.ha.restart and self.held(name):
+                    continue  # down on purpose for a while (a replayed fault's down_for)
                 if restart and self.cfg.ha.restart:
                     log.warning("%s exited (%s): restarting it", name, p.returncode)
                     self.restarts[name] = self.restarts.get(name, 0) + 1
@@ -208,6 +211,19 @@ class Supervisor:
                     log.warning("%s exited (%s)", name, p.returncode)
                     del self.procs[name]
                 self._save()
+
+    def held(self, name: str) -> bool:
+        """Whether ``name`` must stay down for now: ``state_dir/hold/<name>`` holds the time (seconds since the
+        epoch) before which it is not restarted (:func:`hold`)."""
+        p = self.state / "hold" / name
+        try:
+            until = float(p.read_text())
+        except (OSError, ValueError):
+            return False
+        if time.time() < until:
+            return True
+        p.unlink(missing_ok=True)
+        return False
 
     def stop(self, *_: object) -> None:
         self.stopping = True
@@ -284,6 +300,16 @@ async def wait_credentials(cfg: LiveConfig, role: str = "client", timeout: float
     end = time.monotonic() + timeout
     while read_credentials(cfg, role) is None and time.monotonic() < end:
         await asyncio.sleep(0.05)
+
+
+def hold(cfg: LiveConfig, name: str, seconds: float) -> None:
+    """Keep service ``name`` (``gm0``, ``host1``, ``nats-server``...) down for ``seconds`` once it dies: the
+    supervisor restarts it only afterwards (how replayed faults get their ``down_for``)."""
+    d = Path(cfg.state_dir) / "hold"
+    d.mkdir(parents=True, exist_ok=True)
+    tmp = d / f".{name}.tmp"
+    tmp.write_text(repr(time.time() + max(0.0, seconds)))
+    tmp.replace(d / name)
 
 
 def launch(cfg: LiveConfig, config_path: str | None) -> int:
