@@ -41,13 +41,16 @@ async def _until(cond, timeout: float, what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-def _active_lm_pids(cl: LiveClient, address: str, since: float) -> set[int]:
-    """Pids of the processes heard reporting as the active LM ``address`` in a status sent after ``since``."""
-    return {
-        st.info.get("pid")
-        for st in list(cl.statuses.values())
-        if st.src == address and st.role == "active" and st.t > since
-    }
+def _lm_pids(cl: LiveClient, cfg: LiveConfig, address: str, role: str, since: float = 0.0) -> set[int]:
+    """Pids of the running processes whose latest status (sent after ``since``) says they are LM ``address`` in
+    ``role``. By pid, not by service name: under load a standby may take over at start-up already."""
+    latest: dict = {}
+    for st in list(cl.statuses.values()):
+        pid = st.info.get("pid")
+        if st.src == address and st.t > since and (pid not in latest or latest[pid].t < st.t):
+            latest[pid] = st
+    running = set(_services(cfg).values())
+    return {pid for pid, st in latest.items() if st.role == role and pid in running}
 
 
 def _services(cfg: LiveConfig) -> dict[str, int]:
@@ -137,14 +140,22 @@ def test_the_same_lm_fails_twice_and_a_new_standby_takes_over(tmp_path: Path):
             await _until(lambda: cl.started.any() or job.done(), 60, "a task started")
             await asyncio.sleep(0.5)
             lm0 = layout.lm_address(0)
-            standby = _services(cfg)["lm0-standby"]
-            os.kill(_services(cfg)["lm0-active"], signal.SIGKILL)
+            await _until(
+                lambda: _lm_pids(cl, cfg, lm0, "active") and _lm_pids(cl, cfg, lm0, "standby"),
+                60,
+                "LM 0 has an active and a standby",
+            )
+            first = min(_lm_pids(cl, cfg, lm0, "active"))
+            os.kill(first, signal.SIGKILL)
             killed = time.time()
-            # the standby takes over and the supervisor starts a new standby (conditions: under load both take
-            # longer than any fixed wait)
-            await _until(lambda: standby in _active_lm_pids(cl, lm0, killed), 60, "LM 0's standby took over")
-            await _until(lambda: "lm0-standby2" in _services(cfg), 60, "a new standby of LM 0 was started")
-            os.kill(_services(cfg)["lm0-standby"], signal.SIGKILL)  # the promoted standby, now active
+            # the standby takes over and the supervisor starts a new standby, which follows the new active
+            # (conditions: under load both take longer than any fixed wait)
+            await _until(lambda: _lm_pids(cl, cfg, lm0, "active", killed) - {first}, 60, "LM 0's standby took over")
+            promoted = min(_lm_pids(cl, cfg, lm0, "active", killed) - {first})
+            await _until(
+                lambda: _lm_pids(cl, cfg, lm0, "standby", killed) - {first, promoted}, 90, "a new standby of LM 0"
+            )
+            os.kill(promoted, signal.SIGKILL)  # the promoted standby, now active
             run = await asyncio.wait_for(job, 180)
             await cl.close()
             return to_run_result(run, cfg, dc, "synthetic")
@@ -187,12 +198,16 @@ def test_a_stalled_active_lm_is_deposed_and_stops(tmp_path: Path):
             job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=60))
             await _until(lambda: cl.started.any() or job.done(), 60, "a task started")
             lm0 = layout.lm_address(0)
-            standby = _services(cfg)["lm0-standby"]
-            pid = _services(cfg)["lm0-active"]
+            await _until(
+                lambda: _lm_pids(cl, cfg, lm0, "active") and _lm_pids(cl, cfg, lm0, "standby"),
+                60,
+                "LM 0 has an active and a standby",
+            )
+            pid = min(_lm_pids(cl, cfg, lm0, "active"))
             os.kill(pid, signal.SIGSTOP)
             stopped = time.time()
             try:  # stalled until its standby has taken over (a fixed 3 s was not always enough under load)
-                await _until(lambda: standby in _active_lm_pids(cl, lm0, stopped), 60, "LM 0's standby took over")
+                await _until(lambda: _lm_pids(cl, cfg, lm0, "active", stopped) - {pid}, 60, "LM 0's standby took over")
             finally:
                 os.kill(pid, signal.SIGCONT)
             run = await asyncio.wait_for(job, 180)
@@ -211,7 +226,7 @@ def test_a_stalled_active_lm_is_deposed_and_stops(tmp_path: Path):
                 alive = False
         assert not alive, "the deposed active LM is still running"
         state = json.loads((Path(cfg.state_dir) / "services.json").read_text())
-        assert "lm0-active" not in state["services"]
+        assert pid not in state["services"].values()
         assert any(n.startswith("lm0-standby") and n != "lm0-standby" for n in state["services"])
     finally:
         assert supervisor.terminate(cfg)

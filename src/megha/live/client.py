@@ -379,6 +379,8 @@ class LiveClient:
         pending_resync: set[int] = set()
         synced_at: dict[int, float] = {}
         resync_grace = 1.5
+        finish_grace = 10.0
+        all_known_at: float | None = None
         while True:
             now = time.time()
             # submit every job that is due
@@ -407,7 +409,15 @@ class LiveClient:
             if progress is not None:
                 progress(self.n_known, n_feasible)
             if self.n_known >= n_feasible and pos >= order.size:
-                break
+                # the GM can report completions before the "finished" events of the same tasks arrive (other
+                # services send those, in batches; under load they lag): wait a little for them so the run's
+                # record is whole (a test saw all four tasks known, none finished)
+                if not (feasible & self.known & (self.finished == 0)).any():
+                    break
+                if all_known_at is None:
+                    all_known_at = time.monotonic()
+                elif time.monotonic() - all_known_at > finish_grace:
+                    break
             # GM faults
             pending_resync |= self._restarted
             self._restarted.clear()

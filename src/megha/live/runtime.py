@@ -588,6 +588,7 @@ class Hosted:
             self.reject(f"{env.type} on the replication subject")
             return
         self._last_heard = time.monotonic()
+        self._seen_active = True  # records in the log: there is (or was) an active, whose silence counts
         if r.n <= self._repl_n:
             return
         if self.port.epoch != env.epoch:  # follow the active's incarnation (its sequence numbers)
@@ -675,6 +676,12 @@ class Hosted:
         then serve."""
         tr = self.rt.transport
         if not await self._caught_up():
+            return
+        if time.monotonic() - self._last_heard <= self.failover_timeout:
+            # the active wrote (or beat) while this standby read the log: it is alive. Under load an active that
+            # starts after its standby can take longer than the standby's grace; without this check the standby
+            # took over right as the active's first records arrived (a needless failover at every such start)
+            self.counters["takeover_aborted"] += 1
             return
         try:
             term = max(await tr.current_term(self.term_key), self.port.term) + 1
