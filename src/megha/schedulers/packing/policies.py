@@ -50,6 +50,7 @@ from megha.schedulers.packing.structures import (
     LineServers,
     MaskedJobs,
     SizeQueue,
+    _kernels,
     size_key,
 )
 
@@ -137,6 +138,50 @@ class PackingPolicy:
         return lambda s: c(j, s)
 
 
+def _visit_changed(policy: PackingPolicy, room: np.ndarray, inv: np.ndarray, visit: Callable[[int], None]) -> None:
+    """Server-order scans (BF-S, VQS-BF) under placement constraints: visit only the servers that can take a job.
+
+    Such a scan visits the servers in index order, each taking queued jobs until none fits, so after a slot no
+    queued job fits any server. A server without departures this slot still has the same room, so it can only
+    take a job that arrived this slot: visiting, in index order, the servers with departures and the servers
+    some still-queued new job fits (found by one compiled scan) makes the same placements as visiting every
+    server with room, whose other visits place nothing and change nothing.
+    """
+    n = room.size
+    dep = sorted(policy._departed)
+    masked = policy.masked
+    new = [j for j in policy._new if j in masked.pos]
+    out = policy._out
+    if new:
+        mask = policy.compat.mask
+        size = policy.size
+        xs = np.array([size[j] for j in new], dtype=np.int64)
+        ms = np.array([mask.get(j, 0) for j in new], dtype=np.uint32)
+        alive = np.ones(len(new), dtype=np.bool_)
+        where = {j: i for i, j in enumerate(new)}
+        scan = _kernels().k_first_fit_any
+    di = 0
+    lo = 0
+    while policy.nqueued:
+        while di < len(dep) and dep[di] < lo:
+            di += 1
+        s = dep[di] if di < len(dep) else n
+        if new:
+            t = scan(room, inv, lo, s, xs, ms, alive)
+            if t >= 0:
+                s = t
+        if s >= n:
+            return
+        k = len(out)
+        visit(s)
+        if new:
+            for j, _ in out[k:]:
+                i = where.get(j)
+                if i is not None:
+                    alive[i] = False
+        lo = s + 1
+
+
 class _BestFitFamily(PackingPolicy):
     """Shared state of FIFO-FF, BF-J, BF-S and BF-J/S: a server index and a queue index."""
 
@@ -160,6 +205,8 @@ class _BestFitFamily(PackingPolicy):
             and ("size" in self.needs or "arrival" in self.needs)
             else None
         )
+        if isinstance(compat, Constraints) and isinstance(servers, LineServers):
+            servers.enable_masks(compat.inv)
 
     def residual(self, s: int):
         return self.servers.room(s)
@@ -235,10 +282,14 @@ class FifoFF(_BestFitFamily):
         q = self.fifo
         srv = self.servers
         size = self.size
+        cons = self.compat if type(self.compat) is Constraints and srv.room_np is not None else None
         while q:
             j = q[0]
             x = size[j]
-            s = srv.first_fit(x, 0, self._server_accept(j))
+            if cons is not None:
+                s = srv.first_fit_mask(x, cons.mask.get(j, 0))
+            else:
+                s = srv.first_fit(x, 0, self._server_accept(j))
             if s < 0:
                 break
             q.popleft()
@@ -304,6 +355,8 @@ class BFS(_BestFitFamily):
     def _schedule(self) -> None:
         if not self._departed and not self._new:
             return
+        if self.masked is not None:
+            return self._schedule_constrained()
         q = self.by_size
         srv = self.servers
         lo = 0
@@ -313,6 +366,11 @@ class BFS(_BestFitFamily):
                 return
             self._fill_server(s)
             lo = s + 1
+
+    def _schedule_constrained(self) -> None:
+        """Same decisions with placement constraints, visiting only the servers that can take a job."""
+        srv = self.servers
+        _visit_changed(self, srv.room_np, srv.inv_np, self._fill_server)
 
 
 class BFJS(_BestFitFamily):
@@ -527,28 +585,28 @@ class VQS(_VirtualQueues):
         mask = self.compat.mask
         inv = self._inv_np
         empty = self._empty_np
+        scan = _kernels().k_first_empty_fit
         lo = 0
         while self.nqueued:
             c = cs.best(self.nq)
             if c < 0:
                 return
             conf = cs.configs[c]
-            ok = None
+            use_a = use_b = False
+            ma = mb = 0
             if conf.res >= 0 and self.vq[conf.res]:
                 j = self.vq[conf.res][0]
                 if size[j] <= UNIT:
-                    ok = (inv[lo:] & np.uint32(mask.get(j, 0))) == 0
+                    use_a, ma = True, mask.get(j, 0)
             if conf.other >= 0 and self.vq[conf.other]:
                 j = self.vq[conf.other][0]
                 if size[j] <= conf.space and size[j] <= UNIT:
-                    o = (inv[lo:] & np.uint32(mask.get(j, 0))) == 0
-                    ok = o if ok is None else (ok | o)
-            if ok is None:
+                    use_b, mb = True, mask.get(j, 0)
+            if not (use_a or use_b):
                 return
-            hit = np.flatnonzero(ok & empty[lo:])
-            if not hit.size:
+            s = scan(empty, inv, lo, ma, use_a, mb, use_b)
+            if s < 0:
                 return
-            s = lo + int(hit[0])
             placed = self._renew(s)
             assert placed, "VQS: a renewal the scan found possible placed nothing"
             lo = s + 1
@@ -611,6 +669,11 @@ class VQSBF(_VirtualQueues):
         self.tree = LineServers(self.n, by_index=True).tree  # residual by server id
         self._lower = [self.partition.lower_units(k) for k in range(self.T)]
         self.masked = MaskedJobs() if isinstance(self.compat, Constraints) else None
+        self._room_np: np.ndarray | None = None  # constrained runs: free room per server for the compiled scan
+        self._inv_np: np.ndarray | None = None
+        if self.masked is not None:
+            self._room_np = np.full(self.n, UNIT, dtype=np.int64)
+            self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
 
     def _enqueue(self, job: int, x) -> None:
         t = self.partition.type_of(x)
@@ -627,6 +690,8 @@ class VQSBF(_VirtualQueues):
         self.njobs[s] -= 1
         self.cnt[s * self.T + t] -= 1
         self.tree.set(s, UNIT - self.used[s])
+        if self._room_np is not None:
+            self._room_np[s] = UNIT - self.used[s]
 
     def _place(self, key: int, s: int, t: int) -> int:
         j = _JOB_MASK - (key & _JOB_MASK)
@@ -702,10 +767,14 @@ class VQSBF(_VirtualQueues):
                 break
             room -= self._place(key, s, t)
         self.tree.set(s, room)
+        if self._room_np is not None:
+            self._room_np[s] = room
 
     def _schedule(self) -> None:
         if not self._departed and not self._new:
             return
+        if self.masked is not None:
+            return _visit_changed(self, self._room_np, self._inv_np, self._visit)
         lo = 0
         tree = self.tree
         while self.nqueued:

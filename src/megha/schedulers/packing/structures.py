@@ -45,6 +45,13 @@ NEG = -(1 << 62)
 Accept = Callable[[int], bool] | None
 
 
+def _kernels():
+    """The compiled constrained scans (imported on first use: numba is slow to import, so the CLI stays fast)."""
+    from megha.schedulers.packing import _kernels as k
+
+    return k
+
+
 def quantize(x: float) -> int:
     """Size in units of a real size in (0, 1], rounded up (at least one unit)."""
     u = math.ceil(x * UNIT - _SLACK)
@@ -137,7 +144,7 @@ class LineServers:
     Only the indexes a policy asks for are maintained.
     """
 
-    __slots__ = ("n", "njobs", "sorted", "tree", "used")
+    __slots__ = ("inv_np", "n", "njobs", "room_np", "sorted", "tree", "used")
 
     def __init__(self, n: int, by_residual: bool = False, by_index: bool = False) -> None:
         if n < 1:
@@ -149,6 +156,13 @@ class LineServers:
         self.njobs = [0] * n
         self.sorted = SortedList((UNIT << _SERVER_BITS) | s for s in range(n)) if by_residual else None
         self.tree = MaxTree([UNIT] * n) if by_index else None
+        self.room_np: np.ndarray | None = None  # free room per server, kept only with placement constraints
+        self.inv_np: np.ndarray | None = None
+
+    def enable_masks(self, inv: list[int]) -> None:
+        """Keep flat arrays of free room and complemented server masks for the compiled constrained scans."""
+        self.inv_np = np.array(inv, dtype=np.uint32)
+        self.room_np = np.array([UNIT - u for u in self.used], dtype=np.int64)
 
     def residual(self, s: int) -> int:
         return UNIT - self.used[s]
@@ -167,6 +181,8 @@ class LineServers:
             sl.add((new_res << _SERVER_BITS) | s)
         if self.tree is not None:
             self.tree.set(s, new_res)
+        if self.room_np is not None:
+            self.room_np[s] = new_res
 
     def add(self, s: int, x: int) -> None:
         """Place a job of size ``x`` on ``s`` (the caller checked that it fits)."""
@@ -201,6 +217,8 @@ class LineServers:
 
     def best_fit_mask(self, x: int, mask: int, inv: list[int]) -> int:
         """:meth:`best_fit` for a job with constraint ``mask`` (server ``s`` accepts it iff ``mask & inv[s] == 0``)."""
+        if mask and self.room_np is not None:
+            return _kernels().k_best_fit(self.room_np, self.inv_np, x, mask)
         sl = self.sorted
         i = sl.bisect_left(x << _SERVER_BITS)
         if not mask:
@@ -210,6 +228,12 @@ class LineServers:
             if not (mask & inv[s]):
                 return s
         return -1
+
+    def first_fit_mask(self, x: int, mask: int, lo: int = 0) -> int:
+        """:meth:`first_fit` for a job with constraint ``mask`` (needs :meth:`enable_masks`)."""
+        if not mask:
+            return self.tree.find_first(x, lo)
+        return _kernels().k_first_fit(self.room_np, self.inv_np, lo, x, mask)
 
     def first_fit(self, x: int, lo: int = 0, accept: Accept = None) -> int:
         """The lowest server id ≥ ``lo`` with residual ≥ ``x``, or -1."""
@@ -393,14 +417,8 @@ class MaskedJobs:
                 if bx < x <= room and not (m & inv) and (typ < 0 or t == typ):
                     best, bx = j, x
             return best
-        top = self.top
-        ok = self.alive[:top] & (self.size[:top] <= room) & ((self.mask[:top] & np.uint32(inv)) == 0)
-        if typ >= 0:
-            ok &= self.typ[:top] == typ
-        idx = np.flatnonzero(ok)
-        if idx.size == 0:
-            return -1
-        return int(self.ids[idx[int(np.argmax(self.size[idx]))]])
+        p = _kernels().k_best_job(self.size, self.mask, self.typ, self.alive, self.top, room, inv, typ)
+        return -1 if p < 0 else int(self.ids[p])
 
     def fitting_any(self, rooms: list[tuple[int, int]]) -> list[int]:
         """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers."""

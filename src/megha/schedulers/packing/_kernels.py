@@ -1,0 +1,106 @@
+"""Compiled (numba) scans of the packing policies under placement constraints.
+
+With constraints a server-side or job-side query can no longer stop at the first candidate of a sorted index:
+incompatible candidates are skipped, and with thousands of distinct constraint masks no per-mask index stays
+small. These kernels do the skipping as one tight loop over flat arrays (server free room and complemented
+masks, or the queued jobs' sizes and masks) and stop at the first hit where the query allows it.
+
+Masks are passed as plain ints (numpy scalars would send every call through numba's slow dispatch path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_INF = np.iinfo(np.int64).max
+
+
+@njit(cache=True, nogil=True)
+def k_first_fit(room: np.ndarray, inv: np.ndarray, lo: int, x: int, mask: int) -> int:
+    """Lowest server ``s >= lo`` with ``room[s] >= x`` and ``mask & inv[s] == 0``, or -1."""
+    m = np.uint32(mask & 0xFFFFFFFF)
+    for s in range(lo, room.size):
+        if room[s] >= x and (inv[s] & m) == 0:
+            return s
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def k_best_fit(room: np.ndarray, inv: np.ndarray, x: int, mask: int) -> int:
+    """Server with the least ``room >= x`` compatible with ``mask`` (lowest id on ties), or -1."""
+    m = np.uint32(mask & 0xFFFFFFFF)
+    best = -1
+    br = _INF
+    for s in range(room.size):
+        r = room[s]
+        if x <= r < br and (inv[s] & m) == 0:
+            best = s
+            br = r
+            if r == x:  # nothing is tighter, and a lower id with the same room would have come first
+                break
+    return best
+
+
+@njit(cache=True, nogil=True)
+def k_first_fit_any(
+    room: np.ndarray, inv: np.ndarray, lo: int, hi: int, xs: np.ndarray, masks: np.ndarray, alive: np.ndarray
+) -> int:
+    """Lowest server in ``[lo, hi)`` that fits at least one live job ``i`` (``xs[i]``, ``masks[i]``), or -1."""
+    k = xs.size
+    xmin = _INF
+    for i in range(k):
+        if alive[i] and xs[i] < xmin:
+            xmin = xs[i]
+    if xmin == _INF:
+        return -1
+    for s in range(lo, hi):
+        r = room[s]
+        if r < xmin:
+            continue
+        v = inv[s]
+        for i in range(k):
+            if alive[i] and xs[i] <= r and (masks[i] & v) == 0:
+                return s
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def k_best_job(
+    size: np.ndarray,
+    mask: np.ndarray,
+    typ: np.ndarray,
+    alive: np.ndarray,
+    top: int,
+    room: int,
+    inv: int,
+    t: int,
+) -> int:
+    """Position of the largest live job (first among equals) with size <= room, ``mask & inv == 0`` and type
+    ``t`` (any type if ``t < 0``), or -1."""
+    v = np.uint32(inv & 0xFFFFFFFF)
+    best = -1
+    bx = 0
+    for p in range(top):
+        if alive[p]:
+            x = size[p]
+            if bx < x <= room and (mask[p] & v) == 0 and (t < 0 or typ[p] == t):
+                best = p
+                bx = x
+    return best
+
+
+@njit(cache=True, nogil=True)
+def k_first_empty_fit(
+    empty: np.ndarray, inv: np.ndarray, lo: int, mask_a: int, use_a: bool, mask_b: int, use_b: bool
+) -> int:
+    """Lowest empty server ``s >= lo`` compatible with job mask ``mask_a`` (if ``use_a``) or ``mask_b`` (if
+    ``use_b``), or -1."""
+    a = np.uint32(mask_a & 0xFFFFFFFF)
+    b = np.uint32(mask_b & 0xFFFFFFFF)
+    for s in range(lo, empty.size):
+        if empty[s]:
+            v = inv[s]
+            if (use_a and (v & a) == 0) or (use_b and (v & b) == 0):
+                return s
+    return -1
