@@ -325,13 +325,15 @@ class BFJ(_BestFitFamily):
     def _schedule_constrained(self) -> None:
         """Same decisions with placement constraints: after a slot no queued job fits any compatible server,
         so older jobs can only go to servers that had departures — scan those (numpy over the queue), then
-        place the new arrivals over all servers."""
+        place the new arrivals, in arrival order, over all servers."""
         srv = self.servers
         cons = self.compat
         size = self.size
         if self._departed:
             dep = sorted(self._departed)
-            for j in self.masked.fitting_any([(srv.room(s), cons.inv[s]) for s in dep]):
+            masked = self.masked
+            hi = masked.pos[self._new[0]] if self._new else masked.top  # the older jobs only
+            for j in masked.fitting_any([(srv.room(s), cons.inv[s]) for s in dep], hi):
                 x = size[j]
                 best, best_room = -1, UNIT + 1
                 for s in dep:

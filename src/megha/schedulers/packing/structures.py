@@ -420,9 +420,10 @@ class MaskedJobs:
         p = _kernels().k_best_job(self.size, self.mask, self.typ, self.alive, self.top, room, inv, typ)
         return -1 if p < 0 else int(self.ids[p])
 
-    def fitting_any(self, rooms: list[tuple[int, int]]) -> list[int]:
-        """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers."""
-        top = self.top
+    def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
+        """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers (only the jobs
+        at positions below ``hi`` if given: those added before the job at position ``hi``)."""
+        top = self.top if hi is None else hi
         alive = self.alive[:top]
         size = self.size[:top]
         mask = self.mask[:top]
