@@ -207,6 +207,8 @@ class _BestFitFamily(PackingPolicy):
         )
         if isinstance(compat, Constraints) and isinstance(servers, LineServers):
             servers.enable_masks(compat.inv)
+        if self.masked is not None:  # the constrained paths query the masked queue only
+            self.by_size = self.by_arrival = None
 
     def residual(self, s: int):
         return self.servers.room(s)

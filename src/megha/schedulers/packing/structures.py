@@ -18,7 +18,9 @@ what changed, not to the size of the cluster or of the queue:
 
 Every query takes an optional ``accept`` predicate (server id or job id → bool) used by the simulator path
 when tasks carry placement constraints; candidates that are not accepted are skipped (the query then scans,
-which costs more but stays correct). Vector (multi-resource) counterparts are in
+which costs more but stays correct). With :class:`Constraints`, the single-resource structures switch to compiled
+scans over flat arrays (:mod:`~megha.schedulers.packing._kernels`), O(servers) or O(queue) per query but without
+Python-level loops. Vector (multi-resource) counterparts are in
 :mod:`megha.schedulers.packing.multires`.
 """
 
@@ -160,9 +162,14 @@ class LineServers:
         self.inv_np: np.ndarray | None = None
 
     def enable_masks(self, inv: list[int]) -> None:
-        """Keep flat arrays of free room and complemented server masks for the compiled constrained scans."""
+        """Keep flat arrays of free room and complemented server masks for the compiled constrained scans.
+
+        Best fit then always runs as the compiled scan (unconstrained jobs too), so the sorted residual index is
+        dropped: its upkeep on every placement and departure cost more than the scans.
+        """
         self.inv_np = np.array(inv, dtype=np.uint32)
         self.room_np = np.array([UNIT - u for u in self.used], dtype=np.int64)
+        self.sorted = None  # best fit is the compiled scan, for every mask
 
     def residual(self, s: int) -> int:
         return UNIT - self.used[s]
@@ -217,7 +224,7 @@ class LineServers:
 
     def best_fit_mask(self, x: int, mask: int, inv: list[int]) -> int:
         """:meth:`best_fit` for a job with constraint ``mask`` (server ``s`` accepts it iff ``mask & inv[s] == 0``)."""
-        if mask and self.room_np is not None:
+        if self.room_np is not None:
             return _kernels().k_best_fit(self.room_np, self.inv_np, x, mask)
         sl = self.sorted
         i = sl.bisect_left(x << _SERVER_BITS)
