@@ -104,3 +104,49 @@ def k_first_empty_fit(
             if (use_a and (v & a) == 0) or (use_b and (v & b) == 0):
                 return s
     return -1
+
+
+@njit(cache=True, nogil=True)
+def k_fit_departed(
+    size: np.ndarray,
+    mask: np.ndarray,
+    alive: np.ndarray,
+    hi: int,
+    dep_room: np.ndarray,
+    dep_inv: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """BF-J's first step: the live jobs at positions ``< hi``, in order, each to the tightest of the given servers
+    that fits it (first on ties), updating ``dep_room`` in place; returns (job positions, server indexes)."""
+    nd = dep_room.size
+    pos = np.empty(hi, dtype=np.int64)
+    srv = np.empty(hi, dtype=np.int64)
+    k = 0
+    top = 0
+    for i in range(nd):
+        top = max(top, dep_room[i])
+    for p in range(hi):
+        if top <= 0:
+            break
+        if not alive[p]:
+            continue
+        x = size[p]
+        if x > top:
+            continue
+        m = mask[p]
+        best = -1
+        br = _INF
+        for i in range(nd):
+            r = dep_room[i]
+            if x <= r < br and (m & dep_inv[i]) == 0:
+                best = i
+                br = r
+        if best >= 0:
+            pos[k] = p
+            srv[k] = best
+            k += 1
+            dep_room[best] -= x
+            if br == top:
+                top = 0
+                for i in range(nd):
+                    top = max(top, dep_room[i])
+    return pos[:k], srv[:k]

@@ -326,8 +326,8 @@ class BFJ(_BestFitFamily):
 
     def _schedule_constrained(self) -> None:
         """Same decisions with placement constraints: after a slot no queued job fits any compatible server,
-        so older jobs can only go to servers that had departures — scan those (numpy over the queue), then
-        place the new arrivals, in arrival order, over all servers."""
+        so older jobs can only go to servers that had departures — one compiled pass over the queue places them
+        there — then the new arrivals go, in arrival order, over all servers."""
         srv = self.servers
         cons = self.compat
         size = self.size
@@ -335,15 +335,9 @@ class BFJ(_BestFitFamily):
             dep = sorted(self._departed)
             masked = self.masked
             hi = masked.pos[self._new[0]] if self._new else masked.top  # the older jobs only
-            for j in masked.fitting_any([(srv.room(s), cons.inv[s]) for s in dep], hi):
-                x = size[j]
-                best, best_room = -1, UNIT + 1
-                for s in dep:
-                    r = srv.room(s)
-                    if x <= r < best_room and cons(j, s):
-                        best, best_room = s, r
-                if best >= 0:
-                    self._place(j, best, x)
+            inv = cons.inv
+            for j, i in masked.fit_departed([srv.room(s) for s in dep], [inv[s] for s in dep], hi):
+                self._place(j, dep[i], size[j])
         placed = {j for j, _ in self._out} if self._out else ()
         for j in self._new:
             if j not in placed:

@@ -439,6 +439,14 @@ class MaskedJobs:
             ok |= (size <= room) & ((mask & np.uint32(inv)) == 0)
         return self.ids[np.flatnonzero(ok & alive)].tolist()
 
+    def fit_departed(self, rooms: list[int], invs: list[int], hi: int) -> list[tuple[int, int]]:
+        """The jobs at positions below ``hi``, in insertion order, each to the tightest of the given servers (free
+        ``rooms``, complemented masks ``invs``) that fits it, first on ties: ``[(job, server index), ...]``."""
+        room = np.array(rooms, dtype=np.int64)
+        inv = np.array(invs, dtype=np.uint32)
+        pos, srv = _kernels().k_fit_departed(self.size, self.mask, self.alive, hi, room, inv)
+        return list(zip(self.ids[pos].tolist(), srv.tolist(), strict=True))
+
     def _rebuild(self) -> None:
         keep = np.flatnonzero(self.alive[: self.top])
         cap = max(256, 2 * keep.size + 1)
