@@ -98,6 +98,8 @@ WORKER_FAULTS = [
     ("pigeon", "slot"),
     ("sparrow", "slot"),
     ("sparrow", "resource"),
+    ("flow", "slot"),
+    ("flow", "resource"),
 ]
 FAULT_KINDS = {
     "megha": ["worker", "partition", "gm", "lm"],
@@ -105,6 +107,7 @@ FAULT_KINDS = {
     "pigeonc": ["worker", "partition", "master", "distributor"],
     "pigeon": ["worker", "partition", "master", "distributor"],
     "sparrow": ["worker", "scheduler"],
+    "flow": ["worker", "scheduler"],
 }
 
 

@@ -72,6 +72,19 @@ class Kill:
 
 
 @dataclass(slots=True)
+class LaunchFailed:
+    """Tasks launched on workers that were down when the launch reached them (a fault): never started; the
+    launcher places them again (sent by a worker pool to whoever launched them)."""
+
+    tasks: np.ndarray
+    workers: np.ndarray
+    demands: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.tasks)  # numpy array or list
+
+
+@dataclass(slots=True)
 class Killed:
     """Tasks that were running and are now stopped (tasks not running are left out)."""
 

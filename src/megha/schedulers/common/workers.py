@@ -13,7 +13,7 @@ import numpy as np
 
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
-from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
+from megha.schedulers.common.messages import Finished, Kill, Killed, Launch, LaunchFailed
 from megha.sim.component import Component
 
 
@@ -44,6 +44,7 @@ class WorkerPool(Component):
         self._ends: dict[float, list] = {}  # end time -> tasks ending then
         self._running: dict[int, tuple[float, int, str, np.ndarray | None]] = {}
         self._as_list: dict[str, bool] = {}  # reply address -> launcher used lists
+        self.dead: set[int] | None = None  # workers down (a fault; see fail_workers); None until the first fault
 
     def on_message(self, msg, now: float) -> None:
         if isinstance(msg, Launch):
@@ -57,6 +58,10 @@ class WorkerPool(Component):
         raise SimulationError(f"{self.address}: worker {w} over-committed at t={now:.6f}: {what}")
 
     def _launch(self, msg: Launch, now: float) -> None:
+        if self.dead:
+            msg = self._bounce(msg)
+            if msg is None:
+                return
         as_list = isinstance(msg.tasks, list)
         tasks = msg.tasks if as_list else msg.tasks.tolist()
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
@@ -142,6 +147,55 @@ class WorkerPool(Component):
             self._release(ts, ws, d_arr)
             self.rec.preempted(ts, now)
         self.port.send(msg.reply_to, Killed(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr))
+
+    # --- faults (a family's worker faults, megha.model.faults.FaultHandler) ---------------------------------
+    def fail_workers(self, workers: list[int], now: float) -> list[tuple[int, int, str]]:
+        """Workers die at ``now``: the tasks running on them stop (their runs are recorded as lost) and their
+        resources are released; launches that reach a dead worker later are answered :class:`LaunchFailed`
+        until :meth:`restore_workers`. Returns ``(task, worker, launcher)`` of every task lost."""
+        dead = set(int(w) for w in workers)
+        if self.dead is None:
+            self.dead = set()
+        self.dead |= dead
+        lost = [(t, e[1], e[2], e[3]) for t, e in self._running.items() if e[1] in dead]
+        if not lost:
+            return []
+        for t, *_ in lost:
+            del self._running[t]  # its end timer finds no entry and ignores it
+        ds = [d for *_, d in lost]
+        self._release([t for t, *_ in lost], [w for _, w, _, _ in lost], None if ds[0] is None else np.array(ds))
+        self.rec.lost([t for t, *_ in lost], now)
+        return [(t, w, r) for t, w, r, _ in lost]
+
+    def restore_workers(self, workers: list[int]) -> None:
+        """Dead workers are back (empty)."""
+        if self.dead:
+            self.dead.difference_update(int(w) for w in workers)
+
+    def _bounce(self, msg: Launch) -> Launch | None:
+        """Answer the part of a launch aimed at dead workers with :class:`LaunchFailed`; the rest to start (None:
+        nothing)."""
+        dead = self.dead
+        workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+        bad = [i for i, w in enumerate(workers) if w in dead]
+        if not bad:
+            return msg
+        ok = [i for i, w in enumerate(workers) if w not in dead]
+        as_list = isinstance(msg.tasks, list)
+        tasks = np.asarray(msg.tasks, dtype=np.int64)
+        wa = np.asarray(workers, dtype=np.int64)
+        durs = np.asarray(msg.durations, dtype=np.float64)
+        dem = None if msg.demands is None else np.asarray(msg.demands)
+
+        def part(a: np.ndarray, idx: list[int]):
+            return a[idx].tolist() if as_list else a[idx]
+
+        bad_dem = None if dem is None else dem[bad]
+        self.port.send(msg.reply_to, LaunchFailed(part(tasks, bad), part(wa, bad), bad_dem))
+        if not ok:
+            return None
+        ok_dem = None if dem is None else dem[ok]
+        return Launch(part(tasks, ok), part(wa, ok), part(durs, ok), msg.reply_to, ok_dem)
 
     def running_tasks(self) -> int:
         return len(self._running)

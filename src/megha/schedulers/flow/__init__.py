@@ -8,7 +8,8 @@ turns it into the paper's queue-based baselines on the same machinery.
 
 Modules: :mod:`.network` (dynamic flow network), :mod:`._kernels` (numba kernels), :mod:`.solvers`,
 :mod:`.costs` (cost models), :mod:`.fairness`, :mod:`.graph` (scheduling graph), :mod:`.scheduler`
-(the component), :mod:`.synthetic` (churn graphs for benchmarks and the latency reproduction).
+(the component), :mod:`.faults` (machine failures from fault schedules), :mod:`.synthetic` (churn graphs for
+benchmarks and the latency reproduction).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from megha.errors import InputError
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.flow.compiled import CompiledGraph
 from megha.schedulers.flow.costs import make_cost_model
+from megha.schedulers.flow.faults import FlowFaults
 from megha.schedulers.flow.graph import SchedulingGraph
 from megha.schedulers.flow.scheduler import FlowScheduler, FlowSettings, Machines
 from megha.schedulers.flow.solvers import IncrementalSolver, make_solver, warm_up
@@ -212,4 +214,5 @@ def build(ctx: BuildContext) -> Deployment:
             "graph": "compiled" if isinstance(sched.g, CompiledGraph) else ("reference" if sched.g else None),
         },
         components=[pool, sched],
+        faults=FlowFaults(sched, pool, o.slots_per_machine),
     )

@@ -387,9 +387,11 @@ class CompiledGraph:
         n = int(self.GM[GK.GM_NACT])
         if n + 1 > self._act.size:
             self._act = _grow1(self._act, n + 1, 0)
-        if n and self._act[n - 1] > job:  # keep job-id order (fair shares break ties by it)
+        if n and self._act[n - 1] >= job:  # keep job-id order (fair shares break ties by it)
             live = self._act[:n]
             p = int(np.searchsorted(live, job))
+            if live[p] == job:  # back before the list dropped it (tasks lost with a machine): listed once
+                return
             self._act[p + 1 : n + 1] = live[p:n].copy()
             self._act[p] = job
         else:
@@ -409,6 +411,29 @@ class CompiledGraph:
         free = self.machine_free[ms] > 0
         key = pc.astype(np.float64) - free * 1e15 + self.rng.random(ms.size)
         return ms[np.argsort(key, kind="stable")[: self.max_arcs]]
+
+    def wake_jobs(self, jobs: np.ndarray) -> None:
+        """Tasks of running jobs came back to wait (lost with a machine): their jobs' classes look at every free
+        machine again (the fair-share bookkeeping sees a job's waiting units only grow at its arrival, so it would
+        not notice that such a job, held back before, may place again)."""
+        JT = self.JT
+        net = self.net
+        for j in np.unique(np.asarray(jobs, dtype=np.int64)).tolist():
+            if JT[GK.JT_ALIVE, j] == 1:
+                GK._stale_job_classes(
+                    net.N,
+                    net.H,
+                    self.node_role,
+                    self.node_ref,
+                    ROLE_TASK,
+                    self.GT,
+                    self.CT,
+                    JT[GK.JT_NODE, j],
+                    self._cdirty,
+                    self.GM,
+                    True,
+                )
+        self.GM[GK.GM_JOBS] = 1
 
     # ---------------------------------------------------------------------------------------- machines
     def set_free(self, machines: np.ndarray, free: np.ndarray) -> None:

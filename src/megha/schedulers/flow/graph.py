@@ -305,9 +305,15 @@ class SchedulingGraph:
         self.machine_dirty.update(np.asarray(machines).tolist())
 
     def fail_machines(self, machines: np.ndarray, failed: bool = True) -> None:
-        """Mark machines failed (prohibitive cost on ``M → S``) or repaired."""
+        """Mark machines failed (prohibitive cost on ``M → S``; their slots leave the fair shares' capacity) or
+        repaired. Without preemption a failed machine's sink arc follows its free slots (the scheduler holds them
+        at 0 while it is down); with preemption its capacity is 0 until it is repaired."""
+        machines = np.asarray(machines, dtype=np.int64)
         self.machine_failed[machines] = failed
-        self.machine_dirty.update(np.asarray(machines).tolist())
+        self.machine_dirty.update(machines.tolist())
+        if self.preemption and machines.size:
+            up = np.zeros(machines.size, dtype=np.int64) if failed else self.machine_slots[machines]
+            self.net.set_bounds(self.machine_arc[machines], np.zeros(machines.size, dtype=np.int64), up)
 
     # ---------------------------------------------------------------------------------------- rounds
     def prepare(self, now: float) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
-from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
+from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch, LaunchFailed
 from megha.schedulers.flow import _graph_kernels as GK
 from megha.schedulers.flow.compiled import CompiledGraph
 from megha.schedulers.flow.costs import CostModel
@@ -149,6 +149,7 @@ class FlowScheduler(Component):
         self.round_tasks: list[int] = []
         self.round_sim_cost: list[float] = []
         self.compiled = isinstance(graph, CompiledGraph)
+        self.down: np.ndarray | None = None  # machines down (worker faults, faults.py); None until the first fault
         self._fin_tasks: list = []  # compiled graph: completions since the last round (applied by the round)
         self._fin_workers: list = []
         self.counts = {
@@ -190,6 +191,8 @@ class FlowScheduler(Component):
         """Resource mode: refresh the machines' free units (and tell the graph)."""
         ms = np.unique(ms)
         self.free[ms] = self._units(ms)
+        if self.down is not None:
+            self.free[ms[self.down[ms]]] = 0
         if self.g is not None:
             self.g.set_free(ms, self.free[ms])
 
@@ -207,6 +210,8 @@ class FlowScheduler(Component):
             self._finished(msg, now)
         elif isinstance(msg, Killed):
             self._killed(msg, now)
+        elif isinstance(msg, LaunchFailed):
+            self._requeue(np.asarray(msg.tasks, dtype=np.int64), np.asarray(msg.workers, dtype=np.int64), now)
         else:
             super().on_message(msg, now)
 
@@ -272,6 +277,8 @@ class FlowScheduler(Component):
         if self.res_free is not None:
             np.add.at(self.res_free, ms, self.demand[tasks])
             self._sync_units(ms)
+        elif self.down is not None:
+            self._hold_down(ms)
         self._request_round(now)
 
     def _killed(self, msg: Killed, now: float) -> None:
@@ -292,6 +299,8 @@ class FlowScheduler(Component):
             if self.res_free is not None:
                 np.add.at(self.res_free, ms, self.demand[tasks])
                 self._sync_units(ms)
+            elif self.down is not None:
+                self._hold_down(ms)
         self._request_round(now)
 
     # ---------------------------------------------------------------------------------------- rounds
@@ -369,6 +378,8 @@ class FlowScheduler(Component):
         if self.res_free is not None:
             np.add.at(self.res_free, ms, self.demand[tasks])
             self._sync_units(ms)
+        elif self.down is not None:
+            self._hold_down(ms)
 
     def _compiled_round(self, now: float) -> tuple[np.ndarray, np.ndarray, float, int]:
         """Passes of solve and commit at one instant while they place tasks and classes may reach more."""
@@ -430,6 +441,8 @@ class FlowScheduler(Component):
         """One free worker of each task's machine (lowest index first); marks them busy."""
         workers = np.empty(tasks.size, dtype=np.int64)
         m = self.m
+        if self.down is not None and self.down[machines].any():
+            raise SimulationError(f"{self.address}: a task was placed on a machine that is down")
         if self.res_free is not None:  # one worker per machine; resources, not slots
             workers[:] = m.workers[m.ptr[machines]]
             if machines.size:
@@ -531,6 +544,92 @@ class FlowScheduler(Component):
         if tasks.size:
             self.queue = self.queue[~np.isin(self.queue, tasks)]
         return tasks, np.array(placed_m, dtype=np.int64)
+
+    # ---------------------------------------------------------------------------------------- faults
+    def fail_machines(self, machines: np.ndarray, tasks: np.ndarray, workers: np.ndarray, now: float) -> None:
+        """Machines died at ``now`` (:mod:`.faults`): ``tasks`` ran on their ``workers`` and were lost. The machines
+        leave the graph (no free slot, no flow to the sink, prohibitive cost, out of the fair shares' capacity)
+        until :meth:`restore_machines`; the lost tasks wait again and the next round places them."""
+        machines = np.unique(np.asarray(machines, dtype=np.int64))
+        if self.down is None:
+            self.down = np.zeros(self.m.n, dtype=bool)
+        self.down[machines] = True
+        self.counts["machines_failed"] = self.counts.get("machines_failed", 0) + int(machines.size)
+        if tasks.size:
+            self.counts["tasks_lost"] = self.counts.get("tasks_lost", 0) + int(tasks.size)
+            self._requeue(tasks, workers, now)
+        self._hold_down(machines)
+        if self.g is not None:
+            self.g.fail_machines(machines, True)
+        self._request_round(now)
+
+    def restore_machines(self, machines: np.ndarray, now: float) -> None:
+        """Machines are back: they rejoin the graph with what is free on them (launches still in flight to them
+        hold their slots)."""
+        machines = np.unique(np.asarray(machines, dtype=np.int64))
+        if self.down is None:
+            return
+        self.down[machines] = False
+        if self.res_free is not None:
+            self._sync_units(machines)
+        else:
+            m = self.m
+            for k in machines.tolist():
+                self.free[k] = int((~self.worker_busy[m.workers[m.ptr[k] : m.ptr[k + 1]]]).sum())
+            if self.g is not None:
+                self.g.set_free(machines, self.free[machines])
+        if self.g is not None:
+            self.g.fail_machines(machines, False)
+        self._request_round(now)
+
+    def _hold_down(self, ms: np.ndarray) -> None:
+        """Machines down have no free slot, whatever finished or came back on them."""
+        d = ms[self.down[ms]]
+        if d.size:
+            d = np.unique(d)
+            self.free[d] = 0
+            if self.g is not None:
+                self.g.set_free(d, self.free[d])
+
+    def _requeue(self, tasks: np.ndarray, workers: np.ndarray, now: float) -> None:
+        """Tasks the scheduler launched stopped without finishing (lost with their machine, or their launch found
+        it down): their slots are released and they wait again for the next round."""
+        keep = (self.state[tasks] == RUNNING) | (self.state[tasks] == KILLING)
+        tasks, workers = tasks[keep], workers[keep]
+        if tasks.size == 0:
+            return
+        if self.compiled:
+            self._apply_finished()  # the batch first: one order of bookkeeping
+        ms = self.m.of_worker[workers]
+        self.worker_busy[workers] = False
+        np.add.at(self.free, ms, 1)
+        self.state[tasks] = WAITING
+        self.machine[tasks] = -1
+        g = self.g
+        if g is None:
+            self.queue = np.concatenate([tasks, self.queue])
+        elif self.s.preemption:
+            g.stop_running(tasks, back_to_waiting=True)
+            u = np.unique(ms)
+            g.set_free(u, self.free[u])
+        else:
+            g.finished_outside(tasks, ms)
+            soft_bits = np.uint32(self.s.soft_mask)
+            jobs = self.job[tasks]
+            for j in np.unique(jobs).tolist():
+                ts = tasks[jobs == j]
+                masks = self.mask[ts]
+                g.add_tasks(
+                    j, ts, masks & ~soft_bits, masks & soft_bits, int(self.job_priority[j]), float(self.job_arrival[j])
+                )
+            if self.compiled:
+                g.wake_jobs(jobs)
+        if self.res_free is not None:
+            np.add.at(self.res_free, ms, self.demand[tasks])
+            self._sync_units(ms)
+        elif self.down is not None:
+            self._hold_down(ms)
+        self._request_round(now)
 
     # ---------------------------------------------------------------------------------------- metrics
     def counters(self) -> dict[str, int | float]:
