@@ -60,9 +60,7 @@ def test_unknown_kinds_and_targets_are_clear_errors(trace):
         simulate(_cfg(trace, "megha", {"fault": [{"at": 1, "kind": "gm", "target": 7}]}))
 
 
-# MACRM creates a job manager per job and has its own failure model (megha.schedulers.macrm.faults), not yet offered
-# through fault schedules
-GENERIC = [n for n in registry.names() if not registry.get(n).unbounded and registry.get(n).family != "macrm"]
+GENERIC = [n for n in registry.names() if not registry.get(n).unbounded]
 
 
 @pytest.mark.parametrize("name", GENERIC)
@@ -100,6 +98,7 @@ WORKER_FAULTS = [
     ("sparrow", "resource"),
     ("flow", "slot"),
     ("flow", "resource"),
+    ("macrm", "resource"),  # its nodes never come back (MACRM models no repair): stranded if needed
 ]
 FAULT_KINDS = {
     "megha": ["worker", "partition", "gm", "lm"],
@@ -108,6 +107,7 @@ FAULT_KINDS = {
     "pigeon": ["worker", "partition", "master", "distributor"],
     "sparrow": ["worker", "scheduler"],
     "flow": ["worker", "scheduler"],
+    "macrm": ["worker", "node", "jm", "tracker", "arbitrator", "macrm-client"],
 }
 
 

@@ -89,7 +89,7 @@ def test_node_failure_detected_by_heartbeat_timeout_and_its_tasks_rerun(central)
     c = r.counters
     assert c["macrm_tracker_nodes_lost"] == 5 and c["macrm_arb_nodes_lost"] == 5
     lost = c["macrm_nm_tasks_lost_on_nodes"]
-    assert lost > 0 and r.recorder.preemptions.sum() == lost
+    assert lost > 0 and r.recorder.fault_kills.sum() == lost
     assert c["macrm_jm_tasks_lost_on_nodes"] == lost  # every lost run was placed again
     rerun = np.unique(np.concatenate([ids for ids, *_ in r.recorder.preempted_runs]))
     assert not np.isin(r.recorder.worker[rerun], killed["nodes"]).any()  # the reruns ran elsewhere
@@ -234,7 +234,7 @@ def test_faults_through_simulate_actions_on_a_run_config(seed):
     attempts = [jm.attempt for jm in r.extras["macrm"].runtime.jms if jm.job == done["jm"]]
     assert len(attempts) >= 2  # the killed job manager got a new attempt
     lost = c["macrm_nm_tasks_lost_on_nodes"]
-    assert lost > 0 and rec.preemptions.sum() == lost
+    assert lost > 0 and rec.fault_kills.sum() == lost
 
 
 fault_st = st.lists(

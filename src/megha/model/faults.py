@@ -234,6 +234,7 @@ class FaultHandler(Protocol):
 
     #: kind -> what happens on such a fault (shown in errors and ``megha schedulers``)
     kinds: dict[str, str]
+    # optional ``permanent``: kinds whose targets never come back, whatever ``down_for`` says (MACRM's nodes)
 
     def population(self, kind: str) -> int:
         """How many targets of ``kind`` exist (workers, partitions, ...)."""

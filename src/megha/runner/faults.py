@@ -102,20 +102,21 @@ class FaultDriver(Component):
             fresh = tuple(u for u in units if self._hold(kind, u) == 1)
             self._apply(kind, fresh, now, fail=True)
             crash = self._is_crash(ev.kind)
+            down_for = math.inf if ev.kind in getattr(self.handler, "permanent", ()) else ev.down_for
             self.log.append(
                 {
                     "at": now,
                     "kind": ev.kind,
                     "targets": list(ev.targets),
-                    "down_for": ev.down_for,
+                    "down_for": down_for,
                     "recovered_at": None,
                     "source": ev.source,
                     "crash": crash,
                     "workers": list(units) if kind == "worker" else [],  # the workers it took down
                 }
             )
-            if math.isfinite(ev.down_for):
-                self.port.set_timer(ev.down_for, ("up", i, len(self.log) - 1))
+            if math.isfinite(down_for):
+                self.port.set_timer(down_for, ("up", i, len(self.log) - 1))
             elif self.strand is not None and kind == "worker":
                 self.strand.workers_gone(list(units))
         else:

@@ -49,6 +49,7 @@ from megha.errors import InputError
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.macrm.arbitrator import ResourceArbitrator
 from megha.schedulers.macrm.cadence import Cadence
+from megha.schedulers.macrm.faults import MacrmFaultHandler
 from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
 from megha.schedulers.macrm.nodes import NodeManagers
@@ -404,5 +405,10 @@ def build(ctx: BuildContext) -> Deployment:
     }
     extras = {"macrm": faults, "runtime": runtime, "supervisor": supervisor, "group_of": group_of, "cadence": cad}
     return Deployment(
-        route=lambda job: addr["client"], counters=counters, describe=describe, components=comps, extras=extras
+        route=lambda job: addr["client"],
+        counters=counters,
+        describe=describe,
+        components=comps,
+        extras=extras,
+        faults=MacrmFaultHandler(faults, n, w.n_jobs),  # node/worker, jm, tracker, arbitrator (faults.py)
     )

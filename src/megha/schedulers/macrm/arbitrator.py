@@ -65,6 +65,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
     """The central authority: admission, job-manager containers, central queue, view, scheduler actors, mode."""
 
     kind = "macrm-arbitrator"
+    crash_kind = None  # fault schedules kill the arbitrator as MACRM does ('arbitrator', faults.py)
 
     def __init__(
         self,

@@ -33,6 +33,8 @@ from megha.sim.component import Component
 class Crashed(Component):
     """A dead process at an address: every message and timer is dropped."""
 
+    crash_kind = None  # already dead
+
     def __init__(self, address: str, kind: str) -> None:
         super().__init__(address)
         self.kind = kind
@@ -77,6 +79,7 @@ class JMSlot(Component):
     """
 
     kind = "macrm-jm"
+    crash_kind = None  # fault schedules kill job managers as MACRM does ('jm', faults.py)
 
     def __init__(self, address: str) -> None:
         super().__init__(address)
@@ -145,6 +148,7 @@ class Supervisor(Component):
     arbitrator's persisted hard state (the ZooKeeper role)."""
 
     kind = "macrm-supervisor"
+    crash_kind = None  # ZooKeeper is itself replicated: outside the thesis's failure model (faults.py)
 
     def __init__(
         self, address: str, runtime: str, watched: list[str], alive_timeout: float = 1.0, check_interval: float = 0.25
@@ -229,6 +233,7 @@ class Runtime(Component):
     """
 
     kind = "macrm-runtime"
+    crash_kind = None  # the machines' operating system: outside the thesis's failure model (faults.py)
 
     def __init__(self, address: str, engine, jm_ctx: JMContext, factories: dict[str, Callable[[], Component]]) -> None:
         super().__init__(address)

@@ -19,7 +19,7 @@ Every node keeps its own state and follows the per-node rules exactly:
   What does not fit is rejected back to its sender, so a stale view never over-commits a node; an independent
   invariant check raises :class:`~megha.errors.SimulationError` if a node ever holds more than its capacity.
 * **Failures**: a task may fail mid-run (``task_failure_prob``, or injected); the node manager reports it to the job
-  manager. A crashed node drops everything: its tasks' runs are recorded as preempted, its job managers are
+  manager. A crashed node drops everything: its tasks' runs are recorded as lost (a fault), its job managers are
   terminated, and it answers nothing (the trackers detect it by missing heartbeats).
 * **Job-manager recovery**: containers are fenced by job attempt; a restarted job manager *adopts* the job's
   running tasks and learns which already finished (kept per job until the job is complete).
@@ -66,6 +66,7 @@ class NodeManagers(Component):
     """The node managers of nodes ``lo .. lo + n - 1`` (one tracker's share of the cluster)."""
 
     kind = "macrm-nm"
+    crash_kind = None  # fault schedules crash nodes one by one as MACRM does ('node', faults.py)
 
     def __init__(
         self,
@@ -599,7 +600,7 @@ class NodeManagers(Component):
             self.users[i] = {}
         if lost:
             self.stats["tasks_lost_on_nodes"] += len(lost)
-            self.rec.preempted(lost, now)
+            self.rec.lost(lost, now, "node crashed")
 
     # --- per-event output --------------------------------------------------------------------------------------
     def _flush(self, now: float) -> None:

@@ -47,6 +47,7 @@ class ResourceTracker(Component):
     """Tracker ``index`` for nodes ``lo .. lo + n - 1`` whose node managers live in component ``group``."""
 
     kind = "macrm-tracker"
+    crash_kind = None  # fault schedules kill trackers as MACRM does ('tracker', faults.py)
 
     def __init__(
         self,
