@@ -5,9 +5,9 @@ scheduler, preempted — and where allocation time goes (communication, processi
 engine attributes message latency automatically for messages that carry ``alloc_tasks``.
 
 Reports are cheap: each call extends flat per-kind lists of task ids (ids may be a list, a numpy array or an
-int) and notes the value once per call; the columns are materialized in one vectorized pass when they are
-read. Only the counters a run needs while it runs (running tasks, outstanding completions) are kept live.
-Summaries and tables are derived at the end (:mod:`megha.metrics.summary`).
+int) and of each id's value (one task: two list appends, the ``*_one`` reports); the columns are materialized in
+one vectorized pass when they are read. Only the counters a run needs while it runs (running tasks, outstanding
+completions) are kept live. Summaries and tables are derived at the end (:mod:`megha.metrics.summary`).
 """
 
 from __future__ import annotations
@@ -23,75 +23,56 @@ WorkerIds: TypeAlias = int | list[int] | np.ndarray
 """The workers of reported tasks: one for all, or one per task."""
 
 
-def _as_scalars(vals: list) -> np.ndarray | None:
-    """``vals`` as a float array when every value is a scalar (the usual case, one vectorized pass), else None."""
-    try:
-        a = np.array(vals, dtype=np.float64)
-    except (TypeError, ValueError):  # some values are arrays of different lengths
-        return None
-    return a if a.ndim == 1 and a.size == len(vals) else None
-
-
 class _Log:
-    """Flat task ids of one kind of report, with one value per report and the report's length."""
+    """Flat task ids of one kind of report, with the reported value of each id (and its worker, for starts).
 
-    __slots__ = ("ids", "lens", "vals", "workers")
+    Values are kept per id (the same float object repeated: a list slot, no new object), so a report of one task
+    is two appends and the columns are one array conversion each.
+    """
+
+    __slots__ = ("ids", "vals", "workers")
 
     def __init__(self) -> None:
         self.ids: list[int] = []
-        self.vals: list = []
-        self.lens: list[int] = []
+        self.vals: list[float] = []
         self.workers: list[int] = []
 
     def add(self, ids: TaskIds, val: float | np.ndarray, workers: WorkerIds | None = None) -> int:
         if isinstance(ids, list):
-            n = len(ids)
-            self.ids.extend(ids)
+            pass
         elif isinstance(ids, np.ndarray):
-            lst = ids.ravel().tolist()
-            n = len(lst)
-            self.ids.extend(lst)
+            ids = ids.ravel().tolist()
         elif isinstance(ids, tuple):
-            n = len(ids)
-            self.ids.extend(ids)
+            ids = list(ids)
         else:
-            n = 1
-            self.ids.append(int(ids))
-        self.vals.append(val)
-        self.lens.append(n)
+            ids = [int(ids)]
+        n = len(ids)
+        self.ids.extend(ids)
+        if isinstance(val, np.ndarray) and val.ndim:
+            self.vals.extend(np.broadcast_to(np.asarray(val, dtype=np.float64), (n,)).tolist())
+        else:
+            self.vals.extend([val] * n)
         if workers is not None:
             if isinstance(workers, list):
                 self.workers.extend(workers)
             elif isinstance(workers, np.ndarray):
                 self.workers.extend(workers.ravel().tolist())
             else:
-                self.workers.append(int(workers))
+                self.workers.extend([int(workers)] * n)
         return n
 
     def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ids, one value per id, workers) — and empties the log."""
         ids = np.array(self.ids, dtype=np.int64)
-        lens = np.array(self.lens, dtype=np.int64)
-        scalars = _as_scalars(self.vals) if self.vals else None
-        if scalars is not None:
-            vals = np.repeat(scalars, lens)
-        else:
-            vals = (
-                np.concatenate(
-                    [
-                        np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
-                        for v, n in zip(self.vals, self.lens, strict=True)
-                    ]
-                )
-                if self.vals
-                else np.zeros(0)
-            )
+        vals = np.array(self.vals, dtype=np.float64)
         workers = np.array(self.workers, dtype=np.int64)
-        self.ids, self.vals, self.lens, self.workers = [], [], [], []
+        self.ids.clear()  # in place: the recorder keeps references to these lists
+        self.vals.clear()
+        self.workers.clear()
         return ids, vals, workers
 
     def __bool__(self) -> bool:
-        return bool(self.lens)
+        return bool(self.ids)
 
 
 _KINDS = ("decided", "started", "finished", "known", "comm", "proc", "wq")
@@ -164,7 +145,11 @@ class TaskRecorder:
         self._finished = self._logs["finished"]
         self._knownlog = self._logs["known"]
         self._commlog = self._logs["comm"]
-        self._dirty = False
+        # the lists the one-task reports append to (bound once: an append is then one attribute load)
+        self._decided_ids, self._decided_vals = self._decided.ids, self._decided.vals
+        self._finished_ids, self._finished_vals = self._finished.ids, self._finished.vals
+        self._known_ids, self._known_vals = self._knownlog.ids, self._knownlog.vals
+        self._comm_ids, self._comm_vals = self._commlog.ids, self._commlog.vals
         self.counters: Counter = Counter()
         # runs cut short by preemption: (tasks, their starts, their workers, time they were stopped)
         self.preempted_runs: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
@@ -175,10 +160,9 @@ class TaskRecorder:
 
     # --- materialization ------------------------------------------------------------------------------
     def _flush(self) -> None:
-        if not self._dirty:
-            return
-        self._dirty = False
         logs = self._logs
+        if not any(logs.values()):
+            return
         for kind, col in (("decided", self._scheduled), ("finished", self._end), ("known", self._known)):
             if logs[kind]:
                 ids, vals, _ = logs[kind].take()
@@ -216,17 +200,21 @@ class TaskRecorder:
         self.outstanding = n_tasks
 
     # The reports below take a fast path for the usual ids, a list (what the schedulers' messages carry): the
-    # same effect as _Log.add, without its call and type dispatch.
+    # same effect as _Log.add, without its call and type dispatch. The ``*_one`` forms report a single task (an
+    # int): the hot path of a busy simulation, where almost every message carries one task.
     def decided(self, ids: TaskIds, t: float) -> None:
         """The scheduler decided where the tasks go (recorded on every attempt; the last one wins)."""
         log = self._decided
         if type(ids) is list:
             log.ids.extend(ids)
-            log.vals.append(t)
-            log.lens.append(len(ids))
+            log.vals.extend([t] * len(ids))
         else:
             log.add(ids, t)
-        self._dirty = True
+
+    def decided_one(self, task: int, t: float) -> None:
+        """:meth:`decided` for one task id."""
+        self._decided_ids.append(task)
+        self._decided_vals.append(t)
 
     def started(self, ids: TaskIds, t: float, workers: WorkerIds) -> None:
         """Tasks started executing on ``workers``."""
@@ -234,13 +222,20 @@ class TaskRecorder:
         if type(ids) is list and type(workers) is list:
             n = len(ids)
             log.ids.extend(ids)
-            log.vals.append(t)
-            log.lens.append(n)
+            log.vals.extend([t] * n)
             log.workers.extend(workers)
             self.running += n
         else:
             self.running += log.add(ids, t, workers)
-        self._dirty = True
+        self.last_progress = t
+
+    def started_one(self, task: int, t: float, worker: int) -> None:
+        """:meth:`started` for one task id on one worker."""
+        log = self._started
+        log.ids.append(task)
+        log.vals.append(t)
+        log.workers.append(worker)
+        self.running += 1
         self.last_progress = t
 
     def finished(self, ids: TaskIds, t: float) -> None:
@@ -249,12 +244,17 @@ class TaskRecorder:
         if type(ids) is list:
             n = len(ids)
             log.ids.extend(ids)
-            log.vals.append(t)
-            log.lens.append(n)
+            log.vals.extend([t] * n)
             self.running -= n
         else:
             self.running -= log.add(ids, t)
-        self._dirty = True
+        self.last_progress = t
+
+    def finished_one(self, task: int, t: float) -> None:
+        """:meth:`finished` for one task id."""
+        self._finished_ids.append(task)
+        self._finished_vals.append(t)
+        self.running -= 1
         self.last_progress = t
 
     def completion_known(self, ids: TaskIds, t: float) -> None:
@@ -263,12 +263,18 @@ class TaskRecorder:
         if type(ids) is list:
             n = len(ids)
             log.ids.extend(ids)
-            log.vals.append(t)
-            log.lens.append(n)
+            log.vals.extend([t] * n)
             self.outstanding -= n
         else:
             self.outstanding -= log.add(ids, t)
-        self._dirty = True
+        if self.outstanding <= 0 and self.on_all_done is not None:
+            self.on_all_done()
+
+    def completion_known_one(self, task: int, t: float) -> None:
+        """:meth:`completion_known` for one task id."""
+        self._known_ids.append(task)
+        self._known_vals.append(t)
+        self.outstanding -= 1
         if self.outstanding <= 0 and self.on_all_done is not None:
             self.on_all_done()
 
@@ -308,20 +314,21 @@ class TaskRecorder:
         log = self._commlog
         if type(ids) is list:
             log.ids.extend(ids)
-            log.vals.append(d)
-            log.lens.append(len(ids))
+            log.vals.extend([d] * len(ids))
         else:
             log.add(ids, d)
-        self._dirty = True
+
+    def add_comm_one(self, task: int, d: float) -> None:
+        """:meth:`add_comm` for one task id."""
+        self._comm_ids.append(task)
+        self._comm_vals.append(d)
 
     def add_proc(self, ids: TaskIds, d: float) -> None:
         self._logs["proc"].add(ids, d)
-        self._dirty = True
 
     def add_worker_queue(self, ids: TaskIds, d: float | np.ndarray) -> None:
         """Worker queuing delay (a number, or one number per task)."""
         self._logs["wq"].add(ids, d)
-        self._dirty = True
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] += n

@@ -251,7 +251,11 @@ class Engine:
                 port._delays.pop(old.address, None)
 
         def rebind(h):
-            return getattr(new, h.__name__) if getattr(h, "__self__", None) is old else h
+            if getattr(h, "__self__", None) is not old:
+                return h
+            # a component may give the engine a timer handler of its own (e.g. SimLocalMaster's task ends); a
+            # stand-in without it (a crashed component's _Down) gets the timer through on_timer
+            return getattr(new, h.__name__, None) or new.on_timer
 
         self._heap[:] = [(t, s, rebind(h), p) for (t, s, h, p) in self._heap]
         heapq.heapify(self._heap)
@@ -283,7 +287,7 @@ class Engine:
     def pending_timers(self) -> list[tuple[int, Component]]:
         """``(handle, component)`` of every timer still pending (cancelled ones included), for fault models that
         cancel the timers of a process they replace."""
-        return [(seq, h.__self__) for _, seq, h, _ in self._heap if h.__name__ == "on_timer"]
+        return [(seq, h.__self__) for _, seq, h, _ in self._heap if h.__name__ != "on_message"]
 
     def run(
         self,

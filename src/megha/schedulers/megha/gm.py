@@ -21,6 +21,7 @@ import numpy as np
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import FastRandom, Policy
 from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.megha import fairness as _fairness
 from megha.schedulers.megha.fairness import (
     E_DEMAND,
     E_DUR,
@@ -190,6 +191,11 @@ class GlobalMaster(Component):
         if self._lean:
             self._handlers[TaskDone] = self._on_done_lean
             self._handlers[StateDelta] = self._on_delta_lean
+        # one-task reports (the simulator's recorder has them; another recorder gets a one-element list)
+        self._decided_one = getattr(recorder, "decided_one", None) or (lambda t, now: recorder.decided([t], now))
+        self._known_one = getattr(recorder, "completion_known_one", None) or (
+            lambda t, now: recorder.completion_known([t], now)
+        )
 
     def attach(self, port) -> None:
         super().attach(port)
@@ -628,16 +634,55 @@ class GlobalMaster(Component):
                     self._dirty.append(lm_of[w])
                 b.append((e, w))
 
+    def _ack_lean(self, q: deque, upto: int) -> None:
+        """:meth:`_ack` in the lean configuration (slot mode, no fairness)."""
+        unacked = self.unacked
+        inflight = self.view.inflight
+        while q and q[0] <= upto:
+            for w in unacked.pop(q.popleft())[1]:
+                inflight[w] -= 1
+
+    def _launch_one(self, e: tuple, w: int, now: float) -> None:
+        """:meth:`_book` then :meth:`_flush` for a step that places one task (lean configuration): the view is
+        updated, one launch request of one mapping goes to the worker's LM."""
+        view = self.view
+        if view._flag[w]:
+            view._set(w, False)
+        view.inflight[w] += 1
+        lm = self._lm_of[w]
+        self.req_seq += 1
+        req = self.req_seq
+        t = e[E_TASK]
+        workers = [w]
+        self.unacked[req] = (lm, workers, None, [e], None)
+        self.unacked_by_lm[lm].append(req)
+        self.port.send(self._lm_addr[lm], LaunchRequest(self.g, req, [t], workers, [e[E_DUR]], [e[E_USER]], None))
+        self._decided_one(t, now)
+
     def _on_done_lean(self, msg: TaskDone, now: float) -> None:
         """:meth:`_on_done` in the lean configuration."""
         q = self.unacked_by_lm[msg.lm]
         if q and q[0] <= msg.acked:
-            self._ack(msg.lm, msg.acked)
+            self._ack_lean(q, msg.acked)
         tasks = msg.tasks
         workers = msg.workers
         if type(tasks) is not list:
             tasks = _as_list(tasks)
             workers = _as_list(workers)
+        if len(tasks) == 1 and not self.full_pull and not self._dirty:
+            # one task done (the usual case): its worker to the first queued task it suits, else free in the view
+            self._known_one(tasks[0], now)
+            w = workers[0]
+            mq = self.queue.q
+            if mq._len:
+                s = (_fairness._FF or first_fit_kernel())(mq._masks, mq._heads, mq._n_slots, self._inv_masks[w])
+                if s >= 0:
+                    self._launch_one(mq._take(s), w, now)
+                    return
+            view = self.view
+            if not view._flag[w]:
+                view._set(w, True)
+            return
         self.rec.completion_known(tasks, now)
         self._offer_lean(workers)
         if self.full_pull:
@@ -649,7 +694,7 @@ class GlobalMaster(Component):
         """:meth:`_on_delta` in the lean configuration."""
         q = self.unacked_by_lm[msg.lm]
         if q and q[0] <= msg.acked:
-            self._ack(msg.lm, msg.acked)
+            self._ack_lean(q, msg.acked)
         self.counters["updates_received"] += 1
         if msg.pull:
             left = self._pulls[msg.pull] - 1
@@ -657,11 +702,37 @@ class GlobalMaster(Component):
                 self._pulls[msg.pull] = left
             else:
                 del self._pulls[msg.pull]
-        gained = self.view.apply_truths(_as_list(msg.workers), _as_list(msg.state))
-        if gained:
-            self._offer_lean(gained)
-            if self._dirty:
-                self._flush(now)
+        workers = msg.workers
+        state = msg.state
+        if type(workers) is not list or type(state) is not list:
+            workers = _as_list(workers)
+            state = _as_list(state)
+        # SlotView.apply_truths, inlined (a worker busy in truth and free in the view is booked out of the view)
+        view = self.view
+        inflight = view.inflight
+        flag = view._flag
+        gained = []
+        for w, s in zip(workers, state, strict=True):
+            if s and inflight[w] == 0:
+                if not flag[w]:
+                    gained.append(w)
+            elif flag[w]:
+                view._set(w, False)
+        if not gained:
+            return
+        if len(gained) == 1 and not self._dirty:  # _offer_lean and _flush for one worker
+            w = gained[0]
+            mq = self.queue.q
+            if mq._len:
+                s = (_fairness._FF or first_fit_kernel())(mq._masks, mq._heads, mq._n_slots, self._inv_masks[w])
+                if s >= 0:
+                    self._launch_one(mq._take(s), w, now)
+                    return
+            view._set(w, True)
+            return
+        self._offer_lean(gained)
+        if self._dirty:
+            self._flush(now)
 
     def _on_delta(self, msg: StateDelta, now: float) -> None:
         if self.fair is not None and msg.usage is not None:

@@ -393,9 +393,26 @@ class LocalMaster(Component):
 
     def on_timer(self, key, now: float) -> None:
         self._armed = False
+        seq = self._seq
+        sent = self._sent
+        low = min(sent)
+        # the changes not yet sent to some GM, oldest first, collected once for all GMs (pending_for of each)
+        new: list = []
+        if low < seq:
+            for item in reversed(self._changes.items()):
+                if item[1][0] <= low:
+                    break
+                new.append(item)
+            new.reverse()
         for g in range(self.G):
-            workers = self.pending_for(g) if self._sent[g] < self._seq else []
-            self._sent[g] = self._seq
+            since = sent[g]
+            if since >= seq:
+                workers = []
+            elif since == low:
+                workers = [w for w, (_, by) in new if by != g]
+            else:
+                workers = [w for w, (s, by) in new if s > since and by != g]
+            sent[g] = seq
             if workers:
                 delta = StateDelta(
                     self.l, workers, self.cluster.truth(workers), False, self._usage_copy(), self.processed[g]

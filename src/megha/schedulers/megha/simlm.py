@@ -18,6 +18,7 @@ has no processing model (per-message costs need real messages); the live runtime
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 import numpy as np
@@ -29,7 +30,7 @@ from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
-from megha.schedulers.megha.messages import Preempted
+from megha.schedulers.megha.messages import LaunchRequest, Preempted, TaskDone
 from megha.schedulers.megha.messages import as_list as _as_list
 from megha.sim.component import Component
 
@@ -82,6 +83,17 @@ class SimLocalMaster(LocalMaster):
         self._n_finished: list | None = None
         self._early: set[int] = set()  # resource mode: ended tasks whose resources a preemption freed already
         self._failed: dict[int, np.ndarray | None] = {}  # failed worker -> what it holds (resource mode)
+        # slot mode without fairness: a launch request of one mapping, and the end of one task, take a path of
+        # their own (the usual case of a busy datacenter; the same steps as the general code, inlined)
+        self._one = not self.resource_mode and fair is None
+        if self._one:
+            self._handlers[LaunchRequest] = self._on_request_one
+
+    def attach(self, port) -> None:
+        super().attach(port)
+        # simulator internals for the in-process timers (see SimPort.set_timer_at): the heap and its counter
+        self._heap = getattr(port, "_heap", None)
+        self._next = getattr(port, "_next", None)
 
     # --- the worker side, in-process ------------------------------------------------------------------------
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
@@ -129,7 +141,18 @@ class SimLocalMaster(LocalMaster):
         running = self._running
         ends = self._ends
         r = self.report_delay
-        at = port.set_timer_at
+        heap = self._heap
+        if heap is None:  # not in the simulator's engine (tests with a recording port)
+            at = port.set_timer_at
+        else:
+            nxt = self._next
+            end = self._on_end
+
+            def at(when: float, e: float) -> None:
+                if not when >= now:
+                    raise ValueError(f"{self.address}: timer at {when} is before now ({now})")
+                heapq.heappush(heap, (when, nxt(), end, e))
+
         for i, t in enumerate(tasks):
             e = start + durs[i]
             running[t] = (e, workers[i], None if demands is None else demands[i])
@@ -140,6 +163,61 @@ class SimLocalMaster(LocalMaster):
                 at(t1 + r, e)
             else:
                 g.append(t)
+
+    def _on_request_one(self, msg: LaunchRequest, now: float) -> None:
+        """:meth:`LocalMaster._on_request` for a request of one mapping that is accepted (slot mode, no fairness),
+        with :meth:`_start_tasks` inlined; anything else takes the general path."""
+        tasks = msg.tasks
+        if type(tasks) is not list or len(tasks) != 1 or self.reply_always or self._heap is None:
+            return LocalMaster._on_request(self, msg, now)
+        w = msg.workers[0]
+        cluster = self.cluster
+        j = w - cluster.lo
+        ctask = cluster.task
+        if ctask[j] >= 0:  # rejected: the general path answers
+            return LocalMaster._on_request(self, msg, now)
+        t = tasks[0]
+        gm = msg.gm
+        ctask[j] = t
+        cluster.owner[j] = gm
+        cluster.user[j] = msg.users[0]
+        if self._part_l[w] != gm:
+            self.counters["repartitions"] += 1
+        seq = self._seq + 1
+        self._seq = seq
+        ch = self._changes
+        ch.pop(w, None)
+        ch[w] = (seq, gm)
+        if not self._armed:
+            self._arm(now)
+        # _start_tasks for one task
+        c = self._n_launch
+        if c is None:
+            c = self._n_launch = self.port.message_counter(Launch)
+        c[0] += 1
+        d = self.launch_delay
+        start = now + d
+        rec = self.rec
+        rec.add_comm_one(t, d)
+        slot = self.w_task
+        k = w - self.lo
+        if slot[k] >= 0 and not self._ends_by(slot[k], start):
+            self._over(w, start, f"it already runs task {slot[k]}")
+        slot[k] = t
+        rec.started_one(t, start, w)
+        e = start + msg.durations[0]
+        self._running[t] = (e, w, None)
+        g = self._ends.get(e)
+        if g is None:
+            t1 = start + (e - start)  # the instant the pool's timer would fire
+            self._ends[e] = [t1, t]
+            at = t1 + self.report_delay
+            if not at >= now:
+                raise ValueError(f"{self.address}: timer at {at} is before now ({now})")
+            heapq.heappush(self._heap, (at, self._next(), self._on_end, e))
+        else:
+            g.append(t)
+        self.processed[gm] = msg.req
 
     def _ends_by(self, task: int, t: float) -> bool:
         """Whether ``task`` (running) has ended on its worker by ``t``: the pool would have freed it already.
@@ -166,10 +244,50 @@ class SimLocalMaster(LocalMaster):
             for w in workers:
                 slot[w - lo] = -1
 
+    def _on_end(self, e: float, now: float) -> None:
+        """The timer of the tasks ending at ``e`` (the engine calls it directly; :meth:`on_timer` also takes it)."""
+        g = self._ends.pop(e)
+        if len(g) != 2 or not self._one:
+            return self._end_group(g, e, now)
+        # one task ends: _end_group and LocalMaster._finished inlined for it
+        t = g[1]
+        running = self._running
+        entry = running.pop(t, None)
+        if entry is None or entry[0] != e:  # killed (and maybe relaunched with another end)
+            if entry is not None:
+                running[t] = entry
+            return
+        w = entry[1]
+        k = w - self.lo
+        slot = self.w_task
+        if slot[k] == t:  # else a preemption's launch already took the worker (see _ends_by)
+            slot[k] = -1
+        self.rec.finished_one(t, g[0])
+        c = self._n_finished
+        if c is None:
+            c = self._n_finished = self.port.message_counter(Finished)
+        c[0] += 1
+        if self.kill_pending or self._waiting._len:
+            return self._finished([t], [w], None, now)
+        cluster = self.cluster
+        j = w - cluster.lo
+        gm = cluster.owner[j]
+        cluster.task[j] = cluster.owner[j] = cluster.user[j] = -1
+        if not self._armed:
+            self._arm(now)
+        seq = self._seq + 1
+        self._seq = seq
+        ch = self._changes
+        ch.pop(w, None)
+        ch[w] = (seq, gm)
+        self.port.send(self.gm_addr[gm], TaskDone(self.l, [t], [w], None, self.processed[gm]))
+
     def _end(self, e: float, now: float) -> None:
         """Tasks ending at ``e`` on the workers: the pool's part (free the workers, record the end at the pool's
         instant), then the LM's (what it does with the pool's ``Finished``)."""
-        g = self._ends.pop(e)
+        self._end_group(self._ends.pop(e), e, now)
+
+    def _end_group(self, g: list, e: float, now: float) -> None:
         running = self._running
         ts, ws, ds = [], [], []
         slot = None if self.resource_mode else self.w_task
@@ -232,7 +350,7 @@ class SimLocalMaster(LocalMaster):
 
     def on_timer(self, key, now: float) -> None:
         if type(key) is float:
-            self._end(key, now)
+            self._on_end(key, now)
         elif key == "heartbeat":
             super().on_timer(key, now)
         elif key[0] == "kill":  # the kill reaches the workers: they report the killed tasks
