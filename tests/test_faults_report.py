@@ -45,3 +45,12 @@ def test_faults_reproduction_runs_every_scheduler_and_checks_the_papers_claims(t
     assert claims["gm-stateless"]["holds"] is True and claims["lm-standby"]["holds"] is True
     assert (tmp_path / "faults_table.md").read_text().startswith("| scheduler | crashed |")
     assert json.loads((tmp_path / "summary.json").read_text())["experiment"] == "megha20-faults"
+
+
+def test_schedulers_lists_the_fault_kinds_a_schedule_can_name():
+    from megha.runner.faults import fault_kinds_of
+
+    assert list(fault_kinds_of("megha")) == ["gm", "lm", "worker", "partition"]
+    assert "rm" in fault_kinds_of("yarn")
+    r = CliRunner().invoke(app, ["schedulers", "megha"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0 and "fault kinds (--faults): gm, lm, worker, partition" in r.output

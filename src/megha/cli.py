@@ -465,7 +465,8 @@ def list_schedulers(
     name: Annotated[str | None, typer.Argument(help="show only this scheduler")] = None,
 ) -> None:
     """List the registered schedulers (plug-ins included): modes, options with their defaults and descriptions,
-    and the fidelity profiles (-o profile=NAME) with how each deviates from the papers' text."""
+    the fidelity profiles (-o profile=NAME) with how each deviates from the papers' text, and the fault kinds a
+    --faults schedule can name."""
     from rich import box
     from rich.padding import Padding
     from rich.table import Table
@@ -500,7 +501,21 @@ def list_schedulers(
                 items = deviations if isinstance(deviations, list | tuple) else [deviations]
                 text = f"[bold]{pname}[/]: " + "; ".join(str(d) for d in items)
                 out_console.print(Padding(text, (0, 0, 0, 4)), highlight=False)
+        kinds = _fault_kinds(n)
+        if kinds:
+            out_console.print(f"  [bold]fault kinds[/] (--faults): {', '.join(kinds)}", highlight=False)
         out_console.print()
+
+
+def _fault_kinds(name: str) -> list[str]:
+    """The kinds a fault schedule can name for ``name`` (none listed when it cannot be wired on a tiny datacenter,
+    as a plug-in may not be)."""
+    from megha.runner.faults import fault_kinds_of
+
+    try:
+        return list(fault_kinds_of(name))
+    except Exception:  # a listing must not fail because one plug-in cannot be built small
+        return []
 
 
 def _show_default(v: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -70,44 +71,7 @@ def simulate_inputs(
     """:func:`simulate` for a workload and datacenter already in memory (``cfg``'s trace and datacenter fields
     are then only labels): the scheduler, options, seed, delays and timeouts still come from ``cfg``."""
     t_wall = time.perf_counter() if t_wall is None else t_wall
-    spec = registry.get(cfg.scheduler)
-    mode = "resource" if dc.capacity is not None else "slot"
-    if mode not in spec.modes:
-        raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
-    options = registry.parse_options(spec, cfg.options)
-    feasible = feasible_tasks(workload, dc)
-
-    rec = TaskRecorder(workload.task_arrival, workload.task_demand)
-    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
-    if cfg.worker_report_delay != cfg.network_delay:
-        links[("worker", "*")] = cfg.worker_report_delay
-    delay_model = DelayModel(network_delay=cfg.network_delay, links=links)
-    try:
-        base, per_item, _ = effective_costs(cfg, dc.n_workers)
-    except KeyError:
-        raise InputError(
-            f"processing_model='measured': no measured costs for {cfg.scheduler!r} "
-            "(benchmarks/measure_processing.py measures them)"
-        ) from None
-    processing = ProcessingModel(base=base, per_item=per_item)
-    engine = Engine(
-        seed=int(stream(cfg.seed, STREAM_ENGINE).integers(2**63)),
-        delay_model=delay_model,
-        processing=processing,
-        recorder=rec,
-    )
-    ctx = registry.BuildContext(
-        engine=engine,
-        recorder=rec,
-        workload=workload,
-        datacenter=dc,
-        feasible=feasible,
-        options=options,
-        rng=stream(cfg.seed, STREAM_SCHEDULER),
-        n_gms=cfg.gms,
-        n_lms=cfg.lms,
-    )
-    deployment = spec.build(ctx)
+    engine, rec, deployment, feasible, options = build(cfg, workload, dc)
     source = TraceSource(workload, feasible, deployment.route)
     engine.add(source)
     n_feasible = int(feasible.sum())
@@ -167,3 +131,48 @@ def simulate_inputs(
         faults=None if faults is None else faults.log,
         stranded=None if faults is None else np.flatnonzero(faults.strand.stranded),
     )
+
+
+def build(cfg: RunConfig, workload: Workload, dc: Datacenter) -> tuple[Engine, TaskRecorder, Any, np.ndarray, Any]:
+    """Wire ``cfg``'s scheduler for a workload and datacenter in memory, without running anything: the engine, the
+    task recorder, the family's deployment (its components, routing and fault handler), the feasible-task mask and
+    the validated options."""
+    spec = registry.get(cfg.scheduler)
+    mode = "resource" if dc.capacity is not None else "slot"
+    if mode not in spec.modes:
+        raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
+    options = registry.parse_options(spec, cfg.options)
+    feasible = feasible_tasks(workload, dc)
+
+    rec = TaskRecorder(workload.task_arrival, workload.task_demand)
+    links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
+    if cfg.worker_report_delay != cfg.network_delay:
+        links[("worker", "*")] = cfg.worker_report_delay
+    delay_model = DelayModel(network_delay=cfg.network_delay, links=links)
+    try:
+        base, per_item, _ = effective_costs(cfg, dc.n_workers)
+    except KeyError:
+        raise InputError(
+            f"processing_model='measured': no measured costs for {cfg.scheduler!r} "
+            "(benchmarks/measure_processing.py measures them)"
+        ) from None
+    processing = ProcessingModel(base=base, per_item=per_item)
+    engine = Engine(
+        seed=int(stream(cfg.seed, STREAM_ENGINE).integers(2**63)),
+        delay_model=delay_model,
+        processing=processing,
+        recorder=rec,
+    )
+    ctx = registry.BuildContext(
+        engine=engine,
+        recorder=rec,
+        workload=workload,
+        datacenter=dc,
+        feasible=feasible,
+        options=options,
+        rng=stream(cfg.seed, STREAM_SCHEDULER),
+        n_gms=cfg.gms,
+        n_lms=cfg.lms,
+    )
+    deployment = spec.build(ctx)
+    return engine, rec, deployment, feasible, options
