@@ -99,6 +99,8 @@ WORKER_FAULTS = [
     ("flow", "slot"),
     ("flow", "resource"),
     ("macrm", "resource"),  # its nodes never come back (MACRM models no repair): stranded if needed
+    ("yarn", "slot"),
+    ("yarn", "resource"),
 ]
 FAULT_KINDS = {
     "megha": ["worker", "partition", "gm", "lm"],
@@ -108,6 +110,7 @@ FAULT_KINDS = {
     "sparrow": ["worker", "scheduler"],
     "flow": ["worker", "scheduler"],
     "macrm": ["worker", "node", "jm", "tracker", "arbitrator", "macrm-client"],
+    "yarn": ["worker", "rm"],
 }
 
 

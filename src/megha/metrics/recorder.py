@@ -309,6 +309,17 @@ class TaskRecorder:
         self.last_progress = t
         return ids
 
+    def withdraw_start(self, ids: TaskIds) -> None:
+        """Withdraw the last recorded start of ``ids``: launches a simulator-only component recorded ahead of time
+        (at the instant they would reach the worker) that never started, because the worker died before they
+        arrived. No run is recorded; the tasks will be launched again."""
+        ids = np.atleast_1d(np.asarray(ids, dtype=np.int64))
+        self._flush()
+        self._start[ids] = np.nan
+        self._worker[ids] = -1
+        self._launches[ids] -= 1
+        self.running -= ids.size
+
     # --- allocation-time components ----------------------------------------------------------------
     def add_comm(self, ids: TaskIds, d: float) -> None:
         log = self._commlog

@@ -14,6 +14,10 @@ node manager's interval is the period plus 1 ms (it times the next heartbeat fro
 drifts against the clock and the first node after an arrival rotates through the cluster. ``random``: a random
 start for each task (the task then waits up to a period for that node's heartbeat). See
 :mod:`megha.schedulers.centralized.rm` and :mod:`megha.schedulers.centralized.heartbeats`.
+
+Faults (``megha simulate --faults``): ``worker`` (nodes die: their containers are asked for again, launches on
+their way are refused) and ``rm`` (the RM restarts; ``recovery``: work-preserving, its view rebuilt from the node
+managers' re-registration, or kept). See :mod:`megha.schedulers.centralized.faults`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from megha.schedulers.centralized.faults import YarnFaults, task_info
 from megha.schedulers.centralized.heartbeats import HEARTBEAT_LAG, HeartbeatSchedule
 from megha.schedulers.centralized.nodemanager import NodeManagers
 from megha.schedulers.centralized.rm import ResourceManager
@@ -47,6 +52,12 @@ class YarnOptions(SchedulerOptions):
         "schedule: whole-second arrivals always meet the same node first) | random (random start per task)",
     )
     am_overhead: float = Field(0.0, ge=0, description="per-job application master start-up time (s)")
+    recovery: Literal["work-preserving", "kept"] = Field(
+        "work-preserving",
+        description="RM restart after a crash (fault kind rm): work-preserving (Hadoop's: running containers "
+        "kept, the RM's view of the nodes rebuilt from their re-registration, containers allocated but not "
+        "launched asked for again) | kept (the RM comes back with its state)",
+    )
 
 
 def node_managers_in_process(ctx: BuildContext) -> bool:
@@ -69,7 +80,13 @@ def build(ctx: BuildContext) -> Deployment:
     dm = ctx.engine.delay_model
     latency = dm.delay(NodeManagers.kind, ResourceManager.kind)
     args = ("yarn/rm", "yarn/nm", "yarn/nm", dc.worker_masks, dc.capacity, schedule, ctx.recorder)
-    kw = {"queue": opts.queue, "am_overhead": opts.am_overhead, "heartbeat_latency": latency, "scan": opts.scan}
+    kw = {
+        "queue": opts.queue,
+        "am_overhead": opts.am_overhead,
+        "heartbeat_latency": latency,
+        "scan": opts.scan,
+        "recovery": opts.recovery,
+    }
     nm = None
     if node_managers_in_process(ctx):
         rm = SimResourceManager(*args, **kw, launch_delay=dm.delay(ResourceManager.kind, NodeManagers.kind))
@@ -80,6 +97,7 @@ def build(ctx: BuildContext) -> Deployment:
         components = [nm, rm]
     for c in components:
         ctx.engine.add(c)
+    rm.task_info = task_info(ctx.workload)
 
     def counters() -> dict[str, int]:
         out = {f"yarn_{k}": int(v) for k, v in rm.stats.items()}
@@ -93,6 +111,10 @@ def build(ctx: BuildContext) -> Deployment:
         "scan": opts.scan,
         "heartbeat_interval": schedule.period,
         "am_overhead": opts.am_overhead,
+        "recovery": opts.recovery,
         "mode": "resource" if dc.capacity is not None else "slot",
     }
-    return Deployment(route=lambda job: rm.address, counters=counters, describe=describe, components=components)
+    faults = YarnFaults(ctx.engine, rm, nm, dc.n_workers)
+    return Deployment(
+        route=lambda job: rm.address, counters=counters, describe=describe, components=components, faults=faults
+    )

@@ -5,6 +5,15 @@ RM never over-commits a node: one container per node in slot mode, demands withi
 else :class:`~megha.errors.SimulationError`) and reports each finished container to the RM at its node's first
 heartbeat tick after the container ended. Heartbeats of nodes with nothing to report are not simulated (see
 :mod:`megha.schedulers.centralized.heartbeats`). A container's end is recorded at its true end time.
+
+Node failures (fault schedules, :mod:`megha.schedulers.centralized.faults`): :meth:`NodeManagers.fail_nodes` kills
+a node's containers (their runs are recorded lost; a container that ended but whose heartbeat was not sent yet is
+lost too: the RM never learned it finished); launches that reach a dead node are refused and reported
+(:class:`~megha.schedulers.centralized.messages.LaunchFailed`). A node that comes back registers, empty, with the
+RM (:meth:`NodeManagers.restore_nodes`) and refuses launches until the RM accepted the registration: launches the
+RM allocated against the node's previous incarnation, still on their way, are refused as YARN refuses containers
+allocated to a node's earlier instance. After an RM restart the node managers re-register with their running
+containers (:class:`~megha.schedulers.centralized.messages.Resync`).
 """
 
 from __future__ import annotations
@@ -14,7 +23,14 @@ import numpy as np
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.centralized.heartbeats import HeartbeatSchedule
-from megha.schedulers.centralized.messages import NodeHeartbeat
+from megha.schedulers.centralized.messages import (
+    LaunchFailed,
+    NodeHeartbeat,
+    NodesAccepted,
+    NodesLost,
+    NodesRegistered,
+    Resync,
+)
 from megha.schedulers.common.messages import Launch
 from megha.sim.component import Component
 
@@ -46,14 +62,33 @@ class NodeManagers(Component):
         self._due: dict[float, list] = {}  # tick -> [(task, node, end, demand)]
         self.heartbeats = 0
         self.running = 0
+        self.n_nodes = int(n_nodes)
+        # faults: each node's state version (2·incarnation + 1 up, 2·incarnation dead), dead nodes, nodes back up
+        # whose registration the RM has not accepted yet
+        self.ver: list[int] | None = None
+        self.dead: set[int] = set()
+        self.gated: set[int] = set()
+        self.refused = 0
 
     def on_message(self, msg, now: float) -> None:
         if not isinstance(msg, Launch):
-            super().on_message(msg, now)
+            if isinstance(msg, NodesAccepted):
+                ver = self.ver
+                for w, v in zip(msg.nodes, msg.incs, strict=True):
+                    if ver[w] == v:
+                        self.gated.discard(w)
+            elif isinstance(msg, Resync):
+                self._resync(msg)
+            else:
+                super().on_message(msg, now)
             return
         tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
         nodes = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
         durations = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
+        if self.dead or self.gated:
+            msg, tasks, nodes, durations = self._refuse(msg, tasks, nodes, durations)
+            if not tasks:
+                return
         if self.used is None:
             on_node = self.on_node
             for t, w in zip(tasks, nodes, strict=True):
@@ -91,6 +126,8 @@ class NodeManagers(Component):
 
     def on_timer(self, key, now: float) -> None:
         items = self._due.pop(key)
+        if not items:  # every container due at this tick died with its node
+            return
         self.running -= len(items)
         if len(items) == 1:
             t, w, e, d = items[0]
@@ -120,3 +157,79 @@ class NodeManagers(Component):
             self.on_node[w] = -1
         else:
             self.used[w] -= d
+
+    # --- node failures (fault schedules; see megha.schedulers.centralized.faults) ---------------------------------
+    def _versions(self) -> list[int]:
+        if self.ver is None:
+            self.ver = [1] * self.n_nodes
+        return self.ver
+
+    def fail_nodes(self, nodes: list[int], now: float) -> NodesLost:
+        """Nodes die at ``now``: their containers are lost (recorded as lost runs). Returns what the RM's liveness
+        monitor reports."""
+        ver = self._versions()
+        dead = [w for w in dict.fromkeys(nodes) if w not in self.dead]
+        gone = set(dead)
+        for w in dead:
+            ver[w] += 1
+            self.dead.add(w)
+            self.gated.discard(w)
+        lost = []
+        for tick, items in self._due.items():
+            if any(x[1] in gone for x in items):
+                keep = []
+                for x in items:
+                    if x[1] in gone:
+                        self._release(x[1], x[3])
+                        lost.append((x[0], x[1], x[3]))
+                    else:
+                        keep.append(x)
+                self._due[tick] = keep
+        if lost:
+            self.running -= len(lost)
+            self.rec.lost([x[0] for x in lost], now)
+        return NodesLost(dead, [ver[w] for w in dead], lost)
+
+    def restore_nodes(self, nodes: list[int], now: float) -> None:
+        """Dead nodes come back empty and register with the RM; they take launches once it accepted them."""
+        ver = self._versions()
+        back = [w for w in dict.fromkeys(nodes) if w in self.dead]
+        for w in back:
+            ver[w] += 1
+            self.dead.discard(w)
+            self.gated.add(w)
+        if back:
+            self.port.send(self.rm, NodesRegistered(back, [ver[w] for w in back], [], []))
+
+    def _refuse(self, msg: Launch, tasks: list, nodes: list, durations: list) -> tuple:
+        """Launches to a dead node, or to one whose registration the RM has not accepted, do not start: reported."""
+        bad = self.dead | self.gated
+        keep = [i for i, w in enumerate(nodes) if w not in bad]
+        if len(keep) == len(nodes):
+            return msg, tasks, nodes, durations
+        drop = [i for i, w in enumerate(nodes) if w in bad]
+        dem = msg.demands
+        self.refused += len(drop)
+        self.port.send(
+            self.rm,
+            LaunchFailed(
+                [tasks[i] for i in drop], [nodes[i] for i in drop], None if dem is None else [dem[i] for i in drop]
+            ),
+        )
+        kd = None if dem is None else np.asarray(dem)[keep]
+        msg = Launch([tasks[i] for i in keep], [nodes[i] for i in keep], [durations[i] for i in keep], msg.reply_to, kd)
+        return msg, msg.tasks, msg.workers, msg.durations
+
+    def _resync(self, msg: Resync) -> None:
+        """The RM restarted: re-register every node (state version) with the containers running on it."""
+        ver = list(self._versions())
+        items = [x for lst in self._due.values() for x in lst]
+        dems = (
+            None if self.used is None else np.array([x[3] for x in items]).reshape(len(items), self.capacity.shape[1])
+        )
+        self.port.send(
+            self.rm,
+            NodesRegistered(
+                list(range(self.n_nodes)), ver, [x[0] for x in items], [x[1] for x in items], dems, msg.epoch
+            ),
+        )

@@ -26,13 +26,22 @@ first-set-bit search.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.model import bitset
 from megha.model.matching import FastRandom, SegmentedIndex, WaitQueue
 from megha.schedulers.centralized.heartbeats import HeartbeatSchedule
-from megha.schedulers.centralized.messages import NodeHeartbeat
+from megha.schedulers.centralized.messages import (
+    LaunchFailed,
+    NodeHeartbeat,
+    NodesAccepted,
+    NodesLost,
+    NodesRegistered,
+    Resync,
+)
 from megha.schedulers.common.fewest import FewestTasksQueue
 from megha.schedulers.common.messages import JobArrival, Launch
 from megha.sim.component import Component
@@ -51,6 +60,7 @@ def _load_scan():
 _EPS = 1e-9
 QUEUES = ("fifo", "fair", "fewest-tasks")
 SCANS = ("first", "rotate", "random")
+RECOVERY = ("work-preserving", "kept")
 
 
 def _as_list(x) -> list:
@@ -75,8 +85,11 @@ class ResourceManager(Component):
         am_overhead: float = 0.0,
         heartbeat_latency: float = 0.0005,
         scan: str = "rotate",
+        recovery: str = "work-preserving",
     ) -> None:
         super().__init__(address)
+        if recovery not in RECOVERY:
+            raise ValueError(f"{address}: recovery must be one of {', '.join(RECOVERY)}, got {recovery!r}")
         if queue not in QUEUES:
             raise ValueError(f"{address}: queue must be one of {', '.join(QUEUES)}, got {queue!r}")
         if scan not in SCANS:
@@ -114,6 +127,17 @@ class ResourceManager(Component):
             "max_queue": 0,
         }
         self._queued = 0
+        # --- faults (see megha.schedulers.centralized.faults) ---
+        self.capacity = None if capacity is None else np.array(capacity, dtype=np.float64)
+        self.recovery = recovery
+        self.ver: list[int] | None = None  # each node's state version as the RM knows it (created by a first fault)
+        self.down: set[int] = set()  # nodes the RM knows dead: its view of them is written off
+        self.syncing = 0  # after a restart: the resync epoch whose re-registration the RM waits for (0: none)
+        self._epoch = 0
+        self._guard = False  # heartbeats may name nodes the RM holds no view of (down, or syncing)
+        self._hb = "hb"  # key of the claims' heartbeat timers (another after a restart: earlier ones are void)
+        # the applications' record of their tasks (the AMs re-request lost containers): task -> (duration, mask, job)
+        self.task_info: Callable[[int], tuple[float, int, int]] | None = None
 
     def on_start(self, now: float) -> None:
         self._rnd = FastRandom(self.port.rng)
@@ -128,17 +152,25 @@ class ResourceManager(Component):
                 self.port.set_timer(self.am_overhead, ("am", msg.job))
             else:
                 self._submit(msg, now)
+        elif isinstance(msg, NodesLost):
+            self._nodes_lost(msg, now)
+        elif isinstance(msg, NodesRegistered):
+            self._nodes_registered(msg, now)
+        elif isinstance(msg, LaunchFailed):
+            self.stats["launches_failed"] = self.stats.get("launches_failed", 0) + len(msg.tasks)
+            self._requeue_lost(msg.tasks, msg.demands, now)
         else:
             super().on_message(msg, now)
         self._flush(now)
 
     def on_timer(self, key, now: float) -> None:
         kind, x = key
-        if kind == "hb":  # the heartbeat of a free node we allocated to
+        if kind == self._hb:  # the heartbeat of a free node we allocated to
             self.stats["claim_heartbeats"] += 1
             self._launch_claims(x)
-        else:  # "am": the job's application master is up and asks for its containers
+        elif kind == "am":  # the job's application master is up and asks for its containers
             self._submit(self._jobs_waiting_am.pop(x), now)
+        # else: a heartbeat timer set before a restart (its claims were asked for again)
         self._flush(now)
 
     # --- arrivals --------------------------------------------------------------------------------------
@@ -204,7 +236,7 @@ class ResourceManager(Component):
         if lst is None:
             self.claims[node] = [entry]
             tick = self.schedule.next_tick(node, now)
-            self.port.set_timer(tick - now + self.hb_latency, ("hb", node))
+            self.port.set_timer(tick - now + self.hb_latency, (self._hb, node))
         else:
             lst.append(entry)
         self.stats["allocated_at_arrival"] += 1
@@ -231,6 +263,9 @@ class ResourceManager(Component):
 
     # --- heartbeats ----------------------------------------------------------------------------------
     def _heartbeat(self, msg: NodeHeartbeat, now: float) -> None:
+        if self._guard:
+            self._heartbeat_guarded(msg, now)
+            return
         nodes = _as_list(msg.nodes)
         tasks = _as_list(msg.tasks)
         self.stats["heartbeats"] += len(nodes)
@@ -308,6 +343,233 @@ class ResourceManager(Component):
         self.rec.decided(lt, now)
         # lists: cheaper than arrays for the one-task launches of a busy cluster (the node managers accept both)
         self.port.send(self.pool, Launch(lt, lw, ld, self.nm, None if lm[0] is None else np.array(lm)))
+
+    # --- faults: node failures and RM restarts (see megha.schedulers.centralized.faults) ---------------------------
+    def _versions(self) -> list[int]:
+        if self.ver is None:
+            self.ver = [1] * len(self.mask_of)  # 2·incarnation + 1 while up, 2·incarnation once it died
+        return self.ver
+
+    def _set_guard(self) -> None:
+        self._guard = bool(self.down) or bool(self.syncing)
+
+    def _write_off(self, node: int) -> None:
+        """The RM's view of ``node`` is gone (it died, or the RM restarted): nothing is allocated there."""
+        if self.resource:
+            self.free[node] = 0.0
+        else:
+            self.busy[node] = True
+        self.index.set_worker(self.idle, node, False)
+
+    def _node_empty(self, node: int) -> None:
+        """``node`` (re-)registered empty: all its room is free."""
+        if self.resource:
+            self.free[node] = self.capacity[node]
+        else:
+            self.busy[node] = False
+
+    def _heartbeat_guarded(self, msg: NodeHeartbeat, now: float) -> None:
+        """:meth:`_heartbeat` while some nodes are down or the RM waits for the re-registration after a restart:
+        completions count, but the view of a node the RM holds none of is left alone (it died after sending the
+        heartbeat; a restarted RM learns the node's room from its re-registration, which follows the heartbeat)."""
+        nodes = _as_list(msg.nodes)
+        tasks = _as_list(msg.tasks)
+        self.stats["heartbeats"] += len(nodes)
+        down = self.down
+        if tasks:
+            self.rec.completion_known(tasks, now)
+            if self.queue_policy == "fair":
+                for t in tasks:
+                    self.running_by_user[self.user_of.pop(t)] -= 1
+            if not self.syncing:
+                for i, w in enumerate(_as_list(msg.task_nodes)):
+                    if w in down:
+                        continue
+                    if self.resource:
+                        self.free[w] += msg.demands[i]
+                    else:
+                        self.busy[w] = False
+        if self.syncing:
+            return
+        for node in nodes:
+            if node not in down:
+                self._launch_claims(node)
+                self._fill(node)
+
+    def _nodes_lost(self, msg: NodesLost, now: float) -> None:
+        """The liveness monitor declares nodes dead: their view is written off until they register again,
+        containers booked on them for their next heartbeat and the containers that died with them are asked for
+        again. A report older than what the RM knows of a node (a restarted RM re-learned it) only requeues."""
+        ver = self._versions()
+        back: list = []
+        for w, v in zip(msg.nodes, msg.incs, strict=True):
+            if v <= ver[w]:
+                continue
+            ver[w] = v
+            if w not in self.down:
+                self.down.add(w)
+                self._write_off(w)
+                for e in self.claims.pop(w, ()):
+                    self._untake(e)
+                    back.append(e)
+        self._set_guard()
+        if back:
+            self._requeue(back, now)
+        if msg.lost:
+            tasks = [x[0] for x in msg.lost]
+            dems = None if not self.resource else [x[2] for x in msg.lost]
+            self._requeue_lost(tasks, dems, now)
+        self.stats["nodes_lost"] = self.stats.get("nodes_lost", 0) + len(msg.nodes)
+
+    def _nodes_registered(self, msg: NodesRegistered, now: float) -> None:
+        """Node managers (re-)register: after a restart of the RM (``resync``) with their containers, else a node
+        that came back empty; the RM accepts the registration (the node takes launches again) and fills it."""
+        if msg.resync:
+            if msg.resync == self.syncing:
+                self._resynced(msg, now)
+            return
+        ver = self._versions()
+        up = []
+        for w, v in zip(msg.nodes, msg.incs, strict=True):
+            if v <= ver[w]:
+                continue
+            ver[w] = v
+            if w not in self.down:  # never learned it died: what it had is gone
+                self._write_off(w)
+                back = self.claims.pop(w, ())
+                for e in back:
+                    self._untake(e)
+                self._requeue(list(back), now)
+            self.down.discard(w)
+            if not self.syncing:
+                self._node_empty(w)
+            up.append(w)
+        self._set_guard()
+        if up:
+            self._accept(up)
+            if not self.syncing:
+                for w in up:
+                    self._fill(w)
+
+    def _accept(self, nodes: list[int]) -> None:
+        """Tell the node managers the RM knows ``nodes``' current incarnation (FIFO after every launch it sent
+        against an older one, which they refuse)."""
+        self.port.send(self.nm, NodesAccepted(list(nodes), [self.ver[w] for w in nodes]))
+
+    def _resynced(self, msg: NodesRegistered, now: float) -> None:
+        """The node managers' answer to :class:`Resync`: the RM's view of every node rebuilt from their state."""
+        ver = self._versions()
+        n = len(ver)
+        if list(msg.nodes) != list(range(n)):
+            raise ValueError(f"{self.address}: a resync registration must list every node, in order")
+        self.syncing = 0
+        alive = []
+        for w, v in zip(msg.nodes, msg.incs, strict=True):
+            if v >= ver[w]:
+                ver[w] = v
+            if ver[w] & 1:
+                self.down.discard(w)
+                self._node_empty(w)
+                alive.append(w)
+            else:
+                self.down.add(w)
+        for i, w in enumerate(_as_list(msg.task_nodes)):
+            if w in self.down or msg.incs[w] != ver[w]:
+                continue  # died (or came back empty) since the registration was taken: its containers are reported
+            if self.resource:
+                self.free[w] -= msg.demands[i]
+            else:
+                self.busy[w] = True
+        self._set_guard()
+        self._accept(alive)
+        self._refill(alive)
+
+    def _refill(self, nodes: list[int]) -> None:
+        """After a rebuild of the view: queued tasks to the nodes with room (each node's registration stands for its
+        heartbeat), the others marked idle."""
+        for w in nodes:
+            self._fill(w)
+
+    def on_recover(self, now: float) -> None:
+        """A restart of the RM (fault schedules, kind ``rm``). ``recovery="kept"``: it comes back with the state it
+        had. ``work-preserving`` (the default; Hadoop's work-preserving RM restart): the applications and their
+        outstanding requests survive (state store; the AMs re-send their asks), containers keep running, but the
+        scheduler's view of the nodes is rebuilt from the node managers' re-registration, and containers it had
+        allocated but not yet launched are asked for again. Until the registration arrives nothing is allocated."""
+        if self.recovery == "kept":
+            return
+        self.stats["restarts"] = self.stats.get("restarts", 0) + 1
+        back = [e for lst in self.claims.values() for e in lst]
+        self.claims = {}
+        for e in back:
+            self._untake(e)
+        self.idle[:] = 0
+        for w in range(len(self.mask_of)):
+            self._write_off(w)
+        self._epoch += 1
+        self.syncing = self._epoch
+        self._hb = f"hb{self._epoch}"
+        self._set_guard()
+        self._requeue(back, now)  # to the queue: nothing is allocated before the view is rebuilt
+        self._resync(now)
+        self._flush(now)
+
+    def _resync(self, now: float) -> None:
+        """Ask the node managers to re-register (the separate node managers answer with a message)."""
+        self.port.send(self.nm, Resync(self.syncing))
+
+    def _requeue_lost(self, tasks: list[int], demands, now: float) -> None:
+        """Containers lost with their node, or launches that did not start: their applications ask again."""
+        fair = self.queue_policy == "fair"
+        entries = []
+        for i, t in enumerate(tasks):
+            user = 0
+            if fair:
+                user = self.user_of.pop(t)
+                self.running_by_user[user] -= 1
+            entries.append((t, None, None if demands is None else np.asarray(demands[i]), user))
+        self._requeue(entries, now)
+
+    def _requeue(self, entries: list, now: float) -> None:
+        """Tasks ask for a container again (entries ``(task, duration or None, demand, user)``): booked at once on
+        a suitable node with room, as on arrival, else at the head of the queue (``fewest-tasks``: behind their
+        job's queued tasks). Their constraints are the application's, as before."""
+        if not entries:
+            return
+        info = self.task_info
+        if info is None:
+            raise ValueError(f"{self.address}: requeueing lost tasks needs task_info (set by the fault handler)")
+        self.stats["requeued"] = self.stats.get("requeued", 0) + len(entries)
+        start = self.schedule.rotation(now)
+        fewest = self.queue_policy == "fewest-tasks"
+        heads: list = []
+        for t, _, dem, user in entries:
+            dur, mask, job = info(t)
+            entry = (t, dur, dem, user)
+            if not self.syncing:
+                if self.scan == "random":
+                    start = self._rnd.below(self.index.n_bits)
+                bit = self._claim_bit(mask, dem, start)
+                if bit >= 0:
+                    self._claim(int(self.index.worker_at_bit[bit]), entry, now)
+                    continue
+            q = self.queues.get(user)
+            if q is None:
+                q = self.queues[user] = FewestTasksQueue() if fewest else WaitQueue()
+                self.running_by_user.setdefault(user, 0)
+            if fewest:
+                q.push_job(job, [entry], [mask])
+            else:
+                heads.append((q, entry, mask))
+            self._queued += 1
+        for q, entry, mask in reversed(heads):  # the head of the queue, in the order they were lost
+            q.push_front(entry, mask)
+
+    def _untake(self, entry) -> None:
+        """Undo :meth:`_take`'s per-user accounting of a booking that is given up."""
+        if self.queue_policy == "fair":
+            self.running_by_user[entry[3]] -= 1
+            self.user_of.pop(entry[0], None)
 
     def queued(self) -> int:
         """Tasks waiting in the RM's queue."""

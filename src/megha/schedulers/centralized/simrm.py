@@ -14,12 +14,20 @@ Only the order of events that fall at exactly the same simulated instant may dif
 (a heartbeat is ordered by when its container was launched, not by when the node managers' timer fired), so
 results are the same unless two unrelated events coincide to the last bit. The deployment uses it in slot mode
 when the engine has no processing model (per-message costs need real messages).
+
+Faults: the in-process node managers fail and come back through :meth:`SimResourceManager.fail_nodes` and
+:meth:`SimResourceManager.restore_nodes` (the fault handler passes what they report to the RM's inbox). A launch
+committed before its node died but due to reach it after (its start was recorded ahead of time) is withdrawn and
+reported with the lost containers; a launch the RM commits to a node that is dead, or whose newer incarnation it has
+not learned of, does not start and is asked for again. A container whose heartbeat is on its way when its node dies
+(at most ``heartbeat_latency``) is lost with it. An RM restart rebuilds the view at once from the in-process node
+managers' state (their re-registration).
 """
 
 from __future__ import annotations
 
 from megha.errors import SimulationError
-from megha.schedulers.centralized.messages import NodeHeartbeat
+from megha.schedulers.centralized.messages import NodeHeartbeat, NodesLost, NodesRegistered
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.common.messages import Launch
 
@@ -37,6 +45,7 @@ class SimResourceManager(ResourceManager):
         self.on_node: list[int] = [-1] * len(self.mask_of)  # the node managers' own record
         self._due: dict[float, list] = {}  # tick -> [the node managers' timer instant, (task, node, end)...]
         self.nm_heartbeats = 0
+        self.nm_ver: list[int] | None = None  # the node managers' state versions (faults; see ResourceManager.ver)
 
     def on_timer(self, key, now: float) -> None:
         if key[0] != "nm":
@@ -64,6 +73,8 @@ class SimResourceManager(ResourceManager):
             self._flush(now)
             return
         else:
+            if not items:  # every container due at this tick died with its node
+                return
             items.sort(key=lambda x: x[2])
             for _, w, _ in items:
                 on_node[w] = -1
@@ -89,6 +100,10 @@ class SimResourceManager(ResourceManager):
         self._launch = ([], [], [], [])
         rec = self.rec
         port = self.port
+        if self.nm_ver is not None:  # nodes have failed: launches to a dead or newer node do not start
+            lt, lw, ld = self._refuse(lt, lw, ld, now)
+            if not lt:
+                return
         rec.decided(lt, now)
         d = self.launch_delay
         rec.add_comm(lt, d)
@@ -117,6 +132,82 @@ class SimResourceManager(ResourceManager):
                 at(fire + back, ("nm", tick))  # the instant their heartbeat would reach the RM
             else:
                 g.append((t, w, e))
+
+    # --- faults: the in-process node managers' side (see megha.schedulers.centralized.faults) ---------------------
+    def fail_nodes(self, nodes: list[int], now: float) -> NodesLost:
+        """Nodes die at ``now``: their containers are lost (runs recorded lost; launches not yet arrived withdrawn).
+        Returns what the RM's liveness monitor reports to the RM."""
+        if self.nm_ver is None:
+            self.nm_ver = [1] * len(self.mask_of)
+        ver = self.nm_ver
+        dead = [w for w in dict.fromkeys(nodes) if ver[w] & 1]
+        for w in dead:
+            ver[w] += 1
+        gone = set(dead)
+        hit = []
+        for g in self._due.values():
+            if any(x[1] in gone for x in g[1:]):
+                keep = [x for x in g[1:] if x[1] not in gone]
+                hit.extend(x[0] for x in g[1:] if x[1] in gone)
+                g[1:] = keep
+        lost = []
+        if hit:
+            on_node = self.on_node
+            start = self.rec.start[hit]
+            early = [t for t, s in zip(hit, start.tolist(), strict=True) if s > now]  # still on their way
+            ran = [t for t, s in zip(hit, start.tolist(), strict=True) if not s > now]
+            if early:
+                self.rec.withdraw_start(early)
+            if ran:
+                self.rec.lost(ran, now)
+            for w in dead:
+                lost.extend((t, w, None) for t in [on_node[w]] if t >= 0)
+                on_node[w] = -1
+        return NodesLost(dead, [ver[w] for w in dead], lost)
+
+    def restore_nodes(self, nodes: list[int], now: float) -> NodesRegistered:
+        """Dead nodes come back empty; returns their registration for the RM."""
+        ver = self.nm_ver
+        back = [] if ver is None else [w for w in dict.fromkeys(nodes) if not ver[w] & 1]
+        for w in back:
+            ver[w] += 1
+        return NodesRegistered(back, [ver[w] for w in back], [], [])
+
+    def _refuse(self, lt: list, lw: list, ld: list, now: float) -> tuple[list, list, list]:
+        """Launches to a node the RM's view is out of date on (dead, or back in a newer incarnation) do not start;
+        their tasks are asked for again (the RM writes the node off when it learns of the failure)."""
+        nmv = self.nm_ver
+        ver = self._versions()
+        bad = [i for i, w in enumerate(lw) if nmv[w] != ver[w] or not nmv[w] & 1]
+        if not bad:
+            return lt, lw, ld
+        self.stats["launches_failed"] = self.stats.get("launches_failed", 0) + len(bad)
+        refused = [lt[i] for i in bad]
+        ok = [i for i, w in enumerate(lw) if nmv[w] == ver[w] and nmv[w] & 1]
+        lt, lw, ld = [lt[i] for i in ok], [lw[i] for i in ok], [ld[i] for i in ok]
+        self._requeue_lost(refused, None, now)  # booked for a heartbeat or queued: nothing is added to this flush
+        return lt, lw, ld
+
+    def _accept(self, nodes: list[int]) -> None:
+        """In-process node managers need no acceptance: a launch checks the node's version when it is committed."""
+
+    def _resync(self, now: float) -> None:
+        """After a restart: the view rebuilt at once from the in-process node managers (their re-registration)."""
+        self.syncing = 0
+        nmv = self.nm_ver
+        if nmv is not None:
+            self.ver = list(nmv)
+        alive = []
+        busy = self.busy
+        for w, t in enumerate(self.on_node):
+            if nmv is None or nmv[w] & 1:
+                self.down.discard(w)
+                busy[w] = t >= 0
+                alive.append(w)
+            else:
+                self.down.add(w)
+        self._set_guard()
+        self._refill(alive)
 
     def running(self) -> int:
         """Containers running on the nodes."""
