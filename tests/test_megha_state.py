@@ -84,3 +84,34 @@ def test_slot_view_bits_mirror_the_flags(n, seed, ops):
         assert np.array_equal(v.avail, lay.idx.pack_workers(flags))
         assert v._words == v.avail.tolist()
         assert v.n_free == int(flags.sum())
+
+
+def test_first_segment_pick_is_the_search_then_the_random_pick():
+    """The compiled placement (search one segment at a time, then a uniform set bit) makes the same choice as the
+    search kernel followed by the Python pick it replaces."""
+    from megha.model.matching import _random_bit
+    from megha.schedulers.megha._kernels import first_segment_pick, first_segment_with
+
+    class Fixed:  # FastRandom.below of one given uniform number
+        def __init__(self, u: float) -> None:
+            self.u = u
+
+        def below(self, n: int) -> int:
+            return min(int(self.u * n), n - 1)
+
+    rng = np.random.default_rng(5)
+    for _ in range(500):
+        nseg, words = int(rng.integers(1, 6)), int(rng.integers(1, 5))
+        starts = np.arange(nseg + 1, dtype=np.int64) * words
+        avail = rng.integers(0, 2**63, size=nseg * words, dtype=np.uint64) * np.uint64(rng.integers(1, 3))
+        static = rng.integers(0, 2**63, size=nseg * words, dtype=np.uint64)
+        static[rng.random(static.size) > rng.random()] = 0
+        order = rng.permutation(nseg).astype(np.int64)
+        u = float(rng.random())
+        k, b = first_segment_pick(avail, static, order, starts, u)
+        assert k == first_segment_with(avail, static, order, starts)
+        if k >= 0:
+            lo, hi = starts[order[k]], starts[order[k] + 1]
+            assert b == lo * 64 + _random_bit(np.bitwise_and(avail[lo:hi], static[lo:hi]).tolist(), Fixed(u))
+        else:
+            assert b == -1

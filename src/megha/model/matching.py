@@ -58,6 +58,17 @@ class FastRandom:
         self._i += 1
         return min(int(u * n), n - 1)
 
+    def peek(self) -> float:
+        """The uniform number in ``[0, 1)`` that the next :meth:`below` will use, not consumed (see :meth:`skip`)."""
+        if self._i >= len(self._buf):
+            self._buf = self.rng.random(4096).tolist()
+            self._i = 0
+        return self._buf[self._i]
+
+    def skip(self) -> None:
+        """Consume the number :meth:`peek` returned (``below(n)`` is then ``min(int(u * n), n - 1)`` of it)."""
+        self._i += 1
+
 
 class SegmentedIndex:
     """Packed constraint vectors over segments of workers (each segment word-aligned)."""

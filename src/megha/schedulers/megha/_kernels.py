@@ -55,3 +55,52 @@ def first_segment_with(avail: np.ndarray, static: np.ndarray, order: np.ndarray,
             if avail[i] & static[i]:
                 return k
     return -1
+
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x: np.uint64) -> int:
+    x = x - ((x >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return int((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def first_segment_pick(
+    avail: np.ndarray, static: np.ndarray, order: np.ndarray, seg_start: np.ndarray, u: float
+) -> tuple[int, int]:
+    """:func:`first_segment_with`, then a uniformly random set bit of ``avail & static`` in that segment.
+
+    Returns ``(k, bit)``: the position in ``order`` of the first segment with a set bit, and the global bit index of
+    the ``r``-th set bit there, ``r = min(int(u * total), total - 1)`` (:class:`FastRandom.below` of ``u``, then
+    the ``r``-th set bit in word order, as :func:`megha.model.matching._random_bit`); ``(-1, -1)`` when no segment
+    of ``order`` has one.
+    """
+    for k in range(order.size):
+        s = order[k]
+        lo = seg_start[s]
+        hi = seg_start[s + 1]
+        total = 0
+        for i in range(lo, hi):
+            x = avail[i] & static[i]
+            if x:
+                total += _popcount(x)
+        if total:
+            r = min(int(u * total), total - 1)
+            for i in range(lo, hi):
+                x = avail[i] & static[i]
+                c = _popcount(x) if x else 0
+                if r < c:
+                    for _ in range(r):
+                        x &= x - _ONE
+                    low = x & (~x + _ONE)
+                    return k, i * 64 + _popcount(low - _ONE)
+                r -= c
+    return -1, -1

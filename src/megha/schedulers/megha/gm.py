@@ -154,11 +154,15 @@ class GlobalMaster(Component):
         self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]
         # slot mode, round-robin partitions: placement scans one partition at a time (compiled, loaded here)
         self._seg_scan = not self.resource_mode and partition_order == "round-robin"
+        self._pick_random = None
         if self._seg_scan:
-            from megha.schedulers.megha._kernels import first_segment_with
+            from megha.schedulers.megha._kernels import first_segment_pick, first_segment_with
 
             self._first_seg = first_segment_with
             self._seg_lo = layout.idx.seg_word_start.tolist()
+            if self.policy is Policy.RANDOM:
+                self._pick_random = first_segment_pick
+                self._worker_at_bit = layout.idx.worker_at_bit.tolist()
         self._batch: list[list] = [[] for _ in range(layout.n_lms)]
         self._dirty: list[int] = []
         self.req_seq = 0
@@ -255,6 +259,29 @@ class GlobalMaster(Component):
         static = idx.static_vector(e[E_MASK])
         avail = view.avail
         starts = idx.seg_word_start
+        if self._pick_random is not None:
+            # policy random: the search and the worker's draw in one compiled call (the same draw: the uniform number
+            # the pick would take, consumed only when a worker is found)
+            rnd = self.rnd
+            u = rnd.peek()
+            order = self._int[self.rr_int]
+            k, b = self._pick_random(avail, static, order, starts, u)
+            if k >= 0:
+                seg = int(order[k])
+                self.rr_int = (seg // self._G + 1) % self.layout.n_lms
+            else:
+                if not self.repartition or self._G == 1:
+                    return False
+                order = self._ext[self.rr_ext]
+                k, b = self._pick_random(avail, static, order, starts, u)
+                if k < 0:
+                    return False
+                seg = int(order[k])
+                self.rr_ext = (seg // self._G + 1) % self.layout.n_lms
+                self.counters["repartition_requests"] += 1
+            rnd.skip()
+            self._book(e, self._worker_at_bit[b])
+            return True
         first = self._first_seg
         order = self._int[self.rr_int]
         k = first(avail, static, order, starts)
