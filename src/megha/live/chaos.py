@@ -52,7 +52,8 @@ def chaos_config(state_dir: str, port: int | None = None) -> LiveConfig:
     )
 
 
-def _kill(pid: int | None) -> bool:
+def kill_pid(pid: int | None) -> bool:
+    """kill -9 ``pid``; False when there is none or it is already gone."""
     if not pid:
         return False
     try:
@@ -77,15 +78,15 @@ async def _fault(kind: str, state: Path, rng: np.random.Generator) -> str | None
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGSTOP)
             await asyncio.sleep(hang)
-            _kill(pid)
+            kill_pid(pid)
             return f"nats-server (hung {hang:.1f} s)"
-        return "nats-server" if _kill(pid) else None
+        return "nats-server" if kill_pid(pid) else None
     prefix = {"gm": "gm", "lm": "lm", "host": "host"}[kind]
     names = sorted(n for n in procs if n.startswith(prefix))
     if not names:
         return None
     name = names[int(rng.integers(len(names)))]
-    return name if _kill(procs[name]) else None
+    return name if kill_pid(procs[name]) else None
 
 
 async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: str | None = None, report=None) -> dict:

@@ -38,8 +38,6 @@ import asyncio
 import contextlib
 import json
 import math
-import os
-import signal
 import tempfile
 import time
 from dataclasses import dataclass
@@ -48,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from megha.errors import InputError
+from megha.live.chaos import kill_pid
 from megha.live.config import LiveConfig
 from megha.model.faults import FaultEvent, FaultSchedule, load_schedule
 
@@ -109,16 +108,6 @@ def _services(state: Path) -> dict:
         return {}
 
 
-def _kill(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, signal.SIGKILL)
-        return True
-    except OSError:
-        return False
-
-
 def _active_lm_pid(cl, address: str) -> int | None:
     """The pid of the process that reported last as LM ``address``'s active instance."""
     best = None
@@ -141,12 +130,12 @@ def inject(ev: FaultEvent, cfg: LiveConfig, cl, layout, scale: float) -> _Inject
     pids: list[int] = []
     if ev.kind == "broker":
         supervisor.hold(cfg, "nats-server", down)
-        if _kill(doc.get("broker")):
+        if kill_pid(doc.get("broker")):
             names, pids = ["nats-server"], [doc["broker"]]
     elif ev.kind == "gm":
         for g in ev.targets:
             supervisor.hold(cfg, f"gm{g}", down)
-            if _kill(procs.get(f"gm{g}")):
+            if kill_pid(procs.get(f"gm{g}")):
                 names.append(f"gm{g}")
                 pids.append(procs[f"gm{g}"])
     elif ev.kind == "lm":
@@ -156,7 +145,7 @@ def inject(ev: FaultEvent, cfg: LiveConfig, cl, layout, scale: float) -> _Inject
             if name is None:  # not heard from yet: the process started as the active
                 name = f"lm{lm}-active"
                 pid = procs.get(name)
-            if _kill(pid):
+            if kill_pid(pid):
                 names.append(name)
                 pids.append(pid)
     else:
@@ -167,7 +156,7 @@ def inject(ev: FaultEvent, cfg: LiveConfig, cl, layout, scale: float) -> _Inject
             hosts = sorted({h for lm in ev.targets for h in range(n_hosts) if h % layout.n_lms == lm})
         for h in hosts:
             supervisor.hold(cfg, f"host{h}", down)
-            if _kill(procs.get(f"host{h}")):
+            if kill_pid(procs.get(f"host{h}")):
                 names.append(f"host{h}")
                 pids.append(procs[f"host{h}"])
     if not names:
