@@ -117,3 +117,17 @@ def test_sim_is_engine_only() -> None:
         if module.startswith("megha.sim"):
             for imp in _imports(path, module):
                 assert not imp.startswith(forbidden), f"{module} imports {imp}"
+
+
+def test_scheduler_families_never_import_the_engine() -> None:
+    """Families build through ``BuildContext`` (``add``, ``delay``, ``processing``) and give their fault models the
+    ``Host`` protocol: none imports the engine module or reaches for ``ctx.engine``."""
+    bad = []
+    for module, path in sorted(_modules().items()):
+        if not module.startswith("megha.schedulers.") or module == "megha.schedulers.registry":
+            continue
+        if "megha.sim.engine" in _imports(path, module):
+            bad.append(f"{module} imports megha.sim.engine")
+        if "ctx.engine" in path.read_text():
+            bad.append(f"{module} uses ctx.engine (use ctx.add / ctx.delay / ctx.processing / ctx.host)")
+    assert not bad, "\n".join(bad)

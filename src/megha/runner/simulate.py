@@ -164,7 +164,7 @@ def build(cfg: RunConfig, workload: Workload, dc: Datacenter) -> tuple[Engine, T
         recorder=rec,
     )
     ctx = registry.BuildContext(
-        engine=engine,
+        host=engine,
         recorder=rec,
         workload=workload,
         datacenter=dc,

@@ -2,8 +2,8 @@
 
 A family lives in its own sub-package of :mod:`megha.schedulers` and registers itself on import with
 :func:`register`; :func:`get` imports every sub-package once, so adding a family never means editing a
-shared list. A builder receives a :class:`BuildContext` (engine, recorder, workload, datacenter, options)
-and returns a :class:`Deployment` that tells the runner where each job enters the system.
+shared list. A builder receives a :class:`BuildContext` (the simulator host it adds components to, recorder,
+workload, datacenter, options) and returns a :class:`Deployment` that tells the runner where each job enters the system.
 
 **Plug-ins.** An installed package adds schedulers through the entry-point group ``megha.schedulers``: each entry
 point names a module (or an object in one) whose import calls :func:`register`. They are loaded after the
@@ -29,8 +29,7 @@ from megha.errors import InputError, did_you_mean
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
-from megha.sim.component import Address
-from megha.sim.engine import Engine
+from megha.sim.component import Address, Component, Host
 
 
 class SchedulerOptions(BaseModel):
@@ -41,9 +40,15 @@ class SchedulerOptions(BaseModel):
 
 @dataclass
 class BuildContext:
-    """Everything a scheduler builder needs to wire its components into an engine."""
+    """Everything a scheduler builder needs to wire its components into a simulation.
 
-    engine: Engine
+    A builder adds its components with :meth:`add`, reads one-way delays with :meth:`delay` (or the whole
+    :attr:`delay_model`) and whether components have processing costs with :attr:`processing`, and draws any
+    build-time randomness from :attr:`rng`. Its fault models get :attr:`host` (the
+    :class:`~megha.sim.component.Host` protocol: suspend, resume, replace, inject …), never the engine itself.
+    """
+
+    host: Host
     recorder: TaskRecorder  # the simulator's; components should need only the Recorder protocol
     workload: Workload
     datacenter: Datacenter
@@ -53,6 +58,29 @@ class BuildContext:
     n_gms: int | None = None
     n_lms: int | None = None
     extra: dict = field(default_factory=dict)
+
+    def add(self, comp: Component) -> Component:
+        """Add a component to the simulation (it gets its port and its named random stream); returns it."""
+        return self.host.add(comp)
+
+    def delay(self, src_kind: str, dst_kind: str) -> float:
+        """The one-way delay of a message from a component of kind ``src_kind`` to one of kind ``dst_kind``."""
+        return self.host.delay_model.delay(src_kind, dst_kind)
+
+    @property
+    def delay_model(self) -> Any:
+        """The run's :class:`~megha.sim.engine.DelayModel` (network delay, per-link delays)."""
+        return self.host.delay_model
+
+    @property
+    def processing(self) -> Any:
+        """The processing-cost model, or None when components run in zero time (fast paths may rely on it)."""
+        return self.host.processing
+
+    @property
+    def engine(self) -> Host:
+        """Deprecated name of :attr:`host` (plug-ins written against earlier versions)."""
+        return self.host
 
 
 @dataclass

@@ -15,7 +15,7 @@ messages.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -36,6 +36,52 @@ class Port(Protocol):
 
     def cancel_timer(self, handle: int) -> None:
         """Cancel a pending timer (no effect if it already fired)."""
+
+
+class Host(Protocol):
+    """What a scheduler's builder and its fault models may ask of the simulator that runs its components.
+
+    :class:`megha.sim.engine.Engine` implements it; a builder sees it as ``BuildContext.host`` (and adds components
+    through ``BuildContext.add``). Components themselves never see it: they act only through their :class:`Port`.
+    Fault models use the rest — taking a component down and back (:meth:`suspend`, :meth:`resume`), replacing it
+    by a fresh process (:meth:`replace`, plus :meth:`next_handle` / :meth:`pending_timers` / :meth:`cancel_timer`
+    to drop the old process's timers), delivering an external input (:meth:`inject`)."""
+
+    #: the current simulated time (seconds)
+    now: float
+    #: the components by address (read only: change them with add / replace / suspend / resume)
+    components: Mapping[Address, Any]
+    #: one-way delays between component kinds (:class:`megha.sim.engine.DelayModel`)
+    delay_model: Any
+    #: the processing-cost model, or None when components run in zero time
+    processing: Any
+
+    def add(self, comp: Component) -> Component:
+        """Register a component (it gets its port and its own random stream, named by its address)."""
+
+    def replace(self, comp: Component) -> Component:
+        """Put a new component at an existing address; messages in flight go to it."""
+
+    def suspend(self, address: Address) -> None:
+        """Take a component down (a crash): what is addressed to it is held until :meth:`resume`."""
+
+    def resume(self, address: Address) -> int:
+        """Bring a suspended component back; returns how many held events reach it."""
+
+    def is_down(self, address: Address) -> bool:
+        """Whether the component at ``address`` is suspended."""
+
+    def inject(self, at: float, dst: Address, msg: Any) -> None:
+        """Deliver ``msg`` to ``dst`` at time ``at`` without network delay (an external input)."""
+
+    def cancel_timer(self, handle: int) -> None:
+        """Cancel a pending timer by handle."""
+
+    def next_handle(self) -> int:
+        """A handle greater than every handle given so far."""
+
+    def pending_timers(self) -> list[tuple[int, Component]]:
+        """``(handle, component)`` of every pending timer."""
 
 
 class Component:

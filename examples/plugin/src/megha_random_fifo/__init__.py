@@ -6,7 +6,7 @@ The contract (``megha.schedulers.registry``):
 * an options model (a :class:`~megha.schedulers.registry.SchedulerOptions`, i.e. a pydantic model that rejects
   unknown keys) whose fields carry ``Field(description=...)`` — ``megha schedulers`` shows them;
 * a builder ``build(ctx: BuildContext) -> Deployment`` registered with ``@register(name, help, options=...)``; it
-  adds the scheduler's components to ``ctx.engine`` and returns where each job enters (``route``);
+  adds the scheduler's components with ``ctx.add`` and returns where each job enters (``route``);
 * components are sans-I/O (:class:`megha.sim.component.Component`): messages and timers in, messages and timers out
   through ``self.port``, randomness only from the seeded ``self.port.rng``, time passed in as ``now``;
 * the vocabulary of :mod:`megha.schedulers.common`: the runner sends :class:`JobArrival`; a :class:`WorkerPool`
@@ -103,8 +103,8 @@ def build(ctx: BuildContext) -> Deployment:
     sched = RandomFifo(
         "random-fifo/scheduler", pool.address, dc.worker_masks.astype(np.int64), ctx.recorder, ctx.options.scan
     )
-    ctx.engine.add(pool)
-    ctx.engine.add(sched)
+    ctx.add(pool)
+    ctx.add(sched)
     return Deployment(
         route=lambda job: sched.address,
         counters=lambda: {"queued_at_end": len(sched.queue)},

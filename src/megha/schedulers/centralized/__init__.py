@@ -63,7 +63,7 @@ class YarnOptions(SchedulerOptions):
 def node_managers_in_process(ctx: BuildContext) -> bool:
     """Whether the RM runs the node managers in-process (:class:`SimResourceManager`, same results with a third of
     the engine events): in slot mode without processing costs (which need real messages)."""
-    return ctx.engine.processing is None and ctx.datacenter.capacity is None
+    return ctx.processing is None and ctx.datacenter.capacity is None
 
 
 @register(
@@ -77,7 +77,7 @@ def build(ctx: BuildContext) -> Deployment:
     dc = ctx.datacenter
     lag = HEARTBEAT_LAG if opts.scan == "rotate" else 0.0
     schedule = HeartbeatSchedule.random(dc.n_workers, opts.heartbeat, ctx.rng, lag=lag)
-    dm = ctx.engine.delay_model
+    dm = ctx.delay_model
     latency = dm.delay(NodeManagers.kind, ResourceManager.kind)
     args = ("yarn/rm", "yarn/nm", "yarn/nm", dc.worker_masks, dc.capacity, schedule, ctx.recorder)
     kw = {
@@ -96,7 +96,7 @@ def build(ctx: BuildContext) -> Deployment:
         rm = ResourceManager(*args, **kw)
         components = [nm, rm]
     for c in components:
-        ctx.engine.add(c)
+        ctx.add(c)
     rm.task_info = task_info(ctx.workload)
 
     def counters() -> dict[str, int]:
@@ -114,7 +114,7 @@ def build(ctx: BuildContext) -> Deployment:
         "recovery": opts.recovery,
         "mode": "resource" if dc.capacity is not None else "slot",
     }
-    faults = YarnFaults(ctx.engine, rm, nm, dc.n_workers)
+    faults = YarnFaults(ctx.host, rm, nm, dc.n_workers)
     return Deployment(
         route=lambda job: rm.address, counters=counters, describe=describe, components=components, faults=faults
     )

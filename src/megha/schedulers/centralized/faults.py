@@ -31,7 +31,7 @@ from megha.model.workload import Workload
 from megha.schedulers.centralized.nodemanager import NodeManagers
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.centralized.simrm import SimResourceManager
-from megha.sim.engine import Engine
+from megha.sim.component import Host
 
 KINDS = {
     "worker": "the node dies: its containers are lost and their tasks asked for again (head of the queue, same "
@@ -45,7 +45,7 @@ class YarnFaults:
 
     kinds = KINDS
 
-    def __init__(self, engine: Engine, rm: ResourceManager, nm: NodeManagers | None, n_nodes: int) -> None:
+    def __init__(self, engine: Host, rm: ResourceManager, nm: NodeManagers | None, n_nodes: int) -> None:
         self.engine = engine
         self.rm = rm
         self.nm = nm

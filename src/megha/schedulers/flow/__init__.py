@@ -198,8 +198,8 @@ def build(ctx: BuildContext) -> Deployment:
     sched = build_scheduler(
         "flow/scheduler", pool.address, ctx.recorder, ctx.datacenter, o, ctx.rng, n_tasks=ctx.workload.n_tasks
     )
-    ctx.engine.add(pool)
-    ctx.engine.add(sched)
+    ctx.add(pool)
+    ctx.add(sched)
     return Deployment(
         route=lambda job: sched.address,
         counters=sched.counters,

@@ -47,6 +47,6 @@ class IdealScheduler(Component):
 def build(ctx: BuildContext) -> Deployment:
     pool = WorkerPool("ideal/pool", 0, ctx.recorder, unlimited=True)
     sched = IdealScheduler("ideal/scheduler", pool.address, ctx.recorder)
-    ctx.engine.add(pool)
-    ctx.engine.add(sched)
+    ctx.add(pool)
+    ctx.add(sched)
     return Deployment(route=lambda job: sched.address, describe={"workers": "unlimited"}, components=[pool, sched])

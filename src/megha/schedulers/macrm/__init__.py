@@ -141,7 +141,7 @@ class MacrmOptions(SchedulerOptions):
 def _cadence(ctx: BuildContext, opts: MacrmOptions, hold: float, node_timeout: float) -> Cadence | None:
     """The fast-forward of periodic messages (cadence.py), where it is exact: the simulator's engine without a
     processing-cost model, heartbeat replies far shorter than the period, timeouts far longer."""
-    eng = ctx.engine
+    eng = ctx.host
     if not opts.fast_forward or getattr(eng, "processing", None) is not None or not hasattr(eng, "inject"):
         return None
     dm = eng.delay_model
@@ -207,7 +207,7 @@ def build(ctx: BuildContext) -> Deployment:
     n_tr = min(n_tr, n)
     bounds = [(k * n) // n_tr for k in range(n_tr + 1)]
     group_of = np.repeat(np.arange(n_tr, dtype=np.int64), np.diff(bounds))
-    net = ctx.engine.delay_model.network_delay
+    net = ctx.delay_model.network_delay
     hold = opts.hold_timeout or (2 * opts.sampling_timeout + 4 * net)
     node_timeout = opts.node_timeout or (3 * opts.heartbeat + 0.5)
     jm_timeout = opts.jm_timeout or (3 * opts.jm_heartbeat + 0.5)
@@ -221,7 +221,7 @@ def build(ctx: BuildContext) -> Deployment:
     addr = {k: f"{PREFIX}/{k}" for k in ("client", "arbitrator", "supervisor", "runtime")}
     groups = [f"{PREFIX}/nm{g}" for g in range(n_tr)]
     trackers = [f"{PREFIX}/tracker{g}" for g in range(n_tr)]
-    links = ctx.engine.delay_model.links  # co-located: submission front end, container starts, process restarts
+    links = ctx.delay_model.links  # co-located: submission front end, container starts, process restarts
     links[("macrm-client", "macrm-arbitrator")] = 0.0
     links[("macrm-nm", "macrm-runtime")] = 0.0
     links[("macrm-supervisor", "macrm-runtime")] = 0.0
@@ -299,7 +299,7 @@ def build(ctx: BuildContext) -> Deployment:
 
     factories = {addr["arbitrator"]: lambda: make_arbitrator(restarted=True)}
     factories.update({trackers[g]: make_tracker(g) for g in range(n_tr)})
-    runtime = Runtime(addr["runtime"], ctx.engine, jm_ctx, factories)
+    runtime = Runtime(addr["runtime"], ctx.host, jm_ctx, factories)
     supervisor = Supervisor(
         addr["supervisor"], addr["runtime"], [addr["arbitrator"], *trackers], opts.alive_timeout, opts.alive_interval
     )
@@ -329,7 +329,7 @@ def build(ctx: BuildContext) -> Deployment:
     tracker_comps = [make_tracker(g)() for g in range(n_tr)]
     comps = [runtime, supervisor, client, arbitrator, *tracker_comps, *nms]
     for c in comps:
-        ctx.engine.add(c)
+        ctx.add(c)
     cad = _cadence(ctx, opts, hold, node_timeout)
     if cad is not None:
         for nm in nms:
@@ -345,15 +345,15 @@ def build(ctx: BuildContext) -> Deployment:
         cad.arbitrator = arbitrator
         jm_ctx.cadence = cad
     for j in range(w.n_jobs):  # job-manager addresses: dead letters until a job manager runs there
-        ctx.engine.add(JMSlot(f"{PREFIX}/jm{j}"))
-    faults = MacrmFaults(ctx.engine, runtime, groups, group_of, trackers, addr["arbitrator"], cad)
+        ctx.add(JMSlot(f"{PREFIX}/jm{j}"))
+    faults = MacrmFaults(ctx.host, runtime, groups, group_of, trackers, addr["arbitrator"], cad)
 
     def current(address: str):
-        return ctx.engine.components[address]
+        return ctx.host.components[address]
 
     def counters() -> dict[str, int]:
         if cad is not None:
-            cad.settle(ctx.engine.now)
+            cad.settle(ctx.host.now)
         out: dict[str, int] = {}
 
         def add(prefix: str, d: dict) -> None:
@@ -369,7 +369,7 @@ def build(ctx: BuildContext) -> Deployment:
                 add("tracker_", c.stats)
         arb = current(addr["arbitrator"])
         if isinstance(arb, ResourceArbitrator):
-            arb.close_stats(ctx.engine.now)
+            arb.close_stats(ctx.host.now)
             add("arb_", arb.stats)
             out["macrm_arb_left_queued"] = arb.queued()
             out["macrm_arb_central_at_end"] = int(arb.central)

@@ -36,6 +36,7 @@ import numpy as np
 
 from megha.schedulers.macrm.messages import Alive, JMHeartbeat, JMHeartbeatReply, LoadInfo, TrackerStats
 from megha.schedulers.macrm.period import Period
+from megha.sim.component import Host
 
 
 class FreeWheel:
@@ -142,7 +143,7 @@ class Chain:
 class Cadence:
     """What a MACRM deployment does not simulate event by event, and the bookkeeping to stay exact."""
 
-    def __init__(self, engine, heartbeat: float, delays: dict[str, float], enabled: bool = True) -> None:
+    def __init__(self, engine: Host, heartbeat: float, delays: dict[str, float], enabled: bool = True) -> None:
         self.engine = engine
         self.enabled = enabled
         self.eager = not enabled  # every timer real (fast-forward off, or after a fault)

@@ -27,7 +27,7 @@ from megha.schedulers.macrm.messages import (
     Terminate,
 )
 from megha.schedulers.macrm.period import Period
-from megha.sim.component import Component
+from megha.sim.component import Component, Host
 
 
 class Crashed(Component):
@@ -235,7 +235,9 @@ class Runtime(Component):
     kind = "macrm-runtime"
     crash_kind = None  # the machines' operating system: outside the thesis's failure model (faults.py)
 
-    def __init__(self, address: str, engine, jm_ctx: JMContext, factories: dict[str, Callable[[], Component]]) -> None:
+    def __init__(
+        self, address: str, engine: Host, jm_ctx: JMContext, factories: dict[str, Callable[[], Component]]
+    ) -> None:
         super().__init__(address)
         self.engine = engine
         self.jm_ctx = jm_ctx
@@ -292,7 +294,7 @@ class MacrmFaults:
 
     def __init__(
         self,
-        engine,
+        engine: Host,
         runtime: Runtime,
         groups: list[str],
         group_of: np.ndarray,

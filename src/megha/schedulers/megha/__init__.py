@@ -247,7 +247,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         fair is not None or layout.capacity is not None or opts.queue != "fifo" or opts.matching != "offer"
     ):
         raise InputError("megha: handoff_after needs slot mode, no fairness shares, queue=fifo and matching=offer")
-    eng = ctx.engine
+    eng = ctx.host
     lms, gms = [], []
     # without per-message processing costs each LM runs its workers in-process (same timing, fewer events)
     in_process = opts.in_process_workers and eng.processing is None

@@ -23,7 +23,7 @@ from megha.model.workload import Workload
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.simlm import SimLocalMaster
-from megha.sim.engine import Engine
+from megha.sim.component import Host
 
 KINDS = {
     "worker": "the worker dies: its LM hands its tasks back to their GMs (re-placed first, same constraints); "
@@ -37,7 +37,7 @@ class MeghaFaults:
     """The :class:`~megha.model.faults.FaultHandler` of a Megha deployment."""
 
     def __init__(
-        self, engine: Engine, layout: MeghaLayout, gms: list[GlobalMaster], lms: list, workload: Workload
+        self, engine: Host, layout: MeghaLayout, gms: list[GlobalMaster], lms: list, workload: Workload
     ) -> None:
         self.engine = engine
         self.workload = workload

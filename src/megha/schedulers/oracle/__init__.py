@@ -44,7 +44,7 @@ def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options
     dc = ctx.datacenter
     oracle = Oracle("oracle/scheduler", dc.worker_masks, ctx.recorder, dc.capacity, opts.policy, opts.queue)
-    ctx.engine.add(oracle)
+    ctx.add(oracle)
 
     def counters() -> dict[str, int]:
         out = {f"oracle_{k}": int(v) for k, v in oracle.stats.items()}

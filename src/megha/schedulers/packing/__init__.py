@@ -107,8 +107,8 @@ def _builder(name: str):
         else:
             policy = make_policy(name, n, compat, vector=sizer.vector)
         sched.policy = policy
-        ctx.engine.add(pool)
-        ctx.engine.add(sched)
+        ctx.add(pool)
+        ctx.add(sched)
         describe = {
             "workers": n,
             "slot_seconds": opts.slot,

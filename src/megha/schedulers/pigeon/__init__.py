@@ -128,7 +128,7 @@ class PigeonOptions(PigeonCOptions):
 def workers_in_process(ctx: BuildContext) -> bool:
     """Whether the masters run their groups' workers in-process (:class:`SimPigeonMaster`, same results with a
     quarter of the engine events): yes unless messages have processing costs, which need real messages."""
-    return ctx.engine.processing is None
+    return ctx.processing is None
 
 
 def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Deployment:
@@ -159,7 +159,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     masters: list[PigeonMaster] = []
     pools: list[GroupWorkers] = []
     in_process = workers_in_process(ctx)
-    dm = ctx.engine.delay_model
+    dm = ctx.delay_model
     delays = {
         "launch_delay": dm.delay(PigeonMaster.kind, GroupWorkers.kind),
         "report_delay": dm.delay(GroupWorkers.kind, PigeonMaster.kind),
@@ -186,7 +186,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         for i in range(n_dist)
     ]
     for c in (*dists, *masters, *pools):
-        ctx.engine.add(c)
+        ctx.add(c)
 
     def counters() -> dict[str, int]:
         out = {
@@ -225,7 +225,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         counters=counters,
         describe=describe,
         components=[*dists, *masters, *pools],
-        faults=PigeonFaults(ctx.engine, dists, masters, group_of, weights, ctx.workload, cutoff),
+        faults=PigeonFaults(ctx.host, dists, masters, group_of, weights, ctx.workload, cutoff),
     )
 
 

@@ -35,7 +35,7 @@ from megha.model.workload import Workload
 from megha.schedulers.pigeon.distributor import MasterWeights, PigeonDistributor
 from megha.schedulers.pigeon.master import PigeonMaster
 from megha.schedulers.pigeon.simmaster import SimPigeonMaster
-from megha.sim.engine import Engine
+from megha.sim.component import Host
 
 KINDS = {
     "worker": "the worker dies: its running task goes back to the head of its master's queue (same class), or to "
@@ -75,7 +75,7 @@ class PigeonFaults:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: Host,
         distributors: list[PigeonDistributor],
         masters: list[PigeonMaster],
         group_of: np.ndarray,

@@ -62,9 +62,9 @@ def build(ctx: BuildContext) -> Deployment:
         )
         for i in range(n_sched)
     ]
-    ctx.engine.add(monitors)
+    ctx.add(monitors)
     for s in scheds:
-        ctx.engine.add(s)
+        ctx.add(s)
 
     def counters() -> dict[str, int]:
         out = {
