@@ -151,6 +151,27 @@ def test_reproduce_check_end_to_end(fake_experiments, tmp_path):
     assert "boom" in r.output
     claims = json.loads((tmp_path / "f" / "claims.json").read_text())
     assert claims["zz-fake"]["claims"][0]["holds"] is True and "error" in claims["zz-boom"]
+    # with --quick, --reuse takes a full run found in --out as it is (its rows are not marked quick) ...
+    r = CliRunner().invoke(
+        app,
+        [
+            "reproduce",
+            "--check",
+            "--quick",
+            "--reuse",
+            "--only",
+            "zz-fake",
+            "--out",
+            str(tmp_path / "f"),
+            "--markdown",
+            "-",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "| `zz-fake` | Fig. 1 |" in r.output
+    # ... but a quick run never stands in for a full one
+    r = CliRunner().invoke(app, ["reproduce", "--check", "--reuse", "--only", "zz-fake", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1 and "quick run" in r.output
 
 
 def test_reproduce_list_shows_titles_and_citations():

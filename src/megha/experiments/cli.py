@@ -57,7 +57,8 @@ def run_check(
         try:
             if reuse and prev.exists():
                 doc = json.loads(prev.read_text())
-                if bool(doc.get("quick")) != quick or doc.get("seed", seed) != seed:
+                # a full run stands in for a quick one (the table marks each run's size); never the reverse
+                if (bool(doc.get("quick")) and not quick) or doc.get("seed", seed) != seed:
                     raise ValueError(
                         f"{prev} is from a {'quick' if doc.get('quick') else 'full'} run with seed "
                         f"{doc.get('seed')}; run without --reuse or pick another --out"
@@ -92,7 +93,11 @@ def attach(app: typer.Typer) -> None:
         only: Annotated[str | None, typer.Option("--only", help="with --check: comma-separated experiment ids")] = None,
         reuse: Annotated[
             bool,
-            typer.Option("--reuse", help="with --check: re-check the claims of runs already in --out, not re-run"),
+            typer.Option(
+                "--reuse",
+                help="with --check: re-check the claims of runs already in --out, not re-run (with --quick, a full run "
+                "found there counts; the table marks which runs were quick)",
+            ),
         ] = False,
         markdown: Annotated[
             Path | None,
