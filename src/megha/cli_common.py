@@ -10,8 +10,20 @@ from typing import Any
 import typer
 from rich.console import Console
 
-console = Console(stderr=True)
-out_console = Console()
+
+def _console(stderr: bool = False) -> Console:
+    """A console; written to a file or a pipe (a log, CI) it is 160 columns wide instead of Rich's 80, so tables
+    stay readable (``COLUMNS`` still decides when set)."""
+    import os
+
+    c = Console(stderr=stderr)
+    if not c.is_terminal and "COLUMNS" not in os.environ:
+        c = Console(stderr=stderr, width=160)
+    return c
+
+
+console = _console(stderr=True)
+out_console = _console()
 
 
 def fail(msg: str, code: int = 2) -> None:
