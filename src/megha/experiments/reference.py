@@ -37,48 +37,38 @@ from megha.experiments.registry import ReproContext, experiment
 GOOG = "sample:GOOG_subtrace"
 STATS = ("p50", "p90", "p99", "mean")
 
+
+def _megha20(workers: int, gms: int, lms: int) -> dict[str, Any]:
+    """A Megha run as the 2020 authors' simulator made it: the Google sub-trace, unconstrained single-slot workers."""
+    return dict(
+        scheduler="megha",
+        trace=GOOG,
+        workers=workers,
+        gms=gms,
+        lms=lms,
+        constraints=False,
+        options={"profile": "megha20"},
+    )
+
+
 #: case id -> (what, the authors' delay statistics in seconds, how we run it)
 CASES: dict[str, dict[str, Any]] = {
     "megha20-1x1": {
         "what": "Megha 1 GM × 1 LM, GOOG_subtrace, 10,000 unconstrained workers",
         "authors": {"p50": 0.034, "p90": 7.99, "p99": 417.1, "mean": 29.1},
-        "config": dict(
-            scheduler="megha",
-            trace=GOOG,
-            workers=10_000,
-            gms=1,
-            lms=1,
-            constraints=False,
-            options={"profile": "megha20"},
-        ),
+        "config": _megha20(10_000, 1, 1),
         "quick": True,
     },
     "megha20-4x25": {
         "what": "Megha 4 GMs × 25 LMs, GOOG_subtrace, 10,000 unconstrained workers",
         "authors": {"p50": 2.03, "p90": 42.7, "p99": 1473.2, "mean": 67.7},
-        "config": dict(
-            scheduler="megha",
-            trace=GOOG,
-            workers=10_000,
-            gms=4,
-            lms=25,
-            constraints=False,
-            options={"profile": "megha20"},
-        ),
+        "config": _megha20(10_000, 4, 25),
         "quick": True,
     },
     "megha20-4x25-50k": {
         "what": "Megha 4 GMs × 25 LMs, GOOG_subtrace, 50,000 unconstrained workers",
         "authors": {"p50": 0.0015, "p90": 0.002, "p99": 0.002, "mean": 0.002},
-        "config": dict(
-            scheduler="megha",
-            trace=GOOG,
-            workers=50_000,
-            gms=4,
-            lms=25,
-            constraints=False,
-            options={"profile": "megha20"},
-        ),
+        "config": _megha20(50_000, 4, 25),
         "quick": False,
     },
     "sparrow-10k": {
