@@ -150,3 +150,39 @@ def k_fit_departed(
                 for i in range(nd):
                     top = max(top, dep_room[i])
     return pos[:k], srv[:k]
+
+
+@njit(cache=True, nogil=True)
+def k_vqs_next(
+    cand: np.ndarray,
+    i: int,
+    inv: np.ndarray,
+    used: np.ndarray,
+    avail: np.ndarray,
+    oth: np.ndarray,
+    nres: np.ndarray,
+    hx: np.ndarray,
+    hm: np.ndarray,
+    r: int,
+    unit: int,
+) -> int:
+    """VQS under constraints: the first position ``p >= i`` of ``cand`` whose server a fill would serve, or -1.
+
+    A server ``s`` is served if it waits for its reserved job (``nres[s]``) and the head of the reserved queue
+    ``r`` fits its free room and its mask, or if the head of its configuration's other queue ``oth[s]`` fits its
+    configuration's room ``avail[s]``, its free room and its mask. ``hx[t]``/``hm[t]``: size and mask of the head
+    of virtual queue ``t`` (``hx[t] < 0``: empty). Servers before the answer would be filled with nothing."""
+    rx = hx[r] if r >= 0 else -1
+    rm = hm[r] if r >= 0 else 0
+    for p in range(i, cand.size):
+        s = cand[p]
+        v = np.int64(inv[s])
+        room = unit - used[s]
+        if nres[s] != 0 and 0 <= rx <= room and (rm & v) == 0:
+            return p
+        o = oth[s]
+        if o >= 0:
+            x = hx[o]
+            if 0 <= x <= avail[s] and x <= room and (hm[o] & v) == 0:
+                return p
+    return -1

@@ -455,15 +455,77 @@ class VQS(_VirtualQueues):
         self.empty = SortedList(range(n))
         self._empty_np: np.ndarray | None = None  # constrained runs: empty servers as a boolean array
         self._inv_np: np.ndarray | None = None
+        # constrained runs: the servers' state mirrored in arrays for the compiled scan of the servers to fill
+        # (``k_vqs_next``: free room, configuration room, other type, waiting for the reserved job) and the
+        # virtual queues' heads (size, -1 if empty; mask)
+        self._used_np: np.ndarray | None = None
         if isinstance(self.compat, Constraints):
             self._empty_np = np.ones(n, dtype=bool)
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
+            self._used_np = np.zeros(n, dtype=np.int64)
+            self._avail_np = np.zeros(n, dtype=np.int64)
+            self._oth_np = np.full(n, -1, dtype=np.int64)
+            self._nres_np = np.zeros(n, dtype=np.int8)
+            self._hx = np.full(self.T, -1, dtype=np.int64)
+            self._hm = np.zeros(self.T, dtype=np.int64)
 
     def _enqueue(self, job: int, x) -> None:
         t = self.partition.type_of(x)
         self.typ[job] = t
         self.vq[t].append(job)
         self.nq[t] += 1
+
+    def _mirror(self, s: int) -> None:
+        """Constrained runs: copy server ``s``'s state into the arrays the compiled scan reads."""
+        self._used_np[s] = self.used[s]
+        c = self.cfg[s]
+        if c < 0:
+            self._oth_np[s] = -1
+            self._nres_np[s] = 0
+            return
+        conf = self.cs.configs[c]
+        self._oth_np[s] = conf.other
+        self._avail_np[s] = conf.space - self.occ[s]
+        self._nres_np[s] = 1 if conf.res >= 0 and not self.has_res[s] else 0
+
+    def _head(self, t: int) -> None:
+        """Constrained runs: refresh the head of virtual queue ``t`` for the compiled scan."""
+        if t < 0:
+            return
+        q = self.vq[t]
+        if q:
+            j = q[0]
+            self._hx[t] = self.size[j]
+            self._hm[t] = self.compat.mask.get(j, 0)
+        else:
+            self._hx[t] = -1
+
+    def _fill_scan(self, cand: np.ndarray, q: deque) -> None:
+        """Constrained runs: fill the servers ``cand`` in order while ``q`` has jobs, as calling :meth:`_fill` on
+        each would, but skipping by one compiled scan the servers a fill would leave unchanged."""
+        for t in range(self.T):
+            self._head(t)
+        r = self.cs.res_type
+        scan = _kernels().k_vqs_next
+        inv, used, avail, oth, nres, hx, hm = (
+            self._inv_np,
+            self._used_np,
+            self._avail_np,
+            self._oth_np,
+            self._nres_np,
+            self._hx,
+            self._hm,
+        )
+        i = 0
+        while q:
+            p = scan(cand, i, inv, used, avail, oth, nres, hx, hm, r, UNIT)
+            if p < 0:
+                return
+            s = int(cand[p])
+            self._fill(s)
+            self._head(r)
+            self._head(int(oth[s]))
+            i = p + 1
 
     def _avail(self, s: int) -> int:
         return self.cs.configs[self.cfg[s]].space - self.occ[s]
@@ -489,6 +551,8 @@ class VQS(_VirtualQueues):
             self._set_avail(s, old, old + x)
         if not self.njobs[s]:
             self._clear(s)
+        if self._used_np is not None:
+            self._mirror(s)
 
     def _clear(self, s: int) -> None:
         """Server ``s`` is empty: it drops its configuration (and renews it when it next has work)."""
@@ -546,6 +610,8 @@ class VQS(_VirtualQueues):
                 if avail != old:
                     self.occ[s] += old - avail
                     self._set_avail(s, old, avail)
+        if placed and self._used_np is not None:
+            self._mirror(s)
         return placed
 
     def _renew(self, s: int) -> bool:
@@ -571,6 +637,7 @@ class VQS(_VirtualQueues):
         self.empty.add(s)
         if self._empty_np is not None:
             self._empty_np[s] = True
+            self._mirror(s)
         return False
 
     def _renew_constrained(self) -> None:
@@ -624,12 +691,16 @@ class VQS(_VirtualQueues):
         if r >= 0:
             wait = self.wait_res
             q = self.vq[r]
-            i = 0
-            while q and i < len(wait):
-                s = wait[i]
-                self._fill(s)
-                if not self.has_res[s]:
-                    i += 1
+            if self._used_np is not None:
+                if q and wait:
+                    self._fill_scan(np.fromiter(wait, dtype=np.int64, count=len(wait)), q)
+            else:
+                i = 0
+                while q and i < len(wait):
+                    s = wait[i]
+                    self._fill(s)
+                    if not self.has_res[s]:
+                        i += 1
         # 3) servers with room for the head of each virtual queue
         size = self.size
         for t in range(self.T):
@@ -641,6 +712,10 @@ class VQS(_VirtualQueues):
                 while q and sl and (sl[-1] >> _SERVER_BITS) >= size[q[0]]:
                     if not self._fill(sl[-1] & _SERVER_MASK):
                         break
+            elif self._used_np is not None:
+                lo = sl.bisect_left(size[q[0]] << _SERVER_BITS)
+                keys = np.fromiter(sl.islice(lo), dtype=np.int64, count=len(sl) - lo)
+                self._fill_scan(np.ascontiguousarray(keys[::-1] & _SERVER_MASK), q)
             else:
                 lo = sl.bisect_left(size[q[0]] << _SERVER_BITS)
                 for key in list(sl.islice(lo))[::-1]:
