@@ -316,6 +316,9 @@ def k_wake(
     top_c = np.empty(cap, dtype=np.int64)
     top_k = np.empty(cap, dtype=np.int64)
     skip = np.empty(nst, dtype=np.int64)  # classes passed over for the current machine
+    smask = np.empty(nst, dtype=np.int64)  # the starved classes' masks side by side (the scan's first test)
+    for i in range(nst):
+        smask[i] = CT[CT_MASK, starved[i]]
     added = 0
     kept = 0
     for x in range(npd):
@@ -338,8 +341,10 @@ def k_wake(
         n = 0
         ns = 0
         for i in range(nst):
+            if smask[i] & ~mq != 0:
+                continue
             c = starved[i]
-            if CT[CT_MASK, c] & ~mq != 0 or cmark[c] == stamp:
+            if cmark[c] == stamp:
                 continue
             want = CT[CT_WAIT, c] + spare
             if fanout > 0 and want > fanout:

@@ -579,20 +579,32 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
         ns += 1
         pu = N[N_POT, u]
         h = N[N_FIRST, u]
-        while h >= 0:
-            scans += 1
-            w = H[H_TO, h]
-            if forward:
-                hh = h
-                a = hh >> 1
-                if hh & 1 == 0:
+        if forward:
+            while h >= 0:
+                scans += 1
+                a = h >> 1
+                if h & 1 == 0:
                     res = A[A_CAP, a] - A[A_FLOW, a]
                     c = A[A_COST, a]
                 else:
                     res = A[A_FLOW, a]
                     c = -A[A_COST, a]
-                rc = c + pu - N[N_POT, w]
-            else:
+                if res > 0:  # the neighbour is read only for a residual half-arc
+                    w = H[H_TO, h]
+                    nd = d + c + pu - N[N_POT, w]
+                    if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
+                        N[N_STAMP, w] = cur
+                        N[N_DIST, w] = nd
+                        N[N_PRED, w] = h
+                        if N[N_EXC, w] < 0:
+                            ub = nd
+                            best = w
+                        else:
+                            n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
+                h = H[H_NEXT, h]
+        else:
+            while h >= 0:
+                scans += 1
                 hh = h ^ 1  # the half-arc w → u
                 a = hh >> 1
                 if hh & 1 == 0:
@@ -601,20 +613,19 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
                 else:
                     res = A[A_FLOW, a]
                     c = -A[A_COST, a]
-                rc = c + N[N_POT, w] - pu
-            if res > 0:
-                nd = d + rc
-                if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
-                    N[N_STAMP, w] = cur
-                    N[N_DIST, w] = nd
-                    N[N_PRED, w] = hh
-                    ex = N[N_EXC, w]
-                    if (forward and ex < 0) or ((not forward) and ex > 0):
-                        ub = nd
-                        best = w
-                    else:
-                        n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
-            h = H[H_NEXT, h]
+                if res > 0:
+                    w = H[H_TO, h]
+                    nd = d + c + N[N_POT, w] - pu
+                    if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
+                        N[N_STAMP, w] = cur
+                        N[N_DIST, w] = nd
+                        N[N_PRED, w] = hh
+                        if N[N_EXC, w] > 0:
+                            ub = nd
+                            best = w
+                        else:
+                            n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
+                h = H[H_NEXT, h]
     M[M_SCANS] += scans
     M[M_SETTLED] += ns
     if best < 0:
