@@ -169,3 +169,89 @@ def test_messages_sent_after_a_resume_reach_the_component_itself():
     e.inject(2.0, "a", "late")
     e.run()
     assert log == [(0.001, "a", "early"), (2.0, "a", "late")]
+
+
+class Direct(Component):
+    """Takes messages both ways: ``on_message`` and a direct handler (``SimPort.route``)."""
+
+    kind = "direct"
+
+    def __init__(self, address, log):
+        super().__init__(address)
+        self.log = log
+
+    def on_message(self, msg, now):
+        self.log.append((round(now, 9), "msg", msg))
+
+    def on_message_direct(self, payload, now):
+        self.log.append((round(now, 9), "direct", payload))
+
+
+class Router(Component):
+    """Sends its plan at start: a payload through the route to ``dst``'s direct handler when there is one, else a
+    message."""
+
+    kind = "router"
+
+    def __init__(self, address, plan):
+        super().__init__(address)
+        self.plan = plan
+
+    def on_start(self, now):
+        for dst, x in self.plan:
+            self.deliver(dst, x, now)
+
+    def on_timer(self, key, now):
+        self.deliver(*key, now)
+
+    def deliver(self, dst, x, now):
+        r = self.port.route(dst, "on_message_direct", int)
+        if r:
+            append, handler, d, nxt, cell, _ = r
+            cell[0] += 1
+            append((now + d, nxt(), handler, x))
+        else:
+            self.port.send(dst, x)
+
+
+def test_a_route_delivers_in_send_order_and_counts_the_message():
+    log = []
+    e = Engine()
+    e.add(Direct("a", log))
+    e.add(Router("r", [("a", 1), ("a", 2)]))
+    e.add(Sender("s", [("a", 3)]))
+    e.run()
+    assert log == [(0.0005, "direct", 1), (0.0005, "direct", 2), (0.0005, "msg", 3)]
+    assert e.message_counts() == {"int": 3}
+
+
+def test_no_route_with_a_link_delay_or_a_processing_model_or_without_the_handler():
+    for kw in (
+        {"delay_model": DelayModel(links={("router", "direct"): 0.002})},
+        {"processing": ProcessingModel(base={"direct": 0.001})},
+    ):
+        log = []
+        e = Engine(**kw)
+        e.add(Direct("a", log))
+        r = e.add(Router("r", []))
+        assert r.port.route("a", "on_message_direct", int) is False
+    e = Engine()
+    e.add(Logger("a", []))
+    r = e.add(Router("r", []))
+    assert r.port.route("a", "on_message_direct", int) is False
+
+
+def test_a_route_to_a_suspended_component_is_held_for_its_handler():
+    log = []
+    e = Engine()
+    e.add(Direct("a", log))
+    r = e.add(Router("r", [("a", 1)]))
+    e.call_at(1.0, r, ("a", 2))
+    e.run(until=0.0001)  # the payload 1 is in flight
+    e.suspend("a")
+    assert e.pending_timers() == [(e.pending_timers()[0][0], r)]  # a routed message is not a timer
+    e.run(until=2.0)  # 1 arrives while down; then 2 is sent to the stand-in: a plain message, held too
+    assert log == []
+    assert e.resume("a") == 2
+    e.run()
+    assert log == [(1.0005, "direct", 1), (1.0005, "msg", 2)]

@@ -79,42 +79,103 @@ def _msg_len(msg: Any) -> int:
 class SimPort:
     """The simulator's port for one component."""
 
-    __slots__ = ("_delays", "_heap", "_lane", "_next", "_on_timer", "comp", "engine", "rng")
+    __slots__ = (
+        "_delays",
+        "_heap",
+        "_lane",
+        "_lane_append",
+        "_next",
+        "_on_timer",
+        "_routes",
+        "_types",
+        "comp",
+        "engine",
+        "rng",
+    )
 
     def __init__(self, engine: Engine, comp: Component, rng: np.random.Generator) -> None:
         self.engine = engine
         self.comp = comp
         self.rng = rng
         self._delays: dict[Address, tuple[Component, float, bool]] = {}
+        self._routes: dict[tuple[Address, str], tuple | bool] = {}  # see route(); emptied when a target changes
         self._heap = engine._heap  # never rebound (Engine.replace edits it in place)
         self._lane = engine._lane
+        self._lane_append = engine._lane.append
+        self._types = engine._types
         self._next = engine._seq.__next__
         self._on_timer = comp.on_timer
 
-    def send(self, dst: Address, msg: Any) -> None:
+    def _resolve(self, dst: Address) -> tuple:
         e = self.engine
+        target = e.components.get(dst)
+        if target is None:
+            raise KeyError(f"{self.comp.address} sent a message to unknown address {dst!r}")
+        d = e.delay_model.delay(self.comp.kind, target.kind)
+        hit = self._delays[dst] = (target.on_message, d, d == e._lane_delay)
+        return hit
+
+    def _type_info(self, cls: type) -> list:
+        e = self.engine
+        info = self._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+        return info
+
+    def send(self, dst: Address, msg: Any) -> None:
         hit = self._delays.get(dst)
         if hit is None:
-            target = e.components.get(dst)
-            if target is None:
+            if dst not in self.engine.components:
                 raise KeyError(f"{self.comp.address} sent {type(msg).__name__} to unknown address {dst!r}")
-            d = e.delay_model.delay(self.comp.kind, target.kind)
-            hit = (target.on_message, d, d == e._lane_delay)
-            self._delays[dst] = hit
+            hit = self._resolve(dst)
         handler, d, in_lane = hit
-        cls = type(msg)
-        info = e._types.get(cls)
+        info = self._types.get(type(msg))
         if info is None:
-            info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+            info = self._type_info(type(msg))
         info[0] += 1
         if info[1]:
             ids = msg.alloc_tasks
             if ids is not None:
-                e.recorder.add_comm(ids, d)
+                self.engine.recorder.add_comm(ids, d)
         if in_lane:
-            self._lane.append((e.now + d, self._next(), handler, msg))
+            self._lane_append((self.engine.now + d, self._next(), handler, msg))
         else:
+            e = self.engine
             heapq.heappush(self._heap, (e.now + d + e._send_offset, self._next(), handler, msg))
+
+    def route(self, dst: Address, name: str, cls: type) -> tuple | bool:
+        """Simulator-only: a direct delivery of messages of type ``cls`` to ``dst``'s handler ``name``.
+
+        Returns ``(append, handler, delay, next_seq, count_cell, add_comm_one)`` — the component then delivers a
+        payload of its own (not a ``cls`` object) as ``append((now + delay, next_seq(), handler, payload))``,
+        counts it with ``count_cell[0] += 1`` and, when ``add_comm_one`` is not None, reports the message's latency
+        for its one task with ``add_comm_one(task, delay)`` (what :meth:`send` does for a message with
+        ``alloc_tasks``) — exactly the event :meth:`send` would have queued, in the same place of the order,
+        without the message object and the receiver's type dispatch. False when the link does not take the
+        default-delay lane (a per-link delay or a processing model) or ``dst`` has no handler ``name``: then use
+        :meth:`send`. Names of such handlers start with ``on_message`` (the engine tells them from timers by it).
+        Answers are cached in ``self._routes`` under ``(dst, name)``, which the engine empties whenever a component
+        is replaced, suspended or resumed: look the route up there on every use.
+        """
+        key = (dst, name)
+        got = self._routes.get(key)
+        if got is not None:
+            return got
+        hit = self._delays.get(dst)
+        if hit is None:
+            hit = self._resolve(dst)
+        _, d, in_lane = hit
+        target = self.engine.components[dst]
+        handler = getattr(target, name, None)
+        if not in_lane or handler is None:
+            got = False
+        else:
+            info = self._types.get(cls) or self._type_info(cls)
+            comm = None
+            if info[1]:
+                rec = self.engine.recorder
+                comm = getattr(rec, "add_comm_one", None) or (lambda t, d, rec=rec: rec.add_comm([t], d))
+            got = (self._lane_append, handler, d, self._next, info, comm)
+        self._routes[key] = got
+        return got
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         e = self.engine
@@ -143,10 +204,9 @@ class SimPort:
         Simulator-only, for components that model a message exchange in-process (the latency and the
         ``alloc_tasks`` communication delay are then the component's business).
         """
-        e = self.engine
-        info = e._types.get(cls)
+        info = self._types.get(cls)
         if info is None:
-            info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+            info = self._type_info(cls)
         info[0] += n
 
     def message_counter(self, cls: type) -> list:
@@ -154,10 +214,9 @@ class SimPort:
 
         Simulator-only, for components that count a modelled message on their hot path without a call.
         """
-        e = self.engine
-        info = e._types.get(cls)
+        info = self._types.get(cls)
         if info is None:
-            info = e._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+            info = self._type_info(cls)
         return info
 
     def cancel_timer(self, handle: int) -> None:
@@ -249,13 +308,21 @@ class Engine:
             port = c.port
             if isinstance(port, SimPort):
                 port._delays.pop(old.address, None)
+                port._routes.clear()
 
         def rebind(h):
             if getattr(h, "__self__", None) is not old:
                 return h
-            # a component may give the engine a timer handler of its own (e.g. SimLocalMaster's task ends); a
-            # stand-in without it (a crashed component's _Down) gets the timer through on_timer
-            return getattr(new, h.__name__, None) or new.on_timer
+            # a component may give the engine a timer handler of its own (e.g. SimLocalMaster's task ends) or a
+            # message handler a sender routes to directly (SimPort.route); a stand-in without it (a crashed
+            # component's _Down) holds a message for that handler, and gets a timer through on_timer
+            name = h.__name__
+            got = getattr(new, name, None)
+            if got is not None:
+                return got
+            if isinstance(new, _Down) and name.startswith("on_message"):
+                return _Hold(new, name)
+            return new.on_timer
 
         self._heap[:] = [(t, s, rebind(h), p) for (t, s, h, p) in self._heap]
         heapq.heapify(self._heap)
@@ -287,7 +354,7 @@ class Engine:
     def pending_timers(self) -> list[tuple[int, Component]]:
         """``(handle, component)`` of every timer still pending (cancelled ones included), for fault models that
         cancel the timers of a process they replace."""
-        return [(seq, h.__self__) for _, seq, h, _ in self._heap if h.__name__ != "on_message"]
+        return [(seq, h.__self__) for _, seq, h, _ in self._heap if not h.__name__.startswith("on_message")]
 
     def run(
         self,
@@ -406,3 +473,15 @@ class _Down(Component):
 
     def on_timer(self, key: Hashable, now: float) -> None:
         self.held.append(("on_timer", key))
+
+
+class _Hold:
+    """A held delivery to a direct message handler (see :meth:`SimPort.route`) of a suspended component: called as
+    the handler would be, it keeps the payload in the stand-in's ``held`` for that handler."""
+
+    def __init__(self, down: _Down, name: str) -> None:
+        self.__self__ = down
+        self.__name__ = name
+
+    def __call__(self, payload: Any, now: float) -> None:
+        self.__self__.held.append((self.__name__, payload))

@@ -152,6 +152,7 @@ class GlobalMaster(Component):
         self._lm_of = layout.lm_of.tolist()
         self._G = layout.n_gms
         self._lm_addr = [layout.lm_address(lm) for lm in range(layout.n_lms)]
+        self._launch_keys = [(a, "on_message_launch") for a in self._lm_addr]  # SimPort.route's cache keys
         # slot mode, round-robin partitions: placement scans one partition at a time (compiled, loaded here)
         self._seg_scan = not self.resource_mode and partition_order == "round-robin"
         self._pick_random = None
@@ -204,6 +205,9 @@ class GlobalMaster(Component):
     def attach(self, port) -> None:
         super().attach(port)
         self.rnd = FastRandom(port.rng)
+        # the simulator's direct deliveries (SimPort.route): one-mapping launch requests to the LMs' own handler
+        self._routes = getattr(port, "_routes", None)
+        self._route = getattr(port, "route", None)
 
     def on_start(self, now: float) -> None:
         if not self.fresh_view:  # a (re)started GM rebuilds its view from the LMs
@@ -683,33 +687,54 @@ class GlobalMaster(Component):
         workers = [w]
         self.unacked[req] = (lm, workers, None, [e], None)
         self.unacked_by_lm[lm].append(req)
+        routes = self._routes
+        if routes is not None:
+            r = routes.get(self._launch_keys[lm])
+            if r is None:
+                r = self._route(self._lm_addr[lm], "on_message_launch", LaunchRequest)
+            if r:  # in the simulator: the same event, a tuple instead of a LaunchRequest (see SimPort.route)
+                append, handler, d, nxt, cell, comm = r
+                cell[0] += 1
+                if comm is not None:
+                    comm(t, d)
+                append((now + d, nxt(), handler, (self.g, req, t, w, e[E_DUR], e[E_USER])))
+                self._decided_one(t, now)
+                return
         self.port.send(self._lm_addr[lm], LaunchRequest(self.g, req, [t], workers, [e[E_DUR]], [e[E_USER]], None))
         self._decided_one(t, now)
 
+    def on_message_done(self, p: tuple, now: float) -> None:
+        """A :class:`TaskDone` of one task delivered directly by the simulator's in-process LM (``SimPort.route``):
+        ``p = (lm, task, worker, acked)``. :meth:`_on_done_lean` for it; other configurations take the message."""
+        lm, t, w, acked = p
+        if not self._lean or self.full_pull or self._dirty:
+            return self.on_message(TaskDone(lm, [t], [w], None, acked), now)
+        q = self.unacked_by_lm[lm]
+        if q and q[0] <= acked:
+            self._ack_lean(q, acked)
+        self._known_one(t, now)
+        mq = self.queue.q
+        if mq._len:
+            s = (_fairness._FF or first_fit_kernel())(mq._masks, mq._heads, mq._n_slots, self._inv_masks[w])
+            if s >= 0:
+                self._launch_one(mq._take(s), w, now)
+                return
+        view = self.view
+        if not view._flag[w]:
+            view._set(w, True)
+
     def _on_done_lean(self, msg: TaskDone, now: float) -> None:
         """:meth:`_on_done` in the lean configuration."""
-        q = self.unacked_by_lm[msg.lm]
-        if q and q[0] <= msg.acked:
-            self._ack_lean(q, msg.acked)
         tasks = msg.tasks
         workers = msg.workers
         if type(tasks) is not list:
             tasks = _as_list(tasks)
             workers = _as_list(workers)
-        if len(tasks) == 1 and not self.full_pull and not self._dirty:
-            # one task done (the usual case): its worker to the first queued task it suits, else free in the view
-            self._known_one(tasks[0], now)
-            w = workers[0]
-            mq = self.queue.q
-            if mq._len:
-                s = (_fairness._FF or first_fit_kernel())(mq._masks, mq._heads, mq._n_slots, self._inv_masks[w])
-                if s >= 0:
-                    self._launch_one(mq._take(s), w, now)
-                    return
-            view = self.view
-            if not view._flag[w]:
-                view._set(w, True)
-            return
+        if len(tasks) == 1 and not self.full_pull and not self._dirty:  # one task done (the usual case)
+            return self.on_message_done((msg.lm, tasks[0], workers[0], msg.acked), now)
+        q = self.unacked_by_lm[msg.lm]
+        if q and q[0] <= msg.acked:
+            self._ack_lean(q, msg.acked)
         self.rec.completion_known(tasks, now)
         self._offer_lean(workers)
         if self.full_pull:
@@ -719,10 +744,6 @@ class GlobalMaster(Component):
 
     def _on_delta_lean(self, msg: StateDelta, now: float) -> None:
         """:meth:`_on_delta` in the lean configuration."""
-        q = self.unacked_by_lm[msg.lm]
-        if q and q[0] <= msg.acked:
-            self._ack_lean(q, msg.acked)
-        self.counters["updates_received"] += 1
         if msg.pull:
             left = self._pulls[msg.pull] - 1
             if left:
@@ -734,6 +755,19 @@ class GlobalMaster(Component):
         if type(workers) is not list or type(state) is not list:
             workers = _as_list(workers)
             state = _as_list(state)
+        self.on_message_delta((msg.lm, workers, state, msg.acked), now)
+
+    def on_message_delta(self, p: tuple, now: float) -> None:
+        """A heartbeat's :class:`StateDelta` delivered directly by the simulator's LM (``SimPort.route``):
+        ``p = (lm, workers, their truths, acked)`` (lists). :meth:`_on_delta_lean`'s work; other configurations
+        take the message."""
+        lm, workers, state, acked = p
+        if not self._lean:
+            return self.on_message(StateDelta(lm, workers, state, False, None, acked), now)
+        q = self.unacked_by_lm[lm]
+        if q and q[0] <= acked:
+            self._ack_lean(q, acked)
+        self.counters["updates_received"] += 1
         # SlotView.apply_truths, inlined (a worker busy in truth and free in the view is booked out of the view)
         view = self.view
         inflight = view.inflight

@@ -48,6 +48,8 @@ class LocalMaster(Component):
     """Megha LM ``l`` for the contiguous worker range ``layout.lm_lo[l]:layout.lm_hi[l]``."""
 
     kind = "lm"
+    # the simulator's direct deliveries to the GMs' own handlers (SimPort.route; set by SimLocalMaster)
+    _routes: dict | None = None
 
     def __init__(
         self,
@@ -404,6 +406,7 @@ class LocalMaster(Component):
                     break
                 new.append(item)
             new.reverse()
+        routes = self._routes if self.usage is None else None
         for g in range(self.G):
             since = sent[g]
             if since >= seq:
@@ -414,11 +417,22 @@ class LocalMaster(Component):
                 workers = [w for w, (s, by) in new if s > since and by != g]
             sent[g] = seq
             if workers:
+                self.counters["updates_sent"] += 1
+                if routes is not None:
+                    r = routes.get(self._delta_keys[g])
+                    if r is None:
+                        r = self._route(self.gm_addr[g], "on_message_delta", StateDelta)
+                    if r:  # in the simulator: the same event, a tuple instead of a StateDelta (see SimPort.route)
+                        append, handler, d, nxt, cell, _ = r
+                        cell[0] += 1
+                        append(
+                            (now + d, nxt(), handler, (self.l, workers, self.cluster.truth(workers), self.processed[g]))
+                        )
+                        continue
                 delta = StateDelta(
                     self.l, workers, self.cluster.truth(workers), False, self._usage_copy(), self.processed[g]
                 )
                 self.port.send(self.gm_addr[g], delta)
-                self.counters["updates_sent"] += 1
             elif self.usage is not None:
                 self.port.send(
                     self.gm_addr[g],

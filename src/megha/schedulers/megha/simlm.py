@@ -94,6 +94,11 @@ class SimLocalMaster(LocalMaster):
         # simulator internals for the in-process timers (see SimPort.set_timer_at): the heap and its counter
         self._heap = getattr(port, "_heap", None)
         self._next = getattr(port, "_next", None)
+        # direct deliveries of one-task TaskDone to the GMs' own handler (SimPort.route)
+        self._routes = getattr(port, "_routes", None)
+        self._route = getattr(port, "route", None)
+        self._done_keys = [(a, "on_message_done") for a in self.gm_addr]  # SimPort.route's cache keys
+        self._delta_keys = [(a, "on_message_delta") for a in self.gm_addr]
 
     # --- the worker side, in-process ------------------------------------------------------------------------
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
@@ -171,16 +176,23 @@ class SimLocalMaster(LocalMaster):
         if type(tasks) is not list or len(tasks) != 1 or self.reply_always or self._heap is None:
             return LocalMaster._on_request(self, msg, now)
         w = msg.workers[0]
+        if self.cluster.task[w - self.lo] >= 0:  # rejected: the general path answers
+            return LocalMaster._on_request(self, msg, now)
+        self.on_message_launch((msg.gm, msg.req, tasks[0], w, msg.durations[0], msg.users[0]), now)
+
+    def on_message_launch(self, p: tuple, now: float) -> None:
+        """A :class:`LaunchRequest` of one mapping delivered directly by a GM (``SimPort.route``):
+        ``p = (gm, request id, task, worker, duration, user)``. Accepted: :meth:`_on_request_one`'s work inline;
+        anything else takes the message path."""
+        gm, req, t, w, dur, user = p
         cluster = self.cluster
         j = w - cluster.lo
         ctask = cluster.task
-        if ctask[j] >= 0:  # rejected: the general path answers
-            return LocalMaster._on_request(self, msg, now)
-        t = tasks[0]
-        gm = msg.gm
+        if ctask[j] >= 0 or not self._one or self.reply_always or self._heap is None:
+            return self.on_message(LaunchRequest(gm, req, [t], [w], [dur], [user], None), now)
         ctask[j] = t
         cluster.owner[j] = gm
-        cluster.user[j] = msg.users[0]
+        cluster.user[j] = user
         if self._part_l[w] != gm:
             self.counters["repartitions"] += 1
         seq = self._seq + 1
@@ -205,7 +217,7 @@ class SimLocalMaster(LocalMaster):
             self._over(w, start, f"it already runs task {slot[k]}")
         slot[k] = t
         rec.started_one(t, start, w)
-        e = start + msg.durations[0]
+        e = start + dur
         self._running[t] = (e, w, None)
         g = self._ends.get(e)
         if g is None:
@@ -217,7 +229,7 @@ class SimLocalMaster(LocalMaster):
             heapq.heappush(self._heap, (at, self._next(), self._on_end, e))
         else:
             g.append(t)
-        self.processed[gm] = msg.req
+        self.processed[gm] = req
 
     def _ends_by(self, task: int, t: float) -> bool:
         """Whether ``task`` (running) has ended on its worker by ``t``: the pool would have freed it already.
@@ -280,6 +292,16 @@ class SimLocalMaster(LocalMaster):
         ch = self._changes
         ch.pop(w, None)
         ch[w] = (seq, gm)
+        routes = self._routes
+        if routes is not None:
+            r = routes.get(self._done_keys[gm])
+            if r is None:
+                r = self._route(self.gm_addr[gm], "on_message_done", TaskDone)
+            if r:  # in the simulator: the same event, a tuple instead of a TaskDone (see SimPort.route)
+                append, handler, d, nxt, cell, _ = r
+                cell[0] += 1
+                append((now + d, nxt(), handler, (self.l, t, w, self.processed[gm])))
+                return
         self.port.send(self.gm_addr[gm], TaskDone(self.l, [t], [w], None, self.processed[gm]))
 
     def _end(self, e: float, now: float) -> None:
