@@ -531,6 +531,8 @@ class VQS(_VirtualQueues):
         return self.cs.configs[self.cfg[s]].space - self.occ[s]
 
     def _set_avail(self, s: int, old: int, new: int) -> None:
+        if self._used_np is not None:  # constrained runs find these servers in the mirrored arrays
+            return
         o = self.cs.configs[self.cfg[s]].other
         sl = self.by_avail[o]
         sl.remove((old << _SERVER_BITS) | s)
@@ -557,7 +559,8 @@ class VQS(_VirtualQueues):
     def _clear(self, s: int) -> None:
         """Server ``s`` is empty: it drops its configuration (and renews it when it next has work)."""
         c = self.cs.configs[self.cfg[s]]
-        self.by_avail[c.other].remove(((c.space - self.occ[s]) << _SERVER_BITS) | s)
+        if self._used_np is None:
+            self.by_avail[c.other].remove(((c.space - self.occ[s]) << _SERVER_BITS) | s)
         if c.res >= 0 and not self.has_res[s]:
             self.wait_res.remove(s)
         self.cfg[s] = -1
@@ -626,13 +629,15 @@ class VQS(_VirtualQueues):
         conf = self.cs.configs[c]
         if conf.res >= 0:
             self.wait_res.add(s)
-        self.by_avail[conf.other].add((conf.space << _SERVER_BITS) | s)
+        if self._used_np is None:
+            self.by_avail[conf.other].add((conf.space << _SERVER_BITS) | s)
         if self._fill(s):
             return True
         # nothing placed (only possible with placement constraints): stay empty
         if conf.res >= 0:
             self.wait_res.discard(s)
-        self.by_avail[conf.other].remove((conf.space << _SERVER_BITS) | s)
+        if self._used_np is None:
+            self.by_avail[conf.other].remove((conf.space << _SERVER_BITS) | s)
         self.cfg[s] = -1
         self.empty.add(s)
         if self._empty_np is not None:
@@ -705,17 +710,23 @@ class VQS(_VirtualQueues):
         size = self.size
         for t in range(self.T):
             q = self.vq[t]
+            if not q:
+                continue
+            if self._used_np is not None:
+                # constrained: the servers of configuration type t with room for the head, by room then index,
+                # largest first (the order of by_avail[t], which only unconstrained runs keep), from the mirrors
+                cand = np.flatnonzero((self._oth_np == t) & (self._avail_np >= size[q[0]]))
+                if cand.size:
+                    keys = np.sort((self._avail_np[cand] << _SERVER_BITS) | cand)[::-1]
+                    self._fill_scan(np.ascontiguousarray(keys & _SERVER_MASK), q)
+                continue
             sl = self.by_avail[t]
-            if not q or not sl:
+            if not sl:
                 continue
             if self.compat is None:
                 while q and sl and (sl[-1] >> _SERVER_BITS) >= size[q[0]]:
                     if not self._fill(sl[-1] & _SERVER_MASK):
                         break
-            elif self._used_np is not None:
-                lo = sl.bisect_left(size[q[0]] << _SERVER_BITS)
-                keys = np.fromiter(sl.islice(lo), dtype=np.int64, count=len(sl) - lo)
-                self._fill_scan(np.ascontiguousarray(keys[::-1] & _SERVER_MASK), q)
             else:
                 lo = sl.bisect_left(size[q[0]] << _SERVER_BITS)
                 for key in list(sl.islice(lo))[::-1]:
