@@ -8,9 +8,11 @@ Each size gets a generated workload of proportional load (Poisson arrivals offer
 ``--tasks-per-worker`` tasks per worker, placement constraints synthesized as for every trace; see
 :mod:`megha.workload.generate`). Each (scheduler, size) runs as its own ``megha simulate`` process, so the CPU
 seconds and peak RSS are those of the whole process (imports, loading, simulation, outputs). The table gives tasks
-per CPU-second beside wall time (this machine is shared: wall time varies with its load), engine events per task,
-peak RSS, and the fingerprint of the per-task outputs, so a speed change that altered results shows. Schedulers
-that only run in resource mode (MACRM) get ``--resources``. A run over ``--timeout`` seconds is reported as such.
+per CPU-second of the whole process and of the simulation alone (``summary.json``'s ``cpu_seconds``: building and
+running the scheduler, without loading inputs or writing outputs) beside wall time (this machine is shared: wall
+time varies with its load), engine events per task, peak RSS, and the fingerprint of the per-task outputs, so a
+speed change that altered results shows. Schedulers that only run in resource mode (MACRM) get ``--resources``. A
+run over ``--timeout`` seconds is reported as such.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def run_one(name: str, trace: Path, workers: int, out: Path, timeout: float) -> 
         "cpu_s": cpu,
         "wall_s": wall,
         "tasks_per_cpu_s": s["tasks"] / cpu if cpu > 0 else None,
+        "sim_cpu_s": s.get("cpu_seconds"),
+        "sim_tasks_per_cpu_s": s.get("tasks_per_cpu_second"),
         "events_per_task": s["events"] / max(s["tasks"], 1),
         "peak_rss_mb": usage.ru_maxrss / 1024,
         "delay_p50": s["delay"].get("p50"),
@@ -77,6 +81,7 @@ def table(rows: list[dict], markdown: bool) -> str:
         "workers",
         "tasks",
         "tasks/CPU-s",
+        "sim tasks/CPU-s",
         "CPU s",
         "wall s",
         "events/task",
@@ -86,7 +91,7 @@ def table(rows: list[dict], markdown: bool) -> str:
     lines = []
     for r in rows:
         if r["status"] != "ok":
-            lines.append([r["scheduler"], f"{r['workers']:,}", r["status"], "", "", "", "", "", ""])
+            lines.append([r["scheduler"], f"{r['workers']:,}", r["status"], *[""] * (len(head) - 3)])
             continue
         lines.append(
             [
@@ -94,6 +99,7 @@ def table(rows: list[dict], markdown: bool) -> str:
                 f"{r['workers']:,}",
                 f"{r['tasks']:,}",
                 f"{r['tasks_per_cpu_s']:,.0f}",
+                f"{r['sim_tasks_per_cpu_s']:,.0f}" if r.get("sim_tasks_per_cpu_s") else "",
                 f"{r['cpu_s']:.1f}",
                 f"{r['wall_s']:.1f}",
                 f"{r['events_per_task']:.2f}",

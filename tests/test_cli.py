@@ -67,6 +67,8 @@ def test_simulate_writes_every_output(tmp_path, tiny_trace):
         "delay",
         "utilization_mean",
         "wall_seconds",
+        "cpu_seconds",
+        "tasks_per_cpu_second",
         "counters",
         "config",
     ):

@@ -94,6 +94,8 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "fingerprint": fingerprint(res),
         "wall_seconds": res.wall_seconds,
         "tasks_per_second": (w.n_tasks / res.wall_seconds) if res.wall_seconds > 0 else None,
+        "cpu_seconds": res.cpu_seconds,
+        "tasks_per_cpu_second": (w.n_tasks / res.cpu_seconds) if res.cpu_seconds > 0 else None,
         "counters": {k: v if isinstance(v, float) else int(v) for k, v in sorted(res.counters.items())},
         "messages": res.message_counts,
         "deployment": res.describe,

@@ -33,6 +33,8 @@ class RunResult:
     faults: list[dict] | None = None  # the faults injected (runs with a fault schedule), in injection order
     # feasible tasks left without a live eligible worker by workers that failed for good (not waited for)
     stranded: np.ndarray | None = None
+    # CPU seconds (user + system, this process) of building and running the simulation, inputs loaded before
+    cpu_seconds: float = 0.0
 
     @property
     def scheduler(self) -> str:

@@ -71,6 +71,7 @@ def simulate_inputs(
     """:func:`simulate` for a workload and datacenter already in memory (``cfg``'s trace and datacenter fields
     are then only labels): the scheduler, options, seed, delays and timeouts still come from ``cfg``."""
     t_wall = time.perf_counter() if t_wall is None else t_wall
+    t_cpu = time.process_time()
     engine, rec, deployment, feasible, options = build(cfg, workload, dc)
     source = TraceSource(workload, feasible, deployment.route)
     engine.add(source)
@@ -124,6 +125,7 @@ def simulate_inputs(
         end_time=engine.now if n_feasible else 0.0,
         events=engine.events,
         wall_seconds=time.perf_counter() - t_wall,
+        cpu_seconds=time.process_time() - t_cpu,
         options=options.model_dump(),
         describe=deployment.describe,
         unfinished_reason=reason,

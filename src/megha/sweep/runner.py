@@ -295,6 +295,7 @@ def _record(
             "host": outcome.get("host"),
             "seconds": round(float(outcome.get("seconds") or 0.0), 4),
             "simulate_seconds": outcome.get("run_seconds"),
+            "simulate_cpu_seconds": outcome.get("run_cpu_seconds"),
             "finished_at": round(at, 3),
         }
     )

@@ -80,7 +80,7 @@ def execute(plan: dict[str, Any], runs_dir: str | None, plots: bool = False, csv
 
     With ``runs_dir`` the outputs are written to ``runs_dir/<id>/``; without it (a Ray worker that may not
     share the driver's file system) they are returned as ``files: {name: bytes}`` for the driver to write.
-    Returns ``{id, status: ok|unfinished|failed, seconds, run_seconds, error?, traceback?, files?}``.
+    Returns ``{id, status: ok|unfinished|failed, seconds, run_seconds, run_cpu_seconds, error?, traceback?, files?}``.
     """
     t0 = time.perf_counter()
     rid = plan["id"]
@@ -102,6 +102,8 @@ def execute(plan: dict[str, Any], runs_dir: str | None, plots: bool = False, csv
             tmp = Path(tempfile.mkdtemp(prefix=f"megha-{rid[-10:]}-"))
         doc = write_run(res, tmp, csv=csv, plots=plots)
         out["run_seconds"] = float(doc["wall_seconds"])
+        out["run_cpu_seconds"] = float(doc.get("cpu_seconds") or 0.0)
+        out["run_cpu_seconds"] = float(doc.get("cpu_seconds") or 0.0)
         out["status"] = "ok" if doc["completed"] else "unfinished"
         if runs_dir is not None:
             install(tmp, Path(runs_dir) / rid)
