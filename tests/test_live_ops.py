@@ -364,3 +364,75 @@ def test_tls_deployment_serves_clients_that_verify_the_broker(tmp_path: Path):
         assert "4/4 tasks completed" in r.stderr
     finally:
         _megha("live", "down", "-c", str(path), timeout=60)
+
+
+# --- a client's identity and its reply subjects -------------------------------------------------------------------
+@pytest.fixture
+def secured_broker(tmp_path: Path):
+    """nats-server started as `up` starts it (generated credentials and permissions), with the deployment's
+    streams; yields the deployment's config."""
+    from megha.live.supervisor import Supervisor
+
+    cfg = LiveConfig(broker={"port": _free_port(), "clients": 2}, state_dir=str(tmp_path / "state"))
+    sup = Supervisor(cfg, None)
+    try:
+        sup.start_broker()
+        sup.prepare_streams()
+        yield cfg
+    finally:
+        sup.shutdown()
+
+
+@needs_nats
+def test_a_client_whose_credentials_appear_while_it_connects_reads_its_events(secured_broker):
+    """`up`'s readiness check may look for the client credentials just before the supervisor writes them and
+    connect just after. Its reply subjects must then belong to the identity it connected as: a reply prefix chosen
+    without credentials is refused by the client's permissions, every JetStream request went unanswered, and
+    `up` failed after 30 s with "cannot read megha.ev.0 from the broker's streams: nats: timeout" (CI)."""
+    from megha.live.deploy import make_transport
+    from megha.live.transport import subject_of
+
+    cfg = secured_broker
+
+    async def go() -> None:
+        tr = make_transport(cfg, "cli", give_up_after=20, role="client")
+        written = tr.credentials
+        looks = [0]
+
+        def late():  # not there at the first look, there from the second on
+            looks[0] += 1
+            return None if looks[0] == 1 else written()
+
+        tr.credentials = late
+        await tr.start()
+        try:
+            await asyncio.wait_for(tr.consume(subject_of(cfg.name, "ev/0"), lambda d, p: None, None), 20)
+        finally:
+            await tr.close()
+
+    asyncio.run(go())
+
+
+@needs_nats
+def test_reading_a_stream_the_identity_may_not_read_fails_within_its_timeout_naming_the_refusal(secured_broker):
+    """A JetStream request the broker's permissions refuse is never answered: the client gives up after the time it
+    was given (not a hidden 30 s) and says that the broker refused it."""
+    from megha.live.deploy import make_transport
+    from megha.live.transport import subject_of
+
+    cfg = secured_broker
+
+    async def go() -> str:
+        tr = make_transport(cfg, "cli", give_up_after=20, role="client")  # client identity 0
+        await tr.start()
+        try:
+            with pytest.raises(ConnectionError) as e:
+                await asyncio.wait_for(tr.consume(subject_of(cfg.name, "ev/1"), lambda d, p: None, None, timeout=3), 20)
+            return str(e.value)
+        finally:
+            await tr.close()
+
+    t = time.monotonic()
+    msg = asyncio.run(go())
+    assert time.monotonic() - t < 15
+    assert "ev.1" in msg and "refused" in msg and "ermissions" in msg, msg

@@ -78,15 +78,24 @@ def worker_cmd(config: ConfigOpt = None, index: IndexOpt = 0) -> None:
 
 
 async def _ready(cfg, timeout: float) -> list[str]:
+    """Wait, ``timeout`` seconds in all, until the deployment just launched takes work; returns what is not ready
+    (empty: ready). The client waits for the credentials ``up`` generates, connects, reads its events stream and
+    watches the status reports, each step bounded by what is left of ``timeout``."""
+    from megha.live import supervisor
     from megha.live.client import LiveClient
     from megha.live.deploy import layout_of, make_transport
 
-    cl = LiveClient(cfg, make_transport(cfg, "cli", give_up_after=timeout, role="client"), layout_of(cfg))
-    await cl.start()
+    end = time.monotonic() + timeout
+    await supervisor.wait_credentials(cfg, "client", timeout)
+    if supervisor.failure(cfg) is not None:
+        return [supervisor.failure(cfg)]
+    left = max(1.0, end - time.monotonic())
+    cl = LiveClient(cfg, make_transport(cfg, "cli", give_up_after=left, role="client"), layout_of(cfg))
     try:
-        await cl.wait_ready(timeout)
+        await cl.start(timeout=max(1.0, end - time.monotonic()))
+        await cl.wait_ready(max(0.0, end - time.monotonic()))
         return []
-    except TimeoutError as e:
+    except (TimeoutError, ConnectionError) as e:
         return [str(e)]
     finally:
         await cl.close()
@@ -139,9 +148,8 @@ def up_cmd(
         probs = asyncio.run(_ready(cfg, timeout))
     except NoBrokerError as e:
         probs = [str(e)]
-    err = Path(cfg.state_dir) / "supervisor.error"
-    if err.exists():
-        probs = [err.read_text()]
+    if supervisor.failure(cfg) is not None:
+        probs = [supervisor.failure(cfg)]
     if probs:
         console.print(f"[red]deployment not ready after {timeout:.0f} s:[/] {probs[0]}  (logs: {cfg.state_dir}/logs)")
         supervisor.terminate(cfg)

@@ -191,14 +191,17 @@ class LiveClient:
         self.n = 0
         self.started = np.zeros(0, dtype=np.int32)
 
-    async def start(self) -> None:
+    async def start(self, timeout: float | None = None) -> None:
+        """Connect and start reading this client identity's events and the status reports; ``timeout`` bounds
+        setting up the reading once connected (default: the transport's own give-up time)."""
         await self.transport.start()
         self.rt = Runtime(self.transport, self.cfg.name, "client", "client")
         self.epoch = self.rt.epoch
         self.rt.on_released = self._on_event_env
         # this client identity's own event stream: services publish each task's events to its client's stream
         self.client_id = int(getattr(self.transport, "client_id", 0) or 0)
-        await self.transport.consume(self.rt.inbox_subject(events_address(self.client_id)), self._on_events, None)
+        subject = self.rt.inbox_subject(events_address(self.client_id))
+        await self.transport.consume(subject, self._on_events, None, timeout=timeout)
         await self.transport.subscribe(self.rt.subject(STATUS), self._on_status)
 
     async def close(self) -> None:

@@ -295,11 +295,19 @@ async def wait_credentials(cfg: LiveConfig, role: str = "client", timeout: float
     from megha.live.security import read_credentials
 
     b = cfg.broker
-    if b.kind == "inproc" or b.user or b.token:
+    if b.kind == "inproc" or b.user or b.token or not b.auth or not b.start_server:
         return
     end = time.monotonic() + timeout
-    while read_credentials(cfg, role) is None and time.monotonic() < end:
+    while read_credentials(cfg, role) is None and time.monotonic() < end and failure(cfg) is None:
         await asyncio.sleep(0.05)
+
+
+def failure(cfg: LiveConfig) -> str | None:
+    """Why the supervisor launched for ``cfg`` stopped (None: it has not failed)."""
+    try:
+        return (Path(cfg.state_dir) / "supervisor.error").read_text() or "the supervisor failed"
+    except OSError:
+        return None
 
 
 def hold(cfg: LiveConfig, name: str, seconds: float) -> None:

@@ -88,9 +88,12 @@ class Transport(ABC):
     async def subscribe(self, subject: str, handler: Handler) -> object:
         """Call ``handler(data)`` on the loop for every message on ``subject``; returns a token."""
 
-    async def consume(self, subject: str, handler: PosHandler, start: int | None = None) -> object:
+    async def consume(
+        self, subject: str, handler: PosHandler, start: int | None = None, timeout: float | None = None
+    ) -> object:
         """Call ``handler(data, pos)`` for every message stored on a durable ``subject`` from stream position
-        ``start`` (``None``: only new ones), in order, resuming after the last one handled on reconnection."""
+        ``start`` (``None``: only new ones), in order, resuming after the last one handled on reconnection.
+        ``timeout``: how long the broker may take to set the reading up (raises ``ConnectionError`` after)."""
         return await self.subscribe(subject, lambda data: handler(data, 0))
 
     @abstractmethod
@@ -216,7 +219,9 @@ class InProcTransport(Transport):
         self.mine.append(token)
         return token
 
-    async def consume(self, subject: str, handler: PosHandler, start: int | None = None) -> object:
+    async def consume(
+        self, subject: str, handler: PosHandler, start: int | None = None, timeout: float | None = None
+    ) -> object:
         log_ = self.broker.logs[subject]
         pos = [len(log_) if start is None else max(0, start - 1)]
         loop = asyncio.get_running_loop()
@@ -315,7 +320,8 @@ class _Consumer:
         self._gen: object = None
         self._lock = asyncio.Lock()
 
-    async def open(self) -> None:
+    async def open(self, timeout: float | None = None) -> None:
+        """(Re-)create the consumer; ``timeout`` bounds the broker's answer (default: the transport's)."""
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
         async with self._lock:
@@ -345,7 +351,7 @@ class _Consumer:
                 inactive_threshold=30.0,
                 **policy,
             )
-            info = await self.tr.js.add_consumer(self.stream, cfg, timeout=self.tr.request_timeout)
+            info = await self.tr.js.add_consumer(self.stream, cfg, timeout=timeout or self.tr.request_timeout)
             self.consumer = info.name
             if self.next is None:  # from now on, resume where we are
                 self.next = int(info.delivered.stream_seq) + 1
@@ -454,6 +460,8 @@ class NatsTransport(Transport):
         self._bg: set[asyncio.Task] = set()
         self._refused_since: float | None = None  # reconnecting: since when the broker refuses our credentials
         self.gave_up = False  # a client closed its connection after its credentials were refused too long
+        self.refusal: str | None = None  # the broker's latest permissions violation (a request it left unanswered)
+        self._prefix_user: str | None = None  # the identity this connection's reply subjects belong to
 
     def stream_of(self, subject: str) -> str:
         name = self._exact.get(subject)
@@ -465,8 +473,15 @@ class NatsTransport(Transport):
         raise ValueError(f"{subject} is not a durable subject of deployment {self.ns!r}")
 
     def _user(self) -> str | None:
-        """The user name of the next CONNECT (nats-py calls this at every connection and reconnection)."""
+        """The user name of a reconnection's CONNECT (nats-py calls this at every reconnection)."""
         self._refresh_credentials()
+        if self.private and self.user != self._prefix_user:
+            log.error(
+                "credentials now name %s, but this connection's replies go to %s's inbox: reconnect as %s",
+                self.user,
+                self._prefix_user,
+                self._prefix_user,
+            )
         return self.user
 
     def _password(self) -> str | None:
@@ -492,15 +507,21 @@ class NatsTransport(Transport):
         ones)."""
         from nats.aio.client import Client
 
+        # One identity for the whole attempt: the user name sent in CONNECT and the reply-subject prefix must agree
+        # (a client identity may subscribe under its own ``_INBOX.<user>`` only). Reading the credentials again at
+        # CONNECT time, as nats-py does with callables, let a client that started just before ``up`` wrote them
+        # pick its prefix without them and connect with them: every JetStream request then went unanswered (the
+        # broker refuses the reply subscription) and ``up`` failed after 30 s with "nats: timeout".
         self._refresh_credentials()
-        extra = {"inbox_prefix": private_inbox(self.user or self.client_name)} if self.private else {}
-        with_creds = self.credentials is not None or self.user is not None
+        user, password = self.user, self.password
+        self._prefix_user = user
+        extra = {"inbox_prefix": private_inbox(user or self.client_name)} if self.private else {}
         nc = Client()
         try:
             await nc.connect(
                 servers=[self.url],
-                user=self._user if with_creds else None,
-                password=self._password if with_creds else None,
+                user=user,
+                password=password,
                 token=self.token,
                 tls=self.tls,
                 name=self.client_name,
@@ -519,9 +540,13 @@ class NatsTransport(Transport):
             with contextlib.suppress(Exception):
                 await nc.close()
             raise
-        # from now on nats-py reconnects by itself, for ever (both options are read at each disconnection)
+        # from now on nats-py reconnects by itself, for ever (both options are read at each disconnection), with the
+        # credentials read again before every CONNECT (a restarted supervisor may have renewed them)
         nc.options["allow_reconnect"] = True
         nc.options["max_reconnect_attempts"] = -1
+        if self.credentials is not None or self.user is not None:
+            nc.options["user"] = self._user
+            nc.options["password"] = self._password
         return nc
 
     async def start(self) -> None:
@@ -563,6 +588,8 @@ class NatsTransport(Transport):
 
     async def _on_error(self, e: Exception) -> None:
         log.warning("NATS error: %s: %s", type(e).__name__, e)
+        if "ermissions violation" in str(e):
+            self.refusal = str(e).removeprefix("nats: ")
         if self.nc is None or self._closing or self.connected or "uthoriz" not in str(e):
             return
         # reconnecting, and the broker refuses this identity: nats-py would try for ever. Credentials are re-read
@@ -713,20 +740,48 @@ class NatsTransport(Transport):
             subject, cb=cb, pending_msgs_limit=1_000_000, pending_bytes_limit=512 * 1024 * 1024
         )
 
-    async def consume(self, subject: str, handler: PosHandler, start: int | None = None) -> object:
+    async def consume(
+        self, subject: str, handler: PosHandler, start: int | None = None, timeout: float | None = None
+    ) -> object:
+        """See :meth:`Transport.consume`; ``timeout`` defaults to ``give_up_after`` (30 s for a service, which
+        retries its connection for ever). Each JetStream request is bounded by what is left of it, and the error
+        names what the broker said last (a permissions violation, no JetStream, no answer)."""
+        budget = timeout if timeout is not None else (self.give_up_after if self.give_up_after is not None else 30.0)
         c = _Consumer(self, subject, handler, start)
         self._consumers.append(c)
         delay = 0.1
         t0 = time.monotonic()
+        end = t0 + budget
         while True:
             try:
-                await c.open()
+                await c.open(timeout=max(0.5, min(self.request_timeout, end - time.monotonic())))
                 return c
             except Exception as e:
-                if time.monotonic() - t0 > 30:
-                    raise ConnectionError(f"cannot read {subject} from the broker's streams: {e}") from e
+                if time.monotonic() + delay >= end:
+                    self._consumers.remove(c)
+                    with contextlib.suppress(Exception):
+                        await c.close()
+                    raise ConnectionError(self._consume_failure(subject, c.stream, time.monotonic() - t0, e)) from e
+                log.info("reading %s from stream %s failed (%s: %s); retrying", subject, c.stream, type(e).__name__, e)
                 await asyncio.sleep(delay)
                 delay = min(2 * delay, 1.0)
+
+    def _consume_failure(self, subject: str, stream: str, secs: float, e: Exception) -> str:
+        what = f"cannot read {subject} from the broker's stream {stream} (tried for {secs:.0f} s)"
+        who = f"identity {self._prefix_user}" if self._prefix_user else "this connection (no credentials)"
+        if self.refusal is not None:
+            return f"{what}: the broker at {self.url} refused a request of {who}: {self.refusal}"
+        text = str(e) or type(e).__name__
+        if "timeout" in text.lower() or isinstance(e, TimeoutError):
+            return (
+                f"{what}: the broker at {self.url} never answered the JetStream request ({text}); it is overloaded, "
+                "JetStream is off, or its permissions drop the request silently"
+            )
+        if "no responders" in text.lower():
+            return f"{what}: JetStream is not enabled (or not ready) on the broker at {self.url} ({text})"
+        if "not found" in text.lower():
+            return f"{what}: the stream does not exist (the deployment's streams were never created?) ({text})"
+        return f"{what}: {type(e).__name__}: {text}"
 
     async def unsubscribe(self, token: object) -> None:
         if isinstance(token, _Consumer):
