@@ -111,6 +111,46 @@ def test_active_lm_dies_and_standby_takes_over():
     assert res.counters["service_takeovers"] >= 2
 
 
+def test_active_lm_killed_after_its_records_are_stored_but_before_their_outputs_leave():
+    """The gated-output rule at its tightest kill point: the broker stored a batch of the active's records, the
+    active dies before it hears so, so the outputs that follow from them never leave it. The standby applies the
+    records, takes over and re-sends those outputs; every receiver must take them (once): no gap, no task lost.
+    (Found in CI: "1 message(s) of megha/lm2 → events/0 never arrived": the re-sent outputs carried the standby's
+    own term 0, below the term 1 of the active's earlier outputs, and receivers dropped them as a deposed
+    active's.)"""
+    caught: dict = {}
+
+    async def kill_after_store(dep, cl):
+        rt = dep.lms[(2, "active")]
+        h = next(iter(rt.hosted.values()))
+        tr = rt.transport
+        subj = rt.repl_subject(h.address)
+        orig = tr.publish_durable
+        killed = asyncio.Event()
+
+        def publish_durable(subject, data, headers=None, on_ack=None):
+            if subject != subj or killed.is_set():
+                return orig(subject, data, headers, on_ack)
+            records = [wire.decode(r).msg for r in wire.decode(data).msg.records]
+            if not any(r.what == "msg" for r in records):
+                return orig(subject, data, headers, on_ack)
+            orig(subject, data, headers, None)  # stored; the acknowledgement never reaches the active
+            caught["batch"] = len(records)
+            tr.closed = True  # the process is gone: nothing it queued leaves
+            killed.set()
+
+        tr.publish_durable = publish_durable
+        await asyncio.wait_for(killed.wait(), 20)
+        await dep.kill_lm(2, "active")
+
+    res, _, cl = asyncio.run(_run(_cfg(), kill_after_store))
+    _exactly_once(res)
+    assert caught, "the active never stored a batch of messages"
+    assert res.counters["service_takeovers"] >= 1
+    assert cl.rt.counters["gaps_skipped"] == 0, dict(cl.rt.counters)
+    assert res.counters.get("service_gaps_skipped", 0) == 0
+
+
 def test_malformed_messages_are_rejected_and_services_stay_up():
     async def garbage(dep, cl):
         tr = dep.transport("attacker")

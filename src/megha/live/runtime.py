@@ -580,6 +580,11 @@ class Hosted:
         if isinstance(env.msg, ReplBatch):
             if self._claiming and env.term >= self._claiming:
                 return  # the first record of our own takeover
+            if env.term > self.port.term:
+                # what the records make this standby send (recorded, re-sent when it takes over) carries the term
+                # the active sent it with: receivers drop a lower term than they have seen (a deposed active's), so
+                # re-sent outputs the active never got out (it died after the batch was stored) were all dropped
+                self.port.term = env.term
             for raw in env.msg.records:
                 self.on_repl(raw, pos)
             return
