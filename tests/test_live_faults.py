@@ -285,3 +285,69 @@ def test_resource_mode_host_killed_tasks_complete_exactly_once():
     res, _, _ = asyncio.run(_run(cfg, kill))
     _exactly_once(res)
     assert res.counters["hosts_lost"] >= 1 and res.counters["runs_lost"] > 0
+
+
+_NO_COMPILE_MID_RUN = """
+import asyncio, json, sys
+from numba.core.dispatcher import Dispatcher
+from megha.live import deploy
+from megha.live.client import LiveClient, synthetic_workload, with_constraints
+from megha.live.config import LiveConfig
+
+cfg = LiveConfig(**json.loads(sys.argv[1]))
+deploy.warm_up(cfg)
+
+def signatures():
+    out = {}
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("megha"):
+            for k, v in list(vars(mod).items()):
+                if isinstance(v, Dispatcher):
+                    out[f"{name}.{k}"] = len(v.signatures)
+    return out
+
+async def main():
+    dc = deploy.datacenter_of(cfg)
+    layout = deploy.layout_of(cfg, dc)
+    dep = await deploy.LocalDeployment(cfg, layout=layout).start()
+    cl = LiveClient(cfg, dep.transport("client"), layout)
+    await cl.start()
+    try:
+        before = signatures()
+        await cl.run(with_constraints(cfg, synthetic_workload(20, 4, 0.05, 0.5, seed=2)), dc, stall_timeout=30)
+        after = signatures()
+    finally:
+        await cl.close()
+        await dep.close()
+    print(json.dumps({k: [before.get(k, 0), n] for k, n in after.items() if n != before.get(k, 0)}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {},
+        {"megha": {"policy": "min-constraints"}, "datacenter": {"resources": True}},
+    ],
+    ids=["default", "min-constraints-resources"],
+)
+def test_services_compile_every_kernel_before_they_go_live(settings):
+    """In a fresh checkout the first placement compiled numba kernels mid-run: the one process of an in-process
+    deployment stood still for 4 s under load, the hosts' leases expired and runs were cut short (seen in the
+    no-fault baseline). After the services' warm-up, a run compiles nothing (a fresh interpreter, so that kernels
+    earlier tests compiled do not hide a missing one)."""
+    import json
+    import subprocess
+    import sys
+
+    doc = {"broker": {"kind": "inproc"}, "ha": dict(FAST_HA), "megha": {"heartbeat": 0.5}}
+    for k, v in settings.items():
+        doc[k] = {**doc.get(k, {}), **v}
+    r = subprocess.run(
+        [sys.executable, "-c", _NO_COMPILE_MID_RUN, json.dumps(doc)], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    compiled = json.loads(r.stdout.strip().splitlines()[-1])
+    assert compiled == {}, f"compiled during the run (kernel: [signatures before, after]): {compiled}"

@@ -109,13 +109,77 @@ def make_transport(
     )
 
 
-def warm_up() -> None:
-    """Compile the JIT kernels the GM's hot path uses (~2 s the first time) before the service goes live."""
+_warmed = False
+
+
+def warm_up(cfg: LiveConfig | None = None) -> None:
+    """Compile (or load from numba's cache) the JIT kernels of the GM's and the LM's hot paths before a service
+    goes live; once per process.
+
+    With ``cfg``, a few tasks go through a tiny deployment on the in-process bus with ``cfg``'s scheduling
+    settings (policy, constraints, resource mode), in a thread of its own, so every kernel those settings reach
+    is ready. In a fresh checkout (CI) the first placement otherwise compiled its kernels mid-run: the process
+    stood still for 4 s under load, worker hosts' leases expired and runs were cut short."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
     from megha.model.matching import WaitQueue
 
     q = WaitQueue()
     q.push_back((0, 1.0, 0, None, 0), 0)
     q.pop_first_fitting_inv(0)
+    if cfg is None:
+        return
+    import threading
+
+    d, m = cfg.datacenter, cfg.megha
+    mini = LiveConfig(
+        name="warm-up",
+        broker={"kind": "inproc"},
+        datacenter={
+            "workers": 24,
+            "seed": d.seed,
+            "constraints": d.constraints,
+            "resources": d.resources,
+            "capacity": d.capacity,
+            "demand": d.demand,
+        },
+        megha={"gms": 1, "lms": 2, "policy": m.policy, "batch_size": m.batch_size, "repartition": m.repartition},
+        workers={"hosts": 1},
+        ha={"lm_standby": False},
+        state_dir=cfg.state_dir,
+    )
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(asyncio.wait_for(_warm_up_run(mini), 120))
+        except BaseException as e:  # a warm-up that fails only costs the compilation later
+            failed.append(e)
+
+    t = threading.Thread(target=run, name="megha-warm-up", daemon=True)
+    t.start()
+    t.join()
+    if failed:
+        log.warning("warm-up run failed (%s: %s); kernels compile on first use", type(failed[0]).__name__, failed[0])
+
+
+async def _warm_up_run(cfg: LiveConfig) -> None:
+    from megha.live.client import LiveClient, synthetic_workload, with_constraints
+
+    dc = datacenter_of(cfg)
+    layout = layout_of(cfg, dc)
+    dep = await LocalDeployment(cfg, layout=layout).start()
+    cl = LiveClient(cfg, dep.transport("client"), layout)
+    try:
+        await cl.start()
+        # more tasks than workers, all at once: tasks wait at the GM, so freed workers are offered to the queue
+        # (the fairness scan's kernel) besides the placement search
+        await cl.run(with_constraints(cfg, synthetic_workload(8, 8, 0.02, 0.02, seed=1)), dc, stall_timeout=20)
+    finally:
+        await cl.close()
+        await dep.close()
 
 
 def quiet_gc() -> None:
@@ -138,7 +202,7 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
     layout = layout or layout_of(cfg)
     if not 0 <= g < layout.n_gms:
         raise ValueError(f"GM index {g} outside 0..{layout.n_gms - 1}")
-    warm_up()
+    warm_up(cfg)
     await transport.start()
     await transport.ensure_streams()
     rt = Runtime(transport, cfg.name, f"gm{g}", "gm")
@@ -167,6 +231,7 @@ async def start_lm(
         raise ValueError(f"LM index {lm} outside 0..{layout.n_lms - 1}")
     if role not in ("solo", "active", "standby"):
         raise ValueError(f"LM role must be solo, active or standby, not {role!r}")
+    warm_up(cfg)
     await transport.start()
     await transport.ensure_streams()
     rt = Runtime(transport, cfg.name, f"lm{lm}-{role}", "lm")
