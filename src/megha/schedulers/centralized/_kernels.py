@@ -1,4 +1,4 @@
-"""Compiled node scan of the YARN-like RM (numba); imported lazily so the CLI starts fast."""
+"""Compiled kernels of the YARN-like RM (numba): node scan, queue first fit; imported lazily so the CLI starts fast."""
 
 from __future__ import annotations
 
@@ -38,4 +38,30 @@ def first_and_from(avail: np.ndarray, static: np.ndarray, start: int) -> int:
         w = avail[i] & static[i]
         if w:
             return i * 64 + _low_bit(w)
+    return -1
+
+
+_INF = np.iinfo(np.int64).max
+
+
+@njit(cache=True, nogil=True)
+def first_fit_min(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: int) -> int:
+    """Index of the slot with the smallest head among the first ``n`` slots of a
+    :class:`~megha.model.matching.WaitQueue` whose mask fits the node, or -1.
+
+    The same answer as :func:`megha.model._kernels.first_fit` (a queue's heads are distinct sequence numbers, empty
+    slots hold the largest int64), computed as a branch-free minimum the compiler vectorizes, then located: the
+    RM's queue holds hundreds of distinct constraint masks under load. ``not_worker_mask`` is the complement of the
+    node's mask as a plain int.
+    """
+    nm = np.uint32(not_worker_mask & 0xFFFFFFFF)
+    best = _INF
+    for i in range(n):
+        h = heads[i] if (masks[i] & nm) == 0 else _INF
+        best = min(best, h)
+    if best == _INF:
+        return -1
+    for i in range(n):
+        if heads[i] == best:
+            return i
     return -1

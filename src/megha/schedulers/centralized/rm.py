@@ -189,12 +189,20 @@ class ResourceManager(Component):
         held: list = []
         held_masks: list[int] = []
         fewest = self.queue_policy == "fewest-tasks"
+        # slot mode: _claim_bit inlined (the cached static vector, then the compiled scan)
+        scan = None if self.resource else (_first_and_from or _load_scan())
+        static = self.index._cache
+        idle = self.idle
         for i, (t, d, m) in enumerate(zip(msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(), strict=True)):
             dem = None if demands is None else demands[i]
             entry = (t, d, dem, user)
             if random_start:
                 start = self._rnd.below(n_bits)
-            bit = self._claim_bit(m, dem, start)
+            if scan is None:
+                bit = self._claim_bit(m, dem, start)
+            else:
+                v = static.get(m)
+                bit = scan(idle, self.index.static_vector(m) if v is None else v, start)
             if bit < 0:
                 if fewest:
                     held.append(entry)

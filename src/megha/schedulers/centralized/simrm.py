@@ -26,10 +26,24 @@ managers' state (their re-registration).
 
 from __future__ import annotations
 
+import heapq
+
+import numpy as np
+
 from megha.errors import SimulationError
 from megha.schedulers.centralized.messages import NodeHeartbeat, NodesLost, NodesRegistered
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.common.messages import Launch
+
+_first_fit_min = None  # the compiled queue first fit, imported on first use so the CLI starts fast
+
+
+def _load_fit():
+    global _first_fit_min
+    from megha.schedulers.centralized._kernels import first_fit_min
+
+    _first_fit_min = first_fit_min
+    return first_fit_min
 
 
 class SimResourceManager(ResourceManager):
@@ -46,16 +60,112 @@ class SimResourceManager(ResourceManager):
         self._due: dict[float, list] = {}  # tick -> [the node managers' timer instant, (task, node, end)...]
         self.nm_heartbeats = 0
         self.nm_ver: list[int] | None = None  # the node managers' state versions (faults; see ResourceManager.ver)
+        self._heap = None
+        self._next = None
+        self._fifo_fast = False  # the common path of _nm_due is set up (on_start, in the simulator's engine)
+
+    def attach(self, port) -> None:
+        super().attach(port)
+        # simulator internals for the in-process heartbeat timers (see SimPort.set_timer_at): the heap and its counter
+        self._heap = getattr(port, "_heap", None)
+        self._next = getattr(port, "_next", None)
+
+    def on_start(self, now: float) -> None:
+        super().on_start(now)
+        self._fast_init()
+
+    def _fast_init(self) -> None:
+        """Per-node constants of the common path (:meth:`_nm_due`): complemented constraint masks, the node's word
+        and bit in the idle vector, its heartbeat phase; the engine's count cells of the modelled messages."""
+        idx = self.index
+        self._inv_mask = [~m & 0xFFFFFFFF for m in self.mask_of]
+        bits = idx.bit_of_worker.tolist()
+        self._idle_word = [b >> 6 for b in bits]
+        self._idle_bit = [np.uint64(1 << (b & 63)) for b in bits]
+        self._idle_clear = [np.uint64(~(1 << (b & 63)) & 0xFFFFFFFFFFFFFFFF) for b in bits]
+        port = self.port
+        counter = getattr(port, "message_counter", None)
+        self._n_hb = counter(NodeHeartbeat) if counter is not None else None
+        self._n_launch = counter(Launch) if counter is not None else None
+        self._fifo_fast = self.queue_policy == "fifo" and self._heap is not None and self._n_hb is not None
 
     def on_timer(self, key, now: float) -> None:
-        if key[0] != "nm":
+        if type(key) is float:  # a heartbeat timer held while the RM was down (see Engine.suspend)
+            self._nm_due(key, now)
+        elif key[0] == "nm":
+            self._nm_due(key[1], now)
+        else:
             super().on_timer(key, now)
-            return
-        g = self._due.pop(key[1])
+
+    def _nm_due(self, tick: float, now: float) -> None:
+        """The node managers' heartbeat of ``tick`` reaches the RM (the engine calls it directly)."""
+        g = self._due.pop(tick)
+        if len(g) == 2 and self._fifo_fast and self.nm_ver is None and not self._guard:
+            t, w, e = g[1]
+            if w not in self.claims and not self._launch[0]:
+                self._one_fifo(t, w, e, now)
+                return
+        self._due_group(g, now)
+
+    def _one_fifo(self, t: int, w: int, e: float, now: float) -> None:
+        """One container on one node, FIFO queue, no faults, nothing booked on the node (the common case):
+        :meth:`_due_group`, :meth:`ResourceManager._fill`, :meth:`ResourceManager._pop` and :meth:`_flush`
+        inlined, the queue's first fit by the vectorized kernel."""
+        self.on_node[w] = -1
+        rec = self.rec
+        rec.finished_one(t, e)
+        self.nm_heartbeats += 1
+        self._n_hb[0] += 1
+        stats = self.stats
+        stats["heartbeats"] += 1
+        rec.completion_known_one(t, now)
+        busy = self.busy
+        busy[w] = False
+        if self._queued:
+            q = self.queues[0]
+            s = (_first_fit_min or _load_fit())(q._masks, q._heads, q._n_slots, self._inv_mask[w]) if q._len else -1
+            if s >= 0:
+                entry = q._take(s)
+                self._queued -= 1
+                stats["allocated_from_queue"] += 1
+                busy[w] = True
+                self.idle[self._idle_word[w]] &= self._idle_clear[w]
+                self._launch_one(entry[0], w, entry[1], now)
+                return
+        self.idle[self._idle_word[w]] |= self._idle_bit[w]
+
+    def _launch_one(self, t: int, w: int, dur: float, now: float) -> None:
+        """:meth:`_flush` of one launch (no faults)."""
+        rec = self.rec
+        rec.decided_one(t, now)
+        d = self.launch_delay
+        rec.add_comm_one(t, d)
+        self._n_launch[0] += 1
+        t1 = now + d  # when the node managers get the launch
+        on_node = self.on_node
+        if on_node[w] >= 0:
+            raise SimulationError(
+                f"{self.address}: node {w} over-committed at t={t1:.6f}: task {t} "
+                f"launched while it runs task {on_node[w]}"
+            )
+        on_node[w] = t
+        rec.started_one(t, t1, w)
+        e = t1 + dur
+        sch = self.schedule
+        tick = e + (sch._ph[w] - e) % sch.period  # HeartbeatSchedule.next_tick
+        g = self._due.get(tick)
+        if g is None:
+            fire = t1 + (tick - t1)  # the instant the node managers' timer would fire
+            self._due[tick] = [fire, (t, w, e)]
+            heapq.heappush(self._heap, (fire + self.hb_latency, self._next(), self._nm_due, tick))
+        else:
+            g.append((t, w, e))
+
+    def _due_group(self, g: list, now: float) -> None:
         items = g[1:]
         on_node = self.on_node
         rec = self.rec
-        if len(items) == 1:  # one container on one node (the common case): ResourceManager._heartbeat inlined
+        if len(items) == 1:  # one container on one node: ResourceManager._heartbeat inlined
             t, w, e = items[0]
             on_node[w] = -1
             ts = [t]
@@ -121,7 +231,12 @@ class SimResourceManager(ResourceManager):
         due = self._due
         next_tick = self.schedule.next_tick
         back = self.hb_latency
-        at = port.set_timer_at
+        heap = self._heap
+        if heap is None:  # not in the simulator's engine (tests with a recording port)
+            at = port.set_timer_at
+        else:
+            nxt = self._next
+            due_cb = self._nm_due
         for t, w, dur in zip(lt, lw, ld, strict=True):
             e = t1 + dur
             tick = next_tick(w, e)
@@ -129,7 +244,10 @@ class SimResourceManager(ResourceManager):
             if g is None:
                 fire = t1 + (tick - t1)  # the instant the node managers' timer would fire
                 due[tick] = [fire, (t, w, e)]
-                at(fire + back, ("nm", tick))  # the instant their heartbeat would reach the RM
+                if heap is None:
+                    at(fire + back, ("nm", tick))  # the instant their heartbeat would reach the RM
+                else:
+                    heapq.heappush(heap, (fire + back, nxt(), due_cb, tick))
             else:
                 g.append((t, w, e))
 
