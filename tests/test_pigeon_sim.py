@@ -107,3 +107,27 @@ def test_in_process_workers_reject_over_commit_and_report_ends():
     m.on_timer(key, at)
     assert rec.start[0] == 0.0005 and rec.end[0] == at and rec.known[0] == at + 0.0005
     assert m.task_on[0] == -1 and m.n_free == free + 1  # nothing queued: the worker is free again
+
+
+def test_compiled_random_pick_is_the_index_pick():
+    """take_random chooses the worker SegmentedIndex.pick chooses with the random policy for the same uniform
+    number, clears it, and finds none exactly when pick finds none."""
+    from megha.model.matching import FastRandom, Policy, SegmentedIndex
+    from megha.schedulers.pigeon._kernels import take_random
+
+    rng = np.random.default_rng(7)
+    for n in (1, 63, 64, 100, 200):
+        idx = SegmentedIndex([np.arange(n)], np.zeros(n, dtype=np.uint32))
+        for _ in range(40):
+            avail = idx.pack_workers(rng.random(n) < rng.random())
+            static = idx.pack_workers(rng.random(n) < 0.7)
+            seed = int(rng.integers(1 << 30))
+            want = idx.pick(avail & static, 0, Policy.RANDOM, FastRandom(np.random.default_rng(seed)))
+            u = FastRandom(np.random.default_rng(seed)).peek()
+            got = avail.copy()
+            b = take_random(got, static, u)
+            assert (b if b < 0 else int(idx.worker_at_bit[b])) == want
+            if b >= 0:
+                assert not idx.has_worker(got, want) and idx.has_worker(avail, want)
+                idx.set_worker(got, want, True)
+            assert np.array_equal(got, avail)

@@ -28,6 +28,16 @@ from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.messages import Ended, Reroute, Start, TaskBatch, TaskDone, TasksDone
 from megha.sim.component import Component
 
+_take_random = None  # the compiled random pick, imported on first use so the CLI starts fast
+
+
+def _load_take():
+    global _take_random
+    from megha.schedulers.pigeon._kernels import take_random
+
+    _take_random = take_random
+    return take_random
+
 
 def _may_use_reserved(entry) -> bool:
     return entry[2]
@@ -66,6 +76,7 @@ class PigeonMaster(Component):
         self._short_turns = self.fqw + 1 if fq_inclusive else self.fqw  # short tasks served in a row at most
         self.index = SegmentedIndex([workers], worker_masks, cache_size=1 << 14)
         self.avail = self.index.all_available()
+        self._worker_at: list[int] = self.index.worker_at_bit.tolist()
         self.n_free = int(workers.size)
         self.mask_of: dict[int, int] = dict(zip(workers.tolist(), worker_masks[workers].tolist(), strict=True))
         self.reserved: set[int] = set()
@@ -169,6 +180,15 @@ class PigeonMaster(Component):
         """A suitable free worker for a new task (marked busy), or -1; only short tasks may use reserved workers."""
         idx = self.index
         static = idx.static_vector(mask)
+        if self.reserved_vec is None and self.policy is Policy.RANDOM:
+            # the pick and the busy mark in one compiled call (the same worker and draws as idx.pick)
+            rnd = self.rnd
+            b = (_take_random or _load_take())(self.avail, static, rnd.peek())
+            if b < 0:
+                return -1
+            rnd.skip()
+            self.n_free -= 1
+            return self._worker_at[b]
         if self.reserved_vec is None:
             cand = np.bitwise_and(self.avail, static)
         elif short:

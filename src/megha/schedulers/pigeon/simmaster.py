@@ -19,6 +19,7 @@ model (per-message costs need real messages).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 import numpy as np
@@ -27,6 +28,18 @@ from megha.errors import SimulationError
 from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.master import PigeonMaster
 from megha.schedulers.pigeon.messages import Ended, GroupBack, Reroute, Start, TaskDone, TasksDone
+
+_BITS = [np.uint64(1 << b) for b in range(64)]
+_first_fit = None  # the queues' compiled first fit, imported on first use so the CLI starts fast
+
+
+def _load_first_fit():
+    global _first_fit
+    from megha.model._kernels import first_fit
+
+    _first_fit = first_fit
+    return first_fit
+
 
 # a failed worker's entry in ``task_on``: never a task id, and >= 0 so that a launch on it is an over-commit
 _DEAD = 1 << 62
@@ -46,6 +59,29 @@ class SimPigeonMaster(PigeonMaster):
         self.known_delay = float(known_delay)
         self.task_on: dict[int, int] = dict.fromkeys(self.workers.tolist(), -1)  # the workers' own record
         self._ends: dict[float, list] = {}  # end on the workers -> [the workers' timer instant, (task, worker)...]
+        self._heap = None
+        self._next = None
+        self._fast = False  # the common path of _on_end is set up (on_start, in the simulator's engine)
+
+    def attach(self, port) -> None:
+        super().attach(port)
+        # simulator internals for the in-process end timers (see SimPort.set_timer_at): the heap and its counter
+        self._heap = getattr(port, "_heap", None)
+        self._next = getattr(port, "_next", None)
+
+    def on_start(self, now: float) -> None:
+        super().on_start(now)
+        counter = getattr(self.port, "message_counter", None)
+        if counter is None or self._heap is None:  # not in the simulator's engine (tests with a recording port)
+            return
+        self._n_start = counter(Start)
+        self._n_ended = counter(Ended)
+        self._n_done = counter(TaskDone)
+        # complemented constraint mask, packed word and bit of each worker of the group (the common path)
+        idx = self.index
+        self._inv_mask = {w: ~m & 0xFFFFFFFF for w, m in self.mask_of.items()}
+        self._bit = {w: int(idx.bit_of_worker[w]) for w in self.mask_of}
+        self._fast = self.reserved_vec is None
 
     # --- the workers' side, in-process ----------------------------------------------------------------------------
     def _launch(self, tasks: list[int], workers: list[int], durations: list[float], now: float) -> None:
@@ -60,7 +96,12 @@ class SimPigeonMaster(PigeonMaster):
         task_on = self.task_on
         ends = self._ends
         r = self.report_delay
-        at = port.set_timer_at
+        heap = self._heap
+        if heap is None:  # not in the simulator's engine (tests with a recording port)
+            at = port.set_timer_at
+        else:
+            nxt = self._next
+            cb = self._on_end
         for t, w, dur in zip(tasks, workers, durations, strict=True):
             cur = task_on.get(w)
             if cur is None or cur >= 0:
@@ -74,9 +115,38 @@ class SimPigeonMaster(PigeonMaster):
             if g is None:
                 tp = start + (e - start)  # the instant the workers' timer would fire
                 ends[e] = [tp, (t, w)]
-                at(tp + r, e)  # the instant their report would arrive
+                if heap is None:
+                    at(tp + r, e)  # the instant their report would arrive
+                else:
+                    heapq.heappush(heap, (tp + r, nxt(), cb, e))
             else:
                 g.append((t, w))
+
+    def _launch_one(self, t: int, w: int, dur: float, now: float) -> None:
+        """:meth:`_launch` of one task in the simulator's engine (the common path)."""
+        rec = self.rec
+        d = self.launch_delay
+        start = now + d
+        rec.decided_one(t, now)
+        rec.add_comm_one(t, d)
+        self._n_start[0] += 1
+        rec.started_one(t, start, w)
+        task_on = self.task_on
+        cur = task_on.get(w)
+        if cur is None or cur >= 0:
+            raise SimulationError(
+                f"{self.pool}: worker {w} over-committed at t={start:.6f}: "
+                + ("not in this group" if cur is None else f"it already runs task {cur}")
+            )
+        task_on[w] = t
+        e = start + dur
+        g = self._ends.get(e)
+        if g is None:
+            tp = start + (e - start)  # the instant the workers' timer would fire
+            self._ends[e] = [tp, (t, w)]
+            heapq.heappush(self._heap, (tp + self.report_delay, self._next(), self._on_end, e))
+        else:
+            g.append((t, w))
 
     def _freed_one(self, t: int, w: int, now: float) -> None:
         entry = self.next_task(w)
@@ -87,9 +157,67 @@ class SimPigeonMaster(PigeonMaster):
         self._launch([entry[0]], [w], [entry[1]], now)
 
     def on_timer(self, key, now: float) -> None:
+        self._on_end(key, now)
+
+    def _on_end(self, key: float, now: float) -> None:
+        """The workers' report of the tasks ending at ``key`` reaches the master (the engine calls it directly)."""
         g = self._ends.pop(key, None)
         if g is None:  # every task ending then died with its worker
             return
+        if len(g) == 2 and self._fast and not self.dead:
+            self._end_one(g, now)
+        else:
+            self._end_group(g, now)
+
+    def _end_one(self, g: list, now: float) -> None:
+        """One task ended (the common case; no reserved workers, no failures): the end, the report to its
+        distributor, weighted fair queuing and the next launch inlined."""
+        t, w = g[1]
+        self.task_on[w] = -1
+        rec = self.rec
+        rec.finished_one(t, g[0])
+        self._n_ended[0] += 1
+        dist = self.dist_of.pop(t)
+        if rec.outstanding > 1:
+            self._n_done[0] += 1
+            rec.completion_known_one(t, now + self.known_delay)
+        else:  # the run's last completion: a real message, so the run ends when it arrives
+            self.port.send(self.distributors[dist], TaskDone(t))
+        # next_task (no reserved workers), with the queues' first fit called directly
+        sq = self.short_q
+        lq = self.long_q
+        if sq._len or lq._len:
+            ff = _first_fit or _load_first_fit()
+            inv = self._inv_mask[w]
+            e = None
+            tried_short = False
+            if sq._len and (self.fq_counter < self._short_turns or not lq._len):
+                tried_short = True
+                s = ff(sq._masks, sq._heads, sq._n_slots, inv)
+                if s >= 0:
+                    e = sq._take(s)
+                    self.fq_counter += 1
+                    self.stats["served_short"] += 1
+            if e is None and lq._len:
+                s = ff(lq._masks, lq._heads, lq._n_slots, inv)
+                if s >= 0:
+                    e = lq._take(s)
+                    self.fq_counter = 0
+                    self.stats["served_long"] += 1
+            if e is None and sq._len and not tried_short:
+                s = ff(sq._masks, sq._heads, sq._n_slots, inv)
+                if s >= 0:
+                    e = sq._take(s)
+                    self.fq_counter += 1
+                    self.stats["served_short"] += 1
+            if e is not None:
+                self._launch_one(e[0], w, e[1], now)
+                return
+        b = self._bit[w]
+        self.avail[b >> 6] |= _BITS[b & 63]
+        self.n_free += 1
+
+    def _end_group(self, g: list, now: float) -> None:
         items = g[1:]
         task_on = self.task_on
         for _, w in items:

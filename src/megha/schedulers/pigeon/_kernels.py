@@ -1,0 +1,51 @@
+"""Compiled kernels of the PigeonC/Pigeon masters (numba); imported lazily so the CLI starts fast."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _popcount(x: np.uint64) -> int:
+    x = x - ((x >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return int((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def take_random(avail: np.ndarray, static: np.ndarray, u: float) -> int:
+    """A uniformly random set bit of ``avail & static``, cleared in ``avail``; -1 (nothing changed) when none.
+
+    The ``r``-th set bit in bit order for ``r = min(int(u * total), total - 1)``: what
+    :meth:`~megha.model.matching.SegmentedIndex.pick` with the random policy chooses on a one-segment index when
+    :class:`~megha.model.matching.FastRandom` draws ``u`` (the caller consumes ``u`` only when a bit is found, as
+    ``pick`` draws only then), without building the candidate vector.
+    """
+    n = avail.size
+    total = 0
+    for i in range(n):
+        total += _popcount(avail[i] & static[i])
+    if total == 0:
+        return -1
+    r = min(int(u * total), total - 1)
+    for i in range(n):
+        w = avail[i] & static[i]
+        c = _popcount(w)
+        if r < c:
+            for _ in range(r):
+                w &= w - _ONE
+            b = 0
+            while not (w >> np.uint64(b)) & _ONE:
+                b += 1
+            avail[i] &= ~(_ONE << np.uint64(b))
+            return i * 64 + b
+        r -= c
+    return -1
