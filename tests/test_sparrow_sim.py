@@ -27,3 +27,27 @@ def test_overloaded_workers_queue_probes_and_record_worker_queuing():
     assert r.recorder.wq.max() > 1.0 and r.counters["sparrow_probes_queued"] > 0
     alloc = r.recorder.start - r.recorder.arrival
     assert (alloc + 1e-9 >= r.recorder.wq).all()
+
+
+def test_modelled_completion_reports_give_the_same_run_as_messages(monkeypatch):
+    """The node monitors' common path models the ``Done`` message (the scheduler only records when it learns of the
+    completion): every task's decision, start, end, worker, queuing and completion-known instant, the run's end, the
+    message counts and the counters are those of the run that sends it."""
+    from megha.metrics.fingerprint import fingerprint
+    from megha.schedulers.sparrow.monitors import SparrowMonitors
+
+    # contended, constrained: probes queue, no-ops, tasks of other groups, several ends at one instant
+    trace = write_trace([(i * 0.2, [0.5 + (i * 7 % 5) * 0.5, 2.0, 1.0][: 1 + i % 3] * (1 + i % 4)) for i in range(60)])
+    cfg = RunConfig(scheduler="sparrow", trace=trace, workers=10, seed=4)
+    fast = simulate(cfg)
+    with monkeypatch.context() as mp:
+        mp.setattr(SparrowMonitors, "on_start", lambda self, now: None)
+        slow = simulate(cfg)
+    assert fast.unfinished_reason is None and slow.unfinished_reason is None
+    assert fast.events < slow.events
+    for col in ("scheduled", "start", "end", "known", "worker", "comm", "wq"):
+        assert np.array_equal(getattr(fast.recorder, col), getattr(slow.recorder, col), equal_nan=True), col
+    assert fingerprint(fast) == fingerprint(slow)
+    assert fast.end_time == slow.end_time
+    assert fast.message_counts == slow.message_counts
+    assert fast.counters == slow.counters

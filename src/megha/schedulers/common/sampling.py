@@ -30,6 +30,8 @@ class ProbeSampler:
         self.n = int(self.masks.size)
         self._uw, self._cw = np.unique(self.masks, return_counts=True)
         self._count: dict[int, int] = {0: self.n}
+        self._eligible: dict[int, np.ndarray] = {}
+        self._eligible_size = 0
         self.exact_below = exact_below
 
     def eligible_count(self, mask: int) -> int:
@@ -43,10 +45,20 @@ class ProbeSampler:
         return c
 
     def eligible(self, mask: int) -> np.ndarray:
-        """Ids of the workers that satisfy ``mask``."""
-        if mask == 0:
-            return np.arange(self.n, dtype=np.int64)
-        return np.flatnonzero((MASK_DTYPE(mask) & ~self.masks) == 0)
+        """Ids of the workers that satisfy ``mask`` (cached per mask, read-only)."""
+        sel = self._eligible.get(mask)
+        if sel is None:
+            if mask == 0:
+                sel = np.arange(self.n, dtype=np.int64)
+            else:
+                sel = np.flatnonzero((MASK_DTYPE(mask) & ~self.masks) == 0)
+            sel.flags.writeable = False
+            self._eligible_size += sel.size
+            if self._eligible_size > 1 << 22:  # at most ~32 MB of ids
+                self._eligible.clear()
+                self._eligible_size = sel.size
+            self._eligible[mask] = sel
+        return sel
 
     def _eligible_fit(self, mask: int, demand: np.ndarray) -> np.ndarray:
         """Workers that satisfy ``mask`` and are big enough for ``demand`` (heterogeneous machines only)."""

@@ -13,6 +13,7 @@ requests may be outstanding while resources allow. Any over-commit raises :class
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 
 import numpy as np
@@ -87,6 +88,34 @@ class SparrowMonitors(Component):
         self._n_detect = 0
         self.tasks_lost = 0
         self.probes_lost = 0
+        # --- the simulator's common path (see on_start) ---------------------------------------------------------
+        self._heap = None
+        self._next = None
+        self._fast = False
+
+    def attach(self, port) -> None:
+        super().attach(port)
+        # simulator internals for the end timers (see SimPort.set_timer): the heap and its counter
+        self._heap = getattr(port, "_heap", None)
+        self._next = getattr(port, "_next", None)
+
+    def on_start(self, now: float) -> None:
+        """In the simulator's engine, slot mode, without processing costs or a fault schedule: a task's end takes
+        the common path (:meth:`_end_one`), which models the ``Done`` message to its scheduler — whose only effect
+        is to record when the scheduler learns of the completion, one network delay later — instead of sending it,
+        except for the run's last completion, which travels so that the run ends when it arrives. (A fault
+        schedule may crash a scheduler, which must not learn anything while it is down: the message is sent.)"""
+        engine = getattr(self.port, "engine", None)
+        if engine is None or self._heap is None or self.resource or engine.processing is not None:
+            return
+        if any(c.kind == "faults" for c in engine.components.values()):
+            return
+        kinds = {engine.components[a].kind for a in self.schedulers if a in engine.components}
+        if len(kinds) != 1:
+            return
+        self._done_delay = engine.delay_model.delay(self.kind, kinds.pop())
+        self._n_done = self.port.message_counter(Done)
+        self._fast = True
 
     # --- messages ----------------------------------------------------------------------------------
     def on_message(self, msg, now: float) -> None:
@@ -101,7 +130,8 @@ class SparrowMonitors(Component):
             self._probes(msg, now)
         else:
             super().on_message(msg, now)
-        self._flush()
+        if self._out:
+            self._flush()
 
     def _probes(self, msg: Probes, now: float) -> None:
         if self.dead:
@@ -259,9 +289,13 @@ class SparrowMonitors(Component):
         if self.dead and w in self.dead:
             self._stale_answer(w, msg.scheduler, t, now)
             return
-        if t < 0:
-            self.slot_free[w] = True
-            self._advance(w, now)
+        if t < 0:  # a no-op: the worker serves its next probe (_advance, slot mode, inlined)
+            q = self.queues[w]
+            if q:
+                job, sched, g, t0, _ = q.popleft()
+                self._request(sched, job, w, g, now - t0, None)
+            else:
+                self.slot_free[w] = True
             return
         if self.on_worker[w] >= 0 or self.slot_free[w]:
             raise SimulationError(
@@ -274,11 +308,14 @@ class SparrowMonitors(Component):
         g = self._ends.get(e)
         if g is None:
             self._ends[e] = [t]
-            self.port.set_timer(e - now, e)
+            if self._fast:  # the timer set_timer(e - now, e) sets, with the end handler itself
+                heapq.heappush(self._heap, (now + (e - now), self._next(), self._on_end, e))
+            else:
+                self.port.set_timer(e - now, e)
         else:
             g.append(t)
         rec = self.rec
-        rec.started([t], now, [w])
+        rec.started_one(t, now, w)
         rec.add_worker_queue([t], msg.waited)
 
     def _grant_resource(self, msg: Grant, now: float) -> None:
@@ -306,11 +343,41 @@ class SparrowMonitors(Component):
         )
 
     # --- task ends ---------------------------------------------------------------------------------
+    def _on_end(self, key: float, now: float) -> None:
+        """The end timer of the tasks ending at ``key`` (the engine calls it directly on the common path)."""
+        tasks = self._ends.pop(key)
+        if len(tasks) == 1:
+            self._end_one(tasks[0], now)
+        else:
+            self._end_tasks(tasks, now)
+
+    def _end_one(self, t: int, now: float) -> None:
+        """One task ends, slot mode, no faults (the common path, see :meth:`on_start`): :meth:`on_timer`,
+        :meth:`_advance` and :meth:`_flush` inlined, the ``Done`` message modelled."""
+        _, w, sched, _ = self.running.pop(t)
+        self.on_worker[w] = -1
+        rec = self.rec
+        rec.finished_one(t, now)
+        if rec.outstanding > 1:
+            self._n_done[0] += 1
+            rec.completion_known_one(t, now + self._done_delay)
+        else:  # the run's last completion: a real message, so the run ends when it arrives
+            self.port.send(self.schedulers[sched], Done(t, w))
+        q = self.queues[w]
+        if q:
+            job, s, g, t0, _ = q.popleft()
+            self.port.send(self.schedulers[s], Request(job, w, g, now - t0, None))
+        else:
+            self.slot_free[w] = True
+
     def on_timer(self, key, now: float) -> None:
         tasks = self._ends.pop(key, None)
         if tasks is None:  # a failure detection (fault schedules)
             self._detected(key, now)
             return
+        self._end_tasks(tasks, now)
+
+    def _end_tasks(self, tasks: list[int], now: float) -> None:
         running = self.running
         if len(tasks) == 1 and not self.resource:
             t = tasks[0]

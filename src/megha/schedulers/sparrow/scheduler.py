@@ -98,7 +98,7 @@ class SparrowScheduler(Component):
         if tp is Request:
             self._request(msg, now)
         elif tp is Done:
-            self.rec.completion_known([msg.task], now)
+            self.rec.completion_known_one(msg.task, now)
         elif isinstance(msg, GetTask):
             self._get_task(msg, now)
         elif isinstance(msg, Finished):
@@ -214,7 +214,7 @@ class SparrowScheduler(Component):
             reply = Grant(msg.job, self.number, msg.worker, -1, 0.0, msg.waited, None, None, msg.reserved)
         else:
             t = job.task_list[i]
-            self.rec.decided(t, now)
+            self.rec.decided_one(t, now)
             reply = Grant(
                 msg.job,
                 self.number,
