@@ -7,6 +7,21 @@ from numba import njit
 
 INF = np.iinfo(np.int64).max
 
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def popcount64(x: np.uint64) -> int:
+    """Set bits of one 64-bit word (branch-free SWAR count), for the families' bit-vector kernels."""
+    x = x - ((x >> _ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return int((x * _H01) >> np.uint64(56))
+
 
 @njit(cache=True, nogil=True)
 def first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: int) -> int:

@@ -5,19 +5,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
+from megha.model._kernels import popcount64 as _popcount
+
 _ONE = np.uint64(1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _popcount(x: np.uint64) -> int:
-    x = x - ((x >> _ONE) & _M1)
-    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
-    x = (x + (x >> np.uint64(4))) & _M4
-    return int((x * _H01) >> np.uint64(56))
 
 
 @njit(cache=True, nogil=True)
