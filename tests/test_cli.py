@@ -340,3 +340,20 @@ def test_schedulers_shows_fidelity_profiles(monkeypatch):
     assert res.exit_code == 0
     text = " ".join(res.output.split())
     assert "profiles (-o profile=NAME)" in text and "thesis: probes answered in arrival order" in text
+
+
+def test_simulate_as_a_process_writes_everything_and_exits_cleanly(tmp_path) -> None:
+    """The console script ends a finished simulate without the interpreter's teardown: stdout (here the JSON
+    summary) must still arrive whole, the exit status must be the command's, and the outputs must be on disk."""
+    import json as _json
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "megha.cli", "simulate", "-s", "ideal", "-t", "sample:YH_small", "-w", "200"]
+    done = subprocess.run([*cmd, "--out", str(out), "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert _json.loads(done.stdout)["tasks"] == 183
+    assert (out / "summary.json").exists() and (out / "tasks.parquet").exists()
+    bad = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "not empty" in bad.stdout + bad.stderr

@@ -131,3 +131,15 @@ def test_scheduler_families_never_import_the_engine() -> None:
         if "ctx.engine" in path.read_text():
             bad.append(f"{module} uses ctx.engine (use ctx.add / ctx.delay / ctx.processing / ctx.host)")
     assert not bad, "\n".join(bad)
+
+
+def test_registry_home_map_names_the_family_of_each_builtin() -> None:
+    """``registry._HOME`` (the shortcut that imports one family for one name) matches what the families register."""
+    from megha.schedulers import registry
+
+    for name in registry.names():
+        spec = registry.get(name)
+        if spec.plugin is None and name in registry._HOME:
+            assert spec.build.__module__.split(".")[2] == registry._HOME[name], name
+    builtin = {n for n in registry.names() if registry.get(n).plugin is None}
+    assert set(registry._HOME) <= builtin

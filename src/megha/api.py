@@ -201,12 +201,12 @@ def validate_config(cfg: RunConfig, who: str = "", style: str = "api") -> None:
     the trace and cluster (bundled names or existing files). Raises InputError; ``who`` prefixes messages."""
     from megha.schedulers import registry
 
-    names = registry.names()
-    if cfg.scheduler not in names:
+    spec = registry.find(cfg.scheduler)
+    if spec is None:
+        names = registry.names()
         raise InputError(
             f"{who}unknown scheduler {cfg.scheduler!r}{suggest(cfg.scheduler, names)}; known: {', '.join(names)}"
         )
-    spec = registry.get(cfg.scheduler)
     try:
         registry.parse_options(spec, cfg.options)
     except InputError as e:

@@ -1,9 +1,10 @@
 """Scheduler registry: each scheduler family registers a builder under one or more names.
 
 A family lives in its own sub-package of :mod:`megha.schedulers` and registers itself on import with
-:func:`register`; :func:`get` imports every sub-package once, so adding a family never means editing a
-shared list. A builder receives a :class:`BuildContext` (the simulator host it adds components to, recorder,
-workload, datacenter, options) and returns a :class:`Deployment` that tells the runner where each job enters the system.
+:func:`register`; :func:`names` imports every sub-package once, so adding a family never means editing a
+shared list (:func:`get` imports just the family of a built-in name when it can). A builder receives a
+:class:`BuildContext` (the simulator host it adds components to, recorder, workload, datacenter, options)
+and returns a :class:`Deployment` that tells the runner where each job enters the system.
 
 **Plug-ins.** An installed package adds schedulers through the entry-point group ``megha.schedulers``: each entry
 point names a module (or an object in one) whose import calls :func:`register`. They are loaded after the
@@ -199,10 +200,41 @@ def names() -> list[str]:
     return sorted(_REGISTRY, key=key)
 
 
+#: Where the built-in names live, so that running one scheduler imports one family (each family imports numba
+#: kernels and solvers; importing all of them costs about half a CPU-second). Only a shortcut: a name missing here
+#: (a new family, a plug-in) is found by importing everything, and a test checks each entry registers its name.
+_HOME = {
+    "megha": "megha",
+    "megha-central": "megha",
+    "pigeonc": "pigeon",
+    "pigeon": "pigeon",
+    "sparrow": "sparrow",
+    "yarn": "centralized",
+    "macrm": "macrm",
+    "flow": "flow",
+    "oracle": "oracle",
+    "ideal": "ideal",
+    **{n: "packing" for n in ("bf-j", "bf-js", "bf-s", "fifo-ff", "vqs", "vqs-bf")},
+}
+
+
+def find(name: str) -> SchedulerSpec | None:
+    """The spec registered under ``name``, or None; imports only the family that registers a built-in name."""
+    spec = _REGISTRY.get(name)
+    if spec is None and not _loaded:
+        home = _HOME.get(name)
+        if home is not None:
+            importlib.import_module(f"megha.schedulers.{home}")
+            spec = _REGISTRY.get(name)
+        if spec is None:
+            _load_all()
+            spec = _REGISTRY.get(name)
+    return spec
+
+
 def get(name: str) -> SchedulerSpec:
     """The spec registered under ``name``; unknown names list the known ones."""
-    _load_all()
-    spec = _REGISTRY.get(name)
+    spec = find(name)
     if spec is None:
         raise InputError(f"unknown scheduler {name!r}{did_you_mean(name, _REGISTRY)}; known: {', '.join(names())}")
     return spec
