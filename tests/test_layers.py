@@ -143,3 +143,36 @@ def test_registry_home_map_names_the_family_of_each_builtin() -> None:
             assert spec.build.__module__.split(".")[2] == registry._HOME[name], name
     builtin = {n for n in registry.names() if registry.get(n).plugin is None}
     assert set(registry._HOME) <= builtin
+
+
+_PORT_PRIVATE = {"_heap", "_next", "_lane", "_lane_append", "_types", "_delays", "_on_timer", "engine"}
+
+
+def _is_port(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Name) and node.id == "port") or (
+        isinstance(node, ast.Attribute) and node.attr == "port"
+    )
+
+
+def test_scheduler_components_use_only_the_port_hooks() -> None:
+    """Components reach the simulator only through their port's contract (``megha.sim.component.Port`` and the
+    documented ``SimHooks``: ``set_timer_at``, ``count_message``, ``message_counter``, ``timer_queue``): none reads
+    the simulator port's engine or event queues (``port._heap``, ``port._next``, ``port.engine`` ...)."""
+    bad = []
+    for module, path in sorted(_modules().items()):
+        if not module.startswith("megha.schedulers."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in _PORT_PRIVATE and _is_port(node.value):
+                bad.append(f"{module}:{node.lineno} reads port.{node.attr}")
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+                and _is_port(node.args[0])
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in _PORT_PRIVATE
+            ):
+                bad.append(f"{module}:{node.lineno} reads port.{node.args[1].value}")
+    assert not bad, "use the port's documented hooks (megha.sim.component.SimHooks):\n" + "\n".join(bad)

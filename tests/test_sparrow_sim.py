@@ -51,3 +51,25 @@ def test_modelled_completion_reports_give_the_same_run_as_messages(monkeypatch):
     assert fast.end_time == slow.end_time
     assert fast.message_counts == slow.message_counts
     assert fast.counters == slow.counters
+
+
+def test_builder_models_done_messages_only_without_faults_or_processing_costs():
+    """The builder tells the node monitors whether they may model ``Done`` (BuildContext.faults / processing): a run
+    with a fault schedule or processing costs sends every message, so a crashed scheduler learns nothing while down."""
+    from megha.runner import load_inputs
+    from megha.runner.simulate import build
+
+    trace = write_trace([(0.0, [1.0, 2.0])])
+    base = RunConfig(scheduler="sparrow", trace=trace, workers=4, constraints=False)
+    faults = {"fault": [{"at": 1, "kind": "scheduler", "target": 0, "down_for": 1}]}
+    for cfg, modelled in [
+        (base, True),
+        (base.model_copy(update={"faults": faults}), False),
+        (base.model_copy(update={"processing_model": "measured"}), False),
+    ]:
+        w, dc = load_inputs(cfg)
+        _, _, dep, _, _ = build(cfg, w, dc)
+        monitors = dep.components[0]
+        assert (monitors.done_delay is not None) == modelled, cfg
+        if modelled:
+            assert monitors.done_delay == cfg.network_delay

@@ -175,6 +175,7 @@ def build(cfg: RunConfig, workload: Workload, dc: Datacenter) -> tuple[Engine, T
         rng=stream(cfg.seed, STREAM_SCHEDULER),
         n_gms=cfg.gms,
         n_lms=cfg.lms,
+        faults=cfg.faults is not None,
     )
     deployment = spec.build(ctx)
     return engine, rec, deployment, feasible, options

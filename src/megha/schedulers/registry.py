@@ -44,9 +44,10 @@ class BuildContext:
     """Everything a scheduler builder needs to wire its components into a simulation.
 
     A builder adds its components with :meth:`add`, reads one-way delays with :meth:`delay` (or the whole
-    :attr:`delay_model`) and whether components have processing costs with :attr:`processing`, and draws any
-    build-time randomness from :attr:`rng`. Its fault models get :attr:`host` (the
-    :class:`~megha.sim.component.Host` protocol: suspend, resume, replace, inject …), never the engine itself.
+    :attr:`delay_model`), whether components have processing costs with :attr:`processing` and whether a fault
+    schedule applies with :attr:`faults`, and draws any build-time randomness from :attr:`rng`. Its fault models get
+    :attr:`host` (the :class:`~megha.sim.component.Host` protocol: suspend, resume, replace, inject …), never the
+    engine itself.
     """
 
     host: Host
@@ -59,6 +60,8 @@ class BuildContext:
     n_gms: int | None = None
     n_lms: int | None = None
     extra: dict = field(default_factory=dict)
+    #: a fault schedule will be applied to the run (components may crash): fast paths that assume none stay off
+    faults: bool = False
 
     def add(self, comp: Component) -> Component:
         """Add a component to the simulation (it gets its port and its named random stream); returns it."""

@@ -11,12 +11,18 @@ A scheduler component (a GM, an LM, a Sparrow scheduler, a worker pool …) is a
 The simulator's port pushes onto a virtual-time event heap; the live runtime's port writes to a broker;
 a test's :class:`RecordingPort` just records what was sent, so a component can be driven by hand-written
 messages.
+
+The simulator's port also offers :class:`SimHooks`, optional speed hooks for a component that models a co-located
+part of itself in-process (an LM's workers, an RM's node managers): absolute-time timers, message counts without a
+message, and a :class:`TimerQueue` for timers with a handler of the component's own. Look them up with
+``getattr(port, name, None)`` and fall back to the :class:`Port` contract when they are absent (the live runtime,
+a :class:`RecordingPort`); never reach past them into the engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -36,6 +42,51 @@ class Port(Protocol):
 
     def cancel_timer(self, handle: int) -> None:
         """Cancel a pending timer (no effect if it already fired)."""
+
+
+class TimerQueue(NamedTuple):
+    """The simulator's event queue, for a component's in-process timers (:meth:`SimHooks.timer_queue`).
+
+    An entry is ``(at, next_seq(), handler, payload)`` pushed with ``heapq.heappush(heap, entry)``: at simulated
+    time ``at`` (≥ now) the engine calls ``handler(payload, at)`` — the same event ``set_timer_at`` would make,
+    in the same place of the order (events run by time, then by ``next_seq`` order), minus a Python call and with
+    the component's own handler instead of ``on_timer``. Rules:
+
+    * ``handler`` is a bound method of the component itself whose name does not start with ``on_message``, so that
+      the engine can move the entry when the component is suspended, resumed or replaced (it rebinds the handler by
+      name on the new component, or to ``on_timer`` when that has no such method: ``on_timer`` must then accept
+      ``payload`` as a key);
+    * ``next_seq()`` is called exactly once per entry (its value is also the entry's timer handle);
+    * the heap is shared with every component and is never rebound: keep it, do not reorder or pop it.
+    """
+
+    #: the engine's event heap (a list ordered by :mod:`heapq`)
+    heap: list
+    #: the engine's event counter: the second field of every entry
+    next_seq: Callable[[], int]
+
+
+class SimHooks(Protocol):
+    """Simulator-only speed hooks of :class:`megha.sim.engine.SimPort`, beyond the :class:`Port` contract.
+
+    For components that model an exchange in-process (workers co-located with their master) and must hit exactly
+    the instants and message counts of the multi-component form. None of it exists on the live runtime's port or a
+    :class:`RecordingPort`: test with ``getattr(port, "timer_queue", None)`` and keep the plain-port path.
+    """
+
+    def set_timer_at(self, at: float, key: Hashable) -> int:
+        """Call ``on_timer(key, at)`` at the absolute simulated time ``at`` (≥ now); returns a timer handle."""
+
+    def count_message(self, cls: type, n: int = 1) -> None:
+        """Count ``n`` messages of type ``cls`` in the run's message counts without sending them."""
+
+    def message_counter(self, cls: type) -> list:
+        """The run's count cell for messages of type ``cls``: ``cell[0] += n`` is :meth:`count_message` without
+        the call (keep the cell for the run)."""
+
+    def timer_queue(self) -> TimerQueue:
+        """The event queue for timers with a handler of the component's own (see :class:`TimerQueue`); the same
+        object for the whole run, so take it once (in ``attach`` or ``on_start``)."""
 
 
 class Host(Protocol):

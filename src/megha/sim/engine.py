@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from megha.sim.component import Address, Component
+from megha.sim.component import Address, Component, TimerQueue
 from megha.sim.seeding import named_stream
 
 # An event is (time, sequence number, handler, payload): the handler is the receiving component's bound
@@ -77,7 +77,10 @@ def _msg_len(msg: Any) -> int:
 
 
 class SimPort:
-    """The simulator's port for one component."""
+    """The simulator's port for one component: the :class:`~megha.sim.component.Port` contract plus the
+    simulator-only :class:`~megha.sim.component.SimHooks` (``set_timer_at``, ``count_message``,
+    ``message_counter``, ``timer_queue``) and :meth:`route`. Components use nothing else of it (its other
+    attributes are the engine's)."""
 
     __slots__ = (
         "_delays",
@@ -218,6 +221,11 @@ class SimPort:
         if info is None:
             info = self._type_info(cls)
         return info
+
+    def timer_queue(self) -> TimerQueue:
+        """The event queue for a component's in-process timers with its own handler (the contract:
+        :class:`~megha.sim.component.TimerQueue`, :class:`~megha.sim.component.SimHooks`). Simulator-only."""
+        return TimerQueue(self._heap, self._next)
 
     def cancel_timer(self, handle: int) -> None:
         self.engine._cancelled.add(handle)

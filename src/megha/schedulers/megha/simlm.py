@@ -91,9 +91,9 @@ class SimLocalMaster(LocalMaster):
 
     def attach(self, port) -> None:
         super().attach(port)
-        # simulator internals for the in-process timers (see SimPort.set_timer_at): the heap and its counter
-        self._heap = getattr(port, "_heap", None)
-        self._next = getattr(port, "_next", None)
+        # the simulator's queue for the in-process timers (megha.sim.component.TimerQueue); None on other ports
+        tq = getattr(port, "timer_queue", None)
+        self._heap, self._next = tq() if tq is not None else (None, None)
         # direct deliveries of one-task TaskDone to the GMs' own handler (SimPort.route)
         self._routes = getattr(port, "_routes", None)
         self._route = getattr(port, "route", None)

@@ -47,6 +47,10 @@ def build(ctx: BuildContext) -> Deployment:
     dc = ctx.datacenter
     n_sched = int(opts.schedulers or ctx.n_gms or 10)
     addrs = [f"sparrow/scheduler{i}" for i in range(n_sched)]
+    # the monitors model a task's Done message (one network delay) unless processing costs or a fault schedule need
+    # it sent (see SparrowMonitors.on_start)
+    modelled = ctx.processing is None and not ctx.faults
+    done_delay = ctx.delay(SparrowMonitors.kind, SparrowScheduler.kind) if modelled else None
     monitors = SparrowMonitors(
         "sparrow/monitors",
         dc.n_workers,
@@ -54,6 +58,7 @@ def build(ctx: BuildContext) -> Deployment:
         addrs,
         capacity=dc.capacity,
         failure_timeout=opts.failure_timeout,
+        done_delay=done_delay,
     )
     sampler = ProbeSampler(dc.worker_masks, capacity=dc.capacity)
     scheds = [

@@ -53,9 +53,14 @@ class SparrowMonitors(Component):
         schedulers: list[str],
         capacity: np.ndarray | None = None,
         failure_timeout: float = 1.0,
+        done_delay: float | None = None,
     ) -> None:
-        """``failure_timeout``: seconds from a worker's death until the schedulers learn of it (fault schedules)."""
+        """``failure_timeout``: seconds from a worker's death until the schedulers learn of it (fault schedules).
+        ``done_delay``: the one-way delay of a ``Done`` message to the schedulers, given by the builder when the run
+        lets the monitors model that message instead of sending it (no processing costs, no fault schedule: see
+        :meth:`on_start`); None (the default) always sends it."""
         super().__init__(address)
+        self.done_delay = None if done_delay is None else float(done_delay)
         self.n = int(n_workers)
         self.rec = recorder
         self.schedulers = list(schedulers)
@@ -95,26 +100,24 @@ class SparrowMonitors(Component):
 
     def attach(self, port) -> None:
         super().attach(port)
-        # simulator internals for the end timers (see SimPort.set_timer): the heap and its counter
-        self._heap = getattr(port, "_heap", None)
-        self._next = getattr(port, "_next", None)
+        # the simulator's queue for the in-process timers (megha.sim.component.TimerQueue); None on other ports
+        tq = getattr(port, "timer_queue", None)
+        self._heap, self._next = tq() if tq is not None else (None, None)
 
     def on_start(self, now: float) -> None:
-        """In the simulator's engine, slot mode, without processing costs or a fault schedule: a task's end takes
+        """In the simulator's engine, slot mode, given ``done_delay`` (the builder gives it without processing costs
+        or a fault schedule: :attr:`~megha.schedulers.registry.BuildContext.faults`): a task's end takes
         the common path (:meth:`_end_one`), which models the ``Done`` message to its scheduler — whose only effect
         is to record when the scheduler learns of the completion, one network delay later — instead of sending it,
         except for the run's last completion, which travels so that the run ends when it arrives. (A fault
         schedule may crash a scheduler, which must not learn anything while it is down: the message is sent.)"""
-        engine = getattr(self.port, "engine", None)
-        if engine is None or self._heap is None or self.resource or engine.processing is not None:
+        if self._heap is None or self.resource or self.done_delay is None:
             return
-        if any(c.kind == "faults" for c in engine.components.values()):
+        self._done_delay = self.done_delay
+        counter = getattr(self.port, "message_counter", None)
+        if counter is None:
             return
-        kinds = {engine.components[a].kind for a in self.schedulers if a in engine.components}
-        if len(kinds) != 1:
-            return
-        self._done_delay = engine.delay_model.delay(self.kind, kinds.pop())
-        self._n_done = self.port.message_counter(Done)
+        self._n_done = counter(Done)
         self._fast = True
 
     # --- messages ----------------------------------------------------------------------------------
