@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from megha.model._kernels import popcount64 as _popcount
+
 
 @njit(cache=True, nogil=True)
 def _low_bit(w: np.uint64) -> int:
@@ -26,15 +28,6 @@ def pick_first(avail: np.ndarray, static: np.ndarray) -> int:
         if w:
             return i * 64 + _low_bit(w)
     return -1
-
-
-@njit(cache=True, nogil=True)
-def _popcount(w: np.uint64) -> int:
-    c = 0
-    while w:
-        w &= w - np.uint64(1)
-        c += 1
-    return c
 
 
 @njit(cache=True, nogil=True)
