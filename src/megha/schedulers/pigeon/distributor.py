@@ -12,6 +12,8 @@ completions from the masters (:class:`~megha.schedulers.pigeon.messages.TasksDon
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
@@ -33,6 +35,7 @@ class MasterWeights:
         self.index = index
         self.n_masters = index.n_segments
         self._cum: dict[int, np.ndarray] = {}
+        self._cum_lists: dict[int, list[int]] = {}
         self._counts: dict[int, list[int]] = {}
         self.reference = reference
         if reference:
@@ -106,6 +109,21 @@ class MasterWeights:
         cum = np.stack([self.cumulative(m) for m in uniq.tolist()])[inv.ravel()]
         x = u * cum[:, -1]
         return (cum <= x[:, None]).sum(axis=1)
+
+    def choose_list(self, masks: list[int], u: list[float]) -> list[int]:
+        """:meth:`choose` on plain lists, one task at a time (a job has a few dozen tasks: cheaper than numpy's
+        per-call costs). The same choices: ``bisect_right`` counts the cumulative counts ``<= u·total`` exactly as
+        the vectorized comparison does (counts are exact in float64)."""
+        cl = self._cum_lists
+        out = []
+        for m, x in zip(masks, u, strict=True):
+            c = cl.get(m)
+            if c is None:
+                if len(cl) >= 1 << 17:
+                    cl.clear()
+                c = cl[m] = self.cumulative(m).tolist()
+            out.append(bisect_right(c, x * c[-1]))
+        return out
 
     def spread(self, masks: np.ndarray, start: int) -> np.ndarray:
         """Even spread (round robin from ``start``); a task skips masters with no suitable worker."""
@@ -189,6 +207,9 @@ class PigeonDistributor(Component):
             self.jobs_short += 1
         else:
             self.jobs_long += 1
+        if self.weighted and (self.health is None or not self.health.degraded):
+            self._send_weighted(msg, short)
+            return
         m_idx = self.choose_masters(msg.masks)
         send = self.port.send
         if n == 1 and m_idx[0] >= 0:
@@ -197,6 +218,29 @@ class PigeonDistributor(Component):
             )
             return
         self._send(msg.job, msg.tasks, msg.durations, msg.masks, short, m_idx)
+
+    def _send_weighted(self, msg: JobArrival, short: bool) -> None:
+        """:meth:`choose_masters` and :meth:`_send` for the weighted choice without failures (the common case), on
+        lists: the same draws, choices and batches (each master's tasks in job order, masters in index order)."""
+        tasks = msg.tasks
+        n = tasks.size
+        m_list = self.weights.choose_list(msg.masks.tolist(), self.port.rng.random(n).tolist())
+        send = self.port.send
+        first = m_list[0]
+        if n == 1 or m_list.count(first) == n:
+            send(self.masters[first], TaskBatch(msg.job, tasks, msg.durations, msg.masks, short, self.number))
+            return
+        order = sorted(range(n), key=m_list.__getitem__)  # stable, as np.argsort(kind="stable")
+        o = np.array(order, dtype=np.int64)
+        tasks, durs, masks = tasks[o], msg.durations[o], msg.masks[o]
+        a = 0
+        cur = m_list[order[0]]
+        for b in range(1, n + 1):
+            nxt = m_list[order[b]] if b < n else -1
+            if nxt != cur:
+                send(self.masters[cur], TaskBatch(msg.job, tasks[a:b], durs[a:b], masks[a:b], short, self.number))
+                a = b
+                cur = nxt
 
     def _send(
         self, job: int, tasks: np.ndarray, durs: np.ndarray, masks: np.ndarray, short: bool, m_idx: np.ndarray
