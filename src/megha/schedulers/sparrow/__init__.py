@@ -47,8 +47,8 @@ def build(ctx: BuildContext) -> Deployment:
     dc = ctx.datacenter
     n_sched = int(opts.schedulers or ctx.n_gms or 10)
     addrs = [f"sparrow/scheduler{i}" for i in range(n_sched)]
-    # the monitors model a task's Done message (one network delay) unless processing costs or a fault schedule need
-    # it sent (see SparrowMonitors.on_start)
+    # the monitors model a task's Done message (one network delay), and single requests and answers go straight to
+    # their handlers, unless processing costs or a fault schedule need them sent (see SparrowMonitors.on_start)
     modelled = ctx.processing is None and not ctx.faults
     done_delay = ctx.delay(SparrowMonitors.kind, SparrowScheduler.kind) if modelled else None
     monitors = SparrowMonitors(
@@ -63,7 +63,14 @@ def build(ctx: BuildContext) -> Deployment:
     sampler = ProbeSampler(dc.worker_masks, capacity=dc.capacity)
     scheds = [
         SparrowScheduler(
-            addrs[i], i, monitors.address, dc.worker_masks, ctx.recorder, probe_ratio=opts.probe_ratio, sampler=sampler
+            addrs[i],
+            i,
+            monitors.address,
+            dc.worker_masks,
+            ctx.recorder,
+            probe_ratio=opts.probe_ratio,
+            sampler=sampler,
+            direct=modelled and dc.capacity is None,
         )
         for i in range(n_sched)
     ]

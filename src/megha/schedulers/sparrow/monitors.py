@@ -134,7 +134,7 @@ class SparrowMonitors(Component):
         else:
             super().on_message(msg, now)
         if self._out:
-            self._flush()
+            self._flush(now)
 
     def _probes(self, msg: Probes, now: float) -> None:
         if self.dead:
@@ -194,10 +194,26 @@ class SparrowMonitors(Component):
             self.n_req[w] += 1
             self._request(sched, job, w, g, now - t0, d)
 
+    def _send_request(self, sched: int, job: int, w: int, g: int, waited: float, now: float) -> None:
+        """Send one slot-mode :class:`Request`; on the common path (:meth:`on_start`) straight to the scheduler's
+        :meth:`~megha.schedulers.sparrow.scheduler.SparrowScheduler.on_message_request` (SimPort.route: the same
+        event without the message)."""
+        dst = self.schedulers[sched]
+        if self._fast:
+            r = self.port.route(dst, "on_message_request", Request)
+            if r:
+                append, handler, d, nxt, cell, _ = r
+                cell[0] += 1
+                append((now + d, nxt(), handler, (job, w, g, waited, None)))
+                return
+        self.port.send(dst, Request(job, w, g, waited, None))
+
     def _request(self, sched: int, job: int, w: int, g: int, waited: float, reserved) -> None:
         self._out.append((sched, job, w, g, waited, reserved))
 
-    def _flush(self) -> None:
+    def _flush(self, now: float | None = None) -> None:
+        """Send the requests made during one event (batched per scheduler and job); ``now`` given: one request may
+        go straight to its scheduler's handler (:meth:`_send_request`)."""
         out = self._out
         if not out:
             return
@@ -205,7 +221,10 @@ class SparrowMonitors(Component):
         send = self.port.send
         if len(out) == 1:
             sched, job, w, g, waited, res = out[0]
-            send(self.schedulers[sched], Request(job, w, g, waited, res))
+            if now is not None and res is None:
+                self._send_request(sched, job, w, g, waited, now)
+            else:
+                send(self.schedulers[sched], Request(job, w, g, waited, res))
             return
         groups: dict[tuple[int, int], list] = {}
         for item in out:
@@ -287,16 +306,23 @@ class SparrowMonitors(Component):
 
     def _grant(self, msg: Grant, now: float) -> None:
         """Slot mode, one answer."""
-        w = msg.worker
-        t = msg.task
+        self.on_message_grant((msg.scheduler, msg.worker, msg.task, msg.duration, msg.waited), now)
+
+    def on_message_grant(self, grant: tuple, now: float) -> None:
+        """Slot mode, one answer: ``(scheduler, worker, task, duration, waited)`` (task -1: a no-op) — a
+        :class:`Grant`'s fields, or the payload a scheduler routes here directly (``SparrowScheduler.direct``)."""
+        sched, w, t, dur, waited = grant
         if self.dead and w in self.dead:
-            self._stale_answer(w, msg.scheduler, t, now)
+            self._stale_answer(w, sched, t, now)
+            if self._out:
+                self._flush(now)
             return
         if t < 0:  # a no-op: the worker serves its next probe (_advance, slot mode, inlined)
             q = self.queues[w]
             if q:
-                job, sched, g, t0, _ = q.popleft()
-                self._request(sched, job, w, g, now - t0, None)
+                job, s, g, t0, _ = q.popleft()
+                self._request(s, job, w, g, now - t0, None)
+                self._flush(now)
             else:
                 self.slot_free[w] = True
             return
@@ -306,8 +332,8 @@ class SparrowMonitors(Component):
                 f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
             )
         self.on_worker[w] = t
-        e = now + msg.duration
-        self.running[t] = (e, w, msg.scheduler, None)
+        e = now + dur
+        self.running[t] = (e, w, sched, None)
         g = self._ends.get(e)
         if g is None:
             self._ends[e] = [t]
@@ -319,7 +345,7 @@ class SparrowMonitors(Component):
             g.append(t)
         rec = self.rec
         rec.started_one(t, now, w)
-        rec.add_worker_queue([t], msg.waited)
+        rec.add_worker_queue([t], waited)
 
     def _grant_resource(self, msg: Grant, now: float) -> None:
         """Resource mode, one answer: as a batch of one."""
@@ -369,7 +395,7 @@ class SparrowMonitors(Component):
         q = self.queues[w]
         if q:
             job, s, g, t0, _ = q.popleft()
-            self.port.send(self.schedulers[s], Request(job, w, g, now - t0, None))
+            self._send_request(s, job, w, g, now - t0, now)
         else:
             self.slot_free[w] = True
 

@@ -69,8 +69,13 @@ class SparrowScheduler(Component):
         recorder: TaskRecorder,
         probe_ratio: float = 2.0,
         sampler: ProbeSampler | None = None,
+        direct: bool = False,
     ) -> None:
+        """``direct``: in the simulator's engine, slot mode, answer a single request straight to the node monitors'
+        :meth:`~megha.schedulers.sparrow.monitors.SparrowMonitors.on_message_grant` (the builder sets it with the
+        monitors' modelled ``Done``: no processing costs, no fault schedule)."""
         super().__init__(address)
+        self.direct = bool(direct)
         if probe_ratio < 1:
             raise ValueError(f"{address}: probe ratio must be >= 1, got {probe_ratio}")
         self.number = number
@@ -96,7 +101,7 @@ class SparrowScheduler(Component):
     def on_message(self, msg, now: float) -> None:
         tp = type(msg)
         if tp is Request:
-            self._request(msg, now)
+            self.on_message_request((msg.job, msg.worker, msg.group, msg.waited, msg.reserved), now)
         elif tp is Done:
             self.rec.completion_known_one(msg.task, now)
         elif isinstance(msg, GetTask):
@@ -188,20 +193,21 @@ class SparrowScheduler(Component):
             TaskReply(msg.job, self.number, msg.workers, tasks, durs, msg.waited, alloc, dem, msg.reserved),
         )
 
-    def _request(self, msg: Request, now: float) -> None:
-        """One request (the common case under load)."""
+    def on_message_request(self, req: tuple, now: float) -> None:
+        """One request (the common case under load): ``(job, worker, group, waited, reserved)`` — a
+        :class:`Request`'s fields, or the payload the node monitors route here directly (``reserved`` None)."""
         self.requests += 1
-        job_id = msg.job
+        job_id, worker, group, waited, reserved = req
         job = self.jobs[job_id]
         if job.remaining:
-            st = job.stacks[msg.group]
+            st = job.stacks[group]
             if st:  # the probe's own group still has a task (inlined _next_index)
                 i = st.pop()
                 job.remaining -= 1
                 if not st and job.nonempty is not None:
-                    job.nonempty[msg.group] = False
+                    job.nonempty[group] = False
             else:
-                i = self._other_group(job, msg.worker, msg.group)
+                i = self._other_group(job, worker, group)
                 if i >= 0:
                     job.remaining -= 1
         else:
@@ -211,21 +217,32 @@ class SparrowScheduler(Component):
             self._done_probes(job_id, job, 0)
         if i < 0:
             self.noops += 1
-            reply = Grant(msg.job, self.number, msg.worker, -1, 0.0, msg.waited, None, None, msg.reserved)
+            t = -1
+            dur = 0.0
         else:
             t = job.task_list[i]
+            dur = job.dur_list[i]
             self.rec.decided_one(t, now)
-            reply = Grant(
-                msg.job,
-                self.number,
-                msg.worker,
-                t,
-                job.dur_list[i],
-                msg.waited,
-                t,
-                None if job.demands is None else job.demands[i],
-                msg.reserved,
-            )
+        if self.direct and reserved is None:
+            r = self.port.route(self.monitors, "on_message_grant", Grant)
+            if r:  # the Grant's event, without the message (SimPort.route)
+                append, handler, d, nxt, cell, comm = r
+                cell[0] += 1
+                if t >= 0 and comm is not None:
+                    comm(t, d)
+                append((now + d, nxt(), handler, (self.number, worker, t, dur, waited)))
+                return
+        reply = Grant(
+            job_id,
+            self.number,
+            worker,
+            t,
+            dur,
+            waited,
+            t if t >= 0 else None,
+            None if t < 0 or job.demands is None else job.demands[i],
+            reserved,
+        )
         self.port.send(self.monitors, reply)
 
     def _next_index(self, job: _Job, w: int, g: int) -> int:
