@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from megha.live.masters import LiveGlobalMaster, LiveLocalMaster, host_address
-from megha.live.messages import HostBeat, HostKill, HostLaunch, Relaunch
+from megha.live.messages import HostBeat, HostKill, HostLaunch, JobBatch, Relaunch, split_batch
 from megha.live.runtime import ForwardingRecorder
 from megha.model.topology import Datacenter
 from megha.schedulers.common.messages import Finished, JobArrival, Kill
@@ -175,3 +175,63 @@ def test_gm_in_resource_mode_rejects_jobs_without_demands():
         1, np.array([5, 6]), np.array([1.0, 1.0]), np.array([0, 0], dtype=np.uint32), np.array([[1.0, 1.0], [2.0, 1.0]])
     )
     gm.validate(ok)
+
+
+def _batch(jobs, sizes, tasks, demands=None):
+    n = len(tasks)
+    return JobBatch(
+        np.array(jobs),
+        np.array(sizes),
+        np.array(tasks),
+        np.ones(n),
+        np.zeros(n, dtype=np.uint32),
+        demands,
+        np.zeros(len(jobs), dtype=np.int64),
+        np.ones(len(jobs)),
+        np.zeros(len(jobs), dtype=np.int64),
+    )
+
+
+def _synced_gm(lay):
+    gm = LiveGlobalMaster(0, lay, ForwardingRecorder())
+    port = RecordingPort()
+    gm.attach(port)
+    gm.on_start(0.0)
+    for lm in range(lay.n_lms):
+        lo, hi = int(lay.lm_lo[lm]), int(lay.lm_hi[lm])
+        gm.on_message(StateDelta(lm, list(range(lo, hi)), [True] * (hi - lo), True, None, 0), 0.1)
+    port.take(SyncRequest)
+    return gm, port
+
+
+def test_gm_places_a_job_batch_as_its_jobs_with_one_launch_request_per_lm():
+    lay = _layout(n=8, lms=2, gms=1)
+    gm, port = _synced_gm(lay)
+    gm.on_message(_batch([1, 2, 3], [2, 1, 1], [10, 11, 20, 30]), 0.2)
+    reqs = [m for _, m in port.take(LaunchRequest)]
+    assert len(reqs) <= 2 and sorted(t for r in reqs for t in r.tasks) == [10, 11, 20, 30]
+    gm2, port2 = _synced_gm(lay)  # the same placements as job by job
+    for j in split_batch(_batch([1, 2, 3], [2, 1, 1], [10, 11, 20, 30])):
+        gm2.on_message(j, 0.2)
+    alone = {t: w for _, m in port2.take(LaunchRequest) for t, w in zip(m.tasks, m.workers, strict=True)}
+    assert alone == {t: w for r in reqs for t, w in zip(r.tasks, r.workers, strict=True)}
+    gm.on_message(_batch([4, 5], [1, 1], [10, 40]), 0.3)  # task 10 again: dropped, 40 placed
+    assert [t for _, m in port.take(LaunchRequest) for t in m.tasks] == [40]
+    assert gm.counters["duplicate_tasks_dropped"] == 1
+
+
+def test_a_malformed_job_batch_is_rejected_with_a_clear_error():
+    lay = _layout(n=8, lms=1, gms=1)
+    gm, _ = _synced_gm(lay)
+    for bad, fragment in [
+        (_batch([1, 2], [2, 2], [10, 11, 12]), "do not add up"),
+        (_batch([1, 2], [3, 0], [10, 11, 12]), "do not add up"),
+        (_batch([1], [-1, 4], [10, 11, 12]), "differ in length"),
+        (_batch([1], [1], [-5]), "task id"),
+    ]:
+        try:
+            gm.validate(bad)
+        except ValueError as e:
+            assert fragment in str(e), (fragment, str(e))
+        else:
+            raise AssertionError(f"accepted {bad}")

@@ -48,6 +48,17 @@ SAMPLES = [
     L.HostKill("h0", 3, [1], "megha/lm0"),
     L.Relaunch(0, [1, 2], [1.0, 2.0], [3, 4]),
     L.Holding(1, [7, 8]),
+    L.JobBatch(
+        np.array([3, 4]),
+        np.array([2, 1]),
+        np.array([1, 2, 5]),
+        np.array([0.5, 1.5, 2.0]),
+        np.array([0, 7, 1], dtype=np.uint32),
+        None,
+        np.array([0, 1]),
+        np.array([1.0, 2.0]),
+        np.array([0, 0]),
+    ),
     L.RunSpec(5, "command", "echo {task}", ""),
     L.Events("megha/gm0", [["started", 1.5, [1, 2], [3, 4], ""], ["failed", 2.0, [1], [2], "exit code 2"]]),
     L.Status("megha/lm0", "lm", "active", 1, 2.0, {"running": 3, "counters": {"x": 1}, "runs": [1, 2]}),
@@ -131,11 +142,30 @@ def _raw(name, body, version=1):
             ),
             "header",
         ),
+        (_raw("Holding", {"lm": 0, "tasks": msgpack.ExtType(2, b"")}), "dtype code"),
+        (_raw("Holding", {"lm": 0, "tasks": msgpack.ExtType(2, b"\x63" + b"\x00" * 8)}), "dtype code"),
+        (_raw("Holding", {"lm": 0, "tasks": msgpack.ExtType(2, b"\x00" + b"\x00" * 7)}), "whole number"),
+        (_raw("Holding", {"lm": 0, "tasks": msgpack.ExtType(2, b"\x04" + b"\x00" * 8)}), "Holding.tasks"),
+        (
+            _raw("StateDelta", {"lm": 0, "workers": [1], "state": msgpack.ExtType(2, b"\x06\x02"), "full": True}),
+            "boolean",
+        ),
     ],
 )
 def test_malformed_messages_are_rejected(data, fragment):
     with pytest.raises(wire.WireError, match=fragment):
         wire.decode(data)
+
+
+def test_one_dimensional_arrays_travel_compactly_and_old_form_is_accepted():
+    tasks = np.array([5, 6, 7], dtype=np.int64)
+    data = wire.encode(L.Holding(1, tasks), "s", "d")
+    assert tasks.tobytes() in data and b"<i8" not in data  # extension type 2: a dtype byte, then the raw elements
+    assert np.array_equal(wire.decode(data).msg.tasks, tasks)
+    old = msgpack.ExtType(1, msgpack.packb(["<i8", [3], tasks.tobytes()]))
+    assert np.array_equal(wire.decode(_raw("Holding", {"lm": 1, "tasks": old})).msg.tasks, tasks)
+    for a in (np.array([1, 2], dtype=">i8"), np.arange(6)[::2], np.array([3], dtype=np.int16)):
+        assert np.array_equal(wire.decode(wire.encode(L.Holding(1, a), "s", "d")).msg.tasks, a)
 
 
 def test_unregistered_class_cannot_be_sent():

@@ -37,7 +37,7 @@ import numpy as np
 from megha.config import RunConfig
 from megha.live import wire
 from megha.live.config import LiveConfig
-from megha.live.messages import Events, RunSpec, Status
+from megha.live.messages import Events, JobBatch, RunSpec, Status
 from megha.live.runtime import HOSTS, STATUS, Runtime, events_address
 from megha.live.transport import Transport
 from megha.live.worker import NONCE_BITS, RUN_SHIFT
@@ -52,6 +52,7 @@ from megha.schedulers.megha.layout import MeghaLayout
 log = logging.getLogger("megha.live.client")
 
 _MASK = (1 << RUN_SHIFT) - 1
+MAX_BATCH_JOBS = 256  # jobs per JobBatch message (a burst due at once is split)
 
 
 def prepare_workload(
@@ -386,7 +387,8 @@ class LiveClient:
         all_known_at: float | None = None
         while True:
             now = time.time()
-            # submit every job that is due
+            # submit every job that is due (those for one GM in one message)
+            due: dict[int, list[tuple[int, np.ndarray]]] = {}
             while pos < order.size and t0 + w.job_arrival[order[pos]] <= now:
                 j = int(order[pos])
                 pos += 1
@@ -403,7 +405,11 @@ class LiveClient:
                     continue
                 idx = np.arange(lo, hi, dtype=np.int64)[ok]
                 submitted[idx] = True
-                self._submit(j, idx, g, w, base)
+                due.setdefault(g, []).append((j, idx))
+                if len(due[g]) >= MAX_BATCH_JOBS:
+                    self._submit_many(due.pop(g), g, w, base)
+            for g, jobs in due.items():
+                self._submit_many(jobs, g, w, base)
             if pos < order.size:
                 nxt = t0 + w.job_arrival[order[pos]]
                 await asyncio.sleep(min(max(0.0, nxt - time.time()), 0.05))
@@ -509,6 +515,29 @@ class LiveClient:
             dict(self.failures),
             dict(self.outputs),
         )
+
+    def _submit_many(self, jobs: list[tuple[int, np.ndarray]], g: int, w: Workload, base: int) -> None:
+        """Submit jobs to GM ``g``: one :class:`JobArrival` for a single job, else one :class:`JobBatch`."""
+        if len(jobs) == 1:
+            self._submit(*jobs[0], g, w, base)
+            return
+        js = np.array([j for j, _ in jobs], dtype=np.int64)
+        idx = np.concatenate([i for _, i in jobs])
+        msg = JobBatch(
+            jobs=(self.run_id << 24) + js,
+            sizes=np.array([i.size for _, i in jobs], dtype=np.int64),
+            tasks=idx + base,
+            durations=w.task_duration[idx],
+            masks=w.masks[idx],
+            demands=None if w.task_demand is None else w.task_demand[idx],
+            users=np.zeros(js.size, dtype=np.int64) if w.job_user is None else w.job_user[js].astype(np.int64),
+            mean_durations=w.job_mean_duration[js].astype(np.float64),
+            priorities=np.zeros(js.size, dtype=np.int64)
+            if w.job_priority is None
+            else w.job_priority[js].astype(np.int64),
+        )
+        self.counters["job_batches"] += 1
+        self.send(self.layout.gm_address(g), msg)
 
     def _submit(self, j: int, idx: np.ndarray, g: int, w: Workload, base: int) -> None:
         msg = JobArrival(

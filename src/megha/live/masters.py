@@ -40,7 +40,7 @@ from collections import deque
 
 import numpy as np
 
-from megha.live.messages import Holding, HostBeat, HostKill, HostLaunch, Relaunch
+from megha.live.messages import Holding, HostBeat, HostKill, HostLaunch, JobBatch, Relaunch, split_batch
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
 from megha.schedulers.megha.fairness import E_TASK
 from megha.schedulers.megha.gm import GlobalMaster
@@ -73,12 +73,21 @@ def host_address(layout: MeghaLayout, name: str) -> str:
 
 def _rng_check(values, lo: int, hi: int, what: str) -> None:
     if isinstance(values, np.ndarray):
+        if values.size <= 16:  # a few values: Python's min/max over a list beat numpy's reductions
+            values = values.tolist()
+            if values and (min(values) < lo or max(values) >= hi):
+                raise ValueError(f"{what} outside [{lo}, {hi})")
+            return
         if values.size and (int(values.min()) < lo or int(values.max()) >= hi):
             raise ValueError(f"{what} outside [{lo}, {hi})")
         return
     for v in values:
         if v < lo or v >= hi:
             raise ValueError(f"{what} {v} outside [{lo}, {hi})")
+
+
+def _what(msg) -> str:
+    return f"job {msg.job}" if isinstance(msg, JobArrival) else f"batch of jobs {msg.jobs[:4].tolist()}"
 
 
 class LiveGlobalMaster(GlobalMaster):
@@ -97,6 +106,8 @@ class LiveGlobalMaster(GlobalMaster):
         self._handlers[StateDelta] = self._on_delta_live
         self._handlers[TaskDone] = self._on_done_live
         self._handlers[JobArrival] = self._on_job_live
+        self._handlers[JobBatch] = self._on_batch
+        self._deferring = False  # handling a JobBatch: one flush (launch requests) at its end
         self._have: dict[int, float] = {}  # task -> time received, until known done (a resubmission is dropped)
         self._held: dict[int, int] = {}  # task an LM told us it holds -> that LM (never placed by us)
         self._stash: list | None = []  # messages waiting until every LM answered the sync request
@@ -175,6 +186,26 @@ class LiveGlobalMaster(GlobalMaster):
         have.update(dict.fromkeys(tasks, now))
         self._on_job(msg, now)
 
+    def _on_batch(self, msg: JobBatch, now: float) -> None:
+        """Every job of the batch, in order, as if each arrived alone; the launch requests of the whole batch
+        leave together (one per LM) unless preemption is on (its requests must keep their order with them)."""
+        jobs = split_batch(msg)
+        if self.preemption:
+            for j in jobs:
+                self._on_job_live(j, now)
+            return
+        self._deferring = True
+        try:
+            for j in jobs:
+                self._on_job_live(j, now)
+        finally:
+            self._deferring = False
+        self._flush(now)
+
+    def _flush(self, now: float) -> None:
+        if not self._deferring:
+            super()._flush(now)
+
     def _on_delta_live(self, msg: StateDelta, now: float) -> None:
         if msg.full:
             self.synced.add(msg.lm)
@@ -213,23 +244,27 @@ class LiveGlobalMaster(GlobalMaster):
     def validate(self, msg) -> None:
         """Reject messages that would corrupt the GM's state (raises ValueError)."""
         L, N = self.layout.n_lms, self.layout.n_workers
-        if isinstance(msg, JobArrival):
+        if isinstance(msg, JobBatch):
+            split_batch(msg)  # the columns fit together (raises ValueError)
+            if self.fair is not None:
+                _rng_check(msg.users, 0, self.fair.n_users, "user (fairness queue)")
+        if isinstance(msg, JobArrival | JobBatch):
             _rng_check(msg.tasks, 0, 1 << 62, "task id")
             _rng_check(msg.durations, 0, 1 << 40, "duration")
-            if self.fair is not None and not 0 <= msg.user < self.fair.n_users:
+            if isinstance(msg, JobArrival) and self.fair is not None and not 0 <= msg.user < self.fair.n_users:
                 raise ValueError(f"user {msg.user} has no fairness queue")
             if self.resource_mode:
                 R = self.view.free.shape[1]
                 if msg.demands is None or msg.demands.shape != (len(msg.tasks), R):
                     got = None if msg.demands is None else msg.demands.shape
                     raise ValueError(
-                        f"job {msg.job}: the deployment runs in resource mode and needs a demand row of "
+                        f"{_what(msg)}: the deployment runs in resource mode and needs a demand row of "
                         f"{R} resources per task (got {got})"
                     )
                 if not np.isfinite(msg.demands).all() or (msg.demands < 0).any():
-                    raise ValueError(f"job {msg.job}: demands must be finite and >= 0")
+                    raise ValueError(f"{_what(msg)}: demands must be finite and >= 0")
             elif msg.demands is not None:
-                raise ValueError(f"job {msg.job}: the deployment runs in slot mode; tasks must not carry demands")
+                raise ValueError(f"{_what(msg)}: the deployment runs in slot mode; tasks must not carry demands")
             return
         lm = getattr(msg, "lm", None)
         if lm is not None and not 0 <= lm < L:

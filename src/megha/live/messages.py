@@ -5,6 +5,7 @@
 * :class:`HostLaunch` / :class:`HostKill` — an LM starts or stops tasks on one incarnation (``epoch``) of a worker
   host; another incarnation drops them (a launch re-sent after a standby LM took over never runs on a restarted
   host that knows nothing of it).
+* :class:`JobBatch` — a client submits several jobs to a GM in one message (the jobs that came due together).
 * :class:`Holding` — an LM tells a GM which of its tasks the LM holds (exactly-once across a GM's death).
 * :class:`Relaunch` — an LM hands a dead worker's tasks back to their GM when no suitable worker is free.
 * :class:`RunSpec` — a client tells the worker hosts how to run the tasks of one run (sleep, CPU or a command).
@@ -73,6 +74,60 @@ class Relaunch:
     durations: list[float]
     masks: list[int]
     demands: object = None  # [n, R] numpy array in resource mode
+
+
+@dataclass(slots=True)
+class JobBatch:
+    """Client → GM: the jobs that came due together, as columns (job ``k`` owns the next ``sizes[k]`` entries
+    of ``tasks``/``durations``/``masks``/``demands``). The GM handles them as that many
+    :class:`~megha.schedulers.common.messages.JobArrival` messages, in order, and sends its launch requests once
+    for the whole batch: a client that falls behind (or a burst) costs one message per batch on every hop
+    instead of one per job."""
+
+    jobs: object  # int64 [J]
+    sizes: object  # int64 [J], each >= 1, summing to the number of tasks
+    tasks: object  # int64 [n]
+    durations: object  # float64 [n]
+    masks: object  # uint32 [n]
+    demands: object  # None or [n, R] float64 (resource mode)
+    users: object  # int64 [J]
+    mean_durations: object  # float64 [J]
+    priorities: object  # int64 [J]
+
+
+def split_batch(b: JobBatch) -> list:
+    """The :class:`~megha.schedulers.common.messages.JobArrival` messages of a batch (raises ValueError when its
+    columns do not fit together)."""
+    from megha.schedulers.common.messages import JobArrival
+
+    sizes = b.sizes.tolist()
+    n = len(b.tasks)
+    cols = {"jobs": b.jobs, "sizes": b.sizes, "users": b.users, "mean_durations": b.mean_durations}
+    cols["priorities"] = b.priorities
+    if len({len(c) for c in cols.values()}) > 1:
+        raise ValueError(f"per-job columns differ in length { {k: len(c) for k, c in cols.items()} }")
+    if any(k < 1 for k in sizes) or sum(sizes) != n:
+        raise ValueError(f"job sizes {sizes[:8]} do not add up to the batch's {n} tasks (each job has >= 1)")
+    jobs, users, means, prios = b.jobs.tolist(), b.users.tolist(), b.mean_durations.tolist(), b.priorities.tolist()
+    out = []
+    lo = 0
+    dem = b.demands
+    for k, size in enumerate(sizes):
+        hi = lo + size
+        out.append(
+            JobArrival(
+                jobs[k],
+                b.tasks[lo:hi],
+                b.durations[lo:hi],
+                b.masks[lo:hi],
+                None if dem is None else dem[lo:hi],
+                users[k],
+                means[k],
+                prios[k],
+            )
+        )
+        lo = hi
+    return out
 
 
 @dataclass(slots=True)

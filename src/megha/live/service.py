@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 
@@ -86,11 +87,21 @@ def main(argv: list[str] | None = None) -> None:
         level=logging.INFO, format=f"%(asctime)s {a.kind}{a.index} %(levelname)s %(message)s", stream=sys.stderr
     )
     cfg = load_config(a.config)
+    prof_dir = os.environ.get("MEGHA_LIVE_PROFILE")
+    prof = None
+    if prof_dir:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
     try:
         code = asyncio.run(serve(cfg, a.kind, a.index, a.role, a.metrics_port))
     except ConnectionError as e:
         log.error("%s", e)
         code = 4
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(os.path.join(prof_dir, f"{a.kind}{a.index}-{a.role}-{os.getpid()}.prof"))
     sys.exit(code)
 
 

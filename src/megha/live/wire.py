@@ -12,8 +12,11 @@ An envelope is a msgpack array::
 * ``epoch``, ``seq``, ``term`` — delivery metadata for exactly-once delivery per (src, dst) stream: ``epoch``
   names one incarnation of the sender's state, ``seq`` numbers its messages to ``dst`` (0 = not deduplicated),
   ``term`` fences a deposed active LM (see :mod:`megha.live.runtime`).
-* ``body`` — a map of the message's fields. numpy arrays travel as msgpack extension type 1
-  (``[dtype, shape, raw bytes]``, little-endian, whitelisted dtypes); Python lists of numbers stay lists.
+* ``body`` — a map of the message's fields. A 1-D numpy array travels as msgpack extension type 2 (one byte
+  naming its dtype — the index in :data:`_DTYPE_CODES` — then the raw little-endian elements: no nested msgpack,
+  decoded with one ``numpy.frombuffer``); a 2-D one as extension type 1 (``[dtype, shape, raw bytes]``,
+  little-endian, whitelisted dtypes), which decoders also accept for 1-D arrays. Python lists of numbers stay
+  lists.
 
 Decoding checks every field against the type's schema (kind, element types, array dtype and rank, no
 missing or extra fields) and the type's cross-field rules (equal lengths of per-task columns); anything else
@@ -36,7 +39,11 @@ from megha.schedulers.megha import messages as M
 
 VERSION = 1
 _EXT_ND = 1
-_DTYPES = {"<i8", "<i4", "<u4", "<u8", "<f8", "<f4", "|b1", "|u1"}
+_EXT_1D = 2
+_DTYPE_CODES = ("<i8", "<i4", "<u4", "<u8", "<f8", "<f4", "|b1", "|u1")  # extension type 2: the first byte
+_DTYPES = frozenset(_DTYPE_CODES)
+_CODE_OF = {d: bytes([k]) for k, d in enumerate(_DTYPE_CODES)}
+_NP_DTYPES = tuple(np.dtype(d) for d in _DTYPE_CODES)
 MAX_STR = 4096
 
 
@@ -59,7 +66,15 @@ class Envelope:
 
 
 # --- encoding -------------------------------------------------------------------------------------------
+_ExtType = msgpack.ExtType
+_CODE_BY_DTYPE = {np.dtype(d): _CODE_OF[d] for d in _DTYPE_CODES}
+
+
 def _default(o: Any) -> Any:
+    if type(o) is np.ndarray and o.ndim == 1 and o.flags.c_contiguous:  # the common case, fast
+        code = _CODE_BY_DTYPE.get(o.dtype)
+        if code is not None:
+            return _ExtType(_EXT_1D, code + o.tobytes())
     if isinstance(o, np.ndarray):
         a = np.ascontiguousarray(o)
         if a.dtype.byteorder == ">":
@@ -75,6 +90,8 @@ def _default(o: Any) -> Any:
                 a = a.astype("|b1")
             else:
                 raise WireError(f"cannot send a numpy array of dtype {a.dtype}")
+        if a.ndim == 1:
+            return msgpack.ExtType(_EXT_1D, _CODE_OF[a.dtype.str] + a.tobytes())
         return msgpack.ExtType(_EXT_ND, msgpack.packb([a.dtype.str, list(a.shape), a.tobytes()]))
     if isinstance(o, np.bool_):
         return bool(o)
@@ -88,6 +105,16 @@ def _default(o: Any) -> Any:
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _EXT_1D:
+        if not data or data[0] >= len(_NP_DTYPES):
+            raise WireError("malformed array header (unknown dtype code)")
+        dtype = _NP_DTYPES[data[0]]
+        if (len(data) - 1) % dtype.itemsize:
+            raise WireError("array size is not a whole number of elements")
+        a = np.frombuffer(data, dtype=dtype, offset=1).copy()
+        if dtype.kind == "b" and a.size and not (a.view(np.uint8) <= 1).all():
+            raise WireError("boolean array holds values other than 0 and 1")
+        return a
     if code != _EXT_ND:
         raise WireError(f"unknown msgpack extension type {code}")
     try:
@@ -425,6 +452,20 @@ SCHEMAS: dict[str, Schema] = dict(
             ("durations", K_FLOATS),
             ("masks", K_IDS),
             ("demands", _k_mat_opt),
+            same=("tasks", "durations", "masks"),
+            rows=("demands", "tasks"),
+        ),
+        _s(
+            L.JobBatch,
+            ("jobs", K_IDS_ARR),
+            ("sizes", K_IDS_ARR),
+            ("tasks", K_IDS_ARR),
+            ("durations", K_FLOATS_ARR),
+            ("masks", K_MASKS_ARR),
+            ("demands", _k_mat_opt),
+            ("users", K_IDS_ARR),
+            ("mean_durations", K_FLOATS_ARR),
+            ("priorities", K_IDS_ARR),
             same=("tasks", "durations", "masks"),
             rows=("demands", "tasks"),
         ),
