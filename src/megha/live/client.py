@@ -310,6 +310,7 @@ class LiveClient:
         self.last_progress = time.monotonic()
         if kind == "started":
             np.add.at(self.started, local, 1)
+            np.maximum.at(self.started_t, local, t)
         elif kind == "finished":
             np.add.at(self.finished, local, 1)
             self.finished_at[local] = time.monotonic()
@@ -328,6 +329,7 @@ class LiveClient:
             self.counters["runs_lost"] += int(local.size)
             np.add.at(self.lost, local, 1)
             self.lost_at[local] = time.monotonic()
+            np.maximum.at(self.lost_t, local, t)
         elif kind == "output":
             self.outputs[int(local[0])] = note
 
@@ -355,6 +357,12 @@ class LiveClient:
         self.known = np.zeros(self.n, dtype=bool)
         self.lost = np.zeros(self.n, dtype=np.int32)
         self.lost_at = np.zeros(self.n)
+        # event times (the services' clocks) of each task's latest start and latest loss: a task is not running when
+        # it was lost after its latest start. Counting events instead (started <= lost) took a loss reported for a
+        # launch that never started (its host died first) followed by the relaunch's start for "not running", and
+        # the task was submitted again after it had finished: it ran twice (chaos, seed 3, 300 s: 7 tasks)
+        self.started_t = np.full(self.n, -np.inf)
+        self.lost_t = np.full(self.n, -np.inf)
         self.finished_at = np.zeros(self.n)
         self.n_known = 0
         self.failures: dict[int, str] = {}
@@ -460,7 +468,7 @@ class LiveClient:
                     & ~self.known
                     & (self.finished == 0)
                     & (self.lost > 0)
-                    & (self.started <= self.lost)
+                    & (self.lost_t > self.started_t)
                     & (mono - self.lost_at > orphan_grace)
                 )
                 if pending_resync:  # a GM rebuilding its view gets them with its resubmission
@@ -558,7 +566,7 @@ class LiveClient:
             (job_gm[w.task_job] == g)
             & submitted
             & feasible
-            & (self.started <= self.lost)
+            & (self.lost_t >= self.started_t)
             & ~self.known
             & (self.finished == 0)
         )
