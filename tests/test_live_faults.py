@@ -351,3 +351,56 @@ def test_services_compile_every_kernel_before_they_go_live(settings):
     assert r.returncode == 0, r.stderr[-3000:]
     compiled = json.loads(r.stdout.strip().splitlines()[-1])
     assert compiled == {}, f"compiled during the run (kernel: [signatures before, after]): {compiled}"
+
+
+def test_a_first_message_to_a_receiver_that_the_dead_active_never_sent_is_taken_from_the_standby():
+    """The active LM dies once its log holds the records of its first launch request, before the outputs leave:
+    among them the LM's first message ever to a worker host (a launch). The standby re-sends them flagged as
+    re-sent; the host, which never heard from this LM, must take the launch (it was alive when the launch was
+    made, so it was meant for it) rather than drop it as meant for a predecessor. Dropped, the tasks only ran
+    once the LM gave the launch up as lost, seconds later."""
+    caught: dict = {}
+
+    async def go():
+        cfg = _cfg()
+        dc = datacenter_of(cfg)
+        layout = layout_of(cfg, dc)
+        dep = await LocalDeployment(cfg, layout=layout).start()
+        rt = dep.lms[(1, "active")]
+        h = next(iter(rt.hosted.values()))
+        tr = rt.transport
+        subj = rt.repl_subject(h.address)
+        orig = tr.publish_durable
+        killed = asyncio.Event()
+
+        def publish_durable(subject, data, headers=None, on_ack=None):
+            if subject != subj or killed.is_set():
+                return orig(subject, data, headers, on_ack)
+            records = [wire.decode(r).msg for r in wire.decode(data).msg.records]
+            if not any(r.what == "msg" and wire.decode(r.data).type == "LaunchRequest" for r in records):
+                return orig(subject, data, headers, on_ack)
+            orig(subject, data, headers, None)  # stored; the acknowledgement never reaches the active
+            caught["batch"] = len(records)
+            tr.closed = True  # the process is gone: nothing it queued leaves
+            killed.set()
+
+        tr.publish_durable = publish_durable
+        cl = LiveClient(cfg, dep.transport("client"), layout)
+        await cl.start()
+        w = with_constraints(cfg, synthetic_workload(30, 8, 0.6, 1.5, seed=1))
+        try:
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=15, ready_timeout=15))
+            await asyncio.wait_for(killed.wait(), 30)
+            await dep.kill_lm(1, "active")
+            run = await asyncio.wait_for(job, 60)
+            dropped = sum(r.counters["resent_dropped"] for r in dep.hosts.values())
+            return to_run_result(run, cfg, dc, "synthetic"), dropped
+        finally:
+            await cl.close()
+            await dep.close()
+
+    res, dropped = asyncio.run(go())
+    assert caught, "the active never logged a launch request"
+    _exactly_once(res)
+    assert res.counters["service_takeovers"] >= 1
+    assert dropped == 0, f"worker hosts dropped {dropped} re-sent message(s) meant for them"

@@ -223,3 +223,13 @@ def test_a_resent_message_is_flagged_and_a_receiver_that_never_heard_the_stream_
         assert known.admit(renv, again) == []  # a second time: a duplicate
 
     asyncio.run(go())
+
+
+def test_a_re_sent_message_carries_when_it_was_made():
+    data = wire.encode(L.Holding(1, [7]), "s", "d", 1, 2, 0)
+    env = wire.decode(wire.mark_resent(data, 1234.5))
+    assert env.resent and env.made_at == 1234.5 and env.msg.tasks == [7]
+    old = wire.decode(wire.mark_resent(data))  # time unknown (the earlier form): a receiver that never heard drops it
+    assert old.resent and old.made_at == 0.0
+    with pytest.raises(wire.WireError, match="ninth envelope field"):
+        wire.decode(b"\x99" + data[1:] + msgpack.packb("x"))

@@ -191,7 +191,7 @@ class LivePort:
         self.seq[dst] = s
         data = wire.encode(msg, self.h.address, dst, self.epoch, s, self.term)
         if self.ring is not None:
-            self.ring.append((dst, data))
+            self.ring.append((dst, data, self.h.now))
         if not self.muted:
             self.sent += 1
             if self.h.role == "active":  # sent once the records it follows from are in the replication log
@@ -237,8 +237,8 @@ class LivePort:
         """Standby → active: re-send recent outputs, arm the recorded timers, send from now on."""
         self.muted = False
         if self.ring is not None:  # flagged: a receiver that started since drops them (they were for its predecessor)
-            for dst, data in self.ring:
-                self.rt.send_raw(dst, wire.mark_resent(data))
+            for dst, data, made_at in self.ring:
+                self.rt.send_raw(dst, wire.mark_resent(data, made_at))
         self.term = term
         now = time.time()
         for h, e in self._timers.items():
@@ -816,6 +816,7 @@ class Runtime:
         self.name = name
         self.kind = kind
         self.epoch = epoch if epoch is not None else time.time_ns()
+        self.born = time.time()  # re-sent messages made before this are meant for a predecessor (see ``admit``)
         self.loop = asyncio.get_running_loop()
         self.hosted: dict[str, Hosted] = {}
         self.streams: dict[tuple[str, str], _Stream] = {}
@@ -858,7 +859,9 @@ class Runtime:
         key = (env.src, env.dst)
         st = self.streams.get(key)
         if st is None or env.epoch > st.epoch:  # a stream (or an incarnation of its sender) we have not seen
-            if env.resent:  # re-sent by a standby that took over: meant for this receiver's predecessor
+            if env.resent and not env.made_at >= self.born:
+                # re-sent by a standby that took over, made before this receiver started: meant for its predecessor.
+                # (Made since: the dead active never sent it, and it may be the first message of the stream.)
                 self.counters["resent_dropped"] += 1
                 return []
             if st is not None and st.held:

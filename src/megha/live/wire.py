@@ -63,6 +63,7 @@ class Envelope:
     term: int
     msg: Any
     resent: bool = False  # re-sent by a standby taking over (see :func:`mark_resent`)
+    made_at: float = 0.0  # a re-sent message: when the active made it (0: unknown)
 
 
 # --- encoding -------------------------------------------------------------------------------------------
@@ -144,13 +145,14 @@ def encode(msg: Any, src: str, dst: str, epoch: int = 0, seq: int = 0, term: int
     return _packer.pack([VERSION, name, src, dst, epoch, seq, term, body])
 
 
-def mark_resent(data: bytes) -> bytes:
+def mark_resent(data: bytes, made_at: float = 0.0) -> bytes:
     """The same encoded message flagged as *re-sent*: a standby taking over sends again what its active may have
-    sent last, and a receiver that never heard of the stream (it started since) drops it, as the message was
-    meant for its previous incarnation."""
+    sent last. ``made_at`` is when the active made it (wall-clock seconds). A receiver that never heard of the
+    stream takes it when it was already up at ``made_at`` (the message was meant for it: the dead active never
+    sent it) and drops it when it started since (the message was meant for its previous incarnation)."""
     if not data or data[0] != 0x98:  # a fixarray of the 8 envelope fields
         raise WireError("not an envelope")
-    return b"\x99" + bytes(data[1:]) + b"\x01"
+    return b"\x99" + bytes(data[1:]) + (_packer.pack(float(made_at)) if made_at > 0 else b"\x01")
 
 
 # --- schema checking ------------------------------------------------------------------------------------
@@ -512,11 +514,14 @@ def decode(data: bytes) -> Envelope:
     except Exception as e:
         raise WireError(f"not a msgpack message: {type(e).__name__}: {e}") from e
     if type(obj) is not list or len(obj) not in (8, 9):
-        raise WireError("an envelope is [version, type, src, dst, epoch, seq, term, body(, 1: re-sent)]")
+        raise WireError("an envelope is [version, type, src, dst, epoch, seq, term, body(, re-sent: 1 or time made)]")
     resent = False
+    made_at = 0.0
     if len(obj) == 9:
-        if obj[8] != 1 or type(obj[8]) is not int:
-            raise WireError("the ninth envelope field (re-sent) must be 1")
+        if type(obj[8]) is float and math.isfinite(obj[8]) and obj[8] > 0:
+            made_at = obj[8]
+        elif obj[8] != 1 or type(obj[8]) is not int:
+            raise WireError("the ninth envelope field (re-sent) must be 1 or the time the message was made")
         resent = True
     version, name, src, dst, epoch, seq, term, body = obj[:8]
     if version != VERSION:
@@ -550,4 +555,4 @@ def decode(data: bytes) -> Envelope:
         m, col = schema.rows_of
         if kw[m] is not None and kw[m].shape[0] != _length(kw[col]):
             raise WireError(f"{name}.{m}: {kw[m].shape[0]} rows for {_length(kw[col])} tasks")
-    return Envelope(name, src, dst, epoch, seq, term, schema.cls(**kw), resent)
+    return Envelope(name, src, dst, epoch, seq, term, schema.cls(**kw), resent, made_at)
