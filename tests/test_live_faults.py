@@ -404,3 +404,39 @@ def test_a_first_message_to_a_receiver_that_the_dead_active_never_sent_is_taken_
     _exactly_once(res)
     assert res.counters["service_takeovers"] >= 1
     assert dropped == 0, f"worker hosts dropped {dropped} re-sent message(s) meant for them"
+
+
+def test_compacted_replication_log_a_standby_started_later_begins_at_the_snapshot():
+    """Compaction (``ha.compact_every``): the active LM writes a snapshot every few records and the log before it
+    is purged. The active dies, its standby takes over, a new standby starts — it can only begin at a snapshot
+    (the records before it are gone) — and once the new active wrote more records the new standby takes over in
+    turn: every task completes exactly once, and the log keeps few records."""
+    state: dict = {}
+
+    async def kill_twice(dep, cl):
+        rt = dep.lms[(1, "active")]
+        h = next(iter(rt.hosted.values()))
+        state["written"] = h.counters["snapshots_written"]
+        await dep.kill_lm(1, "active")
+        key = await dep.start_standby(1)
+        while dep.lm_role(1, "standby") != "active":
+            await asyncio.sleep(0.05)
+        # the new standby must apply a snapshot: wait until the new active wrote one after the takeover
+        new = next(iter(dep.lms[(1, key)].hosted.values()))
+        for _ in range(400):
+            if new.counters["snapshots_restored"]:
+                break
+            await asyncio.sleep(0.05)
+        state["restored"] = new.counters["snapshots_restored"]
+        state["log"] = dep.broker.logs[rt.repl_subject(h.address)]
+        await dep.kill_lm(1, "standby")
+        while dep.lm_role(1, key) != "active":
+            await asyncio.sleep(0.05)
+
+    cfg = _cfg(ha={**FAST_HA, "compact_every": 10})
+    res, _, _ = asyncio.run(_run(cfg, kill_twice, at=0.2, n_jobs=60, span=4.0))
+    _exactly_once(res)
+    assert state["written"] >= 1, "the active never wrote a snapshot"
+    assert state["restored"] >= 1, "the standby started later never began at a snapshot"
+    stored = [x for x in state["log"] if x is not None]
+    assert len(stored) < len(state["log"]) / 2, (len(stored), len(state["log"]))

@@ -99,6 +99,12 @@ class HAConfig(_Strict):
     host_timeout: float = Field(1.0, gt=0, description="a worker host silent this long is dead (s)")
     restart: bool = Field(True, description="the supervisor restarts dead GMs, worker hosts and the broker")
     new_standby: bool = Field(True, description="the supervisor starts a new standby LM whenever an LM process ends")
+    compact_every: int = Field(
+        5000,
+        ge=0,
+        description="an active LM writes a snapshot of its state into its replication log every this many records "
+        "and purges the records before it (a standby started later begins at the snapshot); 0 keeps the whole log",
+    )
 
 
 class MetricsConfig(_Strict):

@@ -247,6 +247,7 @@ async def start_lm(
         role=role,
         failover_timeout=cfg.ha.failover_timeout,
         hold_timers_offline=True,
+        compact_every=cfg.ha.compact_every,
     )
     await rt.start()
     return rt

@@ -290,6 +290,8 @@ class Hosted:
         self.now = time.time()
         self.counters: Counter = Counter()
         self.failover_timeout = failover_timeout
+        self.compact_every = 0  # active: write a snapshot and purge the log before it every so many records
+        self._snap_n = 0  # record number of the latest snapshot written or applied
         self._repl_n = 0
         self._recs: list[bytes] = []  # active: records not yet written to the log
         self._outs: list[tuple[str, bytes]] = []  # active: outputs waiting for their records to be stored
@@ -478,6 +480,9 @@ class Hosted:
             for dst, data in outs:
                 self.rt.send_raw(dst, data)
             return
+        snap = self.compact_every and self._repl_n - self._snap_n >= self.compact_every
+        if snap and not self._snapshot_record():
+            snap = False
         recs, outs = self._recs, self._outs
         self._recs, self._outs = [], []
         self._writing = True
@@ -503,10 +508,73 @@ class Hosted:
             self._log_seq = seq
             for dst, data in outs:
                 self.rt.send_raw(dst, data)
+            if snap:  # every record before the snapshot's batch is in the snapshot: drop them from the log
+                self.counters["log_compactions"] += 1
+                self.rt.transport.purge_before(self.rt.repl_subject(self.address), seq)
             if self._recs or self._outs:
                 self._arm_write()
 
         self.rt.transport.publish_durable(self.rt.repl_subject(self.address), batch, headers, done)
+
+    # --- log compaction ------------------------------------------------------------------------------------
+    def _snapshot_record(self) -> bool:
+        """Append a ``snapshot`` record (this instance's state after every record so far) to the pending ones;
+        False when the state cannot be written (compaction is then off for this instance)."""
+        from megha.live import snapshot
+
+        port = self.port
+        state = {
+            "comp": snapshot.component_state(self.comp),
+            "seq": dict(port.seq),
+            "epoch": port.epoch,
+            "term": port.term,
+            "timer_n": port._n,
+            "timers": [(h, e[1], e[2]) for h, e in port._timers.items()],
+            "ring": [tuple(x) for x in port.ring] if port.ring is not None else [],
+            "rng": port.rng.bit_generator.state,
+            "streams": self.rt.stream_state(self.address, self.aliases),
+            "now": self.now,
+            "started": self.started,
+            "counters": dict(getattr(getattr(self.comp, "rec", None), "counters", {}) or {}),
+        }
+        try:
+            data = snapshot.dump_state(state)
+        except snapshot.SnapshotError as e:
+            log.error("%s: cannot write a snapshot (%s): the replication log is not compacted", self.address, e)
+            self.compact_every = 0
+            return False
+        self._repl_n += 1
+        self._snap_n = self._repl_n
+        rec = Repl(getattr(self.comp, "l", 0), self._repl_n, "snapshot", time.time(), "", data, self.resume_pos)
+        self._recs.append(wire.encode(rec, self.address, self.address + "/standby", self.port.epoch))
+        self.counters["snapshots_written"] += 1
+        return True
+
+    def _restore(self, r: Repl) -> None:
+        """Standby that missed the records before a snapshot (they were purged): take the state it holds."""
+        from megha.live import snapshot
+
+        st = snapshot.load_state(r.data)
+        for k, v in st["comp"].items():
+            setattr(self.comp, k, v)
+        rec = getattr(self.comp, "rec", None)
+        if isinstance(rec, ForwardingRecorder):
+            rec.counters = Counter(st["counters"])
+        port = self.port
+        port.close()
+        port.seq = dict(st["seq"])
+        port.epoch = st["epoch"]
+        port.term = max(port.term, st["term"])
+        port._n = st["timer_n"]
+        port._timers = {h: [None, key, due] for h, key, due in st["timers"]}
+        if port.ring is not None:
+            port.ring.clear()
+            port.ring.extend(tuple(x) for x in st["ring"])
+        port.rng.bit_generator.state = st["rng"]
+        self.rt.restore_streams(st["streams"])
+        self.now = st["now"]
+        self.started = st["started"]
+        self.counters["snapshots_restored"] += 1
 
     def _on_fence(self, data: bytes) -> None:
         """A standby took over while this active was alive (it stalled): step down for good."""
@@ -598,6 +666,21 @@ class Hosted:
             return
         if self.port.epoch != env.epoch:  # follow the active's incarnation (its sequence numbers)
             self.port.epoch = env.epoch
+        if r.what == "snapshot":
+            if r.n > self._repl_n + 1:  # the records before it were purged: start from the snapshot's state
+                try:
+                    self._restore(r)
+                except Exception as e:
+                    self.reject(f"unreadable snapshot record {r.n}: {e}")
+                    return
+                self._repl_held = {k: v for k, v in self._repl_held.items() if k > r.n}
+            self._repl_n = self._snap_n = r.n
+            if r.pos:
+                self.resume_pos = r.pos
+            held = self._repl_held
+            while held and self._repl_n + 1 in held:
+                self._apply(held.pop(self._repl_n + 1))
+            return
         if r.n > self._repl_n + 1:  # a re-published record may be stored after a later one: wait for it
             self._repl_held[r.n] = r
             self.counters["replication_held"] += 1
@@ -929,6 +1012,30 @@ class Runtime:
 
     on_released: Callable[[wire.Envelope], None] | None = None
 
+    def stream_state(self, address: str, aliases: set[str] | frozenset = frozenset()) -> list:
+        """Receiver state of the streams to ``address`` (or its aliases), for a snapshot."""
+        dsts = {address, *aliases}
+        return [
+            (src, dst, st.epoch, st.hwm, st.term, [(q, e[1], e[2]) for q, e in (st.held or {}).items()])
+            for (src, dst), st in self.streams.items()
+            if dst in dsts
+        ]
+
+    def restore_streams(self, items: list) -> None:
+        """Take the receiver state of streams from a snapshot (see :meth:`stream_state`)."""
+        for src, dst, epoch, hwm, term, held in items:
+            old = self.streams.get((src, dst))
+            if old is not None and old.held:
+                self._held -= len(old.held)
+            st = _Stream(epoch, hwm, term)
+            if held:
+                st.held = {}
+                for q, data, pos in held:
+                    st.held[q] = (wire.decode(data), data, pos)
+                self._held += len(st.held)
+                st.gap_since = time.monotonic()
+            self.streams[(src, dst)] = st
+
     def seen(self, env: wire.Envelope) -> bool:
         st = self.streams.get((env.src, env.dst))
         return st is not None and (env.epoch < st.epoch or (env.epoch == st.epoch and env.seq <= st.hwm))
@@ -942,9 +1049,12 @@ class Runtime:
         failover_timeout: float = 1.0,
         extra_subjects: tuple[str, ...] = (),
         hold_timers_offline: bool = False,
+        compact_every: int = 0,
     ) -> Hosted:
-        """Attach ``comp``; its inbox is read when the runtime starts."""
+        """Attach ``comp``; its inbox is read when the runtime starts. ``compact_every``: a replicated component
+        writes a snapshot into its replication log every so many records and purges the records before it."""
         h = Hosted(self, comp, seed, role, failover_timeout=failover_timeout, hold_timers_offline=hold_timers_offline)
+        h.compact_every = compact_every if h.replicated else 0
         self.hosted[comp.address] = h
         for s in extra_subjects:  # broadcast addresses this component also listens to (e.g. ``hosts``)
             h.aliases.add(s)

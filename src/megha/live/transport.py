@@ -121,6 +121,9 @@ class Transport(ABC):
         """Stream position of the last message stored on durable ``subject`` (0: none)."""
         return 0
 
+    def purge_before(self, subject: str, seq: int) -> None:  # noqa: B027 - optional hook
+        """Drop the messages stored on durable ``subject`` before stream position ``seq`` (in the background)."""
+
     def on_reconnect(self, cb: Callable[[], None]) -> None:
         """Call ``cb()`` every time the connection comes back after a loss."""
         self._reconnect_cbs = [*getattr(self, "_reconnect_cbs", []), cb]
@@ -155,6 +158,7 @@ class InProcBroker:
         self.msg_ids: dict[str, int] = {}
         self._n = 0
         self.published = 0
+        self.purged = 0
         self.drop: Callable[[str, bytes], bool] | None = None  # fault injection: return True to drop
 
     def transport(self) -> InProcTransport:
@@ -212,6 +216,12 @@ class InProcTransport(Transport):
         if on_ack is not None:
             asyncio.get_running_loop().call_soon(on_ack, len(log_), None)
 
+    def purge_before(self, subject: str, seq: int) -> None:
+        log_ = self.broker.logs[subject]
+        for i in range(min(seq - 1, len(log_))):
+            log_[i] = None  # positions stay; readers skip purged messages
+        self.broker.purged += 1
+
     async def subscribe(self, subject: str, handler: Handler) -> object:
         self.broker._n += 1
         token = (subject, self.broker._n)
@@ -229,7 +239,8 @@ class InProcTransport(Transport):
         def deliver(_data: bytes) -> None:
             while pos[0] < len(log_):  # every stored message in order (a live publish is already in the log)
                 pos[0] += 1
-                _guarded2(handler, log_[pos[0] - 1], pos[0])
+                if log_[pos[0] - 1] is not None:  # None: purged
+                    _guarded2(handler, log_[pos[0] - 1], pos[0])
 
         if pos[0] < len(log_):
             loop.call_soon(deliver, b"")
@@ -859,6 +870,16 @@ class NatsTransport(Transport):
                 return False
             raise
         return True
+
+    def purge_before(self, subject: str, seq: int) -> None:
+        async def go() -> None:
+            try:
+                await self.js.purge_stream(self.stream_of(subject), seq=seq, subject=subject)
+                self.counters["purges"] += 1
+            except Exception as e:  # the next compaction purges these too
+                log.warning("purging %s before %d failed: %s", subject, seq, e)
+
+        self._spawn(go())
 
     async def last_position(self, subject: str) -> int:
         from nats.js.errors import NotFoundError
