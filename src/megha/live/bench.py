@@ -74,24 +74,28 @@ class CpuMeter:
     """CPU seconds of the broker, the services and the client: ``broker`` and ``services`` are pids (read from
     /proc), or ``None`` for services that run in this process (then counted with the client)."""
 
-    def __init__(self, broker: int | None, services: list[int] | None) -> None:
+    def __init__(self, broker: int | None, services: list[int] | None, names: list[str] | None = None) -> None:
         self.broker = broker
         self.services = services
+        self.names = names or []
 
     def read(self) -> dict[str, float]:
+        each = [_proc_cpu(p) for p in self.services] if self.services else []
         return {
             "broker": _proc_cpu(self.broker),
-            "services": sum(_proc_cpu(p) for p in self.services) if self.services else 0.0,
+            "services": sum(each),
             "client": time.process_time(),
+            **{f"service {n}": c for n, c in zip(self.names, each, strict=False)},
         }
 
 
-def _service_pids(cfg: LiveConfig) -> tuple[int | None, list[int]]:
+def _service_pids(cfg: LiveConfig) -> tuple[int | None, list[int], list[str]]:
     try:
         doc = json.loads((Path(cfg.state_dir) / "services.json").read_text())
     except (OSError, ValueError):
-        return None, []
-    return doc.get("broker"), [int(p) for p in doc.get("services", {}).values()]
+        return None, [], []
+    svc = doc.get("services", {})
+    return doc.get("broker"), [int(p) for p in svc.values()], list(svc)
 
 
 async def _measure(
@@ -117,7 +121,7 @@ async def _measure(
     span = float(st.max() - st.min()) if st.size > 1 else 0.0
     achieved = (st.size - 1) / span if span > 0 else float("nan")
     p50, p99 = (np.percentile(lat[started], [50, 99]) * 1e3).tolist() if started.any() else (np.nan, np.nan)
-    return {
+    row = {
         "rate": rate,
         "tasks": int(res.feasible.sum()),
         "started": int(started.sum()),
@@ -129,11 +133,16 @@ async def _measure(
         "sustained": bool(started.all() and achieved >= 0.95 * rate and p99 <= 50.0),
         "load": os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"),
         **(
-            {f"cpu_{k}_per_1000": (c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())) for k in c0}
+            {f"cpu_{k}_per_1000": (c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())) for k in c0 if " " not in k}
             if c0 is not None and c1 is not None
             else {}
         ),
     }
+    if c0 is not None and c1 is not None and any(" " in k for k in c0):
+        row["cpu_per_service_per_1000"] = {
+            k.split(" ", 1)[1]: round((c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())), 4) for k in c0 if " " in k
+        }
+    return row
 
 
 async def run_bench(
@@ -172,8 +181,8 @@ async def run_bench(
         await cl.start()
         await cl.wait_ready(60)
         if mode == "procs":
-            bpid, spids = _service_pids(cfg)
-            meter = CpuMeter(bpid, spids)
+            bpid, spids, names = _service_pids(cfg)
+            meter = CpuMeter(bpid, spids, names)
         else:
             meter = CpuMeter(broker_proc.pid if broker_proc is not None else None, None)
         await _measure(cl, cfg, dc, min(rates), 1.0, duration, per_job)  # warm-up
@@ -233,6 +242,8 @@ def format_row(row: dict) -> str:
             f"services {row['cpu_services_per_1000']:.3f}  client{here} {row['cpu_client_per_1000']:.3f}  "
             f"(load average {row['load']:.1f} on {os.cpu_count()} CPUs)"
         )
+    if row.get("cpu_per_service_per_1000"):
+        out += "\n    per service: " + "  ".join(f"{k} {v:.3f}" for k, v in row["cpu_per_service_per_1000"].items())
     return out
 
 
