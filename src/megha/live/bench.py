@@ -138,6 +138,12 @@ async def _measure(
             else {}
         ),
     }
+    sc: dict[str, int] = {}
+    for st in cl.statuses.values():
+        for k, v in st.info.get("service_counters", {}).items():
+            if k in ("republished", "publish_errors", "duplicates_dropped", "consumer_gaps"):
+                sc[k] = sc.get(k, 0) + int(v)
+    row["service_counters"] = sc
     if c0 is not None and c1 is not None and any(" " in k for k in c0):
         row["cpu_per_service_per_1000"] = {
             k.split(" ", 1)[1]: round((c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())), 4) for k in c0 if " " in k
@@ -242,6 +248,8 @@ def format_row(row: dict) -> str:
             f"services {row['cpu_services_per_1000']:.3f}  client{here} {row['cpu_client_per_1000']:.3f}  "
             f"(load average {row['load']:.1f} on {os.cpu_count()} CPUs)"
         )
+    if any(row.get("service_counters", {}).values()):
+        out += "\n    services so far: " + "  ".join(f"{k} {v}" for k, v in row["service_counters"].items())
     if row.get("cpu_per_service_per_1000"):
         out += "\n    per service: " + "  ".join(f"{k} {v:.3f}" for k, v in row["cpu_per_service_per_1000"].items())
     return out
