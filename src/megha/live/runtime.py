@@ -65,6 +65,8 @@ STATUS = "status"
 HOSTS = "hosts"
 CONTROL = "control"
 CORE = frozenset({STATUS, HOSTS, CONTROL})  # fan-out addresses on core subjects (not kept)
+MAX_SNAPSHOT_BATCH = 640 * 1024  # bytes: a replication batch with a snapshot stays under nats-server's 1 MB limit
+RING_SNAPSHOT_BYTES = 256 * 1024  # bytes of the latest outputs a snapshot keeps for re-sending
 
 
 def _ids(x: Any) -> list[int]:
@@ -249,6 +251,19 @@ class LivePort:
             if e[0] is not None:
                 e[0].cancel()
         self._timers.clear()
+
+
+def _ring_tail(ring: deque | None, budget: int) -> list[tuple]:
+    """The latest outputs of a re-send ring that fit in ``budget`` bytes, oldest first (a snapshot keeps those: the
+    outputs a successor may have to send again are the latest ones)."""
+    out: list[tuple] = []
+    for x in reversed(ring or ()):
+        budget -= len(x[1]) + 32
+        if budget < 0:
+            break
+        out.append(tuple(x))
+    out.reverse()
+    return out
 
 
 class _Stream:
@@ -530,7 +545,7 @@ class Hosted:
             "term": port.term,
             "timer_n": port._n,
             "timers": [(h, e[1], e[2]) for h, e in port._timers.items()],
-            "ring": [tuple(x) for x in port.ring] if port.ring is not None else [],
+            "ring": _ring_tail(port.ring, RING_SNAPSHOT_BYTES),
             "rng": port.rng.bit_generator.state,
             "streams": self.rt.stream_state(self.address, self.aliases),
             "now": self.now,
@@ -542,6 +557,12 @@ class Hosted:
         except snapshot.SnapshotError as e:
             log.error("%s: cannot write a snapshot (%s): the replication log is not compacted", self.address, e)
             self.compact_every = 0
+            return False
+        if len(data) + sum(map(len, self._recs)) > MAX_SNAPSHOT_BATCH:  # the broker's payload limit is 1 MB
+            self.counters["snapshots_deferred"] += 1
+            if len(data) > MAX_SNAPSHOT_BATCH:
+                self._snap_n = self._repl_n  # too large now: try again after another ``compact_every`` records
+                log.warning("%s: a snapshot of %d bytes is too large to write: not compacted", self.address, len(data))
             return False
         self._repl_n += 1
         self._snap_n = self._repl_n

@@ -6,13 +6,15 @@ streams it receives (highest delivered sequence numbers, held messages), i.e. it
 record. Once the broker stored it, every earlier record is purged. A standby that follows the log skips the
 snapshot (it has applied the same records); one that starts later begins with it and applies what follows.
 
-The encoding is data only — msgpack of tagged values: ``None``, booleans, numbers (integers of any size), strings, bytes, lists,
-tuples, sets, deques, dicts, counters, numpy arrays (numeric and boolean dtypes) and scalars, and objects of the
-scheduler's own classes (``megha.schedulers``, ``megha.model``, ``megha.live.masters``; recreated without calling
-their constructors, attribute by attribute). Decoding never imports a module or calls anything else. A value of
-another kind, or a mutable object reachable twice (its sharing would not survive), makes :func:`dump_state`
-raise :class:`SnapshotError`: the LM then keeps its whole log (logged once) rather than risk a standby that
-differs from its active.
+The encoding is data only — msgpack of tagged values: ``None``, booleans, numbers (integers of any size),
+strings, bytes, lists, tuples, sets, deques, dicts, counters, numpy arrays (numeric and boolean dtypes) and
+scalars, and objects of the scheduler's own classes (``megha.schedulers``, ``megha.model``,
+``megha.live.masters``; recreated without calling their constructors, attribute by attribute). Decoding never
+imports a module or calls anything else. A value of another kind, or a mutable object reachable twice (its
+sharing would not survive), makes :func:`dump_state` raise :class:`SnapshotError`: the LM then keeps its whole
+log (logged once) rather than risk a standby that differs from its active. A snapshot keeps the latest outputs
+of the re-send ring that fit in 256 KiB; one too large for the broker's 1 MB message limit is not written (the
+log is compacted at a later snapshot).
 """
 
 from __future__ import annotations
