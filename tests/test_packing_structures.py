@@ -138,3 +138,39 @@ def test_vector_structures_alignment():
     assert q.best_for(np.array([UNIT, UNIT]), used=np.array([0, UNIT // 2])) == 1
     assert q.min_size().tolist() == [0, 0]
     np.testing.assert_allclose(max_reduce([[32, 2], [8, 8]], [64, 16]), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_masked_jobs_groups_match_a_positional_scan(seed):
+    """The grouped compiled queries answer as the flat scans over every queued position (oldest first)."""
+    from megha.schedulers.packing import _kernels as k
+
+    rng = np.random.default_rng(seed)
+    m = MaskedJobs(capacity=4)
+    m.SMALL = 0  # always the compiled, grouped path
+    order: list[int] = []  # live jobs, oldest first
+    sizes = [1, 3, 5, UNIT // 2, UNIT]
+    nxt = 0
+    for _ in range(3000):
+        op = rng.choice(["add", "add", "remove", "best", "departed"], p=[0.3, 0.1, 0.3, 0.2, 0.1])
+        if op == "add":
+            m.add(nxt, sizes[rng.integers(5)], int(rng.integers(8)), int(rng.integers(3)))
+            order.append(nxt)
+            nxt += 1
+        elif op == "remove" and order:
+            m.remove(order.pop(int(rng.integers(len(order)))))
+        elif op == "best":
+            room = [1, 4, UNIT // 2, UNIT][rng.integers(4)]
+            inv = ~int(rng.integers(8)) & 0xFFFFFFFF
+            typ = int(rng.integers(4)) - 1
+            p, _ = k.k_best_job(m.size, m.mask, m.typ, m.alive, 0, m.top, room, inv, typ)
+            assert m.best(room, inv, typ) == (-1 if p < 0 else int(m.ids[p]))
+        elif op == "departed":
+            nd = int(rng.integers(1, 4))
+            rooms = [[UNIT, UNIT // 2, 3, 1][rng.integers(4)] for _ in range(nd)]
+            invs = [~int(rng.integers(8)) & 0xFFFFFFFF for _ in range(nd)]
+            hi = m.pos[order[rng.integers(len(order))]] if order and rng.random() < 0.5 else m.top
+            pos, srv, _ = k.k_fit_departed(
+                m.size, m.mask, m.alive, 0, hi, np.array(rooms, dtype=np.int64), np.array(invs, dtype=np.uint32)
+            )
+            assert m.fit_departed(rooms, invs, hi) == list(zip(m.ids[pos].tolist(), srv.tolist(), strict=True))

@@ -71,23 +71,31 @@ def k_best_job(
     mask: np.ndarray,
     typ: np.ndarray,
     alive: np.ndarray,
+    lo: int,
     top: int,
     room: int,
     inv: int,
     t: int,
-) -> int:
-    """Position of the largest live job (first among equals) with size <= room, ``mask & inv == 0`` and type
-    ``t`` (any type if ``t < 0``), or -1."""
+) -> tuple[int, int]:
+    """``(best, first)``: the position in ``[lo, top)`` of the largest live job (first among equals) with size <=
+    room, ``mask & inv == 0`` and type ``t`` (any type if ``t < 0``), or -1; and the position of the first such job
+    of any size (``top`` if none): no live job in ``[lo, first)`` fits. A hit of size ``room`` ends the scan: no
+    later job can be larger."""
     v = np.uint32(inv & 0xFFFFFFFF)
     best = -1
+    first = top
     bx = 0
-    for p in range(top):
+    for p in range(lo, top):
         if alive[p]:
             x = size[p]
             if bx < x <= room and (mask[p] & v) == 0 and (t < 0 or typ[p] == t):
+                if best < 0:
+                    first = p
                 best = p
                 bx = x
-    return best
+                if x == room:
+                    break
+    return best, first
 
 
 @njit(cache=True, nogil=True)
@@ -111,20 +119,24 @@ def k_fit_departed(
     size: np.ndarray,
     mask: np.ndarray,
     alive: np.ndarray,
+    lo: int,
     hi: int,
     dep_room: np.ndarray,
     dep_inv: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """BF-J's first step: the live jobs at positions ``< hi``, in order, each to the tightest of the given servers
-    that fits it (first on ties), updating ``dep_room`` in place; returns (job positions, server indexes)."""
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """BF-J's first step: the live jobs at positions in ``[lo, hi)``, in order, each to the tightest of the given
+    servers that fits it (first on ties), updating ``dep_room`` in place; returns (job positions, server indexes,
+    first) where no live job in ``[lo, first)`` fits any of the servers as given: the first placement's position,
+    else ``hi`` (``lo`` if no server has room)."""
     nd = dep_room.size
-    pos = np.empty(hi, dtype=np.int64)
-    srv = np.empty(hi, dtype=np.int64)
+    pos = np.empty(max(hi - lo, 0), dtype=np.int64)
+    srv = np.empty(max(hi - lo, 0), dtype=np.int64)
     k = 0
     top = 0
     for i in range(nd):
         top = max(top, dep_room[i])
-    for p in range(hi):
+    first = hi if top > 0 else lo
+    for p in range(lo, hi):
         if top <= 0:
             break
         if not alive[p]:
@@ -141,6 +153,8 @@ def k_fit_departed(
                 best = i
                 br = r
         if best >= 0:
+            if k == 0:
+                first = p
             pos[k] = p
             srv[k] = best
             k += 1
@@ -149,7 +163,7 @@ def k_fit_departed(
                 top = 0
                 for i in range(nd):
                     top = max(top, dep_room[i])
-    return pos[:k], srv[:k]
+    return pos[:k], srv[:k], first
 
 
 @njit(cache=True, nogil=True)
@@ -186,3 +200,107 @@ def k_vqs_next(
             if 0 <= x <= avail[s] and x <= room and (hm[o] & v) == 0:
                 return p
     return -1
+
+
+@njit(cache=True, nogil=True)
+def k_group_best(
+    gact: np.ndarray,
+    nact: int,
+    gsize: np.ndarray,
+    gmask: np.ndarray,
+    gtyp: np.ndarray,
+    ghead: np.ndarray,
+    room: int,
+    inv: int,
+    t: int,
+) -> int:
+    """:func:`k_best_job` over groups of interchangeable jobs: the oldest live position (``ghead``) of the group
+    with the largest size <= room (oldest head among equals), ``mask & inv == 0`` and type ``t`` (any if ``t < 0``),
+    over the non-empty groups ``gact[:nact]``; or -1."""
+    v = np.uint32(inv & 0xFFFFFFFF)
+    best = -1
+    bx = 0
+    for i in range(nact):
+        g = gact[i]
+        x = gsize[g]
+        if 0 < x <= room and x >= bx and (gmask[g] & v) == 0 and (t < 0 or gtyp[g] == t):
+            h = ghead[g]
+            if x > bx or h < best:
+                best = h
+                bx = x
+    return best
+
+
+@njit(cache=True, nogil=True)
+def k_group_fit_departed(
+    gact: np.ndarray,
+    nact: int,
+    gsize: np.ndarray,
+    gmask: np.ndarray,
+    ghead: np.ndarray,
+    gnext: np.ndarray,
+    alive: np.ndarray,
+    hi: int,
+    dep_room: np.ndarray,
+    dep_inv: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`k_fit_departed` over groups of interchangeable jobs (same placements, in the same order).
+
+    Rooms only shrink, so a group whose oldest unvisited job fits none of the servers never will: the next job the
+    positional scan would place is the oldest candidate over the groups whose candidate still fits a server."""
+    nd = dep_room.size
+    cand = np.empty(nact, dtype=np.int64)
+    for i in range(nact):
+        h = ghead[gact[i]]
+        cand[i] = h if h < hi else -1
+    pos = np.empty(16, dtype=np.int64)
+    srv = np.empty(16, dtype=np.int64)
+    k = 0
+    while True:
+        bp = -1
+        bi = -1
+        for i in range(nact):
+            p = cand[i]
+            if p < 0 or (bp >= 0 and p > bp):
+                continue
+            g = gact[i]
+            x = gsize[g]
+            m = gmask[g]
+            ok = False
+            for d in range(nd):
+                if x <= dep_room[d] and (m & dep_inv[d]) == 0:
+                    ok = True
+                    break
+            if not ok:
+                cand[i] = -1
+                continue
+            bp = p
+            bi = i
+        if bp < 0:
+            break
+        g = gact[bi]
+        x = gsize[g]
+        m = gmask[g]
+        best = -1
+        br = _INF
+        for d in range(nd):
+            r = dep_room[d]
+            if x <= r < br and (m & dep_inv[d]) == 0:
+                best = d
+                br = r
+        if k == pos.size:
+            pos2 = np.empty(2 * k, dtype=np.int64)
+            srv2 = np.empty(2 * k, dtype=np.int64)
+            pos2[:k] = pos
+            srv2[:k] = srv
+            pos = pos2
+            srv = srv2
+        pos[k] = bp
+        srv[k] = best
+        k += 1
+        dep_room[best] -= x
+        q = gnext[bp]
+        while q >= 0 and q < hi and not alive[q]:
+            q = gnext[q]
+        cand[bi] = q if (q >= 0 and q < hi) else -1
+    return pos[:k], srv[:k]

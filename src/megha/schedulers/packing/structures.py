@@ -381,14 +381,16 @@ class Constraints:
 
 
 class MaskedJobs:
-    """Queued jobs with constraint masks, scanned with numpy (used only when constraints bind).
+    """Queued jobs with constraint masks, grouped for compiled queries (used only when constraints bind).
 
     ``best(room, inv)`` returns the largest job (oldest among equals) of size ≤ ``room`` whose mask fits
-    the server (``mask & inv == 0``), optionally of one type — a vectorized O(queue) scan instead of a
-    Python loop over incompatible jobs.
+    the server (``mask & inv == 0``), optionally of one type. Jobs with the same (size, mask, type) are
+    interchangeable for every query but their age, so they form a *group* chained in insertion order; a query
+    looks at the oldest live job of each non-empty group (one compiled pass over the groups: thousands of
+    queued jobs share a few hundred masks) instead of scanning the whole queue.
     """
 
-    SMALL = 48  # at most this many queued jobs: a Python loop beats numpy's per-call overhead
+    SMALL = 48  # at most this many queued jobs: a Python loop beats a compiled call's overhead
 
     def __init__(self, capacity: int = 256) -> None:
         self.live: dict[int, tuple[int, int, int]] = {}  # job -> (size, mask, type), in insertion order
@@ -397,8 +399,50 @@ class MaskedJobs:
         self.typ = np.zeros(capacity, dtype=np.int16)
         self.ids = np.full(capacity, -1, dtype=np.int64)
         self.alive = np.zeros(capacity, dtype=bool)
+        self.grp = np.zeros(capacity, dtype=np.int64)  # position -> group
+        self.gnext = np.full(capacity, -1, dtype=np.int64)  # position -> next position of its group (or -1)
         self.top = 0
         self.pos: dict[int, int] = {}
+        self._groups_init(64)
+
+    def _groups_init(self, cap: int) -> None:
+        self.gid: dict[tuple[int, int, int], int] = {}
+        self.gsize = np.zeros(cap, dtype=np.int64)
+        self.gmask = np.zeros(cap, dtype=np.uint32)
+        self.gtyp = np.zeros(cap, dtype=np.int16)
+        self.ghead = np.full(cap, -1, dtype=np.int64)  # oldest live position (count > 0)
+        self.gtail = np.full(cap, -1, dtype=np.int64)
+        self.gcount = np.zeros(cap, dtype=np.int64)
+        self.gslot = np.full(cap, -1, dtype=np.int64)  # index in gact, -1 if empty
+        self.gact = np.zeros(cap, dtype=np.int64)  # the non-empty groups (unordered)
+        self.nact = 0
+
+    def _group(self, x: int, mask: int, typ: int) -> int:
+        key = (x, mask, typ)
+        g = self.gid.get(key)
+        if g is None:
+            g = len(self.gid)
+            if g >= self.gsize.size:
+                cap = 2 * self.gsize.size
+                for name, fill in (
+                    ("gsize", 0),
+                    ("gmask", 0),
+                    ("gtyp", 0),
+                    ("ghead", -1),
+                    ("gtail", -1),
+                    ("gcount", 0),
+                    ("gslot", -1),
+                    ("gact", 0),
+                ):
+                    old = getattr(self, name)
+                    new = np.full(cap, fill, dtype=old.dtype)
+                    new[: old.size] = old
+                    setattr(self, name, new)
+            self.gid[key] = g
+            self.gsize[g] = x
+            self.gmask[g] = mask
+            self.gtyp[g] = typ
+        return g
 
     def add(self, job: int, x: int, mask: int, typ: int = 0) -> None:
         if self.top >= self.ids.size:
@@ -412,10 +456,45 @@ class MaskedJobs:
         self.pos[job] = p
         self.top += 1
         self.live[job] = (x, mask, typ)
+        self._link(p, self._group(x, mask, typ))
+
+    def _link(self, p: int, g: int) -> None:
+        self.grp[p] = g
+        self.gnext[p] = -1
+        if self.gcount[g] == 0:
+            self.ghead[g] = p
+            k = self.nact
+            self.gact[k] = g
+            self.gslot[g] = k
+            self.nact = k + 1
+        else:
+            self.gnext[self.gtail[g]] = p
+        self.gtail[g] = p
+        self.gcount[g] += 1
 
     def remove(self, job: int) -> None:
-        self.alive[self.pos.pop(job)] = False
+        p = self.pos.pop(job)
+        alive = self.alive
+        alive[p] = False
         del self.live[job]
+        g = int(self.grp[p])
+        c = int(self.gcount[g]) - 1
+        self.gcount[g] = c
+        if c == 0:  # the group leaves the active list (swap with the last)
+            k = int(self.gslot[g])
+            last = self.nact - 1
+            h = self.gact[last]
+            self.gact[k] = h
+            self.gslot[h] = k
+            self.gslot[g] = -1
+            self.nact = last
+            self.ghead[g] = -1
+        elif self.ghead[g] == p:  # the oldest left: the next live one along the chain
+            gnext = self.gnext
+            q = int(gnext[p])
+            while not alive[q]:
+                q = int(gnext[q])
+            self.ghead[g] = q
 
     def best(self, room: int, inv: int, typ: int = -1) -> int:
         if len(self.live) <= self.SMALL:  # the same answer: the first largest in insertion order
@@ -424,7 +503,7 @@ class MaskedJobs:
                 if bx < x <= room and not (m & inv) and (typ < 0 or t == typ):
                     best, bx = j, x
             return best
-        p = _kernels().k_best_job(self.size, self.mask, self.typ, self.alive, self.top, room, inv, typ)
+        p = _kernels().k_group_best(self.gact, self.nact, self.gsize, self.gmask, self.gtyp, self.ghead, room, inv, typ)
         return -1 if p < 0 else int(self.ids[p])
 
     def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
@@ -444,7 +523,9 @@ class MaskedJobs:
         ``rooms``, complemented masks ``invs``) that fits it, first on ties: ``[(job, server index), ...]``."""
         room = np.array(rooms, dtype=np.int64)
         inv = np.array(invs, dtype=np.uint32)
-        pos, srv = _kernels().k_fit_departed(self.size, self.mask, self.alive, hi, room, inv)
+        pos, srv = _kernels().k_group_fit_departed(
+            self.gact, self.nact, self.gsize, self.gmask, self.ghead, self.gnext, self.alive, hi, room, inv
+        )
         return list(zip(self.ids[pos].tolist(), srv.tolist(), strict=True))
 
     def _rebuild(self) -> None:
@@ -455,5 +536,17 @@ class MaskedJobs:
             new = np.zeros(cap, dtype=old.dtype) if name != "ids" else np.full(cap, -1, dtype=old.dtype)
             new[: keep.size] = old[keep]
             setattr(self, name, new)
+        self.grp = np.zeros(cap, dtype=np.int64)
+        self.gnext = np.full(cap, -1, dtype=np.int64)
         self.top = keep.size
         self.pos = {int(j): p for p, j in enumerate(self.ids[: keep.size].tolist())}
+        self._groups_init(max(64, self.gsize.size))
+        for p, (x, m, t) in enumerate(
+            zip(
+                self.size[: keep.size].tolist(),
+                self.mask[: keep.size].tolist(),
+                self.typ[: keep.size].tolist(),
+                strict=True,
+            )
+        ):
+            self._link(p, self._group(x, m, t))
