@@ -115,15 +115,13 @@ class MasterWeights:
         per-call costs). The same choices: ``bisect_right`` counts the cumulative counts ``<= u·total`` exactly as
         the vectorized comparison does (counts are exact in float64)."""
         cl = self._cum_lists
-        out = []
-        for m, x in zip(masks, u, strict=True):
-            c = cl.get(m)
-            if c is None:
-                if len(cl) >= 1 << 17:
-                    cl.clear()
-                c = cl[m] = self.cumulative(m).tolist()
-            out.append(bisect_right(c, x * c[-1]))
-        return out
+        missing = set(masks).difference(cl)
+        if missing:
+            if len(cl) + len(missing) > 1 << 17:
+                cl.clear()
+            for m in missing:
+                cl[m] = self.cumulative(m).tolist()
+        return [bisect_right(c, x * c[-1]) for c, x in zip(map(cl.__getitem__, masks), u, strict=True)]
 
     def spread(self, masks: np.ndarray, start: int) -> np.ndarray:
         """Even spread (round robin from ``start``); a task skips masters with no suitable worker."""

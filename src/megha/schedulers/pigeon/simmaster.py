@@ -164,14 +164,11 @@ class SimPigeonMaster(PigeonMaster):
         g = self._ends.pop(key, None)
         if g is None:  # every task ending then died with its worker
             return
-        if len(g) == 2 and self._fast and not self.dead:
-            self._end_one(g, now)
-        else:
+        if len(g) != 2 or not self._fast or self.dead:
             self._end_group(g, now)
-
-    def _end_one(self, g: list, now: float) -> None:
-        """One task ended (the common case; no reserved workers, no failures): the end, the report to its
-        distributor, weighted fair queuing and the next launch inlined."""
+            return
+        # one task ended (the common case; no reserved workers, no failures): the end, the report to its
+        # distributor, weighted fair queuing and the next launch inlined
         t, w = g[1]
         self.task_on[w] = -1
         rec = self.rec
