@@ -50,6 +50,21 @@ def test_weighted_choice_follows_the_cumulative_weights_and_skips_empty_masters(
     assert w.choose(masks, np.array([0.34, 0.34, 0.24])).tolist() == [2, 1, 0]
 
 
+def test_list_choice_is_the_vectorized_choice():
+    """The distributor's common path (choose_list, on plain lists) chooses exactly what choose does, on boundary
+    draws (u·total landing on a cumulative count) and random ones, with one mask or mixed masks per job."""
+    w = weights_3_groups()
+    masks = np.array([0b01, 0b01, 0b11, 0b00, 0b10, 0b10, 0b00], dtype=U32)
+    u = np.array([0.0, 0.5, 1 / 3, 0.5, 0.25, 0.999999, 2 / 6])
+    assert w.choose_list(masks.tolist(), u.tolist()) == w.choose(masks, u).tolist()
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 7, 40):
+        for mixed in (False, True):
+            m = rng.choice(np.array([0, 1, 2, 3], dtype=U32), n) if mixed else np.full(n, 0b10, dtype=U32)
+            x = rng.random(n)
+            assert w.choose_list(m.tolist(), x.tolist()) == w.choose(m, x).tolist()
+
+
 def test_weighted_choice_frequencies_match_suitable_worker_counts():
     w = weights_3_groups()
     rng = np.random.default_rng(5)

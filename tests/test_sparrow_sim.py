@@ -31,17 +31,21 @@ def test_overloaded_workers_queue_probes_and_record_worker_queuing():
 
 def test_modelled_completion_reports_give_the_same_run_as_messages(monkeypatch):
     """The node monitors' common path models the ``Done`` message (the scheduler only records when it learns of the
-    completion): every task's decision, start, end, worker, queuing and completion-known instant, the run's end, the
-    message counts and the counters are those of the run that sends it."""
+    completion) and routes single requests and answers to their handlers without message objects: every task's
+    decision, start, end, worker, queuing, communication delay and completion-known instant, the run's end, the
+    message counts and the counters are those of the run that sends every message."""
     from megha.metrics.fingerprint import fingerprint
     from megha.schedulers.sparrow.monitors import SparrowMonitors
+    from megha.schedulers.sparrow.scheduler import SparrowScheduler
 
     # contended, constrained: probes queue, no-ops, tasks of other groups, several ends at one instant
     trace = write_trace([(i * 0.2, [0.5 + (i * 7 % 5) * 0.5, 2.0, 1.0][: 1 + i % 3] * (1 + i % 4)) for i in range(60)])
     cfg = RunConfig(scheduler="sparrow", trace=trace, workers=10, seed=4)
     fast = simulate(cfg)
     with monkeypatch.context() as mp:
+        # every Done, Request and Grant a real message (no modelled Done, no direct routing)
         mp.setattr(SparrowMonitors, "on_start", lambda self, now: None)
+        mp.setattr(SparrowScheduler, "on_start", lambda self, now: setattr(self, "direct", False))
         slow = simulate(cfg)
     assert fast.unfinished_reason is None and slow.unfinished_reason is None
     assert fast.events < slow.events

@@ -147,11 +147,12 @@ class SparrowMonitors(Component):
         dem = msg.demands
         if not self.resource:
             free = self.slot_free
+            out = self._out  # (self._request inlined: _flush runs after this event)
             for w, g in zip(msg.workers.tolist(), msg.groups.tolist(), strict=True):
                 q = queues[w]
                 if free[w] and not q:
                     free[w] = False
-                    self._request(sched, job, w, g, 0.0, None)
+                    out.append((sched, job, w, g, 0.0, None))
                     continue
                 if q is None:
                     q = queues[w] = deque()
@@ -321,8 +322,11 @@ class SparrowMonitors(Component):
             q = self.queues[w]
             if q:
                 job, s, g, t0, _ = q.popleft()
-                self._request(s, job, w, g, now - t0, None)
-                self._flush(now)
+                if self._out:  # (never on the common path) batched with what this event asked already
+                    self._request(s, job, w, g, now - t0, None)
+                    self._flush(now)
+                else:
+                    self._send_request(s, job, w, g, now - t0, now)
             else:
                 self.slot_free[w] = True
             return
