@@ -160,15 +160,22 @@ def outcome(run, res, w) -> dict:
             np.add.at(lost_runs, ids, 1)
     ran_twice = (starts > lost_runs + 1)[feas]
     dup_ids = np.flatnonzero(feas)[(fin > 1) | ran_twice][:5].tolist()
+    lost_ids = np.flatnonzero(feas)[fin == 0][:5].tolist()
     t0 = min((x[0] for x in run.log), default=0.0)
-    story = {
-        str(t): [
-            f"{x[0] - t0:.2f} {x[2]}" + (f" w{int(x[4][list(x[3]).index(t)])}" if x[4] is not None else "") + f" {x[5]}"
-            for x in sorted(run.log, key=lambda x: (x[0], x[1]))
-            if t in set(np.asarray(x[3]).tolist())
-        ]
-        for t in dup_ids
-    }
+
+    def story_of(ids: list[int]) -> dict[str, list[str]]:
+        return {
+            str(t): [
+                f"{x[0] - t0:.2f} {x[2]}"
+                + (f" w{int(x[4][list(x[3]).index(t)])}" if x[4] is not None else "")
+                + f" {x[5]}"
+                for x in sorted(run.log, key=lambda x: (x[0], x[1]))
+                if t in set(np.asarray(x[3]).tolist())
+            ]
+            for t in ids
+        }
+
+    story = story_of(dup_ids)
     return {
         "submitted": int(feas.sum()),
         "completed": int((fin >= 1).sum()),
@@ -178,6 +185,7 @@ def outcome(run, res, w) -> dict:
         "resubmitted": int(sum(v for k, v in res.counters.items() if k.startswith("tasks_resubmitted"))),
         "unfinished_reason": res.unfinished_reason,
         "duplicated_tasks": story,
+        "lost_tasks": story_of(lost_ids),
     }
 
 
@@ -197,4 +205,6 @@ def main(seconds: float, seed: int, as_json: bool, rate: float = 20.0) -> int:
         )
         for t, events in doc["duplicated_tasks"].items():
             print(f"task {t} ran twice: {'; '.join(events)}")
+        for t, events in doc.get("lost_tasks", {}).items():
+            print(f"task {t} never completed: {'; '.join(events)}")
     return 0 if doc["lost"] == 0 and doc["duplicated"] == 0 else 1
