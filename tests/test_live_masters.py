@@ -235,3 +235,20 @@ def test_a_malformed_job_batch_is_rejected_with_a_clear_error():
             assert fragment in str(e), (fragment, str(e))
         else:
             raise AssertionError(f"accepted {bad}")
+
+
+def test_a_stale_run_of_a_task_the_lm_no_longer_holds_is_reported_lost():
+    """A late launch started on a slow host after the LM gave it up: the client saw it start after the loss, so
+    the LM reports the stopped run's end (else a task handed back to a GM that died was never resubmitted). A
+    stale run of a task the LM runs on another host is only stopped."""
+    lay = _layout()
+    lm, port = _lm(lay)
+    lm.on_message(HostBeat("a", 1, 0, list(range(4)), [], 0.2), 0.0)
+    lm.on_message(HostBeat("b", 1, 0, list(range(4, 8)), [], 0.2), 0.0)
+    lm.on_message(LaunchRequest(0, 1, [10], [5], [5.0], [0]), 0.1)  # task 10 runs on host b
+    lm.rec.take()
+    port.take()
+    lm.on_message(HostBeat("a", 1, 0, list(range(4)), [10, 99], 0.2), 0.3)
+    assert [m.tasks for _, m in port.take(HostKill)] == [[10, 99]]
+    lost = [it for it in lm.rec.take() if it[0] == "lost"]
+    assert [it[2] for it in lost] == [[99]] and "stale run" in lost[0][4]

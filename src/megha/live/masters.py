@@ -581,6 +581,13 @@ class LiveLocalMaster(LocalMaster):
         if stale:
             self.counters["stale_runs_stopped"] += len(stale)
             self._kill_on(name, stale)
+            # a run that started after this LM had given its launch up (the host was slow, not dead): its "started"
+            # event reached the client after the loss, so the client took the task for running. Report the run's end
+            # unless this LM runs the task elsewhere: else a task handed back to a GM that died meanwhile was never
+            # submitted again (lost; chaos --seconds 300 --seed 7)
+            gone = [t for t in stale if t not in self.active]
+            if gone and hasattr(self.rec, "lost"):
+                self.rec.lost(gone, now, f"stale run on host {name} stopped")
         miss = self._missed.setdefault(name, {})
         mine = [t for t, a in self.active.items() if a[3] == name and t not in running]
         now_missing = {}
