@@ -51,6 +51,9 @@ NONCE_BITS = 16  # run id = client identity << NONCE_BITS | a random nonce
 CLIENT_SHIFT = RUN_SHIFT + NONCE_BITS  # client identity of a task id: t >> CLIENT_SHIFT
 assert CLIENT_SHIFT == _RT_CLIENT_SHIFT
 TASK_KINDS = ("sleep", "cpu", "command")
+COMPLETION_WINDOW = 0.005  # s: completions within this window reach their LM as one Finished message (the
+# completion path only: placement latency is not affected; at 1,000 tasks/s it saves one broker message per task on
+# the host -> LM and LM -> GM hops)
 
 _CPU = "import time,sys\nend=time.perf_counter()+float(sys.argv[1])\nwhile time.perf_counter()<end: pass\n"
 
@@ -322,7 +325,7 @@ class WorkerHost(Component):
         o[2].append(r[2])
         if not self._flush_armed:
             self._flush_armed = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_later(COMPLETION_WINDOW, self._flush)
 
     def _flush(self) -> None:
         self._flush_armed = False
