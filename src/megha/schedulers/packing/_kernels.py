@@ -43,6 +43,33 @@ def k_best_fit(room: np.ndarray, inv: np.ndarray, x: int, mask: int) -> int:
 
 
 @njit(cache=True, nogil=True)
+def k_best_fit_blocks(room: np.ndarray, inv: np.ndarray, bmax: np.ndarray, x: int, mask: int) -> int:
+    """:func:`k_best_fit` skipping the blocks of 64 servers whose room bound ``bmax`` is below ``x``; a block scanned
+    to its end gets its exact maximum as the new bound (bounds may be stale only upwards)."""
+    m = np.uint32(mask & 0xFFFFFFFF)
+    n = room.size
+    best = -1
+    br = _INF
+    for b in range(bmax.size):
+        if bmax[b] < x:
+            continue
+        lo = b * 64
+        hi = min(lo + 64, n)
+        mx = 0
+        for s in range(lo, hi):
+            r = room[s]
+            if r > mx:
+                mx = r
+            if x <= r < br and (inv[s] & m) == 0:
+                best = s
+                br = r
+                if r == x:  # nothing is tighter, and a lower id with the same room would have come first
+                    return best
+        bmax[b] = mx
+    return best
+
+
+@njit(cache=True, nogil=True)
 def k_first_fit_any(
     room: np.ndarray, inv: np.ndarray, lo: int, hi: int, xs: np.ndarray, masks: np.ndarray, alive: np.ndarray
 ) -> int:
@@ -204,30 +231,85 @@ def k_vqs_next(
 
 @njit(cache=True, nogil=True)
 def k_group_best(
-    gact: np.ndarray,
     nact: int,
-    gsize: np.ndarray,
-    gmask: np.ndarray,
-    gtyp: np.ndarray,
-    ghead: np.ndarray,
+    asize: np.ndarray,
+    amask: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
     room: int,
     inv: int,
     t: int,
 ) -> int:
-    """:func:`k_best_job` over groups of interchangeable jobs: the oldest live position (``ghead``) of the group
+    """:func:`k_best_job` over groups of interchangeable jobs: the oldest live position (``ahead``) of the group
     with the largest size <= room (oldest head among equals), ``mask & inv == 0`` and type ``t`` (any if ``t < 0``),
-    over the non-empty groups ``gact[:nact]``; or -1."""
+    over the ``nact`` non-empty groups (size, mask, type, oldest position in dense arrays); or -1."""
     v = np.uint32(inv & 0xFFFFFFFF)
     best = -1
     bx = 0
     for i in range(nact):
-        g = gact[i]
-        x = gsize[g]
-        if 0 < x <= room and x >= bx and (gmask[g] & v) == 0 and (t < 0 or gtyp[g] == t):
-            h = ghead[g]
+        x = asize[i]
+        if 0 < x <= room and x >= bx and (amask[i] & v) == 0 and (t < 0 or atyp[i] == t):
+            h = ahead[i]
             if x > bx or h < best:
                 best = h
                 bx = x
+    return best
+
+
+@njit(cache=True, nogil=True)
+def k_slot_bits(bits: np.ndarray, k: int, mask: int, on: bool) -> None:
+    """Set (``on``) or clear slot ``k``'s bit in the per-mask-bit slot sets ``bits[b]`` of every bit ``b`` of
+    ``mask``."""
+    w = k >> 6
+    one = np.uint64(1) << np.uint64(k & 63)
+    for b in range(32):
+        if (mask >> b) & 1:
+            if on:
+                bits[b, w] |= one
+            else:
+                bits[b, w] &= ~one
+
+
+@njit(cache=True, nogil=True)
+def k_group_best_bits(
+    nact: int,
+    bits: np.ndarray,
+    asize: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    room: int,
+    inv: int,
+    t: int,
+) -> int:
+    """:func:`k_group_best` visiting only the groups whose mask fits: ``bits[b]`` is the set of slots whose mask has
+    bit ``b``, so the slots with no bit of ``inv`` are the complement of the union of ``inv``'s sets."""
+    bl = np.empty(32, dtype=np.int64)
+    nb = 0
+    for b in range(32):
+        if (inv >> b) & 1:
+            bl[nb] = b
+            nb += 1
+    best = -1
+    bx = 0
+    nw = (nact + 63) >> 6
+    for w in range(nw):
+        bad = np.uint64(0)
+        for i in range(nb):
+            bad |= bits[bl[i], w]
+        good = ~bad
+        rest = nact - (w << 6)
+        if rest < 64:
+            good &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+        while good:
+            low = good & (~good + np.uint64(1))
+            good ^= low
+            k = (w << 6) + int(np.log2(np.float64(low)))
+            x = asize[k]
+            if 0 < x <= room and x >= bx and (t < 0 or atyp[k] == t):
+                h = ahead[k]
+                if x > bx or h < best:
+                    best = h
+                    bx = x
     return best
 
 

@@ -43,15 +43,23 @@ _SERVER_MASK = (1 << _SERVER_BITS) - 1
 _JOB_BITS = 40  # job ids < 2**40 in packed sort keys
 _JOB_MASK = (1 << _JOB_BITS) - 1
 NEG = -(1 << 62)
+_BLOCK_BITS = 6
+_BLOCK = 1 << _BLOCK_BITS  # servers per block of the compiled best-fit scan's room bounds
 
 Accept = Callable[[int], bool] | None
 
 
+_K = None
+
+
 def _kernels():
     """The compiled constrained scans (imported on first use: numba is slow to import, so the CLI stays fast)."""
-    from megha.schedulers.packing import _kernels as k
+    global _K
+    if _K is None:
+        from megha.schedulers.packing import _kernels as k
 
-    return k
+        _K = k
+    return _K
 
 
 def quantize(x: float) -> int:
@@ -146,7 +154,7 @@ class LineServers:
     Only the indexes a policy asks for are maintained.
     """
 
-    __slots__ = ("inv_np", "n", "njobs", "room_np", "sorted", "tree", "used")
+    __slots__ = ("bmax_np", "inv_np", "n", "njobs", "room_np", "sorted", "tree", "used")
 
     def __init__(self, n: int, by_residual: bool = False, by_index: bool = False) -> None:
         if n < 1:
@@ -160,6 +168,7 @@ class LineServers:
         self.tree = MaxTree([UNIT] * n) if by_index else None
         self.room_np: np.ndarray | None = None  # free room per server, kept only with placement constraints
         self.inv_np: np.ndarray | None = None
+        self.bmax_np: np.ndarray | None = None  # per block of 64 servers: an upper bound of their free room
 
     def enable_masks(self, inv: list[int]) -> None:
         """Keep flat arrays of free room and complemented server masks for the compiled constrained scans.
@@ -169,6 +178,10 @@ class LineServers:
         """
         self.inv_np = np.array(inv, dtype=np.uint32)
         self.room_np = np.array([UNIT - u for u in self.used], dtype=np.int64)
+        nb = (self.n + _BLOCK - 1) // _BLOCK
+        pad = np.zeros(nb * _BLOCK, dtype=np.int64)
+        pad[: self.n] = self.room_np
+        self.bmax_np = pad.reshape(nb, _BLOCK).max(axis=1)
         self.sorted = None  # best fit is the compiled scan, for every mask
 
     def residual(self, s: int) -> int:
@@ -190,6 +203,10 @@ class LineServers:
             self.tree.set(s, new_res)
         if self.room_np is not None:
             self.room_np[s] = new_res
+            if new_res > old_res:  # the bound only rises here; the scans lower it to the exact maximum
+                b = s >> _BLOCK_BITS
+                if new_res > self.bmax_np[b]:
+                    self.bmax_np[b] = new_res
 
     def add(self, s: int, x: int) -> None:
         """Place a job of size ``x`` on ``s`` (the caller checked that it fits)."""
@@ -225,7 +242,7 @@ class LineServers:
     def best_fit_mask(self, x: int, mask: int, inv: list[int]) -> int:
         """:meth:`best_fit` for a job with constraint ``mask`` (server ``s`` accepts it iff ``mask & inv[s] == 0``)."""
         if self.room_np is not None:
-            return _kernels().k_best_fit(self.room_np, self.inv_np, x, mask)
+            return _kernels().k_best_fit_blocks(self.room_np, self.inv_np, self.bmax_np, x, mask)
         sl = self.sorted
         i = sl.bisect_left(x << _SERVER_BITS)
         if not mask:
@@ -391,6 +408,7 @@ class MaskedJobs:
     """
 
     SMALL = 48  # at most this many queued jobs: a Python loop beats a compiled call's overhead
+    PREFIX = 64  # positions a query first scans from the oldest live job before it looks at the groups
 
     def __init__(self, capacity: int = 256) -> None:
         self.live: dict[int, tuple[int, int, int]] = {}  # job -> (size, mask, type), in insertion order
@@ -402,6 +420,7 @@ class MaskedJobs:
         self.grp = np.zeros(capacity, dtype=np.int64)  # position -> group
         self.gnext = np.full(capacity, -1, dtype=np.int64)  # position -> next position of its group (or -1)
         self.top = 0
+        self.lo = 0  # no live job below this position
         self.pos: dict[int, int] = {}
         self._groups_init(64)
 
@@ -415,6 +434,13 @@ class MaskedJobs:
         self.gcount = np.zeros(cap, dtype=np.int64)
         self.gslot = np.full(cap, -1, dtype=np.int64)  # index in gact, -1 if empty
         self.gact = np.zeros(cap, dtype=np.int64)  # the non-empty groups (unordered)
+        # the non-empty groups' size, mask, type and oldest live position, dense in gact's order (the query's
+        # compiled loop reads them contiguously)
+        self.asize = np.zeros(cap, dtype=np.int64)
+        self.amask = np.zeros(cap, dtype=np.uint32)
+        self.atyp = np.zeros(cap, dtype=np.int16)
+        self.ahead = np.zeros(cap, dtype=np.int64)
+        self.abits = np.zeros((32, (cap + 63) // 64), dtype=np.uint64)  # per mask bit: the slots whose mask has it
         self.nact = 0
 
     def _group(self, x: int, mask: int, typ: int) -> int:
@@ -433,11 +459,18 @@ class MaskedJobs:
                     ("gcount", 0),
                     ("gslot", -1),
                     ("gact", 0),
+                    ("asize", 0),
+                    ("amask", 0),
+                    ("atyp", 0),
+                    ("ahead", 0),
                 ):
                     old = getattr(self, name)
                     new = np.full(cap, fill, dtype=old.dtype)
                     new[: old.size] = old
                     setattr(self, name, new)
+                bits = np.zeros((32, (cap + 63) // 64), dtype=np.uint64)
+                bits[:, : self.abits.shape[1]] = self.abits
+                self.abits = bits
             self.gid[key] = g
             self.gsize[g] = x
             self.gmask[g] = mask
@@ -466,7 +499,14 @@ class MaskedJobs:
             k = self.nact
             self.gact[k] = g
             self.gslot[g] = k
+            self.asize[k] = self.gsize[g]
+            self.amask[k] = self.gmask[g]
+            self.atyp[k] = self.gtyp[g]
+            self.ahead[k] = p
             self.nact = k + 1
+            m = int(self.gmask[g])
+            if m:
+                _kernels().k_slot_bits(self.abits, k, m, True)
         else:
             self.gnext[self.gtail[g]] = p
         self.gtail[g] = p
@@ -477,6 +517,11 @@ class MaskedJobs:
         alive = self.alive
         alive[p] = False
         del self.live[job]
+        if p == self.lo:  # the oldest live job left: skip the dead prefix
+            lo, top = p + 1, self.top
+            while lo < top and not alive[lo]:
+                lo += 1
+            self.lo = lo
         g = int(self.grp[p])
         c = int(self.gcount[g]) - 1
         self.gcount[g] = c
@@ -486,6 +531,19 @@ class MaskedJobs:
             h = self.gact[last]
             self.gact[k] = h
             self.gslot[h] = k
+            bits = _kernels().k_slot_bits
+            mk = int(self.amask[k])
+            ml = int(self.amask[last])
+            if mk:
+                bits(self.abits, k, mk, False)
+            if ml:
+                bits(self.abits, last, ml, False)
+                if k != last:
+                    bits(self.abits, k, ml, True)
+            self.asize[k] = self.asize[last]
+            self.amask[k] = ml
+            self.atyp[k] = self.atyp[last]
+            self.ahead[k] = self.ahead[last]
             self.gslot[g] = -1
             self.nact = last
             self.ghead[g] = -1
@@ -495,6 +553,7 @@ class MaskedJobs:
             while not alive[q]:
                 q = int(gnext[q])
             self.ghead[g] = q
+            self.ahead[self.gslot[g]] = q
 
     def best(self, room: int, inv: int, typ: int = -1) -> int:
         if len(self.live) <= self.SMALL:  # the same answer: the first largest in insertion order
@@ -503,7 +562,17 @@ class MaskedJobs:
                 if bx < x <= room and not (m & inv) and (typ < 0 or t == typ):
                     best, bx = j, x
             return best
-        p = _kernels().k_group_best(self.gact, self.nact, self.gsize, self.gmask, self.gtyp, self.ghead, room, inv, typ)
+        if room <= 0:  # every job needs at least one unit
+            return -1
+        k = _kernels()
+        lo = self.lo
+        # the oldest jobs first: a compatible one filling the room is the answer (no job is larger, and every
+        # older one is smaller or does not fit); otherwise the groups decide
+        p, _ = k.k_best_job(
+            self.size, self.mask, self.typ, self.alive, lo, min(self.top, lo + self.PREFIX), room, inv, typ
+        )
+        if p < 0 or self.size[p] != room:
+            p = k.k_group_best_bits(self.nact, self.abits, self.asize, self.atyp, self.ahead, room, inv, typ)
         return -1 if p < 0 else int(self.ids[p])
 
     def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
@@ -539,6 +608,7 @@ class MaskedJobs:
         self.grp = np.zeros(cap, dtype=np.int64)
         self.gnext = np.full(cap, -1, dtype=np.int64)
         self.top = keep.size
+        self.lo = 0
         self.pos = {int(j): p for p, j in enumerate(self.ids[: keep.size].tolist())}
         self._groups_init(max(64, self.gsize.size))
         for p, (x, m, t) in enumerate(
