@@ -41,7 +41,7 @@ def _random_arc(rng: np.random.Generator, nodes: np.ndarray) -> tuple[int, int, 
     return int(u), int(w), int(rng.integers(-10, 11)), up, lo
 
 
-def _run_sequence(seed: int, n_nodes: int, n_steps: int, bulk_units: int = 0) -> None:
+def _run_sequence(seed: int, n_nodes: int, n_steps: int, bulk_units: int = 0, bulk_work: float = 0.0) -> None:
     rng = np.random.default_rng(seed)
     net = FlowNetwork(node_capacity=4, arc_capacity=4)  # tiny: exercises growth
     sup = rng.integers(-3, 4, n_nodes)
@@ -54,7 +54,7 @@ def _run_sequence(seed: int, n_nodes: int, n_steps: int, bulk_units: int = 0) ->
     # a cheap-to-reach-feasible backbone: a cycle of generous arcs with a high cost
     for i in range(n_nodes):
         arcs.append(net.add_arc(int(nodes[i]), int(nodes[(i + 1) % n_nodes]), 40, 30))
-    sol = IncrementalSolver(bulk_units=bulk_units)
+    sol = IncrementalSolver(bulk_units=bulk_units, bulk_work=bulk_work)
     _assert_agrees(net, sol)
     live_nodes = list(nodes.tolist())
     for _ in range(n_steps):
@@ -122,6 +122,29 @@ def test_bulk_seeded_solves_match_ortools(seed: int, n_nodes: int, n_steps: int,
     """Solves that start with a bulk solve (OR-Tools flow + computed potentials) and incremental solves after
     them agree with OR-Tools, and leave reduced-cost optimality intact (``net.check``)."""
     _run_sequence(seed, n_nodes, n_steps, bulk_units=bulk)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n_nodes=st.integers(2, 9), n_steps=st.integers(1, 25))
+def test_solves_over_their_work_budget_finish_in_bulk(seed: int, n_nodes: int, n_steps: int) -> None:
+    """A budget of one arc scan: every solve that needs a second search stops and finishes with a bulk solve from
+    the stopped (valid, unsolved) state; the optimum and reduced-cost optimality hold after each, and the
+    incremental solves after them too."""
+    _run_sequence(seed, n_nodes, n_steps, bulk_work=1e-9)
+
+
+def test_over_budget_round_after_a_cold_start() -> None:
+    from megha.schedulers.flow.synthetic import ChurnGraph
+
+    g = ChurnGraph(40, 2, 200, np.random.default_rng(5), fairness=True)  # overloaded: 200 tasks, 80 slots
+    sol = IncrementalSolver(bulk_units=50, bulk_work=0.01)
+    assert sol.solve(g.net).stats["bulk"] == 1
+    for _ in range(3):
+        g.step(0.05)
+        res = sol.solve(g.net)
+        assert res.stats["bulk"] == 1 and res.stats["searches"] >= 1 and res.cost == _oracle(g.net)[1]
+        g.net.check()
+    assert sol.bulk_solves == 4
 
 
 def test_bulk_cold_start_then_incremental_rounds() -> None:

@@ -782,8 +782,10 @@ def _fix_arc(N, A, H, M, DN, a):
 
 
 @njit(cache=True)
-def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active):
-    """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal)."""
+def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget):
+    """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal),
+    or −1 if the searches scanned more than ``budget`` arcs (``budget`` ≤ 0: no limit) before all imbalances were
+    gone: the state is then valid (reduced-cost optimal, the imbalances left recorded as changes) but unsolved."""
     # 1. price new nodes
     nd = M[M_NDN]
     for i in range(nd):
@@ -820,12 +822,19 @@ def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active):
             active[i] = tmp[order[i]]
     # 4. successive shortest paths
     left = 0
+    stop = False
+    limit = M[M_SCANS] + budget
     for i in range(k):
         v = active[i]
         N[N_FLAG, v] &= ~F_ACTIVE
+        if stop:
+            continue
         while N[N_EXC, v] != 0:
             moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0)
             if moved == 0:
+                break
+            if budget > 0 and M[M_SCANS] > limit:
+                stop = True
                 break
     for i in range(k):
         v = active[i]
@@ -833,6 +842,8 @@ def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active):
         if e != 0:
             left += abs(e)
             _mark_node(N, M, DN, v)  # retried at the next solve
+    if stop and left > 0:
+        return -1
     return left
 
 
@@ -845,16 +856,42 @@ def k_install_potentials(N, A, H, M, DN, DA, queue, inq):
     node at cost 0 (label-correcting with a deque: a node whose label drops below the front's goes first), so
     ``π(w) ≤ π(u) + c`` on every residual arc ``u → w``. An optimal flow has no negative residual cycle, so this
     ends; returns −1 if the work exceeds the Bellman–Ford bound (the flow was not optimal), else the number of
-    arc scans.
+    arc scans. The residual arcs are first copied into compact per-node arrays (one walk of the adjacency
+    lists), so the passes read contiguous memory instead of chasing the lists and the arc table.
     """
     nhw = M[M_NHW]
     qn = queue.size
+    # compact residual network: residual half-arcs of node v are rh[rs[v]:rs[v + 1]] with costs rc
+    rs = np.zeros(nhw + 1, dtype=np.int64)
+    for v in range(nhw):
+        if N[N_ALIVE, v] == 1:
+            k = 0
+            h = N[N_FIRST, v]
+            while h >= 0:
+                if _residual(A, h) > 0:
+                    k += 1
+                h = H[H_NEXT, h]
+            rs[v + 1] = k
+    for v in range(nhw):
+        rs[v + 1] += rs[v]
+    rh = np.empty(rs[nhw], dtype=np.int32)
+    rc = np.empty(rs[nhw], dtype=np.int64)
+    for v in range(nhw):
+        if N[N_ALIVE, v] == 1:
+            k = rs[v]
+            h = N[N_FIRST, v]
+            while h >= 0:
+                if _residual(A, h) > 0:
+                    rh[k] = H[H_TO, h]
+                    rc[k] = _hcost(A, h)
+                    k += 1
+                h = H[H_NEXT, h]
+    pot = np.zeros(nhw, dtype=np.int64)
     head = 0
     size = 0
     for v in range(nhw):
         inq[v] = 0
         if N[N_ALIVE, v] == 1:
-            N[N_POT, v] = 0
             N[N_EXC, v] = 0
             N[N_FLAG, v] &= ~F_NEW
             queue[size] = v
@@ -869,27 +906,28 @@ def k_install_potentials(N, A, H, M, DN, DA, queue, inq):
             head = 0
         size -= 1
         inq[u] = 0
-        pu = N[N_POT, u]
-        h = N[N_FIRST, u]
-        while h >= 0:
-            work += 1
-            if _residual(A, h) > 0:
-                w = H[H_TO, h]
-                nd = pu + _hcost(A, h)
-                if nd < N[N_POT, w]:
-                    N[N_POT, w] = nd
-                    if inq[w] == 0:
-                        inq[w] = 1
-                        if size > 0 and nd < N[N_POT, queue[head]]:
-                            head = head - 1 if head > 0 else qn - 1
-                            queue[head] = w
-                        else:
-                            t = head + size
-                            queue[t - qn if t >= qn else t] = w
-                        size += 1
-            h = H[H_NEXT, h]
+        pu = pot[u]
+        for k in range(rs[u], rs[u + 1]):
+            w = rh[k]
+            nd = pu + rc[k]
+            if nd < pot[w]:
+                pot[w] = nd
+                if inq[w] == 0:
+                    inq[w] = 1
+                    if size > 0 and nd < pot[queue[head]]:
+                        head = head - 1 if head > 0 else qn - 1
+                        queue[head] = w
+                    else:
+                        t = head + size
+                        queue[t - qn if t >= qn else t] = w
+                    size += 1
+        # the work counts the scans of every half-arc of u, as the adjacency walk did
+        work += N[N_DEG, u]
         if work > limit:
             return -1
+    for v in range(nhw):
+        if N[N_ALIVE, v] == 1:
+            N[N_POT, v] = pot[v]
     for i in range(M[M_NDN]):
         N[N_FLAG, DN[i]] &= ~F_DIRTY
     M[M_NDN] = 0

@@ -34,6 +34,12 @@ BULK_UNITS = 50_000
 """A solve whose changed nodes carry at least this many units of imbalance (a cold start, a large burst: about one
 search per unit) is seeded by a bulk solve: OR-Tools from scratch, then potentials from one label-correcting pass,
 then incremental as usual."""
+BULK_WORK = 32.0
+"""An incremental solve whose searches scan more than this many times the live arcs stops and finishes with a bulk
+solve (a from-scratch solve plus potentials costs about 25 arc scans per arc). Successive shortest paths cost one
+search per unit of imbalance and, in an overloaded graph (more tasks than slots: each new task displaces others),
+each search settles a share of the whole graph, so a round's work grows with the square of the graph's size; the
+bulk solve bounds it by a from-scratch solve's."""
 
 
 @dataclass
@@ -64,11 +70,12 @@ class IncrementalSolver(Solver):
 
     name = "incremental"
 
-    def __init__(self, compute_cost: bool = True, bulk_units: int = BULK_UNITS) -> None:
+    def __init__(self, compute_cost: bool = True, bulk_units: int = BULK_UNITS, bulk_work: float = BULK_WORK) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
         self._cap = (0, 0)
         self.compute_cost = compute_cost  # False: SolveResult.cost is 0 (saves an O(arcs) pass per round)
         self.bulk_units = bulk_units  # imbalance from which a solve starts with a bulk solve (0: never)
+        self.bulk_work = bulk_work  # arc scans per live arc after which a solve finishes in bulk (0: never)
         self.bulk_solves = 0
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
@@ -95,8 +102,11 @@ class IncrementalSolver(Solver):
             return self._bulk(net, t0)
         before = net.stats()
         hd, ht, hv, settled, active = self._arrays(net)
-        left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, ht, hv, settled, active)
+        budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
+        left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, ht, hv, settled, active, budget)
         net.solution_owner = self.name
+        if left < 0:  # over budget: the state is valid but unsolved; finish from scratch
+            return self._bulk(net, t0, before)
         seconds = time.perf_counter() - t0
         after = net.stats()
         stats = {k: after[k] - before[k] for k in after}
@@ -111,12 +121,12 @@ class IncrementalSolver(Solver):
             return 0
         return int(np.abs(net.N[K.N_EXC, net.DN[:ndn]]).sum())
 
-    def _bulk(self, net: FlowNetwork, t0: float) -> SolveResult:
+    def _bulk(self, net: FlowNetwork, t0: float, before: dict[str, int] | None = None) -> SolveResult:
         """Solve from scratch with OR-Tools, install its flow and matching potentials (see the module docstring)."""
         ex = net.export()
         status, cost, flows = solve_ortools(ex)
         if status != OPTIMAL:
-            return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net))
+            return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net, before))
         net.write_flows(ex.arc_ids, flows, self.name)
         n = net.node_capacity
         work = K.k_install_potentials(
@@ -125,11 +135,16 @@ class IncrementalSolver(Solver):
         if work < 0:
             raise RuntimeError("bulk solve: the installed flow has a negative residual cycle (not optimal)")
         self.bulk_solves += 1
-        return SolveResult(OPTIMAL, cost if self.compute_cost else 0, time.perf_counter() - t0, _bulk_stats(net))
+        seconds = time.perf_counter() - t0
+        return SolveResult(OPTIMAL, cost if self.compute_cost else 0, seconds, _bulk_stats(net, before))
 
 
-def _bulk_stats(net: FlowNetwork) -> dict[str, int]:
-    return {**dict.fromkeys(net.stats(), 0), "bulk": 1}
+def _bulk_stats(net: FlowNetwork, before: dict[str, int] | None = None) -> dict[str, int]:
+    """Counters of a solve that ended in bulk: the searches before it (if any), and ``bulk``: 1."""
+    after = net.stats()
+    if before is None:
+        return {**dict.fromkeys(after, 0), "bulk": 1}
+    return {**{k: after[k] - before[k] for k in after}, "bulk": 1}
 
 
 def _check_balanced(net: FlowNetwork) -> None:
@@ -182,11 +197,13 @@ class OrToolsSolver(Solver):
 SOLVERS = {"incremental": IncrementalSolver, "ortools": OrToolsSolver}
 
 
-def make_solver(name: str) -> Solver:
-    """A solver by name: ``incremental`` or ``ortools``."""
+def make_solver(name: str, bulk_work: float = BULK_WORK) -> Solver:
+    """A solver by name: ``incremental`` (finishing in bulk past ``bulk_work`` arc scans per arc) or ``ortools``."""
     cls = SOLVERS.get(name)
     if cls is None:
         raise InputError(f"unknown flow solver {name!r}; known: {', '.join(SOLVERS)}")
+    if cls is IncrementalSolver:
+        return IncrementalSolver(bulk_work=bulk_work)
     return cls()
 
 
