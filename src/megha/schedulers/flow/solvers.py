@@ -39,7 +39,8 @@ BULK_WORK = 32.0
 solve (a from-scratch solve plus potentials costs about 25 arc scans per arc). Successive shortest paths cost one
 search per unit of imbalance and, in an overloaded graph (more tasks than slots: each new task displaces others),
 each search settles a share of the whole graph, so a round's work grows with the square of the graph's size; the
-bulk solve bounds it by a from-scratch solve's."""
+bulk solve bounds it by a from-scratch solve's. After a solve over budget, the next ones with at least half as many
+changed nodes go to the bulk solve at once (until a smaller change is solved within budget)."""
 
 
 @dataclass
@@ -77,6 +78,7 @@ class IncrementalSolver(Solver):
         self.bulk_units = bulk_units  # imbalance from which a solve starts with a bulk solve (0: never)
         self.bulk_work = bulk_work  # arc scans per live arc after which a solve finishes in bulk (0: never)
         self.bulk_solves = 0
+        self._over_ndn = 0  # changed nodes of the last solve that went over its work budget (0: none since)
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
         cap = (net.node_capacity, net.arc_capacity)
@@ -100,13 +102,18 @@ class IncrementalSolver(Solver):
         _check_balanced(net)
         if self.bulk_units > 0 and self._imbalance(net) >= self.bulk_units:
             return self._bulk(net, t0)
+        ndn = int(net.M[K.M_NDN])
+        if self._over_ndn and ndn >= self._over_ndn // 2:  # as large a change as the last one over budget
+            return self._bulk(net, t0)
         before = net.stats()
         hd, ht, hv, settled, active = self._arrays(net)
         budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
         left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, ht, hv, settled, active, budget)
         net.solution_owner = self.name
         if left < 0:  # over budget: the state is valid but unsolved; finish from scratch
+            self._over_ndn = max(ndn, 2)
             return self._bulk(net, t0, before)
+        self._over_ndn = 0
         seconds = time.perf_counter() - t0
         after = net.stats()
         stats = {k: after[k] - before[k] for k in after}
