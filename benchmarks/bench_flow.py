@@ -122,7 +122,7 @@ def run(
     )
     print(f"                edit+solve {out['inc_total_cpu_ms']:8.2f} CPU-ms (median; wall varies with load)")
     if bulk:
-        print(f"   {bulk} of {rounds} rounds went over the work budget and finished with a bulk solve")
+        print(f"   {bulk} of {rounds} rounds ended in a bulk solve (over the work budget, or as large as one that was)")
     print(f"   OR-Tools     from scratch {out['ortools_total_ms']:7.2f} ms   solve {out['ortools_solve_ms']:8.2f} ms")
     print(
         f"   speed-up     {out['speedup_total']:.1f}x (round vs from scratch), {out['speedup_solve']:.1f}x (solve only)"
