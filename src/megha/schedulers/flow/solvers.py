@@ -7,7 +7,9 @@
   a big burst) is seeded by
   a bulk solve instead: OR-Tools from scratch, its flow installed, and potentials that make it reduced-cost
   optimal computed by one label-correcting pass over the residual network (OR-Tools does not return its
-  duals); the rounds after it are incremental again.
+  duals); the rounds after it are incremental again. A solve whose searches scan more than ``bulk_work`` times
+  the live arcs (overloaded graphs at Google scale, where each search settles a share of the graph) stops there
+  and finishes with a bulk solve too (see :data:`BULK_WORK`).
 * :class:`OrToolsSolver` (``ortools``) — the baseline: OR-Tools ``SimpleMinCostFlow`` built and solved from
   scratch on an export of the network each time (OR-Tools never warm-starts).
 
