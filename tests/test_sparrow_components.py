@@ -186,3 +186,19 @@ def test_probes_go_only_to_machines_big_enough_when_machines_differ():
     assert (groups == 1).sum() == 6 and np.unique(workers[groups == 1]).size == 6
     # identical machines: the capacity check is skipped (every feasible task fits everywhere)
     assert ProbeSampler(np.zeros(4, dtype=np.uint32), capacity=np.ones((4, 2))).capacity is None
+
+
+def test_first_fitting_group_kernel_is_the_vectorized_rule():
+    """The compiled choice of another group for a probe (jobs with many groups) finds what
+    ``argmax(nonempty & ((gmasks & ~worker_mask) == 0))`` finds, or -1 when no group fits."""
+    from megha.schedulers.sparrow._kernels import first_fitting_group
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        gmasks = rng.integers(0, 1 << 6, n).astype(np.uint32)
+        nonempty = rng.random(n) < 0.6
+        wm = np.uint32(rng.integers(0, 1 << 6))
+        fit = nonempty & ((gmasks & ~wm) == 0)
+        want = int(fit.argmax()) if fit.any() else -1
+        assert first_fitting_group(nonempty, gmasks, ~int(wm) & 0xFFFFFFFF) == want

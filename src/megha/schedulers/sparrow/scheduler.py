@@ -21,6 +21,16 @@ from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component
 
+_first_fitting_group = None  # the compiled kernel, imported on first use so the CLI starts fast
+
+
+def _load_kernel():
+    global _first_fitting_group
+    from megha.schedulers.sparrow._kernels import first_fitting_group
+
+    _first_fitting_group = first_fitting_group
+    return first_fitting_group
+
 
 class _Job:
     """Unlaunched tasks of one job, by task group (constraint mask)."""
@@ -281,6 +291,15 @@ class SparrowScheduler(Component):
                         job.nonempty[j] = False
                     return i
             return -1
+        if job.gdem is None:  # many groups: the first that fits, compiled
+            j = (_first_fitting_group or _load_kernel())(job.nonempty, job.gmasks, ~self._wm[worker] & 0xFFFFFFFF)
+            if j < 0:
+                return -1
+            st = job.stacks[j]
+            i = st.pop()
+            if not st:
+                job.nonempty[j] = False
+            return i
         fit = job.nonempty & ((job.gmasks & ~self.worker_masks[worker]) == 0)
         if job.gdem is not None:
             fit &= (job.gdem <= job.gdem[g] + 1e-12).all(axis=1)
