@@ -247,7 +247,10 @@ class _BestFitFamily(PackingPolicy):
         masked = self.masked
         while self.nqueued:
             if masked is not None:
-                j = masked.best(srv.room(s), self.compat.inv[s])
+                room = srv.room(s)
+                if room <= 0:  # every job needs a unit
+                    return
+                j = masked.best(room, self.compat.inv[s])
             else:
                 j = q.best_for(srv.room(s), srv.used[s], accept)
             if j < 0:
