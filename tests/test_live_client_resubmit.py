@@ -20,6 +20,7 @@ def _client(n: int) -> LiveClient:
     cl.finished_at = np.zeros(n)
     cl.started_t = np.full(n, -np.inf)
     cl.lost_t = np.full(n, -np.inf)
+    cl.started_at = np.zeros(n)
     cl.n_known = 0
     cl.failures, cl.outputs = {}, {}
     cl.counters = __import__("collections").Counter()

@@ -53,6 +53,7 @@ log = logging.getLogger("megha.live.client")
 
 _MASK = (1 << RUN_SHIFT) - 1
 MAX_BATCH_JOBS = 256  # jobs per JobBatch message (a burst due at once is split)
+STALE_START_GRACE = 15.0  # s: a task lost once, started again and silent this long past its duration is resubmitted
 
 
 def prepare_workload(
@@ -311,6 +312,7 @@ class LiveClient:
         if kind == "started":
             np.add.at(self.started, local, 1)
             np.maximum.at(self.started_t, local, t)
+            self.started_at[local] = time.monotonic()
         elif kind == "finished":
             np.add.at(self.finished, local, 1)
             self.finished_at[local] = time.monotonic()
@@ -362,6 +364,7 @@ class LiveClient:
         # launch that never started (its host died first) followed by the relaunch's start for "not running", and
         # the task was submitted again after it had finished: it ran twice (chaos, seed 3, 300 s: 7 tasks)
         self.started_t = np.full(self.n, -np.inf)
+        self.started_at = np.zeros(self.n)  # time.monotonic() the latest "started" event arrived
         self.lost_t = np.full(self.n, -np.inf)
         self.finished_at = np.zeros(self.n)
         self.n_known = 0
@@ -462,19 +465,25 @@ class LiveClient:
                     self.send(HOSTS, spec)
                 # tasks whose run was cut short and that did not start again: the LM handed them back to a GM
                 # that may have died meanwhile; submit them again (a GM drops tasks it already holds)
+                # A start after the loss that is followed by nothing for longer than the task takes plus
+                # STALE_START_GRACE may be a late launch that started on a host after its LM had given the launch
+                # up, on a host that then died before the LM saw the run: submit it again too (if its LM does hold
+                # it, the GM drops the resubmission). Without this, 1-4 tasks per 300 s chaos run (seed 7) were lost.
+                silent = (self.lost_t > -np.inf) & (mono - self.started_at > w.task_duration + STALE_START_GRACE)
                 orphan = (
                     submitted
                     & feasible
                     & ~self.known
                     & (self.finished == 0)
                     & (self.lost > 0)
-                    & (self.lost_t > self.started_t)
+                    & ((self.lost_t > self.started_t) | silent)
                     & (mono - self.lost_at > orphan_grace)
                 )
                 if pending_resync:  # a GM rebuilding its view gets them with its resubmission
                     orphan &= ~np.isin(job_gm[w.task_job], list(pending_resync))
                 if orphan.any():
                     self.lost_at[orphan] = mono
+                    self.started_at[orphan] = mono
                     self._resubmit_tasks(orphan, job_gm, w, base, "lost")
                 # completions a GM never reported (its TaskDone went to it while it was down)
                 unheard = feasible & ~self.known & (self.finished > 0) & (mono - self.finished_at > orphan_grace)
