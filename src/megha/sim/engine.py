@@ -400,28 +400,32 @@ class Engine:
             lane = self._lane
             popleft = lane.popleft
             while True:
-                if lane:
-                    item = pop(heap) if heap and heap[0] < lane[0] else popleft()
+                if lane and not (heap and heap[0] < lane[0]):
+                    # a message of the lane: never a cancelled timer (only timers' handles are ever cancelled)
+                    t, seq, handler, payload = popleft()
+                    if t > until:
+                        lane.appendleft((t, seq, handler, payload))
+                        break
                 elif heap:
-                    item = pop(heap)
+                    t, seq, handler, payload = pop(heap)
+                    if t > until:
+                        heapq.heappush(heap, (t, seq, handler, payload))
+                        break
+                    if cancelled and seq in cancelled:
+                        cancelled.discard(seq)
+                        continue
                 else:
                     break
-                t, seq, handler, payload = item
-                if t > until:
-                    heapq.heappush(heap, item)  # the heap orders anything, a lane's event too
-                    break
-                if cancelled and seq in cancelled:  # only timers' handles are ever cancelled
-                    cancelled.discard(seq)
-                    continue
                 self.now = t
                 n += 1
                 handler(payload, t)
-                if n >= next_progress:
-                    self.events = n
-                    progress(t)
-                    next_progress = n + progress_every
-                if self._stopping:
-                    break
+                if n >= next_progress or self._stopping:
+                    if n >= next_progress:
+                        self.events = n
+                        progress(t)
+                        next_progress = n + progress_every
+                    if self._stopping:
+                        break
             self.events = n
             return self.now
         busy = self._busy_until
