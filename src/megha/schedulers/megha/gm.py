@@ -165,6 +165,7 @@ class GlobalMaster(Component):
                 self._pick_random = first_segment_pick
                 self._worker_at_bit = layout.idx.worker_at_bit.tolist()
         self._batch: list[list] = [[] for _ in range(layout.n_lms)]
+        self._book_inline = type(self)._book is GlobalMaster._book
         self._dirty: list[int] = []
         self.req_seq = 0
         self.unacked: dict[int, tuple] = {}  # request id -> (lm, workers, demands, entries, rejected ids)
@@ -284,7 +285,21 @@ class GlobalMaster(Component):
                 self.rr_ext = (seg // self._G + 1) % self.layout.n_lms
                 self.counters["repartition_requests"] += 1
             rnd.skip()
-            self._book(e, self._worker_at_bit[b])
+            w = self._worker_at_bit[b]
+            if not self._book_inline:
+                self._book(e, w)
+                return True
+            # _book and SlotView.take, inlined (slot mode: the search found the worker free in the view)
+            if view._flag[w]:
+                view._words[view._word_of[w]] &= ~view._bit_of[w]
+                view._flag[w] = 0
+                view.n_free -= 1
+            view.inflight[w] += 1
+            lm = self._lm_of[w]
+            batch = self._batch[lm]
+            if not batch:
+                self._dirty.append(lm)
+            batch.append((e, w))
             return True
         first = self._first_seg
         order = self._int[self.rr_int]
@@ -420,6 +435,7 @@ class GlobalMaster(Component):
         send = self.port.send
         decided: list[int] = []
         dem = None
+        routes = None if self.resource_mode else self._routes
         for lm in dirty:
             b = batches[lm]
             batches[lm] = []
@@ -428,8 +444,25 @@ class GlobalMaster(Component):
             for lo in range(0, len(b), bs):
                 if len(b) == 1:
                     ((e, w),) = b
+                    t = e[E_TASK]
+                    if routes is not None:  # slot mode, one mapping: the direct delivery _launch_one uses
+                        r = routes.get(self._launch_keys[lm])
+                        if r is None:
+                            r = self._route(addr, "on_message_launch", LaunchRequest)
+                        if r:  # the same event as the LaunchRequest, a tuple instead (see SimPort.route)
+                            self.req_seq += 1
+                            req = self.req_seq
+                            unacked[req] = (lm, [w], None, [e], None)
+                            by_lm.append(req)
+                            decided.append(t)
+                            append, handler, d, nxt, cell, comm = r
+                            cell[0] += 1
+                            if comm is not None:
+                                comm(t, d)
+                            append((now + d, nxt(), handler, (self.g, req, t, w, e[E_DUR], e[E_USER])))
+                            continue
                     entries = [e]
-                    tasks = [e[E_TASK]]
+                    tasks = [t]
                     workers = [w]
                     durs = [e[E_DUR]]
                     users = [e[E_USER]]
@@ -640,10 +673,15 @@ class GlobalMaster(Component):
         q = self.queue.q
         view = self.view
         flag = view._flag
-        if not q._len:
+        if not q._len:  # every worker free in the view (view._set(w, True), inlined)
+            words, word_of, bit_of = view._words, view._word_of, view._bit_of
+            n = 0
             for w in workers:
                 if not flag[w]:
-                    view._set(w, True)
+                    words[word_of[w]] |= bit_of[w]
+                    flag[w] = 1
+                    n += 1
+            view.n_free += n
             return
         ff = first_fit_kernel()
         inv = self._inv_masks
@@ -720,8 +758,10 @@ class GlobalMaster(Component):
                 self._launch_one(mq._take(s), w, now)
                 return
         view = self.view
-        if not view._flag[w]:
-            view._set(w, True)
+        if not view._flag[w]:  # view._set(w, True), inlined
+            view._words[view._word_of[w]] |= view._bit_of[w]
+            view._flag[w] = 1
+            view.n_free += 1
 
     def _on_done_lean(self, msg: TaskDone, now: float) -> None:
         """:meth:`_on_done` in the lean configuration."""
@@ -773,12 +813,17 @@ class GlobalMaster(Component):
         inflight = view.inflight
         flag = view._flag
         gained = []
+        words, word_of, bit_of = view._words, view._word_of, view._bit_of
+        n_taken = 0
         for w, s in zip(workers, state, strict=True):
             if s and inflight[w] == 0:
                 if not flag[w]:
                     gained.append(w)
-            elif flag[w]:
-                view._set(w, False)
+            elif flag[w]:  # view._set(w, False), inlined
+                words[word_of[w]] &= ~bit_of[w]
+                flag[w] = 0
+                n_taken += 1
+        view.n_free -= n_taken
         if not gained:
             return
         if len(gained) == 1 and not self._dirty:  # _offer_lean and _flush for one worker

@@ -24,9 +24,9 @@ _EPS = 1e-9
 class SlotView:
     """GM view in slot mode: one bit per worker (free in the view), plus own in-flight reservations.
 
-    The packed availability vector ``avail`` (numpy, for matching) is mirrored by ``_words`` (the same words
-    as Python ints), so booking or freeing a worker costs two plain int operations instead of numpy scalar
-    arithmetic.
+    The packed availability vector ``avail`` (numpy, for matching) is also seen through ``_words``, a memoryview of
+    the same memory whose items are plain Python ints, so booking or freeing a worker is two plain int operations on
+    one word, without numpy scalar arithmetic or a numpy item store.
     """
 
     resource_mode = False
@@ -34,7 +34,7 @@ class SlotView:
     def __init__(self, idx: SegmentedIndex, n_workers: int, all_free: bool = True) -> None:
         self.idx = idx
         self.avail = idx.all_available() if all_free else idx.none_available()
-        self._words = self.avail.tolist()
+        self._words = memoryview(self.avail).cast("B").cast("Q")  # the words of avail (shared memory)
         self.n_free = n_workers if all_free else 0
         self.inflight = [0] * n_workers  # own launch requests per worker the LM has not processed yet
         self._flag = bytearray([1 if all_free else 0]) * n_workers  # free in the view (mirror of avail bits)
@@ -54,13 +54,11 @@ class SlotView:
     def _set(self, w: int, free: bool) -> None:
         i = self._word_of[w]
         if free:
-            v = self._words[i] | self._bit_of[w]
+            self._words[i] |= self._bit_of[w]
             self.n_free += 1
         else:
-            v = self._words[i] & ~self._bit_of[w]
+            self._words[i] &= ~self._bit_of[w]
             self.n_free -= 1
-        self._words[i] = v
-        self.avail[i] = v
         self._flag[w] = free
 
     def take(self, w: int, demand) -> None:
