@@ -82,7 +82,7 @@ def test_slot_view_bits_mirror_the_flags(n, seed, ops):
             v.acked([taken.pop(0)], None)
         flags = np.frombuffer(bytes(v._flag), dtype=np.uint8).astype(bool)
         assert np.array_equal(v.avail, lay.idx.pack_workers(flags))
-        assert v._words == v.avail.tolist()
+        assert v._words.tolist() == v.avail.tolist()  # the same memory, seen as Python ints
         assert v.n_free == int(flags.sum())
 
 
