@@ -107,3 +107,17 @@ def test_in_process_workers_give_the_same_results_as_worker_pools(kw):
     assert a.events < b.events
     if "shares" in kw.get("options", {}):
         assert a.counters.get("preemptions", 0) > 0
+
+
+def test_recorder_flushing_its_logs_during_the_run_changes_no_result(monkeypatch):
+    """The recorder materializes its logs of times every 2**18 completions (a memory bound); doing it far more often
+    gives the same per-task columns, so the same fingerprint and delays."""
+    from megha.metrics import recorder
+    from megha.metrics.fingerprint import fingerprint
+
+    kw = dict(trace="sample:GOOG_subtrace", max_jobs=200, cluster=None, workers=300, options={"heartbeat": 1.0})
+    a = run(**kw)
+    monkeypatch.setattr(recorder, "_FLUSH_EVERY", 7)
+    b = run(**kw)
+    assert fingerprint(a) == fingerprint(b)
+    assert np.array_equal(a.recorder.comm, b.recorder.comm)

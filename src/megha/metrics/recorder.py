@@ -76,6 +76,11 @@ class _Log:
 
 
 _KINDS = ("decided", "started", "finished", "known", "comm", "proc", "wq")
+# the logs of times and workers are materialized into the columns whenever the count of outstanding completions is
+# a multiple of 2**18 (a bitmask of the count): a long run then holds at most a few hundred thousand tasks' time
+# reports as Python lists (a 2M-task run otherwise holds every report until the end). The same columns: flushing in
+# between keeps "later reports win". The delay logs (sums) wait for the end: a flush would regroup their additions.
+_FLUSH_EVERY = (1 << 18) - 1
 
 
 @runtime_checkable
@@ -163,16 +168,23 @@ class TaskRecorder:
         logs = self._logs
         if not any(logs.values()):
             return
+        self._flush_times()
+        for kind, col in (("comm", self._comm), ("proc", self._proc), ("wq", self._wq)):
+            if logs[kind]:
+                ids, vals, _ = logs[kind].take()
+                col += np.bincount(ids, weights=vals, minlength=self.n)
+
+    def _flush_times(self) -> None:
+        """Materialize the logs of times and workers (later reports win; counts are exact): what a run may flush at
+        any moment without changing a column. The sums of the delay logs are left to :meth:`_flush` (their float
+        additions are grouped by flush)."""
+        logs = self._logs
         for kind, col in (("decided", self._scheduled), ("finished", self._end), ("known", self._known)):
             if logs[kind]:
                 ids, vals, _ = logs[kind].take()
                 col[ids] = vals  # later reports win
                 if kind == "finished":
                     self._finishes += np.bincount(ids, minlength=self.n).astype(np.int32)
-        for kind, col in (("comm", self._comm), ("proc", self._proc), ("wq", self._wq)):
-            if logs[kind]:
-                ids, vals, _ = logs[kind].take()
-                col += np.bincount(ids, weights=vals, minlength=self.n)
         if logs["started"]:
             ids, vals, workers = logs["started"].take()
             self._start[ids] = vals
@@ -275,6 +287,8 @@ class TaskRecorder:
         self._known_ids.append(task)
         self._known_vals.append(t)
         self.outstanding -= 1
+        if not self.outstanding & _FLUSH_EVERY:
+            self._flush_times()  # bounds the logs' memory (see _FLUSH_EVERY)
         if self.outstanding <= 0 and self.on_all_done is not None:
             self.on_all_done()
 
