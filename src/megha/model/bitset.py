@@ -126,8 +126,3 @@ def min_weight_set(words: np.ndarray, weights: np.ndarray) -> int:
     if idx.size == 0:
         return -1
     return int(idx[np.argmin(weights[idx])])
-
-
-def segment_any(words: np.ndarray, words_per_segment: int) -> np.ndarray:
-    """For a vector made of equal word-aligned segments, whether each segment has a set bit."""
-    return words.reshape(-1, words_per_segment).any(axis=1)
