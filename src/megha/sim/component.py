@@ -66,6 +66,13 @@ class TimerQueue(NamedTuple):
     next_seq: Callable[[], int]
 
 
+def timer_queue_of(port: Any) -> TimerQueue:
+    """The port's :class:`TimerQueue` (:meth:`SimHooks.timer_queue`), or ``TimerQueue(None, None)`` on a port
+    without it (the live runtime, a :class:`RecordingPort`): the one lookup every in-process timer path makes."""
+    tq = getattr(port, "timer_queue", None)
+    return tq() if tq is not None else TimerQueue(None, None)
+
+
 class SimHooks(Protocol):
     """Simulator-only speed hooks of :class:`megha.sim.engine.SimPort`, beyond the :class:`Port` contract.
 

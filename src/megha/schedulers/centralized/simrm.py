@@ -34,6 +34,7 @@ from megha.errors import SimulationError
 from megha.schedulers.centralized.messages import NodeHeartbeat, NodesLost, NodesRegistered
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.common.messages import Launch
+from megha.sim.component import timer_queue_of
 
 _first_fit_min = None  # the compiled queue first fit, imported on first use so the CLI starts fast
 
@@ -66,9 +67,7 @@ class SimResourceManager(ResourceManager):
 
     def attach(self, port) -> None:
         super().attach(port)
-        # the simulator's queue for the in-process timers (megha.sim.component.TimerQueue); None on other ports
-        tq = getattr(port, "timer_queue", None)
-        self._heap, self._next = tq() if tq is not None else (None, None)
+        self._heap, self._next = timer_queue_of(port)
 
     def on_start(self, now: float) -> None:
         super().on_start(now)

@@ -32,7 +32,7 @@ from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
 from megha.schedulers.megha.messages import LaunchRequest, Preempted, TaskDone
 from megha.schedulers.megha.messages import as_list as _as_list
-from megha.sim.component import Component
+from megha.sim.component import Component, timer_queue_of
 
 # a failed worker holds a pseudo task with this id + the worker's id: never a real task id
 _FAILED = 1 << 62
@@ -91,9 +91,7 @@ class SimLocalMaster(LocalMaster):
 
     def attach(self, port) -> None:
         super().attach(port)
-        # the simulator's queue for the in-process timers (megha.sim.component.TimerQueue); None on other ports
-        tq = getattr(port, "timer_queue", None)
-        self._heap, self._next = tq() if tq is not None else (None, None)
+        self._heap, self._next = timer_queue_of(port)
         # direct deliveries of one-task TaskDone to the GMs' own handler (SimPort.route)
         self._routes = getattr(port, "_routes", None)
         self._route = getattr(port, "route", None)

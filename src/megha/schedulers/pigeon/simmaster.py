@@ -28,6 +28,7 @@ from megha.errors import SimulationError
 from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.master import PigeonMaster
 from megha.schedulers.pigeon.messages import Ended, GroupBack, Reroute, Start, TaskDone, TasksDone
+from megha.sim.component import timer_queue_of
 
 _BITS = [np.uint64(1 << b) for b in range(64)]
 _first_fit = None  # the queues' compiled first fit, imported on first use so the CLI starts fast
@@ -65,9 +66,7 @@ class SimPigeonMaster(PigeonMaster):
 
     def attach(self, port) -> None:
         super().attach(port)
-        # the simulator's queue for the in-process timers (megha.sim.component.TimerQueue); None on other ports
-        tq = getattr(port, "timer_queue", None)
-        self._heap, self._next = tq() if tq is not None else (None, None)
+        self._heap, self._next = timer_queue_of(port)
 
     def on_start(self, now: float) -> None:
         super().on_start(now)

@@ -22,7 +22,7 @@ from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
-from megha.sim.component import Component
+from megha.sim.component import Component, timer_queue_of
 
 _EPS = 1e-9
 
@@ -100,9 +100,7 @@ class SparrowMonitors(Component):
 
     def attach(self, port) -> None:
         super().attach(port)
-        # the simulator's queue for the in-process timers (megha.sim.component.TimerQueue); None on other ports
-        tq = getattr(port, "timer_queue", None)
-        self._heap, self._next = tq() if tq is not None else (None, None)
+        self._heap, self._next = timer_queue_of(port)
 
     def on_start(self, now: float) -> None:
         """In the simulator's engine, slot mode, given ``done_delay`` (the builder gives it without processing costs
