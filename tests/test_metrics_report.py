@@ -29,3 +29,22 @@ def test_run_summary_has_utilization_starvation_and_processing_model(tiny_trace,
     cap = compare_caption([doc])
     assert "arrival window" in cap and "processing costs: none" in cap
     assert len(write_compare_figures([doc, {**doc, "scheduler": "other"}], tmp_path)) == 2
+
+
+def test_writing_a_run_does_not_import_pandas(tiny_trace, tmp_path):
+    """pyarrow imports pandas on its first array conversion (0.3-0.5 CPU-s); a run's tables do not need it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from megha.config import RunConfig; from megha.runner import simulate;"
+        "from megha.metrics.report import write_run;"
+        f"cfg = RunConfig(scheduler='megha', trace={str(tiny_trace)!r}, workers=20);"
+        f"write_run(simulate(cfg), Path({str(tmp_path)!r}), csv=False, plots=False); print('pandas' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "False"
+    import pyarrow.parquet as pq
+
+    tasks = pq.read_table(tmp_path / "tasks.parquet")
+    assert tasks.schema.field("feasible").type == "bool" and tasks.column("feasible").null_count == 0

@@ -113,3 +113,27 @@ def test_delay_by_eligible_table():
     assert rows["11-100"]["p50"] == pytest.approx(2.0)
     assert rows["11-100"]["p99"] == pytest.approx(2.98)
     assert t["worst_job"] == {"job": 1, "delay": 200.0, "eligible_workers": 1}
+
+
+def test_eligible_counts_match_every_pair_compared():
+    """The superset-sum count (and its fallback for masks with many bits) equals comparing every task with every
+    worker, with and without resource requests."""
+    from megha.model.workload import _pairwise_counts, eligible_worker_counts, fits_some_worker
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        bits = int(rng.integers(1, 27))
+        keep = rng.integers(0, 2**32, dtype=np.uint32)
+        tmask = (rng.integers(0, 2**bits, size=int(rng.integers(1, 300))) & keep).astype(np.uint32)
+        wmask = rng.integers(0, 2**32, size=int(rng.integers(1, 200)), dtype=np.uint64).astype(np.uint32)
+        cap = demand = None
+        if rng.random() < 0.3:
+            cap = rng.integers(1, 4, size=(wmask.size, 2)).astype(np.float64)
+            demand = rng.integers(0, 4, size=(tmask.size, 2)).astype(np.float64)
+        fit = (tmask[:, None] & ~wmask[None, :]) == 0
+        if cap is not None:
+            fit &= (demand[:, None, :] <= cap[None, :, :] + 1e-12).all(axis=2)
+        want = fit.sum(axis=1)
+        assert eligible_worker_counts(tmask, demand, wmask, cap).tolist() == want.tolist()
+        assert fits_some_worker(tmask, demand, wmask, cap).tolist() == (want > 0).tolist()
+        assert _pairwise_counts(tmask, wmask).tolist() == ((tmask[:, None] & ~wmask[None, :]) == 0).sum(1).tolist()

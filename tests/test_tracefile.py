@@ -88,3 +88,15 @@ def test_roundtrip_text_gzip_and_parquet(tmp_path, tiny_trace):
 def test_bundled_google_subtrace_shape():
     w = load_workload(resolve("sample:GOOG_subtrace"))
     assert (w.n_jobs, w.n_tasks) == (10_000, 312_558)
+
+
+def test_fast_and_line_by_line_parses_agree(tmp_path):
+    """Valid traces take the vectorized parse; it gives what the checked line-by-line parse gives."""
+    from megha.workload.tracefile import _parse_tr_checked, _parse_tr_fast
+
+    text = "# header\n\n0 2 1.5 1 2\n  0.25 1 3 3\n# mid\n7 3 0.1 0.1 0 1e3\n"
+    fast = _parse_tr_fast(text)
+    slow = _parse_tr_checked(tmp_path / "t.tr", text)
+    for a, b in zip(fast, slow, strict=True):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()
+    assert fast[1].tolist() == [2, 1, 3] and fast[3].tolist() == [1.0, 2.0, 3.0, 0.1, 0.0, 1000.0]

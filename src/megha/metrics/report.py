@@ -41,8 +41,9 @@ def summarize(res: RunResult) -> dict[str, Any]:
     return _summarize(res)[0]
 
 
-def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The summary and the per-job table (with ``eligible_workers``), computed once for :func:`write_run`."""
+def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The summary, the per-job table (with ``eligible_workers``) and the utilization series (times, values),
+    computed once for :func:`write_run`."""
     w = res.workload
     rec = res.recorder
     jobs = S.job_table(w, rec, res.feasible)
@@ -101,7 +102,7 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         "deployment": res.describe,
         "config": cfg,
     }
-    return _clean(doc), jobs
+    return _clean(doc), jobs, (times, util)
 
 
 def processing_model(res: RunResult) -> dict[str, Any]:
@@ -133,7 +134,9 @@ def _write_table(cols: dict[str, np.ndarray], path: Path, csv: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({k: pa.array(np.asarray(v)) for k, v in cols.items()})
+    from megha.workload.arrow import arrow_array
+
+    table = pa.table({k: arrow_array(v) for k, v in cols.items()})
     # no dictionary encoding: these columns are mostly distinct numbers, so building dictionaries costs 3-4x the
     # write time and gives a larger file
     pq.write_table(table, str(path.with_suffix(".parquet")), use_dictionary=False)
@@ -147,12 +150,11 @@ def write_run(res: RunResult, out: str | Path, csv: bool = False, plots: bool = 
     """Write every output of one run into ``out``; returns the summary."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    doc, jobs = _summarize(res)
+    doc, jobs, series = _summarize(res)
     (out / "summary.json").write_text(json.dumps(doc, indent=2) + "\n")
     _write_table(jobs, out / "jobs", csv)
     _write_table(S.task_table(res.workload, res.recorder, res.feasible), out / "tasks", csv)
-    total, weights = _total_resources(res)
-    times, util = S.downsample_step(*S.utilization_series(res.recorder, total, weights))
+    times, util = S.downsample_step(*series)
     _write_table({"time": times, "utilization": util}, out / "utilization", csv)
     if plots:
         plot_cdfs({res.scheduler: jobs["delay"]}, out / "delay_cdf.png", title=f"{res.workload.name}: job delay")

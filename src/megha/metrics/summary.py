@@ -18,7 +18,7 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
-from megha.model.workload import Workload
+from megha.model.workload import Workload, eligible_worker_counts
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 
@@ -205,31 +205,7 @@ def step_at(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray
 def eligible_workers(workload: Workload, dc: Datacenter) -> np.ndarray:
     """Number of workers able to run each task: they have every placement constraint of the task and, in
     resource mode, the capacity for its request (int64 ``[T]``; 0 for an infeasible task)."""
-    n = workload.n_tasks
-    out = np.zeros(n, dtype=np.int64)
-    if n == 0 or dc.n_workers == 0:
-        return out
-    uniq, tinv = np.unique(workload.masks, return_inverse=True)
-    tinv = tinv.ravel()
-    if dc.capacity is None or workload.task_demand is None:
-        classes = [(None, np.ones(dc.n_workers, dtype=bool))]
-    else:
-        caps, cinv = np.unique(dc.capacity, axis=0, return_inverse=True)
-        cinv = cinv.ravel()
-        classes = [(caps[c], cinv == c) for c in range(caps.shape[0])]
-    for cap, members in classes:
-        wm, wcount = np.unique(dc.worker_masks[members], return_counts=True)
-        per_mask = np.zeros(uniq.size, dtype=np.int64)
-        for lo in range(0, uniq.size, 256):
-            blk = uniq[lo : lo + 256]
-            fit = (blk[:, None] & ~wm[None, :]) == 0
-            per_mask[lo : lo + 256] = fit.astype(np.int64) @ wcount
-        counts = per_mask[tinv]
-        if cap is not None:
-            d = workload.task_demand
-            counts = np.where((d <= cap[None, : d.shape[1]] + 1e-12).all(axis=1), counts, 0)
-        out += counts
-    return out
+    return eligible_worker_counts(workload.masks, workload.task_demand, dc.worker_masks, dc.capacity)
 
 
 def job_rarest_eligible(workload: Workload, eligible: np.ndarray, feasible: np.ndarray) -> np.ndarray:

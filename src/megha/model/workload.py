@@ -101,24 +101,71 @@ def fits_some_worker(
 ) -> np.ndarray:
     """For each task (constraint mask ``tmask``, request ``demand`` or None), whether one of the workers (masks
     ``wmask``, capacities ``capacity`` or None) has every constraint and, with requests, the capacity for it."""
+    return eligible_worker_counts(tmask, demand, wmask, capacity) > 0
+
+
+#: superset sums over at most this many distinct constraint bits (a table of 2**bits counts); more bits fall back to
+#: comparing every distinct task mask with every distinct worker mask
+_MAX_TABLE_BITS = 22
+
+
+def eligible_worker_counts(
+    tmask: np.ndarray, demand: np.ndarray | None, wmask: np.ndarray, capacity: np.ndarray | None
+) -> np.ndarray:
+    """For each task, how many workers have every constraint of the task (``tmask``) and, with requests
+    (``demand``, ``capacity``), the capacity for it (int64; 0 for a task no worker can run).
+
+    Counted with superset sums: only the constraint bits some task requires matter, so worker masks are reduced to
+    those ``b`` bits, counted into a table of ``2**b`` entries, and each entry summed with those of its supersets
+    (one vectorized pass per bit); a task's count is then one table lookup. The cost is ``O(b * 2**b)`` plus one
+    pass over tasks and workers, instead of comparing every distinct task mask with every distinct worker mask."""
+    tmask = np.asarray(tmask, dtype=MASK_DTYPE)
+    wmask = np.asarray(wmask, dtype=MASK_DTYPE)
     n = tmask.size
-    if n == 0:
-        return np.ones(0, dtype=bool)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0 or wmask.size == 0:
+        return out
     if capacity is None or demand is None:
-        classes = [(None, np.unique(wmask))]
+        classes: list[tuple[np.ndarray | None, np.ndarray]] = [(None, wmask)]
     else:
         caps, inv = np.unique(capacity, axis=0, return_inverse=True)
-        classes = [(caps[c], np.unique(wmask[inv.ravel() == c])) for c in range(caps.shape[0])]
-    uniq, tinv = np.unique(tmask, return_inverse=True)
-    ok = np.zeros(n, dtype=bool)
+        inv = inv.ravel()
+        classes = [(caps[c], wmask[inv == c]) for c in range(caps.shape[0])]
+    used = int(np.bitwise_or.reduce(tmask))
+    positions = [i for i in range(used.bit_length()) if used >> i & 1]
     for cap, wm in classes:
-        # which distinct task masks some worker of this class satisfies (chunked to bound memory)
-        mask_ok = np.zeros(uniq.size, dtype=bool)
-        for lo in range(0, uniq.size, 512):
-            blk = uniq[lo : lo + 512]
-            mask_ok[lo : lo + 512] = ((blk[:, None] & ~wm[None, :]) == 0).any(axis=1)
-        sel = mask_ok[tinv.ravel()]
+        if len(positions) <= _MAX_TABLE_BITS:
+            counts = _superset_counts(tmask, wm, positions)
+        else:
+            counts = _pairwise_counts(tmask, wm)
         if cap is not None:
-            sel &= (demand <= cap[None, : demand.shape[1]] + 1e-12).all(axis=1)
-        ok |= sel
-    return ok
+            counts = np.where((demand <= cap[None, : demand.shape[1]] + 1e-12).all(axis=1), counts, 0)
+        out += counts
+    return out
+
+
+def _compress(masks: np.ndarray, positions: list[int]) -> np.ndarray:
+    """``masks`` reduced to the bits at ``positions`` (bit ``positions[k]`` becomes bit ``k``)."""
+    out = np.zeros(masks.size, dtype=np.int64)
+    for k, pos in enumerate(positions):
+        out |= ((masks >> MASK_DTYPE(pos)) & MASK_DTYPE(1)).astype(np.int64) << k
+    return out
+
+
+def _superset_counts(tmask: np.ndarray, wmask: np.ndarray, positions: list[int]) -> np.ndarray:
+    b = len(positions)
+    table = np.bincount(_compress(wmask, positions), minlength=1 << b).astype(np.int64)
+    for i in range(b):  # table[x] += table[x | bit i] for every x without bit i
+        view = table.reshape(-1, 2, 1 << i)
+        view[:, 0, :] += view[:, 1, :]
+    return table[_compress(tmask, positions)]
+
+
+def _pairwise_counts(tmask: np.ndarray, wmask: np.ndarray) -> np.ndarray:
+    uniq, tinv = np.unique(tmask, return_inverse=True)
+    wm, wcount = np.unique(wmask, return_counts=True)
+    per_mask = np.zeros(uniq.size, dtype=np.int64)
+    for lo in range(0, uniq.size, 256):  # chunked to bound memory
+        blk = uniq[lo : lo + 256]
+        per_mask[lo : lo + 256] = ((blk[:, None] & ~wm[None, :]) == 0).astype(np.int64) @ wcount
+    return per_mask[tinv.ravel()]
