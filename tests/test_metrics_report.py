@@ -48,3 +48,17 @@ def test_writing_a_run_does_not_import_pandas(tiny_trace, tmp_path):
 
     tasks = pq.read_table(tmp_path / "tasks.parquet")
     assert tasks.schema.field("feasible").type == "bool" and tasks.column("feasible").null_count == 0
+
+
+def test_log_axes_label_decades_in_plain_text():
+    """Per-run figures label log axes 10⁻³ ... without building Matplotlib's mathtext parser."""
+    import numpy as np
+
+    from megha.metrics import plots
+
+    assert [plots.decade_label(x) for x in (1e-3, 1.0, 100.0, 2.0, 0.0)] == ["10⁻³", "10⁰", "10²", "", ""]
+    fig, ax = plots.new_figure()
+    plots.draw_cdfs(ax, {"a": np.logspace(-3, 3, 50)})
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels and all(lab.startswith("10") and "$" not in lab for lab in labels)
