@@ -37,6 +37,27 @@ from collections.abc import Callable
 log = logging.getLogger("megha.live.transport")
 
 UNANSWERED_FACTOR = 4  # a durable message unanswered for this many ack timeouts is re-published regardless
+_DIRECT_MAX_BUFFER = 1 << 20  # bytes buffered (nats-py's or the socket's) above which publishes take the slow path
+_NATS_HDR = b"NATS/1.0\r\n"
+_CONNECTED = 1  # nats.aio.client.Client.CONNECTED
+
+
+def _nats_internals_ok(nc) -> bool:
+    """Whether this nats-py client has the internals the direct paths use (checked once per connection; without
+    them every message goes through nats-py's public publish and subscription tasks)."""
+    from nats.aio.client import Client
+    from nats.aio.transport import TcpTransport
+
+    return (
+        Client.CONNECTED == _CONNECTED
+        and isinstance(getattr(nc, "_pending", None), list)
+        and isinstance(getattr(nc, "_pending_data_size", None), int)
+        and isinstance(getattr(nc, "_transport", None), TcpTransport)
+        and hasattr(nc._transport, "_io_writer")
+        and isinstance(getattr(nc, "_max_payload", None), int)
+        and hasattr(nc, "_flush_queue")
+    )
+
 
 Handler = Callable[[bytes], None]
 PosHandler = Callable[[bytes, int], None]
@@ -286,6 +307,24 @@ def _guarded2(h: PosHandler, data: bytes, pos: int) -> None:
         log.exception("message handler failed")
 
 
+class _InlineQueue(asyncio.Queue):
+    """Stands in for a nats-py subscription's message queue: ``put_nowait`` (what nats-py's reader calls for each
+    message) hands the message to ``fn`` at once; nothing is ever queued, so the subscription's own task waits
+    for ever (it is cancelled with the subscription)."""
+
+    def __init__(self, sub, fn: Callable[[object], None]) -> None:
+        super().__init__()
+        self._sub = sub
+        self._fn = fn
+
+    def put_nowait(self, msg) -> None:
+        self._sub._pending_size -= len(msg.data)
+        try:
+            self._fn(msg)
+        except Exception:
+            log.exception("message handler failed")
+
+
 class NoBrokerError(ConnectionError):
     """No NATS broker could be reached (or it refused this client's credentials)."""
 
@@ -346,13 +385,11 @@ class _Consumer:
             self.dseq = 0
             gen = self._gen = object()
 
-            async def cb(msg, gen=gen) -> None:
+            def on_msg(msg, gen=gen) -> None:
                 if gen is self._gen:
                     self._on_msg(msg)
 
-            self.sub = await nc.subscribe(
-                inbox, cb=cb, pending_msgs_limit=1_000_000, pending_bytes_limit=512 * 1024 * 1024
-            )
+            self.sub = await self.tr._subscribe(inbox, on_msg)
             if self.next is None:
                 policy = dict(deliver_policy=DeliverPolicy.NEW)
             else:
@@ -433,6 +470,7 @@ class NatsTransport(Transport):
         credentials: Callable[[], dict | None] | None = None,
         clients: int = 1,
         private: bool = False,
+        direct: bool = True,
     ) -> None:
         self.url = url
         self.private = private  # reply subjects under the identity's own prefix (a client identity)
@@ -463,6 +501,9 @@ class NatsTransport(Transport):
         self._gen = 0
         self._n = 0
         self._acked_sent = 0.0  # latest write time of a durable message the broker acknowledged
+        self.direct = direct  # write to the socket and read from it without nats-py's tasks (see _write_now)
+        self._flush_armed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._ack_prefix = ""
         self._consumers: list[_Consumer] = []
         self._kv = None
@@ -591,7 +632,9 @@ class NatsTransport(Transport):
         self._since = time.monotonic()
         self.js = self.nc.jetstream(timeout=self.request_timeout)
         self._ack_prefix = self.nc.new_inbox()
-        await self.nc.subscribe(self._ack_prefix + ".*", cb=self._on_ack, pending_msgs_limit=1_000_000)
+        self._loop = asyncio.get_running_loop()
+        self.direct = self.direct and _nats_internals_ok(self.nc)
+        await self._subscribe(self._ack_prefix + ".*", self._on_ack)
         self._writer = asyncio.create_task(self._write_loop())
         self._spawn(self._retry_loop())
 
@@ -654,8 +697,63 @@ class NatsTransport(Transport):
 
     # --- publishing ----------------------------------------------------------------------------------------
     def publish(self, subject: str, data: bytes) -> None:
-        self._out.append((subject, data, 0))
-        self._wake.set()
+        if self._out or not self._write_now(subject, data, "", None):
+            self._out.append((subject, data, 0))
+            self._wake.set()
+
+    def _write_now(self, subject: str, data: bytes, reply: str, headers: dict[str, str] | None) -> bool:
+        """Put one message in nats-py's outgoing buffer without its coroutine, and have the buffer written at the
+        end of this loop iteration (:meth:`_flush_direct`): every message a batch of incoming ones produced leaves
+        in one write, one iteration later. nats-py's own publish hands the buffer to a flusher task, and the
+        transport's queue to a writer task before that: two task switches per hop, each with its own iteration.
+        False (the caller queues it for the writer task instead): messages are queued already (they keep their
+        order), the connection is down (nats-py buffers while it reconnects) or its buffer holds a backlog."""
+        nc = self.nc
+        if not self.direct or nc is None or nc._status != _CONNECTED or nc._pending_data_size > _DIRECT_MAX_BUFFER:
+            return False
+        if len(data) > nc._max_payload:
+            return False  # nats-py raises MaxPayloadError: let the writer report it
+        if headers:
+            hdr = _NATS_HDR + "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode() + b"\r\n"
+            cmd = b"HPUB %s %s %d %d\r\n%s%s\r\n" % (
+                subject.encode(),
+                reply.encode(),
+                len(hdr),
+                len(hdr) + len(data),
+                hdr,
+                data,
+            )
+        else:
+            cmd = b"PUB %s %s %d\r\n%s\r\n" % (subject.encode(), reply.encode(), len(data), data)
+        nc._pending.append(cmd)
+        nc._pending_data_size += len(cmd)
+        if not self._flush_armed:
+            self._flush_armed = True
+            self._loop.call_soon(self._flush_direct)
+        return True
+
+    def _flush_direct(self) -> None:
+        """Write nats-py's outgoing buffer to the socket (what its flusher task does, without the task); with a
+        full socket buffer, leave it to the flusher, which waits for the socket to drain."""
+        self._flush_armed = False
+        nc = self.nc
+        if nc is None or nc._status != _CONNECTED or not nc._pending:
+            return  # reconnecting: nats-py writes its buffer once connected again
+        w = getattr(nc._transport, "_io_writer", None)
+        tr = getattr(w, "transport", None)
+        if tr is None or tr.is_closing() or tr.get_write_buffer_size() > _DIRECT_MAX_BUFFER:
+            q = nc._flush_queue
+            if q is not None and q.empty():
+                with contextlib.suppress(asyncio.QueueFull):
+                    q.put_nowait(self._loop.create_future())
+            return
+        try:
+            w.writelines(nc._pending)
+        except Exception as e:  # the connection is going away: nats-py's reconnection takes it from here
+            log.warning("writing to the broker failed: %s", e)
+            return
+        nc._pending = []
+        nc._pending_data_size = 0
 
     def publish_durable(self, subject: str, data: bytes, headers=None, on_ack=None) -> None:
         self._n += 1
@@ -663,10 +761,13 @@ class NatsTransport(Transport):
         self._outbox[self._n] = (subject, data, self.stream_of(subject), time.monotonic(), -1)
         if headers or on_ack is not None:
             self._extra[self._n] = (headers, on_ack)
+        if not self._out and self._write_now(subject, data, f"{self._ack_prefix}.{self._n}", headers):
+            self._outbox[self._n] = (subject, data, self._outbox[self._n][2], time.monotonic(), self._gen)
+            return
         self._out.append((subject, data, self._n))
         self._wake.set()
 
-    async def _on_ack(self, msg) -> None:
+    def _on_ack(self, msg) -> None:
         try:
             n = int(msg.subject.rsplit(".", 1)[1])
         except ValueError:
@@ -770,12 +871,27 @@ class NatsTransport(Transport):
 
     # --- subscribing ---------------------------------------------------------------------------------------
     async def subscribe(self, subject: str, handler: Handler) -> object:
-        async def cb(msg) -> None:
-            _guarded(handler, msg.data)
+        return await self._subscribe(subject, lambda msg: handler(msg.data))
 
-        return await self.nc.subscribe(
+    async def _subscribe(self, subject: str, fn: Callable[[object], None]) -> object:
+        """Subscribe with a synchronous ``fn(msg)``. With :attr:`direct`, ``fn`` runs as nats-py's reader hands the
+        message over (the subscription's queue is replaced by one that calls it), not one loop iteration later in
+        the subscription's own task: one fewer task switch per message received."""
+
+        async def cb(msg) -> None:
+            _guarded(fn, msg)
+
+        sub = await self.nc.subscribe(
             subject, cb=cb, pending_msgs_limit=1_000_000, pending_bytes_limit=512 * 1024 * 1024
         )
+        if (
+            self.direct
+            and isinstance(getattr(sub, "_pending_queue", None), asyncio.Queue)
+            and hasattr(sub, "_pending_size")
+        ):
+            # nothing was queued yet: no message arrives before this coroutine next yields to the loop
+            sub._pending_queue = _InlineQueue(sub, fn)
+        return sub
 
     async def consume(
         self, subject: str, handler: PosHandler, start: int | None = None, timeout: float | None = None
