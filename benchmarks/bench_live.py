@@ -23,5 +23,6 @@ if __name__ == "__main__":
     p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--tasks-per-job", type=int, default=1)
     p.add_argument("--lm-standby", action="store_true", help="every LM with a standby (replication on the path)")
+    p.add_argument("--hops", action="store_true", help="median of each hop of the path, from the broker's store times")
     a = p.parse_args()
-    main([float(r) for r in a.rates.split(",")], a.seconds, a.mode, a.tasks_per_job, a.lm_standby)
+    main([float(r) for r in a.rates.split(",")], a.seconds, a.mode, a.tasks_per_job, a.lm_standby, a.hops)

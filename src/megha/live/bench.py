@@ -27,9 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
+from megha.live import wire
 from megha.live.client import LiveClient, synthetic_workload, to_run_result
 from megha.live.config import LiveConfig
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport
+from megha.live.transport import stream_names
+from megha.live.worker import RUN_SHIFT
 
 log = logging.getLogger("megha.live.bench")
 
@@ -98,6 +101,63 @@ def _service_pids(cfg: LiveConfig) -> tuple[int | None, list[int], list[str]]:
     return doc.get("broker"), [int(p) for p in svc.values()], list(svc)
 
 
+HOPS = ("client → GM", "GM → LM", "LM → host", "host → start")
+
+
+async def _stream_ends(transport, cfg: LiveConfig) -> dict[str, int] | None:
+    """Last stream position of the inboxes' stream (``None`` without JetStream: the in-process bus)."""
+    js = getattr(transport, "js", None)
+    if js is None:
+        return None
+    name = next(n for n in stream_names(cfg.name) if n.endswith("_Q"))
+    return {name: int((await js.stream_info(name)).state.last_seq)}
+
+
+async def _hop_times(transport, since: dict[str, int], n: int) -> np.ndarray:
+    """When the broker stored each task's submission, launch request and host launch (wall seconds; NaN when
+    missing): rows are task indexes < ``n``, columns the three messages. Read from the inboxes' stream after
+    positions ``since`` (the broker's own clock: one clock with the client's and the host's on one machine)."""
+    from nats.js.api import ConsumerConfig, DeliverPolicy
+
+    out = np.full((n, 3), np.nan)
+    js = transport.js
+    col = {"JobArrival": 0, "JobBatch": 0, "LaunchRequest": 1, "HostLaunch": 2}
+    mask = (1 << RUN_SHIFT) - 1
+    for name, s0 in since.items():
+        last = int((await js.stream_info(name)).state.last_seq)
+        if last <= s0:
+            continue
+        subj = stream_names(transport.ns)[name]
+        sub = await js.subscribe(
+            subj,
+            stream=name,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=s0 + 1),
+        )
+        try:
+            while True:
+                msg = await sub.next_msg(timeout=5.0)
+                md = msg.metadata
+                try:
+                    env = wire.decode(msg.data)
+                except wire.WireError:
+                    env = None
+                k = col.get(env.type) if env is not None else None
+                if k is not None:
+                    ids = np.asarray(env.msg.tasks, dtype=np.int64) & mask
+                    ids = ids[ids < n]
+                    t = md.timestamp.timestamp()
+                    cur = out[ids, k]
+                    out[ids, k] = np.where(np.isnan(cur), t, cur)
+                if md.sequence.stream >= last:
+                    break
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+    return out
+
+
 async def _measure(
     cl: LiveClient,
     cfg: LiveConfig,
@@ -107,9 +167,11 @@ async def _measure(
     duration: float,
     per_job: int,
     meter: CpuMeter | None = None,
+    hops: bool = False,
 ) -> dict:
     n_jobs = max(1, int(rate * seconds / per_job))
     w = synthetic_workload(n_jobs, per_job, duration, seconds, seed=int(rate), jitter=0.2)
+    ends = await _stream_ends(cl.transport, cfg) if hops else None
     c0 = meter.read() if meter is not None else None
     run = await cl.run(w, dc, stall_timeout=20, ready_timeout=30)
     c1 = meter.read() if meter is not None else None
@@ -144,6 +206,15 @@ async def _measure(
             if k in ("republished", "publish_errors", "duplicates_dropped", "consumer_gaps"):
                 sc[k] = sc.get(k, 0) + int(v)
     row["service_counters"] = sc
+    if ends is not None:
+        stored = await _hop_times(cl.transport, ends, w.n_tasks)
+        sub = run.t0 + rec.arrival
+        seq = np.column_stack([sub, stored, run.t0 + rec.start])
+        d = np.diff(seq, axis=1) * 1e3
+        row["hops_p50_ms"] = {
+            h: float(np.nanpercentile(d[:, i], 50)) if np.isfinite(d[:, i]).any() else float("nan")
+            for i, h in enumerate(HOPS)
+        }
     if c0 is not None and c1 is not None and any(" " in k for k in c0):
         row["cpu_per_service_per_1000"] = {
             k.split(" ", 1)[1]: round((c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())), 4) for k in c0 if " " in k
@@ -160,8 +231,10 @@ async def run_bench(
     cfg: LiveConfig | None = None,
     report=print,
     lm_standby: bool = False,
+    hops: bool = False,
 ) -> list[dict]:
-    """Measure each rate in turn on one deployment; returns one row per rate."""
+    """Measure each rate in turn on one deployment; returns one row per rate. ``hops``: each row also gives the
+    median time of each hop of the placement path, from the broker's store times (NATS modes)."""
     cfg = cfg or bench_config(broker="inproc" if mode == "inproc" else "nats", lm_standby=lm_standby)
     dc = datacenter_of(cfg)
     layout = layout_of(cfg, dc)
@@ -194,7 +267,7 @@ async def run_bench(
         await _measure(cl, cfg, dc, min(rates), 1.0, duration, per_job)  # warm-up
         rows = []
         for r in rates:
-            row = await _measure(cl, cfg, dc, r, seconds, duration, per_job, meter)
+            row = await _measure(cl, cfg, dc, r, seconds, duration, per_job, meter, hops=hops)
             report(row)
             rows.append(row)
             await asyncio.sleep(0.5)
@@ -250,6 +323,10 @@ def format_row(row: dict) -> str:
         )
     if any(row.get("service_counters", {}).values()):
         out += "\n    services so far: " + "  ".join(f"{k} {v}" for k, v in row["service_counters"].items())
+    if row.get("hops_p50_ms"):
+        out += "\n    per hop p50 (to the broker storing the next message; ms): " + "  ".join(
+            f"{k} {v:.3f}" for k, v in row["hops_p50_ms"].items()
+        )
     if row.get("cpu_per_service_per_1000"):
         out += "\n    per service: " + "  ".join(f"{k} {v:.3f}" for k, v in row["cpu_per_service_per_1000"].items())
     return out
@@ -261,6 +338,7 @@ def main(
     mode: str = "nats",
     per_job: int = 1,
     lm_standby: bool = False,
+    hops: bool = False,
 ) -> list[dict]:
     logging.basicConfig(level=logging.WARNING)
     t = time.perf_counter()
@@ -272,6 +350,7 @@ def main(
             per_job=per_job,
             report=lambda r: print(format_row(r), flush=True),
             lm_standby=lm_standby,
+            hops=hops,
         )
     )
     ok = [r["rate"] for r in rows if r["sustained"]]

@@ -431,6 +431,10 @@ def bench_cmd(
     lm_standby: Annotated[
         bool, typer.Option("--lm-standby", help="every LM with a standby (replication log on the placement path)")
     ] = False,
+    hops: Annotated[
+        bool,
+        typer.Option("--hops", help="also the median of each hop (client → GM → LM → host → start), from the broker"),
+    ] = False,
 ) -> None:
     """Placement latency (submit → task start) at sustained rates, with CPU seconds per 1,000 tasks of the broker,
     the services and the client; prints the highest sustained rate."""
@@ -447,7 +451,7 @@ def bench_cmd(
     if not rs or any(not r > 0 for r in rs) or not seconds > 0 or per_job < 1:
         console.print("[red]error:[/] --rates and --seconds must be > 0 and --tasks-per-job >= 1")
         raise typer.Exit(2)
-    main(rs, seconds, mode, per_job, lm_standby)
+    main(rs, seconds, mode, per_job, lm_standby, hops and mode != "inproc")
 
 
 @live_app.command("chaos")
