@@ -933,6 +933,7 @@ class Runtime:
         self.status_info: Callable[[], dict] | None = None
         self.closed = False
         self._min_held_pos = None
+        self._inbox_subjects: dict[str, str] = {}  # address -> durable subject (computed once: a send is hot)
 
     def subject(self, address: str) -> str:
         """Core (not kept) subject of a fan-out address."""
@@ -940,6 +941,14 @@ class Runtime:
 
     def inbox_subject(self, address: str) -> str:
         """Durable subject of a component's inbox (or of the task events)."""
+        s = self._inbox_subjects.get(address)
+        if s is None:
+            if len(self._inbox_subjects) > 4096:  # addresses come from messages too (reply_to): stay bounded
+                self._inbox_subjects.clear()
+            s = self._inbox_subjects[address] = self._inbox_subject(address)
+        return s
+
+    def _inbox_subject(self, address: str) -> str:
         if address == EVENTS:
             address = events_address(0)
         if address.startswith(EVENTS + "/"):
@@ -953,7 +962,8 @@ class Runtime:
         if dst in CORE:
             self.transport.publish(self.subject(dst), data)
         else:
-            self.transport.publish_durable(self.inbox_subject(dst), data)
+            s = self._inbox_subjects.get(dst)
+            self.transport.publish_durable(s if s is not None else self.inbox_subject(dst), data)
 
     # --- ordered exactly-once delivery ------------------------------------------------------------------
     def admit(self, env: wire.Envelope, data: bytes = b"", pos: int = 0) -> list[tuple[wire.Envelope, bytes, int]]:
