@@ -250,6 +250,18 @@ class TaskRecorder:
         self.running += 1
         self.last_progress = t
 
+    def launched_one(self, task: int, d: float, t: float, worker: int) -> None:
+        """:meth:`add_comm_one` (``d``) then :meth:`started_one` (at ``t`` on ``worker``): a simulator's in-process
+        workers starting one task one launch delay ``d`` after its launch (one call on the hot path)."""
+        self._comm_ids.append(task)
+        self._comm_vals.append(d)
+        log = self._started
+        log.ids.append(task)
+        log.vals.append(t)
+        log.workers.append(worker)
+        self.running += 1
+        self.last_progress = t
+
     def finished(self, ids: TaskIds, t: float) -> None:
         """Tasks finished executing on their worker."""
         log = self._finished

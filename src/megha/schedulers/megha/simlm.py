@@ -207,14 +207,12 @@ class SimLocalMaster(LocalMaster):
         c[0] += 1
         d = self.launch_delay
         start = now + d
-        rec = self.rec
-        rec.add_comm_one(t, d)
         slot = self.w_task
         k = w - self.lo
         if slot[k] >= 0 and not self._ends_by(slot[k], start):
             self._over(w, start, f"it already runs task {slot[k]}")
         slot[k] = t
-        rec.started_one(t, start, w)
+        self.rec.launched_one(t, d, start, w)  # add_comm_one and started_one
         e = start + dur
         self._running[t] = (e, w, None)
         g = self._ends.get(e)
