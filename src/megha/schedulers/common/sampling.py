@@ -7,6 +7,8 @@ at least one probe per task (a probe yields at most one task).
 
 Sampling is by rejection from uniform draws over all workers (a uniform ordered sample without replacement of the
 eligible set), vectorized over all groups of a job; rare masks fall back to an exact draw from the eligible list.
+A job's draws are made in one compiled call (:mod:`megha.schedulers.common._sampling_kernels`) that draws the same
+numbers from the same generator as the NumPy form (:meth:`ProbeSampler.sample_reference`), so results are the same.
 """
 
 from __future__ import annotations
@@ -16,6 +18,18 @@ import math
 import numpy as np
 
 from megha.model.constraints import MASK_DTYPE
+
+_sample_groups = None  # the compiled sampler, imported on first use so the CLI starts fast
+_bit_source = None
+
+
+def _load_kernel():
+    global _sample_groups, _bit_source
+    from megha.schedulers.common._sampling_kernels import bit_source, sample_groups
+
+    _sample_groups = sample_groups
+    _bit_source = bit_source
+    return sample_groups
 
 
 class ProbeSampler:
@@ -33,6 +47,13 @@ class ProbeSampler:
         self._eligible: dict[int, np.ndarray] = {}
         self._eligible_size = 0
         self.exact_below = exact_below
+        # the compiled sampler's eligible lists: mask -> start in _flat (the list of a mask drawn exactly)
+        self._flat = np.zeros(1 << 12, dtype=np.int64)
+        self._flat_len = 0
+        self._flat_at: dict[int, int] = {}
+        self._seen = np.zeros(self.n, dtype=np.int64)  # the compiled sampler's scratch
+        self._stamp = np.zeros(1, dtype=np.int64)
+        self._source: tuple = (None, 0, 0)  # (generator, its next_uint32 address, its state address)
 
     def eligible_count(self, mask: int) -> int:
         """Workers that have every constraint in ``mask`` (cached)."""
@@ -80,6 +101,65 @@ class ProbeSampler:
         """
         if self.capacity is not None and gdem is not None:
             return self._sample_fit(rng, gmasks, want, need, gdem)
+        if type(rng) is not np.random.Generator or self.n >= 1 << 31:
+            return self.sample_reference(rng, gmasks, want, need)
+        kernel = _sample_groups or _load_kernel()
+        src = self._source
+        if src[0] is not rng:
+            src = self._source = (rng, *_bit_source(rng))
+        if self._flat_len > 1 << 22:  # at most ~32 MB of ids
+            self._flat_at.clear()
+            self._flat_len = 0
+        count = self._count
+        flat_at = self._flat_at
+        limit = self.exact_below * self.n
+        n_groups = len(gmasks)
+        counts = [0] * n_groups
+        starts = [-1] * n_groups
+        for g, (m, w, k) in enumerate(zip(gmasks, want, need, strict=True)):
+            e = count.get(m)
+            if e is None:
+                e = self.eligible_count(m)
+            counts[g] = e
+            if e == 0:
+                if k > 0:  # nothing to probe again: the NumPy form's error
+                    return self.sample_reference(rng, gmasks, want, need)
+                continue
+            s = min(w, e)
+            if e < limit or 2 * s > e or k > s:  # drawn exactly or probed again: its eligible list
+                st = flat_at.get(m)
+                starts[g] = self._add_flat(m) if st is None else st
+        return kernel(
+            src[1],
+            src[2],
+            self.masks,
+            np.array(gmasks, dtype=MASK_DTYPE),
+            np.array((want, need, counts, starts), dtype=np.int64),
+            self._flat,
+            limit,
+            self._seen,
+            self._stamp,
+        )
+
+    def _add_flat(self, mask: int) -> int:
+        """Append the eligible list of ``mask`` to the compiled sampler's lists; returns where it starts."""
+        sel = self.eligible(mask)
+        at = self._flat_len
+        end = at + sel.size
+        if end > self._flat.size:
+            grown = np.zeros(max(2 * self._flat.size, end), dtype=np.int64)
+            grown[:at] = self._flat[:at]
+            self._flat = grown
+        self._flat[at:end] = sel
+        self._flat_len = end
+        self._flat_at[mask] = at
+        return at
+
+    def sample_reference(
+        self, rng: np.random.Generator, gmasks: list[int], want: list[int], need: list[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`sample` in NumPy calls (identical machines): the definition the compiled form reproduces draw for
+        draw (tests compare them)."""
         n = self.n
         out_w: list[np.ndarray] = []
         out_g: list[np.ndarray] = []
