@@ -178,7 +178,7 @@ class PigeonDistributor(Component):
         elif isinstance(msg, TasksDone):
             self.rec.completion_known(msg.tasks, now)
         elif isinstance(msg, JobArrival):
-            self._distribute(msg)
+            self._distribute(msg, now)
         elif isinstance(msg, Reroute):
             self.rerouted += len(msg)
             self._route(msg.job, msg.tasks, msg.durations, msg.masks, msg.short)
@@ -196,7 +196,7 @@ class PigeonDistributor(Component):
             return self.weights.choose(masks, rng.random(masks.size))
         return self.weights.spread(masks, int(rng.integers(self.weights.n_masters)))
 
-    def _distribute(self, msg: JobArrival) -> None:
+    def _distribute(self, msg: JobArrival, now: float) -> None:
         n = msg.tasks.size
         if n == 0:
             return
@@ -206,7 +206,7 @@ class PigeonDistributor(Component):
         else:
             self.jobs_long += 1
         if self.weighted and (self.health is None or not self.health.degraded):
-            self._send_weighted(msg, short)
+            self._send_weighted(msg, short, now)
             return
         m_idx = self.choose_masters(msg.masks)
         send = self.port.send
@@ -217,28 +217,75 @@ class PigeonDistributor(Component):
             return
         self._send(msg.job, msg.tasks, msg.durations, msg.masks, short, m_idx)
 
-    def _send_weighted(self, msg: JobArrival, short: bool) -> None:
+    def _send_weighted(self, msg: JobArrival, short: bool, now: float) -> None:
         """:meth:`choose_masters` and :meth:`_send` for the weighted choice without failures (the common case), on
-        lists: the same draws, choices and batches (each master's tasks in job order, masters in index order)."""
+        lists: the same draws, choices and batches (each master's tasks in job order, masters in index order). In
+        the simulator a batch goes straight to the master's ``on_message_batch`` (SimPort.route: the same event and
+        count as the :class:`TaskBatch`, its tasks as lists)."""
         tasks = msg.tasks
         n = tasks.size
-        m_list = self.weights.choose_list(msg.masks.tolist(), self.port.rng.random(n).tolist())
-        send = self.port.send
+        masks = msg.masks.tolist()
+        m_list = self.weights.choose_list(masks, self.port.rng.random(n).tolist())
+        route = getattr(self.port, "route", None)
         first = m_list[0]
         if n == 1 or m_list.count(first) == n:
-            send(self.masters[first], TaskBatch(msg.job, tasks, msg.durations, msg.masks, short, self.number))
+            r = route(self.masters[first], "on_message_batch", TaskBatch) if route is not None else False
+            if r:
+                self._deliver(r, msg.job, tasks.tolist(), msg.durations.tolist(), masks, short, now)
+            else:
+                self.port.send(
+                    self.masters[first], TaskBatch(msg.job, tasks, msg.durations, msg.masks, short, self.number)
+                )
             return
+        if route is not None:
+            by_master: dict[int, tuple[list, list, list]] = {}
+            for t, d, m, k in zip(tasks.tolist(), msg.durations.tolist(), masks, m_list, strict=True):
+                lists = by_master.get(k)
+                if lists is None:
+                    by_master[k] = ([t], [d], [m])
+                else:
+                    lists[0].append(t)
+                    lists[1].append(d)
+                    lists[2].append(m)
+            for k in sorted(by_master):
+                r = route(self.masters[k], "on_message_batch", TaskBatch)
+                ts, ds, ms = by_master[k]
+                if r:
+                    self._deliver(r, msg.job, ts, ds, ms, short, now)
+                else:
+                    self.port.send(
+                        self.masters[k],
+                        TaskBatch(
+                            msg.job,
+                            np.array(ts, dtype=np.int64),
+                            np.array(ds, dtype=np.float64),
+                            np.array(ms, dtype=msg.masks.dtype),
+                            short,
+                            self.number,
+                        ),
+                    )
+            return
+        send = self.port.send
         order = sorted(range(n), key=m_list.__getitem__)  # stable, as np.argsort(kind="stable")
         o = np.array(order, dtype=np.int64)
-        tasks, durs, masks = tasks[o], msg.durations[o], msg.masks[o]
+        tasks, durs, masks_a = tasks[o], msg.durations[o], msg.masks[o]
         a = 0
         cur = m_list[order[0]]
         for b in range(1, n + 1):
             nxt = m_list[order[b]] if b < n else -1
             if nxt != cur:
-                send(self.masters[cur], TaskBatch(msg.job, tasks[a:b], durs[a:b], masks[a:b], short, self.number))
+                send(self.masters[cur], TaskBatch(msg.job, tasks[a:b], durs[a:b], masks_a[a:b], short, self.number))
                 a = b
                 cur = nxt
+
+    def _deliver(self, r: tuple, job: int, tasks: list, durs: list, masks: list, short: bool, now: float) -> None:
+        """A :class:`TaskBatch`'s event through a route (SimPort.route): counted, its tasks' communication delay
+        recorded (the message's ``alloc_tasks``), the master's ``on_message_batch`` called on arrival."""
+        append, handler, d, nxt, cell, comm = r
+        cell[0] += 1
+        if comm is not None:
+            self.rec.add_comm(tasks, d)
+        append((now + d, nxt(), handler, (job, tasks, durs, masks, short, self.number)))
 
     def _send(
         self, job: int, tasks: np.ndarray, durs: np.ndarray, masks: np.ndarray, short: bool, m_idx: np.ndarray

@@ -116,28 +116,65 @@ class PigeonMaster(Component):
         else:
             super().on_message(msg, now)
 
+    def on_message_batch(self, batch: tuple, now: float) -> None:
+        """A :class:`TaskBatch` as the payload a distributor routes here directly in the simulator (SimPort.route):
+        ``(job, tasks, durations, masks, short, distributor)`` with lists for the arrays."""
+        if self.dead:
+            job, tasks, durs, masks, short, dist = batch
+            self._arrive(
+                TaskBatch(
+                    job,
+                    np.array(tasks, dtype=np.int64),
+                    np.array(durs, dtype=np.float64),
+                    np.array(masks, dtype=self.index.mask_at_bit.dtype),
+                    short,
+                    dist,
+                ),
+                now,
+            )
+            return
+        self._arrive_lists(batch[1], batch[2], batch[3], batch[4], batch[5], now)
+
     def _arrive(self, msg: TaskBatch, now: float) -> None:
-        if self.rnd is None:
-            self.rnd = FastRandom(self.port.rng)
         if self.dead:
             msg = self._runnable(msg)
             if msg is None:
                 return
-        tasks = msg.tasks.tolist()
-        self.dist_of.update(dict.fromkeys(tasks, msg.distributor))
-        short = msg.short
+        self._arrive_lists(
+            msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(), msg.short, msg.distributor, now
+        )
+
+    def _arrive_lists(
+        self, tasks: list[int], durations: list[float], masks: list[int], short: bool, distributor: int, now: float
+    ) -> None:
+        if self.rnd is None:
+            self.rnd = FastRandom(self.port.rng)
+        self.dist_of.update(dict.fromkeys(tasks, distributor))
         q = self.short_q if short else self.long_q
         lt: list[int] = []
         lw: list[int] = []
         ld: list[float] = []
         queued = 0
         reserve_check = self.reserved_vec is not None and not short
-        for t, d, m in zip(tasks, msg.durations.tolist(), msg.masks.tolist(), strict=True):
+        slot_of = q._slot_of
+        buckets = q._buckets
+        for t, d, m in zip(tasks, durations, masks, strict=True):
             # a long task that no unreserved worker of the group can ever run may use reserved ones
             anywhere = reserve_check and self._only_reserved(m)
             w = self._match(m, short or anywhere) if self.n_free else -1
             if w < 0:
-                q.push_back((t, d, anywhere), m)
+                # q.push_back((t, d, anywhere), m), inlined
+                s = slot_of.get(m)
+                if s is None:
+                    s = q._slot(m)
+                    buckets = q._buckets
+                q._back += 1
+                b = buckets[s]
+                if not b:
+                    q._heads[s] = q._back
+                    q._empty_slots -= 1
+                b.append((q._back, (t, d, anywhere)))
+                q._len += 1
                 queued += 1
             else:
                 lt.append(t)

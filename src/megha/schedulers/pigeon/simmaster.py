@@ -42,6 +42,8 @@ def _load_first_fit():
     return first_fit
 
 
+_INF = np.iinfo(np.int64).max  # an empty WaitQueue slot's head
+
 # a failed worker's entry in ``task_on``: never a task id, and >= 0 so that a launch on it is an over-commit
 _DEAD = 1 << 62
 
@@ -185,29 +187,56 @@ class SimPigeonMaster(PigeonMaster):
         if sq._len or lq._len:
             ff = _first_fit or _load_first_fit()
             inv = self._inv_mask[w]
-            e = None
-            tried_short = False
+            q = None
             if sq._len and (self.fq_counter < self._short_turns or not lq._len):
-                tried_short = True
                 s = ff(sq._masks, sq._heads, sq._n_slots, inv)
                 if s >= 0:
-                    e = sq._take(s)
-                    self.fq_counter += 1
-                    self.stats["served_short"] += 1
-            if e is None and lq._len:
+                    q = sq
+                elif lq._len:
+                    s = ff(lq._masks, lq._heads, lq._n_slots, inv)
+                    if s >= 0:
+                        q = lq
+            elif lq._len:
                 s = ff(lq._masks, lq._heads, lq._n_slots, inv)
                 if s >= 0:
-                    e = lq._take(s)
-                    self.fq_counter = 0
-                    self.stats["served_long"] += 1
-            if e is None and sq._len and not tried_short:
-                s = ff(sq._masks, sq._heads, sq._n_slots, inv)
-                if s >= 0:
-                    e = sq._take(s)
+                    q = lq
+                elif sq._len:
+                    s = ff(sq._masks, sq._heads, sq._n_slots, inv)
+                    if s >= 0:
+                        q = sq
+            if q is not None:
+                if q is sq:
                     self.fq_counter += 1
                     self.stats["served_short"] += 1
-            if e is not None:
-                self._launch_one(e[0], w, e[1], now)
+                else:
+                    self.fq_counter = 0
+                    self.stats["served_long"] += 1
+                # WaitQueue._take(s) of the head entry, inlined
+                b = q._buckets[s]
+                t, dur, _ = b.popleft()[1]
+                q._len -= 1
+                if b:
+                    q._heads[s] = b[0][0]
+                else:
+                    q._heads[s] = _INF
+                    q._empty_slots += 1
+                    if q._empty_slots > 64 and q._empty_slots * 2 > q._n_slots:
+                        q._compact()
+                # _launch_one(t, w, dur, now), inlined
+                start = now + self.launch_delay
+                rec.decided_one(t, now)
+                rec.add_comm_one(t, self.launch_delay)
+                self._n_start[0] += 1
+                rec.started_one(t, start, w)
+                self.task_on[w] = t
+                e = start + dur
+                g = self._ends.get(e)
+                if g is None:
+                    tp = start + (e - start)  # the instant the workers' timer would fire
+                    self._ends[e] = [tp, (t, w)]
+                    heapq.heappush(self._heap, (tp + self.report_delay, self._next(), self._on_end, e))
+                else:
+                    g.append((t, w))
                 return
         b = self._bit[w]
         self.avail[b >> 6] |= _BITS[b & 63]
