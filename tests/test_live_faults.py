@@ -67,6 +67,32 @@ def _exactly_once(res) -> None:
     assert res.counters.get("overcommits", 0) == 0
 
 
+def _dies_once_stored(rt, wanted, caught: dict) -> asyncio.Event:
+    """Make the LM runtime ``rt`` die right after the broker stores the first batch of its replication records
+    holding a record that ``wanted(record)`` accepts: that batch is stored, its acknowledgement never reaches the
+    active, and nothing the active queued afterwards leaves (the process is gone). ``caught["batch"]`` is the batch's
+    size; the event is set at that moment (the caller then kills the process for good)."""
+    h = next(iter(rt.hosted.values()))
+    tr = rt.transport
+    subj = rt.repl_subject(h.address)
+    orig = tr.publish_durable
+    killed = asyncio.Event()
+
+    def publish_durable(subject, data, headers=None, on_ack=None):
+        if subject != subj or killed.is_set():
+            return orig(subject, data, headers, on_ack)
+        records = [wire.decode(r).msg for r in wire.decode(data).msg.records]
+        if not any(wanted(r) for r in records):
+            return orig(subject, data, headers, on_ack)
+        orig(subject, data, headers, None)  # stored; the acknowledgement never reaches the active
+        caught["batch"] = len(records)
+        tr.closed = True  # the process is gone: nothing it queued leaves
+        killed.set()
+
+    tr.publish_durable = publish_durable
+    return killed
+
+
 def test_baseline_run_completes_exactly_once():
     # no fault, so no run may be lost; hosts are given 5 s (not FAST_HA's 0.5 s) before they count as dead: under
     # load this whole deployment's one process was seen stalled for 3.5 s, which the hosts' leases rightly punish
@@ -123,25 +149,7 @@ def test_active_lm_killed_after_its_records_are_stored_but_before_their_outputs_
     caught: dict = {}
 
     async def kill_after_store(dep, cl):
-        rt = dep.lms[(2, "active")]
-        h = next(iter(rt.hosted.values()))
-        tr = rt.transport
-        subj = rt.repl_subject(h.address)
-        orig = tr.publish_durable
-        killed = asyncio.Event()
-
-        def publish_durable(subject, data, headers=None, on_ack=None):
-            if subject != subj or killed.is_set():
-                return orig(subject, data, headers, on_ack)
-            records = [wire.decode(r).msg for r in wire.decode(data).msg.records]
-            if not any(r.what == "msg" for r in records):
-                return orig(subject, data, headers, on_ack)
-            orig(subject, data, headers, None)  # stored; the acknowledgement never reaches the active
-            caught["batch"] = len(records)
-            tr.closed = True  # the process is gone: nothing it queued leaves
-            killed.set()
-
-        tr.publish_durable = publish_durable
+        killed = _dies_once_stored(dep.lms[(2, "active")], lambda r: r.what == "msg", caught)
         await asyncio.wait_for(killed.wait(), 20)
         await dep.kill_lm(2, "active")
 
@@ -366,25 +374,11 @@ def test_a_first_message_to_a_receiver_that_the_dead_active_never_sent_is_taken_
         dc = datacenter_of(cfg)
         layout = layout_of(cfg, dc)
         dep = await LocalDeployment(cfg, layout=layout).start()
-        rt = dep.lms[(1, "active")]
-        h = next(iter(rt.hosted.values()))
-        tr = rt.transport
-        subj = rt.repl_subject(h.address)
-        orig = tr.publish_durable
-        killed = asyncio.Event()
-
-        def publish_durable(subject, data, headers=None, on_ack=None):
-            if subject != subj or killed.is_set():
-                return orig(subject, data, headers, on_ack)
-            records = [wire.decode(r).msg for r in wire.decode(data).msg.records]
-            if not any(r.what == "msg" and wire.decode(r.data).type == "LaunchRequest" for r in records):
-                return orig(subject, data, headers, on_ack)
-            orig(subject, data, headers, None)  # stored; the acknowledgement never reaches the active
-            caught["batch"] = len(records)
-            tr.closed = True  # the process is gone: nothing it queued leaves
-            killed.set()
-
-        tr.publish_durable = publish_durable
+        killed = _dies_once_stored(
+            dep.lms[(1, "active")],
+            lambda r: r.what == "msg" and wire.decode(r.data).type == "LaunchRequest",
+            caught,
+        )
         cl = LiveClient(cfg, dep.transport("client"), layout)
         await cl.start()
         w = with_constraints(cfg, synthetic_workload(30, 8, 0.6, 1.5, seed=1))
