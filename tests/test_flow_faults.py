@@ -16,8 +16,9 @@ from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.flow import FlowOptions, build_scheduler
 from megha.schedulers.flow.faults import FlowFaults
 from megha.sim.component import RecordingPort
-from tests.test_conformance import check
+from tests.test_conformance import check, config
 from tests.test_faults_run import assert_no_run_on_a_dead_worker, assert_stranded_tasks_have_no_live_worker
+from tests.tracegen import write_trace
 
 GRAPHS = [
     {},  # compiled graph
@@ -212,3 +213,89 @@ def test_no_fault_no_fault_state() -> None:
     """Without a schedule the scheduler never allocates its fault state (the hot path is unchanged)."""
     r = _run({}, None)
     assert r.faults is None and "flow_tasks_lost" not in r.counters
+
+
+# --- fair shares under failures: demand no live machine can run takes no share -------------------------------------
+FAIR = GRAPHS[:3]  # the graphs with Quincy's fairness bounds (the queue baseline has none)
+FAIR_IDS = IDS[:3]
+
+
+def _masked_sched(masks: list[int], n_tasks: int = 16, **opts):
+    dc = Datacenter(worker_masks=np.array(masks, dtype=np.uint32))
+    rec = TaskRecorder(np.zeros(n_tasks))
+    s = build_scheduler("s", "pool", rec, dc, FlowOptions(**opts), np.random.default_rng(0), n_tasks)
+    port = RecordingPort()
+    s.attach(port)
+    return s, port
+
+
+def _masked_job(j: int, tasks, mask: int) -> JobArrival:
+    t = np.asarray(tasks, dtype=np.int64)
+    return JobArrival(j, t, np.full(t.size, 10.0), np.full(t.size, mask, dtype=np.uint32))
+
+
+NONE = np.zeros(0, dtype=np.int64)
+
+
+@pytest.mark.parametrize("opts", FAIR, ids=FAIR_IDS)
+def test_tasks_arriving_while_the_only_machines_they_fit_are_down_take_no_fair_share(opts) -> None:
+    """Machines 0 and 1 (bit 1) are down when job 0 (2 tasks needing bit 1) and job 1 (2 unconstrained tasks)
+    arrive; machine 2 is the one live slot. Job 0's tasks cannot run anywhere, so job 1's max-min share is that
+    slot (counting job 0's demand gave it the slot, job 1 none, and nothing ran: a deadlock)."""
+    s, port = _masked_sched([0b10, 0b10, 0b00], **opts)
+    s.fail_machines(np.array([0, 1]), NONE, NONE, 0.0)
+    s.on_message(_masked_job(0, [0, 1], 0b10), 0.0)
+    s.on_message(_masked_job(1, [2, 3], 0), 0.0)
+    _round(s, 0.0)
+    first = _launched(port)
+    assert list(first.values()) == [2] and set(first) <= {2, 3}
+    (t,) = first
+    s.on_message(Finished(np.array([t]), np.array([2])), 10.0)
+    _round(s, 10.0)
+    assert _launched(port) == {5 - t: 2}  # job 1's other task
+    # machine 0 is back: job 0's demand counts again and its first task goes there
+    s.restore_machines(np.array([0]), 12.0)
+    _round(s, 12.0)
+    second = _launched(port)
+    assert list(second.values()) == [0] and set(second) <= {0, 1}
+
+
+@pytest.mark.parametrize("opts", FAIR, ids=FAIR_IDS)
+def test_a_task_lost_with_the_only_machine_it_fits_takes_no_fair_share(opts) -> None:
+    """Job 0's task needs machine 0 (bit 1) and is lost when it dies; job 1's second task must still get machine 1
+    when its first task finishes there (the lost task's demand cannot run, so it holds no share of machine 1)."""
+    s, port = _masked_sched([0b10, 0b00], **opts)
+    s.on_message(_masked_job(0, [0], 0b10), 0.0)
+    s.on_message(_masked_job(1, [1, 2], 0), 0.0)
+    _round(s, 0.0)
+    first = _launched(port)
+    assert first[0] == 0 and sorted(first.values()) == [0, 1]
+    on1 = next(t for t, w in first.items() if w == 1)
+    s.fail_machines(np.array([0]), np.array([0]), np.array([0]), 1.0)
+    _round(s, 1.0)
+    assert _launched(port) == {}
+    s.on_message(Finished(np.array([on1]), np.array([1])), 10.0)
+    _round(s, 10.0)
+    assert _launched(port) == {3 - on1: 1}
+    s.restore_machines(np.array([0]), 12.0)
+    _round(s, 12.0)
+    assert _launched(port) == {0: 0}
+
+
+@pytest.mark.parametrize("opts", FAIR, ids=FAIR_IDS)
+def test_fair_shares_ignore_demand_stranded_by_dead_workers_regression(opts, tmp_path) -> None:
+    """The example hypothesis found (tests/test_faults_run.py, flow-slot): jobs of 7, 3 and 6 one-second tasks at
+    t=0, 4 workers with constraints, workers 1 and 0 die for good at t=0. At t=4.001 the 2 live slots were shared
+    between jobs 0 and 1, whose waiting tasks fit only dead workers, and job 2 (one task that fits a live free
+    worker) got none: 'no task ran or started ... although tasks were waiting'."""
+    jobs = [(0.0, [1.0] * 7), (0.0, [1.0] * 3), (0.0, [1.0] * 6)]
+    cfg = config("flow", "slot", write_trace(jobs, tmp_path / "w.tr"), 4, 2, 0, options=opts)
+    faults = {"seed": 0, "fault": [{"at": 0.0, "kind": "worker", "target": 0.3}] * 2}
+    r = simulate(cfg.model_copy(update={"faults": faults, "stall_timeout": 50.0}))
+    assert r.unfinished_reason is None
+    assert r.stranded.tolist() == [4, 8, 13, 14, 15]
+    assert_stranded_tasks_have_no_live_worker(r)
+    assert_no_run_on_a_dead_worker(r)
+    done = np.ones(r.recorder.finishes.size, dtype=bool)
+    done[r.stranded] = False
+    assert (r.recorder.finishes[r.feasible & done] == 1).all()

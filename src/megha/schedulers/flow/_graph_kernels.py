@@ -437,9 +437,16 @@ def _max_min(d, capacity, out):
 
 
 @njit(cache=True)
-def k_jobs(N, A, H, M, DN, DA, JT, act, GM, capacity, fair, node_role, node_ref, group_role, GT, CT, cdirty):
+def k_jobs(
+    N, A, H, M, DN, DA, JT, act, GM, capacity, unplaceable, fair, node_role, node_ref, group_role, GT, CT, cdirty
+):  # fmt: skip
     """Fairness bounds ``[N_j − A_j, N_j]`` of ``U_j → S`` (paper eq. 1–2, shares net of running tasks).
 
+    A job's demand is its running tasks plus its waiting units that some machine up can run: ``unplaceable[j]``
+    waiting units of job ``j`` fit no machine up (their machines failed; the array is empty when none is) and take
+    no share of the live slots (Quincy's fairness under placement constraints and failures: a share is not given
+    to demand that cannot run, else a job could hold a share it cannot use while another job's runnable units
+    wait, with no later event to end it). They stay in the graph, held on ``U_j`` by the lower bound.
     Drops jobs that left the graph from the active list (kept in job-id order) first.
     """
     k = 0
@@ -457,6 +464,9 @@ def k_jobs(N, A, H, M, DN, DA, JT, act, GM, capacity, fair, node_role, node_ref,
         d = np.empty(k, dtype=np.int64)
         for i in range(k):
             d[i] = n_in[i] + JT[JT_RUN, act[i]]
+        if unplaceable.size:
+            for i in range(k):
+                d[i] -= unplaceable[act[i]]
         share = np.empty(k, dtype=np.int64)
         _max_min(d, capacity, share)
         for i in range(k):

@@ -126,6 +126,9 @@ class CompiledGraph:
         self.machine_slots = np.asarray(machine_slots, dtype=np.int64).copy()
         self.machine_free = self.machine_slots.copy()
         self.machine_failed = np.zeros(nm, dtype=bool)
+        self._up_masks: np.ndarray | None = None  # distinct masks of the machines up, while some machine is failed
+        self._class_dead = np.zeros(0, dtype=bool)  # per class: no machine up fits it (while some is failed)
+        self._no_dead = np.zeros(0, dtype=np.int64)
         self._mmask = self.machine_mask.astype(np.int64)
         self._wasfree = np.zeros(nm, dtype=np.int8)
         self._mflag = np.zeros(nm, dtype=np.int8)
@@ -446,6 +449,8 @@ class CompiledGraph:
         """Mark machines failed (prohibitive cost on ``M → S``) or repaired."""
         machines = np.asarray(machines, dtype=np.int64)
         self.machine_failed[machines] = failed
+        self._up_masks = np.unique(self.machine_mask[~self.machine_failed]) if self.machine_failed.any() else None
+        self._class_dead = np.zeros(0, dtype=bool)
         cost = np.asarray(self.cm.machine_cost(self, machines), dtype=np.int64)
         cost = cost + np.where(self.machine_failed[machines], PROHIBITIVE, 0)
         self.net.set_costs(self.machine_arc[machines], cost)
@@ -493,6 +498,7 @@ class CompiledGraph:
             self._g_applied = g
         if self.GM[GK.GM_JOBS]:
             capacity = int(self.machine_slots[~self.machine_failed].sum())
+            unplaceable = self._no_dead if self._up_masks is None else self._unplaceable()
             GK.k_jobs(
                 net.N,
                 net.A,
@@ -504,6 +510,7 @@ class CompiledGraph:
                 self._act,
                 self.GM,
                 capacity,
+                unplaceable,
                 self.cm.fair_shares,
                 self.node_role,
                 self.node_ref,
@@ -514,6 +521,28 @@ class CompiledGraph:
             )
         self._machines()
         self._refresh()
+
+    def _unplaceable(self) -> np.ndarray:
+        """Waiting units per job id whose hard constraints no machine up satisfies (while some is failed); empty if
+        there are none. They take no fair share (see ``k_jobs``)."""
+        up = self._up_masks
+        assert up is not None
+        nc = len(self._class_of)
+        known = self._class_dead.size
+        if known < nc:  # classes created since the machines changed: which of them no machine up fits
+            q = self.CT[GK.CT_MASK, known:nc].astype(np.uint32)
+            fit = ((up[None, :] & q[:, None]) == q[:, None]).any(axis=1)
+            self._class_dead = np.concatenate((self._class_dead, ~fit))
+        dead = self._class_dead & (self.CT[GK.CT_WAIT, :nc] > 0)
+        if not dead.any():
+            return self._no_dead
+        ng = self._n_groups
+        gn = self.GT[GK.GT_N, :ng]
+        sel = np.flatnonzero(gn > 0)
+        sel = sel[dead[self.GT[GK.GT_CLASS, sel]]]
+        out = np.zeros(self.JT.shape[1], dtype=np.int64)
+        np.add.at(out, self.GT[GK.GT_JOB, sel], gn[sel])
+        return out
 
     def _machines(self) -> int:
         """Apply the dirty machines, then offer the pending ones to starved classes; returns the arcs added."""

@@ -4,10 +4,11 @@
   the cluster state): the tasks running on it are lost (their runs are recorded as lost, the work done is thrown
   away) and wait again; the machine leaves the scheduling graph — no free slot, no flow through its sink arc, a
   prohibitive cost, its slots out of the fair shares' capacity — until it comes back, empty; the next round places
-  the lost tasks on any machine their constraints allow. Launches already on their way to a dead machine are
-  answered as failed and their tasks wait again too. With ``slots_per_machine`` K > 1 a machine is K workers: a
-  fault on one of them takes the whole machine (all K) down. The scheduler learns of the failure at once (the
-  cluster manager's detection delay is not modelled).
+  the lost tasks on any machine their constraints allow. Waiting tasks that no machine up fits take no fair share
+  while it is so (they wait in the graph; the others share the live slots). Launches already on their way to a
+  dead machine are answered as failed and their tasks wait again too. With ``slots_per_machine`` K > 1 a machine
+  is K workers: a fault on one of them takes the whole machine (all K) down. The scheduler learns of the failure at
+  once (the cluster manager's detection delay is not modelled).
 * ``scheduler`` — the runner's generic crash of the central scheduler (down ``down_for`` seconds, state kept: a
   standby with the replicated graph); tasks on machines keep running and their completions wait for it.
 """

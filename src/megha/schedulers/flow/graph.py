@@ -94,6 +94,7 @@ class SchedulingGraph:
         self.machine_slots = np.asarray(machine_slots, dtype=np.int64)
         self.machine_free = self.machine_slots.copy()
         self.machine_failed = np.zeros(nm, dtype=bool)
+        self._up_masks: np.ndarray | None = None  # distinct masks of the machines up, while some machine is failed
         self._mark = np.zeros(nm, dtype=bool)
         self._cursor = np.zeros(0, dtype=np.int64)
         self._touched = np.zeros(0, dtype=np.int64)
@@ -310,6 +311,7 @@ class SchedulingGraph:
         at 0 while it is down); with preemption its capacity is 0 until it is repaired."""
         machines = np.asarray(machines, dtype=np.int64)
         self.machine_failed[machines] = failed
+        self._up_masks = np.unique(self.machine_mask[~self.machine_failed]) if self.machine_failed.any() else None
         self.machine_dirty.update(machines.tolist())
         if self.preemption and machines.size:
             up = np.zeros(machines.size, dtype=np.int64) if failed else self.machine_slots[machines]
@@ -356,13 +358,20 @@ class SchedulingGraph:
             jobs.sort()
             n_in = self.job_in_graph[jobs]
             if self.cm.fair_shares:
+                # Quincy's max-min shares of the live slots, under placement constraints and failures: a share is
+                # not given to demand that cannot run. A job's demand is its running tasks plus its waiting tasks
+                # that some machine up can run; waiting tasks no machine up fits stay in the graph (they can only
+                # flow to U_j, the lower bound keeps them there) but take no share, else a job could hold a share
+                # it cannot use while another job's runnable tasks wait below theirs, with no later event to
+                # change it. Without failed machines every waiting task fits some machine: no extra work then.
                 running = self.job_running[jobs]
                 capacity = int(self.machine_slots[~self.machine_failed].sum())
-                if self.preemption:
-                    share = max_min_shares(n_in, capacity)
+                want = n_in if self._up_masks is None else n_in - self._unplaceable(jobs)
+                if self.preemption:  # running tasks are in the graph (n_in)
+                    share = max_min_shares(want, capacity)
                     lower = n_in - share
                 else:
-                    share = max_min_shares(n_in + running, capacity)
+                    share = max_min_shares(want + running, capacity)
                     allowed = np.maximum(share - running, 0)
                     lower = np.maximum(n_in - allowed, 0)
             else:
@@ -378,6 +387,18 @@ class SchedulingGraph:
                 net.set_costs(arcs[ch], cost[ch])
                 self.job_cost[jobs[ch]] = cost[ch]
         self._refresh_classes(freed_masks)
+
+    def _unplaceable(self, jobs: np.ndarray) -> np.ndarray:
+        """Waiting tasks of each of ``jobs`` whose hard constraints no machine up satisfies (while some is failed)."""
+        up = self._up_masks
+        assert up is not None
+        dead = [q for q, c in self.classes.items() if c.waiting > 0 and not ((up & np.uint32(q)) == np.uint32(q)).any()]
+        if not dead:
+            return np.zeros(jobs.size, dtype=np.int64)
+        tasks = np.flatnonzero(self.task_node >= 0)
+        tasks = tasks[(self.task_machine[tasks] < 0) & np.isin(self.task_hard[tasks], np.array(dead, dtype=np.uint32))]
+        per_job = np.bincount(self.task_job[tasks], minlength=self.job_in_graph.size)
+        return per_job[jobs]
 
     def _refresh_classes(self, freed_masks: np.ndarray) -> None:
         """Keep each partial class aggregator connected to enough machines (free ones first).
