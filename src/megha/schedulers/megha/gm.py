@@ -197,6 +197,17 @@ class GlobalMaster(Component):
         if self._lean:
             self._handlers[TaskDone] = self._on_done_lean
             self._handlers[StateDelta] = self._on_delta_lean
+        # a job's tasks are placed in one compiled call (lean configuration, round-robin partitions, policy random)
+        self._job_kernel = None
+        if self._lean and self._pick_random is not None:
+            from megha.model.constraints import NUM_CONSTRAINTS
+            from megha.schedulers.megha._kernels import place_tasks
+
+            self._job_kernel = place_tasks
+            self._n_constraints = NUM_CONSTRAINTS
+            self._ubuf_src: list | None = None  # FastRandom's block of uniforms, and its copy as an array
+            self._ubuf = np.zeros(0)
+            self._handlers[JobArrival] = self._on_job_lean
         # one-task reports (the simulator's recorder has them; another recorder gets a one-element list)
         self._decided_one = getattr(recorder, "decided_one", None) or (lambda t, now: recorder.decided([t], now))
         self._known_one = getattr(recorder, "completion_known_one", None) or (
@@ -586,6 +597,98 @@ class GlobalMaster(Component):
                 direct(e, masks[i])
             else:
                 self._contended(e, now)
+        self._flush(now)
+
+    def _on_job_lean(self, msg: JobArrival, now: float) -> None:
+        """:meth:`_on_job` in the lean configuration with policy random: the job's placements in one compiled call
+        (:func:`._kernels.place_tasks`: the same searches, draws and bookings as :meth:`_place_slot` task by task),
+        then the bookings and the queue in one loop."""
+        user = int(self.job_user[msg.job]) if self.job_user is not None else int(msg.user)
+        job = msg.job
+        tasks = msg.tasks.tolist()
+        durs = msg.durations.tolist()
+        marr = np.asarray(msg.masks)
+        if marr.dtype != np.uint32:
+            marr = marr.astype(np.uint32)
+        masks = marr.tolist()
+        dem = msg.demands
+        n = len(tasks)
+        view = self.view
+        idx = self.layout.idx
+        out = np.empty(n, dtype=np.int64)
+        failed = np.empty(n, dtype=np.int64)
+        rnd = self.rnd
+        kernel = self._job_kernel
+        i = n_failed = 0
+        while True:
+            buf = rnd._buf
+            if buf is not self._ubuf_src:  # a new block of uniforms (FastRandom draws 4,096 at a time)
+                self._ubuf_src = buf
+                self._ubuf = np.array(buf, dtype=np.float64)
+            i, self.rr_int, self.rr_ext, view.n_free, upos, n_rep, n_failed = kernel(
+                view.avail,
+                idx.valid,
+                idx.constraint_vectors,
+                self._n_constraints,
+                marr,
+                i,
+                out,
+                failed,
+                n_failed,
+                self._int,
+                self._ext,
+                idx.seg_word_start,
+                self._G,
+                self.layout.n_lms,
+                self.repartition,
+                self.rr_int,
+                self.rr_ext,
+                view.n_free,
+                self._ubuf,
+                rnd._i,
+            )
+            rnd._i = upos
+            if n_rep:
+                self.counters["repartition_requests"] += n_rep
+            if i >= n:
+                break
+            rnd.peek()  # the next block of uniforms, drawn when _place_slot's peek would draw it
+        flag = view._flag
+        inflight = view.inflight
+        at_bit = self._worker_at_bit
+        lm_of = self._lm_of
+        batches = self._batch
+        dirty = self._dirty
+        q = self.queue.q
+        slot_of = q._slot_of
+        buckets = q._buckets
+        back = q._back
+        queued = 0
+        for i, b in enumerate(out.tolist()):
+            e = (tasks[i], durs[i], masks[i], None if dem is None else dem[i], user, job)
+            if b >= 0:  # booked (_book and SlotView.take: the kernel cleared its bit and counted it)
+                w = at_bit[b]
+                flag[w] = 0
+                inflight[w] += 1
+                lm = lm_of[w]
+                batch = batches[lm]
+                if not batch:
+                    dirty.append(lm)
+                batch.append((e, w))
+            else:  # MaskQueue.push_back, inlined
+                m = masks[i]
+                s = slot_of.get(m)
+                if s is None:
+                    s = q._slot(m)
+                back += 1
+                bucket = buckets[s]
+                if not bucket:
+                    q._heads[s] = back
+                    q._empty_slots -= 1
+                bucket.append((back, e))
+                queued += 1
+        q._back = back
+        q._len += queued
         self._flush(now)
 
     def _ack(self, lm: int, upto: int) -> None:
