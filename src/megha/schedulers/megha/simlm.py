@@ -146,16 +146,20 @@ class SimLocalMaster(LocalMaster):
         r = self.report_delay
         heap = self._heap
         if heap is None:  # not in the simulator's engine (tests with a recording port)
-            at = port.set_timer_at
-        else:
-            nxt = self._next
-            end = self._on_end
-
-            def at(when: float, e: float) -> None:
-                if not when >= now:
-                    raise ValueError(f"{self.address}: timer at {when} is before now ({now})")
-                heapq.heappush(heap, (when, nxt(), end, e))
-
+            for i, t in enumerate(tasks):
+                e = start + durs[i]
+                running[t] = (e, workers[i], None if demands is None else demands[i])
+                g = ends.get(e)
+                if g is None:
+                    t1 = start + (e - start)  # the instant the pool's timer would fire
+                    ends[e] = [t1, t]
+                    port.set_timer_at(t1 + r, e)
+                else:
+                    g.append(t)
+            return
+        nxt = self._next
+        end = self._on_end
+        push = heapq.heappush
         for i, t in enumerate(tasks):
             e = start + durs[i]
             running[t] = (e, workers[i], None if demands is None else demands[i])
@@ -163,7 +167,10 @@ class SimLocalMaster(LocalMaster):
             if g is None:
                 t1 = start + (e - start)  # the instant the pool's timer would fire
                 ends[e] = [t1, t]
-                at(t1 + r, e)
+                when = t1 + r
+                if not when >= now:
+                    raise ValueError(f"{self.address}: timer at {when} is before now ({now})")
+                push(heap, (when, nxt(), end, e))
             else:
                 g.append(t)
 
