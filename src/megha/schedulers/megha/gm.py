@@ -948,8 +948,12 @@ class GlobalMaster(Component):
         if not self._lean:
             return self.on_message(StateDelta(lm, workers, state, False, None, acked), now)
         q = self.unacked_by_lm[lm]
-        if q and q[0] <= acked:
-            self._ack_lean(q, acked)
+        if q and q[0] <= acked:  # _ack_lean, inlined
+            unacked = self.unacked
+            inflight = self.view.inflight
+            while q and q[0] <= acked:
+                for x in unacked.pop(q.popleft())[1]:
+                    inflight[x] -= 1
         self.counters["updates_received"] += 1
         # SlotView.apply_truths, inlined (a worker busy in truth and free in the view is booked out of the view)
         view = self.view

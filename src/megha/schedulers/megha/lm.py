@@ -407,6 +407,9 @@ class LocalMaster(Component):
                 new.append(item)
             new.reverse()
         routes = self._routes if self.usage is None else None
+        slot = type(self.cluster) is SlotCluster
+        ctask = self.cluster.task if slot else None
+        lo = self.lo
         for g in range(self.G):
             since = sent[g]
             if since >= seq:
@@ -425,9 +428,9 @@ class LocalMaster(Component):
                     if r:  # in the simulator: the same event, a tuple instead of a StateDelta (see SimPort.route)
                         append, handler, d, nxt, cell, _ = r
                         cell[0] += 1
-                        append(
-                            (now + d, nxt(), handler, (self.l, workers, self.cluster.truth(workers), self.processed[g]))
-                        )
+                        # SlotCluster.truth, inlined
+                        state = [ctask[w - lo] < 0 for w in workers] if slot else self.cluster.truth(workers)
+                        append((now + d, nxt(), handler, (self.l, workers, state, self.processed[g])))
                         continue
                 delta = StateDelta(
                     self.l, workers, self.cluster.truth(workers), False, self._usage_copy(), self.processed[g]
