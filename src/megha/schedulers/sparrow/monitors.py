@@ -116,6 +116,11 @@ class SparrowMonitors(Component):
         if counter is None:
             return
         self._n_done = counter(Done)
+        # the port's route cache (SimPort.route: look a route up there on every use), keyed per scheduler
+        self._routes = getattr(self.port, "_routes", None)
+        if self._routes is None:
+            return
+        self._req_keys = [(s, "on_message_request") for s in self.schedulers]
         self._fast = True
 
     # --- messages ----------------------------------------------------------------------------------
@@ -199,7 +204,9 @@ class SparrowMonitors(Component):
         event without the message)."""
         dst = self.schedulers[sched]
         if self._fast:
-            r = self.port.route(dst, "on_message_request", Request)
+            r = self._routes.get(self._req_keys[sched])
+            if r is None:
+                r = self.port.route(dst, "on_message_request", Request)
             if r:
                 append, handler, d, nxt, cell, _ = r
                 cell[0] += 1
@@ -323,6 +330,10 @@ class SparrowMonitors(Component):
                 if self._out:  # (never on the common path) batched with what this event asked already
                     self._request(s, job, w, g, now - t0, None)
                     self._flush(now)
+                elif self._fast and (r := self._routes.get(self._req_keys[s])):
+                    append, handler, d, nxt, cell, _ = r  # _send_request's routed event, inlined
+                    cell[0] += 1
+                    append((now + d, nxt(), handler, (job, w, g, now - t0, None)))
                 else:
                     self._send_request(s, job, w, g, now - t0, now)
             else:
@@ -397,7 +408,13 @@ class SparrowMonitors(Component):
         q = self.queues[w]
         if q:
             job, s, g, t0, _ = q.popleft()
-            self._send_request(s, job, w, g, now - t0, now)
+            r = self._routes.get(self._req_keys[s])
+            if r:  # _send_request's routed event, inlined
+                append, handler, d, nxt, cell, _ = r
+                cell[0] += 1
+                append((now + d, nxt(), handler, (job, w, g, now - t0, None)))
+            else:
+                self._send_request(s, job, w, g, now - t0, now)
         else:
             self.slot_free[w] = True
 

@@ -107,6 +107,13 @@ class SparrowScheduler(Component):
         self._relaunches = 0  # relaunched tasks go out as jobs -1, -2, ...
         self.tasks_relaunched = 0
         self.probes_reissued = 0
+        # the simulator's route cache (SimPort.route: look a route up there on every use), for the direct grants
+        self._routes = None
+        self._grant_key = (monitors, "on_message_grant")
+
+    def attach(self, port) -> None:
+        super().attach(port)
+        self._routes = getattr(port, "_routes", None)
 
     def on_message(self, msg, now: float) -> None:
         tp = type(msg)
@@ -234,7 +241,10 @@ class SparrowScheduler(Component):
             dur = job.dur_list[i]
             self.rec.decided_one(t, now)
         if self.direct and reserved is None:
-            r = self.port.route(self.monitors, "on_message_grant", Grant)
+            routes = self._routes
+            r = None if routes is None else routes.get(self._grant_key)
+            if r is None:
+                r = self.port.route(self.monitors, "on_message_grant", Grant)
             if r:  # the Grant's event, without the message (SimPort.route)
                 append, handler, d, nxt, cell, comm = r
                 cell[0] += 1
