@@ -188,10 +188,10 @@ def test_probes_go_only_to_machines_big_enough_when_machines_differ():
     assert ProbeSampler(np.zeros(4, dtype=np.uint32), capacity=np.ones((4, 2))).capacity is None
 
 
-def test_first_fitting_group_kernel_is_the_vectorized_rule():
+def test_first_open_fit_kernel_is_the_vectorized_rule():
     """The compiled choice of another group for a probe (jobs with many groups) finds what
     ``argmax(nonempty & ((gmasks & ~worker_mask) == 0))`` finds, or -1 when no group fits."""
-    from megha.schedulers.sparrow._kernels import first_fitting_group
+    from megha.schedulers.sparrow._kernels import CLOSED, first_open_fit
 
     rng = np.random.default_rng(3)
     for _ in range(300):
@@ -201,4 +201,5 @@ def test_first_fitting_group_kernel_is_the_vectorized_rule():
         wm = np.uint32(rng.integers(0, 1 << 6))
         fit = nonempty & ((gmasks & ~wm) == 0)
         want = int(fit.argmax()) if fit.any() else -1
-        assert first_fitting_group(nonempty, gmasks, ~int(wm) & 0xFFFFFFFF) == want
+        open_masks = gmasks.astype(np.uint64) | np.where(nonempty, 0, CLOSED).astype(np.uint64)
+        assert first_open_fit(open_masks, ~int(wm) & 0xFFFFFFFF | CLOSED) == want

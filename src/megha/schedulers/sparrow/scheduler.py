@@ -21,15 +21,17 @@ from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component
 
-_first_fitting_group = None  # the compiled kernel, imported on first use so the CLI starts fast
+_first_open_fit = None  # the compiled kernel, imported on first use so the CLI starts fast
+_CLOSED = 1 << 32  # megha.schedulers.sparrow._kernels.CLOSED (not imported: it would load numba)
+_MANY_GROUPS = 16  # a job with more task groups looks for another group in compiled code
 
 
 def _load_kernel():
-    global _first_fitting_group
-    from megha.schedulers.sparrow._kernels import first_fitting_group
+    global _first_open_fit
+    from megha.schedulers.sparrow._kernels import first_open_fit
 
-    _first_fitting_group = first_fitting_group
-    return first_fitting_group
+    _first_open_fit = first_open_fit
+    return first_open_fit
 
 
 class _Job:
@@ -43,6 +45,7 @@ class _Job:
         "gmask_list",
         "gmasks",
         "nonempty",
+        "open_masks",
         "probes_out",
         "remaining",
         "stacks",
@@ -61,8 +64,18 @@ class _Job:
         self.stacks = stacks  # per group: list of local task indices (pop from the end)
         self.nonempty = np.array([bool(s) for s in stacks]) if len(stacks) > 1 else None
         self.gdem = gdem  # [G, R] max demand per group (resource mode) or None
+        # many groups, slot mode: each group's mask with _CLOSED set once it is empty (the compiled search's input)
+        self.open_masks = None
+        if gdem is None and len(stacks) > _MANY_GROUPS:
+            self.open_masks = gmasks.astype(np.uint64) | np.where(self.nonempty, 0, _CLOSED).astype(np.uint64)
         self.remaining = int(tasks.size)
         self.probes_out = probes_out
+
+    def close(self, g: int) -> None:
+        """Group ``g`` has no task left."""
+        self.nonempty[g] = False
+        if self.open_masks is not None:
+            self.open_masks[g] |= _CLOSED
 
 
 class SparrowScheduler(Component):
@@ -92,6 +105,7 @@ class SparrowScheduler(Component):
         self.monitors = monitors
         self.worker_masks = worker_masks
         self._wm: list[int] = worker_masks.tolist()
+        self._nwm: list[int] = [~m & 0xFFFFFFFF | _CLOSED for m in self._wm]  # first_open_fit's worker argument
         self.rec = recorder
         self.d = float(probe_ratio)
         self.sampler = sampler if sampler is not None else ProbeSampler(worker_masks)
@@ -222,7 +236,17 @@ class SparrowScheduler(Component):
                 i = st.pop()
                 job.remaining -= 1
                 if not st and job.nonempty is not None:
-                    job.nonempty[group] = False
+                    job.close(group)
+            elif (om := job.open_masks) is not None:  # many groups (inlined _other_group): compiled search
+                j = (_first_open_fit or _load_kernel())(om, self._nwm[worker])
+                if j >= 0:
+                    st = job.stacks[j]
+                    i = st.pop()
+                    if not st:
+                        job.close(j)
+                    job.remaining -= 1
+                else:
+                    i = -1
             else:
                 i = self._other_group(job, worker, group)
                 if i >= 0:
@@ -271,7 +295,7 @@ class SparrowScheduler(Component):
         if st:
             i = st.pop()
             if not st and job.nonempty is not None:
-                job.nonempty[g] = False
+                job.close(g)
         else:
             i = self._other_group(job, w, g)
         if i >= 0:
@@ -291,25 +315,26 @@ class SparrowScheduler(Component):
         """A remaining task of another group that fits ``worker`` (and the probe's reservation), or -1."""
         if job.nonempty is None:
             return -1
-        if job.gdem is None and len(job.stacks) <= 16:
+        om = job.open_masks
+        if om is not None:  # many groups: the first that fits, compiled
+            j = (_first_open_fit or _load_kernel())(om, self._nwm[worker])
+            if j < 0:
+                return -1
+            st = job.stacks[j]
+            i = st.pop()
+            if not st:
+                job.close(j)
+            return i
+        if job.gdem is None:
             wm = self._wm[worker]
             gml = job.gmask_list
             for j, st in enumerate(job.stacks):
                 if st and not (gml[j] & ~wm):
                     i = st.pop()
                     if not st:
-                        job.nonempty[j] = False
+                        job.close(j)
                     return i
             return -1
-        if job.gdem is None:  # many groups: the first that fits, compiled
-            j = (_first_fitting_group or _load_kernel())(job.nonempty, job.gmasks, ~self._wm[worker] & 0xFFFFFFFF)
-            if j < 0:
-                return -1
-            st = job.stacks[j]
-            i = st.pop()
-            if not st:
-                job.nonempty[j] = False
-            return i
         fit = job.nonempty & ((job.gmasks & ~self.worker_masks[worker]) == 0)
         if job.gdem is not None:
             fit &= (job.gdem <= job.gdem[g] + 1e-12).all(axis=1)
@@ -319,7 +344,7 @@ class SparrowScheduler(Component):
         st = job.stacks[j]
         i = st.pop()
         if not st:
-            job.nonempty[j] = False
+            job.close(j)
         return i
 
     # --- worker failures (fault schedules) --------------------------------------------------------------------
