@@ -30,6 +30,7 @@ by when they were scheduled; a virtual event has no such rank), which the tests 
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable
 
 import numpy as np
@@ -168,6 +169,7 @@ class Cadence:
         self.dormant_jms: dict[str, object] = {}  # job managers whose heartbeats are virtual
         self.ended_jm_chains: list[tuple] = []  # (chain, tracker) of dormant job managers that exited
         self._bound_sum: np.ndarray | None = None
+        self._cells: dict[type, list] = {}  # the engine's message count cells, taken on a type's first count
         self._total_sum: np.ndarray | None = None
         self.calm_spells = 0
 
@@ -209,7 +211,10 @@ class Cadence:
     def count(self, cls: type, n: int) -> None:
         """Count ``n`` messages of type ``cls`` as sent (virtual messages)."""
         if n:
-            self.groups[0].port.count_message(cls, n)
+            cell = self._cells.get(cls)
+            if cell is None:
+                cell = self._cells[cls] = self.groups[0].port.message_counter(cls)
+            cell[0] += n
 
     # --- calm: virtual statistics and job-manager heartbeats ---------------------------------------------------
     def maybe_calm(self, now: float) -> None:
@@ -246,7 +251,7 @@ class Cadence:
         if not self._below(bsum):
             return
         for tr in trs:
-            tr.undo = []
+            tr.undo = deque()
         self._bound_sum = bsum
         self.calm = True
         self.calm_spells += 1
@@ -265,11 +270,12 @@ class Cadence:
         """Tracker ``tr`` is about to record node ``i``'s new usage ``row`` (calm only): log it, raise the bound."""
         old = tr.used[i]
         known = bool(tr.known[i])
-        tr.undo.append((now, i, old.copy(), known))
-        if len(tr.undo) > 64:  # keep what reconstructing the last two ticks needs
+        undo = tr.undo
+        undo.append((now, i, old.copy(), known))
+        if len(undo) > 64:  # keep what reconstructing the last two ticks needs (entries are in time order)
             horizon = now - 3 * self.stats_period.h
-            if tr.undo[0][0] < horizon:
-                tr.undo = [e for e in tr.undo if e[0] >= horizon]
+            while undo[0][0] < horizon:
+                undo.popleft()
         new = row.tolist()
         bsum = self._bound_sum
         if known:
@@ -316,7 +322,7 @@ class Cadence:
         ch.end = at
         self.stats_chain = None
         for tr in trs:
-            tr.undo = []
+            tr.undo = deque()
             tr.port.set_timer_at(nxt, ("stats",))
         for jm in list(self.dormant_jms.values()):
             self.jm_wake(jm, at)

@@ -117,7 +117,8 @@ class NodeManagers(Component):
         n = self.n
         self.alive = [True] * n
         self.pending: list[tuple | None] = [None] * n  # token of the pending sampling service
-        self.hold: list[int | None] = [None] * n  # its response-timeout timer
+        # its response-timeout timer: shared by the nodes that answered one inquiry, [handle, nodes still holding]
+        self.hold: list[list | None] = [None] * n
         self.waiting = [0] * n  # heartbeats sent whose reply has not come
         self.wait_since = [0.0] * n
         self.missed = [False] * n
@@ -212,7 +213,8 @@ class NodeManagers(Component):
         elif kind == "hb":
             self._hb_tick(key[1], now)
         elif kind == "hold":
-            self._hold_expired(key[1], key[2], now)
+            self._holds_expired(key[1], key[2], key[3], now)
+            return  # flushed after each node
         self._flush(now)
 
     # --- sampling (Fig. 3.3) -----------------------------------------------------------------------------------
@@ -256,8 +258,12 @@ class NodeManagers(Component):
         answered: list[int] = []
         idx = [node - lo for node in msg.nodes]
         room = ((self.cap[idx] - self.used[idx]) >= need).all(axis=1).tolist()  # no usage changes below
+        st["inquiries"] += len(idx)
+        token = msg.token
+        # one response-timeout timer for every node answering this inquiry: the per-node timers would all fire at
+        # the same instant, one after the other (nothing else is scheduled for that instant in between)
+        batch: list | None = None
         for k, i in enumerate(idx):
-            st["inquiries"] += 1
             if not self.alive[i]:
                 continue
             if self.hb_blocks and self._waiting(i, now):
@@ -271,8 +277,12 @@ class NodeManagers(Component):
                 continue
             if self.dormant[i]:
                 self._wake(i, now)
-            self.pending[i] = msg.token
-            self.hold[i] = self.port.set_timer(self.hold_timeout, ("hold", i, msg.token))
+            self.pending[i] = token
+            if batch is None:
+                batch = [0, 0]
+                batch[0] = self.port.set_timer(self.hold_timeout, ("hold", token, answered, batch))
+            batch[1] += 1
+            self.hold[i] = batch
             answered.append(i)
         if answered:
             st["answered"] += len(answered)
@@ -285,8 +295,7 @@ class NodeManagers(Component):
         self.pending[i] = None
         h = self.hold[i]
         if h is not None:
-            self.port.cancel_timer(h)
-            self.hold[i] = None
+            self._unhold(i, h)
         if self.missed[i] and self.alive[i]:
             self._send_hb(i, now)
 
@@ -300,17 +309,38 @@ class NodeManagers(Component):
         for node in msg.cancel:
             self._release_sampling(node - lo, msg.token, now)
 
-    def _hold_expired(self, i: int, token, now: float) -> None:
-        if self.pending[i] is None or self.pending[i] != token:
-            return
+    def _unhold(self, i: int, batch: list) -> None:
+        """Node ``i`` no longer waits for its response timeout (``batch``); the timer goes when no node does."""
         self.hold[i] = None
-        self.stats["hold_timeouts"] += 1
-        self._release_sampling(i, token, now)
+        batch[1] -= 1
+        if not batch[1]:
+            self.port.cancel_timer(batch[0])
+
+    def _holds_expired(self, token, nodes: list[int], batch: list, now: float) -> None:
+        """The response timeout of the nodes that answered one inquiry: each node still holding for it, in the order
+        they answered, as its own timer would have (output flushed after each)."""
+        hold = self.hold
+        pending = self.pending
+        for i in nodes:
+            if hold[i] is not batch:
+                continue  # released meanwhile (its own timer would have been cancelled)
+            hold[i] = None
+            if pending[i] is None or pending[i] != token:
+                continue
+            self.stats["hold_timeouts"] += 1
+            self._release_sampling(i, token, now)
+            self._flush(now)
 
     # --- heartbeats --------------------------------------------------------------------------------------------
     def _has_free(self, i: int) -> bool:
-        free = (self.cap[i] - self.used[i]).tolist()
-        return all(a >= b for a, b in zip(free, self._need, strict=True)) and any(a > _EPS for a in free)
+        """Node ``i`` has room for the smallest allocation and some resource free."""
+        some = False
+        for a, b in zip((self.cap[i] - self.used[i]).tolist(), self._need, strict=True):
+            if not a >= b:
+                return False
+            if a > _EPS:
+                some = True
+        return some
 
     def _hb_tick(self, i: int, now: float) -> None:
         self.hb_timer[i] = None
@@ -584,11 +614,12 @@ class NodeManagers(Component):
                 self._wake(i, now)
             self.alive[i] = False
             self.stats["nodes_crashed"] += 1
-            for h in (self.hb_timer[i], self.hold[i]):
-                if h is not None:
-                    self.port.cancel_timer(h)
+            h = self.hb_timer[i]
+            if h is not None:
+                self.port.cancel_timer(h)
             self.hb_timer[i] = None
-            self.hold[i] = None
+            if self.hold[i] is not None:
+                self._unhold(i, self.hold[i])
             self.pending[i] = None
             for t in sorted(self.on_node[i]):
                 self._remove(t, now)
@@ -628,8 +659,10 @@ class NodeManagers(Component):
 
     def _heartbeat_of(self, i: int) -> Heartbeat:
         """Node ``i``'s heartbeat as it stands (a message of its own)."""
-        free = (self.cap[i] - self.used[i])[None, :]
-        used = (self.bg[i] + self.used[i])[None, :]
+        j = i + 1
+        u = self.used[i:j]
+        free = self.cap[i:j] - u
+        used = self.bg[i:j] + u
         users = [dict(self.users[i])] if self.track_users else []
         return Heartbeat(self.group, [self.lo + i], free, used, [self.arb_seq[i]], users)
 
@@ -649,7 +682,8 @@ class NodeManagers(Component):
         self.dormant[i] = True
         self.anchor[i] = a
         self._memo[i] = (0, a)
-        self.rank[i] = cad.rank()
+        cad._rank += 1  # cad.rank()
+        self.rank[i] = cad._rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
         if self._has_free(i):
@@ -697,33 +731,44 @@ class NodeManagers(Component):
         self.dormant[i] = False
         if self._vr[i]:
             self._replies_in(i, now)
-        if self.wheel.where.get(i) is not None:
-            self.wheel.discard(i)
-            cad.trackers[self.group].vf_changed(now)
-        sent, arrived, tv = self._virtual_tallies(i, now)
-        self._count_virtual(i, sent, arrived)
         tr = cad.trackers[self.group]
-        if sent:
-            arrival = tv + cad.d_nt
-            if arrived < sent:  # the latest virtual heartbeat is in flight: deliver it for real
-                cad.engine.inject(arrival, self.tracker, self._heartbeat_of(i))
+        if i in self.wheel.where:
+            self.wheel.discard(i)
+            tr.vf_changed(now)
+        a = self.anchor[i]
+        if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
+            self.fwd_tick[i] = None
+            self.fwd_count[i] = 0
+            self.hb_timer[i] = self.port.set_timer_at(a, ("hb", i))
+            return
+        k, tv = self._last_tick(i, now)
+        sent = k + 1
+        arrival = tv + cad.d_nt
+        arrived = sent if arrival <= now else k
+        # _count_virtual(i, sent, arrived)
+        answered = arrived - self.fwd_count[i]  # forwarded ones were real at the tracker
+        self.stats["heartbeats"] += sent
+        cad.count(Heartbeat, sent)
+        ts = tr.stats
+        ts["heartbeats"] += answered
+        ts["answered"] += answered
+        cad.count(HeartbeatReply, answered)
+        if arrived < sent:  # the latest virtual heartbeat is in flight: deliver it for real
+            cad.engine.inject(arrival, self.tracker, self._heartbeat_of(i))
+            self.waiting[i] += 1
+            self.wait_since[i] = tv
+            if sent > 1:  # the tracker heard the one before
+                tr.last_seen[self.lo + i - tr.lo] = cad.hb.advance(a, sent - 2) + cad.d_nt
+        else:
+            tr.last_seen[self.lo + i - tr.lo] = arrival
+            if self.fwd_tick[i] == tv:  # forwarded: the arbitrator's (real) reply is to come
                 self.waiting[i] += 1
                 self.wait_since[i] = tv
-                if sent > 1:  # the tracker heard the one before
-                    tr.last_seen[self.lo + i - tr.lo] = cad.hb.advance(self.anchor[i], sent - 2) + cad.d_nt
             else:
-                tr.last_seen[self.lo + i - tr.lo] = arrival
-                if self.fwd_tick[i] == tv:  # forwarded: the arbitrator's (real) reply is to come
-                    self.waiting[i] += 1
-                    self.wait_since[i] = tv
-                else:
-                    self.vwait[i] = arrival + cad.d_tn
-            nxt = tv + self.hb
-        else:
-            nxt = self.anchor[i]
+                self.vwait[i] = arrival + cad.d_tn
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        self.hb_timer[i] = self.port.set_timer_at(nxt, ("hb", i))
+        self.hb_timer[i] = self.port.set_timer_at(tv + self.hb, ("hb", i))
 
     def wake_all(self, now: float) -> None:
         for i in range(self.n):

@@ -17,6 +17,7 @@ timeout before suspecting it, and has a complete view again after one round of h
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class ResourceTracker(Component):
         self.check_chain: Chain | None = None
         self._check_at: tuple[float, int] | None = None  # the armed check (time, handle), fast-forward only
         self.uncovered: dict[str, float] = {}  # job-manager entries no running job manager refreshes: address -> last
-        self.undo: list[tuple] = []  # while statistics are virtual: (time, node, previous usage row, was known)
+        self.undo: deque[tuple] = deque()  # while statistics are virtual: (time, node, previous usage row, was known)
         self._vf: tuple | None = None  # the armed virtual heartbeat to forward: (arrival, rank, node, tick, handle)
         self.stats = {
             "heartbeats": 0,
@@ -170,6 +171,9 @@ class ResourceTracker(Component):
             super().on_message(msg, now)
 
     def _heartbeat(self, msg: Heartbeat, now: float) -> None:
+        if len(msg.nodes) == 1:
+            self._heartbeat1(msg, now)
+            return
         lo = self.lo
         self.stats["heartbeats"] += len(msg.nodes)
         fwd: list[int] = []
@@ -221,6 +225,46 @@ class ResourceTracker(Component):
                 cad.count(HeartbeatReply, 1)
             else:
                 self.port.send(self.group, HeartbeatReply(nodes))
+
+    def _heartbeat1(self, msg: Heartbeat, now: float) -> None:
+        """:meth:`_heartbeat` of one node's heartbeat (the common case), step for step."""
+        node = msg.nodes[0]
+        i = node - self.lo
+        st = self.stats
+        st["heartbeats"] += 1
+        if self.dead[i]:
+            st["heartbeats_from_dead"] += 1
+            forward = False
+        else:
+            self.last_seen[i] = now
+            row = msg.used[0]
+            cad = self.cad
+            if cad is not None and cad.calm and (not self.known[i] or self.used[i].tolist() != row.tolist()):
+                cad.content_change(self, i, row, now)
+            self.used[i] = row
+            self.known[i] = True
+            if msg.users:
+                self._users(i, msg.users[0])
+            has_free = False
+            for a, b in zip(msg.free[0].tolist(), self.need, strict=True):
+                if not a >= b:
+                    has_free = False
+                    break
+                if a > _EPS:
+                    has_free = True
+            forward = self.forward and (has_free or self.fwd_free[i])
+            self.fwd_free[i] = has_free
+        if forward:
+            st["forwarded"] += 1
+            self.port.send(self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, msg.free, msg.acks))
+            return
+        st["answered"] += 1
+        cad = self.cad
+        if cad is not None and not cad.eager:  # fast-forward: the reply only ends the node's wait (cadence.py)
+            cad.groups[self.index].replies_due(msg.nodes, now + cad.d_tn)
+            cad.count(HeartbeatReply, 1)
+        else:
+            self.port.send(self.group, HeartbeatReply([node]))
 
     def _users(self, i: int, new: dict) -> None:
         old = self.node_users[i]
