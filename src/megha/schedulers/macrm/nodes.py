@@ -423,22 +423,24 @@ class NodeManagers(Component):
             if t >= 0 and (self.job_attempt.get(job, 0) > att or t in self.containers):
                 rejected.append(k)  # stale job manager attempt (fenced) or already running here
                 continue
-            free = self.cap[i] - self.used[i]
-            if not (free + _EPS >= d).all():
+            row = self.used[i]
+            cap = self.cap[i]
+            if not (cap - row + _EPS >= d).all():
                 rejected.append(k)
                 continue
             if self.dormant[i]:
                 self._wake(i, now)
-            self.used[i] += d
-            if (self.used[i] > self.cap[i] + 1e-7).any():
+            row += d
+            if (row > cap + 1e-7).any():
                 raise SimulationError(
                     f"{self.address}: node {node} over-committed at t={now:.6f}: used "
-                    f"{self.used[i].tolist()} > capacity {self.cap[i].tolist()}"
+                    f"{row.tolist()} > capacity {cap.tolist()}"
                 )
             user = c.users[k]
-            uu = self.users[i]
-            prev = uu.get(user)
-            uu[user] = d.copy() if prev is None else prev + d
+            if self.track_users:  # per-user usage is read only for heartbeats that carry it
+                uu = self.users[i]
+                prev = uu.get(user)
+                uu[user] = d.copy() if prev is None else prev + d
             if t < 0:  # a job-manager container
                 owner = c.owners[k]
                 self.jm_containers[(job, att)] = (i, d.copy(), owner, user)
@@ -498,14 +500,16 @@ class NodeManagers(Component):
         i = e[0]
         if self.dormant[i]:
             self._wake(i, now)
-        self.used[i] -= e[6]
-        np.maximum(self.used[i], 0.0, out=self.used[i])
-        uu = self.users[i]
-        left = uu[e[5]] - e[6]
-        if (left > _EPS).any():
-            uu[e[5]] = left
-        else:
-            del uu[e[5]]
+        row = self.used[i]
+        row -= e[6]
+        np.maximum(row, 0.0, out=row)
+        if self.track_users:
+            uu = self.users[i]
+            left = uu[e[5]] - e[6]
+            if (left > _EPS).any():
+                uu[e[5]] = left
+            else:
+                del uu[e[5]]
         self.on_node[i].discard(t)
         s = self.by_job.get(e[3])
         if s is not None:
@@ -580,12 +584,13 @@ class NodeManagers(Component):
             self._wake(i, now)
         self.used[i] -= d
         np.maximum(self.used[i], 0.0, out=self.used[i])
-        uu = self.users[i]
-        left = uu.get(user, d) - d
-        if (left > _EPS).any():
-            uu[user] = left
-        else:
-            uu.pop(user, None)
+        if self.track_users:
+            uu = self.users[i]
+            left = uu.get(user, d) - d
+            if (left > _EPS).any():
+                uu[user] = left
+            else:
+                uu.pop(user, None)
         self._container_exit(i, now)
 
     # --- job-manager recovery ----------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ class Period:
         self._fast: tuple[float, float, float] | None = None  # (2^(E-1), 2^E, δ) of the last uniform binade seen
 
     def _binade(self, e: int) -> tuple | None:
-        """``(c, rnum, rden)`` for the binade of frexp exponent ``e`` (step ``δ = c·u``, ``h/u = rnum/rden``), or
-        None when ticks there must be computed one by one."""
+        """``(c, rnum, rden, fast)`` for the binade of frexp exponent ``e`` (step ``δ = c·u``, ``h/u = rnum/rden``,
+        ``fast = (2^(E-1), 2^E, δ)``), or None when ticks there must be computed one by one."""
         try:
             return self._bin[e]
         except KeyError:
@@ -49,7 +49,7 @@ class Period:
             if frac != Fraction(1, 2):
                 c = fl + (1 if frac > Fraction(1, 2) else 0)
                 if c > 0:
-                    out = (c, r.numerator, r.denominator)
+                    out = (c, r.numerator, r.denominator, (lo, math.ldexp(1.0, e), math.ldexp(float(c), e - 53)))
         self._bin[e] = out
         return out
 
@@ -62,18 +62,19 @@ class Period:
         if t <= 0.0:
             return None
         e = math.frexp(t)[1]
-        b = self._binade(e)
+        b = self._bin.get(e, 0)
+        if b == 0:
+            b = self._binade(e)
         if b is None:
             return None
-        c, rnum, rden = b
+        c, rnum, rden, fast = b
         ti = int(math.ldexp(t, 53 - e))  # t / u, an integer
         num = (_TWO53 - ti) * rden - rnum  # steps j with ti + j·c + h/u < 2^53
         if num <= 0:
             return 0, 0.0, t
         n = -(-num // (rden * c))
-        delta = math.ldexp(float(c), e - 53)
-        self._fast = (math.ldexp(1.0, e - 1), math.ldexp(1.0, e), delta)
-        return n, delta, t + math.ldexp(float(n * c), e - 53)
+        self._fast = fast
+        return n, fast[2], t + math.ldexp(float(n * c), e - 53)
 
     def advance(self, t: float, k: int) -> float:
         """The tick ``k`` ticks after ``t``."""
