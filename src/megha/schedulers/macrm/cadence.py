@@ -266,8 +266,17 @@ class Cadence:
         load = max(frac) if metric == "max" else frac[0] if metric == "cpu" else sum(frac) / len(frac)
         return load < self.threshold - self.margin
 
-    def content_change(self, tr, i: int, row: np.ndarray, now: float) -> None:
-        """Tracker ``tr`` is about to record node ``i``'s new usage ``row`` (calm only): log it, raise the bound."""
+    def content_change(
+        self,
+        tr,
+        i: int,
+        row: np.ndarray,
+        now: float,
+        new: list[float] | None = None,
+        old_l: list[float] | None = None,
+    ) -> None:
+        """Tracker ``tr`` is about to record node ``i``'s new usage ``row`` (calm only): log it, raise the bound.
+        ``new`` and ``old_l`` are ``row`` and the tracker's current row as lists, when the caller has them."""
         old = tr.used[i]
         known = bool(tr.known[i])
         undo = tr.undo
@@ -276,16 +285,21 @@ class Cadence:
             horizon = now - 3 * self.stats_period.h
             while undo[0][0] < horizon:
                 undo.popleft()
-        new = row.tolist()
+        if new is None:
+            new = row.tolist()
         bsum = self._bound_sum
+        raised = False
         if known:
-            for r, (a, b) in enumerate(zip(new, old.tolist(), strict=True)):
+            for r, (a, b) in enumerate(zip(new, old.tolist() if old_l is None else old_l, strict=True)):
                 if a > b:
                     bsum[r] += a - b
+                    raised = True
         else:
             for r, a in enumerate(new):
                 bsum[r] += a
-        if not self._below(bsum):
+                raised = True
+        # the bound was below the threshold (or calm would have ended): only a raised bound can cross it
+        if raised and not self._below(bsum):
             self.leave_calm(now)
 
     def leave_calm(self, at: float) -> None:

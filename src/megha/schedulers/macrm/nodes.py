@@ -208,6 +208,19 @@ class NodeManagers(Component):
 
     def on_timer(self, key, now: float) -> None:
         kind = key[0]
+        if kind == "hb":
+            i = key[1]
+            cad = self.cad
+            if (
+                cad is not None
+                and not cad.eager
+                and not self.central
+                and self.alive[i]
+                and self.pending[i] is None
+                and not self._hb_out
+            ):
+                self._hb_sleep(i, now)
+                return
         if kind == "end":
             self._ends_at(key[1], now)
         elif kind == "hb":
@@ -357,6 +370,18 @@ class NodeManagers(Component):
             self.stats["heartbeats_missed"] += 1
             return
         self._send_hb(i, now)
+
+    def _hb_sleep(self, i: int, now: float) -> None:
+        """:meth:`_hb_tick`, :meth:`_send_hb` and :meth:`_flush` of a periodic heartbeat in distributed mode with
+        fast-forward (the common case), step for step: the node sends its heartbeat and falls dormant."""
+        self.hb_timer[i] = None
+        self.halved[i] = False
+        self.missed[i] = False
+        self.waiting[i] += 1
+        self.wait_since[i] = now
+        self.stats["heartbeats"] += 1
+        self.port.send(self.tracker, self._heartbeat_of(i))
+        self._fall_asleep(i, now)
 
     def _send_hb(self, i: int, now: float) -> None:
         if i in self._hb_set:

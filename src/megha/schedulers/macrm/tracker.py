@@ -239,8 +239,11 @@ class ResourceTracker(Component):
             self.last_seen[i] = now
             row = msg.used[0]
             cad = self.cad
-            if cad is not None and cad.calm and (not self.known[i] or self.used[i].tolist() != row.tolist()):
-                cad.content_change(self, i, row, now)
+            if cad is not None and cad.calm:
+                new = row.tolist()
+                old = self.used[i].tolist()
+                if not self.known[i] or old != new:
+                    cad.content_change(self, i, row, now, new, old)
             self.used[i] = row
             self.known[i] = True
             if msg.users:
