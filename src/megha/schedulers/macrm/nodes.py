@@ -147,9 +147,12 @@ class NodeManagers(Component):
         self.fwd_tick: list[float | None] = [None] * n  # a virtual heartbeat the tracker forwarded, reply to come
         self.fwd_count = [0] * n  # virtual heartbeats of the dormant spell the tracker forwarded
         self._to_sleep: set[int] = set()  # heartbeats of this event after which the node may fall dormant
+        # nodes a sampling inquiry woke whose heartbeat content has not changed since: node -> its next (real) tick
+        self._clean: dict[int, float] = {}
         self._vr: list[list[float]] = [[] for _ in range(n)]  # when the tracker's (virtual) replies arrive
         self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | None = None
+        self._next_tick = 0.0  # the real heartbeat tick the last _wake set
         self.stats: dict[str, int] = {
             "heartbeats": 0,
             "heartbeats_event": 0,
@@ -290,6 +293,8 @@ class NodeManagers(Component):
                 continue
             if self.dormant[i]:
                 self._wake(i, now)
+                if not self.track_users:  # (a real heartbeat re-adds a node's per-user usage: rounding)
+                    self._clean[i] = self._next_tick
             self.pending[i] = token
             if batch is None:
                 batch = [0, 0]
@@ -311,6 +316,33 @@ class NodeManagers(Component):
             self._unhold(i, h)
         if self.missed[i] and self.alive[i]:
             self._send_hb(i, now)
+        elif self._clean:
+            tick = self._clean.pop(i, None)
+            if tick is not None and tick > now:
+                self._resleep(i, tick, now)
+
+    def _resleep(self, i: int, tick: float, now: float) -> None:
+        """Node ``i`` answered a sampling that left it unchanged: its heartbeat at ``tick`` (the real timer a sampling
+        inquiry woke it to) would carry nothing new, so it is dormant again from that tick on, as if its heartbeat
+        there had been virtual (cadence.py): same ticks, same tracker view, same counts."""
+        cad = self.cad
+        if cad.eager or self.central or not self.alive[i] or self.pending[i] is not None or self.missed[i]:
+            return
+        h = self.hb_timer[i]
+        if h is None:
+            return
+        self.port.cancel_timer(h)
+        self.hb_timer[i] = None
+        self.dormant[i] = True
+        self.anchor[i] = tick
+        self._memo[i] = (0, tick)
+        cad._rank += 1
+        self.rank[i] = cad._rank
+        self.fwd_tick[i] = None
+        self.fwd_count[i] = 0
+        if self._has_free(i):
+            self.wheel.add(i, tick)
+            cad.trackers[self.group].vf_changed(now)
 
     def _decision(self, msg: SampleDecision, now: float) -> None:
         c = msg.containers
@@ -357,6 +389,8 @@ class NodeManagers(Component):
 
     def _hb_tick(self, i: int, now: float) -> None:
         self.hb_timer[i] = None
+        if self._clean:
+            self._clean.pop(i, None)
         if not self.alive[i]:
             return
         if self.central and not self.halved[i] and not self._has_free(i):
@@ -375,6 +409,8 @@ class NodeManagers(Component):
         """:meth:`_hb_tick`, :meth:`_send_hb` and :meth:`_flush` of a periodic heartbeat in distributed mode with
         fast-forward (the common case), step for step: the node sends its heartbeat and falls dormant."""
         self.hb_timer[i] = None
+        if self._clean:
+            self._clean.pop(i, None)
         self.halved[i] = False
         self.missed[i] = False
         self.waiting[i] += 1
@@ -386,6 +422,8 @@ class NodeManagers(Component):
     def _send_hb(self, i: int, now: float) -> None:
         if i in self._hb_set:
             return
+        if self._clean:
+            self._clean.pop(i, None)
         h = self.hb_timer[i]
         if h is not None:
             self.port.cancel_timer(h)
@@ -432,9 +470,12 @@ class NodeManagers(Component):
         st_t: list[int] = []
         st_w: list[int] = []
         rng = self.port.rng
+        clean = self._clean
         for k in range(len(c.nodes)):
             node = c.nodes[k]
             i = node - lo
+            if clean:
+                clean.pop(i, None)
             if not self.alive[i]:
                 continue  # the message reached a dead machine: lost (the failure detector handles it)
             if c.seqs[k] > self.arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
@@ -523,6 +564,8 @@ class NodeManagers(Component):
     def _remove(self, t: int, now: float) -> list:
         e = self.containers.pop(t)
         i = e[0]
+        if self._clean:
+            self._clean.pop(i, None)
         if self.dormant[i]:
             self._wake(i, now)
         row = self.used[i]
@@ -605,6 +648,8 @@ class NodeManagers(Component):
         if entry is None:
             return
         i, d, _, user = entry
+        if self._clean:
+            self._clean.pop(i, None)
         if self.dormant[i]:
             self._wake(i, now)
         self.used[i] -= d
@@ -640,6 +685,7 @@ class NodeManagers(Component):
             i = node - self.lo
             if not 0 <= i < self.n or not self.alive[i]:
                 continue
+            self._clean.pop(i, None)
             if self.dormant[i]:
                 self._wake(i, now)
             self.alive[i] = False
@@ -769,6 +815,7 @@ class NodeManagers(Component):
         if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
             self.fwd_tick[i] = None
             self.fwd_count[i] = 0
+            self._next_tick = a
             self.hb_timer[i] = self.port.set_timer_at(a, ("hb", i))
             return
         k, tv = self._last_tick(i, now)
@@ -798,7 +845,8 @@ class NodeManagers(Component):
                 self.vwait[i] = arrival + cad.d_tn
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        self.hb_timer[i] = self.port.set_timer_at(tv + self.hb, ("hb", i))
+        self._next_tick = nxt = tv + self.hb
+        self.hb_timer[i] = self.port.set_timer_at(nxt, ("hb", i))
 
     def wake_all(self, now: float) -> None:
         for i in range(self.n):
