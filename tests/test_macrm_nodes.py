@@ -102,6 +102,21 @@ def test_response_timeout_releases_the_node_and_stale_decisions_do_not():
     assert inquiry(port, nm, "jmC", ("C", 1), [0], 0.013) == []
 
 
+def test_one_response_timeout_per_inquiry_for_the_nodes_still_holding():
+    nm, port, _ = make(hold=0.01)
+    assert inquiry(port, nm, "jmA", ("A", 1), [0, 1, 2], 0.0) == [0, 1, 2]
+    (key,) = [k for _, k in port.timers.values() if k[0] == "hold"]  # one timer for the three nodes
+    nm.on_message(SampleDecision(("A", 1), empty_containers(1), [1]), 0.005)
+    assert [k for _, k in port.timers.values() if k[0] == "hold"] == [key]
+    nm.on_timer(key, 0.01)  # nodes 0 and 2 time out; node 1 was released already
+    assert nm.stats["hold_timeouts"] == 2
+    assert inquiry(port, nm, "jmB", ("B", 1), [0, 1, 2], 0.011) == [0, 1, 2]
+    # every node released before the timeout: the timer is cancelled
+    nm.on_message(SampleDecision(("B", 1), empty_containers(1), [0, 1, 2]), 0.012)
+    assert not [k for _, k in port.timers.values() if k[0] == "hold" and k[1] == ("B", 1)]
+    assert nm.stats["hold_timeouts"] == 2
+
+
 def test_no_answer_without_free_resources():
     nm, port, _ = make(cap=2.0)
     nm.on_message(Allocate(tasks([0, 0], [1, 2])), 0.0)

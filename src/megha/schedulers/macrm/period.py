@@ -126,6 +126,12 @@ class Period:
                 return k + j, t + j * delta
             t = last
             k += n
+            if last < self._fast[1]:  # still in the binade, where no step is uniform any more: one rounded step
+                nt = t + h
+                if nt > at:
+                    return k, t
+                t = nt
+                k += 1
 
     def count_le(self, t: float, at: float) -> int:
         """How many ticks ``t_0 = t, t_1, ...`` are ``<= at`` (0 if ``t > at``)."""
