@@ -74,13 +74,7 @@ def simulate_same(res: RunResult, cfg: LiveConfig, out: Path) -> RunResult:
         capacity=d.capacity,
         demand=d.demand,
         dephase=False,
-        options={
-            "policy": m.policy,
-            "heartbeat": m.heartbeat,
-            "batch_size": m.batch_size,
-            "repartition": m.repartition,
-            "reply_always": m.reply_always,
-        },
+        options=m.sim_options(),  # the same MeghaOptions, live overrides (heartbeat) included
     )
     return simulate(rc)
 

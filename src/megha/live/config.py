@@ -2,8 +2,8 @@
 
 Every service of a deployment reads the same file, so they agree on the datacenter (workers and their
 constraints, generated from ``datacenter.seed`` exactly as the simulator does), the Megha layout (GMs, LMs,
-partitions) and the subjects they talk on (``name`` is the subject namespace, so deployments can share a
-broker).
+partitions), Megha's settings (``[megha]``: the simulator's ``MeghaOptions``, see :class:`LiveMeghaOptions`) and
+the subjects they talk on (``name`` is the subject namespace, so deployments can share a broker).
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from megha.errors import InputError
+from megha.errors import InputError, did_you_mean
+from megha.schedulers.megha import PAPER, MeghaOptions
 
 
 class _Strict(BaseModel):
@@ -65,14 +66,60 @@ class DatacenterConfig(_Strict):
     demand: dict[str, float] = Field(default_factory=lambda: {"cpu": 1.0, "mem": 0.25})
 
 
-class MeghaConfig(_Strict):
-    gms: int = Field(2, ge=1)
-    lms: int = Field(4, ge=1)
-    policy: Literal["random", "min-constraints", "first"] = "random"
-    heartbeat: float = Field(1.0, gt=0, description="LM update period (s)")
-    batch_size: int = Field(100, ge=1)
-    repartition: bool = True
-    reply_always: bool = False
+# MeghaOptions settings the live runtime does not run (simulator behaviour, or not built live yet): each must keep
+# its paper value; MeghaOptions' other settings mean in a deployment what they mean in a simulation
+_LIVE_PAPER_ONLY = (
+    "queue",
+    "route",
+    "partition_order",
+    "matching",
+    "reject",
+    "full_pull",
+    "heartbeat_phase",
+    "trace_quirks",
+)
+_LIVE_UNSET_ONLY = ("shares", "user_gms", "handoff_after")
+
+
+class LiveMeghaOptions(MeghaOptions):
+    """``[megha]``: Megha's scheduling settings — the simulator's :class:`~megha.schedulers.megha.MeghaOptions`
+    (the same names, validation, defaults and descriptions; ``megha schedulers`` lists them), with these live
+    overrides:
+
+    * ``heartbeat`` defaults to 1 s, not 5 s: a real deployment's GMs get fresher views for the price of a
+      small message per LM per second (``megha live submit --compare`` simulates with the same value);
+    * ``gms`` and ``lms`` are the deployment's topology (default 2 GMs x 4 LMs), not overrides of ``--gms`` and
+      ``--lms``;
+    * the live runtime runs the ``paper`` profile: the reference simulators' behaviours (``profile``,
+      ``queue``, ``route``, ``partition_order``, ``matching``, ``reject``, ``full_pull``, ``heartbeat_phase``,
+      ``trace_quirks``), fairness shares (``shares``, ``user_gms``) and the starvation remedy (``handoff_after``)
+      are refused with a clear error if set to anything else; ``in_process_workers`` concerns the simulator only.
+    """
+
+    gms: int = Field(2, ge=1, description="number of GMs of the deployment (live: default 2)")
+    lms: int = Field(4, ge=1, description="number of LMs of the deployment (live: default 4)")
+    heartbeat: float = Field(
+        1.0,
+        gt=0,
+        description="LM update period in seconds (live override: default 1 s for fresher GM views; the "
+        "simulator's default is 5 s as IoT 2023)",
+    )
+
+    @model_validator(mode="after")
+    def _live_supported(self) -> LiveMeghaOptions:
+        bad = [] if self.profile == "paper" else [f"profile={self.profile!r}"]
+        bad += [f"{k}={getattr(self, k)!r}" for k in _LIVE_PAPER_ONLY if getattr(self, k) != PAPER.get(k)]
+        bad += [f"{k}={getattr(self, k)!r}" for k in _LIVE_UNSET_ONLY if getattr(self, k) is not None]
+        if bad:
+            raise ValueError(
+                f"{', '.join(bad)}: not supported by the live runtime (it runs the paper profile without fairness "
+                "shares or handoff; these settings are for `megha simulate`)"
+            )
+        return self
+
+    def sim_options(self) -> dict[str, Any]:
+        """The same settings as ``megha simulate`` options (``-o``) of the ``megha`` scheduler."""
+        return self.model_dump(mode="json", exclude={"gms", "lms"})
 
 
 class WorkersConfig(_Strict):
@@ -124,7 +171,7 @@ class LiveConfig(_Strict):
     name: str = Field("megha", description="subject namespace of this deployment")
     broker: BrokerConfig = Field(default_factory=BrokerConfig)
     datacenter: DatacenterConfig = Field(default_factory=DatacenterConfig)
-    megha: MeghaConfig = Field(default_factory=MeghaConfig)
+    megha: LiveMeghaOptions = Field(default_factory=LiveMeghaOptions)
     workers: WorkersConfig = Field(default_factory=WorkersConfig)
     ha: HAConfig = Field(default_factory=HAConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
@@ -147,5 +194,17 @@ def load_config(path: str | Path | None) -> LiveConfig:
     try:
         return LiveConfig(**data)
     except ValidationError as e:
-        msgs = "; ".join(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors())
+        msgs = "; ".join(_describe(err) for err in e.errors())
         raise InputError(f"{p}: invalid live configuration: {msgs}") from e
+
+
+def _describe(err: Any) -> str:
+    """One validation error: where, what, and for an unknown key the closest known one."""
+    where = ".".join(str(x) for x in err["loc"])
+    if err["type"] != "extra_forbidden":
+        return f"{where}: {err['msg']}"
+    model: Any = LiveConfig
+    for part in err["loc"][:-1]:
+        field = getattr(model, "model_fields", {}).get(part)
+        model = field.annotation if field is not None else None
+    return f"{where}: unknown setting{did_you_mean(err['loc'][-1], getattr(model, 'model_fields', ()))}"

@@ -25,6 +25,7 @@ from megha.model.topology import Datacenter
 from megha.runner.inputs import STREAM_DATACENTER, stream
 from megha.samples import resolve
 from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.wiring import make_gm, make_lm, megha_layout
 
 log = logging.getLogger("megha.live.deploy")
 
@@ -42,7 +43,8 @@ def datacenter_of(cfg: LiveConfig) -> Datacenter:
 
 
 def layout_of(cfg: LiveConfig, dc: Datacenter | None = None) -> MeghaLayout:
-    return MeghaLayout.build(dc if dc is not None else datacenter_of(cfg), cfg.megha.lms, cfg.megha.gms)
+    """The deployment's LM clusters and GM partitions, cut as the simulator cuts them from the same options."""
+    return megha_layout(dc if dc is not None else datacenter_of(cfg), cfg.megha)
 
 
 def host_workers(layout: MeghaLayout, n_hosts: int, h: int, mode: str = "striped") -> list[int]:
@@ -145,7 +147,7 @@ def warm_up(cfg: LiveConfig | None = None) -> None:
             "capacity": d.capacity,
             "demand": d.demand,
         },
-        megha={"gms": 1, "lms": 2, "policy": m.policy, "batch_size": m.batch_size, "repartition": m.repartition},
+        megha=m.model_dump() | {"gms": 1, "lms": 2},
         workers={"hosts": 1},
         ha={"lm_standby": False},
         state_dir=cfg.state_dir,
@@ -208,16 +210,7 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
     rt = Runtime(transport, cfg.name, f"gm{g}", "gm")
     from megha.live.runtime import ForwardingRecorder
 
-    m = cfg.megha
-    gm = LiveGlobalMaster(
-        g,
-        layout,
-        ForwardingRecorder(),
-        req_base=_req_base(),
-        policy=m.policy,
-        batch_size=m.batch_size,
-        repartition=m.repartition,
-    )
+    gm = make_gm(g, layout, ForwardingRecorder(), cfg.megha, cls=LiveGlobalMaster, req_base=_req_base())
     await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g, hold_timers_offline=True)
     await rt.start()
     return rt
@@ -237,10 +230,7 @@ async def start_lm(
     rt = Runtime(transport, cfg.name, f"lm{lm}-{role}", "lm")
     from megha.live.runtime import ForwardingRecorder
 
-    m = cfg.megha
-    comp = LiveLocalMaster(
-        lm, layout, ForwardingRecorder(), m.heartbeat, None, m.reply_always, host_timeout=cfg.ha.host_timeout
-    )
+    comp = make_lm(lm, layout, ForwardingRecorder(), cfg.megha, cls=LiveLocalMaster, host_timeout=cfg.ha.host_timeout)
     await rt.host(
         comp,
         seed=cfg.datacenter.seed * 1000 + 500 + lm,

@@ -56,10 +56,9 @@ from megha.model.matching import Policy
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.faults import MeghaFaults
-from megha.schedulers.megha.gm import GlobalMaster
-from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
 from megha.schedulers.megha.simlm import InProcessWorkers, SimLocalMaster
+from megha.schedulers.megha.wiring import make_gm, make_lm, megha_layout
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
 # what each profile sets (an option the user gives explicitly wins); ``paper`` is the papers' text
@@ -236,9 +235,7 @@ def _fairness(ctx: BuildContext, opts: MeghaOptions, n_gms: int, total: float) -
 
 def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     opts: MeghaOptions = ctx.options
-    n_lms = 1 if central else (opts.lms or ctx.n_lms)
-    n_gms = 1 if central else (opts.gms or ctx.n_gms)
-    layout = MeghaLayout.build(ctx.datacenter, n_lms, n_gms, prefix="megha-central" if central else "megha")
+    layout = megha_layout(ctx.datacenter, opts, ctx.n_lms, ctx.n_gms, central=central)
     total = float(layout.n_workers) if layout.capacity is None else float(layout.capacity[:, 0].sum())
     fair, job_user = _fairness(ctx, opts, layout.n_gms, total)
     if fair is not None and (opts.queue != "fifo" or opts.matching != "offer"):
@@ -261,13 +258,13 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
             eng.add(InProcessWorkers(layout.pool_address(lm)))
             lms.append(
                 eng.add(
-                    SimLocalMaster(
+                    make_lm(
                         lm,
                         layout,
                         ctx.recorder,
-                        opts.heartbeat,
-                        fair,
-                        opts.reply_always,
+                        opts,
+                        fair=fair,
+                        cls=SimLocalMaster,
                         launch_delay=eng.delay_model.delay(LocalMaster.kind, WorkerPool.kind),
                         report_delay=eng.delay_model.delay(WorkerPool.kind, LocalMaster.kind),
                         **lm_kw,
@@ -277,32 +274,9 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         else:
             cap = None if layout.capacity is None else layout.capacity
             eng.add(WorkerPool(layout.pool_address(lm), layout.n_workers, ctx.recorder, capacity=cap))
-            lms.append(eng.add(LocalMaster(lm, layout, ctx.recorder, opts.heartbeat, fair, opts.reply_always, **lm_kw)))
+            lms.append(eng.add(make_lm(lm, layout, ctx.recorder, opts, fair=fair, **lm_kw)))
     for g in range(layout.n_gms):
-        gms.append(
-            eng.add(
-                GlobalMaster(
-                    g,
-                    layout,
-                    ctx.recorder,
-                    opts.policy,
-                    opts.batch_size,
-                    opts.repartition,
-                    fair,
-                    job_user,
-                    opts.preemption,
-                    preempt_candidates=opts.preempt_candidates,
-                    fair_period=opts.heartbeat,
-                    queue=opts.queue,
-                    partition_order=opts.partition_order,
-                    reject=opts.reject,
-                    matching=opts.matching,
-                    full_pull=opts.full_pull,
-                    handoff_after=opts.handoff_after,
-                    handoff_rare=opts.handoff_rare,
-                )
-            )
-        )
+        gms.append(eng.add(make_gm(g, layout, ctx.recorder, opts, fair=fair, job_user=job_user)))
     n_g = layout.n_gms
     if fair is not None:
         user_gm = fair.user_gm
