@@ -23,7 +23,9 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,8 +33,13 @@ from megha.live import wire
 from megha.live.client import LiveClient, synthetic_workload, to_run_result
 from megha.live.config import LiveConfig
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport
-from megha.live.transport import stream_names
+from megha.live.transport import Transport, stream_names
 from megha.live.worker import RUN_SHIFT
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from megha.model.topology import Datacenter
 
 log = logging.getLogger("megha.live.bench")
 
@@ -104,7 +111,7 @@ def _service_pids(cfg: LiveConfig) -> tuple[int | None, list[int], list[str]]:
 HOPS = ("client → GM", "GM → LM", "LM → host", "host → start")
 
 
-async def _stream_ends(transport, cfg: LiveConfig) -> dict[str, int] | None:
+async def _stream_ends(transport: Transport, cfg: LiveConfig) -> dict[str, int] | None:
     """Last stream position of the inboxes' stream (``None`` without JetStream: the in-process bus)."""
     js = getattr(transport, "js", None)
     if js is None:
@@ -113,7 +120,7 @@ async def _stream_ends(transport, cfg: LiveConfig) -> dict[str, int] | None:
     return {name: int((await js.stream_info(name)).state.last_seq)}
 
 
-async def _hop_times(transport, since: dict[str, int], n: int) -> np.ndarray:
+async def _hop_times(transport: Transport, since: dict[str, int], n: int) -> np.ndarray:
     """When the broker stored each task's submission, launch request and host launch (wall seconds; NaN when
     missing): rows are task indexes < ``n``, columns the three messages. Read from the inboxes' stream after
     positions ``since`` (the broker's own clock: one clock with the client's and the host's on one machine)."""
@@ -161,7 +168,7 @@ async def _hop_times(transport, since: dict[str, int], n: int) -> np.ndarray:
 async def _measure(
     cl: LiveClient,
     cfg: LiveConfig,
-    dc,
+    dc: Datacenter,
     rate: float,
     seconds: float,
     duration: float,
@@ -229,7 +236,7 @@ async def run_bench(
     per_job: int = 1,
     mode: str = "nats",
     cfg: LiveConfig | None = None,
-    report=print,
+    report: Callable[[str], object] = print,
     lm_standby: bool = False,
     hops: bool = False,
 ) -> list[dict]:
@@ -286,7 +293,7 @@ async def run_bench(
                 supervisor.terminate(cfg)
 
 
-def _ensure_nats(cfg: LiveConfig):
+def _ensure_nats(cfg: LiveConfig) -> subprocess.Popen | None:
     """Start nats-server on the configured loopback port unless one already listens there."""
     import subprocess
 

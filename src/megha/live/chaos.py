@@ -25,11 +25,18 @@ import signal
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from megha.live.config import LiveConfig
+
+if TYPE_CHECKING:
+    from megha.live.client import LiveRun
+    from megha.metrics.result import RunResult
+    from megha.model.workload import Workload
 
 KINDS = ("broker", "gm", "lm", "host")
 
@@ -89,7 +96,13 @@ async def _fault(kind: str, state: Path, rng: np.random.Generator) -> str | None
     return name if kill_pid(procs[name]) else None
 
 
-async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: str | None = None, report=None) -> dict:
+async def run_chaos(
+    seconds: float,
+    seed: int,
+    rate: float = 20.0,
+    state_dir: str | None = None,
+    report: Callable[[str], object] | None = None,
+) -> dict:
     """Run the chaos experiment (see the module docs); returns the report."""
     from megha.live import supervisor
     from megha.live.client import LiveClient, synthetic_workload, to_run_result, with_constraints
@@ -145,7 +158,7 @@ async def run_chaos(seconds: float, seed: int, rate: float = 20.0, state_dir: st
     return {"seconds": seconds, "seed": seed, "rate": rate, **doc, "faults": faults}
 
 
-def outcome(run, res, w) -> dict:
+def outcome(run: LiveRun, res: RunResult, w: Workload) -> dict:
     """What a chaos run did to the tasks: submitted, completed, lost, duplicated (completed more than once, or
     started again while an earlier run of it had not been reported lost), and the story of a few duplicates."""
     rec = res.recorder

@@ -18,10 +18,15 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from megha.live.config import LiveConfig
+    from megha.live.messages import Status
+    from megha.metrics.result import RunResult
 
 console = Console(stderr=True)
 out_console = Console()
@@ -37,7 +42,7 @@ def attach(app: typer.Typer) -> None:
     app.add_typer(live_app, name="live")
 
 
-def _cfg(path: str | None):
+def _cfg(path: str | None) -> LiveConfig:
     from megha.live.config import load_config
 
     return load_config(path)
@@ -77,7 +82,7 @@ def worker_cmd(config: ConfigOpt = None, index: IndexOpt = 0) -> None:
     main(["worker", "--index", str(index)] + (["--config", config] if config else []))
 
 
-async def _ready(cfg, timeout: float) -> list[str]:
+async def _ready(cfg: LiveConfig, timeout: float) -> list[str]:
     """Wait, ``timeout`` seconds in all, until the deployment just launched takes work; returns what is not ready
     (empty: ready). The client waits for the credentials ``up`` generates, connects, reads its events stream and
     watches the status reports, each step bounded by what is left of ``timeout``."""
@@ -175,7 +180,7 @@ def down_cmd(config: ConfigOpt = None) -> None:
         console.print("no deployment is up (nothing to stop)")
 
 
-async def _collect_status(cfg, seconds: float):
+async def _collect_status(cfg: LiveConfig, seconds: float) -> dict[str, Status]:
     from megha.live.client import LiveClient
     from megha.live.deploy import layout_of, make_transport
 
@@ -191,7 +196,7 @@ def _no_broker(e: Exception) -> None:
     raise typer.Exit(3)
 
 
-def render_status(statuses: dict, cfg) -> object:
+def render_status(statuses: dict, cfg: LiveConfig) -> object:
     """A table of every expected service and the tasks in flight."""
     from rich.table import Table
 
@@ -299,7 +304,7 @@ def _print_result(doc: dict, out: Path | None) -> None:
 
 
 async def _submit(
-    cfg,
+    cfg: LiveConfig,
     trace: str | None,
     compress: float,
     max_jobs: int | None,
@@ -309,7 +314,7 @@ async def _submit(
     kind: str,
     stall: float,
     in_process: bool,
-):
+) -> RunResult:
     from megha.live.client import LiveClient, one_job, prepare_workload, to_run_result
     from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, make_transport
 
@@ -337,7 +342,18 @@ async def _submit(
 
 
 def _submit_and_report(
-    cfg, trace, compress, max_jobs, tasks, duration, command, kind, out, compare, stall, in_process
+    cfg: LiveConfig,
+    trace: str | None,
+    compress: float,
+    max_jobs: int | None,
+    tasks: int,
+    duration: float,
+    command: str,
+    kind: str,
+    out: Path | None,
+    compare: bool,
+    stall: float,
+    in_process: bool,
 ) -> None:
     from megha.live.transport import NoBrokerError
     from megha.metrics.report import render_compare_table, summarize, write_run

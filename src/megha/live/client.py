@@ -30,7 +30,9 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -210,7 +212,7 @@ class LiveClient:
         if self.rt is not None:
             await self.rt.close()
 
-    def send(self, dst: str, msg) -> None:
+    def send(self, dst: str, msg: Any) -> None:
         s = self._seq.get(dst, 0) + 1
         self._seq[dst] = s
         self.rt.send_raw(dst, wire.encode(msg, f"{self.address}/{self.epoch}", dst, self.epoch, s, 0))
@@ -287,7 +289,7 @@ class LiveClient:
         for e, _, _ in self.rt.admit(env, data, pos):
             self._on_event_env(e)
 
-    def _on_event_env(self, env) -> None:
+    def _on_event_env(self, env: wire.Envelope) -> None:
         if not self.run_id:
             return
         run = self.run_id
@@ -307,7 +309,7 @@ class LiveClient:
             self.log.append((float(t), self._order, kind, local, a, note))
             self._apply(kind, local, a, note, float(t))
 
-    def _apply(self, kind: str, local: np.ndarray, aux, note: str, t: float) -> None:
+    def _apply(self, kind: str, local: np.ndarray, aux: np.ndarray | None, note: str, t: float) -> None:
         self.last_progress = time.monotonic()
         if kind == "started":
             np.add.at(self.started, local, 1)
@@ -347,7 +349,7 @@ class LiveClient:
         ready_timeout: float = 30.0,
         gm_dead_after: float = 3.0,
         orphan_grace: float = 3.0,
-        progress=None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> LiveRun:
         """Submit ``workload`` (arrival times relative to now) and wait for every feasible task."""
         self._reset_run()
@@ -569,7 +571,9 @@ class LiveClient:
         )
         self.send(self.layout.gm_address(g), msg)
 
-    def _unstarted_of(self, g: int, job_gm, submitted, feasible, w: Workload) -> np.ndarray:
+    def _unstarted_of(
+        self, g: int, job_gm: np.ndarray, submitted: np.ndarray, feasible: np.ndarray, w: Workload
+    ) -> np.ndarray:
         """Tasks of GM ``g`` that are not running (never started, or their run was lost) nor done."""
         return (
             (job_gm[w.task_job] == g)
@@ -580,7 +584,9 @@ class LiveClient:
             & (self.finished == 0)
         )
 
-    def _resubmit(self, g: int, job_gm, submitted, feasible, w: Workload, base: int, why: str) -> None:
+    def _resubmit(
+        self, g: int, job_gm: np.ndarray, submitted: np.ndarray, feasible: np.ndarray, w: Workload, base: int, why: str
+    ) -> None:
         # completions the GM could not learn while it was down: it knows of them now (its view is rebuilt)
         lost_done = (job_gm[w.task_job] == g) & feasible & (self.finished > 0) & ~self.known
         if lost_done.any():
@@ -592,7 +598,7 @@ class LiveClient:
             self.counters["completions_learned_at_resync"] += int(ids.size)
         self._resubmit_tasks(self._unstarted_of(g, job_gm, submitted, feasible, w), job_gm, w, base, why)
 
-    def _resubmit_tasks(self, sel: np.ndarray, job_gm, w: Workload, base: int, why: str) -> None:
+    def _resubmit_tasks(self, sel: np.ndarray, job_gm: np.ndarray, w: Workload, base: int, why: str) -> None:
         ids = np.flatnonzero(sel)
         if ids.size == 0:
             return

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +28,9 @@ from megha.runner.inputs import STREAM_DATACENTER, stream
 from megha.samples import resolve
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.wiring import make_gm, make_lm, megha_layout
+
+if TYPE_CHECKING:
+    from megha.sim.component import Component
 
 log = logging.getLogger("megha.live.deploy")
 
@@ -69,7 +74,7 @@ def host_workers(layout: MeghaLayout, n_hosts: int, h: int, mode: str = "striped
     return out
 
 
-def hosts_of_workers(layout: MeghaLayout, n_hosts: int, workers, mode: str = "striped") -> list[int]:
+def hosts_of_workers(layout: MeghaLayout, n_hosts: int, workers: Iterable[int], mode: str = "striped") -> list[int]:
     """The hosts (indices) that serve any of ``workers``."""
     want = set(int(x) for x in workers)
     return [h for h in range(n_hosts) if want.intersection(host_workers(layout, n_hosts, h, mode))]
@@ -305,7 +310,7 @@ class LocalDeployment:
         quiet_gc()
         return self
 
-    def component(self, rt: Runtime):
+    def component(self, rt: Runtime) -> Component:
         return next(iter(rt.hosted.values())).comp
 
     async def kill_host(self, h: int) -> None:

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +59,11 @@ from megha.schedulers.megha.messages import (
     TaskDone,
 )
 
+if TYPE_CHECKING:
+    from megha.metrics.recorder import Recorder
+    from megha.schedulers.megha.fairness import FairShare
+    from megha.sim.component import Port
+
 log = logging.getLogger("megha.live.masters")
 
 MISSED_BEATS = 5  # consecutive host beats without a task the LM launched there before it counts as lost ...
@@ -64,6 +71,7 @@ LAUNCH_TIMEOUT = 12.0  # ... and as many seconds since the first of them: links 
 # launch is late, not lost, until the runtime gives up on a gap in its stream (``gap_timeout``, 10 s); counting
 # a late launch as lost ran the task twice (the LM relaunched it while the first launch arrived and ran)
 _DOWN = 1 << 62  # task id marking a dead worker as occupied in the LM's slot truth
+_Done = Finished | Killed  # a worker's report that a task ended
 
 
 def host_address(layout: MeghaLayout, name: str) -> str:
@@ -71,7 +79,7 @@ def host_address(layout: MeghaLayout, name: str) -> str:
     return f"{layout.prefix}/host/{name}"
 
 
-def _rng_check(values, lo: int, hi: int, what: str) -> None:
+def _rng_check(values: np.ndarray | Iterable[int], lo: int, hi: int, what: str) -> None:
     if isinstance(values, np.ndarray):
         if values.size <= 16:  # a few values: Python's min/max over a list beat numpy's reductions
             values = values.tolist()
@@ -86,7 +94,7 @@ def _rng_check(values, lo: int, hi: int, what: str) -> None:
             raise ValueError(f"{what} {v} outside [{lo}, {hi})")
 
 
-def _what(msg) -> str:
+def _what(msg: JobArrival | JobBatch) -> str:
     return f"job {msg.job}" if isinstance(msg, JobArrival) else f"batch of jobs {msg.jobs[:4].tolist()}"
 
 
@@ -94,7 +102,7 @@ class LiveGlobalMaster(GlobalMaster):
     """A GM for the live runtime (see the module docs)."""
 
     def __init__(
-        self, g: int, layout: MeghaLayout, recorder, *, req_base: int = 0, sync_period: float = 0.5, **kw
+        self, g: int, layout: MeghaLayout, recorder: Recorder, *, req_base: int = 0, sync_period: float = 0.5, **kw: Any
     ) -> None:
         kw["fresh_view"] = False
         super().__init__(g, layout, recorder, **kw)
@@ -117,7 +125,7 @@ class LiveGlobalMaster(GlobalMaster):
         super().on_start(now)  # SyncRequest to every LM
         self.port.set_timer(self.sync_period, "sync")
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if key == "sync":
             missing = [lm for lm in range(self.layout.n_lms) if lm not in self.synced]
             for lm in missing:
@@ -127,7 +135,7 @@ class LiveGlobalMaster(GlobalMaster):
             return
         super().on_timer(key, now)
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if type(msg) is Holding:  # also a late one (an LM answered a repeated sync request twice)
             self._on_holding(msg, now)
             return
@@ -241,7 +249,7 @@ class LiveGlobalMaster(GlobalMaster):
         self._requeue(entries, True, now)
         self._flush(now)
 
-    def validate(self, msg) -> None:
+    def validate(self, msg: Any) -> None:
         """Reject messages that would corrupt the GM's state (raises ValueError)."""
         L, N = self.layout.n_lms, self.layout.n_workers
         if isinstance(msg, JobBatch):
@@ -332,9 +340,9 @@ class LiveLocalMaster(LocalMaster):
         self,
         l: int,  # noqa: E741
         layout: MeghaLayout,
-        recorder,
+        recorder: Recorder,
         heartbeat: float = 5.0,
-        fair=None,
+        fair: FairShare | None = None,
         reply_always: bool = False,
         host_timeout: float = 1.0,
         check_period: float = 0.2,
@@ -352,7 +360,7 @@ class LiveLocalMaster(LocalMaster):
         self._missed: dict[str, dict[int, tuple]] = {}  # host -> task -> (consecutive beats without it, since)
         self._last_check = 0.0
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(_PoolTap(self, port))
 
     def on_start(self, now: float) -> None:
@@ -371,7 +379,7 @@ class LiveLocalMaster(LocalMaster):
         self.on_takeover(now)
 
     # --- dispatch ------------------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         t = type(msg)
         if t is HostBeat:
             self._on_beat(msg, now)
@@ -441,7 +449,7 @@ class LiveLocalMaster(LocalMaster):
             None if msg.demands is None else msg.demands[k],
         )
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if key == "hosts":
             if now - self._last_check > self.check_period + self.host_timeout / 2:
                 for h in self.hosts.values():  # this LM stalled: the hosts' beats may still be queued
@@ -454,7 +462,7 @@ class LiveLocalMaster(LocalMaster):
             return
         super().on_timer(key, now)
 
-    def _filter_done(self, msg, what: str):
+    def _filter_done(self, msg: _Done, what: str) -> _Done | None:
         """Keep only reports from the worker that currently holds each task (exactly-once completion)."""
         tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
@@ -475,7 +483,7 @@ class LiveLocalMaster(LocalMaster):
         return type(msg)([tasks[i] for i in keep], [workers[i] for i in keep], dem)
 
     # --- the pool side: launches to hosts ------------------------------------------------------------------
-    def _to_pool(self, msg) -> None:
+    def _to_pool(self, msg: Any) -> None:
         if isinstance(msg, Launch):
             tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
             workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
@@ -525,7 +533,7 @@ class LiveLocalMaster(LocalMaster):
     def _host_addr(self, name: str) -> str:
         return host_address(self.layout, name)
 
-    def _launch_on(self, host: str, tasks: list, workers: list, durs: list, dem) -> None:
+    def _launch_on(self, host: str, tasks: list, workers: list, durs: list, dem: np.ndarray | None) -> None:
         self.port.send(
             self._host_addr(host), HostLaunch(host, self.hosts[host][0], tasks, workers, durs, self.address, dem)
         )
@@ -712,7 +720,7 @@ class LiveLocalMaster(LocalMaster):
             )
 
     # --- checks and status ---------------------------------------------------------------------------------
-    def validate(self, msg) -> None:
+    def validate(self, msg: Any) -> None:
         """Reject messages that would corrupt the LM's state (raises ValueError)."""
         G = self.G
         if isinstance(msg, LaunchRequest):
@@ -767,19 +775,19 @@ class LiveLocalMaster(LocalMaster):
 class _PoolTap:
     """The LM's port, with messages for the LM's worker pool diverted to the LM's host dispatch."""
 
-    def __init__(self, lm: LiveLocalMaster, port) -> None:
+    def __init__(self, lm: LiveLocalMaster, port: Port) -> None:
         self.lm = lm
         self.inner = port
         self.rng = port.rng
         self.pool = lm.pool
 
-    def send(self, dst: str, msg) -> None:
+    def send(self, dst: str, msg: Any) -> None:
         if dst == self.pool:
             self.lm._to_pool(msg)
         else:
             self.inner.send(dst, msg)
 
-    def set_timer(self, delay: float, key) -> int:
+    def set_timer(self, delay: float, key: Hashable) -> int:
         return self.inner.set_timer(delay, key)
 
     def cancel_timer(self, handle: int) -> None:

@@ -30,6 +30,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from prometheus_client import CollectorRegistry, Histogram
+    from prometheus_client.metrics_core import Metric
+
+    from megha.live.runtime import Runtime
+    from megha.schedulers.megha.gm import GlobalMaster
 
 log = logging.getLogger("megha.live.metrics")
 
@@ -39,10 +49,10 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5
 class _Collector:
     """Reads every hosted component's status at scrape time."""
 
-    def __init__(self, rt) -> None:
+    def __init__(self, rt: Runtime) -> None:
         self.rt = rt
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         fams: dict[str, object] = {}
@@ -83,7 +93,7 @@ class _Collector:
         yield from fams.values()
 
 
-def placement_histogram(registry):
+def placement_histogram(registry: CollectorRegistry) -> Histogram:
     from prometheus_client import Histogram
 
     return Histogram(
@@ -95,7 +105,7 @@ def placement_histogram(registry):
     )
 
 
-def serve_metrics(rt, port: int, bind: str = "127.0.0.1"):
+def serve_metrics(rt: Runtime, port: int, bind: str = "127.0.0.1") -> CollectorRegistry:
     """Serve the runtime's metrics on ``http://bind:port/metrics``; returns the registry."""
     from prometheus_client import CollectorRegistry, start_http_server
 
@@ -113,7 +123,7 @@ def serve_metrics(rt, port: int, bind: str = "127.0.0.1"):
     return reg
 
 
-def _watch_placements(gm, observe) -> None:
+def _watch_placements(gm: GlobalMaster, observe: Callable[[float], object]) -> None:
     """Count the GM's placements and observe each task's wait (arrival at the GM → launch request sent)."""
     from megha.live.runtime import _ids
 
@@ -121,7 +131,7 @@ def _watch_placements(gm, observe) -> None:
     orig = rec.decided
     gm.placed_total = 0
 
-    def decided(ids, t: float) -> None:
+    def decided(ids: np.ndarray, t: float) -> None:
         orig(ids, t)
         now = time.time()
         have = gm._have

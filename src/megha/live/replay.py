@@ -40,8 +40,10 @@ import json
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -49,6 +51,11 @@ from megha.errors import InputError
 from megha.live.chaos import kill_pid
 from megha.live.config import LiveConfig
 from megha.model.faults import FaultEvent, FaultSchedule, load_schedule
+
+if TYPE_CHECKING:
+    from megha.live.client import LiveClient, LiveRun
+    from megha.metrics.result import RunResult
+    from megha.schedulers.megha.layout import MeghaLayout
 
 #: fault kinds a live deployment can replay -> what happens (shown in errors)
 LIVE_KINDS = {
@@ -108,7 +115,7 @@ def _services(state: Path) -> dict:
         return {}
 
 
-def _active_lm_pid(cl, address: str) -> int | None:
+def _active_lm_pid(cl: LiveClient, address: str) -> int | None:
     """The pid of the process that reported last as LM ``address``'s active instance."""
     best = None
     for st in list(cl.statuses.values()):
@@ -117,7 +124,7 @@ def _active_lm_pid(cl, address: str) -> int | None:
     return None if best is None else best.info.get("pid")
 
 
-def inject(ev: FaultEvent, cfg: LiveConfig, cl, layout, scale: float) -> _Injected | None:
+def inject(ev: FaultEvent, cfg: LiveConfig, cl: LiveClient, layout: MeghaLayout, scale: float) -> _Injected | None:
     """Do fault ``ev`` now (see the module docs); None when there was nothing to kill."""
     from megha.live import supervisor
     from megha.live.deploy import hosts_of_workers
@@ -164,7 +171,7 @@ def inject(ev: FaultEvent, cfg: LiveConfig, cl, layout, scale: float) -> _Inject
     return _Injected(ev, time.time(), names, pids)
 
 
-def recovered(f: _Injected, cfg: LiveConfig, cl, layout) -> bool:
+def recovered(f: _Injected, cfg: LiveConfig, cl: LiveClient, layout: MeghaLayout) -> bool:
     """Whether what fault ``f`` killed is back: a new process reports in its place (the broker: the client has
     reconnected since)."""
     if f.event.kind == "broker":
@@ -181,7 +188,7 @@ def recovered(f: _Injected, cfg: LiveConfig, cl, layout) -> bool:
     return all(p is not None and p not in f.pids for p in new) and {p for _, p, _ in heard} >= set(new)
 
 
-def fault_report(run, res, injected: list[_Injected], scale: float) -> dict:
+def fault_report(run: LiveRun, res: RunResult, injected: list[_Injected], scale: float) -> dict:
     """``megha simulate --faults``'s ``faults`` fields for a live run (live seconds; see the module docs)."""
     from megha.metrics.summary import fault_summary, job_table
 
@@ -223,7 +230,7 @@ async def run_fault_file(
     hosts: int = 4,
     max_jobs: int | None = None,
     state_dir: str | None = None,
-    report=None,
+    report: Callable[[str], object] | None = None,
 ) -> dict:
     """Replay the fault schedule in ``path`` against a local deployment (see the module docs); returns the report."""
     from megha.live import supervisor
@@ -324,7 +331,7 @@ async def run_fault_file(
     return doc
 
 
-def _probe(pending: list[_Injected], cfg: LiveConfig, cl, layout) -> list[_Injected]:
+def _probe(pending: list[_Injected], cfg: LiveConfig, cl: LiveClient, layout: MeghaLayout) -> list[_Injected]:
     left = []
     for f in pending:
         if recovered(f, cfg, cl, layout):

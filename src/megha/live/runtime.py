@@ -55,6 +55,7 @@ import numpy as np
 from megha.live import wire
 from megha.live.messages import Control, Events, Repl, ReplBatch, Status
 from megha.live.transport import Transport, subject_of
+from megha.metrics.recorder import TaskIds, WorkerIds
 from megha.sim.component import Component
 
 log = logging.getLogger("megha.live.runtime")
@@ -127,38 +128,38 @@ class ForwardingRecorder:
         self.outstanding = 0
         self.last_progress = 0.0
 
-    def decided(self, ids, t: float) -> None:
+    def decided(self, ids: TaskIds, t: float) -> None:
         self.items.append(["decided", t, _ids(ids), [], ""])
 
-    def started(self, ids, t: float, workers) -> None:
+    def started(self, ids: TaskIds, t: float, workers: WorkerIds) -> None:
         self.items.append(["started", t, _ids(ids), _ids(workers), ""])
 
-    def finished(self, ids, t: float, codes: list[int] | None = None) -> None:
+    def finished(self, ids: TaskIds, t: float, codes: list[int] | None = None) -> None:
         self.items.append(["finished", t, _ids(ids), codes or [], ""])
 
-    def completion_known(self, ids, t: float) -> None:
+    def completion_known(self, ids: TaskIds, t: float) -> None:
         self.items.append(["known", t, _ids(ids), [], ""])
 
-    def preempted(self, ids, t: float) -> None:
+    def preempted(self, ids: TaskIds, t: float) -> None:
         self.items.append(["lost", t, _ids(ids), [], "preempted"])
 
-    def lost(self, ids, t: float, note: str) -> None:
+    def lost(self, ids: TaskIds, t: float, note: str) -> None:
         """A run was cut short (its worker died); the task will run again."""
         self.items.append(["lost", t, _ids(ids), [], note])
 
-    def failed(self, ids, t: float, codes: list[int], note: str) -> None:
+    def failed(self, ids: TaskIds, t: float, codes: list[int], note: str) -> None:
         self.items.append(["failed", t, _ids(ids), list(codes), note])
 
     def output(self, task: int, t: float, text: str) -> None:
         self.items.append(["output", t, [int(task)], [], text[-2000:]])
 
-    def add_comm(self, ids, d) -> None:
+    def add_comm(self, ids: TaskIds, d: object) -> None:
         pass
 
-    def add_proc(self, ids, d) -> None:
+    def add_proc(self, ids: TaskIds, d: object) -> None:
         pass
 
-    def add_worker_queue(self, ids, d) -> None:
+    def add_worker_queue(self, ids: TaskIds, d: object) -> None:
         pass
 
     def count(self, name: str, n: int = 1) -> None:
@@ -851,7 +852,9 @@ class Hosted:
         finally:
             self._claiming = 0
 
-    async def _write_first_loop(self, term, tr, subj, loop, end) -> Repl | None:
+    async def _write_first_loop(
+        self, term: int, tr: Transport, subj: str, loop: asyncio.AbstractEventLoop, end: float
+    ) -> Repl | None:
         while self.role == "standby" and time.monotonic() < end:
             try:
                 last = await tr.last_position(subj)
@@ -877,7 +880,7 @@ class Hosted:
             )
             fut: asyncio.Future = loop.create_future()
 
-            def done(seq, err, fut=fut) -> None:
+            def done(seq: int | None, err: str | None, fut: asyncio.Future = fut) -> None:
                 if not fut.done():
                     fut.set_result((seq, err))
 

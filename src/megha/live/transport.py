@@ -32,9 +32,17 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client as NatsClient
+    from nats.aio.msg import Msg
+    from nats.aio.subscription import Subscription
+    from nats.js.kv import KeyValue
 
 log = logging.getLogger("megha.live.transport")
+OnAck = Callable[[int | None, str | None], None]  # (stored position, None) or (None, the broker's refusal)
 
 UNANSWERED_FACTOR = 4  # a durable message unanswered for this many ack timeouts is re-published regardless
 _DIRECT_MAX_BUFFER = 1 << 20  # bytes buffered (nats-py's or the socket's) above which publishes take the slow path
@@ -42,7 +50,7 @@ _NATS_HDR = b"NATS/1.0\r\n"
 _CONNECTED = 1  # nats.aio.client.Client.CONNECTED
 
 
-def _nats_internals_ok(nc) -> bool:
+def _nats_internals_ok(nc: NatsClient) -> bool:
     """Whether this nats-py client has the internals the direct paths use (checked once per connection; without
     them every message goes through nats-py's public publish and subscription tasks)."""
     from nats.aio.client import Client
@@ -212,7 +220,9 @@ class InProcTransport(Transport):
         for _, h in list(subs):
             loop.call_soon(_guarded, h, data)
 
-    def publish_durable(self, subject: str, data: bytes, headers=None, on_ack=None) -> None:
+    def publish_durable(
+        self, subject: str, data: bytes, headers: dict[str, str] | None = None, on_ack: OnAck | None = None
+    ) -> None:
         if self.closed:
             return
         b = self.broker
@@ -312,12 +322,12 @@ class _InlineQueue(asyncio.Queue):
     message) hands the message to ``fn`` at once; nothing is ever queued, so the subscription's own task waits
     for ever (it is cancelled with the subscription)."""
 
-    def __init__(self, sub, fn: Callable[[object], None]) -> None:
+    def __init__(self, sub: Subscription, fn: Callable[[object], None]) -> None:
         super().__init__()
         self._sub = sub
         self._fn = fn
 
-    def put_nowait(self, msg) -> None:
+    def put_nowait(self, msg: Msg) -> None:
         self._sub._pending_size -= len(msg.data)
         try:
             self._fn(msg)
@@ -385,7 +395,7 @@ class _Consumer:
             self.dseq = 0
             gen = self._gen = object()
 
-            def on_msg(msg, gen=gen) -> None:
+            def on_msg(msg: Msg, gen: int = gen) -> None:
                 if gen is self._gen:
                     self._on_msg(msg)
 
@@ -416,7 +426,7 @@ class _Consumer:
             with contextlib.suppress(Exception):
                 await self.tr.js.delete_consumer(self.stream, name)
 
-    def _on_msg(self, msg) -> None:
+    def _on_msg(self, msg: Msg) -> None:
         reply = msg.reply or ""
         if not reply.startswith("$JS.ACK."):
             return  # a status message (heartbeat, flow control)
@@ -549,7 +559,7 @@ class NatsTransport(Transport):
                 self.user, self.password = c["user"], c["password"]
                 self.client_id = int(c.get("client", 0) or 0)
 
-    async def _connect_once(self):
+    async def _connect_once(self) -> NatsClient:
         """One connection attempt, bounded by ``connect_timeout`` per step; raises on failure.
 
         nats-py retries inside ``connect`` for ever when reconnection is allowed, with the credentials it was given
@@ -638,7 +648,7 @@ class NatsTransport(Transport):
         self._writer = asyncio.create_task(self._write_loop())
         self._spawn(self._retry_loop())
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
         t = asyncio.ensure_future(coro)
         self._bg.add(t)
         t.add_done_callback(self._bg.discard)
@@ -755,7 +765,9 @@ class NatsTransport(Transport):
         nc._pending = []
         nc._pending_data_size = 0
 
-    def publish_durable(self, subject: str, data: bytes, headers=None, on_ack=None) -> None:
+    def publish_durable(
+        self, subject: str, data: bytes, headers: dict[str, str] | None = None, on_ack: OnAck | None = None
+    ) -> None:
         self._n += 1
         # generation -1: queued, not written yet (the writer stamps the time and generation when it writes it)
         self._outbox[self._n] = (subject, data, self.stream_of(subject), time.monotonic(), -1)
@@ -767,7 +779,7 @@ class NatsTransport(Transport):
         self._out.append((subject, data, self._n))
         self._wake.set()
 
-    def _on_ack(self, msg) -> None:
+    def _on_ack(self, msg: Msg) -> None:
         try:
             n = int(msg.subject.rsplit(".", 1)[1])
         except ValueError:
@@ -878,7 +890,7 @@ class NatsTransport(Transport):
         message over (the subscription's queue is replaced by one that calls it), not one loop iteration later in
         the subscription's own task: one fewer task switch per message received."""
 
-        async def cb(msg) -> None:
+        async def cb(msg: Msg) -> None:
             _guarded(fn, msg)
 
         sub = await self.nc.subscribe(
@@ -973,7 +985,7 @@ class NatsTransport(Transport):
                 await self.js.delete_key_value(terms_bucket(self.ns))
         await self._terms()
 
-    async def _terms(self):
+    async def _terms(self) -> KeyValue:
         if self._kv is None:
             try:
                 self._kv = await self.js.key_value(terms_bucket(self.ns))

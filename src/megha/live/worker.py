@@ -32,7 +32,9 @@ import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Hashable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +113,7 @@ class WorkerHost(Component):
         self._beat()
         self.port.set_timer(self.beat, "beat")
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if key == "beat":
             if now - self._last_beat > self.lease:
                 self._fence(now)
@@ -150,7 +152,7 @@ class WorkerHost(Component):
                 HostBeat(self.name, self.epoch, lm, ws, by_lm_running.get(lm, []), self.beat),
             )
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, HostLaunch | HostKill):
             if msg.epoch != self.epoch or msg.host != self.name:  # meant for an earlier incarnation of this host
                 self.counters["stale_launches_dropped" if isinstance(msg, HostLaunch) else "stale_kills_dropped"] += 1
@@ -173,7 +175,7 @@ class WorkerHost(Component):
         else:
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
 
-    def validate(self, msg) -> None:
+    def validate(self, msg: Any) -> None:
         if isinstance(msg, Launch | HostLaunch):
             for w in msg.workers if isinstance(msg.workers, list) else msg.workers.tolist():
                 if w not in self.mine:
@@ -227,7 +229,7 @@ class WorkerHost(Component):
         s = self.specs.get(run)
         return s if s is not None else RunSpec(run, self.default_kind)
 
-    def _start(self, t: int, w: int, dur: float):
+    def _start(self, t: int, w: int, dur: float) -> asyncio.Handle | asyncio.Future:
         spec = self._spec(t)
         loop = asyncio.get_running_loop()
         if spec.kind == "sleep":

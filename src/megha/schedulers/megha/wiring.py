@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from megha.metrics.recorder import Recorder
 from megha.model.topology import Datacenter
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.gm import GlobalMaster
@@ -71,7 +72,7 @@ def lm_settings(opts: MeghaOptions) -> dict[str, Any]:
 def make_gm(
     g: int,
     layout: MeghaLayout,
-    recorder: Any,
+    recorder: Recorder,
     opts: MeghaOptions,
     *,
     fair: FairShare | None = None,
@@ -86,7 +87,7 @@ def make_gm(
 def make_lm(
     lm: int,
     layout: MeghaLayout,
-    recorder: Any,
+    recorder: Recorder,
     opts: MeghaOptions,
     *,
     fair: FairShare | None = None,
