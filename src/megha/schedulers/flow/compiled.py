@@ -126,8 +126,8 @@ class CompiledGraph:
         self.machine_slots = np.asarray(machine_slots, dtype=np.int64).copy()
         self.machine_free = self.machine_slots.copy()
         self.machine_failed = np.zeros(nm, dtype=bool)
-        self._up_masks: np.ndarray | None = None  # distinct masks of the machines up, while some machine is failed
-        self._class_dead = np.zeros(0, dtype=bool)  # per class: no machine up fits it (while some is failed)
+        self._n_failed = 0
+        self._class_up: np.ndarray | None = None  # per class: machines up that fit it, while some machine is failed
         self._no_dead = np.zeros(0, dtype=np.int64)
         self._mmask = self.machine_mask.astype(np.int64)
         self._wasfree = np.zeros(nm, dtype=np.int8)
@@ -448,9 +448,9 @@ class CompiledGraph:
     def fail_machines(self, machines: np.ndarray, failed: bool = True) -> None:
         """Mark machines failed (prohibitive cost on ``M → S``) or repaired."""
         machines = np.asarray(machines, dtype=np.int64)
+        changed = np.unique(machines[self.machine_failed[machines] != failed])
         self.machine_failed[machines] = failed
-        self._up_masks = np.unique(self.machine_mask[~self.machine_failed]) if self.machine_failed.any() else None
-        self._class_dead = np.zeros(0, dtype=bool)
+        self._count_up(changed, failed)
         cost = np.asarray(self.cm.machine_cost(self, machines), dtype=np.int64)
         cost = cost + np.where(self.machine_failed[machines], PROHIBITIVE, 0)
         self.net.set_costs(self.machine_arc[machines], cost)
@@ -498,7 +498,7 @@ class CompiledGraph:
             self._g_applied = g
         if self.GM[GK.GM_JOBS]:
             capacity = int(self.machine_slots[~self.machine_failed].sum())
-            unplaceable = self._no_dead if self._up_masks is None else self._unplaceable()
+            unplaceable = self._no_dead if self._class_up is None else self._unplaceable()
             GK.k_jobs(
                 net.N,
                 net.A,
@@ -522,18 +522,39 @@ class CompiledGraph:
         self._machines()
         self._refresh()
 
+    def _count_up(self, changed: np.ndarray, failed: bool) -> None:
+        """Machines ``changed`` failed (or came back): keep, while some machine is failed, the number of machines up
+        that fit each class (counted for a class when first needed, see :meth:`_unplaceable`)."""
+        if changed.size == 0:
+            return
+        self._n_failed += int(changed.size) if failed else -int(changed.size)
+        if self._n_failed == 0:
+            self._class_up = None
+        elif self._class_up is None:
+            self._class_up = np.zeros(0, dtype=np.int64)
+        elif self._class_up.size:
+            q = self.CT[GK.CT_MASK, : self._class_up.size]
+            hit = ((q[:, None] & ~self._mmask[changed][None, :]) == 0).sum(axis=1)
+            self._class_up += -hit if failed else hit
+
     def _unplaceable(self) -> np.ndarray:
         """Waiting units per job id whose hard constraints no machine up satisfies (while some is failed); empty if
         there are none. They take no fair share (see ``k_jobs``)."""
-        up = self._up_masks
+        up = self._class_up
         assert up is not None
         nc = len(self._class_of)
-        known = self._class_dead.size
-        if known < nc:  # classes created since the machines changed: which of them no machine up fits
-            q = self.CT[GK.CT_MASK, known:nc].astype(np.uint32)
-            fit = ((up[None, :] & q[:, None]) == q[:, None]).any(axis=1)
-            self._class_dead = np.concatenate((self._class_dead, ~fit))
-        dead = self._class_dead & (self.CT[GK.CT_WAIT, :nc] > 0)
+        if up.size < nc:  # classes not counted yet: their machines up
+            live = ~self.machine_failed
+            ct = self.CT
+            new = np.empty(nc - up.size, dtype=np.int64)
+            for i, c in enumerate(range(up.size, nc)):
+                if ct[GK.CT_FLAG, c] & GK.CF_FULL:
+                    new[i] = self.machine_mask.size - self._n_failed
+                else:
+                    f0 = ct[GK.CT_FIT0, c]
+                    new[i] = int(live[self._fit_pool[f0 : f0 + ct[GK.CT_FITN, c]]].sum())
+            self._class_up = up = np.concatenate((up, new))
+        dead = (up == 0) & (self.CT[GK.CT_WAIT, :nc] > 0)
         if not dead.any():
             return self._no_dead
         ng = self._n_groups

@@ -94,7 +94,8 @@ class SchedulingGraph:
         self.machine_slots = np.asarray(machine_slots, dtype=np.int64)
         self.machine_free = self.machine_slots.copy()
         self.machine_failed = np.zeros(nm, dtype=bool)
-        self._up_masks: np.ndarray | None = None  # distinct masks of the machines up, while some machine is failed
+        self._n_failed = 0
+        self._class_up: dict[int, int] | None = None  # class mask -> machines up that fit it, while some is failed
         self._mark = np.zeros(nm, dtype=bool)
         self._cursor = np.zeros(0, dtype=np.int64)
         self._touched = np.zeros(0, dtype=np.int64)
@@ -310,8 +311,9 @@ class SchedulingGraph:
         repaired. Without preemption a failed machine's sink arc follows its free slots (the scheduler holds them
         at 0 while it is down); with preemption its capacity is 0 until it is repaired."""
         machines = np.asarray(machines, dtype=np.int64)
+        changed = np.unique(machines[self.machine_failed[machines] != failed])
         self.machine_failed[machines] = failed
-        self._up_masks = np.unique(self.machine_mask[~self.machine_failed]) if self.machine_failed.any() else None
+        self._count_up(changed, failed)
         self.machine_dirty.update(machines.tolist())
         if self.preemption and machines.size:
             up = np.zeros(machines.size, dtype=np.int64) if failed else self.machine_slots[machines]
@@ -366,7 +368,7 @@ class SchedulingGraph:
                 # change it. Without failed machines every waiting task fits some machine: no extra work then.
                 running = self.job_running[jobs]
                 capacity = int(self.machine_slots[~self.machine_failed].sum())
-                want = n_in if self._up_masks is None else n_in - self._unplaceable(jobs)
+                want = n_in if self._class_up is None else n_in - self._unplaceable(jobs)
                 if self.preemption:  # running tasks are in the graph (n_in)
                     share = max_min_shares(want, capacity)
                     lower = n_in - share
@@ -388,11 +390,36 @@ class SchedulingGraph:
                 self.job_cost[jobs[ch]] = cost[ch]
         self._refresh_classes(freed_masks)
 
+    def _count_up(self, changed: np.ndarray, failed: bool) -> None:
+        """Machines ``changed`` failed (or came back): keep, while some machine is failed, the number of machines up
+        that fit each class (counted for a class when first needed, see :meth:`_unplaceable`)."""
+        if changed.size == 0:
+            return
+        self._n_failed += int(changed.size) if failed else -int(changed.size)
+        if self._n_failed == 0:
+            self._class_up = None
+        elif self._class_up is None:
+            self._class_up = {}
+        elif self._class_up:
+            qs = np.fromiter(self._class_up, dtype=np.int64, count=len(self._class_up))
+            mm = self.machine_mask[changed].astype(np.int64)
+            hit = ((qs[:, None] & ~mm[None, :]) == 0).sum(axis=1)
+            sign = -1 if failed else 1
+            for q, h in zip(qs.tolist(), hit.tolist(), strict=True):
+                self._class_up[q] += sign * h
+
     def _unplaceable(self, jobs: np.ndarray) -> np.ndarray:
         """Waiting tasks of each of ``jobs`` whose hard constraints no machine up satisfies (while some is failed)."""
-        up = self._up_masks
+        up = self._class_up
         assert up is not None
-        dead = [q for q, c in self.classes.items() if c.waiting > 0 and not ((up & np.uint32(q)) == np.uint32(q)).any()]
+        dead = []
+        for q, c in self.classes.items():
+            if c.waiting > 0:
+                n = up.get(q)
+                if n is None:
+                    n = up[q] = int((~self.machine_failed[self.fits(q)]).sum())
+                if n == 0:
+                    dead.append(q)
         if not dead:
             return np.zeros(jobs.size, dtype=np.int64)
         tasks = np.flatnonzero(self.task_node >= 0)
