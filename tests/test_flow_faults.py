@@ -14,6 +14,7 @@ from megha.runner import simulate
 from megha.schedulers.common.messages import Finished, JobArrival, Launch, LaunchFailed
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.flow import FlowOptions, build_scheduler
+from megha.schedulers.flow import _graph_kernels as GK
 from megha.schedulers.flow.faults import FlowFaults
 from megha.sim.component import RecordingPort
 from tests.test_conformance import check, config
@@ -299,3 +300,45 @@ def test_fair_shares_ignore_demand_stranded_by_dead_workers_regression(opts, tmp
     done = np.ones(r.recorder.finishes.size, dtype=bool)
     done[r.stranded] = False
     assert (r.recorder.finishes[r.feasible & done] == 1).all()
+
+
+def _up_counts(g) -> dict[int, tuple[int, int]]:
+    """(kept count, brute-force count) of the machines up fitting each class with waiting tasks."""
+    up = ~g.machine_failed
+    mm = g.machine_mask
+
+    def brute(q: int) -> int:
+        return int((((mm & np.uint32(q)) == np.uint32(q)) & up).sum())
+
+    if hasattr(g, "CT"):  # compiled graph
+        return {int(q): (int(g._class_up[c]), brute(int(q))) for q, c in g._class_of.items() if g.CT[GK.CT_WAIT, c] > 0}
+    return {q: (g._class_up[q], brute(q)) for q, c in g.classes.items() if c.waiting > 0}
+
+
+@pytest.mark.parametrize("opts", FAIR, ids=FAIR_IDS)
+def test_machines_up_per_class_follow_failures_and_repairs(opts) -> None:
+    """The graphs count, while some machine is failed, the machines up that fit each class (a class with none takes
+    no fair share): the counts follow failures, repeated failures and repairs, and go when every machine is up."""
+    masks = [0b011, 0b001, 0b110, 0b100, 0b111, 0b000]
+    s, _ = _masked_sched(masks, n_tasks=64, **opts)
+    for j, q in enumerate([0b001, 0b100, 0b010, 0b110, 0b000]):
+        s.on_message(_masked_job(j, range(10 * j, 10 * j + 10), q), 0.0)
+    _round(s, 0.0)
+    rng = np.random.default_rng(3)
+    t = 1.0
+    for _ in range(12):
+        ms = rng.choice(6, size=int(rng.integers(1, 4)), replace=True)
+        if rng.random() < 0.6:
+            s.fail_machines(ms, NONE, NONE, t)
+        else:
+            s.restore_machines(ms, t)
+        _round(s, t)
+        if s.g.machine_failed.any():
+            counts = _up_counts(s.g)
+            assert counts and all(kept == brute for kept, brute in counts.values()), counts
+        else:
+            assert s.g._class_up is None
+        t += 1.0
+    s.restore_machines(np.arange(6), t)
+    _round(s, t)
+    assert s.g._class_up is None
