@@ -207,8 +207,17 @@ class ResourceManager(Component):
                 if fewest:
                     held.append(entry)
                     held_masks.append(m)
-                else:
-                    q.push_back(entry, m)
+                else:  # q.push_back(entry, m), inlined (a WaitQueue)
+                    slot = q._slot_of.get(m)
+                    if slot is None:
+                        slot = q._slot(m)
+                    q._back += 1
+                    b = q._buckets[slot]
+                    if not b:
+                        q._heads[slot] = q._back
+                        q._empty_slots -= 1
+                    b.append((q._back, entry))
+                    q._len += 1
                 queued += 1
             else:
                 self._claim(int(self.index.worker_at_bit[bit]), entry, now)

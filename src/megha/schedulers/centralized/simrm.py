@@ -36,6 +36,8 @@ from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.common.messages import Launch
 from megha.sim.component import timer_queue_of
 
+_INF = np.iinfo(np.int64).max  # an empty WaitQueue slot's head
+
 _first_fit_min = None  # the compiled queue first fit, imported on first use so the CLI starts fast
 
 
@@ -124,7 +126,17 @@ class SimResourceManager(ResourceManager):
             q = self.queues[0]
             s = (_first_fit_min or _load_fit())(q._masks, q._heads, q._n_slots, self._inv_mask[w]) if q._len else -1
             if s >= 0:
-                entry = q._take(s)
+                # q._take(s) of the head entry, inlined
+                b = q._buckets[s]
+                entry = b.popleft()[1]
+                q._len -= 1
+                if b:
+                    q._heads[s] = b[0][0]
+                else:
+                    q._heads[s] = _INF
+                    q._empty_slots += 1
+                    if q._empty_slots > 64 and q._empty_slots * 2 > q._n_slots:
+                        q._compact()
                 self._queued -= 1
                 stats["allocated_from_queue"] += 1
                 busy[w] = True
