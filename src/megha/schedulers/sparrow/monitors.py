@@ -105,7 +105,7 @@ class SparrowMonitors(Component):
     def on_start(self, now: float) -> None:
         """In the simulator's engine, slot mode, given ``done_delay`` (the builder gives it without processing costs
         or a fault schedule: :attr:`~megha.schedulers.registry.BuildContext.faults`): a task's end takes
-        the common path (:meth:`_end_one`), which models the ``Done`` message to its scheduler — whose only effect
+        the common path (:meth:`_on_end`), which models the ``Done`` message to its scheduler — whose only effect
         is to record when the scheduler learns of the completion, one network delay later — instead of sending it,
         except for the run's last completion, which travels so that the run ends when it arrives. (A fault
         schedule may crash a scheduler, which must not learn anything while it is down: the message is sent.)"""
@@ -386,16 +386,14 @@ class SparrowMonitors(Component):
 
     # --- task ends ---------------------------------------------------------------------------------
     def _on_end(self, key: float, now: float) -> None:
-        """The end timer of the tasks ending at ``key`` (the engine calls it directly on the common path)."""
+        """The end timer of the tasks ending at ``key`` (the engine calls it directly on the common path). One task
+        ending (slot mode, no faults: see :meth:`on_start`) is handled here: :meth:`on_timer`, :meth:`_advance` and
+        :meth:`_flush` inlined, the ``Done`` message modelled."""
         tasks = self._ends.pop(key)
-        if len(tasks) == 1:
-            self._end_one(tasks[0], now)
-        else:
+        if len(tasks) != 1:
             self._end_tasks(tasks, now)
-
-    def _end_one(self, t: int, now: float) -> None:
-        """One task ends, slot mode, no faults (the common path, see :meth:`on_start`): :meth:`on_timer`,
-        :meth:`_advance` and :meth:`_flush` inlined, the ``Done`` message modelled."""
+            return
+        t = tasks[0]
         _, w, sched, _ = self.running.pop(t)
         self.on_worker[w] = -1
         rec = self.rec
