@@ -386,3 +386,270 @@ def k_group_fit_departed(
             q = gnext[q]
         cand[bi] = q if (q >= 0 and q < hi) else -1
     return pos[:k], srv[:k]
+
+
+# --- MaskedJobs' bookkeeping as single calls (state ``st``: top, lo — no live job below —, number of active groups)
+@njit(cache=True, nogil=True)
+def _mj_link(
+    p: int,
+    g: int,
+    m: int,
+    st: np.ndarray,
+    grp: np.ndarray,
+    gnext: np.ndarray,
+    gcount: np.ndarray,
+    ghead: np.ndarray,
+    gtail: np.ndarray,
+    gact: np.ndarray,
+    gslot: np.ndarray,
+    gsize: np.ndarray,
+    gtyp: np.ndarray,
+    asize: np.ndarray,
+    amask: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    abits: np.ndarray,
+) -> None:
+    grp[p] = g
+    gnext[p] = -1
+    if gcount[g] == 0:
+        ghead[g] = p
+        k = st[2]
+        gact[k] = g
+        gslot[g] = k
+        asize[k] = gsize[g]
+        amask[k] = m
+        atyp[k] = gtyp[g]
+        ahead[k] = p
+        st[2] = k + 1
+        if m:
+            k_slot_bits(abits, k, m, True)
+    else:
+        gnext[gtail[g]] = p
+    gtail[g] = p
+    gcount[g] += 1
+
+
+@njit(cache=True, nogil=True)
+def k_mj_add(
+    job: int,
+    x: int,
+    m: int,
+    t: int,
+    g: int,
+    st: np.ndarray,
+    size: np.ndarray,
+    mask: np.ndarray,
+    typ: np.ndarray,
+    ids: np.ndarray,
+    alive: np.ndarray,
+    grp: np.ndarray,
+    gnext: np.ndarray,
+    gcount: np.ndarray,
+    ghead: np.ndarray,
+    gtail: np.ndarray,
+    gact: np.ndarray,
+    gslot: np.ndarray,
+    gsize: np.ndarray,
+    gtyp: np.ndarray,
+    asize: np.ndarray,
+    amask: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    abits: np.ndarray,
+) -> int:
+    """Append a job at position ``st[0]`` (the caller made room) and link it into group ``g``; returns the position."""
+    p = st[0]
+    size[p] = x
+    mask[p] = m
+    typ[p] = t
+    ids[p] = job
+    alive[p] = True
+    st[0] = p + 1
+    _mj_link(p, g, m, st, grp, gnext, gcount, ghead, gtail, gact, gslot, gsize, gtyp, asize, amask, atyp, ahead, abits)
+    return p
+
+
+@njit(cache=True, nogil=True)
+def k_mj_relink(
+    n: int,
+    st: np.ndarray,
+    mask: np.ndarray,
+    grps: np.ndarray,
+    grp: np.ndarray,
+    gnext: np.ndarray,
+    gcount: np.ndarray,
+    ghead: np.ndarray,
+    gtail: np.ndarray,
+    gact: np.ndarray,
+    gslot: np.ndarray,
+    gsize: np.ndarray,
+    gtyp: np.ndarray,
+    asize: np.ndarray,
+    amask: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    abits: np.ndarray,
+) -> None:
+    """Link positions ``0..n-1`` into their groups ``grps`` in order (after a compaction)."""
+    for p in range(n):
+        _mj_link(
+            p,
+            grps[p],
+            np.int64(mask[p]),
+            st,
+            grp,
+            gnext,
+            gcount,
+            ghead,
+            gtail,
+            gact,
+            gslot,
+            gsize,
+            gtyp,
+            asize,
+            amask,
+            atyp,
+            ahead,
+            abits,
+        )
+
+
+@njit(cache=True, nogil=True)
+def k_mj_remove(
+    p: int,
+    st: np.ndarray,
+    alive: np.ndarray,
+    grp: np.ndarray,
+    gnext: np.ndarray,
+    gcount: np.ndarray,
+    ghead: np.ndarray,
+    gact: np.ndarray,
+    gslot: np.ndarray,
+    asize: np.ndarray,
+    amask: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    abits: np.ndarray,
+) -> None:
+    """Unlink the job at position ``p``: its group's oldest live position moves on, an emptied group leaves the
+    dense active list (swapped with the last), and ``st[1]`` skips a dead prefix."""
+    alive[p] = False
+    if p == st[1]:
+        lo = p + 1
+        top = st[0]
+        while lo < top and not alive[lo]:
+            lo += 1
+        st[1] = lo
+    g = grp[p]
+    c = gcount[g] - 1
+    gcount[g] = c
+    if c == 0:
+        k = gslot[g]
+        last = st[2] - 1
+        h = gact[last]
+        gact[k] = h
+        gslot[h] = k
+        mk = np.int64(amask[k])
+        ml = np.int64(amask[last])
+        if mk:
+            k_slot_bits(abits, k, mk, False)
+        if ml:
+            k_slot_bits(abits, last, ml, False)
+            if k != last:
+                k_slot_bits(abits, k, ml, True)
+        asize[k] = asize[last]
+        amask[k] = amask[last]
+        atyp[k] = atyp[last]
+        ahead[k] = ahead[last]
+        gslot[g] = -1
+        st[2] = last
+        ghead[g] = -1
+    elif ghead[g] == p:
+        q = gnext[p]
+        while not alive[q]:
+            q = gnext[q]
+        ghead[g] = q
+        ahead[gslot[g]] = q
+
+
+@njit(cache=True, nogil=True)
+def k_mj_best(
+    st: np.ndarray,
+    prefix: int,
+    size: np.ndarray,
+    mask: np.ndarray,
+    typ: np.ndarray,
+    alive: np.ndarray,
+    ids: np.ndarray,
+    abits: np.ndarray,
+    asize: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    room: int,
+    inv: int,
+    t: int,
+) -> int:
+    """MaskedJobs' query: the id of the largest live job of size <= room (oldest among equals) fitting mask ``inv``
+    (of type ``t`` if ``t >= 0``), or -1. The ``prefix`` oldest positions first: a fitting job there that fills the
+    room is the answer (no job is larger, and every older one is smaller or does not fit); else the groups decide."""
+    if room <= 0:  # every job needs at least one unit
+        return -1
+    lo = st[1]
+    hi = min(st[0], lo + prefix)
+    p, _ = k_best_job(size, mask, typ, alive, lo, hi, room, inv, t)
+    if p < 0 or size[p] != room:
+        p = k_group_best_bits(st[2], abits, asize, atyp, ahead, room, inv, t)
+    return -1 if p < 0 else ids[p]
+
+
+@njit(cache=True, nogil=True)
+def k_first_empty_fit_blocks(
+    empty: np.ndarray,
+    eblk: np.ndarray,
+    inv: np.ndarray,
+    lo: int,
+    mask_a: int,
+    use_a: bool,
+    mask_b: int,
+    use_b: bool,
+) -> int:
+    """:func:`k_first_empty_fit` skipping the blocks of 64 servers without an empty one (``eblk``: empty servers per
+    block)."""
+    a = np.uint32(mask_a & 0xFFFFFFFF)
+    b = np.uint32(mask_b & 0xFFFFFFFF)
+    n = empty.size
+    s = lo
+    while s < n:
+        if eblk[s >> 6] == 0:
+            s = ((s >> 6) + 1) << 6
+            continue
+        if empty[s]:
+            v = inv[s]
+            if (use_a and (v & a) == 0) or (use_b and (v & b) == 0):
+                return s
+        s += 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def k_vqs_room_order(oth: np.ndarray, avail: np.ndarray, t: int, x: int, bits: int) -> np.ndarray:
+    """VQS under constraints: the servers of configuration type ``t`` with configuration room ``avail >= x``, by room
+    then index, largest first."""
+    n = oth.size
+    k = 0
+    for s in range(n):
+        if oth[s] == t and avail[s] >= x:
+            k += 1
+    keys = np.empty(k, dtype=np.int64)
+    k = 0
+    for s in range(n):
+        if oth[s] == t and avail[s] >= x:
+            keys[k] = (avail[s] << bits) | s
+            k += 1
+    keys.sort()
+    out = np.empty(k, dtype=np.int64)
+    m = (np.int64(1) << bits) - 1
+    for i in range(k):
+        out[i] = keys[k - 1 - i] & m
+    return out

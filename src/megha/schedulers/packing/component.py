@@ -160,6 +160,6 @@ class PackingScheduler(Component):
             self.placements += len(tasks)
             self.rec.decided(tasks, now)
             dem = None if self.dem is None else self.dem[tasks]
-            durs = self.dur[tasks].tolist()
+            durs = list(map(self.dur.item, tasks))  # a slot places few tasks: no fancy indexing
             self.port.send(self.pool, Launch(tasks, workers, durs, self.address, dem))
         self._q_mark(now)

@@ -192,6 +192,7 @@ class ConfigSet:
         self._kr = [c.k_res for c in configs]
         self._oth = [c.other for c in configs]
         self._ko = [c.k_other for c in configs]
+        self._memo: dict[tuple[int, ...], int] = {}
 
     def __len__(self) -> int:
         return len(self.configs)
@@ -204,7 +205,18 @@ class ConfigSet:
         return w
 
     def best(self, q: list[int]) -> int:
-        """Index of the max-weight configuration for queue lengths ``q`` (first on ties), -1 if all are 0."""
+        """Index of the max-weight configuration for queue lengths ``q`` (first on ties), -1 if all are 0.
+
+        Memoized by the queue-length vector (a scheduler asks again and again between queue changes)."""
+        key = tuple(q)
+        c = self._memo.get(key)
+        if c is None:
+            if len(self._memo) >= 1 << 16:
+                self._memo.clear()
+            c = self._memo[key] = self._best(q)
+        return c
+
+    def _best(self, q: list[int]) -> int:
         best, bw = -1, 0
         res, kr, oth, ko = self._res, self._kr, self._oth, self._ko
         for c in range(len(res)):

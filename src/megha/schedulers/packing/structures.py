@@ -419,10 +419,35 @@ class MaskedJobs:
         self.alive = np.zeros(capacity, dtype=bool)
         self.grp = np.zeros(capacity, dtype=np.int64)  # position -> group
         self.gnext = np.full(capacity, -1, dtype=np.int64)  # position -> next position of its group (or -1)
-        self.top = 0
-        self.lo = 0  # no live job below this position
+        # top (next free position), lo (no live job below it), nact (non-empty groups): one array that the compiled
+        # bookkeeping updates in place
+        self.st = np.zeros(3, dtype=np.int64)
         self.pos: dict[int, int] = {}
         self._groups_init(64)
+
+    @property
+    def top(self) -> int:
+        return int(self.st[0])
+
+    @top.setter
+    def top(self, v: int) -> None:
+        self.st[0] = v
+
+    @property
+    def lo(self) -> int:
+        return int(self.st[1])
+
+    @lo.setter
+    def lo(self, v: int) -> None:
+        self.st[1] = v
+
+    @property
+    def nact(self) -> int:
+        return int(self.st[2])
+
+    @nact.setter
+    def nact(self, v: int) -> None:
+        self.st[2] = v
 
     def _groups_init(self, cap: int) -> None:
         self.gid: dict[tuple[int, int, int], int] = {}
@@ -478,82 +503,57 @@ class MaskedJobs:
         return g
 
     def add(self, job: int, x: int, mask: int, typ: int = 0) -> None:
-        if self.top >= self.ids.size:
+        if self.st[0] >= self.ids.size:
             self._rebuild()
-        p = self.top
-        self.size[p] = x
-        self.mask[p] = mask
-        self.typ[p] = typ
-        self.ids[p] = job
-        self.alive[p] = True
-        self.pos[job] = p
-        self.top += 1
+        g = self._group(x, mask, typ)
+        self.pos[job] = _kernels().k_mj_add(
+            job,
+            x,
+            mask,
+            typ,
+            g,
+            self.st,
+            self.size,
+            self.mask,
+            self.typ,
+            self.ids,
+            self.alive,
+            self.grp,
+            self.gnext,
+            self.gcount,
+            self.ghead,
+            self.gtail,
+            self.gact,
+            self.gslot,
+            self.gsize,
+            self.gtyp,
+            self.asize,
+            self.amask,
+            self.atyp,
+            self.ahead,
+            self.abits,
+        )
         self.live[job] = (x, mask, typ)
-        self._link(p, self._group(x, mask, typ))
-
-    def _link(self, p: int, g: int) -> None:
-        self.grp[p] = g
-        self.gnext[p] = -1
-        if self.gcount[g] == 0:
-            self.ghead[g] = p
-            k = self.nact
-            self.gact[k] = g
-            self.gslot[g] = k
-            self.asize[k] = self.gsize[g]
-            self.amask[k] = self.gmask[g]
-            self.atyp[k] = self.gtyp[g]
-            self.ahead[k] = p
-            self.nact = k + 1
-            m = int(self.gmask[g])
-            if m:
-                _kernels().k_slot_bits(self.abits, k, m, True)
-        else:
-            self.gnext[self.gtail[g]] = p
-        self.gtail[g] = p
-        self.gcount[g] += 1
 
     def remove(self, job: int) -> None:
         p = self.pos.pop(job)
-        alive = self.alive
-        alive[p] = False
         del self.live[job]
-        if p == self.lo:  # the oldest live job left: skip the dead prefix
-            lo, top = p + 1, self.top
-            while lo < top and not alive[lo]:
-                lo += 1
-            self.lo = lo
-        g = int(self.grp[p])
-        c = int(self.gcount[g]) - 1
-        self.gcount[g] = c
-        if c == 0:  # the group leaves the active list (swap with the last)
-            k = int(self.gslot[g])
-            last = self.nact - 1
-            h = self.gact[last]
-            self.gact[k] = h
-            self.gslot[h] = k
-            bits = _kernels().k_slot_bits
-            mk = int(self.amask[k])
-            ml = int(self.amask[last])
-            if mk:
-                bits(self.abits, k, mk, False)
-            if ml:
-                bits(self.abits, last, ml, False)
-                if k != last:
-                    bits(self.abits, k, ml, True)
-            self.asize[k] = self.asize[last]
-            self.amask[k] = ml
-            self.atyp[k] = self.atyp[last]
-            self.ahead[k] = self.ahead[last]
-            self.gslot[g] = -1
-            self.nact = last
-            self.ghead[g] = -1
-        elif self.ghead[g] == p:  # the oldest left: the next live one along the chain
-            gnext = self.gnext
-            q = int(gnext[p])
-            while not alive[q]:
-                q = int(gnext[q])
-            self.ghead[g] = q
-            self.ahead[self.gslot[g]] = q
+        _kernels().k_mj_remove(
+            p,
+            self.st,
+            self.alive,
+            self.grp,
+            self.gnext,
+            self.gcount,
+            self.ghead,
+            self.gact,
+            self.gslot,
+            self.asize,
+            self.amask,
+            self.atyp,
+            self.ahead,
+            self.abits,
+        )
 
     def best(self, room: int, inv: int, typ: int = -1) -> int:
         if len(self.live) <= self.SMALL:  # the same answer: the first largest in insertion order
@@ -562,18 +562,22 @@ class MaskedJobs:
                 if bx < x <= room and not (m & inv) and (typ < 0 or t == typ):
                     best, bx = j, x
             return best
-        if room <= 0:  # every job needs at least one unit
-            return -1
-        k = _kernels()
-        lo = self.lo
-        # the oldest jobs first: a compatible one filling the room is the answer (no job is larger, and every
-        # older one is smaller or does not fit); otherwise the groups decide
-        p, _ = k.k_best_job(
-            self.size, self.mask, self.typ, self.alive, lo, min(self.top, lo + self.PREFIX), room, inv, typ
+        return _kernels().k_mj_best(
+            self.st,
+            self.PREFIX,
+            self.size,
+            self.mask,
+            self.typ,
+            self.alive,
+            self.ids,
+            self.abits,
+            self.asize,
+            self.atyp,
+            self.ahead,
+            room,
+            inv,
+            typ,
         )
-        if p < 0 or self.size[p] != room:
-            p = k.k_group_best_bits(self.nact, self.abits, self.asize, self.atyp, self.ahead, room, inv, typ)
-        return -1 if p < 0 else int(self.ids[p])
 
     def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
         """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers (only the jobs
@@ -611,12 +615,31 @@ class MaskedJobs:
         self.lo = 0
         self.pos = {int(j): p for p, j in enumerate(self.ids[: keep.size].tolist())}
         self._groups_init(max(64, self.gsize.size))
-        for p, (x, m, t) in enumerate(
-            zip(
-                self.size[: keep.size].tolist(),
-                self.mask[: keep.size].tolist(),
-                self.typ[: keep.size].tolist(),
-                strict=True,
-            )
-        ):
-            self._link(p, self._group(x, m, t))
+        n = keep.size
+        grps = np.array(
+            [
+                self._group(x, m, t)
+                for x, m, t in zip(self.size[:n].tolist(), self.mask[:n].tolist(), self.typ[:n].tolist(), strict=True)
+            ],
+            dtype=np.int64,
+        )
+        _kernels().k_mj_relink(
+            n,
+            self.st,
+            self.mask,
+            grps,
+            self.grp,
+            self.gnext,
+            self.gcount,
+            self.ghead,
+            self.gtail,
+            self.gact,
+            self.gslot,
+            self.gsize,
+            self.gtyp,
+            self.asize,
+            self.amask,
+            self.atyp,
+            self.ahead,
+            self.abits,
+        )
