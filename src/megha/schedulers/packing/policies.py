@@ -226,6 +226,11 @@ class _BestFitFamily(PackingPolicy):
     def _release(self, job: int, server: int, x) -> None:
         self.servers.sub(server, x)
 
+    def depart(self, job: int, server: int) -> None:
+        """A running job left its server (:meth:`PackingPolicy.depart` without the indirection)."""
+        self.servers.sub(server, self.size.pop(job))
+        self._departed.add(server)
+
     def _place(self, j: int, s: int, x) -> None:
         """Move queued job ``j`` to server ``s`` (removes it from every queue index except ``fifo``)."""
         if self.by_size is not None:
@@ -240,19 +245,25 @@ class _BestFitFamily(PackingPolicy):
 
     def _fill_server(self, s: int) -> None:
         """BF-S on one server: the largest (best-aligned) queued job that fits, until none fits."""
-        q = self.by_size
         srv = self.servers
         size = self.size
-        accept = self._job_accept(s)
         masked = self.masked
-        while self.nqueued:
-            if masked is not None:
-                room = srv.room(s)
+        if masked is not None:
+            used = srv.used
+            inv = self.compat.inv[s]
+            while self.nqueued:
+                room = UNIT - used[s]
                 if room <= 0:  # every job needs a unit
                     return
-                j = masked.best(room, self.compat.inv[s])
-            else:
-                j = q.best_for(srv.room(s), srv.used[s], accept)
+                j = masked.best(room, inv)
+                if j < 0:
+                    return
+                self._place(j, s, size[j])
+            return
+        q = self.by_size
+        accept = self._job_accept(s)
+        while self.nqueued:
+            j = q.best_for(srv.room(s), srv.used[s], accept)
             if j < 0:
                 return
             self._place(j, s, size[j])
@@ -261,8 +272,12 @@ class _BestFitFamily(PackingPolicy):
         """BF-J on one queued job: to the feasible server with least residual (best alignment)."""
         x = self.size[j]
         c = self.compat
-        if type(c) is Constraints and type(self.servers) is LineServers:
-            s = self.servers.best_fit_mask(x, c.mask.get(j, 0), c.inv)
+        srv = self.servers
+        if type(c) is Constraints and type(srv) is LineServers:
+            if srv.room_np is not None:  # LineServers.best_fit_mask's compiled scan, called directly
+                s = _kernels().k_best_fit_blocks(srv.room_np, srv.inv_np, srv.bmax_np, x, c.mask.get(j, 0))
+            else:
+                s = srv.best_fit_mask(x, c.mask.get(j, 0), c.inv)
         else:
             s = self.servers.best_fit(x, self._server_accept(j))
         if s < 0:

@@ -210,15 +210,21 @@ class LineServers:
 
     def add(self, s: int, x: int) -> None:
         """Place a job of size ``x`` on ``s`` (the caller checked that it fits)."""
-        old = UNIT - self.used[s]
-        self.used[s] += x
+        used = self.used
+        old = UNIT - used[s]
+        used[s] += x
         self.njobs[s] += 1
+        room = self.room_np
+        if room is not None and self.sorted is None and self.tree is None:  # only the flat array (room falls here)
+            room[s] = old - x
+            return
         self._move(s, old, old - x)
 
     def sub(self, s: int, x: int) -> None:
         """A job of size ``x`` left ``s``."""
-        old = UNIT - self.used[s]
-        self.used[s] -= x
+        used = self.used
+        old = UNIT - used[s]
+        used[s] -= x
         self.njobs[s] -= 1
         self._move(s, old, old + x)
 
