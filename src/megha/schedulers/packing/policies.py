@@ -479,7 +479,6 @@ class VQS(_VirtualQueues):
         self._used_np: np.ndarray | None = None
         if isinstance(self.compat, Constraints):
             self._empty_np = np.ones(n, dtype=bool)
-            self._eblk = np.bincount(np.arange(n) >> 6).astype(np.int64)  # empty servers per block of 64
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
             self._used_np = np.zeros(n, dtype=np.int64)
             self._avail_np = np.zeros(n, dtype=np.int64)
@@ -493,13 +492,6 @@ class VQS(_VirtualQueues):
         self.typ[job] = t
         self.vq[t].append(job)
         self.nq[t] += 1
-
-    def _set_empty(self, s: int, v: bool) -> None:
-        """Constrained runs: mark server ``s`` empty or not (and count the empty servers per block of 64)."""
-        e = self._empty_np
-        if e[s] != v:
-            e[s] = v
-            self._eblk[s >> 6] += 1 if v else -1
 
     def _mirror(self, s: int) -> None:
         """Constrained runs: copy server ``s``'s state into the arrays the compiled scan reads."""
@@ -594,7 +586,7 @@ class VQS(_VirtualQueues):
         self.has_res[s] = 0
         self.empty.add(s)
         if self._empty_np is not None:
-            self._set_empty(s, True)
+            self._empty_np[s] = True
 
     def _place(self, j: int, s: int, t: int) -> None:
         x = self.size[j]
@@ -650,7 +642,7 @@ class VQS(_VirtualQueues):
             return False
         self.empty.remove(s)
         if self._empty_np is not None:
-            self._set_empty(s, False)
+            self._empty_np[s] = False
         self.cfg[s] = c
         conf = self.cs.configs[c]
         if conf.res >= 0:
@@ -667,7 +659,7 @@ class VQS(_VirtualQueues):
         self.cfg[s] = -1
         self.empty.add(s)
         if self._empty_np is not None:
-            self._set_empty(s, True)
+            self._empty_np[s] = True
             self._mirror(s)
         return False
 
@@ -681,8 +673,7 @@ class VQS(_VirtualQueues):
         mask = self.compat.mask
         inv = self._inv_np
         empty = self._empty_np
-        eblk = self._eblk
-        scan = _kernels().k_first_empty_fit_blocks
+        scan = _kernels().k_first_empty_fit
         lo = 0
         while self.nqueued:
             c = cs.best(self.nq)
@@ -701,7 +692,7 @@ class VQS(_VirtualQueues):
                     use_b, mb = True, mask.get(j, 0)
             if not (use_a or use_b):
                 return
-            s = scan(empty, eblk, inv, lo, ma, use_a, mb, use_b)
+            s = scan(empty, inv, lo, ma, use_a, mb, use_b)
             if s < 0:
                 return
             placed = self._renew(s)
@@ -742,9 +733,10 @@ class VQS(_VirtualQueues):
             if self._used_np is not None:
                 # constrained: the servers of configuration type t with room for the head, by room then index,
                 # largest first (the order of by_avail[t], which only unconstrained runs keep), from the mirrors
-                cand = _kernels().k_vqs_room_order(self._oth_np, self._avail_np, t, size[q[0]], _SERVER_BITS)
+                cand = np.flatnonzero((self._oth_np == t) & (self._avail_np >= size[q[0]]))
                 if cand.size:
-                    self._fill_scan(cand, q)
+                    keys = np.sort((self._avail_np[cand] << _SERVER_BITS) | cand)[::-1]
+                    self._fill_scan(np.ascontiguousarray(keys & _SERVER_MASK), q)
                 continue
             sl = self.by_avail[t]
             if not sl:
