@@ -130,10 +130,11 @@ class MeghaOptions(SchedulerOptions):
         description="fidelity profile: paper (the papers' text) | megha20 (the authors' 2020 simulator) | "
         "iot23 (the authors' Megha 3.0 simulator); sets the options below unless given",
     )
-    queue: Literal["fifo", "fewest-tasks"] | None = Field(
+    queue: Literal["fifo", "fewest-tasks", "fewest-remaining"] | None = Field(
         None,
         description="GM queue discipline: fifo (arrival order; paper, iot23) | fewest-tasks (jobs with the fewest "
-        "queued tasks first, earlier job on ties; megha20)",
+        "queued tasks first, earlier job on ties; megha20) | fewest-remaining (jobs with the fewest unfinished "
+        "tasks first, the order refreshed only when a job joins the queue: the 2020 simulator's own key)",
     )
     route: Literal["round-robin", "tasks-mod-g"] | None = Field(
         None, description="job to GM: round-robin (paper, iot23) | tasks-mod-g (GM num_tasks mod G; megha20)"

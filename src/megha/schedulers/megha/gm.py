@@ -115,6 +115,10 @@ class GlobalMaster(Component):
             self.my_users = users
         elif queue == "fewest-tasks":
             self.queue = FewestTasksQueue()
+        elif queue == "fewest-remaining":  # the 2020 simulator's job order (megha20 profile)
+            from megha.schedulers.megha.remaining import FewestRemainingQueue
+
+            self.queue = FewestRemainingQueue()
         elif queue == "fifo":
             self.queue = SingleQueue()
         else:
@@ -748,6 +752,8 @@ class GlobalMaster(Component):
             for t in _as_list(msg.tasks):
                 self._end_usage(t)
         view = self.view
+        if self.queue_kind == "fewest-remaining":  # finished tasks lower their jobs' keys (megha20 profile)
+            self.queue.finished(_as_list(msg.tasks))
         if self.scan:
             if self.resource_mode:
                 for i, w in enumerate(_as_list(msg.workers)):

@@ -1,7 +1,8 @@
 """A GM task queue ordered by job, fewest queued tasks first (``-o queue=fewest-tasks``).
 
-The Megha authors' 2020 simulator keeps each GM's job queue sorted by the number of tasks a job still has to
-place, fewest first (REFERENCE_SIMULATORS.md §3b); the papers' text describes a FIFO queue. Here a job's key is
+A shortest-job-first variant of the Megha authors' 2020 simulator's job order (REFERENCE_SIMULATORS.md §3b; the
+papers' text describes a FIFO queue). That simulator's own key is a job's *unfinished* tasks, re-sorted only when a
+job joins the queue: ``queue=fewest-remaining`` (:mod:`.remaining`). Here a job's key is
 ``(number of its tasks in this queue, tie)``: the key drops as its tasks are placed and rises when a rejected
 task comes back. Ties go to the earlier job; a job that gets a task back from an inconsistency goes before the
 jobs with the same count (the reference moves it to the front, then re-sorts). Within a job, tasks keep their
