@@ -46,16 +46,40 @@ class FewestTasksQueue:
     def __len__(self) -> int:
         return len(self._all)
 
+    def _new_job(self, job: int, front: bool) -> _Job:
+        """A job joins the queue: before every job (``front``, a task back from an inconsistency) or after all."""
+        if front:
+            self._tie_front -= 1
+            tie = self._tie_front
+        else:
+            self._tie_back += 1
+            tie = self._tie_back
+        j = self._jobs[job] = _Job(tie)
+        return j
+
+    def _enqueue(self, j: _Job, e: tuple, front: bool) -> None:
+        """Task entry ``e`` into its job's queue and the all-tasks mirror (the job's place in the order aside)."""
+        j.count += 1
+        mask = e[E_MASK]
+        if front:
+            j.q.push_front(e, mask)
+            self._all.push_front(None, mask)
+        else:
+            j.q.push_back(e, mask)
+            self._all.push_back(None, mask)
+        if e[E_DEMAND] is not None:
+            self.dmin = _lower(self.dmin, e[E_DEMAND])
+
+    def _unmirror(self, entries: list[tuple]) -> None:
+        """Entries that left their job's queue leave the all-tasks mirror too."""
+        a = self._all
+        for e in entries:
+            a._take(a._slot_of[int(e[E_MASK])])
+
     def _job(self, job: int, front: bool) -> _Job:
         j = self._jobs.get(job)
         if j is None:
-            if front:
-                self._tie_front -= 1
-                tie = self._tie_front
-            else:
-                self._tie_back += 1
-                tie = self._tie_back
-            j = self._jobs[job] = _Job(tie)
+            j = self._new_job(job, front)
         else:
             self._order.remove((j.count, j.tie, job))
             if front:
@@ -66,17 +90,8 @@ class FewestTasksQueue:
     def _push(self, e: tuple, front: bool) -> None:
         job = e[E_JOB]
         j = self._job(job, front)
-        j.count += 1
-        mask = e[E_MASK]
-        if front:
-            j.q.push_front(e, mask)
-            self._all.push_front(None, mask)
-        else:
-            j.q.push_back(e, mask)
-            self._all.push_back(None, mask)
+        self._enqueue(j, e, front)
         self._order.add((j.count, j.tie, job))
-        if e[E_DEMAND] is not None:
-            self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def push_back(self, e: tuple) -> None:
         self._push(e, False)
@@ -171,9 +186,7 @@ class FewestTasksQueue:
                 self._order.add((j.count, j.tie, job))
             else:
                 del self._jobs[job]
-            a = self._all
-            for e in gone:
-                a._take(a._slot_of[int(e[E_MASK])])
+            self._unmirror(gone)
             out.extend(gone)
         return out
 

@@ -30,7 +30,7 @@ p50 0.034 s, p90 7.92 s, p99 506 s, mean 32.7 s (default: 8.08 s, 513 s, 32.8 s;
 
 from __future__ import annotations
 
-from megha.schedulers.megha.fairness import E_DEMAND, E_JOB, E_MASK, E_TASK, _lower
+from megha.schedulers.megha.fairness import E_JOB, E_MASK, E_TASK
 from megha.schedulers.megha.jobqueue import FewestTasksQueue, _Job, drain_queue
 
 
@@ -66,27 +66,12 @@ class FewestRemainingQueue(FewestTasksQueue):
             # a job joins the queue (or its arrival adds a task): the reference sorts the whole queue now
             self._sort()
             if j is None:
-                if front:
-                    self._tie_front -= 1
-                    tie = self._tie_front
-                else:
-                    self._tie_back += 1
-                    tie = self._tie_back
-                j = self._jobs[job] = _Job(tie)
+                j = self._new_job(job, front)
             else:
                 self._order.remove((self._key[job], j.tie, job))
             self._key[job] = self._unfinished[job]
             self._order.add((self._key[job], j.tie, job))
-        j.count += 1
-        mask = e[E_MASK]
-        if front:
-            j.q.push_front(e, mask)
-            self._all.push_front(None, mask)
-        else:
-            j.q.push_back(e, mask)
-            self._all.push_back(None, mask)
-        if e[E_DEMAND] is not None:
-            self.dmin = _lower(self.dmin, e[E_DEMAND])
+        self._enqueue(j, e, front)
 
     def _left(self, job: int, j: _Job, n: int) -> None:
         """``n`` tasks of ``job`` left the queue: its order key stays; the job leaves when none is queued."""
@@ -160,8 +145,6 @@ class FewestRemainingQueue(FewestTasksQueue):
             else:
                 del self._unfinished[job]
             self._left(job, j, len(gone))
-            a = self._all
-            for e in gone:
-                a._take(a._slot_of[int(e[E_MASK])])
+            self._unmirror(gone)
             out.extend(gone)
         return out
