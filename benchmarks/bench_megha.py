@@ -35,7 +35,7 @@ def bench(label: str, cfg: RunConfig) -> None:
         f"{label}: {n:,} tasks, {r.events:,} events ({r.events / n:.2f}/task) in {wall:.1f} s wall, {cpu:.1f} s CPU "
         f"= {n / cpu:,.0f} tasks/s CPU ({n / wall:,.0f} wall; {r.events / cpu:,.0f} events/s CPU); "
         f"peak RSS {rss:,.0f} MB; delay p50 {d['p50']:.4g} s p99 {d['p99']:.4g} s; "
-        f"inconsistencies {s['counters'].get('inconsistencies', 0):,}",
+        f"inconsistencies {s['counters'].get('megha', {}).get('inconsistencies', 0):,}",
         flush=True,
     )
 

@@ -65,7 +65,7 @@ class Result:
     @cached_property
     def summary(self) -> dict[str, Any]:
         """The ``summary.json`` document: delay and allocation-time percentiles (seconds), utilization (a
-        fraction), counters, the resolved configuration."""
+        fraction), counters grouped by namespace (``{"run": {...}, "megha": {...}}``), the resolved configuration."""
         from megha.metrics.report import summarize
 
         return summarize(self.raw)

@@ -467,8 +467,8 @@ def list_schedulers(
     name: Annotated[str | None, typer.Argument(help="show only this scheduler")] = None,
 ) -> None:
     """List the registered schedulers (plug-ins included): modes, options with their defaults and descriptions,
-    the fidelity profiles (-o profile=NAME) with how each deviates from the papers' text, and the fault kinds a
-    --faults schedule can name."""
+    the fidelity profiles (-o profile=NAME) with how each deviates from the papers' text, the fault kinds a
+    --faults schedule can name, and the counters a run reports (each with its meaning when NAME is given)."""
     from rich import box
     from rich.padding import Padding
     from rich.table import Table
@@ -506,7 +506,37 @@ def list_schedulers(
         kinds = _fault_kinds(n)
         if kinds:
             out_console.print(f"  [bold]fault kinds[/] (--faults): {', '.join(kinds)}", highlight=False)
+        _show_counters(spec, detail=name is not None)
         out_console.print()
+
+
+def _show_counters(spec: Any, detail: bool) -> None:
+    """The counters ``spec`` declares: a count and where they go (every scheduler), or each with its meaning."""
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table
+
+    cs = spec.counter_sets()[-1]
+    if not cs.counters:
+        return
+    if not detail:
+        out_console.print(
+            f"  [bold]counters[/]: {len(cs.counters)} under counters.{cs.namespace} in summary.json "
+            f"(megha schedulers {spec.name} lists them)",
+            highlight=False,
+        )
+        return
+    key = f"{cs.prefix}NAME" if cs.prefix else "NAME, unprefixed"
+    out_console.print(
+        f"  [bold]counters[/] (summary.json: counters.{cs.namespace}.NAME; Python RunResult.counters: {key}):",
+        highlight=False,
+    )
+    t = Table(box=box.SIMPLE, show_edge=False, pad_edge=False, padding=(0, 1), show_header=False)
+    t.add_column("counter", style="bold", overflow="fold")
+    t.add_column("meaning", overflow="fold", ratio=1)
+    for k, text in cs.counters.items():
+        t.add_row(k, text)
+    out_console.print(Padding(t, (0, 0, 0, 4)))
 
 
 def _fault_kinds(name: str) -> list[str]:

@@ -35,6 +35,7 @@ import numpy as np
 from megha.config import RunConfig
 from megha.errors import InputError
 from megha.experiments.registry import ReproContext, experiment
+from megha.metrics.counters import merged
 
 SCHEDULERS = ["megha", "pigeonc", "sparrow", "yarn"]
 WORKERS = 20_000
@@ -129,7 +130,7 @@ def run_one(ctx: ReproContext, scheduler: str) -> dict[str, Any]:
         "completed": doc["completed"],
         "faults": {k: v for k, v in f.items() if k != "events"},
         "fault_events": [e for e in f["events"] if e["kind"] != "worker"],
-        "counters": {k: v for k, v in doc["counters"].items() if "restart" in k or "failover" in k},
+        "counters": {k: v for k, v in merged(doc["counters"]).items() if "restart" in k or "failover" in k},
         **fault_cells(f),
     }
     ctx.log(

@@ -127,7 +127,9 @@ def _mean_by(rows: list[dict], key: Callable[[dict], Any]) -> dict[Any, dict[str
                 vals = [r[f"{m}_{p}"] for r in rs if r.get(f"{m}_{p}") is not None]
                 d[f"{m}_{p}"] = float(np.mean(vals)) if vals else None
         d["utilization_mean"] = float(np.mean([r["utilization_mean"] for r in rs]))
-        d["inconsistencies"] = float(np.mean([r.get("counter.inconsistencies") or 0 for r in rs]))
+        d["inconsistencies"] = float(
+            np.mean([r.get("counter.megha.inconsistencies", r.get("counter.inconsistencies")) or 0 for r in rs])
+        )
         d["framework_queuing_mean"] = float(np.mean([r.get("alloc_framework_queuing_mean") or 0 for r in rs]))
         d["runs"] = len(rs)
         d["completed"] = all(r["status"] == "ok" for r in rs)

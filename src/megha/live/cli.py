@@ -289,11 +289,12 @@ def status_cmd(
 
 
 def _print_result(doc: dict, out: Path | None) -> None:
+    from megha.metrics.counters import merged
     from megha.metrics.report import render_compare_table
 
     out_console.print(render_compare_table([doc], title=f"{doc['trace']} on {doc['workers']:,} workers (live)"))
     a = doc["allocation_time"]["total"]
-    c = doc["counters"]
+    c = merged(doc["counters"])
     console.print(
         f"{doc['tasks_completed']:,}/{doc['tasks'] - doc['tasks_infeasible']:,} tasks completed; "
         f"placement (submit→start) p50 {1e3 * (a['p50'] or 0):.2f} ms, p99 {1e3 * (a['p99'] or 0):.2f} ms; "

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from megha import __version__
+from megha.metrics import counters as C
 from megha.metrics import summary as S
 from megha.metrics.fingerprint import fingerprint
 from megha.metrics.result import RunResult
@@ -97,7 +98,11 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray], t
         "tasks_per_second": (w.n_tasks / res.wall_seconds) if res.wall_seconds > 0 else None,
         "cpu_seconds": res.cpu_seconds,
         "tasks_per_cpu_second": (w.n_tasks / res.cpu_seconds) if res.cpu_seconds > 0 else None,
-        "counters": {k: v if isinstance(v, float) else int(v) for k, v in sorted(res.counters.items())},
+        "counters": C.group(
+            {k: v if isinstance(v, float) else int(v) for k, v in res.counters.items()},
+            res.counter_sets or (C.RUN_COUNTERS,),
+            res.scheduler,
+        ),
         "messages": res.message_counts,
         "deployment": res.describe,
         "config": cfg,
@@ -249,7 +254,7 @@ def compare_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["utilization_mean"] = s["utilization_mean"]
         row["utilization_mean_whole_run"] = (s.get("utilization") or {}).get("mean_whole_run")
         row["processing_model"] = (s.get("processing_model") or {}).get("name", "none")
-        row["inconsistencies"] = s["counters"].get("inconsistencies", 0)
+        row["inconsistencies"] = C.merged(s["counters"]).get("inconsistencies", 0)
         row["tasks_infeasible"] = s["tasks_infeasible"]
         row["wall_seconds"] = s["wall_seconds"]
         row["completed"] = s["completed"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from megha.config import RunConfig
+from megha.metrics.counters import CounterSet
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
@@ -35,6 +36,9 @@ class RunResult:
     stranded: np.ndarray | None = None
     # CPU seconds (user + system, this process) of building and running the simulation, inputs loaded before
     cpu_seconds: float = 0.0
+    # what the keys of ``counters`` mean: the run-level set, then the scheduler family's (megha.metrics.counters);
+    # empty for a result built without a registry (a live run): summary.json then groups by the scheduler's name
+    counter_sets: tuple[CounterSet, ...] = ()
 
     @property
     def scheduler(self) -> str:

@@ -132,6 +132,7 @@ def simulate_inputs(
         extras=deployment.extras,
         faults=None if faults is None else faults.log,
         stranded=None if faults is None else np.flatnonzero(faults.strand.stranded),
+        counter_sets=registry.get(cfg.scheduler).counter_sets(),
     )
 
 

@@ -4,7 +4,9 @@ A family lives in its own sub-package of :mod:`megha.schedulers` and registers i
 :func:`register`; :func:`names` imports every sub-package once, so adding a family never means editing a
 shared list (:func:`get` imports just the family of a built-in name when it can). A builder receives a
 :class:`BuildContext` (the simulator host it adds components to, recorder, workload, datacenter, options)
-and returns a :class:`Deployment` that tells the runner where each job enters the system.
+and returns a :class:`Deployment` that tells the runner where each job enters the system. A family declares the
+counters its deployment reports (a :class:`~megha.metrics.counters.CounterSet`: namespace and meanings) when it
+registers.
 
 **Plug-ins.** An installed package adds schedulers through the entry-point group ``megha.schedulers``: each entry
 point names a module (or an object in one) whose import calls :func:`register`. They are loaded after the
@@ -27,6 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from megha.errors import InputError, did_you_mean
+from megha.metrics.counters import RUN_COUNTERS, CounterSet
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
@@ -92,6 +95,7 @@ class Deployment:
     """A wired scheduler: ``route(job)`` gives the address where the job is submitted."""
 
     route: Callable[[int], Address]
+    # the family's counters at the end of a run, by flat key (declared with register(counters=...))
     counters: Callable[[], dict[str, int]] = lambda: {}
     describe: dict = field(default_factory=dict)
     components: list = field(default_factory=list)
@@ -117,6 +121,12 @@ class SchedulerSpec:
     unbounded: bool = False
     # the distribution (or entry point) that brought a plug-in scheduler; None for a built-in one
     plugin: str | None = None
+    # the counters the family's Deployment.counters() reports, under its namespace (megha.metrics.counters)
+    counters: CounterSet | None = None
+
+    def counter_sets(self) -> tuple[CounterSet, ...]:
+        """The run-level counters, then this scheduler's (its family's namespace; empty when it declares none)."""
+        return (RUN_COUNTERS, self.counters or CounterSet(self.family))
 
 
 #: the entry-point group through which installed packages add schedulers
@@ -137,21 +147,25 @@ def register(
     in_compare: bool = True,
     profiles: dict[str, str] | None = None,
     unbounded: bool = False,
+    counters: CounterSet | None = None,
 ) -> Callable[[Callable[[BuildContext], Deployment]], Callable[[BuildContext], Deployment]]:
     """Decorator: register ``build`` under ``name``. ``defaults`` preset options (e.g. 1 GM × 1 LM);
     ``profiles`` names the fidelity profiles the options model accepts (``profile=NAME``) with, for each, the
     list of its deviations from the papers' text (shown by ``megha schedulers``). ``unbounded`` marks a bound
     that ignores capacity and placement constraints (it runs every task at once), so the conformance suite does
-    not hold it to them."""
+    not hold it to them. ``counters`` declares what the builder's ``Deployment.counters()`` reports: the family's
+    namespace and each counter's meaning (:class:`~megha.metrics.counters.CounterSet`; listed by
+    ``megha schedulers NAME``, grouped by namespace in ``summary.json``)."""
 
     def deco(build: Callable[[BuildContext], Deployment]) -> Callable[[BuildContext], Deployment]:
         family = build.__module__.split(".")[2] if build.__module__.startswith("megha.schedulers.") else name
         old = _REGISTRY.get(name)
         if old is not None and old.build.__module__ != build.__module__:
             raise ValueError(f"scheduler name {name!r} is already registered by {old.build.__module__}")
-        _REGISTRY[name] = SchedulerSpec(
+        _REGISTRY[name] = spec = SchedulerSpec(
             name, help, build, options, family, modes, defaults or {}, in_compare, profiles or {}, unbounded
         )
+        spec.counters = counters
         return build
 
     return deco

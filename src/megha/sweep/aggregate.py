@@ -9,7 +9,9 @@ Columns, in order:
 * the run's summary: ``n_workers``, ``jobs``, ``tasks``, ``tasks_infeasible``, ``tasks_completed``,
   ``delay_{mean,p50,p90,p99,p999,max}`` (delay in job response time, s), ``alloc_{…}`` (allocation time,
   task start − arrival, s), the means of the allocation-time components, ``utilization_mean``, ``makespan``,
-  ``simulated_seconds``, ``events``, then ``counter.<name>`` for every counter any run reported.
+  ``simulated_seconds``, ``events``, then ``counter.<namespace>.<name>`` for every counter any run reported
+  (``counter.run.tasks_infeasible``, ``counter.megha.inconsistencies`` …; ``counter.<name>`` for a summary written
+  before counters had namespaces).
 
 Only deterministic values are in this table (no wall times: those are in ``timing.csv``), so the same sweep
 gives the same table on a process pool and on Ray.
@@ -21,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from megha.metrics.counters import items as counter_items
 from megha.sweep import worker
 from megha.sweep.spec import RunPlan, param_names
 
@@ -74,7 +77,7 @@ def run_row(plan: RunPlan, run_dir: Path, params: list[str], fixed: list[str]) -
             row[f"alloc_{c}_mean"] = (alloc.get(c) or {}).get("mean")
         for k in ("utilization_mean", "makespan", "simulated_seconds", "events"):
             row[k] = s.get(k)
-        for k, v in sorted((s.get("counters") or {}).items()):
+        for k, v in sorted(counter_items(s.get("counters") or {})):
             row[f"counter.{k}"] = v
     elif error_path.is_file():
         e = json.loads(error_path.read_text())

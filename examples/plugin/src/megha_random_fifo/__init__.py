@@ -6,7 +6,9 @@ The contract (``megha.schedulers.registry``):
 * an options model (a :class:`~megha.schedulers.registry.SchedulerOptions`, i.e. a pydantic model that rejects
   unknown keys) whose fields carry ``Field(description=...)`` — ``megha schedulers`` shows them;
 * a builder ``build(ctx: BuildContext) -> Deployment`` registered with ``@register(name, help, options=...)``; it
-  adds the scheduler's components with ``ctx.add`` and returns where each job enters (``route``);
+  adds the scheduler's components with ``ctx.add`` and returns where each job enters (``route``) and what it
+  counted (``counters``: the names declared with ``register(counters=CounterSet(...))``, each with its meaning;
+  ``summary.json`` lists them under the set's namespace);
 * components are sans-I/O (:class:`megha.sim.component.Component`): messages and timers in, messages and timers out
   through ``self.port``, randomness only from the seeded ``self.port.rng``, time passed in as ``now``;
 * the vocabulary of :mod:`megha.schedulers.common`: the runner sends :class:`JobArrival`; a :class:`WorkerPool`
@@ -23,7 +25,7 @@ from pydantic import Field
 
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.common.workers import WorkerPool
-from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.schedulers.registry import BuildContext, CounterSet, Deployment, SchedulerOptions, register
 from megha.sim.component import Component
 
 __all__ = ["RandomFifo", "RandomFifoOptions", "build"]
@@ -89,12 +91,17 @@ class RandomFifo(Component):
             self.port.send(self.pool, Launch(ids, np.array(workers, dtype=np.int64), np.array(durations), self.address))
 
 
+#: what the deployment counts (flat keys without a prefix); ``summary.json``: ``counters.random_fifo``
+COUNTERS = CounterSet("random_fifo", {"queued_at_end": "tasks still queued at the end (0 in a finished run)"}, "")
+
+
 @register(
     "random-fifo",
     "example plug-in: one central FIFO queue, each task on a random free worker that suits it",
     options=RandomFifoOptions,
     modes=("slot",),
     in_compare=False,
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     """Wire the scheduler and a worker pool for the whole datacenter."""

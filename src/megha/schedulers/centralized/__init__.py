@@ -32,6 +32,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from megha.schedulers.centralized.counters import COUNTERS
 from megha.schedulers.centralized.faults import YarnFaults, task_info
 from megha.schedulers.centralized.heartbeats import HEARTBEAT_LAG, HeartbeatSchedule
 from megha.schedulers.centralized.nodemanager import NodeManagers
@@ -77,6 +78,7 @@ def node_managers_in_process(ctx: BuildContext) -> bool:
     "YARN-like central RM: allocations only on node heartbeats (period 1-3 s), FIFO, fair or fewest-tasks queue",
     options=YarnOptions,
     modes=("slot", "resource"),
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options

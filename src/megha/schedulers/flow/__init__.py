@@ -23,6 +23,7 @@ from megha.errors import InputError
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.flow.compiled import CompiledGraph
 from megha.schedulers.flow.costs import make_cost_model
+from megha.schedulers.flow.counters import COUNTERS
 from megha.schedulers.flow.faults import FlowFaults
 from megha.schedulers.flow.graph import SchedulingGraph
 from megha.schedulers.flow.scheduler import FlowScheduler, FlowSettings, Machines
@@ -200,6 +201,7 @@ def build_scheduler(
     options=FlowOptions,
     modes=("slot", "resource"),
     in_compare=False,  # a round over 10,000 machines makes the default `megha compare` take minutes; name it
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     o: FlowOptions = ctx.options

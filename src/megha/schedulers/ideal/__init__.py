@@ -12,7 +12,7 @@ import numpy as np
 
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.common.workers import WorkerPool
-from megha.schedulers.registry import BuildContext, Deployment, register
+from megha.schedulers.registry import BuildContext, CounterSet, Deployment, register
 from megha.sim.component import Component
 
 
@@ -43,6 +43,7 @@ class IdealScheduler(Component):
     "real scheduler reaches; see oracle for the best on finite capacity)",
     modes=("slot", "resource"),
     unbounded=True,
+    counters=CounterSet("ideal"),  # counts nothing
 )
 def build(ctx: BuildContext) -> Deployment:
     pool = WorkerPool("ideal/pool", 0, ctx.recorder, unlimited=True)

@@ -49,6 +49,7 @@ from megha.errors import InputError
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.macrm.arbitrator import ResourceArbitrator
 from megha.schedulers.macrm.cadence import Cadence
+from megha.schedulers.macrm.counters import COUNTERS
 from megha.schedulers.macrm.faults import MacrmFaultHandler
 from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
@@ -186,6 +187,7 @@ def _jm_demand(opts: MacrmOptions, names: tuple[str, ...]) -> np.ndarray:
     "scheduler actors at >= 90 % load; trackers, arbitrator, failures (Sedighi Gilani 2016)",
     options=MacrmOptions,
     modes=("resource",),
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     opts: MacrmOptions = ctx.options

@@ -54,6 +54,7 @@ from pydantic import Field, model_validator
 from megha.errors import InputError
 from megha.model.matching import Policy
 from megha.schedulers.common.workers import WorkerPool
+from megha.schedulers.megha.counters import COUNTERS
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.faults import MeghaFaults
 from megha.schedulers.megha.lm import LocalMaster
@@ -325,6 +326,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     options=MeghaOptions,
     modes=("slot", "resource"),
     profiles=DEVIATIONS,
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     return build_megha(ctx)
@@ -336,6 +338,7 @@ def build(ctx: BuildContext) -> Deployment:
     options=MeghaOptions,
     modes=("slot", "resource"),
     profiles=DEVIATIONS,
+    counters=COUNTERS,
 )
 def build_central(ctx: BuildContext) -> Deployment:
     return build_megha(ctx, central=True)

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from megha.model.matching import Policy
+from megha.schedulers.oracle.counters import COUNTERS
 from megha.schedulers.oracle.scheduler import Oracle
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
@@ -39,6 +40,7 @@ class OracleOptions(SchedulerOptions):
     "central scheduler with a perfect, instantaneous global view: finite capacity, constraints honoured, no delays",
     options=OracleOptions,
     modes=("slot", "resource"),
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.packing.component import PackingScheduler, TaskSizer
+from megha.schedulers.packing.counters import COUNTERS
 from megha.schedulers.packing.policies import POLICIES, make_policy
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
@@ -138,4 +139,6 @@ def _builder(name: str):
 
 for _name in POLICIES:
     _opts = VQSOptions if _name in ("vqs", "vqs-bf") else BestFitOptions
-    register(_name, _HELP[_name], options=_opts, modes=("slot", "resource"), in_compare=False)(_builder(_name))
+    register(_name, _HELP[_name], options=_opts, modes=("slot", "resource"), in_compare=False, counters=COUNTERS)(
+        _builder(_name)
+    )

@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from megha.model.matching import Policy, SegmentedIndex
+from megha.schedulers.pigeon.counters import COUNTERS
 from megha.schedulers.pigeon.cutoff import resolve_cutoff
 from megha.schedulers.pigeon.distributor import MasterWeights, PigeonDistributor
 from megha.schedulers.pigeon.faults import PigeonFaults
@@ -234,6 +235,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     "PigeonC: distributors pick masters weighted by suitable workers; masters with WFQ short/long queues (IoT 2023)",
     options=PigeonCOptions,
     profiles={"iot23": IOT23_DEVIATIONS},
+    counters=COUNTERS,
 )
 def build_pigeonc(ctx: BuildContext) -> Deployment:
     return _build(ctx, "pigeonc", weighted=True, reserve=0.0)
@@ -243,6 +245,7 @@ def build_pigeonc(ctx: BuildContext) -> Deployment:
     "pigeon",
     "Pigeon: tasks spread evenly over masters, workers reserved for short tasks, WFQ (SoCC 2019)",
     options=PigeonOptions,
+    counters=COUNTERS,
 )
 def build_pigeon(ctx: BuildContext) -> Deployment:
     return _build(ctx, "pigeon", weighted=False, reserve=ctx.options.reserve)

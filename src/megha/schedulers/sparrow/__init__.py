@@ -16,6 +16,7 @@ from pydantic import Field
 
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.schedulers.sparrow.counters import COUNTERS
 from megha.schedulers.sparrow.faults import SparrowFaults
 from megha.schedulers.sparrow.monitors import SparrowMonitors
 from megha.schedulers.sparrow.scheduler import SparrowScheduler
@@ -41,6 +42,7 @@ class SparrowOptions(SchedulerOptions):
     "Sparrow: distributed schedulers, batch sampling (d=2), worker queues, late binding (SOSP 2013)",
     options=SparrowOptions,
     modes=("slot", "resource"),
+    counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
     opts = ctx.options
