@@ -318,7 +318,7 @@ class Engine:
                 port._delays.pop(old.address, None)
                 port._routes.clear()
 
-        def rebind(h):
+        def rebind(h: Callable) -> Callable:
             if getattr(h, "__self__", None) is not old:
                 return h
             # a component may give the engine a timer handler of its own (e.g. SimLocalMaster's task ends) or a

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -39,13 +40,13 @@ def bit_source(rng: np.random.Generator) -> tuple[int, int]:
 
 
 @intrinsic
-def next_uint32(typingctx, fn, state):
+def next_uint32(typingctx: Any, fn: Any, state: Any) -> tuple[Any, Any]:
     """Call the bit generator's ``next_uint32(state)`` given both as integers (see :func:`bit_source`)."""
     from numba.core import types
 
     sig = types.uint32(fn, state)
 
-    def codegen(context, builder, signature, args):
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> ir.Instruction:
         fnptr, st = args
         voidp = ir.IntType(8).as_pointer()
         fnty = ir.FunctionType(ir.IntType(32), [voidp])
@@ -72,7 +73,7 @@ def _bounded(bitgen: tuple, rng: int) -> int:
 
 
 @njit(cache=True)
-def _choice_idx(bitgen, pop: int, k: int, out: np.ndarray, at: int) -> None:
+def _choice_idx(bitgen: tuple, pop: int, k: int, out: np.ndarray, at: int) -> None:
     """Positions ``Generator.choice(pop, k, replace=False)`` returns, written to ``out[at:at + k]``."""
     if k == 0:
         return

@@ -15,6 +15,8 @@ fitting slot for a worker is the same compiled first-fit over the slots' heads a
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +26,7 @@ _INF = np.iinfo(np.int64).max
 _JOB_BITS = 32
 
 
-def _first_fit():
+def _first_fit() -> Callable[..., int]:
     from megha.model._kernels import first_fit
 
     return first_fit
@@ -174,7 +176,7 @@ class FewestTasksQueue:
                     self._recompute_head(s)
         self._lower_heads(job_id, job)
 
-    def _take(self, s: int, j: int, i: int = 0):
+    def _take(self, s: int, j: int, i: int = 0) -> Any:
         job = self._jobs[j]
         q = job.slots[s]
         if i == 0:
@@ -198,7 +200,7 @@ class FewestTasksQueue:
             self._compact()
         return e
 
-    def pop_first_fitting(self, worker_mask: int):
+    def pop_first_fitting(self, worker_mask: int) -> Any | None:
         """Remove and return a task the worker can run, of the job with the fewest waiting tasks; or None."""
         if not self._len:
             return None
@@ -210,7 +212,7 @@ class FewestTasksQueue:
             return None
         return self._take(s, self._head_job[s])
 
-    def pop_first_fitting_where(self, worker_mask: int, accept, limit: int = 64):
+    def pop_first_fitting_where(self, worker_mask: int, accept: Callable[[Any], bool], limit: int = 64) -> Any | None:
         """Like :meth:`pop_first_fitting`, but the entry must also pass ``accept(entry)`` (e.g. resources).
 
         Jobs in priority order; looks at up to ``limit`` entries per job and mask. None when none is accepted.

@@ -14,6 +14,8 @@ numbers from the same generator as the NumPy form (:meth:`ProbeSampler.sample_re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +25,7 @@ _sample_groups = None  # the compiled sampler, imported on first use so the CLI 
 _bit_source = None
 
 
-def _load_kernel():
+def _load_kernel() -> Callable[..., Any]:
     global _sample_groups, _bit_source
     from megha.schedulers.common._sampling_kernels import bit_source, sample_groups
 
@@ -194,7 +196,14 @@ class ProbeSampler:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
         return np.concatenate(out_w), np.concatenate(out_g)
 
-    def _sample_fit(self, rng, gmasks, want, need, gdem) -> tuple[np.ndarray, np.ndarray]:
+    def _sample_fit(
+        self,
+        rng: np.random.Generator,
+        gmasks: list[int],
+        want: list[int],
+        need: list[int],
+        gdem: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         out_w: list[np.ndarray] = []
         out_g: list[np.ndarray] = []
         for g, m in enumerate(gmasks):
@@ -213,7 +222,16 @@ class ProbeSampler:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
         return np.concatenate(out_w), np.concatenate(out_g)
 
-    def _rejection(self, rng, gmasks, rej_g, rej_s, rej_r, out_w, out_g) -> None:
+    def _rejection(
+        self,
+        rng: np.random.Generator,
+        gmasks: list[int],
+        rej_g: list[int],
+        rej_s: list[int],
+        rej_r: list[int],
+        out_w: list[np.ndarray],
+        out_g: list[np.ndarray],
+    ) -> None:
         n = self.n
         k = len(rej_g)
         r = np.array(rej_r, dtype=np.int64)

@@ -9,6 +9,8 @@ Task ends that fall at the same instant share one timer.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from megha.errors import SimulationError
@@ -46,7 +48,7 @@ class WorkerPool(Component):
         self._as_list: dict[str, bool] = {}  # reply address -> launcher used lists
         self.dead: set[int] | None = None  # workers down (a fault; see fail_workers); None until the first fault
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, Launch):
             self._launch(msg, now)
         elif isinstance(msg, Kill):
@@ -96,7 +98,7 @@ class WorkerPool(Component):
             else:
                 g.append(t)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: float, now: float) -> None:
         tasks = self._ends.pop(key)
         running = self._running
         by_reply: dict[str, tuple[list, list, list]] = {}
@@ -187,7 +189,7 @@ class WorkerPool(Component):
         durs = np.asarray(msg.durations, dtype=np.float64)
         dem = None if msg.demands is None else np.asarray(msg.demands)
 
-        def part(a: np.ndarray, idx: list[int]):
+        def part(a: np.ndarray, idx: list[int]) -> list | np.ndarray:
             return a[idx].tolist() if as_list else a[idx]
 
         bad_dem = None if dem is None else dem[bad]
