@@ -8,8 +8,11 @@ scheduler can do on a *finite* datacenter that honours constraints is ``oracle``
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from megha.metrics.recorder import Recorder
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.registry import BuildContext, CounterSet, Deployment, register
@@ -21,12 +24,12 @@ class IdealScheduler(Component):
 
     kind = "scheduler"
 
-    def __init__(self, address: str, pool: str, recorder) -> None:
+    def __init__(self, address: str, pool: str, recorder: Recorder) -> None:
         super().__init__(address)
         self.pool = pool
         self.rec = recorder
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, JobArrival):
             self.rec.decided(msg.tasks, now)
             workers = np.full(msg.tasks.size, -1, dtype=np.int64)

@@ -15,6 +15,8 @@ one per distinct instant.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from megha.errors import SimulationError
@@ -105,7 +107,7 @@ class Oracle(Component):
         return int(ok[0])
 
     # --- events ---------------------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, JobArrival):
             self._arrive(msg, now)
         else:
@@ -191,7 +193,7 @@ class Oracle(Component):
             else:
                 lst.append((t, w, dem))
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: float, now: float) -> None:
         items = self._ends.pop(key)
         tasks = [x[0] for x in items]
         rec = self.rec
