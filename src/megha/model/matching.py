@@ -139,9 +139,6 @@ class SegmentedIndex:
             return cand.reshape(self.n_segments, self.uniform_words).any(axis=1)
         return np.logical_or.reduceat(cand != 0, self.seg_word_start[:-1])
 
-    def segment_words(self, vec: np.ndarray, seg: int) -> np.ndarray:
-        return vec[self.seg_word_start[seg] : self.seg_word_start[seg + 1]]
-
     def pick(self, cand: np.ndarray, seg: int, policy: Policy, rnd: FastRandom) -> int:
         """A worker (global id) of segment ``seg`` among the set bits of ``cand``, or -1."""
         lo = int(self.seg_word_start[seg])
