@@ -12,7 +12,8 @@ COUNTERS = CounterSet(
     "megha",
     {
         "inconsistencies": "tasks an LM refused because the GM's view was stale (the papers' inconsistencies), "
-        "counted by the LM that refuses and again by the GM that learns of it: twice the refused tasks",
+        "counted by the LM that refuses and again by the GM that learns of it: about twice the refused tasks "
+        "(the 2020 authors' simulator logs each once)",
         "repartitions": "tasks an LM started on a worker of another GM's partition (borrowed workers)",
         "repartition_requests": "placements a GM made outside its own partition (an LM is asked to lend a worker)",
         "updates_sent": "state updates (heartbeats, or replies to a launch) the LMs sent to GMs",
