@@ -34,6 +34,16 @@ def _load_kernel():
     return first_open_fit
 
 
+def _group_stacks(inv: np.ndarray, n_groups: int) -> list[list[int]]:
+    """Per group (``inv``: each task's group), its tasks' local indices in decreasing order (popped from the end:
+    increasing order). Sliced from one list: a job of many groups made two NumPy calls per group."""
+    order = np.argsort(inv, kind="stable")
+    cuts = np.searchsorted(inv[order], np.arange(n_groups + 1)).tolist()
+    rev = order[::-1].tolist()  # group g's indices, reversed: rev[n - cuts[g + 1] : n - cuts[g]]
+    n = len(rev)
+    return [rev[n - cuts[g + 1] : n - cuts[g]] for g in range(n_groups)]
+
+
 class _Job:
     """Unlaunched tasks of one job, by task group (constraint mask)."""
 
@@ -162,9 +172,7 @@ class SparrowScheduler(Component):
             ukey, inv = np.unique(key, axis=0, return_inverse=True)
             gmasks = ukey[:, 0].astype(masks.dtype)
             inv = inv.ravel()
-            order = np.argsort(inv, kind="stable")
-            cuts = np.searchsorted(inv[order], np.arange(gmasks.size + 1))
-            stacks = [order[cuts[g] : cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
+            stacks = _group_stacks(inv, gmasks.size)
             counts = [len(s) for s in stacks]
         elif n == 1 or not masks.any():
             gmasks = np.array([int(masks[0]) if n == 1 else 0], dtype=masks.dtype)
@@ -173,9 +181,7 @@ class SparrowScheduler(Component):
         else:
             gmasks, inv = np.unique(masks, return_inverse=True)
             inv = inv.ravel()
-            order = np.argsort(inv, kind="stable")
-            cuts = np.searchsorted(inv[order], np.arange(gmasks.size + 1))
-            stacks = [order[cuts[g] : cuts[g + 1]][::-1].tolist() for g in range(gmasks.size)]
+            stacks = _group_stacks(inv, gmasks.size)
             counts = [len(s) for s in stacks]
         gdem = None
         if demands is not None:
