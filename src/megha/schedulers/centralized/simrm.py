@@ -150,7 +150,6 @@ class SimResourceManager(ResourceManager):
         rec = self.rec
         rec.decided_one(t, now)
         d = self.launch_delay
-        rec.add_comm_one(t, d)
         self._n_launch[0] += 1
         t1 = now + d  # when the node managers get the launch
         on_node = self.on_node
@@ -160,7 +159,7 @@ class SimResourceManager(ResourceManager):
                 f"launched while it runs task {on_node[w]}"
             )
         on_node[w] = t
-        rec.started_one(t, t1, w)
+        rec.launched_one(t, d, t1, w)  # add_comm_one and started_one in one call
         e = t1 + dur
         sch = self.schedule
         tick = e + (sch._ph[w] - e) % sch.period  # HeartbeatSchedule.next_tick

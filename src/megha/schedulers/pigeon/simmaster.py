@@ -129,9 +129,7 @@ class SimPigeonMaster(PigeonMaster):
         d = self.launch_delay
         start = now + d
         rec.decided_one(t, now)
-        rec.add_comm_one(t, d)
         self._n_start[0] += 1
-        rec.started_one(t, start, w)
         task_on = self.task_on
         cur = task_on.get(w)
         if cur is None or cur >= 0:
@@ -139,6 +137,7 @@ class SimPigeonMaster(PigeonMaster):
                 f"{self.pool}: worker {w} over-committed at t={start:.6f}: "
                 + ("not in this group" if cur is None else f"it already runs task {cur}")
             )
+        rec.launched_one(t, d, start, w)  # add_comm_one and started_one in one call
         task_on[w] = t
         e = start + dur
         g = self._ends.get(e)
@@ -225,9 +224,8 @@ class SimPigeonMaster(PigeonMaster):
                 # _launch_one(t, w, dur, now), inlined
                 start = now + self.launch_delay
                 rec.decided_one(t, now)
-                rec.add_comm_one(t, self.launch_delay)
                 self._n_start[0] += 1
-                rec.started_one(t, start, w)
+                rec.launched_one(t, self.launch_delay, start, w)  # add_comm_one and started_one in one call
                 self.task_on[w] = t
                 e = start + dur
                 g = self._ends.get(e)
