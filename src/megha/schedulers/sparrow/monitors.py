@@ -157,6 +157,8 @@ class SparrowMonitors(Component):
         if not self.resource:
             free = self.slot_free
             out = self._out  # (self._request inlined: _flush runs after this event)
+            queued = 0
+            longest = self.max_queue
             for w, g in zip(msg.workers.tolist(), msg.groups.tolist(), strict=True):
                 q = queues[w]
                 if free[w] and not q:
@@ -166,11 +168,13 @@ class SparrowMonitors(Component):
                 if q is None:
                     q = queues[w] = deque()
                 q.append((job, sched, g, now, None))
-                self.queued_probes += 1
-                if len(q) > self.max_queue:
-                    self.max_queue = len(q)
+                queued += 1
+                if len(q) > longest:
+                    longest = len(q)
                 if free[w]:
                     self._advance(w, now)
+            self.queued_probes += queued
+            self.max_queue = longest
             return
         for w, g in zip(msg.workers.tolist(), msg.groups.tolist(), strict=True):
             q = queues[w]
