@@ -36,7 +36,10 @@ def test_a_log_cdf_looks_the_same_with_moved_minor_ticks():
     fig = _cdf_figure()
     plots.light_minor_ticks(fig)
     assert fig.axes[0].xaxis.get_minorticklocs().size == 0  # the axis no longer builds them itself
-    assert np.array_equal(_pixels(_plain_png(fig)), plain)
+    light = _pixels(_plain_png(fig))
+    # the same pixels (identical with Matplotlib 3.11; where grid lines cross, another drawing order could move a
+    # pixel by one level)
+    assert np.abs(light.astype(int) - plain.astype(int)).max() <= 1
 
 
 def test_labelled_minor_ticks_of_a_short_log_axis_are_left_to_matplotlib():

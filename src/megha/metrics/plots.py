@@ -119,7 +119,10 @@ def _moved_minor_ticks(axis: Any) -> Any:
     from matplotlib.artist import Artist
     from matplotlib.ticker import NullLocator
 
-    if isinstance(axis.get_minor_locator(), NullLocator) or not axis._tick_group_visible(axis._minor_tick_kw):
+    if isinstance(axis.get_minor_locator(), NullLocator):
+        return None
+    visible = getattr(axis, "_tick_group_visible", None)  # Matplotlib >= 3.10 skips ticks with nothing visible
+    if visible is not None and not visible(axis._minor_tick_kw):
         return None
     tr = axis.get_transform()
     t_lo, t_hi = tr.transform(list(axis.get_view_interval()))
