@@ -13,7 +13,7 @@ completions) are kept live. Summaries and tables are derived at the end (:mod:`m
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
@@ -81,6 +81,25 @@ _KINDS = ("decided", "started", "finished", "known", "comm", "proc", "wq")
 # reports as Python lists (a 2M-task run otherwise holds every report until the end). The same columns: flushing in
 # between keeps "later reports win". The delay logs (sums) wait for the end: a flush would regroup their additions.
 _FLUSH_EVERY = (1 << 18) - 1
+
+
+FLUSH_EVERY = _FLUSH_EVERY
+
+
+class InlineLogs(NamedTuple):
+    """The per-kind lists :class:`TaskRecorder`'s one-task reports append to (see :meth:`TaskRecorder.inline_logs`)."""
+
+    decided_ids: list
+    decided_times: list
+    started_ids: list
+    started_times: list
+    started_workers: list
+    finished_ids: list
+    finished_times: list
+    known_ids: list
+    known_times: list
+    comm_ids: list
+    comm_delays: list
 
 
 @runtime_checkable
@@ -162,6 +181,36 @@ class TaskRecorder:
         self.outstanding = 0  # feasible tasks whose completion the scheduler has not learned yet
         self.last_progress = 0.0
         self.on_all_done = None  # callback set by the runner
+
+    def inline_logs(self) -> InlineLogs:
+        """The lists behind the one-task reports, for a simulator component that inlines them on its hot path.
+
+        ``decided_one(t, now)`` is ``decided_ids.append(t); decided_times.append(now)``; ``add_comm_one(t, d)``,
+        the ``comm`` pair; ``finished_one`` and ``launched_one`` also update :attr:`running` and
+        :attr:`last_progress`, ``completion_known_one`` :attr:`outstanding` (with :meth:`known_done` when it hits a
+        multiple of the flush period or zero): a component that inlines them does the same.
+        """
+        return InlineLogs(
+            self._decided_ids,
+            self._decided_vals,
+            self._started.ids,
+            self._started.vals,
+            self._started.workers,
+            self._finished_ids,
+            self._finished_vals,
+            self._known_ids,
+            self._known_vals,
+            self._comm_ids,
+            self._comm_vals,
+        )
+
+    def known_done(self) -> None:
+        """What :meth:`completion_known_one` does after counting down :attr:`outstanding` (for components that
+        inline it: call it when ``outstanding & FLUSH_EVERY == 0`` or ``outstanding <= 0``)."""
+        if not self.outstanding & _FLUSH_EVERY:
+            self._flush_times()
+        if self.outstanding <= 0 and self.on_all_done is not None:
+            self.on_all_done()
 
     # --- materialization ------------------------------------------------------------------------------
     def _flush(self) -> None:

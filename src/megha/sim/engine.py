@@ -33,6 +33,7 @@ from megha.sim.seeding import named_stream
 
 # An event is (time, sequence number, handler, payload): the handler is the receiving component's bound
 # ``on_message`` or ``on_timer``; the sequence number breaks ties in insertion order and is a timer's handle.
+_heappush = heapq.heappush
 _GC_GEN0 = 100_000  # allocations between young-generation collections while running
 
 
@@ -142,7 +143,7 @@ class SimPort:
             self._lane_append((self.engine.now + d, self._next(), handler, msg))
         else:
             e = self.engine
-            heapq.heappush(self._heap, (e.now + d + e._send_offset, self._next(), handler, msg))
+            _heappush(self._heap, (e.now + d + e._send_offset, self._next(), handler, msg))
 
     def route(self, dst: Address, name: str, cls: type) -> tuple | bool:
         """Simulator-only: a direct delivery of messages of type ``cls`` to ``dst``'s handler ``name``.
@@ -181,11 +182,11 @@ class SimPort:
         return got
 
     def set_timer(self, delay: float, key: Hashable) -> int:
-        e = self.engine
-        if delay < 0 or math.isnan(delay):
+        if not delay >= 0:  # negative or NaN
             raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
+        e = self.engine
         tid = self._next()
-        heapq.heappush(self._heap, (e.now + e._send_offset + delay, tid, self._on_timer, key))
+        _heappush(self._heap, (e.now + e._send_offset + delay, tid, self._on_timer, key))
         return tid
 
     def set_timer_at(self, at: float, key: Hashable) -> int:
@@ -400,7 +401,7 @@ class Engine:
             lane = self._lane
             popleft = lane.popleft
             while True:
-                if lane and not (heap and heap[0] < lane[0]):
+                if lane and (not heap or lane[0] < heap[0]):
                     # a message of the lane: never a cancelled timer (only timers' handles are ever cancelled)
                     t, seq, handler, payload = popleft()
                     if t > until:

@@ -18,7 +18,7 @@ from collections import Counter, deque
 
 import numpy as np
 
-from megha.metrics.recorder import TaskRecorder
+from megha.metrics.recorder import FLUSH_EVERY, TaskRecorder
 from megha.model.matching import FastRandom, Policy
 from megha.schedulers.common.messages import JobArrival
 from megha.schedulers.megha import fairness as _fairness
@@ -217,6 +217,9 @@ class GlobalMaster(Component):
         self._known_one = getattr(recorder, "completion_known_one", None) or (
             lambda t, now: recorder.completion_known([t], now)
         )
+        # the simulator's recorder: the hot path appends to its lists itself (TaskRecorder.inline_logs)
+        self._logs = recorder.inline_logs() if type(recorder) is TaskRecorder else None
+        self._comm_inline: bool | None = None  # a route's add_comm_one is this recorder's (known at first use)
 
     def attach(self, port) -> None:
         super().attach(port)
@@ -797,11 +800,14 @@ class GlobalMaster(Component):
         inflight = view.inflight
         lm_of = self._lm_of
         batch = self._batch
+        words, word_of, bit_of = view._words, view._word_of, view._bit_of
         for w in workers:
             s = ff(q._masks, q._heads, q._n_slots, inv[w]) if q._len else -1
             if s < 0:
-                if not flag[w]:
-                    view._set(w, True)
+                if not flag[w]:  # view._set(w, True), inlined
+                    words[word_of[w]] |= bit_of[w]
+                    flag[w] = 1
+                    view.n_free += 1
             else:  # _book, inlined
                 e = q._take(s)
                 if flag[w]:
@@ -853,8 +859,8 @@ class GlobalMaster(Component):
     def on_message_done(self, p: tuple, now: float) -> None:
         """A :class:`TaskDone` of one task delivered directly by the simulator's in-process LM (``SimPort.route``):
         ``p = (lm, task, worker, acked)``. :meth:`_on_done_lean` for it, with :meth:`_ack_lean`,
-        :meth:`MaskQueue._take` and :meth:`_launch_one` inlined (the hot path of a loaded run: one call per task
-        instead of four); other configurations take the message."""
+        :meth:`MaskQueue._take`, :meth:`_launch_one` and the recorder's one-task reports inlined (the hot path of a
+        loaded run: one call per task instead of seven); other configurations take the message."""
         lm, t, w, acked = p
         if not self._lean or self.full_pull or self._dirty:
             return self.on_message(TaskDone(lm, [t], [w], None, acked), now)
@@ -866,7 +872,16 @@ class GlobalMaster(Component):
             while q and q[0] <= acked:
                 for x in unacked.pop(q.popleft())[1]:
                     inflight[x] -= 1
-        self._known_one(t, now)
+        logs = self._logs
+        if logs is None:
+            self._known_one(t, now)
+        else:  # TaskRecorder.completion_known_one, inlined
+            logs.known_ids.append(t)
+            logs.known_times.append(now)
+            rec = self.rec
+            o = rec.outstanding = rec.outstanding - 1
+            if not o & FLUSH_EVERY or o <= 0:
+                rec.known_done()
         mq = self.queue.q
         if mq._len:
             s = (_fairness._FF or first_fit_kernel())(mq._masks, mq._heads, mq._n_slots, self._inv_masks[w])
@@ -888,7 +903,7 @@ class GlobalMaster(Component):
                 view.inflight[w] += 1
                 lm = self._lm_of[w]
                 req = self.req_seq = self.req_seq + 1
-                t = e[E_TASK]
+                t = e[0]  # E_TASK
                 self.unacked[req] = (lm, [w], None, [e], None)
                 self.unacked_by_lm[lm].append(req)
                 routes = self._routes
@@ -900,9 +915,21 @@ class GlobalMaster(Component):
                         append, handler, d, nxt, cell, comm = r
                         cell[0] += 1
                         if comm is not None:
-                            comm(t, d)
+                            inline = self._comm_inline
+                            if inline is None:
+                                inline = logs is not None and getattr(comm, "__self__", 0) is self.rec
+                                self._comm_inline = inline
+                            if inline:
+                                logs.comm_ids.append(t)
+                                logs.comm_delays.append(d)
+                            else:
+                                comm(t, d)
                         append((now + d, nxt(), handler, (self.g, req, t, w, e[E_DUR], e[E_USER])))
-                        self._decided_one(t, now)
+                        if logs is None:
+                            self._decided_one(t, now)
+                        else:
+                            logs.decided_ids.append(t)
+                            logs.decided_times.append(now)
                         return
                 self.port.send(self._lm_addr[lm], LaunchRequest(self.g, req, [t], [w], [e[E_DUR]], [e[E_USER]], None))
                 self._decided_one(t, now)
@@ -944,14 +971,21 @@ class GlobalMaster(Component):
         if type(workers) is not list or type(state) is not list:
             workers = _as_list(workers)
             state = _as_list(state)
-        self.on_message_delta((msg.lm, workers, state, msg.acked), now)
+        self.on_message_delta((msg.lm, workers, state, None, msg.acked), now)
 
     def on_message_delta(self, p: tuple, now: float) -> None:
         """A heartbeat's :class:`StateDelta` delivered directly by the simulator's LM (``SimPort.route``):
-        ``p = (lm, workers, their truths, acked)`` (lists). :meth:`_on_delta_lean`'s work; other configurations
-        take the message."""
-        lm, workers, state, acked = p
+        ``p = (lm, workers, their truths, changed by, acked)`` (lists). The LM sends every GM the same lists, the
+        workers changed since its last heartbeat with the GM whose task changed each (``changed by``); a GM skips
+        those it changed itself (what the LM leaves out of a StateDelta). ``changed by`` is None when every entry is
+        for this GM. :meth:`_on_delta_lean`'s work; other configurations take the message."""
+        lm, workers, state, bys, acked = p
         if not self._lean:
+            if bys is not None:
+                g = self.g
+                keep = [i for i, by in enumerate(bys) if by != g]
+                workers = [workers[i] for i in keep]
+                state = [state[i] for i in keep]
             return self.on_message(StateDelta(lm, workers, state, False, None, acked), now)
         q = self.unacked_by_lm[lm]
         if q and q[0] <= acked:  # _ack_lean, inlined
@@ -968,14 +1002,27 @@ class GlobalMaster(Component):
         gained = []
         words, word_of, bit_of = view._words, view._word_of, view._bit_of
         n_taken = 0
-        for w, s in zip(workers, state, strict=True):
-            if s and inflight[w] == 0:
-                if not flag[w]:
-                    gained.append(w)
-            elif flag[w]:  # view._set(w, False), inlined
-                words[word_of[w]] &= ~bit_of[w]
-                flag[w] = 0
-                n_taken += 1
+        if bys is None:
+            for w, s in zip(workers, state, strict=True):
+                if s and inflight[w] == 0:
+                    if not flag[w]:
+                        gained.append(w)
+                elif flag[w]:  # view._set(w, False), inlined
+                    words[word_of[w]] &= ~bit_of[w]
+                    flag[w] = 0
+                    n_taken += 1
+        else:
+            g = self.g
+            for w, s, by in zip(workers, state, bys, strict=True):
+                if by == g:  # a change of this GM's own task: not in its StateDelta
+                    continue
+                if s and inflight[w] == 0:
+                    if not flag[w]:
+                        gained.append(w)
+                elif flag[w]:  # view._set(w, False), inlined
+                    words[word_of[w]] &= ~bit_of[w]
+                    flag[w] = 0
+                    n_taken += 1
         view.n_free -= n_taken
         if not gained:
             return
@@ -987,7 +1034,9 @@ class GlobalMaster(Component):
                 if s >= 0:
                     self._launch_one(mq._take(s), w, now)
                     return
-            view._set(w, True)
+            words[word_of[w]] |= bit_of[w]  # view._set(w, True), inlined
+            flag[w] = 1
+            view.n_free += 1
             return
         self._offer_lean(gained)
         if self._dirty:

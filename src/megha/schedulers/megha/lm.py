@@ -410,6 +410,35 @@ class LocalMaster(Component):
         slot = type(self.cluster) is SlotCluster
         ctask = self.cluster.task if slot else None
         lo = self.lo
+        if routes is not None and slot and new and max(sent) == low:
+            # every GM was last told the same changes (the usual case in the simulator): one list of the changed
+            # workers, their truths and who changed them, shared by every GM's delivery (on_message_delta skips
+            # its own changes), instead of a list per GM
+            ws = [item[0] for item in new]
+            bys = [item[1][1] for item in new]
+            state = [ctask[w - lo] < 0 for w in ws]  # SlotCluster.truth, inlined
+            byset = set(bys)
+            n_sent = 0
+            for g in range(self.G):
+                sent[g] = seq
+                mine = g in byset
+                if mine and len(byset) == 1:
+                    continue  # only this GM's own changes: nothing to tell it
+                n_sent += 1
+                r = routes.get(self._delta_keys[g])
+                if r is None:
+                    r = self._route(self.gm_addr[g], "on_message_delta", StateDelta)
+                if r:  # the same event as the StateDelta, a tuple instead (see SimPort.route)
+                    append, handler, d, nxt, cell, _ = r
+                    cell[0] += 1
+                    append((now + d, nxt(), handler, (self.l, ws, state, bys if mine else None, self.processed[g])))
+                else:
+                    workers = [w for w, (_, by) in new if by != g]
+                    delta = StateDelta(self.l, workers, self.cluster.truth(workers), False, None, self.processed[g])
+                    self.port.send(self.gm_addr[g], delta)
+            if n_sent:
+                self.counters["updates_sent"] += n_sent
+            return
         for g in range(self.G):
             since = sent[g]
             if since >= seq:
@@ -430,7 +459,7 @@ class LocalMaster(Component):
                         cell[0] += 1
                         # SlotCluster.truth, inlined
                         state = [ctask[w - lo] < 0 for w in workers] if slot else self.cluster.truth(workers)
-                        append((now + d, nxt(), handler, (self.l, workers, state, self.processed[g])))
+                        append((now + d, nxt(), handler, (self.l, workers, state, None, self.processed[g])))
                         continue
                 delta = StateDelta(
                     self.l, workers, self.cluster.truth(workers), False, self._usage_copy(), self.processed[g]

@@ -88,6 +88,8 @@ class SimLocalMaster(LocalMaster):
         self._one = not self.resource_mode and fair is None
         if self._one:
             self._handlers[LaunchRequest] = self._on_request_one
+        # the simulator's recorder: the hot paths append to its lists themselves (TaskRecorder.inline_logs)
+        self._logs = recorder.inline_logs() if type(recorder) is TaskRecorder else None
 
     def attach(self, port) -> None:
         super().attach(port)
@@ -97,6 +99,9 @@ class SimLocalMaster(LocalMaster):
         self._route = getattr(port, "route", None)
         self._done_keys = [(a, "on_message_done") for a in self.gm_addr]  # SimPort.route's cache keys
         self._delta_keys = [(a, "on_message_delta") for a in self.gm_addr]
+        # a one-mapping launch request takes on_message_launch's inline path (else the message's)
+        self._launch_inline = self._one and not self.reply_always and self._heap is not None
+        self._end_timer = self._on_end  # the engine's handler of this LM's task-end timers (bound once)
 
     # --- the worker side, in-process ------------------------------------------------------------------------
     def _to_workers(self, msg: Launch | Kill, now: float) -> None:
@@ -191,17 +196,16 @@ class SimLocalMaster(LocalMaster):
         anything else takes the message path."""
         gm, req, t, w, dur, user = p
         cluster = self.cluster
-        j = w - cluster.lo
+        k = w - self.lo  # the cluster's and the workers' index of w (both start at self.lo)
         ctask = cluster.task
-        if ctask[j] >= 0 or not self._one or self.reply_always or self._heap is None:
+        if ctask[k] >= 0 or not self._launch_inline:
             return self.on_message(LaunchRequest(gm, req, [t], [w], [dur], [user], None), now)
-        ctask[j] = t
-        cluster.owner[j] = gm
-        cluster.user[j] = user
+        ctask[k] = t
+        cluster.owner[k] = gm
+        cluster.user[k] = user
         if self._part_l[w] != gm:
             self.counters["repartitions"] += 1
-        seq = self._seq + 1
-        self._seq = seq
+        seq = self._seq = self._seq + 1
         ch = self._changes
         ch.pop(w, None)
         ch[w] = (seq, gm)
@@ -215,11 +219,21 @@ class SimLocalMaster(LocalMaster):
         d = self.launch_delay
         start = now + d
         slot = self.w_task
-        k = w - self.lo
         if slot[k] >= 0 and not self._ends_by(slot[k], start):
             self._over(w, start, f"it already runs task {slot[k]}")
         slot[k] = t
-        self.rec.launched_one(t, d, start, w)  # add_comm_one and started_one
+        logs = self._logs
+        if logs is None:
+            self.rec.launched_one(t, d, start, w)  # add_comm_one and started_one
+        else:  # TaskRecorder.launched_one, inlined
+            logs.comm_ids.append(t)
+            logs.comm_delays.append(d)
+            logs.started_ids.append(t)
+            logs.started_times.append(start)
+            logs.started_workers.append(w)
+            rec = self.rec
+            rec.running += 1
+            rec.last_progress = start
         e = start + dur
         self._running[t] = (e, w, None)
         g = self._ends.get(e)
@@ -229,7 +243,7 @@ class SimLocalMaster(LocalMaster):
             at = t1 + self.report_delay
             if not at >= now:
                 raise ValueError(f"{self.address}: timer at {at} is before now ({now})")
-            heapq.heappush(self._heap, (at, self._next(), self._on_end, e))
+            heapq.heappush(self._heap, (at, self._next(), self._end_timer, e))
         else:
             g.append(t)
         self.processed[gm] = req
@@ -277,7 +291,16 @@ class SimLocalMaster(LocalMaster):
         slot = self.w_task
         if slot[k] == t:  # else a preemption's launch already took the worker (see _ends_by)
             slot[k] = -1
-        self.rec.finished_one(t, g[0])
+        logs = self._logs
+        if logs is None:
+            self.rec.finished_one(t, g[0])
+        else:  # TaskRecorder.finished_one, inlined
+            logs.finished_ids.append(t)
+            t1 = g[0]
+            logs.finished_times.append(t1)
+            rec = self.rec
+            rec.running -= 1
+            rec.last_progress = t1
         c = self._n_finished
         if c is None:
             c = self._n_finished = self.port.message_counter(Finished)
@@ -285,13 +308,11 @@ class SimLocalMaster(LocalMaster):
         if self.kill_pending or self._waiting._len:
             return self._finished([t], [w], None, now)
         cluster = self.cluster
-        j = w - cluster.lo
-        gm = cluster.owner[j]
-        cluster.task[j] = cluster.owner[j] = cluster.user[j] = -1
+        gm = cluster.owner[k]  # the cluster's index of w is k too
+        cluster.task[k] = cluster.owner[k] = cluster.user[k] = -1
         if not self._armed:
             self._arm(now)
-        seq = self._seq + 1
-        self._seq = seq
+        seq = self._seq = self._seq + 1
         ch = self._changes
         ch.pop(w, None)
         ch[w] = (seq, gm)
