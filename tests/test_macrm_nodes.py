@@ -133,7 +133,7 @@ def test_heartbeat_missed_while_sampling_pending_is_sent_when_it_resolves():
     assert port.take(Heartbeat) == [] and nm.missed[0]
     nm.on_message(SampleDecision(("A", 1), tasks([0], [7]), []), 0.006)
     (hb,) = [m for _, m in port.take(Heartbeat)]
-    assert hb.nodes == [0] and hb.free[0, 0] == 3.0 and hb.used[0, 0] == 1.0
+    assert hb.nodes == [0] and hb.free[0][0] == 3.0 and hb.used[0][0] == 1.0
     assert not nm.missed[0]
 
 
@@ -189,7 +189,7 @@ def test_centralized_mode_event_driven_heartbeat_on_container_exit():
     hb_timer = [h for h, (_, k) in port.timers.items() if k == ("hb", 0)]
     nm.on_timer(("end", 1.0), 1.0)
     (hb,) = [m for _, m in port.take(Heartbeat)]
-    assert hb.nodes == [0] and hb.free[0, 0] == 4.0
+    assert hb.nodes == [0] and hb.free[0][0] == 4.0
     assert nm.stats["heartbeats_event"] == 1
     assert all(h not in port.timers for h in hb_timer)  # the periodic timer was restarted
     assert [d for (d, k) in port.timers.values() if k == ("hb", 0)] == [1.0]
@@ -205,7 +205,7 @@ def test_centralized_mode_full_node_halves_its_heartbeat_interval():
     assert [d for (d, k) in port.timers.values() if k == ("hb", 1)][-1] == 0.5
     nm.on_timer(("hb", 1), 1.2)  # still full: sends this time
     (hb,) = [m for _, m in port.take(Heartbeat)]
-    assert hb.nodes == [1] and hb.free[0, 0] == 0.0
+    assert hb.nodes == [1] and hb.free[0][0] == 0.0
     assert nm.stats["heartbeats_halved"] == 1
     nm.on_timer(("hb", 0), 0.3)  # a node with free resources sends on time
     assert [m.nodes for _, m in port.take(Heartbeat)] == [[0]]

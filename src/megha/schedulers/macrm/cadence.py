@@ -213,8 +213,15 @@ class Cadence:
         if n:
             cell = self._cells.get(cls)
             if cell is None:
-                cell = self._cells[cls] = self.groups[0].port.message_counter(cls)
+                cell = self.cell(cls)
             cell[0] += n
+
+    def cell(self, cls: type) -> list:
+        """The engine's count cell of messages of type ``cls`` (``cell[0] += n`` is :meth:`count`; run started)."""
+        cell = self._cells.get(cls)
+        if cell is None:
+            cell = self._cells[cls] = self.groups[0].port.message_counter(cls)
+        return cell
 
     # --- calm: virtual statistics and job-manager heartbeats ---------------------------------------------------
     def maybe_calm(self, now: float) -> None:
@@ -266,31 +273,21 @@ class Cadence:
         load = max(frac) if metric == "max" else frac[0] if metric == "cpu" else sum(frac) / len(frac)
         return load < self.threshold - self.margin
 
-    def content_change(
-        self,
-        tr,
-        i: int,
-        row: np.ndarray,
-        now: float,
-        new: list[float] | None = None,
-        old_l: list[float] | None = None,
-    ) -> None:
-        """Tracker ``tr`` is about to record node ``i``'s new usage ``row`` (calm only): log it, raise the bound.
-        ``new`` and ``old_l`` are ``row`` and the tracker's current row as lists, when the caller has them."""
+    def content_change(self, tr, i: int, new: list[float], now: float) -> None:
+        """Tracker ``tr`` is about to record node ``i``'s new usage row ``new`` (calm only): log it, raise the
+        bound. (The tracker replaces rows, never changes one in place: the logged row is the old one.)"""
         old = tr.used[i]
-        known = bool(tr.known[i])
+        known = tr.known[i]
         undo = tr.undo
-        undo.append((now, i, old.copy(), known))
+        undo.append((now, i, old, known))
         if len(undo) > 64:  # keep what reconstructing the last two ticks needs (entries are in time order)
             horizon = now - 3 * self.stats_period.h
             while undo[0][0] < horizon:
                 undo.popleft()
-        if new is None:
-            new = row.tolist()
         bsum = self._bound_sum
         raised = False
         if known:
-            for r, (a, b) in enumerate(zip(new, old.tolist() if old_l is None else old_l, strict=True)):
+            for r, (a, b) in enumerate(zip(new, old, strict=True)):
                 if a > b:
                     bsum[r] += a - b
                     raised = True

@@ -101,7 +101,10 @@ class NodeManagers(Component):
         self.cap = cap  # allocatable
         self.bg = bg  # held outside the scheduler (initial load)
         self.phys = cap + bg  # physical capacity (load = (bg + used) / phys)
-        self.used = np.zeros_like(cap)
+        # per-node rows as lists of floats (the same IEEE additions as numpy rows, without numpy's per-call cost)
+        self.capl: list[list[float]] = cap.tolist()
+        self.bgl: list[list[float]] = bg.tolist()
+        self.used: list[list[float]] = [[0.0] * cap.shape[1] for _ in range(cap.shape[0])]
         self.rec = recorder
         self.tracker = tracker
         self.arbitrator = arbitrator
@@ -152,6 +155,7 @@ class NodeManagers(Component):
         self._vr: list[list[float]] = [[] for _ in range(n)]  # when the tracker's (virtual) replies arrive
         self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | None = None
+        self._hb_cell: list | None = None  # the engine's count cell of Heartbeat messages
         self._next_tick = 0.0  # the real heartbeat tick the last _wake set
         self.stats: dict[str, int] = {
             "heartbeats": 0,
@@ -270,16 +274,17 @@ class NodeManagers(Component):
     def _inquiry(self, msg: SampleInquiry, now: float) -> None:
         st = self.stats
         lo = self.lo
-        need = msg.need - _EPS
+        need = (msg.need - _EPS).tolist()
         answered: list[int] = []
         idx = [node - lo for node in msg.nodes]
-        room = ((self.cap[idx] - self.used[idx]) >= need).all(axis=1).tolist()  # no usage changes below
+        capl = self.capl
+        used = self.used
         st["inquiries"] += len(idx)
         token = msg.token
         # one response-timeout timer for every node answering this inquiry: the per-node timers would all fire at
         # the same instant, one after the other (nothing else is scheduled for that instant in between)
         batch: list | None = None
-        for k, i in enumerate(idx):
+        for i in idx:
             if not self.alive[i]:
                 continue
             if self.hb_blocks and self._waiting(i, now):
@@ -288,7 +293,7 @@ class NodeManagers(Component):
             if self.pending[i] is not None:
                 st["ignored_pending"] += 1
                 continue
-            if not room[k]:
+            if not all(c - u >= b for c, u, b in zip(capl[i], used[i], need, strict=True)):
                 st["ignored_full"] += 1
                 continue
             if self.dormant[i]:
@@ -304,7 +309,7 @@ class NodeManagers(Component):
             answered.append(i)
         if answered:
             st["answered"] += len(answered)
-            free = self.cap[answered] - self.used[answered]
+            free = np.array([[c - u for c, u in zip(capl[i], used[i], strict=True)] for i in answered])
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
 
     def _release_sampling(self, i: int, token, now: float) -> None:
@@ -380,7 +385,8 @@ class NodeManagers(Component):
     def _has_free(self, i: int) -> bool:
         """Node ``i`` has room for the smallest allocation and some resource free."""
         some = False
-        for a, b in zip((self.cap[i] - self.used[i]).tolist(), self._need, strict=True):
+        for c, u, b in zip(self.capl[i], self.used[i], self._need, strict=True):
+            a = c - u
             if not a >= b:
                 return False
             if a > _EPS:
@@ -416,8 +422,41 @@ class NodeManagers(Component):
         self.waiting[i] += 1
         self.wait_since[i] = now
         self.stats["heartbeats"] += 1
-        self.port.send(self.tracker, self._heartbeat_of(i))
-        self._fall_asleep(i, now)
+        u = self.used[i]
+        free = [c - b for c, b in zip(self.capl[i], u, strict=True)]
+        route = self.port.route(self.tracker, "on_message_hb1", Heartbeat) if not self.track_users else False
+        if route:  # the tracker's handler of one node's heartbeat, without the message object (same event)
+            append, handler, d, seq, cell, _ = route
+            append(
+                (
+                    now + d,
+                    seq(),
+                    handler,
+                    (self.lo + i, free, [g + b for g, b in zip(self.bgl[i], u, strict=True)], self.arb_seq[i], None),
+                )
+            )
+            cell[0] += 1
+        else:
+            self.port.send(self.tracker, self._heartbeat_of(i))
+        # _fall_asleep(i, now): the node is alive, not pending, in distributed mode with fast-forward (on_timer)
+        cad = self.cad
+        a = now + self.hb
+        self.dormant[i] = True
+        self.anchor[i] = a
+        self._memo[i] = (0, a)
+        cad._rank += 1
+        self.rank[i] = cad._rank
+        self.fwd_tick[i] = None
+        self.fwd_count[i] = 0
+        some = False  # _has_free(i)
+        for c, b in zip(free, self._need, strict=True):
+            if not c >= b:
+                return
+            if c > _EPS:
+                some = True
+        if some:
+            self.wheel.add(i, a)
+            cad.trackers[self.group].vf_changed(now)
 
     def _send_hb(self, i: int, now: float) -> None:
         if i in self._hb_set:
@@ -471,6 +510,8 @@ class NodeManagers(Component):
         st_w: list[int] = []
         rng = self.port.rng
         clean = self._clean
+        drows = c.demands.tolist()
+        used = self.used
         for k in range(len(c.nodes)):
             node = c.nodes[k]
             i = node - lo
@@ -485,31 +526,30 @@ class NodeManagers(Component):
             t = c.tasks[k]
             job = c.jobs[k]
             att = c.attempts[k]
-            d = c.demands[k]
+            d = drows[k]
             if t >= 0 and (self.job_attempt.get(job, 0) > att or t in self.containers):
                 rejected.append(k)  # stale job manager attempt (fenced) or already running here
                 continue
-            row = self.used[i]
-            cap = self.cap[i]
-            if not (cap - row + _EPS >= d).all():
+            row = used[i]
+            cap = self.capl[i]
+            if not all(a - b + _EPS >= x for a, b, x in zip(cap, row, d, strict=True)):
                 rejected.append(k)
                 continue
             if self.dormant[i]:
                 self._wake(i, now)
-            row += d
-            if (row > cap + 1e-7).any():
+            used[i] = row = [b + x for b, x in zip(row, d, strict=True)]
+            if any(b > a + 1e-7 for a, b in zip(cap, row, strict=True)):
                 raise SimulationError(
-                    f"{self.address}: node {node} over-committed at t={now:.6f}: used "
-                    f"{row.tolist()} > capacity {cap.tolist()}"
+                    f"{self.address}: node {node} over-committed at t={now:.6f}: used {row} > capacity {cap}"
                 )
             user = c.users[k]
             if self.track_users:  # per-user usage is read only for heartbeats that carry it
                 uu = self.users[i]
                 prev = uu.get(user)
-                uu[user] = d.copy() if prev is None else prev + d
+                uu[user] = np.array(d) if prev is None else prev + np.array(d)
             if t < 0:  # a job-manager container
                 owner = c.owners[k]
-                self.jm_containers[(job, att)] = (i, d.copy(), owner, user)
+                self.jm_containers[(job, att)] = (i, d, owner, user)
                 self.stats["jms_started"] += 1
                 spec, load, central = c.specs[k]
                 self.port.send(self.runtime, SpawnJM(owner, spec, att, node, self.group, load, central))
@@ -520,7 +560,7 @@ class NodeManagers(Component):
             if self.fail_p > 0.0 and rng.random() < self.fail_p:
                 fails = True
                 end = now + dur * float(rng.random())
-            self.containers[t] = [i, end, c.owners[k], job, att, user, d.copy(), fails]
+            self.containers[t] = [i, end, c.owners[k], job, att, user, d, fails]
             s = self.by_job.get(job)
             if s is None:
                 self.by_job[job] = {t}
@@ -542,7 +582,7 @@ class NodeManagers(Component):
             if from_arbitrator:
                 self.stats["rejected_arbitrator"] += len(rejected)
                 sub = select_containers(c, rejected)
-                free = np.array([self.cap[n - lo] - self.used[n - lo] for n in sub.nodes])
+                free = np.array([self.free_of(n) for n in sub.nodes])
                 self.port.send(self.arbitrator, AllocRejected(sub, free))
             else:
                 self.stats["rejected_jm"] += len(rejected)
@@ -550,7 +590,7 @@ class NodeManagers(Component):
                 jm_rej = [k for k in rejected if c.tasks[k] < 0]  # a sampled job-manager container: the arbitrator's
                 if jm_rej:
                     sub = select_containers(c, jm_rej)
-                    free = np.array([self.cap[n - lo] - self.used[n - lo] for n in sub.nodes])
+                    free = np.array([self.free_of(n) for n in sub.nodes])
                     self.port.send(self.arbitrator, AllocRejected(sub, free))
                 for k in rejected:
                     if c.tasks[k] < 0:
@@ -568,12 +608,11 @@ class NodeManagers(Component):
             self._clean.pop(i, None)
         if self.dormant[i]:
             self._wake(i, now)
-        row = self.used[i]
-        row -= e[6]
-        np.maximum(row, 0.0, out=row)
+        d = e[6]
+        self.used[i] = [max(b - x, 0.0) for b, x in zip(self.used[i], d, strict=True)]
         if self.track_users:
             uu = self.users[i]
-            left = uu[e[5]] - e[6]
+            left = uu[e[5]] - np.array(d)
             if (left > _EPS).any():
                 uu[e[5]] = left
             else:
@@ -652,9 +691,9 @@ class NodeManagers(Component):
             self._clean.pop(i, None)
         if self.dormant[i]:
             self._wake(i, now)
-        self.used[i] -= d
-        np.maximum(self.used[i], 0.0, out=self.used[i])
+        self.used[i] = [max(b - x, 0.0) for b, x in zip(self.used[i], d, strict=True)]
         if self.track_users:
+            d = np.array(d)
             uu = self.users[i]
             left = uu.get(user, d) - d
             if (left > _EPS).any():
@@ -703,7 +742,7 @@ class NodeManagers(Component):
             for key in [k for k, v in self.jm_containers.items() if v[0] == i]:
                 _, _, owner, _ = self.jm_containers.pop(key)
                 self.port.send(self.runtime, Terminate(owner))
-            self.used[i] = 0.0
+            self.used[i] = [0.0] * len(self.used[i])
             self.users[i] = {}
         if lost:
             self.stats["tasks_lost_on_nodes"] += len(lost)
@@ -720,8 +759,9 @@ class NodeManagers(Component):
         if len(out) == 1:
             self.port.send(self.tracker, self._heartbeat_of(out[0]))
         else:
-            free = self.cap[out] - self.used[out]
-            used = self.bg[out] + self.used[out]
+            rows = np.array([self.used[i] for i in out])
+            free = self.cap[out] - rows
+            used = self.bg[out] + rows
             users = [dict(self.users[i]) for i in out] if self.track_users else []
             self.port.send(
                 self.tracker,
@@ -735,10 +775,9 @@ class NodeManagers(Component):
 
     def _heartbeat_of(self, i: int) -> Heartbeat:
         """Node ``i``'s heartbeat as it stands (a message of its own)."""
-        j = i + 1
-        u = self.used[i:j]
-        free = self.cap[i:j] - u
-        used = self.bg[i:j] + u
+        u = self.used[i]
+        free = [[c - b for c, b in zip(self.capl[i], u, strict=True)]]
+        used = [[g + b for g, b in zip(self.bgl[i], u, strict=True)]]
         users = [dict(self.users[i])] if self.track_users else []
         return Heartbeat(self.group, [self.lo + i], free, used, [self.arb_seq[i]], users)
 
@@ -808,8 +847,11 @@ class NodeManagers(Component):
         if self._vr[i]:
             self._replies_in(i, now)
         tr = cad.trackers[self.group]
-        if i in self.wheel.where:
-            self.wheel.discard(i)
+        wheel = self.wheel
+        b = wheel.where.pop(i, None)
+        if b is not None:  # wheel.discard(i)
+            wheel.buckets[b].discard(i)
+            wheel.size -= 1
             tr.vf_changed(now)
         a = self.anchor[i]
         if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
@@ -818,18 +860,27 @@ class NodeManagers(Component):
             self._next_tick = a
             self.hb_timer[i] = self.port.set_timer_at(a, ("hb", i))
             return
-        k, tv = self._last_tick(i, now)
+        k0, t0 = self._memo[i]  # _last_tick(i, now)
+        if t0 > now:
+            k0, t0 = 0, a
+        j, tv = cad.hb.last_le(t0, now)
+        k = k0 + j
+        self._memo[i] = (k, tv)
         sent = k + 1
         arrival = tv + cad.d_nt
         arrived = sent if arrival <= now else k
         # _count_virtual(i, sent, arrived)
         answered = arrived - self.fwd_count[i]  # forwarded ones were real at the tracker
         self.stats["heartbeats"] += sent
-        cad.count(Heartbeat, sent)
+        cell = self._hb_cell
+        if cell is None:
+            cell = self._hb_cell = cad.cell(Heartbeat)
+        cell[0] += sent  # cad.count(Heartbeat, sent): sent >= 1
         ts = tr.stats
         ts["heartbeats"] += answered
         ts["answered"] += answered
-        cad.count(HeartbeatReply, answered)
+        if answered:
+            cad.count(HeartbeatReply, answered)
         if arrived < sent:  # the latest virtual heartbeat is in flight: deliver it for real
             cad.engine.inject(arrival, self.tracker, self._heartbeat_of(i))
             self.waiting[i] += 1
@@ -862,7 +913,11 @@ class NodeManagers(Component):
 
     def virtual_row(self, i: int) -> tuple:
         """What dormant node ``i``'s heartbeats carry, for the tracker to forward: ([node], free [1, R], [ack])."""
-        return [self.lo + i], (self.cap[i] - self.used[i])[None, :], [self.arb_seq[i]]
+        return (
+            [self.lo + i],
+            np.array([[c - b for c, b in zip(self.capl[i], self.used[i], strict=True)]]),
+            [self.arb_seq[i]],
+        )
 
     # --- inspection --------------------------------------------------------------------------------------------
     def running_tasks(self) -> int:
@@ -870,4 +925,4 @@ class NodeManagers(Component):
 
     def free_of(self, node: int) -> np.ndarray:
         i = node - self.lo
-        return self.cap[i] - self.used[i]
+        return np.array([c - b for c, b in zip(self.capl[i], self.used[i], strict=True)])

@@ -44,6 +44,11 @@ from megha.sim.component import Component
 _EPS = 1e-9
 
 
+def _rows(a) -> list:
+    """Rows of a heartbeat's [k, R] block (a list of lists or an array) as lists of floats."""
+    return a if type(a) is list else a.tolist()
+
+
 class ResourceTracker(Component):
     """Tracker ``index`` for nodes ``lo .. lo + n - 1`` whose node managers live in component ``group``."""
 
@@ -83,8 +88,9 @@ class ResourceTracker(Component):
         self.min_alloc = np.zeros(self.phys.shape[1]) if min_alloc is None else np.asarray(min_alloc, dtype=float)
         self.need = (self.min_alloc - _EPS).tolist()
         n = self.n
-        self.used = np.zeros_like(self.phys)
-        self.known = np.zeros(n, dtype=bool)
+        # each node's usage row as a list of floats (rows are replaced, never changed in place) and whether it is known
+        self.used: list[list[float]] = [[0.0] * self.phys.shape[1] for _ in range(n)]
+        self.known: list[bool] = [False] * n
         self.dead = np.zeros(n, dtype=bool)
         self.last_seen = np.zeros(n)
         self.fwd_free = [False] * n  # the arbitrator's view currently lists the node as free
@@ -180,7 +186,8 @@ class ResourceTracker(Component):
         rest: list[int] = []
         need = self.need
         users = msg.users
-        free_rows = msg.free.tolist()
+        free_rows = _rows(msg.free)
+        used_rows = _rows(msg.used)
         for k, node in enumerate(msg.nodes):
             i = node - lo
             if self.dead[i]:
@@ -188,11 +195,10 @@ class ResourceTracker(Component):
                 rest.append(k)
                 continue
             self.last_seen[i] = now
-            if self.cad is not None and self.cad.calm:
-                row = msg.used[k]
-                if not self.known[i] or self.used[i].tolist() != row.tolist():
-                    self.cad.content_change(self, i, row, now)
-            self.used[i] = msg.used[k]
+            row = used_rows[k]
+            if self.cad is not None and self.cad.calm and (not self.known[i] or self.used[i] != row):
+                self.cad.content_change(self, i, row, now)
+            self.used[i] = row
             self.known[i] = True
             if users:
                 self._users(i, users[k])
@@ -205,15 +211,14 @@ class ResourceTracker(Component):
             self.fwd_free[i] = has_free
         if fwd:
             self.stats["forwarded"] += len(fwd)
+            free = np.asarray(msg.free, dtype=np.float64)
             if len(fwd) == len(msg.nodes):
-                self.port.send(
-                    self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, msg.free, msg.acks)
-                )
+                self.port.send(self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, free, msg.acks))
             else:
                 self.port.send(
                     self.arbitrator,
                     ForwardedHeartbeat(
-                        self.index, self.group, [msg.nodes[k] for k in fwd], msg.free[fwd], [msg.acks[k] for k in fwd]
+                        self.index, self.group, [msg.nodes[k] for k in fwd], free[fwd], [msg.acks[k] for k in fwd]
                     ),
                 )
         if rest:
@@ -228,7 +233,23 @@ class ResourceTracker(Component):
 
     def _heartbeat1(self, msg: Heartbeat, now: float) -> None:
         """:meth:`_heartbeat` of one node's heartbeat (the common case), step for step."""
-        node = msg.nodes[0]
+        free, used = msg.free[0], msg.used[0]
+        self.on_message_hb1(
+            (
+                msg.nodes[0],
+                free if type(free) is list else free.tolist(),
+                used if type(used) is list else used.tolist(),
+                msg.acks[0],
+                msg.users[0] if msg.users else None,
+            ),
+            now,
+        )
+
+    def on_message_hb1(self, hb: tuple, now: float) -> None:
+        """One node's heartbeat ``(node, free row, used row, ack, per-user usage or None)``: what :meth:`_heartbeat`
+        does with a :class:`Heartbeat` of one node, step for step. Node managers deliver their periodic heartbeats
+        here directly in the simulator (``SimPort.route``: the same event, no message object)."""
+        node, free, row, ack, users = hb
         i = node - self.lo
         st = self.stats
         st["heartbeats"] += 1
@@ -237,19 +258,15 @@ class ResourceTracker(Component):
             forward = False
         else:
             self.last_seen[i] = now
-            row = msg.used[0]
             cad = self.cad
-            if cad is not None and cad.calm:
-                new = row.tolist()
-                old = self.used[i].tolist()
-                if not self.known[i] or old != new:
-                    cad.content_change(self, i, row, now, new, old)
+            if cad is not None and cad.calm and (not self.known[i] or self.used[i] != row):
+                cad.content_change(self, i, row, now)
             self.used[i] = row
             self.known[i] = True
-            if msg.users:
-                self._users(i, msg.users[0])
+            if users is not None:
+                self._users(i, users)
             has_free = False
-            for a, b in zip(msg.free[0].tolist(), self.need, strict=True):
+            for a, b in zip(free, self.need, strict=True):
                 if not a >= b:
                     has_free = False
                     break
@@ -259,12 +276,16 @@ class ResourceTracker(Component):
             self.fwd_free[i] = has_free
         if forward:
             st["forwarded"] += 1
-            self.port.send(self.arbitrator, ForwardedHeartbeat(self.index, self.group, msg.nodes, msg.free, msg.acks))
+            self.port.send(
+                self.arbitrator,
+                ForwardedHeartbeat(self.index, self.group, [node], np.array([free], dtype=np.float64), [ack]),
+            )
             return
         st["answered"] += 1
         cad = self.cad
         if cad is not None and not cad.eager:  # fast-forward: the reply only ends the node's wait (cadence.py)
-            cad.groups[self.index].replies_due(msg.nodes, now + cad.d_tn)
+            nm = cad.groups[self.index]
+            nm._vr[node - nm.lo].append(now + cad.d_tn)  # nm.replies_due([node], now + cad.d_tn)
             cad.count(HeartbeatReply, 1)
         else:
             self.port.send(self.group, HeartbeatReply([node]))
@@ -315,9 +336,9 @@ class ResourceTracker(Component):
         if silent.any():
             idx = np.flatnonzero(silent)
             self.dead[idx] = True
-            self.known[idx] = False
-            self.used[idx] = 0.0
             for i in idx.tolist():
+                self.known[i] = False
+                self.used[i] = [0.0] * len(self.used[i])
                 self.fwd_free[i] = False
                 for u, v in self.node_users[i].items():
                     self.user_used[u] = self.user_used[u] - v
@@ -436,8 +457,10 @@ class ResourceTracker(Component):
     def _send_stats(self) -> None:
         self.port.send(self.arbitrator, self.content(self.used, self.known))
 
-    def content(self, used: np.ndarray, known: np.ndarray) -> TrackerStats:
-        """The statistics this tracker reports for the given per-node usage and knowledge."""
+    def content(self, used: list[list[float]], known: list[bool]) -> TrackerStats:
+        """The statistics this tracker reports for the given per-node usage rows and knowledge."""
+        used = np.array(used, dtype=np.float64).reshape(self.n, -1)
+        known = np.array(known, dtype=bool)
         live = ~self.dead
         total = self.phys[live].sum(axis=0)
         used_sum = used[live & known].sum(axis=0)
@@ -450,8 +473,8 @@ class ResourceTracker(Component):
         later = [e for e in self.undo if e[0] > tick]
         if not later:
             return self.content(self.used, self.known)
-        used = self.used.copy()
-        known = self.known.copy()
+        used = list(self.used)
+        known = list(self.known)
         for _, i, row, kn in reversed(later):
             used[i] = row
             known[i] = kn
