@@ -278,3 +278,49 @@ def test_switch_to_centralized_mode_and_lost_nodes():
     jm.on_message(NodesLost([launched[10]]), 4.0)
     (req,) = port.take(TaskRequest)  # centralized now: the lost task goes to the central queue
     assert 10 in req[1].tasks and jm.stats["tasks_lost_on_nodes"] >= 1
+
+
+def _assign_masked_reference(todo, free, cap, safe, wm, d, masks, one):
+    """The job manager's masked assignment as Python/numpy (before the compiled loop): the rule, step by step."""
+    eps = 1e-9
+    assigned = {}
+    load = ((cap - free) / safe).max(axis=1)
+    gone = ~(free + eps >= d).all(axis=1)
+    free_l, cap_l, safe_l = free.tolist(), cap.tolist(), safe.tolist()
+    dl = d.tolist()
+    inv = ~wm
+    for i, m in zip(todo, masks.tolist(), strict=True):
+        idx = np.flatnonzero((np.uint32(m) & inv) == 0) if m else None
+        if idx is None:
+            j = int(np.argmin(np.where(gone, np.inf, load)))
+        else:
+            if not idx.size:
+                continue
+            j = int(idx[int(np.argmin(np.where(gone[idx], np.inf, load[idx])))])
+        if gone[j]:
+            continue
+        fj = free_l[j] = [x - y for x, y in zip(free_l[j], dl, strict=True)]
+        assigned[i] = j
+        load[j] = max((c - f) / s for c, f, s in zip(cap_l[j], fj, safe_l[j], strict=True))
+        if one or not all(f + eps >= x for f, x in zip(fj, dl, strict=True)):
+            gone[j] = True
+    return assigned
+
+
+def test_masked_assignment_kernel_matches_the_rule():
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        k = int(rng.integers(1, 12))
+        n = int(rng.integers(1, 25))
+        cap = rng.choice([0.0, 0.25, 0.5, 1.0], size=(k, 2))
+        free = cap * rng.choice([0.0, 0.3, 0.5, 1.0], size=(k, 2))
+        safe = np.where(cap > 0, cap, 1.0)
+        wm = rng.integers(0, 8, size=k).astype(np.uint32)
+        masks = rng.choice([0, 1, 2, 4, 3, 8], size=n).astype(np.uint32)
+        d = rng.choice([0.0, 0.05, 0.1, 0.25], size=2)
+        one = bool(trial % 3 == 0)
+        todo = list(range(100, 100 + n))
+        want = _assign_masked_reference(todo, free.copy(), cap, safe, wm, d, masks, one)
+        got: dict[int, int] = {}
+        JobManager._assign_masked(todo, free.copy(), cap, safe, wm, d, masks, one, got)
+        assert list(got.items()) == list(want.items()), trial

@@ -31,6 +31,7 @@ from sortedcontainers import SortedList
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
 from megha.schedulers.common.sampling import ProbeSampler
+from megha.schedulers.macrm._kernels import k_assign_masked
 from megha.schedulers.macrm.messages import (
     Adopt,
     ArbitratorUp,
@@ -395,35 +396,20 @@ class JobManager(Component):
         assigned: dict[int, int],
     ) -> None:
         """:meth:`_assign` for tasks of one demand and several masks, in order: each to the least loaded responder
-        (lowest position on ties) that it may run on and that has room — an argmin over the responders its mask
-        allows (found once per mask), with the loads kept up to date as tasks are placed."""
-        load = ((cap - free) / safe).max(axis=1)
-        gone = ~(free + _EPS >= d).all(axis=1)  # no room (or, one task per responder, taken)
-        free_l, cap_l, safe_l = free.tolist(), cap.tolist(), safe.tolist()
-        dl = d.tolist()
-        inv = ~wm
-        elig: dict[int, np.ndarray | None] = {}
-        inf = np.inf
-        for i, m in zip(todo, masks.tolist(), strict=True):
-            if m in elig:
-                idx = elig[m]
-            else:
-                idx = elig[m] = np.flatnonzero((np.uint32(m) & inv) == 0) if m else None
-            if idx is None:
-                a = int(np.argmin(np.where(gone, inf, load)))
-                j = a
-            else:
-                if not idx.size:
-                    continue
-                a = int(np.argmin(np.where(gone[idx], inf, load[idx])))
-                j = int(idx[a])
-            if gone[j]:
-                continue
-            fj = free_l[j] = [x - y for x, y in zip(free_l[j], dl, strict=True)]
-            assigned[i] = j
-            load[j] = max((c - f) / s for c, f, s in zip(cap_l[j], fj, safe_l[j], strict=True))
-            if one or not all(f + _EPS >= x for f, x in zip(fj, dl, strict=True)):
-                gone[j] = True
+        (lowest position on ties) that it may run on and that has room, with the loads kept up to date as tasks are
+        placed (one compiled loop: :func:`~megha.schedulers.macrm._kernels.k_assign_masked`)."""
+        out = k_assign_masked(
+            np.array(free, dtype=np.float64),
+            np.ascontiguousarray(cap, dtype=np.float64),
+            np.ascontiguousarray(safe, dtype=np.float64),
+            np.ascontiguousarray(wm, dtype=np.uint32),
+            np.ascontiguousarray(d, dtype=np.float64),
+            np.ascontiguousarray(masks, dtype=np.uint32),
+            bool(one),
+        )
+        for i, j in zip(todo, out.tolist(), strict=True):
+            if j >= 0:
+                assigned[i] = j
 
     def _assign_mixed(
         self,
