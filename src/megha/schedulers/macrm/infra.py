@@ -101,6 +101,14 @@ class JMSlot(Component):
         else:
             self.current.on_message(msg, now)
 
+    def on_message_finished(self, tasks: list[int], now: float) -> None:
+        """A :class:`~megha.schedulers.common.messages.Finished` message's tasks, delivered directly by the node
+        managers in the simulator (``SimPort.route``): what :meth:`on_message` does with the message."""
+        if self.current is None:
+            self.dropped += 1
+        else:
+            self.current.on_finished(tasks, now)
+
     def on_timer(self, key, now: float) -> None:
         inc, k = key
         if self.current is not None and inc == self.inc:

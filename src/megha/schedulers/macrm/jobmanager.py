@@ -70,12 +70,14 @@ class KnownLedger:
 
     def __init__(self, recorder: TaskRecorder, n_tasks: int) -> None:
         self.rec = recorder
-        self.seen = np.zeros(n_tasks, dtype=bool)
+        self.seen = bytearray(n_tasks)
 
     def known(self, tasks: list[int], now: float) -> None:
-        new = [t for t in tasks if not self.seen[t]]
+        seen = self.seen
+        new = [t for t in tasks if not seen[t]]
         if new:
-            self.seen[new] = True
+            for t in new:
+                seen[t] = 1
             self.rec.completion_known(new, now)
 
 
@@ -201,6 +203,11 @@ class JobManager(Component):
                 self.port.send(g, Adopt(self.address, self.job, self.attempt))
         else:
             self._schedule(now)
+
+    def on_finished(self, tasks: list[int], now: float) -> None:
+        """A :class:`Finished` message's tasks, delivered directly: :meth:`on_message`, step for step."""
+        if not self.exited:
+            self._finished(tasks, now)
 
     def on_message(self, msg, now: float) -> None:
         if self.exited:

@@ -28,6 +28,8 @@ Every node keeps its own state and follows the per-node rules exactly:
 from __future__ import annotations
 
 import math
+from itertools import repeat
+from operator import add, ge, gt, sub
 
 import numpy as np
 
@@ -293,7 +295,7 @@ class NodeManagers(Component):
             if self.pending[i] is not None:
                 st["ignored_pending"] += 1
                 continue
-            if not all(c - u >= b for c, u, b in zip(capl[i], used[i], need, strict=True)):
+            if not all(map(ge, map(sub, capl[i], used[i]), need)):
                 st["ignored_full"] += 1
                 continue
             if self.dormant[i]:
@@ -309,7 +311,7 @@ class NodeManagers(Component):
             answered.append(i)
         if answered:
             st["answered"] += len(answered)
-            free = np.array([[c - u for c, u in zip(capl[i], used[i], strict=True)] for i in answered])
+            free = np.array([list(map(sub, capl[i], used[i])) for i in answered])
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
 
     def _release_sampling(self, i: int, token, now: float) -> None:
@@ -384,14 +386,8 @@ class NodeManagers(Component):
     # --- heartbeats --------------------------------------------------------------------------------------------
     def _has_free(self, i: int) -> bool:
         """Node ``i`` has room for the smallest allocation and some resource free."""
-        some = False
-        for c, u, b in zip(self.capl[i], self.used[i], self._need, strict=True):
-            a = c - u
-            if not a >= b:
-                return False
-            if a > _EPS:
-                some = True
-        return some
+        free = list(map(sub, self.capl[i], self.used[i]))
+        return all(map(ge, free, self._need)) and max(free) > _EPS
 
     def _hb_tick(self, i: int, now: float) -> None:
         self.hb_timer[i] = None
@@ -423,7 +419,7 @@ class NodeManagers(Component):
         self.wait_since[i] = now
         self.stats["heartbeats"] += 1
         u = self.used[i]
-        free = [c - b for c, b in zip(self.capl[i], u, strict=True)]
+        free = list(map(sub, self.capl[i], u))
         route = self.port.route(self.tracker, "on_message_hb1", Heartbeat) if not self.track_users else False
         if route:  # the tracker's handler of one node's heartbeat, without the message object (same event)
             append, handler, d, seq, cell, _ = route
@@ -432,7 +428,7 @@ class NodeManagers(Component):
                     now + d,
                     seq(),
                     handler,
-                    (self.lo + i, free, [g + b for g, b in zip(self.bgl[i], u, strict=True)], self.arb_seq[i], None),
+                    (self.lo + i, free, list(map(add, self.bgl[i], u)), self.arb_seq[i], None),
                 )
             )
             cell[0] += 1
@@ -448,13 +444,7 @@ class NodeManagers(Component):
         self.rank[i] = cad._rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        some = False  # _has_free(i)
-        for c, b in zip(free, self._need, strict=True):
-            if not c >= b:
-                return
-            if c > _EPS:
-                some = True
-        if some:
+        if all(map(ge, free, self._need)) and max(free) > _EPS:  # _has_free(i)
             self.wheel.add(i, a)
             cad.trackers[self.group].vf_changed(now)
 
@@ -532,13 +522,13 @@ class NodeManagers(Component):
                 continue
             row = used[i]
             cap = self.capl[i]
-            if not all(a - b + _EPS >= x for a, b, x in zip(cap, row, d, strict=True)):
+            if not all(map(ge, map(add, map(sub, cap, row), repeat(_EPS)), d)):
                 rejected.append(k)
                 continue
             if self.dormant[i]:
                 self._wake(i, now)
-            used[i] = row = [b + x for b, x in zip(row, d, strict=True)]
-            if any(b > a + 1e-7 for a, b in zip(cap, row, strict=True)):
+            used[i] = row = list(map(add, row, d))
+            if any(map(gt, row, map(add, cap, repeat(1e-7)))):
                 raise SimulationError(
                     f"{self.address}: node {node} over-committed at t={now:.6f}: used {row} > capacity {cap}"
                 )
@@ -581,17 +571,17 @@ class NodeManagers(Component):
         if rejected:
             if from_arbitrator:
                 self.stats["rejected_arbitrator"] += len(rejected)
-                sub = select_containers(c, rejected)
-                free = np.array([self.free_of(n) for n in sub.nodes])
-                self.port.send(self.arbitrator, AllocRejected(sub, free))
+                sel = select_containers(c, rejected)
+                free = np.array([self.free_of(n) for n in sel.nodes])
+                self.port.send(self.arbitrator, AllocRejected(sel, free))
             else:
                 self.stats["rejected_jm"] += len(rejected)
                 by_owner: dict[str, tuple[list, list]] = {}
                 jm_rej = [k for k in rejected if c.tasks[k] < 0]  # a sampled job-manager container: the arbitrator's
                 if jm_rej:
-                    sub = select_containers(c, jm_rej)
-                    free = np.array([self.free_of(n) for n in sub.nodes])
-                    self.port.send(self.arbitrator, AllocRejected(sub, free))
+                    sel = select_containers(c, jm_rej)
+                    free = np.array([self.free_of(n) for n in sel.nodes])
+                    self.port.send(self.arbitrator, AllocRejected(sel, free))
                 for k in rejected:
                     if c.tasks[k] < 0:
                         continue
@@ -609,7 +599,7 @@ class NodeManagers(Component):
         if self.dormant[i]:
             self._wake(i, now)
         d = e[6]
-        self.used[i] = [max(b - x, 0.0) for b, x in zip(self.used[i], d, strict=True)]
+        self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
         if self.track_users:
             uu = self.users[i]
             left = uu[e[5]] - np.array(d)
@@ -627,6 +617,31 @@ class NodeManagers(Component):
 
     def _ends_at(self, key: float, now: float) -> None:
         tasks = self._ends.pop(key, ())
+        if len(tasks) == 1 and self.cad is not None:  # one task ends (the common case): the loop below, step for step
+            t = tasks[0]
+            e = self.containers.get(t)
+            if e is None or e[1] != key:
+                return  # killed, or relaunched with another end
+            if not e[7]:
+                self._remove(t, now)
+                i = e[0]
+                fl = self.finished_by_job.get(e[3])
+                if fl is None:
+                    self.finished_by_job[e[3]] = [t]
+                else:
+                    fl.append(t)
+                if self.central:
+                    self._container_exit(i, now)
+                self.rec.finished([t], now)
+                owner = e[2]
+                route = self.port.route(owner, "on_message_finished", Finished)
+                if route:  # the job manager's handler of a Finished message, without the message (same event)
+                    append, handler, d, seq, cell, _ = route
+                    append((now + d, seq(), handler, [t]))
+                    cell[0] += 1
+                else:
+                    self.port.send(owner, Finished([t], [self.lo + i]))
+                return
         done: dict[str, tuple[list, list]] = {}
         failed: dict[str, tuple[list, list]] = {}
         fin: list[int] = []
@@ -691,7 +706,7 @@ class NodeManagers(Component):
             self._clean.pop(i, None)
         if self.dormant[i]:
             self._wake(i, now)
-        self.used[i] = [max(b - x, 0.0) for b, x in zip(self.used[i], d, strict=True)]
+        self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
         if self.track_users:
             d = np.array(d)
             uu = self.users[i]
@@ -776,8 +791,8 @@ class NodeManagers(Component):
     def _heartbeat_of(self, i: int) -> Heartbeat:
         """Node ``i``'s heartbeat as it stands (a message of its own)."""
         u = self.used[i]
-        free = [[c - b for c, b in zip(self.capl[i], u, strict=True)]]
-        used = [[g + b for g, b in zip(self.bgl[i], u, strict=True)]]
+        free = [list(map(sub, self.capl[i], u))]
+        used = [list(map(add, self.bgl[i], u))]
         users = [dict(self.users[i])] if self.track_users else []
         return Heartbeat(self.group, [self.lo + i], free, used, [self.arb_seq[i]], users)
 
@@ -915,7 +930,7 @@ class NodeManagers(Component):
         """What dormant node ``i``'s heartbeats carry, for the tracker to forward: ([node], free [1, R], [ack])."""
         return (
             [self.lo + i],
-            np.array([[c - b for c, b in zip(self.capl[i], self.used[i], strict=True)]]),
+            np.array([list(map(sub, self.capl[i], self.used[i]))]),
             [self.arb_seq[i]],
         )
 
@@ -925,4 +940,4 @@ class NodeManagers(Component):
 
     def free_of(self, node: int) -> np.ndarray:
         i = node - self.lo
-        return np.array([c - b for c, b in zip(self.capl[i], self.used[i], strict=True)])
+        return np.array(list(map(sub, self.capl[i], self.used[i])))

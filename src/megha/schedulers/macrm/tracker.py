@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from operator import ge
 
 import numpy as np
 
@@ -265,13 +266,7 @@ class ResourceTracker(Component):
             self.known[i] = True
             if users is not None:
                 self._users(i, users)
-            has_free = False
-            for a, b in zip(free, self.need, strict=True):
-                if not a >= b:
-                    has_free = False
-                    break
-                if a > _EPS:
-                    has_free = True
+            has_free = all(map(ge, free, self.need)) and max(free) > _EPS
             forward = self.forward and (has_free or self.fwd_free[i])
             self.fwd_free[i] = has_free
         if forward:
@@ -373,25 +368,49 @@ class ResourceTracker(Component):
             self._vf_arm(now, -1)
 
     def _vf_arm(self, after: float, after_rank: int) -> None:
-        """Arm the first virtual heartbeat of a dormant node with free resources arriving after (after, after_rank)."""
+        """Arm the first virtual heartbeat of a dormant node with free resources arriving after (after, after_rank).
+
+        :meth:`FreeWheel.next_after` with the key ``(arrival, rank, node, tick)`` of each candidate's first virtual
+        heartbeat after ``(after, after_rank)`` (``NodeManagers.next_virtual``), the loops inlined."""
         nm = self.cad.groups[self.index]
+        wheel = nm.wheel
+        if not wheel.size:
+            return
         d = self.cad.d_nt
         y = after - d - 8 * math.ulp(after)
         h = nm.hb
-
-        def key(i: int, y: float) -> tuple:
-            t = nm.next_virtual(i, y)
-            r = nm.rank[i]
-            while (t + d, r) <= (after, after_rank):
-                t = t + h
-            return (t + d, r, i, t)
-
-        best = nm.wheel.next_after(y, key)
+        anchor = nm.anchor
+        memo = nm._memo
+        rank = nm.rank
+        last_le = self.cad.hb.last_le
+        nb = wheel.nb
+        width = wheel.h / nb
+        buckets = wheel.buckets
+        b0 = (wheel.bucket(y) - 2) % nb
+        best = None
+        for j in range(nb + 4):
+            if best is not None and (j - 4) * width > best[0] - y:
+                break
+            for i in buckets[(b0 + j) % nb]:
+                t = anchor[i]  # nm.next_virtual(i, y)
+                if not t > y:
+                    k0, t0 = memo[i]
+                    if t0 > y:
+                        k0, t0 = 0, t
+                    k, t = last_le(t0, y)
+                    memo[i] = (k0 + k, t)
+                    t = t + h
+                r = rank[i]
+                while (t + d, r) <= (after, after_rank):
+                    t = t + h
+                key = (t + d, r, i, t)
+                if best is None or key < best:
+                    best = key
         if best is None:
             return
-        arrival, rank, i, tick = best
-        handle = self.port.set_timer_at(arrival, ("vhb", i, rank, tick))
-        self._vf = (arrival, rank, i, tick, handle)
+        arrival, rank_, i, tick = best
+        handle = self.port.set_timer_at(arrival, ("vhb", i, rank_, tick))
+        self._vf = (arrival, rank_, i, tick, handle)
 
     def _virtual_forward(self, key: tuple, now: float) -> None:
         """A dormant node's virtual heartbeat arrives while forwarding is on: forward it (a real message)."""
