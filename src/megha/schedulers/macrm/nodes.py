@@ -145,6 +145,7 @@ class NodeManagers(Component):
         # fast-forward (cadence.py): a dormant node's heartbeats are virtual from ``anchor`` on, every ``hb``
         self.cad: Cadence | None = None
         self.dormant = [False] * n
+        self.light = [False] * n  # dormant while a sampling it answered is pending (_stays_dormant)
         self.anchor = [0.0] * n  # a dormant node's first virtual heartbeat
         self._memo: list[tuple[int, float]] = [(0, 0.0)] * n  # (k, tick k) of the last tick looked up
         self.rank = [0] * n  # order in which dormant spells began (ties between virtual heartbeats)
@@ -298,7 +299,7 @@ class NodeManagers(Component):
             if not all(map(ge, map(sub, capl[i], used[i]), need)):
                 st["ignored_full"] += 1
                 continue
-            if self.dormant[i]:
+            if self.dormant[i] and (self.track_users or not self._stays_dormant(i, now)):
                 self._wake(i, now)
                 if not self.track_users:  # (a real heartbeat re-adds a node's per-user usage: rounding)
                     self._clean[i] = self._next_tick
@@ -314,6 +315,36 @@ class NodeManagers(Component):
             free = np.array([list(map(sub, capl[i], used[i])) for i in answered])
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
 
+    def _stays_dormant(self, i: int, now: float) -> bool:
+        """Dormant node ``i`` answers a sampling inquiry: may it stay dormant while the sampling is pending (a *light*
+        node) instead of waking and, if the sampling leaves it unchanged, falling dormant again (:meth:`_resleep`)?
+
+        Yes when that round trip would change nothing but the order of its timers: its next tick comes after the
+        response timeout (so no heartbeat is missed meanwhile), its latest virtual heartbeat has reached the tracker
+        and was not forwarded (the wake would deliver or await nothing). A light node that the sampling changes
+        (a container starts, ends or is refused on it) wakes then, with the same counts and tick as at the inquiry;
+        released unchanged, it begins a new dormant spell (rank) as :meth:`_resleep` does (:meth:`_release_sampling`).
+        """
+        cad = self.cad
+        if cad.eager or self.fwd_tick[i] is not None:
+            return False
+        a = self.anchor[i]
+        if a > now:
+            nxt = a
+        else:
+            k0, t0 = self._memo[i]  # _last_tick(i, now)
+            if t0 > now:
+                k0, t0 = 0, a
+            j, tv = cad.hb.last_le(t0, now)
+            self._memo[i] = (k0 + j, tv)
+            if tv + cad.d_nt > now:
+                return False
+            nxt = tv + self.hb
+        if not nxt > now + 2 * self.hold_timeout:
+            return False
+        self.light[i] = True
+        return True
+
     def _release_sampling(self, i: int, token, now: float) -> None:
         if self.pending[i] is None or self.pending[i] != token:
             return
@@ -321,6 +352,17 @@ class NodeManagers(Component):
         h = self.hold[i]
         if h is not None:
             self._unhold(i, h)
+        if self.light[i]:  # released unchanged while dormant: a new dormant spell (_resleep), same ticks and chain
+            self.light[i] = False
+            cad = self.cad
+            if cad.eager or self.central or not self.alive[i] or self.missed[i]:
+                self._wake(i, now)  # (not reached: faults and the switch to centralized mode wake light nodes)
+                return
+            cad._rank += 1
+            self.rank[i] = cad._rank
+            if i in self.wheel.where:
+                cad.trackers[self.group].vf_changed(now)
+            return
         if self.missed[i] and self.alive[i]:
             self._send_hb(i, now)
         elif self._clean:
@@ -507,6 +549,8 @@ class NodeManagers(Component):
             i = node - lo
             if clean:
                 clean.pop(i, None)
+            if self.light[i]:
+                self._wake(i, now)  # a light node the sampling changes (_stays_dormant)
             if not self.alive[i]:
                 continue  # the message reached a dead machine: lost (the failure detector handles it)
             if c.seqs[k] > self.arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
@@ -859,6 +903,7 @@ class NodeManagers(Component):
         """Dormant node ``i`` goes back to real heartbeat timers (its state is about to change, or faults)."""
         cad = self.cad
         self.dormant[i] = False
+        self.light[i] = False
         if self._vr[i]:
             self._replies_in(i, now)
         tr = cad.trackers[self.group]
