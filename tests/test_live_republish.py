@@ -10,7 +10,8 @@ from megha.live.transport import UNANSWERED_FACTOR, NatsTransport
 
 
 def _transport() -> NatsTransport:
-    return NatsTransport("nats://127.0.0.1:1", ns="t", ack_timeout=2.0)
+    # one publish, one outbox entry (bundles are formed at the end of a loop iteration; there is no loop here)
+    return NatsTransport("nats://127.0.0.1:1", ns="t", ack_timeout=2.0, bundle=False)
 
 
 def _written(tr: NatsTransport, k: int, at: float) -> None:

@@ -233,3 +233,32 @@ def test_a_re_sent_message_carries_when_it_was_made():
     assert old.resent and old.made_at == 0.0
     with pytest.raises(wire.WireError, match="ninth envelope field"):
         wire.decode(b"\x99" + data[1:] + msgpack.packb("x"))
+
+
+def test_bundles_round_trip_and_malformed_ones_are_refused():
+    parts = [wire.encode(L.Control("ping"), "megha/lm0", "megha/gm0", 1, k, 0) for k in range(1, 4)]
+    b = wire.pack_bundle(parts)
+    assert b[:1] == wire.BUNDLE_MARK and wire.unpack_bundle(b) == parts
+    assert wire.unpack_bundle(parts[0]) is None  # an envelope is not a bundle
+    for bad in (wire.BUNDLE_MARK, wire.BUNDLE_MARK + b"\xff", wire.BUNDLE_MARK + msgpack.packb([1, 2])):
+        assert wire.unpack_bundle(bad) is None
+    assert wire.unpack_bundle(wire.BUNDLE_MARK + msgpack.packb([])) is None
+    with pytest.raises(wire.WireError):
+        wire.decode(b)  # a receiver that does not unpack it rejects it
+
+
+def test_a_successor_reads_a_bundle_again_until_its_last_part_is_handled():
+    import asyncio
+
+    from megha.live.runtime import Runtime
+    from megha.live.transport import InProcBroker
+
+    async def go() -> None:
+        rt = Runtime(InProcBroker().transport(), epoch=1)
+        assert rt.resume_from(7) == 8
+        rt.transport.more_at_pos = True  # parts of the bundle stored at 7 still to come
+        assert rt.resume_from(7) == 7
+        rt.transport.more_at_pos = False
+        assert rt.resume_from(0) == 0
+
+    asyncio.run(go())

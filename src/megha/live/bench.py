@@ -23,6 +23,7 @@ import logging
 import os
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,18 +113,24 @@ HOPS = ("client → GM", "GM → LM", "LM → host", "host → start")
 
 
 async def _stream_ends(transport: Transport, cfg: LiveConfig) -> dict[str, int] | None:
-    """Last stream position of the inboxes' stream (``None`` without JetStream: the in-process bus)."""
+    """Last stream position of each of the deployment's streams (``None`` without JetStream: the in-process
+    bus)."""
     js = getattr(transport, "js", None)
     if js is None:
         return None
-    name = next(n for n in stream_names(cfg.name) if n.endswith("_Q"))
-    return {name: int((await js.stream_info(name)).state.last_seq)}
+    out = {}
+    for name in stream_names(cfg.name, cfg.broker.clients):
+        with contextlib.suppress(Exception):
+            out[name] = int((await js.stream_info(name)).state.last_seq)
+    return out
 
 
-async def _hop_times(transport: Transport, since: dict[str, int], n: int) -> np.ndarray:
+async def _hop_times(transport: Transport, since: dict[str, int], n: int, counts: Counter | None = None) -> np.ndarray:
     """When the broker stored each task's submission, launch request and host launch (wall seconds; NaN when
-    missing): rows are task indexes < ``n``, columns the three messages. Read from the inboxes' stream after
-    positions ``since`` (the broker's own clock: one clock with the client's and the host's on one machine)."""
+    missing): rows are task indexes < ``n``, columns the three messages. Read from the deployment's streams after
+    positions ``since`` (the broker's own clock: one clock with the client's and the host's on one machine).
+    ``counts``: add the number of stored messages of each type (every durable message costs the broker one
+    store and one acknowledgement)."""
     from nats.js.api import ConsumerConfig, DeliverPolicy
 
     out = np.full((n, 3), np.nan)
@@ -134,7 +141,9 @@ async def _hop_times(transport: Transport, since: dict[str, int], n: int) -> np.
         last = int((await js.stream_info(name)).state.last_seq)
         if last <= s0:
             continue
-        subj = stream_names(transport.ns)[name]
+        subj = stream_names(transport.ns, 64).get(name)
+        if subj is None:
+            continue
         sub = await js.subscribe(
             subj,
             stream=name,
@@ -146,17 +155,23 @@ async def _hop_times(transport: Transport, since: dict[str, int], n: int) -> np.
             while True:
                 msg = await sub.next_msg(timeout=5.0)
                 md = msg.metadata
-                try:
-                    env = wire.decode(msg.data)
-                except wire.WireError:
-                    env = None
-                k = col.get(env.type) if env is not None else None
-                if k is not None:
-                    ids = np.asarray(env.msg.tasks, dtype=np.int64) & mask
-                    ids = ids[ids < n]
-                    t = md.timestamp.timestamp()
-                    cur = out[ids, k]
-                    out[ids, k] = np.where(np.isnan(cur), t, cur)
+                parts = wire.unpack_bundle(msg.data)
+                if counts is not None:
+                    counts["(stored)"] += 1
+                for data in parts if parts is not None else [msg.data]:
+                    try:
+                        env = wire.decode(data)
+                    except wire.WireError:
+                        env = None
+                    if counts is not None:
+                        counts[env.type if env is not None else "?"] += 1
+                    k = col.get(env.type) if env is not None else None
+                    if k is not None:
+                        ids = np.asarray(env.msg.tasks, dtype=np.int64) & mask
+                        ids = ids[ids < n]
+                        t = md.timestamp.timestamp()
+                        cur = out[ids, k]
+                        out[ids, k] = np.where(np.isnan(cur), t, cur)
                 if md.sequence.stream >= last:
                     break
         finally:
@@ -214,7 +229,12 @@ async def _measure(
                 sc[k] = sc.get(k, 0) + int(v)
     row["service_counters"] = sc
     if ends is not None:
-        stored = await _hop_times(cl.transport, ends, w.n_tasks)
+        counts: Counter = Counter()
+        stored = await _hop_times(cl.transport, ends, w.n_tasks, counts)
+        per = max(1, int(started.sum()))
+        stored_n = counts.pop("(stored)", 0)
+        row["stored_per_task"] = {k: round(v / per, 4) for k, v in counts.most_common()}
+        row["broker_messages_per_task"] = round(stored_n / per, 4)
         sub = run.t0 + rec.arrival
         seq = np.column_stack([sub, stored, run.t0 + rec.start])
         d = np.diff(seq, axis=1) * 1e3
@@ -333,6 +353,13 @@ def format_row(row: dict) -> str:
     if row.get("hops_p50_ms"):
         out += "\n    per hop p50 (to the broker storing the next message; ms): " + "  ".join(
             f"{k} {v:.3f}" for k, v in row["hops_p50_ms"].items()
+        )
+    if row.get("stored_per_task"):
+        out += (
+            "\n    durable messages per task: "
+            + "  ".join(f"{k} {v:.3f}" for k, v in row["stored_per_task"].items())
+            + f"  (total {sum(row['stored_per_task'].values()):.3f}, stored as {row['broker_messages_per_task']:.3f}"
+            " broker messages)"
         )
     if row.get("cpu_per_service_per_1000"):
         out += "\n    per service: " + "  ".join(f"{k} {v:.3f}" for k, v in row["cpu_per_service_per_1000"].items())

@@ -1018,11 +1018,14 @@ class Runtime:
             st.gap_since = 0.0
 
     def resume_from(self, pos: int) -> int:
-        """Inbox position a successor must read from, given that the message at ``pos`` is being handled."""
+        """Inbox position a successor must read from, given that the message at ``pos`` is being handled (that
+        position again while parts of a bundle stored there are still to come: the parts handled are then dropped as
+        duplicates)."""
+        nxt = pos if getattr(self.transport, "more_at_pos", False) else pos + 1
         if not self._held:
-            return pos + 1 if pos else 0
+            return nxt if pos else 0
         lo = min((e[2] for st in self.streams.values() if st.held for e in st.held.values() if e[2]), default=0)
-        return min(lo, pos + 1) if lo else (pos + 1 if pos else 0)
+        return min(lo, nxt) if lo else (nxt if pos else 0)
 
     def release_gaps(self) -> None:
         """Deliver messages held for longer than ``gap_timeout`` (their sender died before filling the gap)."""

@@ -35,6 +35,8 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from megha.live.wire import BUNDLE_MARK, BUNDLE_MAX_BYTES, MAX_BUNDLE, pack_bundle, unpack_bundle
+
 if TYPE_CHECKING:
     from nats.aio.client import Client as NatsClient
     from nats.aio.msg import Msg
@@ -444,7 +446,22 @@ class _Consumer:
         if self.next is not None and sseq < self.next:
             return
         self.next = sseq + 1
-        _guarded2(self.handler, msg.data, sseq)
+        data = msg.data
+        if data[:1] == BUNDLE_MARK:
+            parts = unpack_bundle(data)
+            if parts is not None:
+                # each part at the bundle's position; ``more_at_pos`` tells a receiver that parts still follow at
+                # it (a successor must read this position again, dropping the parts handled as duplicates)
+                last = len(parts) - 1
+                tr = self.tr
+                try:
+                    for i, part in enumerate(parts):
+                        tr.more_at_pos = i < last
+                        _guarded2(self.handler, part, sseq)
+                finally:
+                    tr.more_at_pos = False
+                return
+        _guarded2(self.handler, data, sseq)
 
     async def close(self) -> None:
         self.closed = True
@@ -481,6 +498,7 @@ class NatsTransport(Transport):
         clients: int = 1,
         private: bool = False,
         direct: bool = True,
+        bundle: bool = True,
     ) -> None:
         self.url = url
         self.private = private  # reply subjects under the identity's own prefix (a client identity)
@@ -512,6 +530,12 @@ class NatsTransport(Transport):
         self._n = 0
         self._acked_sent = 0.0  # latest write time of a durable message the broker acknowledged
         self.direct = direct  # write to the socket and read from it without nats-py's tasks (see _write_now)
+        # durable messages of one loop iteration, per subject (first-published subject first), published as one
+        # bundle per subject at the end of the iteration (see publish_durable)
+        self.bundle = bundle
+        self._pend: dict[str, list[bytes]] = {}
+        self._pend_armed = False
+        self.more_at_pos = False  # a consumer is handing over a bundle's part and more parts follow at its position
         self._flush_armed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ack_prefix = ""
@@ -707,6 +731,8 @@ class NatsTransport(Transport):
 
     # --- publishing ----------------------------------------------------------------------------------------
     def publish(self, subject: str, data: bytes) -> None:
+        if self._pend:  # durable messages published before this one leave before it
+            self._flush_bundles(write=False)
         if self._out or not self._write_now(subject, data, "", None):
             self._out.append((subject, data, 0))
             self._wake.set()
@@ -766,6 +792,50 @@ class NatsTransport(Transport):
         nc._pending_data_size = 0
 
     def publish_durable(
+        self, subject: str, data: bytes, headers: dict[str, str] | None = None, on_ack: OnAck | None = None
+    ) -> None:
+        """See :meth:`Transport.publish_durable`. Without ``headers`` and ``on_ack`` (every message but the replication
+        log's batches), messages are held until the end of the loop iteration and those of one subject leave as one
+        bundle (:func:`~megha.live.wire.pack_bundle`): one broker store, acknowledgement and delivery for every message
+        a batch of incoming ones produced for that destination, instead of one each. Subjects keep the order in which
+        they were first published to; a core message or a durable one with headers sends the held ones first."""
+        if self.bundle and headers is None and on_ack is None:
+            held = self._pend.get(subject)
+            if held is None:
+                self._pend[subject] = [data]
+                if not self._pend_armed:
+                    self._pend_armed = True
+                    (self._loop or asyncio.get_running_loop()).call_soon(self._flush_bundles)
+            else:
+                held.append(data)
+            return
+        if self._pend:
+            self._flush_bundles(write=False)
+        self._publish_one(subject, data, headers, on_ack)
+
+    def _flush_bundles(self, write: bool = True) -> None:
+        """Publish the held durable messages, one bundle per subject (a lone message as itself); ``write``: then write
+        nats-py's buffer to the socket (the end of the loop iteration)."""
+        self._pend_armed = False
+        pend, self._pend = self._pend, {}
+        for subject, datas in pend.items():
+            if len(datas) == 1:
+                self._publish_one(subject, datas[0], None, None)
+                continue
+            self.counters["bundled"] += len(datas)
+            part: list[bytes] = []
+            size = 0
+            for d in datas:
+                if part and (size + len(d) > BUNDLE_MAX_BYTES or len(part) >= MAX_BUNDLE):
+                    self._publish_one(subject, pack_bundle(part) if len(part) > 1 else part[0], None, None)
+                    part, size = [], 0
+                part.append(d)
+                size += len(d) + 5
+            self._publish_one(subject, pack_bundle(part) if len(part) > 1 else part[0], None, None)
+        if write and self._flush_armed:
+            self._flush_direct()
+
+    def _publish_one(
         self, subject: str, data: bytes, headers: dict[str, str] | None = None, on_ack: OnAck | None = None
     ) -> None:
         self._n += 1
@@ -1047,6 +1117,8 @@ class NatsTransport(Transport):
     async def flush(self, timeout: float = 2.0) -> None:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
+        if self._pend:
+            self._flush_bundles()
         while (self._out or self._outbox) and loop.time() < end:
             await asyncio.sleep(0.002)
         if self.nc is not None and self.nc.is_connected:

@@ -155,6 +155,34 @@ def mark_resent(data: bytes, made_at: float = 0.0) -> bytes:
     return b"\x99" + bytes(data[1:]) + (_packer.pack(float(made_at)) if made_at > 0 else b"\x01")
 
 
+# --- bundles --------------------------------------------------------------------------------------------
+BUNDLE_MARK = b"\xc1"  # a byte msgpack never uses: no envelope starts with it
+BUNDLE_MAX_BYTES = 256 * 1024  # a bundle stays well under nats-server's 1 MB payload limit
+MAX_BUNDLE = 4096  # envelopes in one bundle
+
+
+def pack_bundle(parts: list[bytes]) -> bytes:
+    """Several encoded envelopes for one durable subject as one broker message (one store, one acknowledgement,
+    one delivery): :data:`BUNDLE_MARK` then a msgpack array of the envelopes as bytes. Receivers handle the parts in
+    order, each as if it had come alone (:func:`unpack_bundle`); each keeps its own sequence number, so a bundle
+    published twice is dropped part by part like any duplicate."""
+    return BUNDLE_MARK + _packer.pack(parts)
+
+
+def unpack_bundle(data: bytes) -> list[bytes] | None:
+    """The envelopes of a bundle; ``None`` when ``data`` is not a well-formed bundle (the receiver then rejects it
+    as a malformed message)."""
+    if data[:1] != BUNDLE_MARK:
+        return None
+    try:
+        parts = msgpack.unpackb(memoryview(data)[1:], raw=False, max_array_len=MAX_BUNDLE)
+    except Exception:
+        return None
+    if type(parts) is not list or not parts or not all(type(p) is bytes for p in parts):
+        return None
+    return parts
+
+
 # --- schema checking ------------------------------------------------------------------------------------
 def _is_num(x: Any) -> bool:
     t = type(x)
