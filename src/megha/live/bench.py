@@ -11,7 +11,10 @@ when every task started, the start rate kept up with the offered rate (≥ 95 %)
 Each row also gives the CPU seconds spent per 1,000 tasks by the broker (nats-server: JetStream stores every
 message, acknowledges it and feeds the consumers), by the services and by the client, and the machine's load
 average: on a shared machine latency follows the load. ``lm_standby`` runs every LM with a standby (the active
-writes its replication log and sends an output only once the records it follows from are stored).
+writes its replication log and sends an output only once the records it follows from are stored). With ``hops``,
+a row also gives the median of each hop and, read back from every stream of the deployment, the durable messages
+per task of each type and the broker messages they were stored as (several in one bundle; each stored message costs
+the broker one store, one acknowledgement and one delivery).
 """
 
 from __future__ import annotations
