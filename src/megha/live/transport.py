@@ -818,6 +818,9 @@ class NatsTransport(Transport):
         nats-py's buffer to the socket (the end of the loop iteration)."""
         self._pend_armed = False
         pend, self._pend = self._pend, {}
+        armed = self._flush_armed
+        if write:  # the buffer is written below: no separate write one iteration later
+            self._flush_armed = True
         for subject, datas in pend.items():
             if len(datas) == 1:
                 self._publish_one(subject, datas[0], None, None)
@@ -832,8 +835,9 @@ class NatsTransport(Transport):
                 part.append(d)
                 size += len(d) + 5
             self._publish_one(subject, pack_bundle(part) if len(part) > 1 else part[0], None, None)
-        if write and self._flush_armed:
+        if write:
             self._flush_direct()
+            self._flush_armed = armed  # a write already scheduled still runs (and finds the buffer empty)
 
     def _publish_one(
         self, subject: str, data: bytes, headers: dict[str, str] | None = None, on_ack: OnAck | None = None
