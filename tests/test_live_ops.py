@@ -63,6 +63,13 @@ def test_bench_reports_cpu_seconds_per_1000_tasks_and_the_load():
     row |= {"cpu_services_per_1000": 0.5, "cpu_client_per_1000": 0.125}
     text = format_row(row)
     assert "broker 0.250" in text and "services 0.500" in text and "load average 3.5" in text
+    w = CpuMeter(os.getpid(), [os.getpid()], ["me"]).wakeups()
+    assert set(w) == {"client", "broker", "me"} and w["me"] >= w["client"] >= 0
+    assert CpuMeter(None, None).wakeups()["broker"] == 0
+    row |= {"wakeups_per_task": {"client": 0.5, "broker": 3.25}, "broker_messages_per_task": 1.5}
+    row |= {"stored_per_task": {"LaunchRequest": 1.0, "Events": 0.75}}
+    text = format_row(row)
+    assert "broker 3.25" in text and "LaunchRequest 1.000" in text and "total 1.750, stored as 1.500" in text
 
 
 def test_client_commands_time_out_when_no_broker_is_reachable(tmp_path: Path):

@@ -84,6 +84,28 @@ def _proc_cpu(pid: int | None) -> float:
         return 0.0
 
 
+def _proc_wakeups(pid: int | None) -> int:
+    """Voluntary context switches of every thread of a live process so far (each one a wait for input ended: the
+    process woke up); 0 when unknown or gone."""
+    if not pid:
+        return 0
+    n = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        n += int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            continue
+    return n
+
+
 class CpuMeter:
     """CPU seconds of the broker, the services and the client: ``broker`` and ``services`` are pids (read from
     /proc), or ``None`` for services that run in this process (then counted with the client)."""
@@ -101,6 +123,13 @@ class CpuMeter:
             "client": time.process_time(),
             **{f"service {n}": c for n, c in zip(self.names, each, strict=False)},
         }
+
+    def wakeups(self) -> dict[str, int]:
+        """Wake-ups (voluntary context switches) so far of the client (this process), the broker and each service."""
+        out = {"client": _proc_wakeups(os.getpid()), "broker": _proc_wakeups(self.broker)}
+        for n, p in zip(self.names, self.services or [], strict=False):
+            out[n] = _proc_wakeups(p)
+        return out
 
 
 def _service_pids(cfg: LiveConfig) -> tuple[int | None, list[int], list[str]]:
@@ -198,8 +227,10 @@ async def _measure(
     w = synthetic_workload(n_jobs, per_job, duration, seconds, seed=int(rate), jitter=0.2)
     ends = await _stream_ends(cl.transport, cfg) if hops else None
     c0 = meter.read() if meter is not None else None
+    k0 = meter.wakeups() if meter is not None else None
     run = await cl.run(w, dc, stall_timeout=20, ready_timeout=30)
     c1 = meter.read() if meter is not None else None
+    k1 = meter.wakeups() if meter is not None else None
     res = to_run_result(run, cfg, dc, "bench")
     rec = res.recorder
     lat = (rec.start - rec.arrival)[res.feasible]
@@ -225,6 +256,8 @@ async def _measure(
             else {}
         ),
     }
+    if k0 is not None and k1 is not None and started.any():
+        row["wakeups_per_task"] = {k: round((k1[k] - k0[k]) / int(started.sum()), 3) for k in k1 if k in k0}
     sc: dict[str, int] = {}
     for st in cl.statuses.values():
         for k, v in st.info.get("service_counters", {}).items():
@@ -366,6 +399,10 @@ def format_row(row: dict) -> str:
         )
     if row.get("cpu_per_service_per_1000"):
         out += "\n    per service: " + "  ".join(f"{k} {v:.3f}" for k, v in row["cpu_per_service_per_1000"].items())
+    if row.get("wakeups_per_task"):
+        out += "\n    wake-ups per task (voluntary context switches): " + "  ".join(
+            f"{k} {v:.2f}" for k, v in row["wakeups_per_task"].items()
+        )
     return out
 
 
