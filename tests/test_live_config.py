@@ -86,3 +86,16 @@ def test_live_masters_built_by_the_simulators_functions() -> None:
     assert isinstance(gm, LiveGlobalMaster) and gm.req_seq == 5 and gm.batch_size == 9
     lm = make_lm(0, layout, None, cfg.megha, cls=LiveLocalMaster, host_timeout=2.0)
     assert isinstance(lm, LiveLocalMaster) and lm.heartbeat == 1.0 and lm.reply_always and lm.host_timeout == 2.0
+
+
+def test_broker_threads_set_gomaxprocs_of_the_started_nats_server(monkeypatch):
+    from megha.live import supervisor
+
+    cfg = LiveConfig(broker={"threads": 3})
+    assert cfg.broker.gomaxprocs() == 3 and supervisor.nats_env(cfg)["GOMAXPROCS"] == "3"
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert LiveConfig().broker.gomaxprocs() == 1  # a small machine shared with the services
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert LiveConfig().broker.gomaxprocs() is None and supervisor.nats_env(LiveConfig()) is None
+    with pytest.raises(ValueError):
+        LiveConfig(broker={"threads": -1})

@@ -361,7 +361,12 @@ def _ensure_nats(cfg: LiveConfig) -> subprocess.Popen | None:
     binary = supervisor.nats_server_binary(cfg)
     if binary is None:
         raise RuntimeError("nats-server is not installed (apt-get install -y nats-server)")
-    p = subprocess.Popen(supervisor.nats_argv(cfg, binary), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        supervisor.nats_argv(cfg, binary),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=supervisor.nats_env(cfg),
+    )
     end = time.monotonic() + 5
     while not supervisor.port_open(b.bind, b.port):
         if time.monotonic() > end:

@@ -9,6 +9,7 @@ the subjects they talk on (``name`` is the subject namespace, so deployments can
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +51,20 @@ class BrokerConfig(_Strict):
     server_bin: str = Field("nats-server", description="nats-server executable")
     bind: str = Field("127.0.0.1", description="address the started nats-server listens on (loopback by default)")
     port: int = Field(4222, ge=1, le=65535)
+    threads: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="GOMAXPROCS of the nats-server megha live up starts (threads running its Go code at once); 0: 1 "
+        "on a machine with at most 2 CPUs (where it shares them with the services: its threads then wake each other "
+        "less and it spends less CPU per message), else Go's default (one per CPU)",
+    )
+
+    def gomaxprocs(self) -> int | None:
+        """The GOMAXPROCS to start nats-server with (``None``: Go's default)."""
+        if self.threads:
+            return self.threads
+        return 1 if (os.cpu_count() or 1) <= 2 else None
 
     def resolved_url(self) -> str:
         scheme = "tls" if self.tls_ca or self.tls_cert else "nats"

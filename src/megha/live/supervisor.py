@@ -53,6 +53,12 @@ def nats_argv(cfg: LiveConfig, binary: str, conf: Path | None = None, store: Pat
     return [binary, "-a", b.bind, "-p", str(b.port), "-js", "-sd", str(store)]
 
 
+def nats_env(cfg: LiveConfig) -> dict[str, str] | None:
+    """nats-server's environment: this one, with ``GOMAXPROCS`` from ``broker.threads`` (``None``: unchanged)."""
+    n = cfg.broker.gomaxprocs()
+    return None if n is None else {**os.environ, "GOMAXPROCS": str(n)}
+
+
 def service_specs(cfg: LiveConfig, config_path: str | None) -> list[tuple[str, list[str], bool]]:
     """(name, argv, restart?) of every service, in start order."""
     base = [sys.executable, "-m", "megha.live.service"]
@@ -102,7 +108,8 @@ class Supervisor:
                 self._next_metrics += 1
             argv = [*argv, "--metrics-port", str(port)]
         f = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child
-        return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        env = nats_env(self.cfg) if name == "nats-server" else None
+        return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
     def _save(self) -> None:
         doc = {
