@@ -198,6 +198,7 @@ class GlobalMaster(Component):
             and handoff_after is None
             and type(self)._book is GlobalMaster._book  # the lean offer books inline
         )
+        self._done_inline = self._lean and not full_pull  # on_message_done's inline path (unless a step is open)
         if self._lean:
             self._handlers[TaskDone] = self._on_done_lean
             self._handlers[StateDelta] = self._on_delta_lean
@@ -862,7 +863,7 @@ class GlobalMaster(Component):
         :meth:`MaskQueue._take`, :meth:`_launch_one` and the recorder's one-task reports inlined (the hot path of a
         loaded run: one call per task instead of seven); other configurations take the message."""
         lm, t, w, acked = p
-        if not self._lean or self.full_pull or self._dirty:
+        if not self._done_inline or self._dirty:
             return self.on_message(TaskDone(lm, [t], [w], None, acked), now)
         q = self.unacked_by_lm[lm]
         view = self.view

@@ -398,24 +398,23 @@ class LocalMaster(Component):
         seq = self._seq
         sent = self._sent
         low = min(sent)
-        # the changes not yet sent to some GM, oldest first, collected once for all GMs (pending_for of each)
-        new: list = []
-        if low < seq:
-            for item in reversed(self._changes.items()):
-                if item[1][0] <= low:
-                    break
-                new.append(item)
-            new.reverse()
         routes = self._routes if self.usage is None else None
         slot = type(self.cluster) is SlotCluster
         ctask = self.cluster.task if slot else None
         lo = self.lo
-        if routes is not None and slot and new and max(sent) == low:
+        if routes is not None and slot and low < seq and max(sent) == low:
             # every GM was last told the same changes (the usual case in the simulator): one list of the changed
             # workers, their truths and who changed them, shared by every GM's delivery (on_message_delta skips
             # its own changes), instead of a list per GM
-            ws = [item[0] for item in new]
-            bys = [item[1][1] for item in new]
+            ws: list[int] = []
+            bys: list[int] = []
+            for w, (s, by) in reversed(self._changes.items()):  # the changes since, newest first
+                if s <= low:
+                    break
+                ws.append(w)
+                bys.append(by)
+            ws.reverse()
+            bys.reverse()
             state = [ctask[w - lo] < 0 for w in ws]  # SlotCluster.truth, inlined
             byset = set(bys)
             n_sent = 0
@@ -433,12 +432,20 @@ class LocalMaster(Component):
                     cell[0] += 1
                     append((now + d, nxt(), handler, (self.l, ws, state, bys if mine else None, self.processed[g])))
                 else:
-                    workers = [w for w, (_, by) in new if by != g]
+                    workers = [w for i, w in enumerate(ws) if bys[i] != g]
                     delta = StateDelta(self.l, workers, self.cluster.truth(workers), False, None, self.processed[g])
                     self.port.send(self.gm_addr[g], delta)
             if n_sent:
                 self.counters["updates_sent"] += n_sent
             return
+        # the changes not yet sent to some GM, oldest first, collected once for all GMs (pending_for of each)
+        new: list = []
+        if low < seq:
+            for item in reversed(self._changes.items()):
+                if item[1][0] <= low:
+                    break
+                new.append(item)
+            new.reverse()
         for g in range(self.G):
             since = sent[g]
             if since >= seq:
