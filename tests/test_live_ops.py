@@ -331,6 +331,7 @@ def test_metrics_endpoint_lists_the_documented_metrics():
         "megha_gm_queue_length",
         "megha_placements_total",
         "megha_inconsistencies_total",
+        "megha_rejections_received_total",
         "megha_failovers_total",
         "megha_lm_running_tasks",
         "megha_host_running_tasks",

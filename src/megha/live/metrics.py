@@ -12,6 +12,7 @@ name                                        type       meaning
 ``megha_gm_tasks_in_flight``                gauge      tasks a GM holds (queued or placed) until done
 ``megha_gm_tasks_stuck``                    gauge      tasks held too long (see ``megha live status``)
 ``megha_placements_total``                  counter    tasks a GM placed (mapped to a worker)
+``megha_rejections_received_total``         counter    rejected mappings a GM learned of from LM replies
 ``megha_inconsistencies_total``             counter    mappings an LM rejected (GM view out of date)
 ``megha_lm_running_tasks``                  gauge      tasks running in an LM's cluster
 ``megha_lm_busy_workers``                   gauge      busy workers of an LM's cluster
@@ -76,7 +77,13 @@ class _Collector:
                 put("megha_gm_tasks_in_flight", "gauge", "tasks held until done", lab, info.get("in_flight", 0))
                 put("megha_gm_tasks_stuck", "gauge", "tasks held too long", lab, info.get("stuck", 0))
                 put("megha_placements_total", "counter", "tasks placed", lab, getattr(h.comp, "placed_total", 0))
-                put("megha_inconsistencies_total", "counter", "rejected mappings", lab, c.get("inconsistencies", 0))
+                put(
+                    "megha_rejections_received_total",
+                    "counter",
+                    "rejected mappings learned",
+                    lab,
+                    c.get("rejections_received", 0),
+                )
             elif kind == "lm":
                 put("megha_lm_running_tasks", "gauge", "tasks running in the cluster", lab, info.get("running", 0))
                 put("megha_lm_busy_workers", "gauge", "busy workers", lab, info.get("busy_workers", 0))

@@ -12,8 +12,9 @@ COUNTERS = CounterSet(
     "megha",
     {
         "inconsistencies": "tasks an LM refused because the GM's view was stale (the papers' inconsistencies), "
-        "counted by the LM that refuses and again by the GM that learns of it: about twice the refused tasks "
-        "(the 2020 authors' simulator logs each once)",
+        "counted once, by the LM that refuses (as the 2020 authors' simulator logs each once)",
+        "rejections_received": "refused tasks the GMs learned of from LM replies (equals inconsistencies unless a GM "
+        "restarted and lost the pending request)",
         "repartitions": "tasks an LM started on a worker of another GM's partition (borrowed workers)",
         "repartition_requests": "placements a GM made outside its own partition (an LM is asked to lend a worker)",
         "updates_sent": "state updates (heartbeats, or replies to a launch) the LMs sent to GMs",

@@ -718,7 +718,7 @@ class GlobalMaster(Component):
         if pending is not None and len(msg.rejected):
             rej = set(_as_list(msg.rejected))
             rejected_entries = [e for e in pending[3] if e[E_TASK] in rej]
-            self.counters["inconsistencies"] += len(rejected_entries)
+            self.counters["rejections_received"] += len(rejected_entries)
             self.unacked[msg.req] = (*pending[:4], rej)
         self._ack(msg.lm, msg.acked)
         gained = self._apply_truth(msg.delta_workers, msg.delta_state)
