@@ -27,6 +27,8 @@ the nodes' state from their registration is not misled by reports that waited fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from megha.model.workload import Workload
 from megha.schedulers.centralized.nodemanager import NodeManagers
 from megha.schedulers.centralized.rm import ResourceManager
@@ -75,7 +77,7 @@ class YarnFaults:
             self.nm.restore_nodes(list(targets), now)  # registers by message (after its earlier heartbeats)
 
 
-def task_info(workload: Workload):
+def task_info(workload: Workload) -> Callable[[int], tuple[float, int, int]]:
     """The applications' record of their tasks: task -> (duration, constraint mask, job)."""
     dur, masks, job = workload.task_duration, workload.masks, workload.task_job
 

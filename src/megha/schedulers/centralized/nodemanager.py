@@ -18,6 +18,9 @@ containers (:class:`~megha.schedulers.centralized.messages.Resync`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Any
+
 import numpy as np
 
 from megha.errors import SimulationError
@@ -70,7 +73,7 @@ class NodeManagers(Component):
         self.gated: set[int] = set()
         self.refused = 0
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if not isinstance(msg, Launch):
             if isinstance(msg, NodesAccepted):
                 ver = self.ver
@@ -124,7 +127,7 @@ class NodeManagers(Component):
             else:
                 lst.append(item)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         items = self._due.pop(key)
         if not items:  # every container due at this tick died with its node
             return
@@ -152,7 +155,7 @@ class NodeManagers(Component):
         dems = None if items[0][3] is None else np.array([x[3] for x in items])
         self.port.send(self.rm, NodeHeartbeat(uniq, tasks, t_nodes, dems))
 
-    def _release(self, w: int, d) -> None:
+    def _release(self, w: int, d: np.ndarray | None) -> None:
         if self.used is None:
             self.on_node[w] = -1
         else:

@@ -26,7 +26,8 @@ first-set-bit search.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ from megha.sim.component import Component
 _first_and_from = None  # the compiled node scan, imported on first use so the CLI starts fast
 
 
-def _load_scan():
+def _load_scan() -> Callable[[np.ndarray, np.ndarray, int], int]:
     global _first_and_from
     from megha.schedulers.centralized._kernels import first_and_from
 
@@ -62,8 +63,11 @@ QUEUES = ("fifo", "fair", "fewest-tasks")
 SCANS = ("first", "rotate", "random")
 RECOVERY = ("work-preserving", "kept")
 
+#: a task asking for a container: ``(task, duration or None, demand vector or None, user)``
+Entry = tuple[int, float | None, "np.ndarray | None", int]
 
-def _as_list(x) -> list:
+
+def _as_list(x: list | np.ndarray) -> list:
     return x if isinstance(x, list) else x.tolist()
 
 
@@ -143,7 +147,7 @@ class ResourceManager(Component):
         self._rnd = FastRandom(self.port.rng)
 
     # --- messages ----------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, NodeHeartbeat):
             self._heartbeat(msg, now)
         elif isinstance(msg, JobArrival):
@@ -163,7 +167,7 @@ class ResourceManager(Component):
             super().on_message(msg, now)
         self._flush(now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         kind, x = key
         if kind == self._hb:  # the heartbeat of a free node we allocated to
             self.stats["claim_heartbeats"] += 1
@@ -229,7 +233,7 @@ class ResourceManager(Component):
             if self._queued > self.stats["max_queue"]:
                 self.stats["max_queue"] = self._queued
 
-    def _claim_bit(self, mask: int, demand, start: int) -> int:
+    def _claim_bit(self, mask: int, demand: np.ndarray | None, start: int) -> int:
         """Bit (heartbeat order) of the first suitable node with room at or after ``start``, wrapping; or -1."""
         idx = self.index
         if not self.resource:
@@ -247,7 +251,7 @@ class ResourceManager(Component):
         j = int(ok.argmax())
         return int(bits[j]) if ok[j] else -1
 
-    def _claim(self, node: int, entry, now: float) -> None:
+    def _claim(self, node: int, entry: Entry, now: float) -> None:
         self._take(node, entry)
         lst = self.claims.get(node)
         if lst is None:
@@ -258,7 +262,7 @@ class ResourceManager(Component):
             lst.append(entry)
         self.stats["allocated_at_arrival"] += 1
 
-    def _take(self, node: int, entry) -> None:
+    def _take(self, node: int, entry: Entry) -> None:
         """Book ``entry``'s task on ``node`` in the RM's view."""
         if self.resource:
             f = self.free[node]
@@ -324,7 +328,7 @@ class ResourceManager(Component):
         if (free > _EPS).all():
             self.index.set_worker(self.idle, node, True)
 
-    def _pop(self, worker_mask: int, free):
+    def _pop(self, worker_mask: int, free: np.ndarray | None) -> Entry | None:
         """The next queued entry (policy order) that fits a node with ``worker_mask`` and room ``free``."""
         if len(self.queues) == 1:  # FIFO (or a single user)
             qs = self.queues.values()
@@ -345,7 +349,7 @@ class ResourceManager(Component):
         return None
 
     # --- launches ------------------------------------------------------------------------------------
-    def _add_launch(self, node: int, entry) -> None:
+    def _add_launch(self, node: int, entry: Entry) -> None:
         lt, lw, ld, lm = self._launch
         lt.append(entry[0])
         lw.append(node)
@@ -535,7 +539,7 @@ class ResourceManager(Component):
         """Ask the node managers to re-register (the separate node managers answer with a message)."""
         self.port.send(self.nm, Resync(self.syncing))
 
-    def _requeue_lost(self, tasks: list[int], demands, now: float) -> None:
+    def _requeue_lost(self, tasks: list[int], demands: np.ndarray | list | None, now: float) -> None:
         """Containers lost with their node, or launches that did not start: their applications ask again."""
         fair = self.queue_policy == "fair"
         entries = []
@@ -582,7 +586,7 @@ class ResourceManager(Component):
         for q, entry, mask in reversed(heads):  # the head of the queue, in the order they were lost
             q.push_front(entry, mask)
 
-    def _untake(self, entry) -> None:
+    def _untake(self, entry: Entry) -> None:
         """Undo :meth:`_take`'s per-user accounting of a booking that is given up."""
         if self.queue_policy == "fair":
             self.running_by_user[entry[3]] -= 1

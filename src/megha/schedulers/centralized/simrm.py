@@ -27,6 +27,7 @@ managers' state (their re-registration).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
@@ -34,14 +35,14 @@ from megha.errors import SimulationError
 from megha.schedulers.centralized.messages import NodeHeartbeat, NodesLost, NodesRegistered
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.common.messages import Launch
-from megha.sim.component import timer_queue_of
+from megha.sim.component import Port, timer_queue_of
 
 _INF = np.iinfo(np.int64).max  # an empty WaitQueue slot's head
 
 _first_fit_min = None  # the compiled queue first fit, imported on first use so the CLI starts fast
 
 
-def _load_fit():
+def _load_fit() -> Callable[[np.ndarray, np.ndarray, int, int], int]:
     global _first_fit_min
     from megha.schedulers.centralized._kernels import first_fit_min
 
@@ -67,7 +68,7 @@ class SimResourceManager(ResourceManager):
         self._next = None
         self._fifo_fast = False  # the common path of _nm_due is set up (on_start, in the simulator's engine)
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)
         self._heap, self._next = timer_queue_of(port)
 
@@ -90,7 +91,7 @@ class SimResourceManager(ResourceManager):
         self._n_launch = counter(Launch) if counter is not None else None
         self._fifo_fast = self.queue_policy == "fifo" and self._heap is not None and self._n_hb is not None
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if type(key) is float:  # a heartbeat timer held while the RM was down (see Engine.suspend)
             self._nm_due(key, now)
         elif key[0] == "nm":

@@ -17,6 +17,7 @@ all reduce to "any free worker" and add nothing to ``megha compare``; use resour
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -75,7 +76,7 @@ def _constrained(ctx: BuildContext) -> bool:
     return bool((tm[ctx.feasible] & np.uint32(~common & 0xFFFFFFFF)).any())
 
 
-def _builder(name: str):
+def _builder(name: str) -> Callable[[BuildContext], Deployment]:
     def build(ctx: BuildContext) -> Deployment:
         opts = ctx.options
         dc = ctx.datacenter

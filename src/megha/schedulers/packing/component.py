@@ -20,10 +20,13 @@ counters and ``deployment``).
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
 from megha.errors import InputError
+from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.packing.multires import max_reduce, vector_units
 from megha.schedulers.packing.policies import PackingPolicy
@@ -70,7 +73,7 @@ class PackingScheduler(Component):
         self,
         address: str,
         pool: str,
-        recorder,
+        recorder: TaskRecorder,
         policy: PackingPolicy | None,
         sizer: TaskSizer,
         n_tasks: int,
@@ -116,7 +119,7 @@ class PackingScheduler(Component):
         return self.q_integral / (self.q_last_t - self.q_first_t)
 
     # --- events -------------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, JobArrival):
             tasks = msg.tasks
             self.dur[tasks] = msg.durations
@@ -150,7 +153,7 @@ class PackingScheduler(Component):
         self._armed = True
         self.port.set_timer(max(0.0, k * self.slot - now), k)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         self._armed = False
         self.slots += 1
         placed = self.policy.schedule()

@@ -19,6 +19,8 @@ the sorted indexes of the single-resource case, which have no multi-dimensional 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from megha.errors import InputError
@@ -57,14 +59,14 @@ class VectorServers:
     def room(self, s: int) -> np.ndarray:
         return UNIT - self.used[s]
 
-    def fits(self, s: int, x) -> bool:
+    def fits(self, s: int, x: np.ndarray) -> bool:
         return bool((self.used[s] + np.asarray(x) <= UNIT).all())
 
-    def add(self, s: int, x) -> None:
+    def add(self, s: int, x: np.ndarray) -> None:
         self.used[s] += np.asarray(x, dtype=np.int64)
         self.njobs[s] += 1
 
-    def sub(self, s: int, x) -> None:
+    def sub(self, s: int, x: np.ndarray) -> None:
         self.used[s] -= np.asarray(x, dtype=np.int64)
         self.njobs[s] -= 1
 
@@ -72,10 +74,10 @@ class VectorServers:
         """Component-wise maximum free capacity (a job that exceeds it fits nowhere)."""
         return UNIT - self.used.min(axis=0)
 
-    def _feasible(self, x) -> np.ndarray:
+    def _feasible(self, x: np.ndarray) -> np.ndarray:
         return (self.used <= UNIT - np.asarray(x, dtype=np.int64)).all(axis=1)
 
-    def best_fit(self, x, accept: Accept = None) -> int:
+    def best_fit(self, x: np.ndarray, accept: Accept = None) -> int:
         """Feasible server with the highest alignment ``x · used`` (lowest id on ties), or -1."""
         ok = self._feasible(x)
         cand = np.flatnonzero(ok)
@@ -91,7 +93,7 @@ class VectorServers:
                 return s
         return -1
 
-    def first_fit(self, x, lo: int = 0, accept: Accept = None) -> int:
+    def first_fit(self, x: np.ndarray, lo: int = 0, accept: Accept = None) -> int:
         ok = self._feasible(x)
         ok[:lo] = False
         for s in np.flatnonzero(ok):
@@ -99,7 +101,7 @@ class VectorServers:
                 return int(s)
         return -1
 
-    def first_room(self, x, lo: int = 0) -> int:
+    def first_room(self, x: np.ndarray, lo: int = 0) -> int:
         return self.first_fit(x, lo)
 
 
@@ -122,7 +124,7 @@ class VectorJobs:
     def __len__(self) -> int:
         return self.count
 
-    def add(self, job: int, x) -> None:
+    def add(self, job: int, x: np.ndarray) -> None:
         if self.top >= self.ids.size:
             self._rebuild()
         p = self.top
@@ -135,7 +137,7 @@ class VectorJobs:
 
     append = add
 
-    def remove(self, job: int, x=None) -> None:
+    def remove(self, job: int, x: np.ndarray | None = None) -> None:
         p = self.pos.pop(job)
         self.alive[p] = False
         self.count -= 1
@@ -150,16 +152,16 @@ class VectorJobs:
         a = self.alive[: self.top]
         return self.D[: self.top][a].min(axis=0)
 
-    def _fitting(self, room, lo: int = 0) -> np.ndarray:
+    def _fitting(self, room: np.ndarray, lo: int = 0) -> np.ndarray:
         top = self.top
         ok = self.alive[lo:top] & (self.D[lo:top] <= np.asarray(room)).all(axis=1)
         return np.flatnonzero(ok) + lo
 
-    def first_fitting(self, room, lo: int = 0) -> int:
+    def first_fitting(self, room: np.ndarray, lo: int = 0) -> int:
         idx = self._fitting(room, lo)
         return int(idx[0]) if idx.size else -1
 
-    def best_for(self, room, used=None, accept: Accept = None) -> int:
+    def best_for(self, room: np.ndarray, used: np.ndarray | None = None, accept: Accept = None) -> int:
         """The fitting job with the highest alignment ``d · (used + d)`` (oldest on ties), or -1."""
         idx = self._fitting(room)
         if idx.size == 0:
@@ -189,6 +191,8 @@ class VectorJobs:
         self.pos = {int(j): p for p, j in enumerate(ids[: keep.size].tolist())}
 
 
-def vector_structures(n_servers: int, R: int):
+def vector_structures(
+    n_servers: int, R: int
+) -> tuple[VectorServers, Callable[[], VectorJobs], Callable[[], VectorJobs]]:
     """(servers, queue factory, arrival-order factory) for the vector Best-Fit family."""
     return VectorServers(n_servers, R), (lambda: VectorJobs(R)), (lambda: VectorJobs(R))

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -45,6 +46,7 @@ from megha.schedulers.packing.structures import (
     _SERVER_BITS,
     _SERVER_MASK,
     UNIT,
+    Accept,
     ArrivalOrder,
     Constraints,
     LineServers,
@@ -53,6 +55,12 @@ from megha.schedulers.packing.structures import (
     _kernels,
     size_key,
 )
+
+if TYPE_CHECKING:
+    from megha.schedulers.packing.multires import VectorJobs, VectorServers
+
+Size = int | np.ndarray
+"""A job's size in units: an integer, or a vector of units per resource (the vector Best-Fit family)."""
 
 Compat = Callable[[int, int], bool] | None
 """Optional placement-constraint check ``compat(job, server)``; ``None`` = every job fits every server.
@@ -111,27 +119,27 @@ class PackingPolicy:
         return {"policy": self.name}
 
     # --- to implement -------------------------------------------------------------------------------
-    def _enqueue(self, job: int, x) -> None:
+    def _enqueue(self, job: int, x: Size) -> None:
         raise NotImplementedError
 
-    def _release(self, job: int, server: int, x) -> None:
+    def _release(self, job: int, server: int, x: Size) -> None:
         raise NotImplementedError
 
     def _schedule(self) -> None:
         raise NotImplementedError
 
-    def residual(self, s: int):
+    def residual(self, s: int) -> Size:
         raise NotImplementedError
 
     # --- helpers ------------------------------------------------------------------------------------
-    def _job_accept(self, s: int):
+    def _job_accept(self, s: int) -> Accept:
         """Predicate over jobs for server ``s`` (None when unconstrained)."""
         c = self.compat
         if c is None:
             return None
         return lambda j: c(j, s)
 
-    def _server_accept(self, j: int):
+    def _server_accept(self, j: int) -> Accept:
         c = self.compat
         if c is None:
             return None
@@ -189,7 +197,12 @@ class _BestFitFamily(PackingPolicy):
     needs: tuple[str, ...] = ()  # which indexes the policy uses
 
     def __init__(
-        self, n_servers: int, compat: Compat = None, servers=None, queue_factory=None, order_factory=None
+        self,
+        n_servers: int,
+        compat: Compat = None,
+        servers: LineServers | VectorServers | None = None,
+        queue_factory: Callable[[], SizeQueue | VectorJobs] | None = None,
+        order_factory: Callable[[], ArrivalOrder | VectorJobs] | None = None,
     ) -> None:
         super().__init__(n_servers, compat)
         if servers is None:
@@ -210,10 +223,10 @@ class _BestFitFamily(PackingPolicy):
         if self.masked is not None:  # the constrained paths query the masked queue only
             self.by_size = self.by_arrival = None
 
-    def residual(self, s: int):
+    def residual(self, s: int) -> Size:
         return self.servers.room(s)
 
-    def _enqueue(self, job: int, x) -> None:
+    def _enqueue(self, job: int, x: Size) -> None:
         if self.by_size is not None:
             self.by_size.add(job, x)
         if self.by_arrival is not None:
@@ -223,7 +236,7 @@ class _BestFitFamily(PackingPolicy):
         if self.masked is not None:
             self.masked.add(job, x, self.compat.mask.get(job, 0))
 
-    def _release(self, job: int, server: int, x) -> None:
+    def _release(self, job: int, server: int, x: Size) -> None:
         self.servers.sub(server, x)
 
     def depart(self, job: int, server: int) -> None:
@@ -231,7 +244,7 @@ class _BestFitFamily(PackingPolicy):
         self.servers.sub(server, self.size.pop(job))
         self._departed.add(server)
 
-    def _place(self, j: int, s: int, x) -> None:
+    def _place(self, j: int, s: int, x: Size) -> None:
         """Move queued job ``j`` to server ``s`` (removes it from every queue index except ``fifo``)."""
         if self.by_size is not None:
             self.by_size.remove(j, x)
@@ -487,7 +500,7 @@ class VQS(_VirtualQueues):
             self._hx = np.full(self.T, -1, dtype=np.int64)
             self._hm = np.zeros(self.T, dtype=np.int64)
 
-    def _enqueue(self, job: int, x) -> None:
+    def _enqueue(self, job: int, x: int) -> None:
         t = self.partition.type_of(x)
         self.typ[job] = t
         self.vq[t].append(job)
@@ -556,7 +569,7 @@ class VQS(_VirtualQueues):
         sl.remove((old << _SERVER_BITS) | s)
         sl.add((new << _SERVER_BITS) | s)
 
-    def _release(self, job: int, server: int, x) -> None:
+    def _release(self, job: int, server: int, x: int) -> None:
         s = server
         t = self.typ.pop(job)
         self.used[s] -= x
@@ -777,7 +790,7 @@ class VQSBF(_VirtualQueues):
             self._room_np = np.full(self.n, UNIT, dtype=np.int64)
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
 
-    def _enqueue(self, job: int, x) -> None:
+    def _enqueue(self, job: int, x: int) -> None:
         t = self.partition.type_of(x)
         self.typ[job] = t
         self.vq[t].add(size_key(x, job))
@@ -785,7 +798,7 @@ class VQSBF(_VirtualQueues):
         if self.masked is not None:
             self.masked.add(job, x, self.compat.mask.get(job, 0), t)
 
-    def _release(self, job: int, server: int, x) -> None:
+    def _release(self, job: int, server: int, x: int) -> None:
         s = server
         t = self.typ.pop(job)
         self.used[s] -= x
@@ -809,7 +822,7 @@ class VQSBF(_VirtualQueues):
         self._out.append((j, s))
         return x
 
-    def _largest_in(self, t: int, room: int, accept, s: int) -> int:
+    def _largest_in(self, t: int, room: int, accept: Accept, s: int) -> int:
         """Key of the largest job ≤ room in virtual queue t (oldest among equals), or -1."""
         if self.masked is not None:
             j = self.masked.best(room, self.compat.inv[s], t)
@@ -823,7 +836,7 @@ class VQSBF(_VirtualQueues):
             i -= 1
         return -1
 
-    def _largest(self, room: int, accept, s: int) -> tuple[int, int]:
+    def _largest(self, room: int, accept: Accept, s: int) -> tuple[int, int]:
         """(key, type) of the largest queued job ≤ room over all virtual queues, or (-1, -1)."""
         if self.masked is not None:
             j = self.masked.best(room, self.compat.inv[s])

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from types import ModuleType
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -52,7 +53,7 @@ Accept = Callable[[int], bool] | None
 _K = None
 
 
-def _kernels():
+def _kernels() -> ModuleType:
     """The compiled constrained scans (imported on first use: numba is slow to import, so the CLI stays fast)."""
     global _K
     if _K is None:
@@ -313,7 +314,7 @@ class SizeQueue:
     def max_job(self) -> int:
         return key_job(self.sl[-1])
 
-    def best_for(self, room: int, used=None, accept: Accept = None) -> int:
+    def best_for(self, room: int, used: int | None = None, accept: Accept = None) -> int:
         """The largest queued job of size ≤ ``room`` (oldest among equals), or -1."""
         sl = self.sl
         i = sl.bisect_right((room << _JOB_BITS) | _JOB_MASK) - 1

@@ -24,7 +24,7 @@ recovery described in :mod:`megha.schedulers.pigeon.faults`; ``distributor`` cra
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -113,7 +113,7 @@ class PigeonCOptions(SchedulerOptions):
     )
 
     @model_validator(mode="after")
-    def _apply_profile(self):
+    def _apply_profile(self) -> Self:
         for key, value in PROFILE_OPTIONS[self.profile].items():
             if key not in self.model_fields_set:
                 setattr(self, key, value)

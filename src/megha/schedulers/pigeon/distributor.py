@@ -13,6 +13,7 @@ completions from the masters (:class:`~megha.schedulers.pigeon.messages.TasksDon
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Any
 
 import numpy as np
 
@@ -172,7 +173,7 @@ class PigeonDistributor(Component):
         self.parked: list[tuple[int, int, float, int, bool]] = []  # (job, task, duration, mask, short)
         self.rerouted = 0
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if type(msg) is TaskDone:
             self.rec.completion_known([msg.task], now)
         elif isinstance(msg, TasksDone):

@@ -20,6 +20,9 @@ it would starve forever — the problem that made PigeonC drop the reservation).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
@@ -28,10 +31,13 @@ from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.messages import Ended, Reroute, Start, TaskBatch, TaskDone, TasksDone
 from megha.sim.component import Component
 
+#: a queued task: ``(task, duration, may use a reserved worker)``
+Entry = tuple[int, float, bool]
+
 _take_random = None  # the compiled random pick, imported on first use so the CLI starts fast
 
 
-def _load_take():
+def _load_take() -> Callable[[np.ndarray, np.ndarray, float], int]:
     global _take_random
     from megha.schedulers.pigeon._kernels import take_random
 
@@ -39,7 +45,7 @@ def _load_take():
     return take_random
 
 
-def _may_use_reserved(entry) -> bool:
+def _may_use_reserved(entry: Entry) -> bool:
     return entry[2]
 
 
@@ -106,7 +112,7 @@ class PigeonMaster(Component):
         self.rnd = FastRandom(self.port.rng)
 
     # --- messages -------------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if type(msg) is Ended:
             self._freed_one(msg.task, msg.worker, now)
         elif isinstance(msg, Finished):
@@ -280,7 +286,7 @@ class PigeonMaster(Component):
         self.rec.decided(entry[0], now)
         self.port.send(self.pool, Start(entry[0], w, entry[1]))
 
-    def next_task(self, worker: int):
+    def next_task(self, worker: int) -> Entry | None:
         """Weighted fair queuing: the queued ``(task, duration, _)`` the freed ``worker`` runs next, or None."""
         sq = self.short_q
         lq = self.long_q

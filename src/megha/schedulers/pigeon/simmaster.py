@@ -20,21 +20,21 @@ model (per-message costs need real messages).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
 from megha.errors import SimulationError
 from megha.schedulers.common.messages import Finished, Launch
-from megha.schedulers.pigeon.master import PigeonMaster
+from megha.schedulers.pigeon.master import Entry, PigeonMaster
 from megha.schedulers.pigeon.messages import Ended, GroupBack, Reroute, Start, TaskDone, TasksDone
-from megha.sim.component import timer_queue_of
+from megha.sim.component import Port, timer_queue_of
 
 _BITS = [np.uint64(1 << b) for b in range(64)]
 _first_fit = None  # the queues' compiled first fit, imported on first use so the CLI starts fast
 
 
-def _load_first_fit():
+def _load_first_fit() -> Callable[[np.ndarray, np.ndarray, int, int], int]:
     global _first_fit
     from megha.model._kernels import first_fit
 
@@ -66,7 +66,7 @@ class SimPigeonMaster(PigeonMaster):
         self._next = None
         self._fast = False  # the common path of _on_end is set up (on_start, in the simulator's engine)
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)
         self._heap, self._next = timer_queue_of(port)
 
@@ -156,7 +156,7 @@ class SimPigeonMaster(PigeonMaster):
             return
         self._launch([entry[0]], [w], [entry[1]], now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         self._on_end(key, now)
 
     def _on_end(self, key: float, now: float) -> None:
@@ -361,7 +361,7 @@ class SimPigeonMaster(PigeonMaster):
                 (self.short_q if short else self.long_q).push_front((t, dur, anywhere), mask)
         fits: dict[int, bool] = {}
 
-        def unrunnable(entry) -> bool:
+        def unrunnable(entry: Entry) -> bool:
             m = task_info(entry[0])[1]
             ok = fits.get(m)
             if ok is None:

@@ -8,6 +8,9 @@ Task ends that fall at the same instant share one timer.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Any
+
 import numpy as np
 
 from megha.errors import SimulationError
@@ -30,7 +33,7 @@ class GroupWorkers(Component):
         self.task_on: dict[int, int] = dict.fromkeys(np.asarray(workers, dtype=np.int64).tolist(), -1)
         self._ends: dict[float, list[tuple[int, int]]] = {}
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if type(msg) is Start:
             self._start(msg.task, msg.worker, now + msg.duration, now)
             self.rec.started([msg.task], now, [msg.worker])
@@ -57,7 +60,7 @@ class GroupWorkers(Component):
         else:
             lst.append((t, w))
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         items = self._ends.pop(key)
         task_on = self.task_on
         if len(items) == 1:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +24,7 @@ from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
-from megha.sim.component import Component, timer_queue_of
+from megha.sim.component import Component, Port, timer_queue_of
 
 _EPS = 1e-9
 
@@ -99,7 +101,7 @@ class SparrowMonitors(Component):
         self._fast = False
         self._wq = None  # (ids.append, vals.append) of the recorder's worker-queuing log, on the common path
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)
         self._heap, self._next = timer_queue_of(port)
 
@@ -130,7 +132,7 @@ class SparrowMonitors(Component):
             self._wq = (wq.ids.append, wq.vals.append)
 
     # --- messages ----------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if type(msg) is Grant:
             if self.resource:
                 self._grant_resource(msg, now)
@@ -224,7 +226,7 @@ class SparrowMonitors(Component):
                 return
         self.port.send(dst, Request(job, w, g, waited, None))
 
-    def _request(self, sched: int, job: int, w: int, g: int, waited: float, reserved) -> None:
+    def _request(self, sched: int, job: int, w: int, g: int, waited: float, reserved: np.ndarray | None) -> None:
         self._out.append((sched, job, w, g, waited, reserved))
 
     def _flush(self, now: float | None = None) -> None:
@@ -429,7 +431,7 @@ class SparrowMonitors(Component):
         else:
             self.slot_free[w] = True
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         tasks = self._ends.pop(key, None)
         if tasks is None:  # a failure detection (fault schedules)
             self._detected(key, now)

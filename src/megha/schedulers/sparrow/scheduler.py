@@ -11,6 +11,8 @@ takes any remaining task of the job that fits the worker.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,14 +21,14 @@ from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished, JobArrival
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
-from megha.sim.component import Component
+from megha.sim.component import Component, Port
 
 _first_open_fit = None  # the compiled kernel, imported on first use so the CLI starts fast
 _CLOSED = 1 << 32  # megha.schedulers.sparrow._kernels.CLOSED (not imported: it would load numba)
 _MANY_GROUPS = 16  # a job with more task groups looks for another group in compiled code
 
 
-def _load_kernel():
+def _load_kernel() -> Callable[[np.ndarray, int], int]:
     global _first_open_fit
     from megha.schedulers.sparrow._kernels import first_open_fit
 
@@ -63,7 +65,16 @@ class _Job:
         "tasks",
     )
 
-    def __init__(self, tasks, durations, demands, gmasks, stacks, gdem, probes_out) -> None:
+    def __init__(
+        self,
+        tasks: np.ndarray,
+        durations: np.ndarray,
+        demands: np.ndarray | None,
+        gmasks: np.ndarray,
+        stacks: list[list[int]],
+        gdem: np.ndarray | None,
+        probes_out: int,
+    ) -> None:
         self.tasks = tasks
         self.durations = durations
         self.task_list: list[int] = tasks.tolist()
@@ -135,11 +146,11 @@ class SparrowScheduler(Component):
         self._routes = None
         self._grant_key = (monitors, "on_message_grant")
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)
         self._routes = getattr(port, "_routes", None)
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         tp = type(msg)
         if tp is Request:
             self.on_message_request((msg.job, msg.worker, msg.group, msg.waited, msg.reserved), now)
