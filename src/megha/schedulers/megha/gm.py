@@ -83,6 +83,7 @@ class GlobalMaster(Component):
         full_pull: bool = False,
         handoff_after: float | None = None,
         handoff_rare: int = 100,
+        pull_overwrites: float | None = None,
     ) -> None:
         super().__init__(layout.gm_address(g))
         self.g = g
@@ -132,6 +133,16 @@ class GlobalMaster(Component):
         self.scan = matching == "scan"
         self.full_pull = full_pull
         self._single = type(self.queue) is SingleQueue
+        # pull_overwrites (megha20 profile): the GM->LM delay; bookings younger than it are not verified yet
+        if pull_overwrites is not None and (self.resource_mode or not self.scan or not full_pull):
+            raise ValueError("pull_overwrites needs slot mode, matching=scan and full_pull")
+        self.pull_overwrites = pull_overwrites
+        self._ow_defer = pull_overwrites is not None  # _flush waits for the end of the instant (see _ow_send)
+        self._ow_armed = False
+        self._ow_log: deque = deque()  # (send time, workers) of the launch requests sent
+        self._ow_rounds: dict[int, int] = {}  # pull id -> updates it stands for (tasks completed or rejected)
+        self._ow_beat = -1.0  # instant of the last heartbeat update
+        self._ow_pull_at = -1.0  # instant of the last pull
         G, L = layout.n_gms, layout.n_lms
         self._int_first = layout.int_orders[g][0]  # internal partitions in LM order (LM 0 first)
         # external partitions LM-major, then in GM order (the IoT 2023 reference's batched_repartition)
@@ -420,8 +431,16 @@ class GlobalMaster(Component):
             self._handoff_armed = True
             self.port.set_timer(self.handoff_after / 4, "handoff")
 
-    def _pull(self, now: float) -> None:
-        """Ask every LM for its state (answered by StateDelta with this pull's id)."""
+    def _pull(self, now: float, rounds: int = 1) -> None:
+        """Ask every LM for its state (answered by StateDelta with this pull's id); ``rounds``: the updates it
+        stands for (``pull_overwrites``)."""
+        if self.pull_overwrites is not None:
+            last = self._pull_seq
+            if self._ow_pull_at == now and last in self._pulls:  # one pull per instant: this update joins it
+                self._ow_rounds[last] += rounds
+                return
+            self._ow_pull_at = now
+            self._ow_rounds[last + 1] = rounds
         self._pull_seq += 1
         self._pulls[self._pull_seq] = self.layout.n_lms
         self.counters["state_pulls"] += 1
@@ -447,6 +466,11 @@ class GlobalMaster(Component):
             self._arm_handoff()
         dirty = self._dirty
         if not dirty:
+            return
+        if self._ow_defer:  # pull_overwrites: sent at the end of the instant, see _ow_send
+            if not self._ow_armed:
+                self._ow_armed = True
+                self.port.set_timer(0.0, "overwrite_flush")
             return
         bs = self.batch_size
         batches = self._batch
@@ -731,7 +755,7 @@ class GlobalMaster(Component):
         if self.scan:
             self._release_all(gained)
             if self.full_pull and rejected_entries:
-                self._pull(now)  # the queue is served again when every LM has answered
+                self._pull(now, len(rejected_entries))  # the queue is served again when every LM has answered
             else:
                 self._drain(now)
         else:
@@ -765,7 +789,7 @@ class GlobalMaster(Component):
             else:
                 self._release_all(_as_list(msg.workers))
             if self.full_pull:
-                self._pull(now)
+                self._pull(now, len(_as_list(msg.tasks)))
             else:
                 self._drain(now)
         elif self.resource_mode:
@@ -1057,13 +1081,90 @@ class GlobalMaster(Component):
         if self.scan:
             self._release_all(self._apply_truth(msg.workers, msg.state))
             if not msg.pull or msg.pull not in self._pulls:  # a heartbeat, or the last answer to a pull
-                self._drain(now)
+                if self.pull_overwrites is None:
+                    self._drain(now)
+                else:
+                    self._ow_drain(msg.pull, now)
             self._flush(now)
             return
         self._offer_all(self._apply_truth(msg.workers, msg.state), now)
         if self.preemption and now >= self._fair_not_before:
             self._fair_retry(now)
         self._flush(now)
+
+    # --- pull_overwrites: the 2020 simulator's state pull (megha20 profile) --------------------------------------
+    def _ow_drain(self, pull: int | None, now: float) -> None:
+        """Serve the queue after an update as the 2020 simulator's GM does.
+
+        Its ``update_status`` rebuilds the GM's view of every partition from the LMs' state, in which the GM's own
+        bookings the LM has not verified yet still show free, and every completed or rejected task makes its own
+        update. So each of the ``rounds`` updates a pull stands for frees those bookings in the view, then serves
+        the queue in order: k updates at one instant book up to k times over the workers free then, and the LM
+        keeps one booking per worker (:meth:`_ow_send`). A heartbeat is one update of this GM per beat, however
+        many LMs report at that instant. A round that books nothing ends the rounds (the next would repeat it).
+        """
+        if pull:
+            rounds = self._ow_rounds.pop(pull, 1)
+        elif now == self._ow_beat:  # another LM's heartbeat of the same beat: no new update
+            self._drain(now)
+            return
+        else:
+            self._ow_beat = now
+            rounds = 1
+        queue = self.queue
+        batch = self._batch
+        view = self.view
+        flag = view._flag
+        self._ow_unverified(now)
+        marks: dict[int, int] = {}
+        for r in range(rounds):
+            if r:  # free again the workers the previous round booked (the other unverified ones still are)
+                for lm in self._dirty:
+                    for _, w in batch[lm][marks.get(lm, 0) :]:
+                        if not flag[w]:
+                            view._set(w, True)
+            marks = {lm: len(batch[lm]) for lm in self._dirty}
+            if not len(queue) or not queue.drain(lambda e: self._place(e, now)):
+                return
+
+    def _ow_unverified(self, now: float) -> None:
+        """Free in the view the workers of this GM's bookings no LM has verified yet: those of this instant and
+        of the requests sent less than one GM -> LM delay ago."""
+        log = self._ow_log
+        cut = now - self.pull_overwrites + 1e-9  # a request sent at ``cut`` or before has reached its LM
+        while log and log[0][0] <= cut:
+            log.popleft()
+        view = self.view
+        flag = view._flag
+        for _, ws in log:
+            for w in ws:
+                if not flag[w]:
+                    view._set(w, True)
+        for lm in self._dirty:
+            for _, w in self._batch[lm]:
+                if not flag[w]:
+                    view._set(w, True)
+
+    def _ow_send(self, now: float) -> None:
+        """Send this instant's bookings (``pull_overwrites``). The reference's event queue orders events of the
+        same instant by heap position (its events compare as always smaller), so its LM verifies the bookings
+        of one instant in an effectively arbitrary order: here each LM's list is shuffled when it books a worker
+        more than once, so which booking the LM keeps is random, not the first made."""
+        rnd = self.rnd
+        for lm in self._dirty:
+            b = self._batch[lm]
+            ws = [w for _, w in b]
+            if len(set(ws)) < len(ws):
+                for i in range(len(b) - 1, 0, -1):  # Fisher-Yates
+                    j = rnd.below(i + 1)
+                    b[i], b[j] = b[j], b[i]
+                ws = [w for _, w in b]
+            self._ow_log.append((now, ws))
+        self._ow_defer = False
+        try:
+            self._flush(now)
+        finally:
+            self._ow_defer = True
 
     # --- fairness -----------------------------------------------------------------------------------------
     def _units(self, e: tuple) -> float:
@@ -1138,6 +1239,10 @@ class GlobalMaster(Component):
         return False
 
     def on_timer(self, key, now: float) -> None:
+        if key == "overwrite_flush":
+            self._ow_armed = False
+            self._ow_send(now)
+            return
         if key == "handoff":
             self._handoff_armed = False
             self._handoff(now)
@@ -1289,6 +1394,7 @@ class GlobalMaster(Component):
             full_pull=self.full_pull,
             handoff_after=self.handoff_after,
             handoff_rare=self.handoff_rare,
+            pull_overwrites=self.pull_overwrites,
         )
         new.queue = self.queue
         # request ids continue (as a restarted GM would from the ids its LMs acknowledge in their snapshots): a
