@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from megha.config import RunConfig
 from megha.metrics.summary import job_table
@@ -29,26 +30,72 @@ def test_overloaded_workers_queue_probes_and_record_worker_queuing():
     assert (alloc + 1e-9 >= r.recorder.wq).all()
 
 
-def test_modelled_completion_reports_give_the_same_run_as_messages(monkeypatch):
+def _random_trace(seed: int, jobs: int) -> str:
+    """Jobs of 1-4 tasks at random instants, durations drawn at microsecond resolution: no two events fall at the very
+    same instant by coincidence (the order of such events is the engine's insertion order, which skipped no-op round
+    trips do not reproduce)."""
+    rng = np.random.default_rng(seed)
+    at = [round(float(i * 0.013 + rng.random() * 0.01), 6) for i in range(jobs)]
+    return write_trace([(t, rng.uniform(0.01, 0.08, size=1 + i % 4).round(6).tolist()) for i, t in enumerate(at)])
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "contended",  # probes queue, no-ops, tasks of other groups, several ends at one instant
+        "idle-windows",  # a probe reaches a worker while its skipped no-ops are still under way
+        "cut-off",  # skipped no-op round trips under way when the run ends
+    ],
+)
+def test_modelled_completion_reports_give_the_same_run_as_messages(monkeypatch, scenario):
     """The node monitors' common path models the ``Done`` message (the scheduler only records when it learns of the
-    completion) and routes single requests and answers to their handlers without message objects: every task's
-    decision, start, end, worker, queuing, communication delay and completion-known instant, the run's end, the
-    message counts and the counters are those of the run that sends every message."""
+    completion), routes single requests and answers to their handlers without message objects, and skips the round
+    trips of probes whose answer can only be a no-op: every task's decision, start, end, worker, queuing,
+    communication delay and completion-known instant, the run's end, the message counts and the counters are those
+    of the run that sends every message."""
     from megha.metrics.fingerprint import fingerprint
     from megha.schedulers.sparrow.monitors import SparrowMonitors
     from megha.schedulers.sparrow.scheduler import SparrowScheduler
 
-    # contended, constrained: probes queue, no-ops, tasks of other groups, several ends at one instant
-    trace = write_trace([(i * 0.2, [0.5 + (i * 7 % 5) * 0.5, 2.0, 1.0][: 1 + i % 3] * (1 + i % 4)) for i in range(60)])
-    cfg = RunConfig(scheduler="sparrow", trace=trace, workers=10, seed=4)
+    if scenario == "contended":
+        trace = write_trace(
+            [(i * 0.2, [0.5 + (i * 7 % 5) * 0.5, 2.0, 1.0][: 1 + i % 3] * (1 + i % 4)) for i in range(60)]
+        )
+        cfg = RunConfig(scheduler="sparrow", trace=trace, workers=10, seed=4)
+    else:
+        cfg = RunConfig(
+            scheduler="sparrow",
+            trace=_random_trace(7, 150),
+            workers=6,
+            seed=2 if scenario == "idle-windows" else 3,
+            network_delay=0.002 if scenario == "idle-windows" else 0.005,
+        )
+    calls = {"wake": 0, "cut": 0}
+    wake, settle = SparrowMonitors._wake, SparrowMonitors.settle_skipped
+
+    def counted_wake(self, w, now):
+        calls["wake"] += 1
+        return wake(self, w, now)
+
+    def counted_settle(self, end):
+        got = settle(self, end)
+        calls["cut"] += sum(got)
+        return got
+
+    monkeypatch.setattr(SparrowMonitors, "_wake", counted_wake)
+    monkeypatch.setattr(SparrowMonitors, "settle_skipped", counted_settle)
     fast = simulate(cfg)
     with monkeypatch.context() as mp:
-        # every Done, Request and Grant a real message (no modelled Done, no direct routing)
+        # every Done, Request and Grant a real message (no modelled Done, no direct routing, no skipped no-ops)
         mp.setattr(SparrowMonitors, "on_start", lambda self, now: None)
         mp.setattr(SparrowScheduler, "on_start", lambda self, now: setattr(self, "direct", False))
         slow = simulate(cfg)
     assert fast.unfinished_reason is None and slow.unfinished_reason is None
     assert fast.events < slow.events
+    if scenario == "idle-windows":
+        assert calls["wake"] > 0
+    if scenario == "cut-off":
+        assert calls["cut"] > 0
     for col in ("scheduled", "start", "end", "known", "worker", "comm", "wq"):
         assert np.array_equal(getattr(fast.recorder, col), getattr(slow.recorder, col), equal_nan=True), col
     assert fingerprint(fast) == fingerprint(slow)

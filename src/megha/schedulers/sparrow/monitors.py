@@ -14,9 +14,10 @@ requests may be outstanding while resources allow. Any over-commit raises :class
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component, Port, timer_queue_of
+
+if TYPE_CHECKING:
+    from megha.schedulers.sparrow.scheduler import SparrowScheduler
 
 _EPS = 1e-9
 
@@ -100,6 +104,25 @@ class SparrowMonitors(Component):
         self._next = None
         self._fast = False
         self._wq = None  # (ids.append, vals.append) of the recorder's worker-queuing log, on the common path
+        # --- known no-ops skipped (see skip_known_noops) ---------------------------------------------------------
+        self._peers: list[SparrowScheduler] | None = None
+        self._skip: list | None = None  # per scheduler: its skip_noop (None: this run skips nothing)
+        self._dq = self._dg = 0.0  # the delays of a request and of its answer
+        self._idle_at: dict[int, float] = {}  # worker -> when its last skipped no-op answer would have arrived
+        # worker -> its last skip: (when it took the first probe, how many it skipped, when it would have taken each
+        # further probe, ascending: the skipped ones, then the first other one if any)
+        self._chains: dict[int, tuple[float, int, list[float]]] = {}
+        self._longest_skip = 0  # most probes one skip took off a queue ahead of their time
+        self._settled: tuple[int, int] | None = None
+
+    def skip_known_noops(self, schedulers: list[SparrowScheduler]) -> None:
+        """Simulator-only, for the builder (the common path: slot mode, no processing costs, no fault schedule):
+        ``schedulers[i]`` is the component at ``self.schedulers[i]``. A worker that reaches a probe whose answer can
+        only be a no-op (:meth:`~megha.schedulers.sparrow.scheduler.SparrowScheduler.skip_noop`: its job has no task
+        left that fits the worker) then skips the round trip's two events: it goes on to its next probe when the
+        no-op would have arrived. Every instant, answer, count and message count stays that of the run that sends
+        them (the test compares the two); only the engine's event count drops."""
+        self._peers = list(schedulers)
 
     def attach(self, port: Port) -> None:
         super().attach(port)
@@ -125,6 +148,16 @@ class SparrowMonitors(Component):
             return
         self._req_keys = [(s, "on_message_request") for s in self.schedulers]
         self._fast = True
+        if self._peers is not None:
+            delays = set()
+            for addr, peer in zip(self.schedulers, self._peers, strict=True):
+                r = self.port.route(addr, "on_message_request", Request)
+                delays.add((r[2] if r else None, peer.grant_delay()))
+            if len(delays) == 1 and None not in (pair := delays.pop()):  # every link direct, one round trip
+                self._dq, self._dg = pair
+                self._skip = [peer.skip_noop for peer in self._peers]
+                self._n_req = counter(Request)
+                self._n_grant = counter(Grant)
         # a task's worker queuing delay as two appends to the recorder's log, as its *_one reports do (the recorder
         # has no add_worker_queue_one; add_worker_queue takes ids of any kind and was ~2 % of a run)
         wq = getattr(self.rec, "_logs", {}).get("wq")
@@ -161,6 +194,9 @@ class SparrowMonitors(Component):
             out = self._out  # (self._request inlined: _flush runs after this event)
             queued = 0
             longest = self.max_queue
+            idle = self._idle_at  # workers whose skipped no-ops end at a known time (skip_known_noops)
+            chains = self._chains
+            lead = longest - self._longest_skip
             for w, g in zip(msg.workers.tolist(), msg.groups.tolist(), strict=True):
                 q = queues[w]
                 if free[w] and not q:
@@ -169,10 +205,22 @@ class SparrowMonitors(Component):
                     continue
                 if q is None:
                     q = queues[w] = deque()
+                elif not q and idle:
+                    ia = idle.pop(w, None)
+                    if ia is not None:
+                        if now > ia:  # its last no-op answer has arrived: the worker is free (at ia: not yet)
+                            out.append((sched, job, w, g, 0.0, None))
+                            continue
+                        heapq.heappush(self._heap, (ia, self._next(), self._wake, w))  # it reaches this probe then
                 q.append((job, sched, g, now, None))
                 queued += 1
-                if len(q) > longest:
-                    longest = len(q)
+                n = len(q)
+                if n > lead:
+                    if chains and (c := chains.get(w)) is not None:  # probes taken ahead of their time count
+                        n += len(c[2]) - bisect_right(c[2], now)
+                    if n > longest:
+                        longest = n
+                        lead = longest - self._longest_skip
                 if free[w]:
                     self._advance(w, now)
             self.queued_probes += queued
@@ -314,7 +362,10 @@ class SparrowMonitors(Component):
             g = groups.get(e)
             if g is None:
                 groups[e] = [t]
-                self.port.set_timer(e - now, e)
+                if self._fast:  # as in on_message_grant: the end timer with its handler
+                    heapq.heappush(self._heap, (now + (e - now), self._next(), self._on_end, e))
+                else:
+                    self.port.set_timer(e - now, e)
             else:
                 g.append(t)
         if started_t:
@@ -338,6 +389,9 @@ class SparrowMonitors(Component):
         if t < 0:  # a no-op: the worker serves its next probe (_advance, slot mode, inlined)
             q = self.queues[w]
             if q:
+                if self._skip is not None and not self._out:
+                    self._serve(w, q, now)
+                    return
                 job, s, g, t0, _ = q.popleft()
                 if self._out:  # (never on the common path) batched with what this event asked already
                     self._request(s, job, w, g, now - t0, None)
@@ -420,6 +474,9 @@ class SparrowMonitors(Component):
             self.port.send(self.schedulers[sched], Done(t, w))
         q = self.queues[w]
         if q:
+            if self._skip is not None:
+                self._serve(w, q, now)
+                return
             job, s, g, t0, _ = q.popleft()
             r = self._routes.get(self._req_keys[s])
             if r:  # _send_request's routed event, inlined
@@ -428,6 +485,91 @@ class SparrowMonitors(Component):
                 append((now + d, nxt(), handler, (job, w, g, now - t0, None)))
             else:
                 self._send_request(s, job, w, g, now - t0, now)
+        else:
+            self.slot_free[w] = True
+
+    def _serve(self, w: int, q: deque, now: float) -> None:
+        """Worker ``w`` reaches its (non-empty) queue at ``now`` with known no-ops skipped (:meth:`skip_known_noops`):
+        the probes at the head whose answer can only be a no-op are taken off at once, each as its round trip would
+        have (request, no-op answer: the worker reaches the next probe two delays later); the first other probe's
+        request leaves when the worker would have reached it (an event at its arrival, in the simulator's queue),
+        or, the queue run out, the worker is free from when the last no-op would have arrived (:attr:`_idle_at`;
+        a probe that comes earlier waits for then). The instants are kept (:attr:`_chains`): a probe queued
+        meanwhile counts the probes taken ahead of their time in the queue's length, and :meth:`settle_skipped`
+        takes back the round trips that the run's end would have cut off."""
+        skip = self._skip
+        job, s, g, t0, _ = q[0]
+        if not skip[s](job, w, g):
+            q.popleft()
+            r = self._routes.get(self._req_keys[s])
+            if r:  # _send_request's routed event, inlined
+                append, handler, d, nxt, cell, _ = r
+                cell[0] += 1
+                append((now + d, nxt(), handler, (job, w, g, now - t0, None)))
+            else:
+                self._send_request(s, job, w, g, now - t0, now)
+            return
+        dq = self._dq
+        dg = self._dg
+        x = now
+        n = 0
+        pops: list[float] = []
+        while True:
+            q.popleft()
+            n += 1
+            x = (x + dq) + dg  # the request's arrival, then the no-op's
+            if not q:
+                break
+            pops.append(x)
+            job, s, g, t0, _ = q[0]
+            if not skip[s](job, w, g):
+                break
+        self._n_req[0] += n
+        self._n_grant[0] += n
+        self._chains[w] = (now, n, pops)
+        if len(pops) > self._longest_skip:
+            self._longest_skip = len(pops)
+        if not q:
+            self._idle_at[w] = x
+            return
+        q.popleft()
+        r = self._routes.get(self._req_keys[s]) or self.port.route(self.schedulers[s], "on_message_request", Request)
+        if not r:  # (not on the common path) the worker reaches it then, by a timer
+            q.appendleft((job, s, g, t0, None))
+            pops.pop()
+            heapq.heappush(self._heap, (x, self._next(), self._wake, w))
+            return
+        _, handler, d, nxt, cell, _ = r
+        cell[0] += 1
+        heapq.heappush(self._heap, (x + d, nxt(), handler, (job, w, g, x - t0, None)))
+
+    def settle_skipped(self, end: float) -> tuple[int, int]:
+        """At the run's end (``end``: the instant of its last event), take back the round trips of skipped no-ops
+        (:meth:`_serve`) that would not have happened by then: requests not yet sent are uncounted from the
+        ``Request`` messages, requests not yet answered from the ``Grant`` messages. Returns (requests not sent,
+        requests not answered): the schedulers' counts of requests and no-ops are that much too high. Once only."""
+        if self._settled is not None:
+            return self._settled
+        unsent = unanswered = 0
+        dq = self._dq
+        for x0, n, pops in self._chains.values():
+            if (pops[-1] if pops else x0) + dq < end:
+                continue
+            # a request arriving at the very instant of the end comes after it: the last Done left before it did
+            sends = [x0, *pops]
+            unsent += sum(1 for x in sends if x > end)
+            unanswered += sum(1 for x in sends[:n] if x + dq >= end)
+        if unsent or unanswered:
+            self._n_req[0] -= unsent
+            self._n_grant[0] -= unanswered
+        self._settled = (unsent, unanswered)
+        return self._settled
+
+    def _wake(self, w: int, now: float) -> None:
+        """Worker ``w`` reaches its queue when its last skipped no-op would have arrived (:meth:`_serve`)."""
+        q = self.queues[w]
+        if q:
+            self._serve(w, q, now)
         else:
             self.slot_free[w] = True
 

@@ -306,6 +306,43 @@ class SparrowScheduler(Component):
         )
         self.port.send(self.monitors, reply)
 
+    def grant_delay(self) -> float | None:
+        """Simulator-only: the delay of this scheduler's direct answers to the node monitors (:attr:`direct`, routed
+        by SimPort.route), or None when its answers are sent as messages."""
+        if not self.direct:
+            return None
+        r = self.port.route(self.monitors, "on_message_grant", Grant)
+        return r[2] if r else None
+
+    def skip_noop(self, job_id: int, worker: int, group: int) -> bool:
+        """Simulator-only (the node monitors' common path): whether a request for a probe of ``group`` on ``worker``
+        can only be answered with a no-op — the job has no task left that fits the worker. A job's tasks are only
+        ever taken, so the answer is the same whenever the request arrives. If so, the request is accounted here as
+        answered (one request, one no-op, one probe fewer out), as :meth:`on_message_request` would, and True is
+        returned; otherwise nothing changes."""
+        job = self.jobs[job_id]
+        if job.remaining:
+            if job.stacks[group]:
+                return False
+            om = job.open_masks
+            if om is not None:
+                if (_first_open_fit or _load_kernel())(om, self._nwm[worker]) >= 0:
+                    return False
+            elif job.nonempty is not None:
+                if job.gdem is not None:
+                    return False  # resource mode: never asked (the common path is slot mode)
+                wm = self._wm[worker]
+                gml = job.gmask_list
+                for j, st in enumerate(job.stacks):
+                    if st and not (gml[j] & ~wm):
+                        return False
+        self.requests += 1
+        self.noops += 1
+        job.probes_out -= 1
+        if job.probes_out <= 0:
+            self._done_probes(job_id, job, 0)
+        return True
+
     def _next_index(self, job: _Job, w: int, g: int) -> int:
         """Local index of the task a probe of group ``g`` on worker ``w`` gets, or -1 (job has remaining tasks)."""
         st = job.stacks[g]
