@@ -131,7 +131,7 @@ def test_kill_goes_to_the_host_running_the_task():
     lm.on_message(HostBeat("a", 1, 0, list(range(8)), [], 0.2), 0.0)
     lm.on_message(LaunchRequest(0, 1, [10], [3], [5.0], [0]), 0.1)
     port.take()
-    lm._to_pool(Kill([10], lm.address))
+    lm.to_workers(Kill([10], lm.address), 0.2)
     assert port.take(HostKill) == [(host_address(lay, "a"), HostKill("a", 1, [10], lm.address))]
 
 

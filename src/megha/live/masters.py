@@ -1,5 +1,9 @@
 """The simulator's GM and LM, with the few additions a real deployment needs (still sans-I/O).
 
+Both are built on the masters' documented hooks (docs/extending.md: ``handle``, ``admit``, ``hold_launches``,
+``requeue`` on the GM; ``to_workers``, ``place_task``, ``remove_task``, ``worker_changed`` on the LM), never on their
+private members (tests/test_megha_hooks.py).
+
 :class:`LiveGlobalMaster` is :class:`~megha.schedulers.megha.gm.GlobalMaster` that
 
 * always starts with an empty view and rebuilds it from full LM snapshots (``fresh_view=False``), asking
@@ -62,7 +66,6 @@ from megha.schedulers.megha.messages import (
 if TYPE_CHECKING:
     from megha.metrics.recorder import Recorder
     from megha.schedulers.megha.fairness import FairShare
-    from megha.sim.component import Port
 
 log = logging.getLogger("megha.live.masters")
 
@@ -110,12 +113,12 @@ class LiveGlobalMaster(GlobalMaster):
         self.sync_period = sync_period
         self.synced: set[int] = set()
         self._entries: dict[int, tuple] = {}
-        self._handlers[Relaunch] = self._on_relaunch
-        self._handlers[StateDelta] = self._on_delta_live
-        self._handlers[TaskDone] = self._on_done_live
-        self._handlers[JobArrival] = self._on_job_live
-        self._handlers[JobBatch] = self._on_batch
-        self._deferring = False  # handling a JobBatch: one flush (launch requests) at its end
+        # the GM's hooks (docs/extending.md): handlers of the live messages, each wrapping the GM's own
+        self.handle(Relaunch, self._on_relaunch)
+        self._gm_on_delta = self.handle(StateDelta, self._on_delta_live)
+        self._gm_on_done = self.handle(TaskDone, self._on_done_live)
+        self._gm_on_job = self.handle(JobArrival, self._on_job_live)
+        self.handle(JobBatch, self._on_batch)
         self._have: dict[int, float] = {}  # task -> time received, until known done (a resubmission is dropped)
         self._held: dict[int, int] = {}  # task an LM told us it holds -> that LM (never placed by us)
         self._stash: list | None = []  # messages waiting until every LM answered the sync request
@@ -129,7 +132,7 @@ class LiveGlobalMaster(GlobalMaster):
         if key == "sync":
             missing = [lm for lm in range(self.layout.n_lms) if lm not in self.synced]
             for lm in missing:
-                self.port.send(self._lm_addr[lm], SyncRequest(self.g))
+                self.port.send(self.layout.lm_address(lm), SyncRequest(self.g))
             if missing:
                 self.port.set_timer(self.sync_period, "sync")
             return
@@ -163,13 +166,14 @@ class LiveGlobalMaster(GlobalMaster):
                 have.setdefault(t, now)
         self.counters["tasks_held_by_lms"] = len(held)
 
-    def _book(self, e: tuple, w: int) -> None:
+    def admit(self, e: tuple, w: int) -> bool:
+        """Remember the queue entry of each task placed (for a hand-back); drop a task an LM holds."""
         t = e[E_TASK]
         if t in self._held:  # an LM holds it: it runs (or will) there; never a second time
             self.counters["duplicate_tasks_dropped"] += 1
-            return
+            return False
         self._entries[t] = e
-        super()._book(e, w)
+        return True
 
     def _on_job_live(self, msg: JobArrival, now: float) -> None:
         have = self._have
@@ -192,7 +196,7 @@ class LiveGlobalMaster(GlobalMaster):
             )
             tasks = msg.tasks.tolist()
         have.update(dict.fromkeys(tasks, now))
-        self._on_job(msg, now)
+        self._gm_on_job(msg, now)
 
     def _on_batch(self, msg: JobBatch, now: float) -> None:
         """Every job of the batch, in order, as if each arrived alone; the launch requests of the whole batch
@@ -202,25 +206,17 @@ class LiveGlobalMaster(GlobalMaster):
             for j in jobs:
                 self._on_job_live(j, now)
             return
-        self._deferring = True
-        try:
+        with self.hold_launches(now):
             for j in jobs:
                 self._on_job_live(j, now)
-        finally:
-            self._deferring = False
-        self._flush(now)
-
-    def _flush(self, now: float) -> None:
-        if not self._deferring:
-            super()._flush(now)
 
     def _on_delta_live(self, msg: StateDelta, now: float) -> None:
         if msg.full:
             self.synced.add(msg.lm)
-        self._on_delta(msg, now)
+        self._gm_on_delta(msg, now)
 
     def _on_done_live(self, msg: TaskDone, now: float) -> None:
-        self._on_done(msg, now)
+        self._gm_on_done(msg, now)
         ent = self._entries
         have = self._have
         held = self._held
@@ -242,12 +238,9 @@ class LiveGlobalMaster(GlobalMaster):
                     continue
                 self._have[t] = now
                 e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], 0)
-            if self.fair is not None:
-                self._end_usage(t)
             entries.append(e)
         self.counters["tasks_handed_back"] += len(entries)
-        self._requeue(entries, True, now)
-        self._flush(now)
+        self.requeue(entries, True, now)
 
     def validate(self, msg: Any) -> None:
         """Reject messages that would corrupt the GM's state (raises ValueError)."""
@@ -360,9 +353,6 @@ class LiveLocalMaster(LocalMaster):
         self._missed: dict[str, dict[int, tuple]] = {}  # host -> task -> (consecutive beats without it, since)
         self._last_check = 0.0
 
-    def attach(self, port: Port) -> None:
-        super().attach(_PoolTap(self, port))
-
     def on_start(self, now: float) -> None:
         super().on_start(now)
         self._last_check = now
@@ -431,7 +421,7 @@ class LiveLocalMaster(LocalMaster):
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
         self.port.send(self.gm_addr[msg.gm], Holding(self.l, [tasks[i] for i in dup]))
         for i in dup:
-            self._changed(workers[i], -1, now)
+            self.worker_changed(workers[i], now)
         if len(dup) == len(tasks):
             self.processed[msg.gm] = msg.req
             return None
@@ -483,7 +473,8 @@ class LiveLocalMaster(LocalMaster):
         return type(msg)([tasks[i] for i in keep], [workers[i] for i in keep], dem)
 
     # --- the pool side: launches to hosts ------------------------------------------------------------------
-    def _to_pool(self, msg: Any) -> None:
+    def to_workers(self, msg: Launch | Kill, now: float) -> None:
+        """The LM's hook (docs/extending.md): launches and kills go to the hosts serving the workers."""
         if isinstance(msg, Launch):
             tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
             workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
@@ -526,7 +517,7 @@ class LiveLocalMaster(LocalMaster):
                     w = self.active[t][0]
                     self.parked.get(w, []).remove(t)
                     ws.append(w)
-                self.on_message(Killed(parked, ws, None), 0.0)
+                self.on_message(Killed(parked, ws, None), now)
         else:
             raise TypeError(f"{self.address}: unexpected pool message {type(msg).__name__}")
 
@@ -615,15 +606,11 @@ class LiveLocalMaster(LocalMaster):
 
     def _lose(self, lost: list[int], now: float, note: str) -> None:
         """Take runs that will not complete off the LM's books and queue the tasks for relaunch."""
-        masks = self._masks
+        masks = self.layout.worker_masks
         for t in lost:
             w, dur, d, _ = self.active.pop(t)
-            gm, user = self.cluster.remove(w, t, d)
-            if self.usage is not None:
-                self.usage[user] -= self._units(d)
-                self.user_tasks.get(user, {}).pop(t, None)
+            gm, user = self.remove_task(w, t, d, now)
             self.relaunch.append((t, gm, user, dur, d, int(masks[w])))
-            self._changed(w, -1, now)
         if lost and hasattr(self.rec, "lost"):
             self.rec.lost(lost, now, note)
 
@@ -646,7 +633,7 @@ class LiveLocalMaster(LocalMaster):
             c.free[i] = c.capacity[i] - sum((d for _, _, d in c.tasks_on[i].values()), np.zeros_like(c.free[i]))
         else:
             c.task[i] = -1
-        self._changed(w, -1, now)
+        self.worker_changed(w, now)
 
     def _host_down(self, name: str, now: float, reason: str, relaunch: bool = True) -> None:
         h = self.hosts[name]
@@ -659,7 +646,7 @@ class LiveLocalMaster(LocalMaster):
         for w in h[2]:
             if self.host_of[w - self.lo] == name and not self.down[w - self.lo]:
                 self._block(w)
-                self._changed(w, -1, now)
+                self.worker_changed(w, now)
         if lost:
             self._kill_on(name, list(lost))  # fence it if it is alive
             if relaunch:
@@ -669,7 +656,7 @@ class LiveLocalMaster(LocalMaster):
         """Relaunch lost tasks on suitable free workers; hand the rest back to their GMs."""
         c = self.cluster
         lo, hi = self.lo, self.hi
-        masks = self._masks[lo:hi]
+        masks = self.layout.worker_masks[lo:hi]
         up = ~self.down & np.array([h is not None and self.hosts[h][3] for h in self.host_of], dtype=bool)
         if self.resource_mode:
             free_any = up
@@ -686,26 +673,21 @@ class LiveLocalMaster(LocalMaster):
             if cand.size == 0:
                 back.setdefault(gm, []).append(item)
                 continue
-            pref = cand[self._part[cand + lo] == gm]
+            pref = cand[self.layout.part_of[cand + lo] == gm]
             i = int((pref if pref.size else cand)[0])
             w = i + lo
-            placed = c.try_place(w, t, d, gm, user)
+            placed = self.place_task(w, t, d, gm, user, now)
             assert placed
-            if self.resource_mode and self._part[w] != gm:
-                c.carve(w, t, gm, d)
             if not self.resource_mode:
                 free_any[i] = False
-            if self.usage is not None:
-                self.usage[user] += self._units(d)
-                self.user_tasks.setdefault(user, {})[t] = w
-            self._changed(w, -1, now)
             launches.append((t, w, dur, d))
         self.relaunch = deque()
         if launches:
             self.counters["tasks_relaunched"] += len(launches)
             dem = None if launches[0][3] is None else np.array([x[3] for x in launches])
-            self._to_pool(
-                Launch([x[0] for x in launches], [x[1] for x in launches], [x[2] for x in launches], self.address, dem)
+            self.to_workers(
+                Launch([x[0] for x in launches], [x[1] for x in launches], [x[2] for x in launches], self.address, dem),
+                now,
             )
         if not hand_back:
             for items in back.values():
@@ -770,25 +752,3 @@ class LiveLocalMaster(LocalMaster):
             "relaunch_pending": len(self.relaunch),
             "counters": {k: int(v) for k, v in self.counters.items()},
         }
-
-
-class _PoolTap:
-    """The LM's port, with messages for the LM's worker pool diverted to the LM's host dispatch."""
-
-    def __init__(self, lm: LiveLocalMaster, port: Port) -> None:
-        self.lm = lm
-        self.inner = port
-        self.rng = port.rng
-        self.pool = lm.pool
-
-    def send(self, dst: str, msg: Any) -> None:
-        if dst == self.pool:
-            self.lm._to_pool(msg)
-        else:
-            self.inner.send(dst, msg)
-
-    def set_timer(self, delay: float, key: Hashable) -> int:
-        return self.inner.set_timer(delay, key)
-
-    def cancel_timer(self, handle: int) -> None:
-        self.inner.cancel_timer(handle)

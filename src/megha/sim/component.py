@@ -95,6 +95,21 @@ class SimHooks(Protocol):
         """The event queue for timers with a handler of the component's own (see :class:`TimerQueue`); the same
         object for the whole run, so take it once (in ``attach`` or ``on_start``)."""
 
+    def route(self, dst: Address, name: str, cls: type) -> tuple | bool:
+        """A direct delivery to handler ``name`` of the component at ``dst`` for what would be a message of type
+        ``cls``: ``(append, handler, delay, next_seq, count_cell, add_comm_one)``, or False when the link cannot
+        take one (then :meth:`Port.send`). The component queues ``append((now + delay, next_seq(), handler,
+        payload))`` with a payload of the receiver's choosing, counts it with ``count_cell[0] += 1`` and, when
+        ``add_comm_one`` is not None, reports its one task's latency with ``add_comm_one(task, delay)``: exactly the
+        event ``send`` would have queued, without the message object. ``name`` starts with ``on_message`` and is a
+        public, documented handler of the receiver (Megha's ``on_message_launch``, ``on_message_done``,
+        ``on_message_delta``)."""
+
+    #: :meth:`route`'s answers by ``(dst, name)``: look a route up here on every use (``routes.get(key)``), call
+    #: :meth:`route` on a miss. The same dict for the whole run (keep it from ``attach``); the engine empties it
+    #: when a component is replaced, suspended or resumed.
+    routes: dict
+
 
 class Host(Protocol):
     """What a scheduler's builder and its fault models may ask of the simulator that runs its components.

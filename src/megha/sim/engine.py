@@ -80,8 +80,8 @@ def _msg_len(msg: Any) -> int:
 class SimPort:
     """The simulator's port for one component: the :class:`~megha.sim.component.Port` contract plus the
     simulator-only :class:`~megha.sim.component.SimHooks` (``set_timer_at``, ``count_message``,
-    ``message_counter``, ``timer_queue``) and :meth:`route`. Components use nothing else of it (its other
-    attributes are the engine's)."""
+    ``message_counter``, ``timer_queue``, :meth:`route` and its cache :attr:`routes`). Components use nothing else
+    of it (its other attributes are the engine's)."""
 
     __slots__ = (
         "_delays",
@@ -180,6 +180,11 @@ class SimPort:
             got = (self._lane_append, handler, d, self._next, info, comm)
         self._routes[key] = got
         return got
+
+    @property
+    def routes(self) -> dict[tuple[Address, str], tuple | bool]:
+        """The cache of :meth:`route`'s answers by ``(dst, name)`` (see :attr:`SimHooks.routes`). Simulator-only."""
+        return self._routes
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         if not delay >= 0:  # negative or NaN

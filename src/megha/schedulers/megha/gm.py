@@ -15,6 +15,9 @@ preempt tasks of the user with the largest share violation.
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +57,10 @@ from megha.schedulers.megha.state import _EPS, ResourceView, SlotView
 from megha.sim.component import Component
 
 _INF = np.iinfo(np.int64).max
+
+
+def _no_flush(now: float) -> None:
+    """The GM's ``_flush`` inside :meth:`GlobalMaster.hold_launches`."""
 
 
 class GlobalMaster(Component):
@@ -180,7 +187,11 @@ class GlobalMaster(Component):
                 self._pick_random = first_segment_pick
                 self._worker_at_bit = layout.idx.worker_at_bit.tolist()
         self._batch: list[list] = [[] for _ in range(layout.n_lms)]
-        self._book_inline = type(self)._book is GlobalMaster._book
+        # a subclass's admit hook: every booking goes through it (and the inlined bookings are off)
+        self._admits = type(self).admit is not GlobalMaster.admit
+        if self._admits:
+            self._book = self._book_admitted
+        self._book_inline = not self._admits
         self._dirty: list[int] = []
         self.req_seq = 0
         self.unacked: dict[int, tuple] = {}  # request id -> (lm, workers, demands, entries, rejected ids)
@@ -207,7 +218,7 @@ class GlobalMaster(Component):
             and self._single
             and not self.scan
             and handoff_after is None
-            and type(self)._book is GlobalMaster._book  # the lean offer books inline
+            and not self._admits  # the lean offer books inline
         )
         self._done_inline = self._lean and not full_pull  # on_message_done's inline path (unless a step is open)
         if self._lean:
@@ -237,7 +248,7 @@ class GlobalMaster(Component):
         super().attach(port)
         self.rnd = FastRandom(port.rng)
         # the simulator's direct deliveries (SimPort.route): one-mapping launch requests to the LMs' own handler
-        self._routes = getattr(port, "_routes", None)
+        self._routes = getattr(port, "routes", None)
         self._route = getattr(port, "route", None)
 
     def on_start(self, now: float) -> None:
@@ -250,6 +261,62 @@ class GlobalMaster(Component):
         if h is None:
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
         h(msg, now)
+
+    # --- extension hooks (docs/extending.md): what a subclass (the live runtime's GM) builds on ----------------
+    def handle(self, cls: type, handler: Callable[[Any, float], None]) -> Callable[[Any, float], None] | None:
+        """Make ``handler(msg, now)`` this GM's handler of messages of type ``cls`` and return the handler it
+        replaces (None for a new type), which the new one may call to keep the GM's own behaviour.
+
+        Call it from a subclass's ``__init__`` after ``super().__init__()``. The handler runs for every message of
+        that type (:meth:`on_message` looks it up by exact type); it may use the other hooks and the GM's public
+        state. The handlers the simulator delivers to directly (:meth:`on_message_done`, :meth:`on_message_delta`)
+        fall back to the registered handler outside the lean configuration, which a subclass that overrides
+        :meth:`admit` is never in."""
+        prev = self._handlers.get(cls)
+        self._handlers[cls] = handler
+        return prev
+
+    def admit(self, e: tuple, w: int) -> bool:
+        """Hook: the GM is about to book worker ``w`` for queue entry ``e`` (``(task, duration, mask, demand,
+        user, job)``, see :mod:`.fairness`); True books it, False drops the task (neither booked nor queued: the
+        subclass answers for it, e.g. the live GM drops a task an LM already runs).
+
+        Called once per placement, only when a subclass overrides it (the default is never called). It may record
+        ``e``; it must not send messages, set timers or place tasks. Overriding it turns the GM's inlined booking
+        paths off (the lean configuration): a cost of about one Python call per placement."""
+        return True
+
+    def _book_admitted(self, e: tuple, w: int) -> None:
+        """:meth:`_book` behind :meth:`admit` (this GM's ``_book`` when a subclass overrides :meth:`admit`)."""
+        if self.admit(e, w):
+            GlobalMaster._book(self, e, w)
+
+    @contextmanager
+    def hold_launches(self, now: float) -> Iterator[None]:
+        """Within this block the launch requests booked by the GM's steps are not sent at the end of each step but
+        all at the block's end (one request per LM, at most ``batch_size`` mappings each), at time ``now``.
+
+        For a caller that hands the GM several inputs at once (the live GM's batch of jobs). A block inside a block
+        sends at the outer block's end. Leaving it by an exception sends nothing."""
+        if "_flush" in self.__dict__:  # already held
+            yield
+            return
+        self._flush = _no_flush  # the steps' sends wait (an instance attribute: nothing to test when not held)
+        try:
+            yield
+        finally:
+            del self._flush
+        self._flush(now)
+
+    def requeue(self, entries: list[tuple], front: bool, now: float) -> None:
+        """Tasks this GM placed come back to it (an LM handed them back): their fairness usage ends, each is placed
+        again if the view allows, else queued (at the head if ``front``, else at the tail), and the launch requests
+        leave at once. ``entries`` are queue entries (see :meth:`admit`)."""
+        if self.fair is not None:
+            for e in entries:
+                self._end_usage(e[E_TASK])
+        self._requeue(entries, front, now)
+        self._flush(now)
 
     # --- placement ----------------------------------------------------------------------------------------
     def _place(self, e: tuple, now: float) -> bool:

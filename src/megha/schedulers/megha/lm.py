@@ -17,6 +17,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +50,13 @@ class LocalMaster(Component):
     """Megha LM ``l`` for the contiguous worker range ``layout.lm_lo[l]:layout.lm_hi[l]``."""
 
     kind = "lm"
-    # the simulator's direct deliveries to the GMs' own handlers (SimPort.route; set by SimLocalMaster)
+    #: Hook: whether this LM delivers its heartbeat updates to the GMs' own handler (``on_message_delta``) when
+    #: its port offers :meth:`SimHooks.route <megha.sim.component.SimHooks.route>` (the simulator's in-process
+    #: LM, :class:`.simlm.SimLocalMaster`, does). The same events as the messages; off by default.
+    direct_updates: bool = False
+    # the port's direct deliveries (SimHooks.routes / route), when direct_updates
     _routes: dict | None = None
+    _route: Callable | None = None
 
     def __init__(
         self,
@@ -123,11 +130,71 @@ class LocalMaster(Component):
         self.port.set_timer(self._phase + k * h - now, "heartbeat")
         self._armed = True
 
+    def attach(self, port) -> None:
+        super().attach(port)
+        if self.direct_updates:
+            self._routes = getattr(port, "routes", None)
+            self._route = getattr(port, "route", None)
+
     def on_message(self, msg, now: float) -> None:
         h = self._handlers.get(type(msg))
         if h is None:
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
         h(msg, now)
+
+    # --- extension hooks (docs/extending.md): what the simulator's and the live runtime's LMs build on ---------
+    def handle(self, cls: type, handler: Callable[[Any, float], None]) -> Callable[[Any, float], None] | None:
+        """Make ``handler(msg, now)`` this LM's handler of messages of type ``cls`` and return the handler it
+        replaces (None for a new type), which the new one may call to keep the LM's own behaviour. Call it from a
+        subclass's ``__init__`` after ``super().__init__()``; :meth:`on_message` looks handlers up by exact type."""
+        prev = self._handlers.get(cls)
+        self._handlers[cls] = handler
+        return prev
+
+    def start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], dem, now: float) -> None:
+        """Hook: tasks this LM accepted start on its workers (lists of equal length; ``dem`` the demand rows in
+        resource mode, else None). Called once per accepted launch request, on the hot path of every task.
+
+        The default hands a :class:`Launch` to :meth:`to_workers`. The simulator's in-process LM starts them
+        itself; an override must make each task end with a :class:`Finished` (or a call of the LM's own
+        completion path) and must not change the LM's cluster state, which is already updated."""
+        self.to_workers(Launch(tasks, workers, durs, self.address, dem), now)
+
+    def to_workers(self, msg: Launch | Kill, now: float) -> None:
+        """Hook: hand a launch or a kill to this LM's workers. The default sends it to the worker pool's address
+        (the simulator's :class:`~megha.schedulers.common.workers.WorkerPool`); the live LM splits it by worker
+        host. The workers answer with :class:`Finished` / :class:`Killed`, which reach :meth:`on_message`."""
+        self.port.send(self.pool, msg)
+
+    def place_task(self, w: int, task: int, demand: Any, gm: int, user: int, now: float) -> bool:
+        """Put ``task`` of GM ``gm`` (and ``user``) on worker ``w`` in this LM's state, outside any GM's request (the
+        live LM relaunching a dead host's task): False when it does not fit. Every GM, ``gm`` included, hears of the
+        change in the next update. The caller then starts it (:meth:`start_tasks` or its own dispatch)."""
+        if not self.cluster.try_place(w, task, demand, gm, user):
+            return False
+        if self.resource_mode and self._part[w] != gm:
+            self.cluster.carve(w, task, gm, demand)
+        if self.usage is not None:
+            self.usage[user] += self._units(demand)
+            self.user_tasks.setdefault(user, {})[task] = w
+        self._changed(w, -1, now)
+        return True
+
+    def remove_task(self, w: int, task: int, demand: Any, now: float) -> tuple[int, int]:
+        """Take ``task`` (on worker ``w``) off this LM's state without a report from its worker (the live LM
+        losing a dead host's runs); returns the task's ``(gm, user)``. Every GM, the owner included, hears of the
+        change in the next update."""
+        gm, user = self.cluster.remove(w, task, demand)
+        if self.usage is not None:
+            self.usage[user] -= self._units(demand)
+            self.user_tasks.get(user, {}).pop(task, None)
+        self._changed(w, -1, now)
+        return gm, user
+
+    def worker_changed(self, w: int, now: float) -> None:
+        """Worker ``w``'s state changed outside the LM's own steps (a subclass marked it down or up in
+        :attr:`cluster`): every GM hears of it in the next update."""
+        self._changed(w, -1, now)
 
     # --- bookkeeping helpers -----------------------------------------------------------------------------
     def _changed(self, w: int, by_gm: int, now: float) -> None:
@@ -175,14 +242,6 @@ class LocalMaster(Component):
 
     def _usage_copy(self) -> np.ndarray | None:
         return None if self.usage is None else self.usage.copy()
-
-    def _start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], dem, now: float) -> None:
-        """Launch accepted mappings on this LM's workers."""
-        self._to_workers(Launch(tasks, workers, durs, self.address, dem), now)
-
-    def _to_workers(self, msg: Launch | Kill, now: float) -> None:
-        """Hand a launch or a kill to this LM's workers (a message to the worker pool)."""
-        self.port.send(self.pool, msg)
 
     # --- handlers ------------------------------------------------------------------------------------------
     def _on_request(self, msg: LaunchRequest, now: float) -> None:
@@ -254,7 +313,7 @@ class LocalMaster(Component):
                 lw = [workers[i] for i in acc]
                 ld = [durs[i] for i in acc]
                 ldem = None if dem is None else dem[np.array(acc, dtype=np.int64)]
-            self._start_tasks(lt, lw, ld, ldem, now)
+            self.start_tasks(lt, lw, ld, ldem, now)
         self.processed[gm] = msg.req
         if rej_t:
             self.counters["inconsistencies"] += len(rej_t)
@@ -376,7 +435,7 @@ class LocalMaster(Component):
         if started:
             ts = [x[0] for x in started]
             self.rec.decided(ts, now)
-            self._start_tasks(ts, [x[1] for x in started], [x[2] for x in started], None, now)
+            self.start_tasks(ts, [x[1] for x in started], [x[2] for x in started], None, now)
 
     def _serve_waiting(self, workers: list[int], now: float) -> set[int]:
         """Freed workers go to the oldest handed-over tasks they suit; returns the workers so reused."""
@@ -545,7 +604,7 @@ class LocalMaster(Component):
             self.usage[user] -= self._units(d)
             self.user_tasks.get(user, {}).pop(t, None)
         self.counters["preemptions"] += len(victims)
-        self._to_workers(Kill(np.array(victims, dtype=np.int64), self.address), now)
+        self.to_workers(Kill(np.array(victims, dtype=np.int64), self.address), now)
         placed = self.cluster.try_place(w, task, demand, msg.gm, msg.user)
         assert placed, "preemption freed too little"
         if self._part[w] != msg.gm:
@@ -556,7 +615,7 @@ class LocalMaster(Component):
         self.usage[msg.user] += self._units(demand)
         self.user_tasks.setdefault(msg.user, {})[task] = w
         dem = None if demand is None else np.asarray(demand, dtype=np.float64)[None, :]
-        self._to_workers(
+        self.to_workers(
             Launch(
                 np.array([task], dtype=np.int64),
                 np.array([w], dtype=np.int64),

@@ -53,7 +53,14 @@ class InProcessWorkers(Component):
 
 
 class SimLocalMaster(LocalMaster):
-    """:class:`LocalMaster` with its workers in-process (simulator only; needs ``port.set_timer_at``)."""
+    """:class:`LocalMaster` with its workers in-process (simulator only; uses the port's
+    :class:`~megha.sim.component.SimHooks` when it has them).
+
+    Built on the LM's hooks (docs/extending.md): :meth:`start_tasks` and :meth:`to_workers` run the workers'
+    side here, :attr:`direct_updates` and :meth:`handle` (a lean handler of one-mapping launch requests); the rest
+    of it reads the LM's state to inline the LM's own steps on the hot path (same package, same decisions)."""
+
+    direct_updates = True
 
     def __init__(
         self,
@@ -86,17 +93,13 @@ class SimLocalMaster(LocalMaster):
         # slot mode without fairness: a launch request of one mapping, and the end of one task, take a path of
         # their own (the usual case of a busy datacenter; the same steps as the general code, inlined)
         self._one = not self.resource_mode and fair is None
-        if self._one:
-            self._handlers[LaunchRequest] = self._on_request_one
+        self._on_request_any = self.handle(LaunchRequest, self._on_request_one) if self._one else None
         # the simulator's recorder: the hot paths append to its lists themselves (TaskRecorder.inline_logs)
         self._logs = recorder.inline_logs() if type(recorder) is TaskRecorder else None
 
     def attach(self, port) -> None:
-        super().attach(port)
+        super().attach(port)  # direct_updates: self._routes and self._route are the port's (SimHooks.route)
         self._heap, self._next = timer_queue_of(port)
-        # direct deliveries of one-task TaskDone to the GMs' own handler (SimPort.route)
-        self._routes = getattr(port, "_routes", None)
-        self._route = getattr(port, "route", None)
         self._done_keys = [(a, "on_message_done") for a in self.gm_addr]  # SimPort.route's cache keys
         self._delta_keys = [(a, "on_message_delta") for a in self.gm_addr]
         # a one-mapping launch request takes on_message_launch's inline path (else the message's)
@@ -104,16 +107,17 @@ class SimLocalMaster(LocalMaster):
         self._end_timer = self._on_end  # the engine's handler of this LM's task-end timers (bound once)
 
     # --- the worker side, in-process ------------------------------------------------------------------------
-    def _to_workers(self, msg: Launch | Kill, now: float) -> None:
+    def to_workers(self, msg: Launch | Kill, now: float) -> None:
+        """The workers' side of a launch (:meth:`start_tasks`) or a kill, in-process."""
         if type(msg) is Launch:
-            self._start_tasks(_as_list(msg.tasks), _as_list(msg.workers), _as_list(msg.durations), msg.demands, now)
+            self.start_tasks(_as_list(msg.tasks), _as_list(msg.workers), _as_list(msg.durations), msg.demands, now)
         else:
             self._kill(msg, now)
 
     def _over(self, w: int, now: float, what: str) -> None:
         raise SimulationError(f"{self.pool}: worker {w} over-committed at t={now:.6f}: {what}")
 
-    def _start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], demands, now: float) -> None:
+    def start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], demands, now: float) -> None:
         """What the pool does when the ``Launch`` arrives, one launch delay from now; task ends are grouped by
         instant (one timer each, at the instant the pool's ``Finished`` would reach this LM)."""
         port = self.port
@@ -181,13 +185,13 @@ class SimLocalMaster(LocalMaster):
 
     def _on_request_one(self, msg: LaunchRequest, now: float) -> None:
         """:meth:`LocalMaster._on_request` for a request of one mapping that is accepted (slot mode, no fairness),
-        with :meth:`_start_tasks` inlined; anything else takes the general path."""
+        with :meth:`start_tasks` inlined; anything else takes the general path."""
         tasks = msg.tasks
         if type(tasks) is not list or len(tasks) != 1 or self.reply_always or self._heap is None:
-            return LocalMaster._on_request(self, msg, now)
+            return self._on_request_any(msg, now)
         w = msg.workers[0]
         if self.cluster.task[w - self.lo] >= 0:  # rejected: the general path answers
-            return LocalMaster._on_request(self, msg, now)
+            return self._on_request_any(msg, now)
         self.on_message_launch((msg.gm, msg.req, tasks[0], w, msg.durations[0], msg.users[0]), now)
 
     def on_message_launch(self, p: tuple, now: float) -> None:
@@ -211,7 +215,7 @@ class SimLocalMaster(LocalMaster):
         ch[w] = (seq, gm)
         if not self._armed:
             self._arm(now)
-        # _start_tasks for one task
+        # start_tasks for one task
         c = self._n_launch
         if c is None:
             c = self._n_launch = self.port.message_counter(Launch)
