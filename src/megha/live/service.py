@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import sys
+import time
 
 from megha.live import wire
 from megha.live.config import LiveConfig, load_config
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     if prof_dir:
         import cProfile
 
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.process_time)  # CPU time: on a shared machine wall time mostly measures waiting
         prof.enable()
     try:
         code = asyncio.run(serve(cfg, a.kind, a.index, a.role, a.metrics_port))

@@ -8,7 +8,9 @@ declared dead and the task runs elsewhere) is never reported, and a host killed 
 loses no event. How a
 task runs is set per run by the client's :class:`~megha.live.messages.RunSpec`:
 
-* ``sleep`` — hold the worker for the task's duration (an event-loop timer; thousands of tasks are cheap);
+* ``sleep`` — hold the worker for the task's duration (the host keeps one heap of end times and one event-loop
+  timer for the earliest: no timer object per task; tasks that end within ``SLEEP_GRAIN`` of each other end
+  together, at the latest one's end, never before their own);
 * ``cpu`` — a subprocess that burns one CPU for the task's duration;
 * ``command`` — a subprocess running the run's command line (``{task}``, ``{job}``, ``{duration}``,
   ``{worker}`` are substituted; no shell) when the deployment allows its executable
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import os
 import shlex
@@ -56,6 +59,8 @@ TASK_KINDS = ("sleep", "cpu", "command")
 COMPLETION_WINDOW = 0.005  # s: completions within this window reach their LM as one Finished message (the
 # completion path only: placement latency is not affected; at 1,000 tasks/s it saves one broker message per task on
 # the host -> LM and LM -> GM hops)
+
+SLEEP_GRAIN = 0.001  # s: sleep tasks ending this close together end in one timer callback (none ends early)
 
 _CPU = "import time,sys\nend=time.perf_counter()+float(sys.argv[1])\nwhile time.perf_counter()<end: pass\n"
 
@@ -104,6 +109,12 @@ class WorkerHost(Component):
         self.counters: Counter = Counter()
         self._out: dict[str, list[list]] = {}  # reply -> [tasks, workers, demands]
         self._flush_armed = False
+        # sleep tasks: heap of (end on the loop's clock, token, task); a task's entry counts while running[t][3] is its
+        # token (a killed or relaunched task leaves a stale entry, skipped when it comes due)
+        self._ends: list[tuple[float, int, int]] = []
+        self._end_timer: asyncio.TimerHandle | None = None
+        self._end_at = float("inf")
+        self._token = 0
         self.closing = False
         self.flush_events = None  # set by the runtime: its (coalescing) event sender
 
@@ -132,7 +143,7 @@ class WorkerHost(Component):
             n,
         )
         for r in self.running.values():
-            r[3].cancel()
+            _stop(r[3])
         self.running.clear()
         self.slot.clear()
         if self.used is not None:
@@ -233,7 +244,12 @@ class WorkerHost(Component):
         spec = self._spec(t)
         loop = asyncio.get_running_loop()
         if spec.kind == "sleep":
-            return loop.call_later(dur, self._complete, t, 0, "")
+            self._token += 1
+            end = loop.time() + dur
+            heapq.heappush(self._ends, (end, self._token, t))
+            if end < self._end_at:
+                self._arm_ends(loop, end)
+            return self._token
         if spec.kind == "cpu":
             argv = [sys.executable, "-c", _CPU, repr(dur)]
         else:
@@ -256,6 +272,31 @@ class WorkerHost(Component):
                     self._complete, t, 126, f"command {argv[0]!r} not allowed (workers.allowed_commands)"
                 )
         return asyncio.ensure_future(self._run_proc(t, argv, spec.cwd or None))
+
+    def _arm_ends(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        if self._end_timer is not None:
+            self._end_timer.cancel()
+        self._end_at = at
+        self._end_timer = loop.call_at(at, self._ends_due)
+
+    def _ends_due(self) -> None:
+        """Complete every sleep task whose end has come (one callback for all of them)."""
+        self._end_timer = None
+        self._end_at = float("inf")
+        ends = self._ends
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        running = self.running
+        done = []
+        while ends and ends[0][0] <= now:
+            _, tok, t = heapq.heappop(ends)
+            r = running.get(t)
+            if r is not None and r[3] == tok:
+                done.append(t)
+        if done:
+            self._complete_many(done)
+        if ends:
+            self._arm_ends(loop, max(ends[0][0], now + SLEEP_GRAIN))
 
     def command_allowed(self, exe: str) -> bool:
         """An executable is allowed when the deployment lists its name (as given) or its absolute path."""
@@ -307,6 +348,29 @@ class WorkerHost(Component):
         else:
             self.used[w] -= d
         return r
+
+    def _complete_many(self, ts: list[int]) -> None:
+        """Sleep tasks ``ts`` ended (exit code 0): as :meth:`_complete` for each."""
+        if self.closing:
+            return
+        n = 0
+        release = self._release
+        out = self._out
+        for t in ts:
+            r = release(t)
+            if r is None:
+                continue
+            n += 1
+            o = out.get(r[1])
+            if o is None:
+                o = out[r[1]] = [[], [], []]
+            o[0].append(t)
+            o[1].append(r[0])
+            o[2].append(r[2])
+        self.counters["tasks_finished"] += n
+        if n and not self._flush_armed:
+            self._flush_armed = True
+            asyncio.get_running_loop().call_later(COMPLETION_WINDOW, self._flush)
 
     def _complete(self, t: int, code: int, note: str) -> None:
         r = self._release(t)
@@ -363,8 +427,7 @@ class WorkerHost(Component):
             r = self._release(t)
             if r is None:
                 continue
-            h = r[3]
-            h.cancel()
+            _stop(r[3])
             ts.append(t)
             ws.append(r[0])
             ds.append(r[2])
@@ -375,8 +438,12 @@ class WorkerHost(Component):
         """Stop every running task (the process is going away)."""
         self.closing = True
         for r in self.running.values():
-            r[3].cancel()
+            _stop(r[3])
         self.running.clear()
+        if self._end_timer is not None:
+            self._end_timer.cancel()
+            self._end_timer = None
+        self._ends.clear()
 
     def status_info(self) -> dict:
         return {
@@ -385,3 +452,10 @@ class WorkerHost(Component):
             "runs": sorted(self.specs)[-20:],
             "counters": {k: int(v) for k, v in self.counters.items()},
         }
+
+
+def _stop(h: asyncio.Handle | asyncio.Future | int) -> None:
+    """Stop a task's run: a subprocess's future or a handle is cancelled; a sleep task's heap entry (an int token) goes
+    stale once the task is no longer in ``running``."""
+    if not isinstance(h, int):
+        h.cancel()
