@@ -55,6 +55,12 @@ log = logging.getLogger("megha.live.client")
 
 _MASK = (1 << RUN_SHIFT) - 1
 MAX_BATCH_JOBS = 256  # jobs per JobBatch message (a burst due at once is split)
+# Above SUBMIT_WINDOW_RATE jobs per second (the workload's own arrival rate over the last 0.1 s), the client submits
+# at most once per window, which grows linearly to SUBMIT_WINDOW_MAX at twice that rate: at high rates the jobs of
+# a window travel as one JobBatch per GM (fewer messages and wake-ups on every hop, each job waits up to one window);
+# below it every job leaves when it is due, so latency at moderate rates is unchanged
+SUBMIT_WINDOW_RATE = 2000.0
+SUBMIT_WINDOW_MAX = 0.002  # s
 STALE_START_GRACE = 15.0  # s: a task lost once, started again and silent this long past its duration is resubmitted
 
 
@@ -385,6 +391,7 @@ class LiveClient:
         submitted = np.zeros(w.n_tasks, dtype=bool)
         submitted_at = np.full(w.n_jobs, np.nan)
         order = np.argsort(w.job_arrival, kind="stable")
+        arrival = w.job_arrival[order]  # sorted
         n_feasible = int(feasible.sum())
         wall0 = time.perf_counter()
         t0 = time.time() + 0.02
@@ -401,6 +408,10 @@ class LiveClient:
         while True:
             now = time.time()
             # submit every job that is due (those for one GM in one message)
+            hi = int(np.searchsorted(arrival, now - t0, side="right")) if pos < order.size else pos
+            if hi - pos > 1:
+                self._submit_due(order[pos:hi], job_gm, dead, feasible, submitted, submitted_at, w, base, t0)
+                pos = hi
             due: dict[int, list[tuple[int, np.ndarray]]] = {}
             while pos < order.size and t0 + w.job_arrival[order[pos]] <= now:
                 j = int(order[pos])
@@ -425,7 +436,11 @@ class LiveClient:
                 self._submit_many(jobs, g, w, base)
             if pos < order.size:
                 nxt = t0 + w.job_arrival[order[pos]]
-                await asyncio.sleep(min(max(0.0, nxt - time.time()), 0.05))
+                wait = max(0.0, nxt - time.time())
+                if wait < SUBMIT_WINDOW_MAX:
+                    recent = pos - int(np.searchsorted(arrival, now - t0 - 0.1, side="right"))
+                    wait = max(wait, submit_window(recent / 0.1))
+                await asyncio.sleep(min(wait, 0.05))
             else:
                 await asyncio.sleep(0.02)
             if progress is not None:
@@ -534,6 +549,80 @@ class LiveClient:
             dict(self.failures),
             dict(self.outputs),
         )
+
+    def _submit_due(
+        self,
+        js: np.ndarray,
+        job_gm: np.ndarray,
+        dead: set[int],
+        feasible: np.ndarray,
+        submitted: np.ndarray,
+        submitted_at: np.ndarray,
+        w: Workload,
+        base: int,
+        t0: float,
+    ) -> None:
+        """Submit the jobs ``js`` (due now, in arrival order) at once: per GM one :class:`JobBatch` of at most
+        ``MAX_BATCH_JOBS`` jobs (the tasks of each job that fit the datacenter; a job with none is not sent), as the
+        per-job loop does, with array operations."""
+        gs = job_gm[js]
+        if dead:
+            alive = [x for x in range(self.layout.n_gms) if x not in dead]
+            gone = np.isin(gs, list(dead))
+            if gone.any() and alive:
+                gs[gone] = np.asarray(alive, dtype=gs.dtype)[js[gone] % len(alive)]
+                job_gm[js] = gs
+        submitted_at[js] = time.time() - t0
+        num = w.job_num_tasks[js]
+        first = w.job_first_task[js]
+        if (num == 1).all():
+            idx = first.astype(np.int64)
+            ok = feasible[idx]
+            size = ok.astype(np.int64)
+        else:
+            ends = np.cumsum(num)
+            idx = (np.repeat(first - (ends - num), num) + np.arange(int(ends[-1]) if ends.size else 0)).astype(np.int64)
+            ok = feasible[idx]
+            size = np.zeros(js.size, dtype=np.int64)
+            np.add.at(size, np.repeat(np.arange(js.size), num), ok)
+        idx = idx[ok]
+        submitted[idx] = True
+        task_gm = np.repeat(gs, size)
+        keep = size > 0
+        for g in np.unique(gs[keep]).tolist():
+            jm = keep & (gs == g)
+            jg, sg, ig = js[jm], size[jm], idx[task_gm == g]
+            k = 0
+            for lo in range(0, jg.size, MAX_BATCH_JOBS):
+                n = int(sg[lo : lo + MAX_BATCH_JOBS].sum())
+                self._submit_arrays(
+                    jg[lo : lo + MAX_BATCH_JOBS], sg[lo : lo + MAX_BATCH_JOBS], ig[k : k + n], g, w, base
+                )
+                k += n
+
+    def _submit_arrays(
+        self, js: np.ndarray, sizes: np.ndarray, idx: np.ndarray, g: int, w: Workload, base: int
+    ) -> None:
+        """Jobs ``js`` with ``sizes[i]`` of their tasks ``idx`` (in job order) to GM ``g``: one :class:`JobArrival` for
+        a single job, else one :class:`JobBatch`."""
+        if js.size == 1:
+            self._submit(int(js[0]), idx, g, w, base)
+            return
+        msg = JobBatch(
+            jobs=(self.run_id << 24) + js.astype(np.int64),
+            sizes=sizes.astype(np.int64),
+            tasks=idx + base,
+            durations=w.task_duration[idx],
+            masks=w.masks[idx],
+            demands=None if w.task_demand is None else w.task_demand[idx],
+            users=np.zeros(js.size, dtype=np.int64) if w.job_user is None else w.job_user[js].astype(np.int64),
+            mean_durations=w.job_mean_duration[js].astype(np.float64),
+            priorities=np.zeros(js.size, dtype=np.int64)
+            if w.job_priority is None
+            else w.job_priority[js].astype(np.int64),
+        )
+        self.counters["job_batches"] += 1
+        self.send(self.layout.gm_address(g), msg)
 
     def _submit_many(self, jobs: list[tuple[int, np.ndarray]], g: int, w: Workload, base: int) -> None:
         """Submit jobs to GM ``g``: one :class:`JobArrival` for a single job, else one :class:`JobBatch`."""
@@ -702,3 +791,11 @@ def to_run_result(run: LiveRun, cfg: LiveConfig, dc: Datacenter, trace: str) -> 
         unfinished_reason=reason,
         extras={"outputs": run.outputs},
     )
+
+
+def submit_window(rate: float) -> float:
+    """Seconds the client waits at least between two submissions when jobs arrive at ``rate`` per second (see
+    ``SUBMIT_WINDOW_RATE``)."""
+    if rate <= SUBMIT_WINDOW_RATE:
+        return 0.0
+    return SUBMIT_WINDOW_MAX * min(1.0, (rate - SUBMIT_WINDOW_RATE) / SUBMIT_WINDOW_RATE)
