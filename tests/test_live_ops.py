@@ -51,6 +51,19 @@ def test_bench_rejects_bad_rates_with_a_clear_error():
     assert "--rates" in r.output and "Traceback" not in r.output
 
 
+def test_bench_sizes_its_datacenter_so_no_task_waits_for_a_free_worker():
+    from megha.live.bench import bench_workers, format_row
+
+    assert bench_workers([1000]) == 1000  # the least
+    assert bench_workers([1000, 5000]) == 2000  # 5,000 tasks/s x 0.2 s: 1,000 busy, half of them
+    assert bench_workers([7777]) == 3200
+    r = CliRunner().invoke(app, ["live", "bench", "--workers", "-1"])
+    assert r.exit_code == 2 and "--workers" in r.output
+    row = {"rate": 1000.0, "achieved_rate": 990.0, "p50_ms": 1.0, "p99_ms": 5.0, "max_ms": 9.0, "started": 10}
+    row |= {"tasks": 10, "sustained": True, "busy_workers": 0.2}
+    assert "(20% of the workers busy)" in format_row(row)
+
+
 def test_bench_reports_cpu_seconds_per_1000_tasks_and_the_load():
     from megha.live.bench import CpuMeter, format_row
 

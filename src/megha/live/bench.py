@@ -4,7 +4,10 @@ A deployment is started — ``procs``: separate processes over NATS, as ``megha 
 (default): the services in this process, every message still through nats-server on loopback; ``inproc``: the
 in-process bus, then for each rate the client submits single-task jobs evenly for
 ``seconds`` seconds (short sleep tasks on enough unconstrained workers, so nothing waits for capacity: the
-figure is the scheduler's placement path client → GM → LM → worker, three broker hops). Latency per task is
+figure is the scheduler's placement path client → GM → LM → worker, three broker hops). "Enough" is
+:func:`bench_workers`: at most half of the workers busy at the highest rate (the mean task takes 0.2 s, so
+1,000 workers, the least, serve up to 2,500 tasks/s; at 5,000 tasks/s they were all busy and tasks queued for
+free workers, which the latency then measured instead of the placement path). Latency per task is
 its start time at the worker minus the client's send time (one clock: same machine). A rate is *sustained*
 when every task started, the start rate kept up with the offered rate (≥ 95 %), and p99 ≤ 50 ms.
 
@@ -46,6 +49,17 @@ if TYPE_CHECKING:
     from megha.model.topology import Datacenter
 
 log = logging.getLogger("megha.live.bench")
+
+
+BUSY_AT_MOST = 0.5  # share of the bench's workers busy at the highest rate
+MIN_WORKERS = 1000
+
+
+def bench_workers(rates: list[float], duration: float = 0.2) -> int:
+    """Workers of the bench's datacenter: at least ``MIN_WORKERS``, and enough that at most ``BUSY_AT_MOST`` of them
+    are busy at the highest rate (tasks of ``duration`` s on average), rounded up to a multiple of 100."""
+    need = max(rates, default=0.0) * duration / BUSY_AT_MOST
+    return max(MIN_WORKERS, int(-(-need // 100)) * 100)
 
 
 def bench_config(
@@ -249,6 +263,7 @@ async def _measure(
         "max_ms": float(np.nanmax(lat) * 1e3) if started.any() else float("nan"),
         "completed": res.unfinished_reason is None,
         "sustained": bool(started.all() and achieved >= 0.95 * rate and p99 <= 50.0),
+        "busy_workers": rate * float(w.task_duration.mean()) / max(1, cfg.datacenter.workers),
         "load": os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"),
         **(
             {f"cpu_{k}_per_1000": (c1[k] - c0[k]) * 1000.0 / max(1, int(started.sum())) for k in c0 if " " not in k}
@@ -295,10 +310,16 @@ async def run_bench(
     report: Callable[[str], object] = print,
     lm_standby: bool = False,
     hops: bool = False,
+    workers: int = 0,
 ) -> list[dict]:
     """Measure each rate in turn on one deployment; returns one row per rate. ``hops``: each row also gives the
-    median time of each hop of the placement path, from the broker's store times (NATS modes)."""
-    cfg = cfg or bench_config(broker="inproc" if mode == "inproc" else "nats", lm_standby=lm_standby)
+    median time of each hop of the placement path, from the broker's store times (NATS modes). ``workers``: the
+    datacenter's size (0: :func:`bench_workers`)."""
+    cfg = cfg or bench_config(
+        workers=workers or bench_workers(rates, duration),
+        broker="inproc" if mode == "inproc" else "nats",
+        lm_standby=lm_standby,
+    )
     dc = datacenter_of(cfg)
     layout = layout_of(cfg, dc)
     dep = None
@@ -382,6 +403,8 @@ def format_row(row: dict) -> str:
         f"p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
         f"started {row['started']}/{row['tasks']}  {'sustained' if row['sustained'] else 'NOT sustained'}"
     )
+    if "busy_workers" in row:
+        out += f"  ({row['busy_workers']:.0%} of the workers busy)"
     if "cpu_client_per_1000" in row:
         here = " (+ services in-process)" if not row.get("cpu_services_per_1000") else ""
         out += (
@@ -418,6 +441,7 @@ def main(
     per_job: int = 1,
     lm_standby: bool = False,
     hops: bool = False,
+    workers: int = 0,
 ) -> list[dict]:
     logging.basicConfig(level=logging.WARNING)
     t = time.perf_counter()
@@ -430,12 +454,14 @@ def main(
             report=lambda r: print(format_row(r), flush=True),
             lm_standby=lm_standby,
             hops=hops,
+            workers=workers,
         )
     )
     ok = [r["rate"] for r in rows if r["sustained"]]
+    n_workers = workers or bench_workers(rates or [1000, 2000, 3000])
     print(
         f"highest sustained rate: {max(ok) if ok else 0:,.0f} tasks/s ({mode}, {per_job} task(s)/job"
-        f"{', LMs with standbys' if lm_standby else ''}); "
+        f"{', LMs with standbys' if lm_standby else ''}, {n_workers:,} workers); "
         f"bench took {time.perf_counter() - t:.1f} s"
     )
     return rows

@@ -452,6 +452,14 @@ def bench_cmd(
         bool,
         typer.Option("--hops", help="also the median of each hop (client → GM → LM → host → start), from the broker"),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="workers of the bench's datacenter (0: at least 1,000 and enough that at most half are busy at the "
+            "highest rate, so no task waits for a free worker)",
+        ),
+    ] = 0,
 ) -> None:
     """Placement latency (submit → task start) at sustained rates, with CPU seconds per 1,000 tasks of the broker,
     the services and the client; prints the highest sustained rate."""
@@ -465,10 +473,10 @@ def bench_cmd(
     except ValueError:
         console.print(f"[red]error:[/] --rates must be comma-separated numbers (tasks/s), not {rates!r}")
         raise typer.Exit(2) from None
-    if not rs or any(not r > 0 for r in rs) or not seconds > 0 or per_job < 1:
-        console.print("[red]error:[/] --rates and --seconds must be > 0 and --tasks-per-job >= 1")
+    if not rs or any(not r > 0 for r in rs) or not seconds > 0 or per_job < 1 or workers < 0:
+        console.print("[red]error:[/] --rates and --seconds must be > 0, --tasks-per-job >= 1 and --workers >= 0")
         raise typer.Exit(2)
-    main(rs, seconds, mode, per_job, lm_standby, hops and mode != "inproc")
+    main(rs, seconds, mode, per_job, lm_standby, hops and mode != "inproc", workers)
 
 
 @live_app.command("chaos")
