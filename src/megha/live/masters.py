@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from megha.live.messages import Holding, HostBeat, HostKill, HostLaunch, JobBatch, Relaunch, split_batch
+from megha.live.messages import Holding, HostBeat, HostKill, HostLaunch, JobBatch, Relaunch, check_batch, split_batch
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch
 from megha.schedulers.megha.fairness import E_TASK
 from megha.schedulers.megha.gm import GlobalMaster
@@ -246,7 +246,7 @@ class LiveGlobalMaster(GlobalMaster):
         """Reject messages that would corrupt the GM's state (raises ValueError)."""
         L, N = self.layout.n_lms, self.layout.n_workers
         if isinstance(msg, JobBatch):
-            split_batch(msg)  # the columns fit together (raises ValueError)
+            check_batch(msg)  # the columns fit together (raises ValueError)
             if self.fair is not None:
                 _rng_check(msg.users, 0, self.fair.n_users, "user (fairness queue)")
         if isinstance(msg, JobArrival | JobBatch):

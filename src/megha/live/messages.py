@@ -95,19 +95,25 @@ class JobBatch:
     priorities: object  # int64 [J]
 
 
-def split_batch(b: JobBatch) -> list:
-    """The :class:`~megha.schedulers.common.messages.JobArrival` messages of a batch (raises ValueError when its
-    columns do not fit together)."""
-    from megha.schedulers.common.messages import JobArrival
-
+def check_batch(b: JobBatch) -> list[int]:
+    """Raise ValueError when the columns of a batch do not fit together; returns the job sizes."""
     sizes = b.sizes.tolist()
     n = len(b.tasks)
     cols = {"jobs": b.jobs, "sizes": b.sizes, "users": b.users, "mean_durations": b.mean_durations}
     cols["priorities"] = b.priorities
     if len({len(c) for c in cols.values()}) > 1:
         raise ValueError(f"per-job columns differ in length { {k: len(c) for k, c in cols.items()} }")
-    if any(k < 1 for k in sizes) or sum(sizes) != n:
+    if (sizes and min(sizes) < 1) or sum(sizes) != n:
         raise ValueError(f"job sizes {sizes[:8]} do not add up to the batch's {n} tasks (each job has >= 1)")
+    return sizes
+
+
+def split_batch(b: JobBatch) -> list:
+    """The :class:`~megha.schedulers.common.messages.JobArrival` messages of a batch (raises ValueError when its
+    columns do not fit together)."""
+    from megha.schedulers.common.messages import JobArrival
+
+    sizes = check_batch(b)
     jobs, users, means, prios = b.jobs.tolist(), b.users.tolist(), b.mean_durations.tolist(), b.priorities.tolist()
     out = []
     lo = 0

@@ -282,9 +282,9 @@ def _k_events(v: Any) -> Any:
             or it[0] not in L.EVENT_KINDS
             or not _is_num(it[1])
             or type(it[2]) is not list
-            or not all(type(x) is int for x in it[2])
+            or (it[2] and not set(map(type, it[2])) <= _INT_T)
             or type(it[3]) is not list
-            or not all(type(x) is int for x in it[3])
+            or (it[3] and not set(map(type, it[3])) <= _INT_T)
             or type(it[4]) is not str
         ):
             raise WireError("malformed event (expected [kind, time, [task ids], [ints], note])")
