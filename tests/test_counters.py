@@ -102,8 +102,7 @@ def test_a_run_reports_only_declared_counters(name: str, trace: str) -> None:
         cfg = _config(name, trace)
         if mode == "resource" and "slot" in spec.modes:
             cfg = cfg.model_copy(update=RESOURCES)
-        res = simulate(cfg)
-        assert C.undeclared(res.counters, res.counter_sets) == [], f"{name} ({mode})"
+        _assert_declared(name, simulate(cfg))
 
 
 @pytest.mark.parametrize("name", [n for n in BUILTIN if not registry.get(n).unbounded])
@@ -116,7 +115,133 @@ def test_a_run_with_faults_reports_only_declared_counters(name: str, trace: str)
     ]
     res = simulate(_config(name, trace, faults={"seed": 1, "fault": fault}))
     assert res.unfinished_reason is None, res.unfinished_reason
-    assert C.undeclared(res.counters, res.counter_sets) == []
+    _assert_declared(name, res)
+
+
+def _assert_declared(name: str, res) -> None:
+    """Every counter a run of ``name`` reported is declared, or a message that says which and where to declare them."""
+    bad = C.undeclared(res.counters, res.counter_sets)
+    if bad:
+        spec = registry.get(name)
+        where = f"plug-in {spec.plugin}" if spec.plugin else f"family {spec.family}"
+        how = (
+            "declare it with register(..., counters=CounterSet(namespace, {name: meaning}, prefix)) (docs/counters.md)"
+            if spec.counters is None
+            else f"add it to the CounterSet {spec.counters.namespace!r} given to register(counters=...)"
+        )
+        raise AssertionError(f"{name} ({where}) reported counter(s) it does not declare: {bad}; {how}")
+
+
+# --- live runs (megha.live.counters) ----------------------------------------------------------------------------------
+LIVE_DIR = Path(megha.__file__).parent / "live"
+#: counted by every service's runtime and transport: reported as service_NAME
+SERVICE_FILES = {"runtime.py", "transport.py", "metrics.py"}
+#: counter keys the live code builds with an f-string, and what they expand to
+LIVE_DYNAMIC = {
+    "stale_{}_dropped": ["stale_finished_dropped", "stale_killed_dropped"],
+    "tasks_resubmitted_{}": ["tasks_resubmitted_gm_restart", "tasks_resubmitted_lost"],
+    "service_{}": [],  # the service counters themselves (SERVICE_FILES)
+}
+
+
+def _counter_keys(tree) -> tuple[set[str], set[str]]:
+    """String keys of ``...counters[...]`` subscripts in a module (every string in the subscript: a conditional key
+    gives both), and the f-string keys as patterns with ``{}``."""
+    import ast
+
+    keys: set[str] = set()
+    patterns: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Subscript):
+            continue
+        v = node.value
+        if not (
+            (isinstance(v, ast.Attribute) and v.attr == "counters") or (isinstance(v, ast.Name) and v.id == "counters")
+        ):
+            continue
+        for sub in ast.walk(node.slice):
+            if isinstance(sub, ast.JoinedStr):
+                patterns.add("".join(p.value if isinstance(p, ast.Constant) else "{}" for p in sub.values))
+            elif (
+                isinstance(sub, ast.Constant)
+                and isinstance(sub.value, str)
+                and not any(isinstance(j, ast.JoinedStr) and sub in j.values for j in ast.walk(node.slice))
+            ):
+                keys.add(sub.value)
+    return keys, patterns
+
+
+def test_every_counter_the_live_code_writes_is_declared() -> None:
+    import ast
+
+    from megha.live.counters import counter_sets
+
+    declared = {cs.key(n) for cs in counter_sets() for n in cs.counters}
+    missing, unknown = [], []
+    for f in sorted(LIVE_DIR.glob("*.py")):
+        keys, patterns = _counter_keys(ast.parse(f.read_text()))
+        pre = "service_" if f.name in SERVICE_FILES else ""
+        missing += [f"{f.name}: {pre}{k}" for k in sorted(keys) if pre + k not in declared]
+        unknown += [f"{f.name}: {p}" for p in sorted(patterns) if p not in LIVE_DYNAMIC]
+    missing += [k for ks in LIVE_DYNAMIC.values() for k in ks if k not in declared]
+    assert not unknown, f"counter names built at run time, unknown to this test (add them to LIVE_DYNAMIC): {unknown}"
+    assert not missing, f"live counters written but not declared in megha.live.counters.LIVE_COUNTERS: {missing}"
+
+
+def test_live_counter_sets_are_namespaced_and_unambiguous() -> None:
+    from megha.live.counters import LIVE_COUNTERS, counter_sets
+
+    sets = counter_sets()
+    assert [s.namespace for s in sets] == ["run", "megha", "megha_live"] and sets[-1] is LIVE_COUNTERS
+    keys = [s.key(n) for s in sets for n in s.counters]
+    assert len(keys) == len(set(keys)), "a live counter declared twice"
+    for n, text in LIVE_COUNTERS.counters.items():
+        assert re.fullmatch(r"[a-z][a-z0-9_]*", n) and text and "\n" not in text and not text.endswith(".")
+
+
+def test_a_live_run_reports_only_declared_counters() -> None:
+    """A small live run over the in-process bus with a worker host killed and restarted mid-run (relaunches, lost
+    runs, host registrations): every counter its result reports is declared, and summary.json groups them."""
+    import asyncio
+
+    from megha.live.client import LiveClient, synthetic_workload, to_run_result, with_constraints
+    from megha.live.config import LiveConfig
+    from megha.live.deploy import LocalDeployment, datacenter_of, layout_of
+
+    cfg = LiveConfig(
+        broker={"kind": "inproc"},
+        ha={"failover_timeout": 0.5, "host_timeout": 0.5},
+        megha={"heartbeat": 0.5},
+    )
+
+    async def run():
+        dc = datacenter_of(cfg)
+        layout = layout_of(cfg, dc)
+        dep = await LocalDeployment(cfg, layout=layout).start()
+        cl = LiveClient(cfg, dep.transport("client"), layout)
+        await cl.start()
+        w = with_constraints(cfg, synthetic_workload(20, 8, 0.6, 1.5, seed=1))
+        try:
+            job = asyncio.ensure_future(cl.run(w, dc, stall_timeout=30, ready_timeout=30))
+            while not cl.started.any():
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.5)
+            await dep.kill_host(0)
+            await asyncio.sleep(1.2)
+            await dep.restart_host(0)
+            return to_run_result(await asyncio.wait_for(job, 90), cfg, dc, "synthetic")
+        finally:
+            await cl.close()
+            await dep.close()
+
+    res = asyncio.run(run())
+    assert res.unfinished_reason is None, res.unfinished_reason
+    bad = C.undeclared(res.counters, res.counter_sets)
+    assert not bad, f"a live run reported counters not declared in megha.live.counters: {bad}"
+    assert res.counters["host_registrations"] >= 1 and res.counters["hosts_lost"] >= 1
+    grouped = summarize(res)["counters"]
+    assert set(grouped) <= {"run", "megha", "megha_live"} and "megha_live" in grouped
+    assert grouped["megha_live"]["hosts_lost"] == res.counters["hosts_lost"]
 
 
 # --- summary.json ----------------------------------------------------------------------------------------------------

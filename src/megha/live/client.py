@@ -39,6 +39,7 @@ import numpy as np
 from megha.config import RunConfig
 from megha.live import wire
 from megha.live.config import LiveConfig
+from megha.live.counters import counter_sets as live_counter_sets
 from megha.live.messages import Events, JobBatch, RunSpec, Status
 from megha.live.runtime import HOSTS, STATUS, Runtime, events_address
 from megha.live.transport import Transport
@@ -787,6 +788,7 @@ def to_run_result(run: LiveRun, cfg: LiveConfig, dc: Datacenter, trace: str) -> 
         events=len(run.log),
         wall_seconds=run.wall_seconds,
         options=dict(rc.options),
+        counter_sets=live_counter_sets(),
         describe=describe,
         unfinished_reason=reason,
         extras={"outputs": run.outputs},
