@@ -132,6 +132,70 @@ def _assert_declared(name: str, res) -> None:
         raise AssertionError(f"{name} ({where}) reported counter(s) it does not declare: {bad}; {how}")
 
 
+# --- plug-ins: the example plug-in, and every installed one -----------------------------------------------------------
+PLUGIN_SRC = Path(__file__).resolve().parents[1] / "examples" / "plugin" / "src"
+
+
+@pytest.fixture
+def with_plugins(monkeypatch):
+    """The registry with the example plug-in (examples/plugin) registered as if installed, beside any installed
+    plug-in; restored afterwards."""
+    import sys
+
+    registry.names()  # the built-in families and installed plug-ins, loaded once per process
+    saved = dict(registry._REGISTRY)
+    monkeypatch.syspath_prepend(str(PLUGIN_SRC))
+    sys.modules.pop("megha_random_fifo", None)
+    if "random-fifo" not in registry._REGISTRY:
+        import megha_random_fifo  # noqa: F401 - its import registers random-fifo
+
+        registry._REGISTRY["random-fifo"].plugin = "megha_random_fifo"
+    yield [n for n in registry.names() if registry.get(n).plugin is not None]
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+    sys.modules.pop("megha_random_fifo", None)
+
+
+def test_plugins_declare_their_counters_and_a_run_reports_only_those(with_plugins, trace: str) -> None:
+    assert "random-fifo" in with_plugins
+    for name in with_plugins:
+        spec = registry.get(name)
+        assert spec.counters is not None, f"{name} (plug-in {spec.plugin}): register(..., counters=CounterSet(...))"
+        for mode in spec.modes:
+            cfg = _config(name, trace)
+            if mode == "resource" and "slot" in spec.modes:
+                cfg = cfg.model_copy(update=RESOURCES)
+            _assert_declared(name, simulate(cfg))
+
+
+def test_an_undeclared_counter_of_a_plugin_fails_with_a_clear_message(with_plugins, trace: str) -> None:
+    spec = registry.get("random-fifo")
+    build = spec.build
+
+    def build_more(ctx):
+        dep = build(ctx)
+        inner = dep.counters
+        dep.counters = lambda: {**inner(), "surprise": 1}
+        return dep
+
+    spec.build = build_more
+    try:
+        res = simulate(_config("random-fifo", trace))
+        with pytest.raises(
+            AssertionError,
+            match=r"random-fifo \(plug-in megha_random_fifo\) reported counter\(s\) it "
+            r"does not declare: \['surprise'\]; add it to the CounterSet 'random_fifo'",
+        ):
+            _assert_declared("random-fifo", res)
+        counters, spec.counters = spec.counters, None  # a plug-in that declares nothing
+        res = simulate(_config("random-fifo", trace))
+        with pytest.raises(AssertionError, match=r"declare it with register\(\.\.\., counters=CounterSet"):
+            _assert_declared("random-fifo", res)
+    finally:
+        spec.build = build
+        spec.counters = counters
+
+
 # --- live runs (megha.live.counters) ----------------------------------------------------------------------------------
 LIVE_DIR = Path(megha.__file__).parent / "live"
 #: counted by every service's runtime and transport: reported as service_NAME
