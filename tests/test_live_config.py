@@ -88,6 +88,48 @@ def test_live_masters_built_by_the_simulators_functions() -> None:
     assert isinstance(lm, LiveLocalMaster) and lm.heartbeat == 1.0 and lm.reply_always and lm.host_timeout == 2.0
 
 
+def test_every_megha_option_reaches_the_live_masters_or_is_explained() -> None:
+    """The live options are the simulator's: same fields and defaults but the documented live ones, and each option
+    either reaches the masters through the simulator's wiring, cuts the layout, is refused live, or is
+    simulator-only (a new MeghaOptions field fails here until it is placed)."""
+    from megha.live import config as live_config
+    from megha.schedulers.megha.wiring import gm_settings, lm_settings
+
+    sim, live = MeghaOptions.model_fields, LiveMeghaOptions.model_fields
+    assert set(live) == set(sim)
+    differ = {k for k in sim if sim[k].default != live[k].default}
+    assert differ == set(live_config.LIVE_DEFAULTS)
+    opts = LiveMeghaOptions()
+    passed = {*gm_settings(opts), *lm_settings(opts)} - {"fair_period"}  # the GM's fair_period is the heartbeat
+    placed = [
+        *passed,
+        "gms",
+        "lms",
+        "profile",
+        *live_config._LIVE_PAPER_ONLY,
+        *live_config._LIVE_UNSET_ONLY,
+        *live_config.SIMULATOR_ONLY,
+    ]
+    assert set(placed) == set(sim), f"MeghaOptions fields not placed for the live runtime: {set(sim) - set(placed)}"
+    # the settings reach the live masters as they reach the simulated ones
+    cfg = LiveConfig(
+        datacenter={"workers": 40},
+        megha={"gms": 2, "lms": 2, "policy": "min-constraints", "batch_size": 3, "repartition": False,
+               "preempt_candidates": 5, "heartbeat": 0.25, "reply_always": True},
+    )  # fmt: skip
+    layout = layout_of(cfg)
+    gm = make_gm(0, layout, None, cfg.megha, cls=LiveGlobalMaster)
+    lm = make_lm(1, layout, None, cfg.megha, cls=LiveLocalMaster)
+    assert (gm.policy.value, gm.batch_size, gm.repartition, gm.preempt_candidates, gm.fair_period) == (
+        "min-constraints",
+        3,
+        False,
+        5,
+        0.25,
+    )
+    assert (lm.heartbeat, lm.reply_always) == (0.25, True)
+
+
 def test_broker_threads_set_gomaxprocs_of_the_started_nats_server(monkeypatch):
     from megha.live import supervisor
 

@@ -94,6 +94,12 @@ _LIVE_PAPER_ONLY = (
     "trace_quirks",
 )
 _LIVE_UNSET_ONLY = ("shares", "user_gms", "handoff_after")
+# MeghaOptions settings that only shape a simulation (accepted, no effect live): how the simulator runs the workers,
+# the megha20 profile's state pull (it needs matching=scan, refused above), how jobs get users for fairness shares
+# (refused above); every other setting reaches the live masters through megha.schedulers.megha.wiring
+SIMULATOR_ONLY = ("in_process_workers", "pull_overwrites", "users")
+#: the settings whose default differs live, each explained in :class:`LiveMeghaOptions`
+LIVE_DEFAULTS = ("heartbeat", "gms", "lms")
 
 
 class LiveMeghaOptions(MeghaOptions):
@@ -108,7 +114,13 @@ class LiveMeghaOptions(MeghaOptions):
     * the live runtime runs the ``paper`` profile: the reference simulators' behaviours (``profile``,
       ``queue``, ``route``, ``partition_order``, ``matching``, ``reject``, ``full_pull``, ``heartbeat_phase``,
       ``trace_quirks``), fairness shares (``shares``, ``user_gms``) and the starvation remedy (``handoff_after``)
-      are refused with a clear error if set to anything else; ``in_process_workers`` concerns the simulator only.
+      are refused with a clear error if set to anything else; ``in_process_workers``, ``pull_overwrites`` and
+      ``users`` concern the simulator only.
+
+    Every other setting has the simulator's default and reaches the live GMs and LMs through the functions the
+    simulator's builder uses (:mod:`megha.schedulers.megha.wiring`: ``make_gm``/``make_lm`` with ``gm_settings``/
+    ``lm_settings``, the layout from ``megha_layout``), so it means the same in both; ``tests/test_live_config.py``
+    checks that every option of ``MeghaOptions`` is one of these kinds (docs/extending.md).
     """
 
     gms: int = Field(2, ge=1, description="number of GMs of the deployment (live: default 2)")
