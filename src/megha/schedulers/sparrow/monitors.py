@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from megha.errors import SimulationError
-from megha.metrics.recorder import TaskRecorder
+from megha.metrics.recorder import FLUSH_EVERY, TaskRecorder
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component, Port, timer_queue_of
@@ -104,6 +104,7 @@ class SparrowMonitors(Component):
         self._next = None
         self._fast = False
         self._wq = None  # (ids.append, vals.append) of the recorder's worker-queuing log, on the common path
+        self._inl: tuple | None = None  # the recorder's one-task logs' appends, on the common path (on_start)
         # --- known no-ops skipped (see skip_known_noops) ---------------------------------------------------------
         self._peers: list[SparrowScheduler] | None = None
         self._skip: list | None = None  # per scheduler: its skip_noop (None: this run skips nothing)
@@ -156,6 +157,8 @@ class SparrowMonitors(Component):
             if len(delays) == 1 and None not in (pair := delays.pop()):  # every link direct, one round trip
                 self._dq, self._dg = pair
                 self._skip = [peer.skip_noop for peer in self._peers]
+                for peer in self._peers:
+                    peer.start_answered = self.start_answered
                 self._n_req = counter(Request)
                 self._n_grant = counter(Grant)
         # a task's worker queuing delay as two appends to the recorder's log, as its *_one reports do (the recorder
@@ -163,6 +166,18 @@ class SparrowMonitors(Component):
         wq = getattr(self.rec, "_logs", {}).get("wq")
         if wq is not None and type(getattr(wq, "ids", None)) is list and type(getattr(wq, "vals", None)) is list:
             self._wq = (wq.ids.append, wq.vals.append)
+        inline = getattr(self.rec, "inline_logs", None)
+        if inline is not None:
+            logs = inline()
+            self._inl = (
+                logs.started_ids.append,
+                logs.started_times.append,
+                logs.finished_ids.append,
+                logs.finished_times.append,
+                logs.known_ids.append,
+                logs.known_times.append,
+                logs.started_workers.append,
+            )
 
     # --- messages ----------------------------------------------------------------------------------
     def on_message(self, msg: Any, now: float) -> None:
@@ -429,6 +444,41 @@ class SparrowMonitors(Component):
         else:
             self.rec.add_worker_queue([t], waited)
 
+    def start_answered(self, sched: int, w: int, t: int, dur: float, waited: float, at: float) -> None:
+        """Simulator-only (:meth:`skip_known_noops`'s common path): task ``t`` of scheduler ``sched`` starts on worker
+        ``w`` at ``at``, when the scheduler's answer reaches it — called by the scheduler as it answers (one network
+        delay earlier) instead of sending the answer: what :meth:`on_message_grant` does with the task then. The
+        worker waits for that answer meanwhile (no other task or request can reach it), and a decided task always
+        starts before the run ends, so the start can be set up in advance."""
+        if self.on_worker[w] >= 0 or self.slot_free[w]:
+            raise SimulationError(
+                f"{self.address}: worker {w} over-committed at t={at:.6f}: "
+                f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
+            )
+        self.on_worker[w] = t
+        e = at + dur
+        self.running[t] = (e, w, sched, None)
+        g = self._ends.get(e)
+        if g is None:
+            self._ends[e] = [t]
+            heapq.heappush(self._heap, (at + (e - at), self._next(), self._on_end, e))
+        else:
+            g.append(t)
+        if (inl := self._inl) is not None:  # rec.started_one(t, at, w), inlined (TaskRecorder.inline_logs)
+            inl[0](t)
+            inl[1](at)
+            inl[6](w)
+            rec = self.rec
+            rec.running += 1
+            rec.last_progress = at
+        else:
+            self.rec.started_one(t, at, w)
+        if (wq := self._wq) is not None:
+            wq[0](t)
+            wq[1](waited)
+        else:
+            self.rec.add_worker_queue([t], waited)
+
     def _grant_resource(self, msg: Grant, now: float) -> None:
         """Resource mode, one answer: as a batch of one."""
         if self.dead and msg.worker in self.dead:
@@ -466,10 +516,23 @@ class SparrowMonitors(Component):
         _, w, sched, _ = self.running.pop(t)
         self.on_worker[w] = -1
         rec = self.rec
-        rec.finished_one(t, now)
+        if (inl := self._inl) is not None:  # rec.finished_one(t, now), inlined (TaskRecorder.inline_logs)
+            inl[2](t)
+            inl[3](now)
+            rec.running -= 1
+            rec.last_progress = now
+        else:
+            rec.finished_one(t, now)
         if rec.outstanding > 1:
             self._n_done[0] += 1
-            rec.completion_known_one(t, now + self._done_delay)
+            if inl is not None:  # rec.completion_known_one(t, now + delay), inlined (not the last: outstanding > 0)
+                inl[4](t)
+                inl[5](now + self._done_delay)
+                rec.outstanding -= 1
+                if not rec.outstanding & FLUSH_EVERY:
+                    rec.known_done()
+            else:
+                rec.completion_known_one(t, now + self._done_delay)
         else:  # the run's last completion: a real message, so the run ends when it arrives
             self.port.send(self.schedulers[sched], Done(t, w))
         q = self.queues[w]

@@ -128,6 +128,14 @@ class SparrowScheduler(Component):
         self._wm: list[int] = worker_masks.tolist()
         self._nwm: list[int] = [~m & 0xFFFFFFFF | _CLOSED for m in self._wm]  # first_open_fit's worker argument
         self.rec = recorder
+        # the recorder's one-task logs (TaskRecorder.inline_logs), appended to directly on the hot path
+        inline = getattr(recorder, "inline_logs", None)
+        logs = inline() if inline is not None else None
+        self._inl = (
+            None
+            if logs is None
+            else (logs.decided_ids.append, logs.decided_times.append, logs.comm_ids.append, logs.comm_delays.append)
+        )
         self.d = float(probe_ratio)
         self.sampler = sampler if sampler is not None else ProbeSampler(worker_masks)
         self.jobs: dict[int, _Job] = {}
@@ -144,6 +152,9 @@ class SparrowScheduler(Component):
         self.probes_reissued = 0
         # the simulator's route cache (SimPort.route: look a route up there on every use), for the direct grants
         self._routes = None
+        # set by the node monitors on the simulator's common path (SparrowMonitors.start_answered): a direct answer
+        # with a task starts it at once, at the instant the answer would arrive, instead of being an event
+        self.start_answered: Callable[[int, int, int, float, float, float], None] | None = None
         self._grant_key = (monitors, "on_message_grant")
 
     def attach(self, port: Port) -> None:
@@ -280,7 +291,11 @@ class SparrowScheduler(Component):
         else:
             t = job.task_list[i]
             dur = job.dur_list[i]
-            self.rec.decided_one(t, now)
+            if (inl := self._inl) is not None:  # rec.decided_one(t, now)
+                inl[0](t)
+                inl[1](now)
+            else:
+                self.rec.decided_one(t, now)
         if self.direct and reserved is None:
             routes = self._routes
             r = None if routes is None else routes.get(self._grant_key)
@@ -289,8 +304,16 @@ class SparrowScheduler(Component):
             if r:  # the Grant's event, without the message (SimPort.route)
                 append, handler, d, nxt, cell, comm = r
                 cell[0] += 1
-                if t >= 0 and comm is not None:
-                    comm(t, d)
+                if t >= 0:
+                    if comm is not None:
+                        if inl is not None:  # comm(t, d): the recorder's add_comm_one
+                            inl[2](t)
+                            inl[3](d)
+                        else:
+                            comm(t, d)
+                    if (start := self.start_answered) is not None:  # no event: the task starts on arrival
+                        start(self.number, worker, t, dur, waited, now + d)
+                        return
                 append((now + d, nxt(), handler, (self.number, worker, t, dur, waited)))
                 return
         reply = Grant(
