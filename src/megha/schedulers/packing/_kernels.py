@@ -471,6 +471,70 @@ def k_mj_add(
 
 
 @njit(cache=True, nogil=True)
+def k_mj_add_many(
+    jobs: np.ndarray,
+    xs: np.ndarray,
+    ms: np.ndarray,
+    ts: np.ndarray,
+    gs: np.ndarray,
+    st: np.ndarray,
+    size: np.ndarray,
+    mask: np.ndarray,
+    typ: np.ndarray,
+    ids: np.ndarray,
+    alive: np.ndarray,
+    grp: np.ndarray,
+    gnext: np.ndarray,
+    gcount: np.ndarray,
+    ghead: np.ndarray,
+    gtail: np.ndarray,
+    gact: np.ndarray,
+    gslot: np.ndarray,
+    gsize: np.ndarray,
+    gtyp: np.ndarray,
+    asize: np.ndarray,
+    amask: np.ndarray,
+    atyp: np.ndarray,
+    ahead: np.ndarray,
+    abits: np.ndarray,
+) -> np.ndarray:
+    """:func:`k_mj_add` for several jobs in order (the caller made room for all); returns their positions."""
+    n = jobs.size
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        p = st[0]
+        m = ms[i]
+        size[p] = xs[i]
+        mask[p] = m
+        typ[p] = ts[i]
+        ids[p] = jobs[i]
+        alive[p] = True
+        st[0] = p + 1
+        _mj_link(
+            p,
+            gs[i],
+            m,
+            st,
+            grp,
+            gnext,
+            gcount,
+            ghead,
+            gtail,
+            gact,
+            gslot,
+            gsize,
+            gtyp,
+            asize,
+            amask,
+            atyp,
+            ahead,
+            abits,
+        )
+        out[i] = p
+    return out
+
+
+@njit(cache=True, nogil=True)
 def k_mj_relink(
     n: int,
     st: np.ndarray,

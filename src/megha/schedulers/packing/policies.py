@@ -220,11 +220,25 @@ class _BestFitFamily(PackingPolicy):
         )
         if isinstance(compat, Constraints) and isinstance(servers, LineServers):
             servers.enable_masks(compat.inv)
-        if self.masked is not None:  # the constrained paths query the masked queue only
+        if self.masked is not None:  # the constrained paths query the masked queue and the flat room array only
             self.by_size = self.by_arrival = None
+            servers.tree = None
 
     def residual(self, s: int) -> Size:
         return self.servers.room(s)
+
+    def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
+        """:meth:`PackingPolicy.arrive`; under constraints the jobs join the masked queue in one compiled call."""
+        masked = self.masked
+        if masked is None:
+            return super().arrive(jobs, sizes)
+        jobs = list(jobs)
+        sizes = list(sizes)
+        self.size.update(zip(jobs, sizes, strict=True))
+        mask = self.compat.mask
+        masked.add_many(jobs, sizes, [mask.get(j, 0) for j in jobs])  # _enqueue's only index here
+        self.nqueued += len(jobs)
+        self._new.extend(jobs)
 
     def _enqueue(self, job: int, x: Size) -> None:
         if self.by_size is not None:
@@ -798,15 +812,40 @@ class VQSBF(_VirtualQueues):
         if self.masked is not None:
             self.masked.add(job, x, self.compat.mask.get(job, 0), t)
 
+    def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
+        """:meth:`_VirtualQueues.arrive`; under constraints the jobs join the masked queue in one compiled call."""
+        masked = self.masked
+        if masked is None:
+            return super().arrive(jobs, sizes)
+        eff = self.partition.effective
+        jobs = list(jobs)
+        xs = [eff(x) for x in sizes]
+        self.size.update(zip(jobs, xs, strict=True))
+        type_of = self.partition.type_of
+        typ = self.typ
+        vq = self.vq
+        nq = self.nq
+        ts = []
+        for j, x in zip(jobs, xs, strict=True):  # _enqueue without the masked queue
+            t = type_of(x)
+            typ[j] = t
+            vq[t].add(size_key(x, j))
+            nq[t] += 1
+            ts.append(t)
+        masked.add_many(jobs, xs, [self.compat.mask.get(j, 0) for j in jobs], ts)
+        self.nqueued += len(jobs)
+        self._new.extend(jobs)
+
     def _release(self, job: int, server: int, x: int) -> None:
         s = server
         t = self.typ.pop(job)
         self.used[s] -= x
         self.njobs[s] -= 1
         self.cnt[s * self.T + t] -= 1
-        self.tree.set(s, UNIT - self.used[s])
-        if self._room_np is not None:
+        if self._room_np is not None:  # constrained: the compiled scans read the flat array, not the tree
             self._room_np[s] = UNIT - self.used[s]
+        else:
+            self.tree.set(s, UNIT - self.used[s])
 
     def _place(self, key: int, s: int, t: int) -> int:
         j = _JOB_MASK - (key & _JOB_MASK)
@@ -881,9 +920,10 @@ class VQSBF(_VirtualQueues):
             if key < 0:
                 break
             room -= self._place(key, s, t)
-        self.tree.set(s, room)
         if self._room_np is not None:
             self._room_np[s] = room
+        else:
+            self.tree.set(s, room)
 
     def _schedule(self) -> None:
         if not self._departed and not self._new:

@@ -542,6 +542,46 @@ class MaskedJobs:
         )
         self.live[job] = (x, mask, typ)
 
+    def add_many(self, jobs: list[int], xs: list[int], masks: list[int], typs: list[int] | None = None) -> None:
+        """:meth:`add` for several jobs, in order (one compiled call)."""
+        n = len(jobs)
+        if not n:
+            return
+        if typs is None:
+            typs = [0] * n
+        if self.st[0] + n > self.ids.size:
+            self._rebuild(n)
+        gs = [self._group(x, m, t) for x, m, t in zip(xs, masks, typs, strict=True)]  # may grow the group arrays
+        pos = _kernels().k_mj_add_many(
+            np.array(jobs, dtype=np.int64),
+            np.array(xs, dtype=np.int64),
+            np.array(masks, dtype=np.uint32),
+            np.array(typs, dtype=np.int16),
+            np.array(gs, dtype=np.int64),
+            self.st,
+            self.size,
+            self.mask,
+            self.typ,
+            self.ids,
+            self.alive,
+            self.grp,
+            self.gnext,
+            self.gcount,
+            self.ghead,
+            self.gtail,
+            self.gact,
+            self.gslot,
+            self.gsize,
+            self.gtyp,
+            self.asize,
+            self.amask,
+            self.atyp,
+            self.ahead,
+            self.abits,
+        )
+        self.pos.update(zip(jobs, pos.tolist(), strict=True))
+        self.live.update(zip(jobs, zip(xs, masks, typs, strict=True), strict=True))
+
     def remove(self, job: int) -> None:
         p = self.pos.pop(job)
         del self.live[job]
@@ -608,9 +648,10 @@ class MaskedJobs:
         )
         return list(zip(self.ids[pos].tolist(), srv.tolist(), strict=True))
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, extra: int = 1) -> None:
+        """Compact the live jobs to the front, with room for at least ``extra`` more."""
         keep = np.flatnonzero(self.alive[: self.top])
-        cap = max(256, 2 * keep.size + 1)
+        cap = max(256, 2 * keep.size + 1, keep.size + extra)
         for name in ("size", "mask", "typ", "ids", "alive"):
             old = getattr(self, name)
             new = np.zeros(cap, dtype=old.dtype) if name != "ids" else np.full(cap, -1, dtype=old.dtype)
