@@ -73,3 +73,69 @@ def test_a_task_launched_with_an_earlier_end_rearms_the_timer_and_shutdown_stops
         assert _finished(port) == []
 
     asyncio.run(go())
+
+
+def test_coalescing_windows_grow_with_the_rate_and_stay_put_at_moderate_rates():
+    from megha.live.client import SUBMIT_WINDOW_MAX, submit_window
+    from megha.live.runtime import adaptive_window
+    from megha.live.worker import COMPLETION_WINDOW, COMPLETION_WINDOW_MAX
+
+    assert adaptive_window(0.005, 0.02, 0.0) == 0.005
+    assert adaptive_window(0.005, 0.02, 1000.0) == 0.005  # 1,000 tasks/s: as before
+    assert adaptive_window(0.005, 0.02, 2000.0) == 0.01
+    assert adaptive_window(0.005, 0.02, 1e6) == 0.02
+    assert submit_window(1000.0) == 0.0 and submit_window(2000.0) == 0.0  # every job leaves when due
+    assert 0 < submit_window(3500.0) < SUBMIT_WINDOW_MAX and submit_window(9000.0) == SUBMIT_WINDOW_MAX
+
+    async def go() -> None:
+        h, port = _host(2000)
+        h.on_message(Launch(list(range(1000)), list(range(1000)), [0.001] * 1000, "lm"), 0.0)
+        await asyncio.sleep(0.1)  # 1,000 completions in one window: the next one is the longest
+        assert sorted(t for t in _finished(port)) == list(range(1000))
+        assert h._window == COMPLETION_WINDOW_MAX
+        h.on_message(Launch([5000], [1500], [0.001], "lm"), 0.0)
+        await asyncio.sleep(0.1)  # one completion in a window: back to the shortest
+        assert _finished(port) == [5000] and h._window == COMPLETION_WINDOW
+
+    asyncio.run(go())
+
+
+def test_a_services_event_window_grows_with_its_rate_of_events():
+    from megha.live.messages import Events
+    from megha.live.runtime import EVENT_WINDOW_MAX, Hosted, Runtime
+    from megha.live.transport import InProcBroker
+    from megha.sim.component import Component
+
+    class Quiet(Component):
+        def __init__(self) -> None:
+            super().__init__("megha/quiet")
+            self.rec = ForwardingRecorder()
+
+    async def go() -> None:
+        broker = InProcBroker()
+        rt = Runtime(broker.transport(), epoch=1)
+        got: list = []
+        rt.send_raw = lambda dst, data: got.append(data)
+        comp = Quiet()
+        h = Hosted(rt, comp, 0)
+        comp.rec.started(list(range(2000)), 1.0, list(range(2000)))
+        h.flush_events()  # held for the shortest window
+        assert not got
+        await asyncio.sleep(h.event_window * 3)
+        assert h._event_win == EVENT_WINDOW_MAX  # 2,000 tasks in 10 ms: the longest window next time
+        comp.rec.started([1], 1.0, [1])
+        h.flush_events()
+        await asyncio.sleep(h.event_window * 3)
+        assert h._event_win == EVENT_WINDOW_MAX  # still within it
+        await asyncio.sleep(EVENT_WINDOW_MAX * 2)
+        assert h._event_win == h.event_window  # one task in 40 ms: back to the shortest
+        assert sum(len(it[2]) for d in got for it in _events(d, Events)) == 2001
+
+    asyncio.run(go())
+
+
+def _events(data: bytes, cls: type) -> list:
+    from megha.live import wire
+
+    env = wire.decode(data)
+    return env.msg.items if isinstance(env.msg, cls) else []

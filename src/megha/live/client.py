@@ -57,11 +57,12 @@ log = logging.getLogger("megha.live.client")
 _MASK = (1 << RUN_SHIFT) - 1
 MAX_BATCH_JOBS = 256  # jobs per JobBatch message (a burst due at once is split)
 # Above SUBMIT_WINDOW_RATE jobs per second (the workload's own arrival rate over the last 0.1 s), the client submits
-# at most once per window, which grows linearly to SUBMIT_WINDOW_MAX at twice that rate: at high rates the jobs of
-# a window travel as one JobBatch per GM (fewer messages and wake-ups on every hop, each job waits up to one window);
-# below it every job leaves when it is due, so latency at moderate rates is unchanged
+# at most once per window, which grows linearly to SUBMIT_WINDOW_MAX at 2.5 times that rate: at high rates the jobs
+# of a window travel as one JobBatch per GM, and each JobBatch becomes one launch request per LM and one host launch
+# per LM and host (fewer messages and wake-ups on every hop; each job waits up to one window); below it every job
+# leaves when it is due, so latency at moderate rates is unchanged
 SUBMIT_WINDOW_RATE = 2000.0
-SUBMIT_WINDOW_MAX = 0.002  # s
+SUBMIT_WINDOW_MAX = 0.005  # s
 STALE_START_GRACE = 15.0  # s: a task lost once, started again and silent this long past its duration is resubmitted
 
 
@@ -800,4 +801,4 @@ def submit_window(rate: float) -> float:
     ``SUBMIT_WINDOW_RATE``)."""
     if rate <= SUBMIT_WINDOW_RATE:
         return 0.0
-    return SUBMIT_WINDOW_MAX * min(1.0, (rate - SUBMIT_WINDOW_RATE) / SUBMIT_WINDOW_RATE)
+    return SUBMIT_WINDOW_MAX * min(1.0, (rate - SUBMIT_WINDOW_RATE) / (1.5 * SUBMIT_WINDOW_RATE))

@@ -68,6 +68,15 @@ CONTROL = "control"
 CORE = frozenset({STATUS, HOSTS, CONTROL})  # fan-out addresses on core subjects (not kept)
 MAX_SNAPSHOT_BATCH = 640 * 1024  # bytes: a replication batch with a snapshot stays under nats-server's 1 MB limit
 RING_SNAPSHOT_BYTES = 256 * 1024  # bytes of the latest outputs a snapshot keeps for re-sending
+WINDOW_RATE = 1000.0  # tasks per second a coalescing window carries before it starts to grow (see adaptive_window)
+EVENT_WINDOW_MAX = 0.04  # s: the longest a non-replicated component's task events wait (at >= 4,000 tasks/s)
+
+
+def adaptive_window(base: float, most: float, per_second: float) -> float:
+    """Length of a coalescing window that carried ``per_second`` tasks per second last time: ``base`` up to
+    ``WINDOW_RATE`` tasks per second, then growing with the rate up to ``most`` (at high rates more tasks share one
+    message; at moderate ones nothing waits longer than before)."""
+    return min(most, max(base, base * per_second / WINDOW_RATE))
 
 
 def _ids(x: Any) -> list[int]:
@@ -326,7 +335,8 @@ class Hosted:
         self._inbox = None
         self.started = False
         self.aliases: set[str] = set()
-        self.event_window = 0.01
+        self.event_window = 0.01  # the shortest coalescing window; it grows with the rate of events (adaptive_window)
+        self._event_win = 0.0  # the current one (0: event_window)
         self._events_armed = False
         self.on_deposed: Callable[[], None] | None = None
         comp.attach(self.port)
@@ -447,7 +457,8 @@ class Hosted:
 
     def flush_events(self, force: bool = False) -> None:
         """Send the component's pending task events. A replicated component sends them at once (its outputs
-        must follow its inputs deterministically); others coalesce them for ``event_window`` seconds."""
+        must follow its inputs deterministically); others coalesce them for ``event_window`` seconds, a window that
+        grows with the rate of events (:func:`adaptive_window`, up to ``EVENT_WINDOW_MAX``)."""
         rec = getattr(self.comp, "rec", None)
         if not isinstance(rec, ForwardingRecorder) or not rec.items:
             return
@@ -456,12 +467,18 @@ class Hosted:
                 self.port.send(dst, Events(self.address, items))
         elif not self._events_armed:
             self._events_armed = True
-            self.rt.loop.call_later(self.event_window, self._flush_later)
+            win = self._event_win or self.event_window
+            self.rt.loop.call_later(win, self._flush_later, win)
 
-    def _flush_later(self) -> None:
+    def _flush_later(self, win: float = 0.0) -> None:
         self._events_armed = False
-        if self.role != "deposed":
-            self.flush_events(force=True)
+        if self.role == "deposed":
+            return
+        rec = getattr(self.comp, "rec", None)
+        if win > 0 and isinstance(rec, ForwardingRecorder):
+            n = sum(len(it[2]) for it in rec.items)
+            self._event_win = adaptive_window(self.event_window, max(self.event_window, EVENT_WINDOW_MAX), n / win)
+        self.flush_events(force=True)
 
     # --- replication -------------------------------------------------------------------------------------
     def _replicate(self, what: str, key: str, data: bytes, pos: int = 0) -> None:

@@ -44,7 +44,7 @@ import numpy as np
 from megha.live.masters import host_address
 from megha.live.messages import Control, Events, HostBeat, HostKill, HostLaunch, RunSpec
 from megha.live.runtime import CLIENT_SHIFT as _RT_CLIENT_SHIFT
-from megha.live.runtime import ForwardingRecorder, events_by_client
+from megha.live.runtime import ForwardingRecorder, adaptive_window, events_by_client
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.sim.component import Component
@@ -58,7 +58,8 @@ assert CLIENT_SHIFT == _RT_CLIENT_SHIFT
 TASK_KINDS = ("sleep", "cpu", "command")
 COMPLETION_WINDOW = 0.005  # s: completions within this window reach their LM as one Finished message (the
 # completion path only: placement latency is not affected; at 1,000 tasks/s it saves one broker message per task on
-# the host -> LM and LM -> GM hops)
+# the host -> LM and LM -> GM hops). The window grows with the completion rate (runtime.adaptive_window) up to
+COMPLETION_WINDOW_MAX = 0.02  # s (at >= 4,000 completions per second)
 
 SLEEP_GRAIN = 0.001  # s: sleep tasks ending this close together end in one timer callback (none ends early)
 
@@ -109,6 +110,7 @@ class WorkerHost(Component):
         self.counters: Counter = Counter()
         self._out: dict[str, list[list]] = {}  # reply -> [tasks, workers, demands]
         self._flush_armed = False
+        self._window = COMPLETION_WINDOW  # the current completion window (adaptive)
         # sleep tasks: heap of (end on the loop's clock, token, task); a task's entry counts while running[t][3] is its
         # token (a killed or relaunched task leaves a stale entry, skipped when it comes due)
         self._ends: list[tuple[float, int, int]] = []
@@ -369,8 +371,7 @@ class WorkerHost(Component):
             o[2].append(r[2])
         self.counters["tasks_finished"] += n
         if n and not self._flush_armed:
-            self._flush_armed = True
-            asyncio.get_running_loop().call_later(COMPLETION_WINDOW, self._flush)
+            self._arm_flush()
 
     def _complete(self, t: int, code: int, note: str) -> None:
         r = self._release(t)
@@ -390,12 +391,18 @@ class WorkerHost(Component):
         o[1].append(r[0])
         o[2].append(r[2])
         if not self._flush_armed:
-            self._flush_armed = True
-            asyncio.get_running_loop().call_later(COMPLETION_WINDOW, self._flush)
+            self._arm_flush()
 
-    def _flush(self) -> None:
+    def _arm_flush(self) -> None:
+        self._flush_armed = True
+        asyncio.get_running_loop().call_later(self._window, self._flush, self._window)
+
+    def _flush(self, window: float = 0.0) -> None:
         self._flush_armed = False
         out, self._out = self._out, {}
+        if window > 0:  # the next window follows this one's rate of completions
+            n = sum(len(o[0]) for o in out.values())
+            self._window = adaptive_window(COMPLETION_WINDOW, COMPLETION_WINDOW_MAX, n / window)
         if self.rec.items:  # events first: a task's "started" reaches clients before its LM learns it finished
             if self.flush_events is not None:
                 # only when an event still waiting is about a task whose completion leaves now (it started within
