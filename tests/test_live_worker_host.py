@@ -139,3 +139,18 @@ def _events(data: bytes, cls: type) -> list:
 
     env = wire.decode(data)
     return env.msg.items if isinstance(env.msg, cls) else []
+
+
+def test_events_are_split_by_the_client_their_task_ids_belong_to():
+    from megha.live.runtime import CLIENT_SHIFT, events_by_client
+
+    a, b = 1 << CLIENT_SHIFT, 2 << CLIENT_SHIFT
+    one = [["started", 1.0, [a + 1, a + 2], [5, 6], ""], ["finished", 2.0, [], [], ""], ["lost", 3.0, [a], [], "x"]]
+    assert events_by_client(one) == [("events/1", one)]
+    mixed = [["started", 1.0, [a + 1, b + 2, a + 3], [5, 6, 7], ""], ["lost", 3.0, [b], [], "x"]]
+    assert events_by_client(mixed) == [
+        ("events/1", [["started", 1.0, [a + 1, a + 3], [5, 7], ""]]),
+        ("events/2", [["started", 1.0, [b + 2], [6], ""], ["lost", 3.0, [b], [], "x"]]),
+    ]
+    assert events_by_client([["lost", 1.0, [5], [], ""], ["lost", 1.0, [a], [], ""]])[0][0] == "events/0"
+    assert events_by_client([]) == []
