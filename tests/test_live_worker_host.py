@@ -154,3 +154,14 @@ def test_events_are_split_by_the_client_their_task_ids_belong_to():
     ]
     assert events_by_client([["lost", 1.0, [5], [], ""], ["lost", 1.0, [a], [], ""]])[0][0] == "events/0"
     assert events_by_client([]) == []
+
+
+def test_a_launch_on_workers_of_another_host_or_with_a_bad_duration_is_refused():
+    import pytest
+
+    h, _ = _host(4)
+    h.validate(Launch([1, 2], [0, 3], [1.0, 2.0], "lm"))
+    with pytest.raises(ValueError, match="worker 7 is not hosted by a"):
+        h.validate(Launch([1, 2], [0, 7], [1.0, 2.0], "lm"))
+    with pytest.raises(ValueError, match="duration"):
+        h.validate(Launch([1], [0], [float("nan")], "lm"))

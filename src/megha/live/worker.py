@@ -99,6 +99,7 @@ class WorkerHost(Component):
         self.workers = sorted(int(w) for w in workers)
         self.mine = set(self.workers)
         lm_of = layout.lm_of
+        self._lm_of: list[int] = lm_of.tolist()
         self.by_lm: dict[int, list[int]] = {}
         for w in self.workers:
             self.by_lm.setdefault(int(lm_of[w]), []).append(w)
@@ -190,9 +191,10 @@ class WorkerHost(Component):
 
     def validate(self, msg: Any) -> None:
         if isinstance(msg, Launch | HostLaunch):
-            for w in msg.workers if isinstance(msg.workers, list) else msg.workers.tolist():
-                if w not in self.mine:
-                    raise ValueError(f"worker {w} is not hosted by {self.name}")
+            ws = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
+            if not self.mine.issuperset(ws):
+                w = next(w for w in ws if w not in self.mine)
+                raise ValueError(f"worker {w} is not hosted by {self.name}")
             for d in msg.durations:
                 if not 0 <= d < 1e9:
                     raise ValueError(f"task duration {d} is not valid")
@@ -204,10 +206,17 @@ class WorkerHost(Component):
         durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
         dem = msg.demands
         started_t, started_w = [], []
-        lm_of = self.layout.lm_of
+        lm_of = self._lm_of
+        running = self.running
+        reply_to = msg.reply_to
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        ends = self._ends
+        first_end = self._end_at
+        kinds: dict[int, str] = {}  # run -> task kind, for this message
         for i, t in enumerate(tasks):
             w = workers[i]
-            if t in self.running:
+            if t in running:
                 self.counters["duplicate_launches"] += 1
                 continue
             d = None if dem is None else dem[i]
@@ -229,10 +238,24 @@ class WorkerHost(Component):
                         self.used[w].tolist(),
                         self.capacity[w].tolist(),
                     )
-            handle = self._start(t, w, float(durs[i]))
-            self.running[t] = [w, msg.reply_to, d, handle, now, int(lm_of[w])]
+            run = t >> RUN_SHIFT
+            kind = kinds.get(run)
+            if kind is None:
+                kind = kinds[run] = self._spec(t).kind
+            if kind == "sleep":  # as _start does, without a call per task
+                self._token += 1
+                handle = self._token
+                end = t0 + float(durs[i])
+                heapq.heappush(ends, (end, handle, t))
+                if end < first_end:
+                    first_end = end
+            else:
+                handle = self._start(t, w, float(durs[i]))
+            running[t] = [w, reply_to, d, handle, now, lm_of[w]]
             started_t.append(t)
             started_w.append(w)
+        if first_end < self._end_at:
+            self._arm_ends(loop, first_end)
         if started_t:
             self.rec.started(started_t, now, started_w)
             self.counters["tasks_started"] += len(started_t)
@@ -356,12 +379,18 @@ class WorkerHost(Component):
         if self.closing:
             return
         n = 0
-        release = self._release
         out = self._out
+        running, slot = self.running, self.slot
+        slot_mode = self.used is None
         for t in ts:
-            r = release(t)
+            r = running.pop(t, None)
             if r is None:
                 continue
+            if slot_mode:  # as _release does
+                if slot.get(r[0]) == t:
+                    del slot[r[0]]
+            else:
+                self.used[r[0]] -= r[2]
             n += 1
             o = out.get(r[1])
             if o is None:
