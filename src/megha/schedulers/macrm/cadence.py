@@ -15,7 +15,9 @@ is not simulated as an event; whoever would observe it computes, when it needs t
   while the arbitrator wants forwarded heartbeats, the tracker turns the virtual heartbeats of dormant nodes with
   free resources into real ones at their exact arrival times (:class:`FreeWheel` finds the next one); a tracker
   treats dormant nodes as heard from; when a node wakes up, a virtual heartbeat still in flight is delivered for
-  real and counters and message counts get the virtual ones.
+  real and counters and message counts get the virtual ones. A node whose content changes does not go back to a real
+  timer: its next heartbeat is a *news* heartbeat, virtual at the node and delivered to the tracker as one event at
+  its exact arrival time (``NodeManagers._news_at``), instead of a timer event and a message event.
 
 A run is fast-forwarded only when this is exact: the simulator's engine without a processing-cost model (message
 processing would queue behind virtual messages), and heartbeat periods long against message delays and the

@@ -28,6 +28,7 @@ Every node keeps its own state and follows the per-node rules exactly:
 from __future__ import annotations
 
 import math
+from heapq import heappush
 from itertools import repeat
 from operator import add, ge, gt, sub
 
@@ -59,7 +60,7 @@ from megha.schedulers.macrm.messages import (
     Terminate,
     select_containers,
 )
-from megha.sim.component import Component
+from megha.sim.component import Component, TimerQueue, timer_queue_of
 
 _EPS = 1e-9
 
@@ -156,6 +157,10 @@ class NodeManagers(Component):
         # nodes a sampling inquiry woke whose heartbeat content has not changed since: node -> its next (real) tick
         self._clean: dict[int, float] = {}
         self._vr: list[list[float]] = [[] for _ in range(n)]  # when the tracker's (virtual) replies arrive
+        # a dormant node whose next heartbeat (at ``anchor``) carries news: the handle of its delivery (_news_at)
+        self.news: list[int | None] = [None] * n
+        self._news_ok = False  # news heartbeats in use (fast-forward, no per-user usage in heartbeats)
+        self._tq: TimerQueue | None = None
         self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | None = None
         self._hb_cell: list | None = None  # the engine's count cell of Heartbeat messages
@@ -300,8 +305,9 @@ class NodeManagers(Component):
                 st["ignored_full"] += 1
                 continue
             if self.dormant[i] and (self.track_users or not self._stays_dormant(i, now)):
+                was_news = self.news[i] is not None
                 self._wake(i, now)
-                if not self.track_users:  # (a real heartbeat re-adds a node's per-user usage: rounding)
+                if not self.track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
                     self._clean[i] = self._next_tick
             self.pending[i] = token
             if batch is None:
@@ -550,12 +556,12 @@ class NodeManagers(Component):
             if clean:
                 clean.pop(i, None)
             if self.light[i]:
-                self._wake(i, now)  # a light node the sampling changes (_stays_dormant)
+                self._wake(i, now, True)  # a light node the sampling changes (_stays_dormant)
             if not self.alive[i]:
                 continue  # the message reached a dead machine: lost (the failure detector handles it)
             if c.seqs[k] > self.arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
                 if self.dormant[i]:
-                    self._wake(i, now)
+                    self._wake(i, now, True)
                 self.arb_seq[i] = c.seqs[k]
             t = c.tasks[k]
             job = c.jobs[k]
@@ -570,7 +576,7 @@ class NodeManagers(Component):
                 rejected.append(k)
                 continue
             if self.dormant[i]:
-                self._wake(i, now)
+                self._wake(i, now, True)
             used[i] = row = list(map(add, row, d))
             if any(map(gt, row, map(add, cap, repeat(1e-7)))):
                 raise SimulationError(
@@ -641,7 +647,7 @@ class NodeManagers(Component):
         if self._clean:
             self._clean.pop(i, None)
         if self.dormant[i]:
-            self._wake(i, now)
+            self._wake(i, now, True)
         d = e[6]
         self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
         if self.track_users:
@@ -749,7 +755,7 @@ class NodeManagers(Component):
         if self._clean:
             self._clean.pop(i, None)
         if self.dormant[i]:
-            self._wake(i, now)
+            self._wake(i, now, True)
         self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
         if self.track_users:
             d = np.array(d)
@@ -845,6 +851,7 @@ class NodeManagers(Component):
         """Fast-forward this group's heartbeats (simulator only, before the run starts)."""
         self.cad = cad
         self.wheel = FreeWheel(cad.hb, min(1024, max(8, 2 * self.n)))
+        self._news_ok = not self.track_users
 
     def _fall_asleep(self, i: int, now: float) -> None:
         """Node ``i``'s heartbeat just left: its next ones are virtual until something changes (or a real timer)."""
@@ -886,7 +893,7 @@ class NodeManagers(Component):
         if a > now:
             return 0, 0, -math.inf
         k, tv = self._last_tick(i, now)
-        arrived = k + 1 if tv + self.cad.d_nt <= now else k
+        arrived = k + 1 if tv + self.cad.d_nt <= now and self.news[i] is None else k
         return k + 1, arrived, tv
 
     def _count_virtual(self, i: int, sent: int, arrived: int) -> None:
@@ -899,9 +906,21 @@ class NodeManagers(Component):
         tr.stats["answered"] += answered
         cad.count(HeartbeatReply, answered)
 
-    def _wake(self, i: int, now: float) -> None:
-        """Dormant node ``i`` goes back to real heartbeat timers (its state is about to change, or faults)."""
+    def _wake(self, i: int, now: float, news: bool = False) -> None:
+        """Dormant node ``i`` goes back to real heartbeat timers (its state is about to change, or faults).
+
+        With ``news`` (its content is about to change; distributed mode) its next heartbeat, the one a real timer would
+        send, is a *news* heartbeat instead (:meth:`_news_at`): the node stays dormant, and a node whose news heartbeat
+        is still to come changes again at no cost (that heartbeat reads its content when it is due)."""
         cad = self.cad
+        pend = self.news[i]
+        if pend is not None:
+            if news and self.anchor[i] > now:
+                self.light[i] = False
+                return  # its next heartbeat carries the news anyway
+            self.port.cancel_timer(pend)  # its tick is past (the heartbeat is in flight) or back to a real timer
+            self.news[i] = None
+        news = news and self._news_ok
         self.dormant[i] = False
         self.light[i] = False
         if self._vr[i]:
@@ -918,7 +937,10 @@ class NodeManagers(Component):
             self.fwd_tick[i] = None
             self.fwd_count[i] = 0
             self._next_tick = a
-            self.hb_timer[i] = self.port.set_timer_at(a, ("hb", i))
+            if news:
+                self._news_at(i, a)
+            else:
+                self.hb_timer[i] = self.port.set_timer_at(a, ("hb", i))
             return
         k0, t0 = self._memo[i]  # _last_tick(i, now)
         if t0 > now:
@@ -928,7 +950,8 @@ class NodeManagers(Component):
         self._memo[i] = (k, tv)
         sent = k + 1
         arrival = tv + cad.d_nt
-        arrived = sent if arrival <= now else k
+        # a news heartbeat (tick 0 of its spell) not yet delivered is in flight, whatever the time
+        arrived = sent if arrival <= now and pend is None else k
         # _count_virtual(i, sent, arrived)
         answered = arrived - self.fwd_count[i]  # forwarded ones were real at the tracker
         self.stats["heartbeats"] += sent
@@ -957,7 +980,67 @@ class NodeManagers(Component):
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
         self._next_tick = nxt = tv + self.hb
-        self.hb_timer[i] = self.port.set_timer_at(nxt, ("hb", i))
+        if news:
+            self._news_at(i, nxt)
+        else:
+            self.hb_timer[i] = self.port.set_timer_at(nxt, ("hb", i))
+
+    def _news_at(self, i: int, tick: float) -> None:
+        """Node ``i``'s heartbeat at ``tick`` carries news (its content changed since the tracker last heard from it).
+
+        What a real heartbeat timer at ``tick`` would do (:meth:`_hb_sleep`: the node sends its heartbeat and falls
+        dormant) is one event instead of two: the node is dormant from ``tick`` on (its tick is virtual, so it waits
+        for the reply as after any virtual heartbeat, :meth:`_waiting`), and the heartbeat reaches the tracker at
+        ``tick + d_nt`` (:meth:`_deliver`) with the node's content as it is then — which is its content at ``tick``:
+        a change after ``tick`` wakes the node first (:meth:`_wake`: the heartbeat in flight is delivered as a message
+        of its own). Nothing is different from the real timer but the order among events at the very same instant
+        (the same caveat as every virtual event, cadence.py)."""
+        self.dormant[i] = True
+        self.anchor[i] = tick
+        self._memo[i] = (0, tick)
+        tq = self._tq
+        if tq is None:
+            tq = self._tq = timer_queue_of(self.port)
+        seq = tq.next_seq()
+        heappush(tq.heap, (tick + self.cad.d_nt, seq, self._deliver, i))
+        self.news[i] = seq
+
+    def _deliver(self, i: int, now: float) -> None:
+        """Node ``i``'s news heartbeat (tick ``anchor``) reaches its tracker: the node's side of :meth:`_hb_sleep` at
+        the tick (counted, the next spell's first tick) and the tracker's handling of the heartbeat
+        (``ResourceTracker.heard``), in one event."""
+        self.news[i] = None
+        cad = self.cad
+        t = self.anchor[i]
+        if self._clean:
+            self._clean.pop(i, None)
+        self.halved[i] = False
+        self.missed[i] = False
+        self.stats["heartbeats"] += 1
+        cell = self._hb_cell
+        if cell is None:
+            cell = self._hb_cell = cad.cell(Heartbeat)
+        cell[0] += 1
+        u = self.used[i]
+        free = list(map(sub, self.capl[i], u))
+        a = t + self.hb
+        self.anchor[i] = a
+        self._memo[i] = (0, a)
+        cad._rank += 1
+        self.rank[i] = cad._rank
+        self.fwd_tick[i] = None
+        self.fwd_count[i] = 0
+        has_free = all(map(ge, free, self._need)) and max(free) > _EPS
+        tr = cad.trackers[self.group]
+        if has_free:
+            self.wheel.add(i, a)
+            tr.vf_changed(now)
+        if tr.heard(self.lo + i, free, list(map(add, self.bgl[i], u)), self.arb_seq[i], has_free, now):
+            self.waiting[i] += 1  # forwarded: the arbitrator's (real) reply is to come
+            self.wait_since[i] = t
+        else:
+            self.vwait[i] = now + cad.d_tn
+            cad.count(HeartbeatReply, 1)
 
     def wake_all(self, now: float) -> None:
         for i in range(self.n):

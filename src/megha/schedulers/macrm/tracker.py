@@ -251,6 +251,22 @@ class ResourceTracker(Component):
         does with a :class:`Heartbeat` of one node, step for step. Node managers deliver their periodic heartbeats
         here directly in the simulator (``SimPort.route``: the same event, no message object)."""
         node, free, row, ack, users = hb
+        if self.heard(node, free, row, ack, all(map(ge, free, self.need)) and max(free) > _EPS, now, users):
+            return
+        cad = self.cad
+        if cad is not None and not cad.eager:  # fast-forward: the reply only ends the node's wait (cadence.py)
+            nm = cad.groups[self.index]
+            nm._vr[node - nm.lo].append(now + cad.d_tn)  # nm.replies_due([node], now + cad.d_tn)
+            cad.count(HeartbeatReply, 1)
+        else:
+            self.port.send(self.group, HeartbeatReply([node]))
+
+    def heard(
+        self, node: int, free: list[float], row: list[float], ack: int, has_free: bool, now: float, users=None
+    ) -> bool:
+        """One node's heartbeat (``has_free``: its free row holds the smallest allocation and something is free):
+        the view is updated and the heartbeat forwarded to the arbitrator (True: the arbitrator replies) or answered
+        (False: counted here; the reply is the caller's)."""
         i = node - self.lo
         st = self.stats
         st["heartbeats"] += 1
@@ -266,7 +282,6 @@ class ResourceTracker(Component):
             self.known[i] = True
             if users is not None:
                 self._users(i, users)
-            has_free = all(map(ge, free, self.need)) and max(free) > _EPS
             forward = self.forward and (has_free or self.fwd_free[i])
             self.fwd_free[i] = has_free
         if forward:
@@ -275,15 +290,9 @@ class ResourceTracker(Component):
                 self.arbitrator,
                 ForwardedHeartbeat(self.index, self.group, [node], np.array([free], dtype=np.float64), [ack]),
             )
-            return
+            return True
         st["answered"] += 1
-        cad = self.cad
-        if cad is not None and not cad.eager:  # fast-forward: the reply only ends the node's wait (cadence.py)
-            nm = cad.groups[self.index]
-            nm._vr[node - nm.lo].append(now + cad.d_tn)  # nm.replies_due([node], now + cad.d_tn)
-            cad.count(HeartbeatReply, 1)
-        else:
-            self.port.send(self.group, HeartbeatReply([node]))
+        return False
 
     def _users(self, i: int, new: dict) -> None:
         old = self.node_users[i]
