@@ -164,6 +164,7 @@ class NodeManagers(Component):
         self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | None = None
         self._hb_cell: list | None = None  # the engine's count cell of Heartbeat messages
+        self._rep_cell: list | None = None  # ... and of HeartbeatReply messages
         self._next_tick = 0.0  # the real heartbeat tick the last _wake set
         self.stats: dict[str, int] = {
             "heartbeats": 0,
@@ -292,29 +293,64 @@ class NodeManagers(Component):
         # one response-timeout timer for every node answering this inquiry: the per-node timers would all fire at
         # the same instant, one after the other (nothing else is scheduled for that instant in between)
         batch: list | None = None
+        alive, pending, dormant, anchor, fwd_tick = self.alive, self.pending, self.dormant, self.anchor, self.fwd_tick
+        vr, vwait, waiting = self._vr, self.vwait, self.waiting
+        hb_blocks, track_users = self.hb_blocks, self.track_users
+        cad = self.cad
+        hold = self.hold
         for i in idx:
-            if not self.alive[i]:
+            if not alive[i]:
                 continue
-            if self.hb_blocks and self._waiting(i, now):
-                st["ignored_waiting"] += 1
-                continue
-            if self.pending[i] is not None:
+            tv = None  # the node's last virtual heartbeat, once looked up
+            if hb_blocks:  # self._waiting(i, now), inlined
+                if vr[i]:
+                    self._replies_in(i, now)
+                if dormant[i] and anchor[i] <= now:
+                    tv = self._last_tick(i, now)[1]
+                    # forwarded (the arbitrator's reply is to come) or the tracker's reply is to come
+                    if fwd_tick[i] == tv or now < tv + cad.d_nt + cad.d_tn:
+                        st["ignored_waiting"] += 1
+                        continue
+                elif now < vwait[i]:
+                    st["ignored_waiting"] += 1
+                    continue
+                if waiting[i]:
+                    if now - self.wait_since[i] > self.hb_reply_timeout:
+                        waiting[i] = 0  # the reply is lost (tracker or arbitrator down): stop waiting for it
+                        st["hb_reply_timeouts"] += 1
+                    else:
+                        st["ignored_waiting"] += 1
+                        continue
+            if pending[i] is not None:
                 st["ignored_pending"] += 1
                 continue
             if not all(map(ge, map(sub, capl[i], used[i]), need)):
                 st["ignored_full"] += 1
                 continue
-            if self.dormant[i] and (self.track_users or not self._stays_dormant(i, now)):
-                was_news = self.news[i] is not None
-                self._wake(i, now)
-                if not self.track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
-                    self._clean[i] = self._next_tick
-            self.pending[i] = token
+            if dormant[i]:
+                # self._stays_dormant(i, now), inlined (with the tick looked up above)
+                stays = False
+                if not track_users and not cad.eager and fwd_tick[i] is None:
+                    a = anchor[i]
+                    if a > now:
+                        nxt = a
+                    else:
+                        if tv is None:
+                            tv = self._last_tick(i, now)[1]
+                        nxt = tv + self.hb if not tv + cad.d_nt > now else -math.inf
+                    if nxt > now + 2 * self.hold_timeout:
+                        self.light[i] = stays = True
+                if not stays:
+                    was_news = self.news[i] is not None
+                    self._wake(i, now)
+                    if not track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
+                        self._clean[i] = self._next_tick
+            pending[i] = token
             if batch is None:
                 batch = [0, 0]
                 batch[0] = self.port.set_timer(self.hold_timeout, ("hold", token, answered, batch))
             batch[1] += 1
-            self.hold[i] = batch
+            hold[i] = batch
             answered.append(i)
         if answered:
             st["answered"] += len(answered)
@@ -367,7 +403,9 @@ class NodeManagers(Component):
             cad._rank += 1
             self.rank[i] = cad._rank
             if i in self.wheel.where:
-                cad.trackers[self.group].vf_changed(now)
+                tr = cad.trackers[self.group]
+                if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
+                    tr.vf_changed(now)
             return
         if self.missed[i] and self.alive[i]:
             self._send_hb(i, now)
@@ -494,7 +532,9 @@ class NodeManagers(Component):
         self.fwd_count[i] = 0
         if all(map(ge, free, self._need)) and max(free) > _EPS:  # _has_free(i)
             self.wheel.add(i, a)
-            cad.trackers[self.group].vf_changed(now)
+            tr = cad.trackers[self.group]
+            if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
+                tr.vf_changed(now)
 
     def _send_hb(self, i: int, now: float) -> None:
         if i in self._hb_set:
@@ -550,32 +590,44 @@ class NodeManagers(Component):
         clean = self._clean
         drows = c.demands.tolist()
         used = self.used
-        for k in range(len(c.nodes)):
-            node = c.nodes[k]
+        capl = self.capl
+        light, alive, dormant, news, anchor = self.light, self.alive, self.dormant, self.news, self.anchor
+        arb_seq = self.arb_seq
+        containers, job_attempt, by_job, on_node, ends = (
+            self.containers,
+            self.job_attempt,
+            self.by_job,
+            self.on_node,
+            self._ends,
+        )
+        seqs, tasks, jobs, attempts, owners = c.seqs, c.tasks, c.jobs, c.attempts, c.owners
+        track_users = self.track_users
+        fail_p = self.fail_p
+        for k, node in enumerate(c.nodes):
             i = node - lo
             if clean:
                 clean.pop(i, None)
-            if self.light[i]:
+            if light[i]:
                 self._wake(i, now, True)  # a light node the sampling changes (_stays_dormant)
-            if not self.alive[i]:
+            if not alive[i]:
                 continue  # the message reached a dead machine: lost (the failure detector handles it)
-            if c.seqs[k] > self.arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
-                if self.dormant[i]:
+            if seqs[k] > arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
+                if dormant[i]:
                     self._wake(i, now, True)
-                self.arb_seq[i] = c.seqs[k]
-            t = c.tasks[k]
-            job = c.jobs[k]
-            att = c.attempts[k]
+                arb_seq[i] = seqs[k]
+            t = tasks[k]
+            job = jobs[k]
+            att = attempts[k]
             d = drows[k]
-            if t >= 0 and (self.job_attempt.get(job, 0) > att or t in self.containers):
+            if t >= 0 and (job_attempt.get(job, 0) > att or t in containers):
                 rejected.append(k)  # stale job manager attempt (fenced) or already running here
                 continue
             row = used[i]
-            cap = self.capl[i]
+            cap = capl[i]
             if not all(map(ge, map(add, map(sub, cap, row), repeat(_EPS)), d)):
                 rejected.append(k)
                 continue
-            if self.dormant[i]:
+            if dormant[i] and (news[i] is None or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
                 self._wake(i, now, True)
             used[i] = row = list(map(add, row, d))
             if any(map(gt, row, map(add, cap, repeat(1e-7)))):
@@ -583,12 +635,12 @@ class NodeManagers(Component):
                     f"{self.address}: node {node} over-committed at t={now:.6f}: used {row} > capacity {cap}"
                 )
             user = c.users[k]
-            if self.track_users:  # per-user usage is read only for heartbeats that carry it
+            if track_users:  # per-user usage is read only for heartbeats that carry it
                 uu = self.users[i]
                 prev = uu.get(user)
                 uu[user] = np.array(d) if prev is None else prev + np.array(d)
             if t < 0:  # a job-manager container
-                owner = c.owners[k]
+                owner = owners[k]
                 self.jm_containers[(job, att)] = (i, d, owner, user)
                 self.stats["jms_started"] += 1
                 spec, load, central = c.specs[k]
@@ -597,19 +649,19 @@ class NodeManagers(Component):
             dur = c.durations[k]
             end = now + dur
             fails = False
-            if self.fail_p > 0.0 and rng.random() < self.fail_p:
+            if fail_p > 0.0 and rng.random() < fail_p:
                 fails = True
                 end = now + dur * float(rng.random())
-            self.containers[t] = [i, end, c.owners[k], job, att, user, d, fails]
-            s = self.by_job.get(job)
+            containers[t] = [i, end, owners[k], job, att, user, d, fails]
+            s = by_job.get(job)
             if s is None:
-                self.by_job[job] = {t}
+                by_job[job] = {t}
             else:
                 s.add(t)
-            self.on_node[i].add(t)
-            lst = self._ends.get(end)
+            on_node[i].add(t)
+            lst = ends.get(end)
             if lst is None:
-                self._ends[end] = [t]
+                ends[end] = [t]
                 self.port.set_timer(end - now, ("end", end))
             else:
                 lst.append(t)
@@ -646,7 +698,7 @@ class NodeManagers(Component):
         i = e[0]
         if self._clean:
             self._clean.pop(i, None)
-        if self.dormant[i]:
+        if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
             self._wake(i, now, True)
         d = e[6]
         self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
@@ -931,7 +983,8 @@ class NodeManagers(Component):
         if b is not None:  # wheel.discard(i)
             wheel.buckets[b].discard(i)
             wheel.size -= 1
-            tr.vf_changed(now)
+            if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
+                tr.vf_changed(now)
         a = self.anchor[i]
         if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
             self.fwd_tick[i] = None
@@ -963,7 +1016,10 @@ class NodeManagers(Component):
         ts["heartbeats"] += answered
         ts["answered"] += answered
         if answered:
-            cad.count(HeartbeatReply, answered)
+            cell = self._rep_cell
+            if cell is None:
+                cell = self._rep_cell = cad.cell(HeartbeatReply)
+            cell[0] += answered  # cad.count(HeartbeatReply, answered)
         if arrived < sent:  # the latest virtual heartbeat is in flight: deliver it for real
             cad.engine.inject(arrival, self.tracker, self._heartbeat_of(i))
             self.waiting[i] += 1
@@ -1033,14 +1089,22 @@ class NodeManagers(Component):
         has_free = all(map(ge, free, self._need)) and max(free) > _EPS
         tr = cad.trackers[self.group]
         if has_free:
-            self.wheel.add(i, a)
-            tr.vf_changed(now)
+            wheel = self.wheel  # wheel.add(i, a)
+            b = int((math.fmod(a, wheel.h) / wheel.h) * wheel.nb) % wheel.nb
+            wheel.buckets[b].add(i)
+            wheel.where[i] = b
+            wheel.size += 1
+            if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
+                tr.vf_changed(now)
         if tr.heard(self.lo + i, free, list(map(add, self.bgl[i], u)), self.arb_seq[i], has_free, now):
             self.waiting[i] += 1  # forwarded: the arbitrator's (real) reply is to come
             self.wait_since[i] = t
         else:
             self.vwait[i] = now + cad.d_tn
-            cad.count(HeartbeatReply, 1)
+            cell = self._rep_cell
+            if cell is None:
+                cell = self._rep_cell = cad.cell(HeartbeatReply)
+            cell[0] += 1  # cad.count(HeartbeatReply, 1)
 
     def wake_all(self, now: float) -> None:
         for i in range(self.n):

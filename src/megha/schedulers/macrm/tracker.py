@@ -391,14 +391,16 @@ class ResourceTracker(Component):
         anchor = nm.anchor
         memo = nm._memo
         rank = nm.rank
-        last_le = self.cad.hb.last_le
+        per = self.cad.hb
+        last_le = per.last_le
         nb = wheel.nb
         width = wheel.h / nb
         buckets = wheel.buckets
         b0 = (wheel.bucket(y) - 2) % nb
         best = None
+        ba = math.inf  # best[0]
         for j in range(nb + 4):
-            if best is not None and (j - 4) * width > best[0] - y:
+            if (j - 4) * width > ba - y:
                 break
             for i in buckets[(b0 + j) % nb]:
                 t = anchor[i]  # nm.next_virtual(i, y)
@@ -406,15 +408,29 @@ class ResourceTracker(Component):
                     k0, t0 = memo[i]
                     if t0 > y:
                         k0, t0 = 0, t
-                    k, t = last_le(t0, y)
+                    fast = per._fast
+                    if fast is not None and fast[0] <= t0 and y + h < fast[1]:  # last_le(t0, y), its first case
+                        delta = fast[2]
+                        k = int((y - t0) / delta)
+                        while k > 0 and t0 + k * delta > y:
+                            k -= 1
+                        while t0 + (k + 1) * delta <= y:
+                            k += 1
+                        t = t0 + k * delta
+                    else:
+                        k, t = last_le(t0, y)
                     memo[i] = (k0 + k, t)
                     t = t + h
+                arr = t + d
+                if arr > ba:
+                    continue  # its key (arrival first) cannot be the smallest
                 r = rank[i]
-                while (t + d, r) <= (after, after_rank):
+                while arr < after or (arr == after and r <= after_rank):  # (arr, r) <= (after, after_rank)
                     t = t + h
-                key = (t + d, r, i, t)
-                if best is None or key < best:
-                    best = key
+                    arr = t + d
+                if arr < ba or (arr == ba and (r, i, t) < best[1:]):
+                    ba = arr
+                    best = (arr, r, i, t)
         if best is None:
             return
         arrival, rank_, i, tick = best
