@@ -173,6 +173,7 @@ class Cadence:
         self._bound_sum: np.ndarray | None = None
         self._cells: dict[type, list] = {}  # the engine's message count cells, taken on a type's first count
         self._total_sum: np.ndarray | None = None
+        self._lim_max: float | None = None
         self.calm_spells = 0
 
     # --- registration -----------------------------------------------------------------------------------------
@@ -262,6 +263,12 @@ class Cadence:
         for tr in trs:
             tr.undo = deque()
         self._bound_sum = bsum
+        # _below's limit when it takes the largest fraction (None: use _below)
+        self._lim_max = (
+            self.threshold - self.margin
+            if self.threshold != math.inf and self.arbitrator.load_metric == "max"
+            else (math.inf if self.threshold == math.inf else None)
+        )
         self.calm = True
         self.calm_spells += 1
         self.stats_chain = Chain(self.stats_period, now + self.stats_period.h)
@@ -298,8 +305,15 @@ class Cadence:
                 bsum[r] += a
                 raised = True
         # the bound was below the threshold (or calm would have ended): only a raised bound can cross it
-        if raised and not self._below(bsum):
-            self.leave_calm(now)
+        if raised:
+            lim = self._lim_max
+            if lim is not None:  # _below(bsum) with the largest fraction: every fraction below the limit
+                for u, t in zip(bsum, self._total_sum, strict=True):
+                    if not (u / t if t > 0 else 0.0) < lim:
+                        self.leave_calm(now)
+                        return
+            elif not self._below(bsum):
+                self.leave_calm(now)
 
     def leave_calm(self, at: float) -> None:
         """Statistics and job-manager heartbeats become real again after ``at``: the arbitrator's view of the

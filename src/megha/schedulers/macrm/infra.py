@@ -104,10 +104,11 @@ class JMSlot(Component):
     def on_message_finished(self, tasks: list[int], now: float) -> None:
         """A :class:`~megha.schedulers.common.messages.Finished` message's tasks, delivered directly by the node
         managers in the simulator (``SimPort.route``): what :meth:`on_message` does with the message."""
-        if self.current is None:
+        cur = self.current
+        if cur is None:
             self.dropped += 1
-        else:
-            self.current.on_finished(tasks, now)
+        elif not cur.exited:  # cur.on_finished(tasks, now)
+            cur._finished(tasks, now)
 
     def on_timer(self, key, now: float) -> None:
         inc, k = key

@@ -525,42 +525,47 @@ class JobManager(Component):
 
     def _decide(self, r: _Round, nodes: np.ndarray, assigned: dict[int, int], now: float) -> None:
         ctx = self.ctx
-        grp = ctx.group_of[nodes]
-        used = np.zeros(nodes.size, dtype=bool)
-        per_group: dict[int, Containers] = {}
+        nodes_l = nodes.tolist()
+        grp = ctx.group_of[nodes].tolist()
+        used = [False] * len(nodes_l)
+        per_group: dict[int, list[int]] = {}  # group -> the tasks placed there, in task order
         ids: list[int] = []
+        tasks, state, node_of = self.tasks, self.state, self.node_of
         for i, j in sorted(assigned.items()):
             used[j] = True
-            node = int(nodes[j])
-            c = per_group.get(int(grp[j]))
-            if c is None:
-                c = per_group[int(grp[j])] = empty_containers(ctx.n_res)
-                c.demands = []  # type: ignore[assignment]
-            t = self.tasks[i]
-            c.nodes.append(node)
-            c.tasks.append(t)
-            c.jobs.append(self.job)
-            c.attempts.append(self.attempt)
-            c.users.append(self.spec.user)
-            c.durations.append(self.durs[i])
-            c.demands.append(self.demands[i])  # type: ignore[attr-defined]
-            c.owners.append(self.address)
-            c.seqs.append(0)
-            c.specs.append(None)
-            self.state[i] = RUNNING
-            self.node_of[i] = node
-            ids.append(t)
+            node = nodes_l[j]
+            lst = per_group.get(grp[j])
+            if lst is None:
+                per_group[grp[j]] = [i]
+            else:
+                lst.append(i)
+            state[i] = RUNNING
+            node_of[i] = node
+            ids.append(tasks[i])
         if ids:
             ctx.recorder.decided(ids, now)
         cancel: dict[int, list[int]] = {}
-        for j in np.flatnonzero(~used).tolist():
-            cancel.setdefault(int(grp[j]), []).append(int(nodes[j]))
+        for j, u in enumerate(used):
+            if not u:
+                cancel.setdefault(grp[j], []).append(nodes_l[j])
         for g in sorted(set(per_group) | set(cancel)):
-            c = per_group.get(g)
-            if c is None:
+            ii = per_group.get(g)
+            if ii is None:
                 c = empty_containers(ctx.n_res)
             else:
-                c.demands = np.array(c.demands)
+                k = len(ii)
+                c = Containers(
+                    [node_of[i] for i in ii],
+                    [tasks[i] for i in ii],
+                    [self.job] * k,
+                    [self.attempt] * k,
+                    [self.spec.user] * k,
+                    [self.durs[i] for i in ii],
+                    self.demands[ii],
+                    [self.address] * k,
+                    [0] * k,
+                    [None] * k,
+                )
             self.port.send(ctx.groups[g], SampleDecision(r.token, c, cancel.get(g, [])))
 
     # --- outcomes ----------------------------------------------------------------------------------------------
@@ -624,7 +629,13 @@ class JobManager(Component):
             self.n_done += 1
             new.append(t)
         if new:
-            self.ctx.ledger.known(new, now)
+            ledger = self.ctx.ledger  # ledger.known(new, now)
+            seen = ledger.seen
+            new = [t for t in new if not seen[t]]
+            if new:
+                for t in new:
+                    seen[t] = 1
+                ledger.rec.completion_known(new, now)
         if self.n_done == self.n and not self.finished:
             self._finish(now)
 

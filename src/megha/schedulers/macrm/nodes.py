@@ -603,6 +603,9 @@ class NodeManagers(Component):
         seqs, tasks, jobs, attempts, owners = c.seqs, c.tasks, c.jobs, c.attempts, c.owners
         track_users = self.track_users
         fail_p = self.fail_p
+        tq = self._tq
+        if tq is None and self.cad is not None:
+            tq = self._tq = timer_queue_of(self.port)
         for k, node in enumerate(c.nodes):
             i = node - lo
             if clean:
@@ -662,7 +665,10 @@ class NodeManagers(Component):
             lst = ends.get(end)
             if lst is None:
                 ends[end] = [t]
-                self.port.set_timer(end - now, ("end", end))
+                if tq is not None:  # self.port.set_timer(end - now, ("end", end)) with _end_due as its handler
+                    heappush(tq.heap, (now + (end - now), tq.next_seq(), self._end_due, end))
+                else:
+                    self.port.set_timer(end - now, ("end", end))
             else:
                 lst.append(t)
             st_t.append(t)
@@ -717,6 +723,12 @@ class NodeManagers(Component):
                 del self.by_job[e[3]]
         return e
 
+    def _end_due(self, key: float, now: float) -> None:
+        """The timer of the containers ending at ``key`` (:meth:`on_timer` with ``("end", key)``, directly)."""
+        self._ends_at(key, now)
+        if self._hb_out:
+            self._flush(now)
+
     def _ends_at(self, key: float, now: float) -> None:
         tasks = self._ends.pop(key, ())
         if len(tasks) == 1 and self.cad is not None:  # one task ends (the common case): the loop below, step for step
@@ -725,8 +737,22 @@ class NodeManagers(Component):
             if e is None or e[1] != key:
                 return  # killed, or relaunched with another end
             if not e[7]:
-                self._remove(t, now)
                 i = e[0]
+                if self.track_users:
+                    self._remove(t, now)
+                else:  # self._remove(t, now), inlined
+                    del self.containers[t]
+                    if self._clean:
+                        self._clean.pop(i, None)
+                    if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
+                        self._wake(i, now, True)
+                    self.used[i] = list(map(max, map(sub, self.used[i], e[6]), repeat(0.0)))
+                    self.on_node[i].discard(t)
+                    s = self.by_job.get(e[3])
+                    if s is not None:
+                        s.discard(t)
+                        if not s:
+                            del self.by_job[e[3]]
                 fl = self.finished_by_job.get(e[3])
                 if fl is None:
                     self.finished_by_job[e[3]] = [t]
@@ -928,7 +954,18 @@ class NodeManagers(Component):
         k0, t0 = self._memo[i]
         if t0 > now:
             k0, t0 = 0, self.anchor[i]
-        j, t = self.cad.hb.last_le(t0, now)
+        per = self.cad.hb
+        fast = per._fast
+        if fast is not None and fast[0] <= t0 and now + per.h < fast[1]:  # per.last_le(t0, now), its first case
+            delta = fast[2]
+            j = int((now - t0) / delta)
+            while j > 0 and t0 + j * delta > now:
+                j -= 1
+            while t0 + (j + 1) * delta <= now:
+                j += 1
+            t = t0 + j * delta
+        else:
+            j, t = per.last_le(t0, now)
         self._memo[i] = (k0 + j, t)
         return k0 + j, t
 
@@ -998,7 +1035,18 @@ class NodeManagers(Component):
         k0, t0 = self._memo[i]  # _last_tick(i, now)
         if t0 > now:
             k0, t0 = 0, a
-        j, tv = cad.hb.last_le(t0, now)
+        per = cad.hb
+        fast = per._fast
+        if fast is not None and fast[0] <= t0 and now + per.h < fast[1]:  # per.last_le(t0, now), its first case
+            delta = fast[2]
+            j = int((now - t0) / delta)
+            while j > 0 and t0 + j * delta > now:
+                j -= 1
+            while t0 + (j + 1) * delta <= now:
+                j += 1
+            tv = t0 + j * delta
+        else:
+            j, tv = per.last_le(t0, now)
         k = k0 + j
         self._memo[i] = (k, tv)
         sent = k + 1

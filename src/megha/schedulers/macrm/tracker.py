@@ -93,7 +93,8 @@ class ResourceTracker(Component):
         self.used: list[list[float]] = [[0.0] * self.phys.shape[1] for _ in range(n)]
         self.known: list[bool] = [False] * n
         self.dead = np.zeros(n, dtype=bool)
-        self.last_seen = np.zeros(n)
+        self.n_dead = 0  # nodes marked dead (the hot paths look at dead[i] only when there are any)
+        self.last_seen: list[float] = [0.0] * n  # when each node was last heard from
         self.fwd_free = [False] * n  # the arbitrator's view currently lists the node as free
         self.node_users: list[dict[int, np.ndarray]] = [{} for _ in range(n)]
         self.user_used: dict[int, np.ndarray] = {}
@@ -122,7 +123,7 @@ class ResourceTracker(Component):
         }
 
     def on_start(self, now: float) -> None:
-        self.last_seen[:] = now  # everyone gets a full timeout before being suspected
+        self.last_seen = [now] * self.n  # everyone gets a full timeout before being suspected
         self.port.send(self.arbitrator, TrackerUp(self.index))
         cad = self.cad
         if cad is None or cad.eager:
@@ -270,7 +271,7 @@ class ResourceTracker(Component):
         i = node - self.lo
         st = self.stats
         st["heartbeats"] += 1
-        if self.dead[i]:
+        if self.n_dead and self.dead[i]:
             st["heartbeats_from_dead"] += 1
             forward = False
         else:
@@ -334,12 +335,13 @@ class ResourceTracker(Component):
         self.port.send(self.arbitrator, r)
 
     def _check(self, now: float) -> None:
-        silent = (~self.dead) & (now - self.last_seen > self.node_timeout)
+        silent = (~self.dead) & (now - np.array(self.last_seen) > self.node_timeout)
         if self.cad is not None and silent.any():
             silent &= ~np.array(self.cad.groups[self.index].dormant)  # heard from, virtually
         if silent.any():
             idx = np.flatnonzero(silent)
             self.dead[idx] = True
+            self.n_dead = int(self.dead.sum())
             for i in idx.tolist():
                 self.known[i] = False
                 self.used[i] = [0.0] * len(self.used[i])
