@@ -6,7 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from megha.experiments.macrm import cluster, poisson_jobs, shift, simulate_inputs, slot_background
+from megha.experiments.macrm import (
+    MACRM_CH4,
+    WARMUP,
+    cluster,
+    gaussian_background,
+    google_jobs,
+    google_machines,
+    poisson_jobs,
+    shift,
+    simulate_inputs,
+    slot_background,
+)
 from megha.metrics.fingerprint import fingerprint
 from megha.schedulers.macrm.period import Period
 
@@ -54,3 +65,19 @@ def test_period_ticks_are_the_engines_rounded_additions():
         for at in (t0, ticks[5] + p / 3, ticks[1234], ticks[2999] + 0.5 * p):
             k, tk = per.last_le(t0, at)
             assert tk == ticks[k] and tk <= at < ticks[k + 1], (p, t0, at)
+
+
+@pytest.mark.parametrize(("load", "opts"), [(0.5, {}), (0.85, {"per_responder": "one"})], ids=["fill", "one"])
+def test_google_mix_same_with_and_without_fast_forward(load, opts):
+    """Two resources, machines of several sizes, jobs of the Google sub-trace: nodes host several containers each, so
+    news heartbeats (a dormant node whose content changed, NodeManagers._news_at) coalesce changes and meet
+    samplings, wakes and forwarded heartbeats; still the same results, counters and message counts."""
+    rng = np.random.default_rng(2)
+    phys = google_machines(150)
+    dc = cluster(phys, gaussian_background(phys, load, rng), ("cpu", "mem"), "g150")
+    w = google_jobs(rng, 40, WARMUP, 0.5, 20.0, phys.sum(axis=0), max_share=0.1)
+    ff, slow = _both(w, dc, {**MACRM_CH4, "trackers": 2, **opts}, seed=1)
+    assert fingerprint(ff) == fingerprint(slow)
+    assert ff.counters == slow.counters
+    assert ff.message_counts == slow.message_counts
+    assert ff.events < slow.events
