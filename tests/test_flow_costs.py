@@ -81,8 +81,8 @@ def test_fairness_through_the_scheduler_component() -> None:
     s.on_timer("round", 0.0)
     ((dst, launch),) = port.take(Launch)
     assert dst == "pool"
-    assert sorted((launch.tasks < 3).tolist()) == [False, False, True, True]
-    assert sorted(launch.workers.tolist()) == [0, 1, 2, 3]
+    assert sorted((np.asarray(launch.tasks) < 3).tolist()) == [False, False, True, True]
+    assert sorted(np.asarray(launch.workers).tolist()) == [0, 1, 2, 3]
 
 
 def test_waiting_cost_grows_with_time() -> None:

@@ -134,7 +134,7 @@ def test_no_preemption_keeps_running_tasks() -> None:
     s.on_message(Finished(np.array([0]), np.array([0])), 10.0)
     s.on_timer("round", 10.0)
     ((_, launch),) = port.take(Launch)
-    assert launch.tasks.tolist() == [1]
+    assert np.asarray(launch.tasks).tolist() == [1]
     assert rec.outstanding == -1  # completion_known was reported for task 0 (nothing expected in this test)
 
 

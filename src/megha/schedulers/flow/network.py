@@ -201,7 +201,9 @@ class FlowNetwork:
         own = int(self.N[K.N_SUP, b])
         others = int(self.M[K.M_SUPSUM]) - own
         if own != -others:
-            self.set_supplies([b], [-others])
+            if not (0 <= b < self.M[K.M_NHW] and self.N[K.N_ALIVE, b]):
+                raise InputError("flow network: a node id does not exist")
+            K.k_set_supplies(self.N, self.M, self.DN, np.array([b], dtype=np.int64), np.array([-others], np.int64))
 
     @property
     def supply_sum(self) -> int:

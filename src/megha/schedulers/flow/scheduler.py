@@ -433,7 +433,12 @@ class FlowScheduler(Component):
                 fast = (soft != 0) & ((wm & soft) == soft)
                 durations = np.where(fast, durations / self.s.soft_speedup, durations)
             demands = None if self.demand is None else self.demand[tasks]
-            self.port.send(self.pool, Launch(tasks, workers, durations, self.address, demands))
+            if self.compiled:  # as lists: the pool keeps them and answers each completion with lists (no arrays)
+                self.port.send(
+                    self.pool, Launch(tasks.tolist(), workers.tolist(), durations.tolist(), self.address, demands)
+                )
+            else:
+                self.port.send(self.pool, Launch(tasks, workers, durations, self.address, demands))
         if kills.size:
             self.port.send(self.pool, Kill(kills, self.address))
 

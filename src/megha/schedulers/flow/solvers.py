@@ -31,6 +31,9 @@ from megha.schedulers.flow import _kernels as K
 from megha.schedulers.flow.network import Exported, FlowNetwork
 
 OPTIMAL = "optimal"
+_STATS = np.array([K.M_SEARCHES, K.M_SCANS, K.M_SETTLED, K.M_AUGMENTS, K.M_FAILED, K.M_FIXES])
+_STAT_NAMES = ("searches", "arc_scans", "settled", "augments", "failed_searches", "arc_fixes")
+"""The solver counters of ``FlowNetwork.stats`` (same names, same order), read as one slice per solve."""
 INFEASIBLE = "infeasible"
 BULK_UNITS = 50_000
 """A solve whose changed nodes carry at least this many units of imbalance (a cold start, a large burst: about one
@@ -101,24 +104,25 @@ class IncrementalSolver(Solver):
         net.sync_balance()
         if net.solution_owner not in (None, self.name):
             net.reset_solution()
-        _check_balanced(net)
-        if self.bulk_units > 0 and self._imbalance(net) >= self.bulk_units:
+        M = net.M
+        if M[K.M_SUPSUM] != 0:
+            _check_balanced(net)
+        ndn = int(M[K.M_NDN])
+        if self.bulk_units > 0 and ndn >= self.bulk_units and self._imbalance(net) >= self.bulk_units:
             return self._bulk(net, t0)
-        ndn = int(net.M[K.M_NDN])
         if self._over_ndn and ndn >= self._over_ndn // 2:  # as large a change as the last one over budget
             return self._bulk(net, t0)
-        before = net.stats()
+        before = M[_STATS].copy()
         hd, ht, hv, settled, active = self._arrays(net)
         budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
-        left = K.k_solve(net.N, net.A, net.H, net.M, net.DN, net.DA, hd, ht, hv, settled, active, budget)
+        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hd, ht, hv, settled, active, budget)
         net.solution_owner = self.name
         if left < 0:  # over budget: the state is valid but unsolved; finish from scratch
             self._over_ndn = max(ndn, 2)
-            return self._bulk(net, t0, before)
+            return self._bulk(net, t0, dict(zip(_STAT_NAMES, before.tolist(), strict=True)))
         self._over_ndn = 0
         seconds = time.perf_counter() - t0
-        after = net.stats()
-        stats = {k: after[k] - before[k] for k in after}
+        stats = dict(zip(_STAT_NAMES, (M[_STATS] - before).tolist(), strict=True))
         status = OPTIMAL if left == 0 else INFEASIBLE
         cost = net.total_cost() if left == 0 and self.compute_cost else 0
         return SolveResult(status, cost, seconds, stats)
