@@ -603,6 +603,8 @@ class MaskedJobs:
         )
 
     def best(self, room: int, inv: int, typ: int = -1) -> int:
+        if room < 1:  # every job needs at least one unit (quantize)
+            return -1
         if len(self.live) <= self.SMALL:  # the same answer: the first largest in insertion order
             best, bx = -1, 0
             for j, (x, m, t) in self.live.items():
