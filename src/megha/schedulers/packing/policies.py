@@ -513,6 +513,10 @@ class VQS(_VirtualQueues):
             self._nres_np = np.zeros(n, dtype=np.int8)
             self._hx = np.full(self.T, -1, dtype=np.int64)
             self._hm = np.zeros(self.T, dtype=np.int64)
+        # constrained runs: the heads (use_a, mask_a, use_b, mask_b) for which the last renewal scan from the first
+        # server found no empty server that fits, and the servers emptied since (only they can fit those heads now)
+        self._miss: tuple | None = None
+        self._emptied: list[int] = []
 
     def _enqueue(self, job: int, x: int) -> None:
         t = self.partition.type_of(x)
@@ -614,6 +618,11 @@ class VQS(_VirtualQueues):
         self.empty.add(s)
         if self._empty_np is not None:
             self._empty_np[s] = True
+            if self._miss is not None:
+                self._emptied.append(s)
+                if len(self._emptied) > self.n:  # long without a renewal: forget the last miss instead
+                    self._miss = None
+                    self._emptied.clear()
 
     def _place(self, j: int, s: int, t: int) -> None:
         x = self.size[j]
@@ -701,6 +710,7 @@ class VQS(_VirtualQueues):
         inv = self._inv_np
         empty = self._empty_np
         scan = _kernels().k_first_empty_fit
+        invl = self.compat.inv
         lo = 0
         while self.nqueued:
             c = cs.best(self.nq)
@@ -719,7 +729,22 @@ class VQS(_VirtualQueues):
                     use_b, mb = True, mask.get(j, 0)
             if not (use_a or use_b):
                 return
-            s = scan(empty, inv, lo, ma, use_a, mb, use_b)
+            key = (use_a, ma, use_b, mb)
+            if lo == 0 and key == self._miss:
+                # no empty server fitted these heads at the last full scan: only one emptied since can fit now
+                s = -1
+                for e in self._emptied:
+                    if empty[e] and (e < s or s < 0):
+                        v = invl[e]
+                        if (use_a and not v & ma) or (use_b and not v & mb):
+                            s = e
+                if s < 0:
+                    self._emptied.clear()  # each is busy again or does not fit these heads
+            else:
+                s = scan(empty, inv, lo, ma, use_a, mb, use_b)
+                if s < 0 and lo == 0:
+                    self._miss = key
+                    self._emptied.clear()
             if s < 0:
                 return
             placed = self._renew(s)
