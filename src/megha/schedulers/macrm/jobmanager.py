@@ -22,7 +22,7 @@ running report to it from then on, the finished ones are known — and schedules
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -105,8 +105,13 @@ class JMContext:
     per_responder: str = "fill"  # "fill": a responder takes tasks while they fit; "one": one task per responder
     round_end: str = "all"  # when a sampling round stops waiting for answers (policy.ROUND_ENDS)
     cadence: Any = None  # fast-forward of periodic messages (cadence.py), simulator only
+    runs_of_groups: bool = field(init=False, default=False)  # group_of never decreases (set from it)
 
     def __post_init__(self) -> None:
+        # node ids in order give groups in order (the deployment's contiguous shares): a sorted node list splits into
+        # one run per group
+        g = np.asarray(self.group_of)
+        self.runs_of_groups = bool(g.size < 2 or (np.diff(g) >= 0).all())
         if self.per_responder not in ("fill", "one"):
             raise ValueError(f"per_responder must be 'fill' or 'one', got {self.per_responder!r}")
         if self.round_end not in ROUND_ENDS:
@@ -330,10 +335,22 @@ class JobManager(Component):
         self.round_no += 1
         token = (self.job, self.attempt, self.round_no)
         need = self.demands[todo].min(axis=0)
-        grp = ctx.group_of[nodes]
-        for g in np.unique(grp).tolist():
-            sel = nodes[grp == g].tolist()
-            self.port.send(ctx.groups[g], SampleInquiry(self.address, self.job, self.attempt, token, sel, need))
+        if ctx.runs_of_groups:  # nodes sorted, groups contiguous: each group's nodes are one run
+            nl = nodes.tolist()
+            gl = ctx.group_of[nodes].tolist()
+            a = 0
+            n_nodes = len(nl)
+            for b in range(1, n_nodes + 1):
+                if b == n_nodes or gl[b] != gl[a]:
+                    self.port.send(
+                        ctx.groups[gl[a]], SampleInquiry(self.address, self.job, self.attempt, token, nl[a:b], need)
+                    )
+                    a = b
+        else:
+            grp = ctx.group_of[nodes]
+            for g in np.unique(grp).tolist():
+                sel = nodes[grp == g].tolist()
+                self.port.send(ctx.groups[g], SampleInquiry(self.address, self.job, self.attempt, token, sel, need))
         timer = self.port.set_timer(ctx.sampling_timeout, ("round", self.round_no))
         self.round = _Round(self.round_no, token, todo, nodes, timer)
         for i in todo:
