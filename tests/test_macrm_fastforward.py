@@ -8,6 +8,7 @@ import pytest
 
 from megha.experiments.macrm import (
     MACRM_CH4,
+    SPARROW_THESIS,
     WARMUP,
     cluster,
     gaussian_background,
@@ -67,7 +68,23 @@ def test_period_ticks_are_the_engines_rounded_additions():
             assert tk == ticks[k] and tk <= at < ticks[k + 1], (p, t0, at)
 
 
-@pytest.mark.parametrize(("load", "opts"), [(0.5, {}), (0.85, {"per_responder": "one"})], ids=["fill", "one"])
+@pytest.mark.parametrize(
+    ("load", "opts"),
+    [
+        (0.5, {}),
+        (0.85, {"per_responder": "one"}),
+        pytest.param(
+            0.8,
+            SPARROW_THESIS,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="known (also before news heartbeats): the fast-forward counts one tracker heartbeat more "
+                "(3,301 vs 3,300) than the full simulation; per-task results are the same",
+            ),
+        ),
+    ],
+    ids=["fill", "one", "sparrow"],
+)
 def test_google_mix_same_with_and_without_fast_forward(load, opts):
     """Two resources, machines of several sizes, jobs of the Google sub-trace: nodes host several containers each, so
     news heartbeats (a dormant node whose content changed, NodeManagers._news_at) coalesce changes and meet
