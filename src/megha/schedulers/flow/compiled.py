@@ -121,6 +121,7 @@ class CompiledGraph:
         self.frozen_clock = bool(waiting_dominates) or self.wait_weight <= 0
         self._g0: int | None = None  # G at the first arrival (frozen clock)
         self._machine_costs_vary = _varies(cost_model, "machine_cost")
+        self._fair_shares = bool(cost_model.fair_shares)
         nm = int(machine_mask.size)
         self.machine_mask = np.asarray(machine_mask, dtype=np.uint32)
         self.machine_slots = np.asarray(machine_slots, dtype=np.int64).copy()
@@ -272,8 +273,9 @@ class CompiledGraph:
 
     def _arc_pos_for(self, net: FlowNetwork) -> np.ndarray:
         """Position of each target arc in its class's target list (grown with the arc table)."""
-        if self._arc_pos.size < net.arc_capacity:
-            self._arc_pos = _grow1(self._arc_pos, net.arc_capacity, 0)
+        n = net.A.shape[1]
+        if self._arc_pos.size < n:
+            self._arc_pos = _grow1(self._arc_pos, n, 0)
         return self._arc_pos
 
     def fits(self, mask: int) -> np.ndarray:
@@ -511,7 +513,7 @@ class CompiledGraph:
                 self.GM,
                 capacity,
                 unplaceable,
-                self.cm.fair_shares,
+                self._fair_shares,
                 self.node_role,
                 self.node_ref,
                 ROLE_TASK,
@@ -704,12 +706,12 @@ class CompiledGraph:
     def place(self) -> tuple[np.ndarray, np.ndarray]:
         """Commit the current flow's placements: (tasks, machines); they leave the graph (see ``k_place``)."""
         net = self.net
-        cap = net.node_capacity
+        cap = net.N.shape[1]
         if self._cursor.size < cap:
             self._cursor = np.full(cap, -2, dtype=np.int64)
             self._touched = np.zeros(cap, dtype=np.int64)
-        if self._used.size < net.arc_capacity:
-            self._used = np.zeros(net.arc_capacity, dtype=np.int64)
+        if self._used.size < net.A.shape[1]:
+            self._used = np.zeros(net.A.shape[1], dtype=np.int64)
         if self.node_role.size < cap:
             self._roles(np.zeros(0, dtype=np.int64), ROLE_SINK, np.zeros(0, dtype=np.int64))
         tasks, machines = GK.k_place(

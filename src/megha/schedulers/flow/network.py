@@ -99,7 +99,7 @@ class FlowNetwork:
 
     def _reserve_arcs(self, k: int) -> None:
         need = int(self.M[K.M_AHW]) + k - int(self.M[K.M_AFREE])
-        cap = self.arc_capacity
+        cap = self.A.shape[1]
         if need <= cap:
             return
         new = max(need, 2 * cap)

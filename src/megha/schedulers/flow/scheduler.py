@@ -204,7 +204,9 @@ class FlowScheduler(Component):
 
     # ---------------------------------------------------------------------------------------- messages
     def on_message(self, msg, now: float) -> None:
-        if isinstance(msg, JobArrival):
+        if type(msg) is Finished:  # the most frequent message first
+            self._finished(msg, now)
+        elif isinstance(msg, JobArrival):
             self._arrival(msg, now)
         elif isinstance(msg, Finished):
             self._finished(msg, now)
@@ -260,7 +262,8 @@ class FlowScheduler(Component):
             else:
                 self._fin_tasks.extend(tasks.tolist())
                 self._fin_workers.extend(workers.tolist())
-            self._request_round(now)
+            if self._round_timer is None:
+                self._request_round(now)
             return
         self.state[tasks] = DONE
         self.worker_busy[workers] = False

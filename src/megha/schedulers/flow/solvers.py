@@ -86,7 +86,7 @@ class IncrementalSolver(Solver):
         self._over_ndn = 0  # changed nodes of the last solve that went over its work budget (0: none since)
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
-        cap = (net.node_capacity, net.arc_capacity)
+        cap = (net.N.shape[1], net.A.shape[1])
         if self._scratch is None or cap != self._cap:
             heap = 2 * cap[1] + cap[0] + 8
             self._scratch = (
