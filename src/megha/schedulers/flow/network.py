@@ -76,6 +76,7 @@ class FlowNetwork:
         self.DN = np.zeros(nc, dtype=np.int64)
         self.DA = np.zeros(ac, dtype=np.int64)
         self.balance_node = balance_node
+        self._one = np.zeros(2, dtype=np.int64)  # scratch: the balance node's id and new supply
         self.solution_owner: str | None = None  # which solver's state the flow/potentials are
 
     # ------------------------------------------------------------------------------------ capacity
@@ -203,7 +204,10 @@ class FlowNetwork:
         if own != -others:
             if not (0 <= b < self.M[K.M_NHW] and self.N[K.N_ALIVE, b]):
                 raise InputError("flow network: a node id does not exist")
-            K.k_set_supplies(self.N, self.M, self.DN, np.array([b], dtype=np.int64), np.array([-others], np.int64))
+            one = self._one
+            one[0] = b
+            one[1] = -others
+            K.k_set_supplies(self.N, self.M, self.DN, one[:1], one[1:])
 
     @property
     def supply_sum(self) -> int:
