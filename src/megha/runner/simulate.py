@@ -100,7 +100,11 @@ def simulate_inputs(
     if instrument is not None:
         instrument(engine)
     if n_feasible:
-        engine.run(progress=cb)
+        fast = deployment.run if not actions and faults is None and instrument is None else None
+        if fast is None or not fast(engine, source, cfg.stall_timeout):
+            engine.run(progress=cb)
+        elif cb is not None:
+            cb(engine.now)
     reason = watchdog.reason
     if reason is None and rec.outstanding > 0:
         reason = f"{rec.outstanding} task(s) never completed: the simulation ran out of events"

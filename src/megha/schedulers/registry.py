@@ -103,6 +103,10 @@ class Deployment:
     # worker, partition and other family-specific faults (megha.model.faults.FaultHandler); crashes of the
     # components listed above are handled by the runner for every family
     faults: Any = None
+    # a compiled run of the whole simulation for configurations that allow it: ``run(engine, source, stall_timeout)``
+    # runs it, reports to the recorder and engine as the components would, and returns True; False (before touching
+    # anything) lets the runner run the components instead. Never used with faults, actions or instrumentation
+    run: Callable[..., bool] | None = None
 
 
 @dataclass

@@ -68,6 +68,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from megha.errors import InputError
 from megha.model.matching import Policy
 from megha.schedulers.common.workers import WorkerPool
+from megha.schedulers.megha._lean import lean_runner
 from megha.schedulers.megha.counters import COUNTERS
 from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.faults import MeghaFaults
@@ -357,7 +358,13 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     extras = {"job_user": job_user, "fair": fair, "layout": layout}
     faults = MeghaFaults(eng, layout, gms, lms, ctx.workload)  # keeps gms current across GM restarts
     return Deployment(
-        route=route, counters=counters, describe=describe, components=[*gms, *lms], extras=extras, faults=faults
+        route=route,
+        counters=counters,
+        describe=describe,
+        components=[*gms, *lms],
+        extras=extras,
+        faults=faults,
+        run=lean_runner(ctx, opts, layout, gms, lms, route, extras),
     )
 
 

@@ -1,0 +1,225 @@
+"""The compiled simulation of Megha's lean configuration, dispatched from the builder when the run allows it.
+
+In the lean configuration — slot mode, in-process workers, no processing model, one FIFO queue per GM with offer
+matching and retried rejections, policy random with round-robin partitions, no fairness, hand-over, state pulls,
+replies to every batch or faults; the ``paper`` profile's defaults, any number of GMs and LMs — the whole event loop
+runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and event order as the
+:class:`~megha.schedulers.megha.gm.GlobalMaster` and :class:`~megha.schedulers.megha.simlm.SimLocalMaster`
+components, so the recorder's per-task columns (and the fingerprint) are the same. The components are still built
+(their counters are reported) but not run. Anything the compiled core does not model makes it give up before it
+touches the recorder, and the runner then runs the components as usual. ``MEGHA_LEAN=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.messages import Finished, JobArrival, Launch
+from megha.schedulers.megha.gm import GlobalMaster
+from megha.schedulers.megha.messages import LaunchReply, LaunchRequest, StateDelta, TaskDone
+from megha.schedulers.megha.simlm import SimLocalMaster
+
+if TYPE_CHECKING:
+    from megha.schedulers.megha import MeghaOptions
+    from megha.schedulers.megha.layout import MeghaLayout
+    from megha.schedulers.registry import BuildContext
+
+_BLOCK = 4096  # FastRandom's block of uniform numbers
+
+
+def lean_runner(
+    ctx: BuildContext, opts: MeghaOptions, layout: MeghaLayout, gms: list, lms: list, route: Callable, extras: dict
+) -> Callable[..., bool] | None:
+    """The compiled run of this deployment, or None when its configuration is not the lean one. A run it completes
+    sets ``extras["compiled_run"]``."""
+    if os.environ.get("MEGHA_LEAN", "1") == "0":
+        return None
+    eng = ctx.host
+    if (
+        layout.capacity is not None
+        or ctx.faults
+        or getattr(eng, "processing", True) is not None
+        or not opts.in_process_workers
+        or opts.shares
+        or opts.handoff_after is not None
+        or opts.full_pull
+        or opts.pull_overwrites
+        or opts.reply_always
+        or opts.reject != "retry"
+        or type(ctx.recorder) is not TaskRecorder
+    ):
+        return None
+    for gm in gms:
+        if type(gm) is not GlobalMaster or not gm._lean or gm._job_kernel is None or gm.full_pull or gm.fair:
+            return None
+    for lm in lms:
+        if type(lm) is not SimLocalMaster or lm.usage is not None or lm.reply_always:
+            return None
+
+    def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        done = _run(ctx, layout, gms, lms, route, engine, source, stall_timeout)
+        extras["compiled_run"] = done
+        return done
+
+    return run
+
+
+def _run(
+    ctx: BuildContext,
+    layout: MeghaLayout,
+    gms: list[GlobalMaster],
+    lms: list[SimLocalMaster],
+    route: Callable,
+    engine: Any,
+    source: Any,
+    stall: float,
+) -> bool:
+    from megha.model.constraints import NUM_CONSTRAINTS
+    from megha.schedulers.megha import _lean_kernel as K
+
+    w = ctx.workload
+    G, L = layout.n_gms, layout.n_lms
+    feasible = np.ascontiguousarray(ctx.feasible, dtype=np.bool_)
+    n_f = int(feasible.sum())
+    masks = np.ascontiguousarray(w.masks, dtype=np.uint32)
+    mgid_mask, task_mgid = np.unique(masks, return_inverse=True)
+    g_of = {gm.address: g for g, gm in enumerate(gms)}
+    job_gm = np.array([g_of[route(j)] for j in range(w.n_jobs)], dtype=np.int64)
+    idx = layout.idx
+    h = float(lms[0].heartbeat)
+    phase = np.array(
+        [lm._aligned if lm._aligned is not None else 0.0 + h * (lm.l + 1) / max(L, 1) for lm in lms], dtype=np.float64
+    )
+    lm0 = lms[0]
+    if any(
+        lm.heartbeat != h or lm.launch_delay != lm0.launch_delay or lm.report_delay != lm0.report_delay for lm in lms
+    ):
+        return False
+    gm0 = gms[0]
+    if any(gm.batch_size != gm0.batch_size or gm.repartition != gm0.repartition for gm in gms):
+        return False
+    d_gl = engine.delay_model.delay(GlobalMaster.kind, SimLocalMaster.kind)
+    d_lg = engine.delay_model.delay(SimLocalMaster.kind, GlobalMaster.kind)
+    blocks = n_f // _BLOCK + 2
+    while True:
+        # each GM's uniform numbers, drawn from a copy of its generator (the components keep theirs)
+        ubuf = np.empty((G, blocks * _BLOCK))
+        for g, gm in enumerate(gms):
+            rng = copy.deepcopy(gm.rnd.rng)
+            for b in range(blocks):
+                ubuf[g, b * _BLOCK : (b + 1) * _BLOCK] = rng.random(_BLOCK)
+        counts = np.zeros(K.N_COUNTS, dtype=np.int64)
+        gm_counts = np.zeros((G, 3), dtype=np.int64)
+        lm_counts = np.zeros((L, 3), dtype=np.int64)
+        end = np.zeros(1)
+        status, logs_n, *logs = K.run_lean(
+            np.ascontiguousarray(source.order, dtype=np.int64),
+            np.ascontiguousarray(w.job_arrival, dtype=np.float64),
+            np.ascontiguousarray(w.job_first_task, dtype=np.int64),
+            np.ascontiguousarray(w.job_num_tasks, dtype=np.int64),
+            job_gm,
+            feasible,
+            np.ascontiguousarray(w.task_duration, dtype=np.float64),
+            masks,
+            task_mgid.astype(np.int64),
+            mgid_mask.astype(np.uint32),
+            n_f,
+            np.stack([gm.view.avail for gm in gms]),
+            idx.valid,
+            idx.constraint_vectors,
+            NUM_CONSTRAINTS,
+            layout.int_orders,
+            layout.ext_orders,
+            idx.seg_word_start,
+            gm0.repartition,
+            np.array([gm.rr_int for gm in gms], dtype=np.int64),
+            np.array([gm.rr_ext for gm in gms], dtype=np.int64),
+            np.array([gm.view.n_free for gm in gms], dtype=np.int64),
+            idx.worker_at_bit,
+            idx.bit_of_worker,
+            np.ascontiguousarray(layout.worker_masks, dtype=np.uint32),
+            np.ascontiguousarray(layout.lm_of, dtype=np.int64),
+            np.ascontiguousarray(layout.part_of, dtype=np.int64),
+            ubuf,
+            gm0.batch_size,
+            h,
+            phase,
+            d_gl,
+            d_lg,
+            float(lm0.launch_delay),
+            float(lm0.report_delay),
+            counts,
+            gm_counts,
+            lm_counts,
+            end,
+        )
+        if status != K.NEED_UNIFORMS:
+            break
+        blocks *= 2
+    if status != K.OK:
+        return False
+    n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()
+    dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t = logs
+    # the recorder's logs, in the order the components append them
+    rec: TaskRecorder = ctx.recorder
+    lg = rec.inline_logs()
+    lg.decided_ids.extend(dec_ids[:n_dec].tolist())
+    lg.decided_times.extend(dec_t[:n_dec].tolist())
+    lg.comm_ids.extend(comm_ids[:n_comm].tolist())
+    lg.comm_delays.extend(comm_d[:n_comm].tolist())
+    lg.started_ids.extend(st_ids[:n_st].tolist())
+    lg.started_times.extend(st_t[:n_st].tolist())
+    lg.started_workers.extend(st_w[:n_st].tolist())
+    lg.finished_ids.extend(fin_ids[:n_fin].tolist())
+    lg.finished_times.extend(fin_t[:n_fin].tolist())
+    lg.known_ids.extend(kn_ids[:n_kn].tolist())
+    lg.known_times.extend(kn_t[:n_kn].tolist())
+    rec.running += n_st - n_fin
+    rec.outstanding -= n_kn
+    t_end = float(end[0])
+    rec.last_progress = max(float(st_t[n_st - 1]) if n_st else 0.0, float(fin_t[n_fin - 1]) if n_fin else 0.0)
+    # the messages modelled, the counters, the engine's clock and events (the watchdog's timers included)
+    c = counts.tolist()
+    for cls, n in (
+        (LaunchRequest, c[K.C_LAUNCH_REQ]),
+        (LaunchReply, c[K.C_LAUNCH_REPLY]),
+        (StateDelta, c[K.C_STATE_DELTA]),
+        (TaskDone, c[K.C_TASK_DONE]),
+        (Launch, c[K.C_LAUNCH]),
+        (Finished, c[K.C_FINISHED]),
+        (JobArrival, c[K.C_JOB_ARRIVAL]),
+    ):
+        if n:
+            source.port.message_counter(cls)[0] += n
+    for g, gm in enumerate(gms):
+        for name, k in (
+            ("repartition_requests", K.G_REPART_REQ),
+            ("updates_received", K.G_UPDATES_RECEIVED),
+            ("rejections_received", K.G_REJECTIONS_RECEIVED),
+        ):
+            if gm_counts[g, k]:
+                gm.counters[name] += int(gm_counts[g, k])
+    for l, lm in enumerate(lms):  # noqa: E741
+        for name, k in (
+            ("repartitions", K.L_REPARTITIONS),
+            ("inconsistencies", K.L_INCONSISTENCIES),
+            ("updates_sent", K.L_UPDATES_SENT),
+        ):
+            if lm_counts[l, k]:
+                lm.counters[name] += int(lm_counts[l, k])
+    wd = 0
+    t = 0.0 + stall
+    while t < t_end:
+        wd += 1
+        t = t + stall
+    engine.now = t_end
+    engine.events += c[K.C_EVENTS] + wd
+    source.pos = int(np.searchsorted(w.job_arrival[source.order], t_end, side="right"))
+    source.skipped_jobs += c[K.C_SKIPPED]
+    return True

@@ -1,0 +1,1196 @@
+"""The compiled simulation of Megha's lean configuration (numba; see :mod:`._lean`).
+
+One function runs the whole event loop of G GMs and L LMs:
+
+* the engine's order: time, then creation order (every event gets the next sequence number when it is created, as
+  the engine's counter gives them); the trace source's timer fires at the instants the component's timer would, and
+  its job arrivals (zero delay) come after every event of that instant;
+* each GM (:class:`~megha.schedulers.megha.gm.GlobalMaster` in the lean configuration): a job's placement in one call
+  of :func:`._kernels.place_tasks` with the GM's uniform stream, its FIFO queue indexed by constraint mask (the
+  first-fit answers of :class:`megha.model.matching.WaitQueue`, ``push_front`` included), its launch requests (one per
+  LM and step, at most ``batch_size`` mappings each), cumulative acknowledgements, heartbeat deltas, rejections
+  retried at once on the refreshed view (else to the head of the queue) and completions offered to the queue;
+* each LM (:class:`~megha.schedulers.megha.simlm.SimLocalMaster`): validation of the mappings (a busy worker is an
+  inconsistency, answered with the LM's pending delta), its in-process workers (task ends grouped by end instant,
+  one timer each), its change log and heartbeats (one shared delta for every GM when all were told the same
+  changes, else one per GM).
+
+It writes the recorder's reports as flat logs in the order the components append them, so the recorder's columns
+come out the same. ``NEED_UNIFORMS`` asks the caller for more of a GM's uniform numbers (it runs again from the
+start); ``UNSUPPORTED`` means something happened that the components would handle differently (the caller runs
+them instead).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+from megha.schedulers.megha._kernels import _pick_masked, place_tasks
+
+INF = np.iinfo(np.int64).max
+_GROUP_KEY = types.UniTuple(types.float64, 2)
+_ONE = np.uint64(1)
+
+# message / timer kinds (fields of the message table: kind, g, l, a, b, c, d, e)
+K_LAUNCH = 0  # GM g -> LM l: mappings (a: request id, b: first index in the request store, c: count, d: one)
+K_END = 1  # LM l task-end timer (a: end group)
+K_DONE = 2  # LM l -> GM g: tasks done (a: payload offset, b: count, c: acked)
+K_HEARTBEAT = 3  # LM l heartbeat timer
+K_DELTA = 4  # LM l -> GM g: heartbeat delta (a: payload offset, b: count, c: acked, d: has "changed by")
+K_REPLY = 5  # LM l -> GM g: rejections (a: payload offset of the rejected tasks, b: count, c: acked/req,
+#              d: payload offset of the delta, e: its count)
+
+OK = 0
+UNSUPPORTED = 1
+STALLED = 2
+NEED_UNIFORMS = 3
+
+# counts[] slots
+C_LAUNCH_REQ = 0
+C_LAUNCH_REPLY = 1
+C_STATE_DELTA = 2
+C_TASK_DONE = 3
+C_LAUNCH = 4
+C_FINISHED = 5
+C_JOB_ARRIVAL = 6
+C_EVENTS = 7
+C_SKIPPED = 8
+C_HEARTBEATS = 9
+C_SOURCE = 10
+N_COUNTS = 11
+# per-GM counters [G, 3] and per-LM counters [L, 3]
+G_REPART_REQ = 0
+G_UPDATES_RECEIVED = 1
+G_REJECTIONS_RECEIVED = 2
+L_REPARTITIONS = 0
+L_INCONSISTENCIES = 1
+L_UPDATES_SENT = 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _less(t1: float, s1: int, t2: float, s2: int) -> bool:
+    return t1 < t2 or (t1 == t2 and s1 < s2)
+
+
+@njit(cache=True, nogil=True)
+def _py_floordiv(a: float, b: float) -> float:
+    """Python's float ``a // b`` (CPython's float_floor_div)."""
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0.0 and (b < 0.0) != (mod < 0.0):
+        div -= 1.0
+    if div != 0.0:
+        fd = np.floor(div)
+        if div - fd > 0.5:
+            fd += 1.0
+        return fd
+    return np.copysign(0.0, a / b)
+
+
+@njit(cache=True, nogil=True)
+def _grow(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` with room for at least ``n`` items (doubled)."""
+    if n <= a.shape[0]:
+        return a
+    out = np.empty(max(2 * a.shape[0], n, 16), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _grow_cols(a: np.ndarray, n: int) -> np.ndarray:
+    """2-D ``a`` with room for at least ``n`` columns (doubled)."""
+    if n <= a.shape[1]:
+        return a
+    out = np.zeros((a.shape[0], max(2 * a.shape[1], n, 16)), dtype=a.dtype)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _push(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int, t: float, s: int, m: int) -> int:
+    """Push event ``(t, s)`` of message ``m`` on the heap (``hn`` items; the caller made room); returns the count."""
+    pos = hn
+    while pos > 0:
+        par = (pos - 1) >> 1
+        if _less(t, s, ht[par], hs[par]):
+            ht[pos] = ht[par]
+            hs[pos] = hs[par]
+            hm[pos] = hm[par]
+            pos = par
+        else:
+            break
+    ht[pos] = t
+    hs[pos] = s
+    hm[pos] = m
+    return hn + 1
+
+
+@njit(cache=True, nogil=True)
+def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
+    """Remove the top (read it first); returns the new count."""
+    hn -= 1
+    if hn > 0:
+        lt = ht[hn]
+        ls = hs[hn]
+        lm = hm[hn]
+        pos = 0
+        while True:
+            c = 2 * pos + 1
+            if c >= hn:
+                break
+            if c + 1 < hn and _less(ht[c + 1], hs[c + 1], ht[c], hs[c]):
+                c += 1
+            if _less(ht[c], hs[c], lt, ls):
+                ht[pos] = ht[c]
+                hs[pos] = hs[c]
+                hm[pos] = hm[c]
+                pos = c
+            else:
+                break
+        ht[pos] = lt
+        hs[pos] = ls
+        hm[pos] = lm
+    return hn
+
+
+@njit(cache=True, nogil=True)
+def _arm_at(now: float, phase: float, h: float) -> float:
+    """The instant of an LM's next heartbeat armed at ``now`` (``LocalMaster._arm``: the grid point after now)."""
+    k = max(0.0, _py_floordiv(now - phase, h) + 1.0)
+    return now + (phase + k * h - now)
+
+
+@njit(cache=True, nogil=True)
+def run_lean(
+    # the workload: jobs in arrival order (stable), each job's GM; infeasible tasks are never scheduled
+    job_order: np.ndarray,
+    job_arrival: np.ndarray,
+    job_first: np.ndarray,
+    job_num: np.ndarray,
+    job_gm: np.ndarray,
+    feasible: np.ndarray,
+    task_dur: np.ndarray,
+    task_mask: np.ndarray,
+    task_mgid: np.ndarray,
+    mgid_mask: np.ndarray,
+    n_expected: int,
+    # the layout and the GMs' views (avail: [G, words], each GM's own copy)
+    avail: np.ndarray,
+    valid: np.ndarray,
+    cvs: np.ndarray,
+    n_constraints: int,
+    int_orders: np.ndarray,
+    ext_orders: np.ndarray,
+    seg_start: np.ndarray,
+    repartition: bool,
+    rr_int: np.ndarray,
+    rr_ext: np.ndarray,
+    n_free: np.ndarray,
+    worker_at_bit: np.ndarray,
+    bit_of_worker: np.ndarray,
+    worker_mask: np.ndarray,
+    lm_of: np.ndarray,
+    part_of: np.ndarray,
+    ubuf: np.ndarray,
+    batch_size: int,
+    # the LMs
+    heartbeat: float,
+    phase: np.ndarray,
+    # delays
+    d_gl: float,
+    d_lg: float,
+    launch_delay: float,
+    report_delay: float,
+    # results
+    counts: np.ndarray,
+    gm_counts: np.ndarray,
+    lm_counts: np.ndarray,
+    end: np.ndarray,
+):
+    """Run the simulation. Returns ``(status, logs_n, logs...)``: the recorder's logs as arrays (decided ids and
+    times, comm ids and delays, started ids, times and workers, finished ids and times, known ids and times), their
+    lengths in ``logs_n``; message counts and events go to ``counts``, the GMs' and LMs' counters to ``gm_counts``
+    and ``lm_counts``, the time of the last event to ``end[0]``."""
+    G = avail.shape[0]
+    L = phase.shape[0]
+    n_workers = lm_of.shape[0]
+    n_jobs = job_order.shape[0]
+    T = task_dur.shape[0]
+    logs_n = np.zeros(5, dtype=np.int64)
+    cap = max(T, 16)
+    dec_ids = np.empty(cap, dtype=np.int64)
+    dec_t = np.empty(cap)
+    comm_ids = np.empty(2 * cap, dtype=np.int64)
+    comm_d = np.empty(2 * cap)
+    st_ids = np.empty(cap, dtype=np.int64)
+    st_t = np.empty(cap)
+    st_w = np.empty(cap, dtype=np.int64)
+    fin_ids = np.empty(cap, dtype=np.int64)
+    fin_t = np.empty(cap)
+    kn_ids = np.empty(cap, dtype=np.int64)
+    kn_t = np.empty(cap)
+    n_dec = 0
+    n_comm = 0
+    n_st = 0
+    n_fin = 0
+    n_kn = 0
+    # --- the event queue: a heap of (time, seq) over rows of the message table ---
+    ht = np.empty(1024)
+    hs = np.empty(1024, dtype=np.int64)
+    hm = np.empty(1024, dtype=np.int64)
+    hn = 0
+    seq = 0
+    msg = np.zeros((1024, 8), dtype=np.int64)  # kind, g, l, a, b, c, d, e
+    m_free = np.empty(1024, dtype=np.int64)
+    n_mfree = 0
+    n_msg = 0
+    # message payloads (lists of tasks, workers, states): appended; emptied whenever no message holds one
+    pl = np.empty(4096, dtype=np.int64)
+    n_pl = 0
+    live_pl = 0
+    # --- GMs ---
+    inflight = np.zeros((G, n_workers), dtype=np.int64)
+    flag = np.zeros((G, n_workers), dtype=np.uint8)
+    for g in range(G):
+        for w in range(n_workers):
+            b = bit_of_worker[w]
+            if b >= 0 and (avail[g, b >> 6] >> np.uint64(b & 63)) & _ONE:
+                flag[g, w] = 1
+    upos = np.zeros(G, dtype=np.int64)
+    req_seq = np.zeros(G, dtype=np.int64)
+    # requests [G, request id]: first index in the request store, count, next unacknowledged of the same (GM, LM)
+    rq_first = np.zeros((G, 1024), dtype=np.int64)
+    rq_cnt = np.zeros((G, 1024), dtype=np.int64)
+    rq_next = np.zeros((G, 1024), dtype=np.int64)
+    rs_w = np.empty(4096, dtype=np.int64)  # the request store: each request's workers and tasks
+    rs_t = np.empty(4096, dtype=np.int64)
+    n_rs = 0
+    ua_head = np.zeros((G, L), dtype=np.int64)  # oldest unacknowledged request per (GM, LM); 0: none
+    ua_tail = np.zeros((G, L), dtype=np.int64)
+    # the wait queues (WaitQueue), one per GM: slots of queued masks; entries are nodes (task, key) linked per slot
+    n_m = mgid_mask.shape[0]
+    slot_of = np.full((G, n_m), -1, dtype=np.int64)
+    s_mask = np.zeros((G, 16), dtype=np.uint32)
+    s_head = np.full((G, 16), INF, dtype=np.int64)
+    s_gid = np.zeros((G, 16), dtype=np.int64)
+    s_first = np.full((G, 16), -1, dtype=np.int64)
+    s_last = np.full((G, 16), -1, dtype=np.int64)
+    n_slots = np.zeros(G, dtype=np.int64)
+    empty_slots = np.zeros(G, dtype=np.int64)
+    q_back = np.zeros(G, dtype=np.int64)
+    q_front = np.zeros(G, dtype=np.int64)
+    q_len = np.zeros(G, dtype=np.int64)
+    nd_task = np.empty(1024, dtype=np.int64)
+    nd_key = np.empty(1024, dtype=np.int64)
+    nd_next = np.empty(1024, dtype=np.int64)
+    nd_free = -1
+    n_nd = 0
+    # one step's bookings (one GM's step at a time): per LM, LMs in the order of their first booking (dirty)
+    bk_t = np.zeros((L, 64), dtype=np.int64)
+    bk_w = np.zeros((L, 64), dtype=np.int64)
+    n_bk = np.zeros(L, dtype=np.int64)
+    dirty = np.empty(L, dtype=np.int64)
+    n_dirty = 0
+    out = np.empty(16, dtype=np.int64)
+    failed = np.empty(16, dtype=np.int64)
+    gained = np.empty(64, dtype=np.int64)
+    retry = np.empty(64, dtype=np.int64)
+    mark = np.zeros(n_workers, dtype=np.int64)  # membership stamps
+    stamp = 0
+    # --- LMs ---
+    ctask = np.full(n_workers, -1, dtype=np.int64)
+    cowner = np.full(n_workers, -1, dtype=np.int64)
+    w_task = np.full(n_workers, -1, dtype=np.int64)
+    processed = np.zeros((L, G), dtype=np.int64)
+    sent = np.zeros((L, G), dtype=np.int64)
+    lm_seq = np.zeros(L, dtype=np.int64)
+    armed = np.zeros(L, dtype=np.bool_)
+    # change log per LM: worker and GM of change number s (1-based); each worker's latest change number
+    log_w = np.zeros((L, 1024), dtype=np.int64)
+    log_by = np.zeros((L, 1024), dtype=np.int64)
+    last_seq = np.zeros(n_workers, dtype=np.int64)
+    # task-end groups: (LM, end instant) -> group; a group's tasks linked by next_in_group
+    grp_of = Dict.empty(key_type=_GROUP_KEY, value_type=types.int64)
+    g_first = np.empty(1024, dtype=np.int64)
+    g_last = np.empty(1024, dtype=np.int64)
+    g_t1 = np.empty(1024)
+    g_e = np.empty(1024)
+    g_l = np.empty(1024, dtype=np.int64)
+    g_free = -1
+    n_grp = 0
+    next_in_group = np.full(T, -1, dtype=np.int64)
+    run_w = np.full(T, -1, dtype=np.int64)
+    tw = np.empty(64, dtype=np.int64)  # scratch lists
+    tt = np.empty(64, dtype=np.int64)
+    tb = np.empty(64, dtype=np.int64)
+    byset = np.zeros(G, dtype=np.bool_)
+    outstanding = n_expected
+    n_skipped = 0
+    now = 0.0
+    jp = 0  # next job to arrive (position in job_order)
+    jp_end = 0  # jobs [jp, jp_end) arrive at this instant (the source's timer fired)
+    src_t = max(0.0, job_arrival[job_order[0]]) if n_jobs else 0.0
+    status = STALLED
+    while True:
+        step = -1  # the GM whose step this event is (its queue is offered the gained workers, then it flushes)
+        n_gain = 0
+        if jp < jp_end or (jp < n_jobs and (hn == 0 or ht[0] > src_t)):
+            if jp >= jp_end:  # the source's timer fires: the jobs arrived by now, one JobArrival each
+                counts[C_SOURCE] += 1
+                counts[C_EVENTS] += 1
+                now = src_t
+                jp_end = jp
+                while jp_end < n_jobs and job_arrival[job_order[jp_end]] <= now:
+                    jp_end += 1
+                if jp_end < n_jobs:
+                    src_t = now + (job_arrival[job_order[jp_end]] - now)
+                if jp >= jp_end:
+                    continue
+            j = job_order[jp]
+            jp += 1
+            lo = job_first[j]
+            hi = lo + job_num[j]
+            nt = 0
+            for t in range(lo, hi):
+                if feasible[t]:
+                    nt += 1
+            if nt == 0:
+                n_skipped += 1
+                continue
+            counts[C_JOB_ARRIVAL] += 1
+            counts[C_EVENTS] += 1
+            g = job_gm[j]
+            step = g
+            # --- GM g: _on_job_lean ---
+            if out.shape[0] < nt:
+                out = np.empty(2 * nt, dtype=np.int64)
+                failed = np.empty(2 * nt, dtype=np.int64)
+            jm = np.empty(nt, dtype=np.uint32)
+            jt = np.empty(nt, dtype=np.int64)
+            k = 0
+            for t in range(lo, hi):
+                if feasible[t]:
+                    jm[k] = task_mask[t]
+                    jt[k] = t
+                    k += 1
+            i, ri, rx, nf, up, nrep, _nf = place_tasks(
+                avail[g],
+                valid,
+                cvs,
+                n_constraints,
+                jm,
+                0,
+                out,
+                failed,
+                0,
+                int_orders[g],
+                ext_orders[g],
+                seg_start,
+                G,
+                L,
+                repartition,
+                rr_int[g],
+                rr_ext[g],
+                n_free[g],
+                ubuf[g],
+                upos[g],
+            )
+            rr_int[g] = ri
+            rr_ext[g] = rx
+            n_free[g] = nf
+            upos[g] = up
+            gm_counts[g, G_REPART_REQ] += nrep
+            if i < nt:
+                status = NEED_UNIFORMS
+                break
+            for k in range(nt):
+                t = jt[k]
+                b = out[k]
+                if b >= 0:  # booked (the kernel cleared its bit in the view)
+                    w = worker_at_bit[b]
+                    flag[g, w] = 0
+                    inflight[g, w] += 1
+                    lm = lm_of[w]
+                    if n_bk[lm] == 0:
+                        dirty[n_dirty] = lm
+                        n_dirty += 1
+                    if n_bk[lm] == bk_t.shape[1]:
+                        bk_t = _grow_cols(bk_t, n_bk[lm] + 1)
+                        bk_w = _grow_cols(bk_w, n_bk[lm] + 1)
+                    bk_t[lm, n_bk[lm]] = t
+                    bk_w[lm, n_bk[lm]] = w
+                    n_bk[lm] += 1
+                else:  # WaitQueue.push_back
+                    gid = task_mgid[t]
+                    s = slot_of[g, gid]
+                    if s < 0:
+                        if n_slots[g] == s_mask.shape[1]:
+                            c2 = 2 * s_mask.shape[1]
+                            s_mask = _grow_cols(s_mask, c2)
+                            s_gid = _grow_cols(s_gid, c2)
+                            s_first = _grow_cols(s_first, c2)
+                            s_last = _grow_cols(s_last, c2)
+                            s_head = _grow_cols(s_head, c2)
+                        s = n_slots[g]
+                        n_slots[g] += 1
+                        s_mask[g, s] = mgid_mask[gid]
+                        s_head[g, s] = INF
+                        s_gid[g, s] = gid
+                        s_first[g, s] = -1
+                        s_last[g, s] = -1
+                        slot_of[g, gid] = s
+                        empty_slots[g] += 1
+                    q_back[g] += 1
+                    if nd_free >= 0:
+                        nd = nd_free
+                        nd_free = nd_next[nd]
+                    else:
+                        nd_task = _grow(nd_task, n_nd + 1)
+                        nd_key = _grow(nd_key, n_nd + 1)
+                        nd_next = _grow(nd_next, n_nd + 1)
+                        nd = n_nd
+                        n_nd += 1
+                    nd_task[nd] = t
+                    nd_key[nd] = q_back[g]
+                    nd_next[nd] = -1
+                    if s_first[g, s] < 0:
+                        s_head[g, s] = q_back[g]
+                        empty_slots[g] -= 1
+                        s_first[g, s] = nd
+                    else:
+                        nd_next[s_last[g, s]] = nd
+                    s_last[g, s] = nd
+                    q_len[g] += 1
+        else:
+            if hn == 0:
+                break
+            # ============ the next event of the queue ============
+            now = ht[0]
+            mid = hm[0]
+            hn = _pop(ht, hs, hm, hn)
+            counts[C_EVENTS] += 1
+            kind = msg[mid, 0]
+            g = msg[mid, 1]
+            l = msg[mid, 2]  # noqa: E741
+            ma = msg[mid, 3]
+            mb = msg[mid, 4]
+            mc = msg[mid, 5]
+            md = msg[mid, 6]
+            me = msg[mid, 7]
+            m_free = _grow(m_free, n_mfree + 1)
+            m_free[n_mfree] = mid
+            n_mfree += 1
+            if kind == K_LAUNCH:
+                # ---- LM l: a launch request of GM g (request ma, mappings rs[mb:mb+mc]) ----
+                n_acc = 0
+                n_rej = 0
+                tw = _grow(tw, mc)
+                tt = _grow(tt, mc)
+                tb = _grow(tb, mc)
+                repart = 0
+                for x in range(mb, mb + mc):
+                    w = rs_w[x]
+                    t = rs_t[x]
+                    if ctask[w] < 0:
+                        ctask[w] = t
+                        cowner[w] = g
+                        tt[n_acc] = t
+                        tw[n_acc] = w
+                        n_acc += 1
+                        if part_of[w] != g:
+                            repart += 1
+                        lm_seq[l] += 1
+                        sq = lm_seq[l]
+                        if sq >= log_w.shape[1]:
+                            log_w = _grow_cols(log_w, sq + 1)
+                            log_by = _grow_cols(log_by, sq + 1)
+                        log_w[l, sq] = w
+                        log_by[l, sq] = g
+                        last_seq[w] = sq
+                    else:
+                        tb[n_rej] = x  # index of the rejected mapping
+                        n_rej += 1
+                if n_acc and not armed[l]:
+                    armed[l] = True
+                    ht = _grow(ht, hn + 1)
+                    hs = _grow(hs, hn + 1)
+                    hm = _grow(hm, hn + 1)
+                    if n_mfree:
+                        n_mfree -= 1
+                        nm = m_free[n_mfree]
+                    else:
+                        if n_msg == msg.shape[0]:
+                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                            m2[:n_msg] = msg
+                            msg = m2
+                        nm = n_msg
+                        n_msg += 1
+                    msg[nm, 0] = K_HEARTBEAT
+                    msg[nm, 2] = l
+                    hn = _push(ht, hs, hm, hn, _arm_at(now, phase[l], heartbeat), seq, nm)
+                    seq += 1
+                lm_counts[l, L_REPARTITIONS] += repart
+                if n_acc:
+                    # _start_tasks: the workers start them one launch delay from now
+                    counts[C_LAUNCH] += 1
+                    start = now + launch_delay
+                    comm_ids = _grow(comm_ids, n_comm + n_acc)
+                    comm_d = _grow(comm_d, n_comm + n_acc)
+                    for x in range(n_acc):
+                        comm_ids[n_comm] = tt[x]
+                        comm_d[n_comm] = launch_delay
+                        n_comm += 1
+                    st_ids = _grow(st_ids, n_st + n_acc)
+                    st_t = _grow(st_t, n_st + n_acc)
+                    st_w = _grow(st_w, n_st + n_acc)
+                    for x in range(n_acc):
+                        w = tw[x]
+                        if w_task[w] >= 0:
+                            status = UNSUPPORTED  # the workers' over-commit check (never in this configuration)
+                            break
+                        w_task[w] = tt[x]
+                        st_ids[n_st] = tt[x]
+                        st_t[n_st] = start
+                        st_w[n_st] = w
+                        n_st += 1
+                    if status == UNSUPPORTED:
+                        break
+                    for x in range(n_acc):
+                        t = tt[x]
+                        e = start + task_dur[t]
+                        run_w[t] = tw[x]
+                        key = (np.float64(l), e)
+                        gi = grp_of[key] if key in grp_of else np.int64(-1)
+                        if gi < 0:
+                            if g_free >= 0:
+                                gi = g_free
+                                g_free = g_first[gi]
+                            else:
+                                g_first = _grow(g_first, n_grp + 1)
+                                g_last = _grow(g_last, n_grp + 1)
+                                g_t1 = _grow(g_t1, n_grp + 1)
+                                g_e = _grow(g_e, n_grp + 1)
+                                g_l = _grow(g_l, n_grp + 1)
+                                gi = n_grp
+                                n_grp += 1
+                            grp_of[key] = gi
+                            t1 = start + (e - start)  # the instant the pool's timer would fire
+                            g_t1[gi] = t1
+                            g_e[gi] = e
+                            g_l[gi] = l
+                            g_first[gi] = t
+                            g_last[gi] = t
+                            next_in_group[t] = -1
+                            at = t1 + report_delay
+                            if not at >= now:
+                                status = UNSUPPORTED
+                                break
+                            ht = _grow(ht, hn + 1)
+                            hs = _grow(hs, hn + 1)
+                            hm = _grow(hm, hn + 1)
+                            if n_mfree:
+                                n_mfree -= 1
+                                nm = m_free[n_mfree]
+                            else:
+                                if n_msg == msg.shape[0]:
+                                    m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                                    m2[:n_msg] = msg
+                                    msg = m2
+                                nm = n_msg
+                                n_msg += 1
+                            msg[nm, 0] = K_END
+                            msg[nm, 2] = l
+                            msg[nm, 3] = gi
+                            hn = _push(ht, hs, hm, hn, at, seq, nm)
+                            seq += 1
+                        else:
+                            next_in_group[g_last[gi]] = t
+                            next_in_group[t] = -1
+                            g_last[gi] = t
+                    if status == UNSUPPORTED:
+                        break
+                processed[l, g] = ma
+                if n_rej:
+                    # an inconsistency: the LM answers with the rejected tasks and its pending delta for g
+                    lm_counts[l, L_INCONSISTENCIES] += n_rej
+                    stamp += 1
+                    nd0 = 0
+                    sq_now = lm_seq[l]
+                    nmax = sq_now - sent[l, g] + n_rej
+                    tw = _grow(tw, nmax)
+                    for sq in range(sent[l, g] + 1, sq_now + 1):
+                        w = log_w[l, sq]
+                        if last_seq[w] == sq and log_by[l, sq] != g:
+                            tw[nd0] = w
+                            mark[w] = stamp
+                            nd0 += 1
+                    n_delta = nd0
+                    for x in range(n_rej):
+                        w = rs_w[tb[x]]
+                        if mark[w] != stamp:
+                            tw[n_delta] = w
+                            n_delta += 1
+                    sent[l, g] = sq_now
+                    pl = _grow(pl, n_pl + n_rej + 2 * n_delta)
+                    p_rej = n_pl
+                    for x in range(n_rej):
+                        pl[n_pl] = rs_t[tb[x]]
+                        n_pl += 1
+                    p_delta = n_pl
+                    for x in range(n_delta):
+                        pl[n_pl] = tw[x]
+                        pl[n_pl + n_delta] = 1 if ctask[tw[x]] < 0 else 0
+                        n_pl += 1
+                    n_pl += n_delta
+                    live_pl += 1
+                    counts[C_LAUNCH_REPLY] += 1
+                    comm_ids = _grow(comm_ids, n_comm + n_rej)
+                    comm_d = _grow(comm_d, n_comm + n_rej)
+                    for x in range(n_rej):
+                        comm_ids[n_comm] = rs_t[tb[x]]
+                        comm_d[n_comm] = d_lg
+                        n_comm += 1
+                    ht = _grow(ht, hn + 1)
+                    hs = _grow(hs, hn + 1)
+                    hm = _grow(hm, hn + 1)
+                    if n_mfree:
+                        n_mfree -= 1
+                        nm = m_free[n_mfree]
+                    else:
+                        if n_msg == msg.shape[0]:
+                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                            m2[:n_msg] = msg
+                            msg = m2
+                        nm = n_msg
+                        n_msg += 1
+                    msg[nm, 0] = K_REPLY
+                    msg[nm, 1] = g
+                    msg[nm, 2] = l
+                    msg[nm, 3] = p_rej
+                    msg[nm, 4] = n_rej
+                    msg[nm, 5] = ma
+                    msg[nm, 6] = p_delta
+                    msg[nm, 7] = n_delta
+                    hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                    seq += 1
+            elif kind == K_END:
+                # ---- LM l: the tasks ending at one instant on its workers ----
+                gi = ma
+                t1 = g_t1[gi]
+                del grp_of[(np.float64(l), g_e[gi])]
+                n_done = 0
+                t = g_first[gi]
+                while t >= 0:
+                    tt = _grow(tt, n_done + 1)
+                    tw = _grow(tw, n_done + 1)
+                    w = run_w[t]
+                    if w_task[w] == t:
+                        w_task[w] = -1
+                    tt[n_done] = t
+                    tw[n_done] = w
+                    n_done += 1
+                    t = next_in_group[t]
+                g_first[gi] = g_free
+                g_free = gi
+                fin_ids = _grow(fin_ids, n_fin + n_done)
+                fin_t = _grow(fin_t, n_fin + n_done)
+                for x in range(n_done):
+                    fin_ids[n_fin] = tt[x]
+                    fin_t[n_fin] = t1
+                    n_fin += 1
+                counts[C_FINISHED] += 1
+                if not armed[l]:
+                    armed[l] = True
+                    ht = _grow(ht, hn + 1)
+                    hs = _grow(hs, hn + 1)
+                    hm = _grow(hm, hn + 1)
+                    if n_mfree:
+                        n_mfree -= 1
+                        nm = m_free[n_mfree]
+                    else:
+                        if n_msg == msg.shape[0]:
+                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                            m2[:n_msg] = msg
+                            msg = m2
+                        nm = n_msg
+                        n_msg += 1
+                    msg[nm, 0] = K_HEARTBEAT
+                    msg[nm, 2] = l
+                    hn = _push(ht, hs, hm, hn, _arm_at(now, phase[l], heartbeat), seq, nm)
+                    seq += 1
+                tb = _grow(tb, n_done)
+                for x in range(n_done):
+                    w = tw[x]
+                    tb[x] = cowner[w]
+                    ctask[w] = -1
+                    cowner[w] = -1
+                    lm_seq[l] += 1
+                    sq = lm_seq[l]
+                    if sq >= log_w.shape[1]:
+                        log_w = _grow_cols(log_w, sq + 1)
+                        log_by = _grow_cols(log_by, sq + 1)
+                    log_w[l, sq] = w
+                    log_by[l, sq] = tb[x]
+                    last_seq[w] = sq
+                # one TaskDone per owner GM, GMs in the order they first appear
+                for x in range(n_done):
+                    og = tb[x]
+                    if og < 0:
+                        continue
+                    cnt = 0
+                    for y in range(x, n_done):
+                        if tb[y] == og:
+                            cnt += 1
+                    pl = _grow(pl, n_pl + 2 * cnt)
+                    p0 = n_pl
+                    for y in range(x, n_done):
+                        if tb[y] == og:
+                            pl[n_pl] = tt[y]
+                            pl[n_pl + cnt] = tw[y]
+                            n_pl += 1
+                            if y > x:
+                                tb[y] = -1
+                    n_pl += cnt
+                    live_pl += 1
+                    counts[C_TASK_DONE] += 1
+                    ht = _grow(ht, hn + 1)
+                    hs = _grow(hs, hn + 1)
+                    hm = _grow(hm, hn + 1)
+                    if n_mfree:
+                        n_mfree -= 1
+                        nm = m_free[n_mfree]
+                    else:
+                        if n_msg == msg.shape[0]:
+                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                            m2[:n_msg] = msg
+                            msg = m2
+                        nm = n_msg
+                        n_msg += 1
+                    msg[nm, 0] = K_DONE
+                    msg[nm, 1] = og
+                    msg[nm, 2] = l
+                    msg[nm, 3] = p0
+                    msg[nm, 4] = cnt
+                    msg[nm, 5] = processed[l, og]
+                    hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                    seq += 1
+                    tb[x] = -1
+            elif kind == K_HEARTBEAT:
+                # ---- LM l's heartbeat: the changes since each GM was last told, except the GM's own ----
+                counts[C_HEARTBEATS] += 1
+                armed[l] = False
+                sq_now = lm_seq[l]
+                low = sent[l, 0]
+                high = sent[l, 0]
+                for g2 in range(1, G):
+                    low = min(low, sent[l, g2])
+                    high = max(high, sent[l, g2])
+                if low < sq_now:
+                    # the changes since low, oldest first (latest change of each worker only)
+                    n_new = 0
+                    tw = _grow(tw, sq_now - low)
+                    tt = _grow(tt, sq_now - low)
+                    tb = _grow(tb, sq_now - low)
+                    for sq in range(low + 1, sq_now + 1):
+                        w = log_w[l, sq]
+                        if last_seq[w] == sq:
+                            tw[n_new] = w
+                            tt[n_new] = sq
+                            tb[n_new] = log_by[l, sq]
+                            n_new += 1
+                    if high == low:
+                        # one list for every GM (each skips its own changes)
+                        byset[:] = False
+                        n_by = 0
+                        for x in range(n_new):
+                            if tb[x] >= 0 and not byset[tb[x]]:
+                                byset[tb[x]] = True
+                                n_by += 1
+                            elif tb[x] < 0:
+                                return (
+                                    UNSUPPORTED,
+                                    logs_n,
+                                    dec_ids,
+                                    dec_t,
+                                    comm_ids,
+                                    comm_d,
+                                    st_ids,
+                                    st_t,
+                                    st_w,
+                                    fin_ids,
+                                    fin_t,
+                                    kn_ids,
+                                    kn_t,
+                                )
+                        pl = _grow(pl, n_pl + 3 * n_new)
+                        p0 = n_pl
+                        for x in range(n_new):
+                            pl[p0 + x] = tw[x]
+                            pl[p0 + n_new + x] = 1 if ctask[tw[x]] < 0 else 0
+                            pl[p0 + 2 * n_new + x] = tb[x]
+                        n_pl += 3 * n_new
+                        n_sent = 0
+                        for g2 in range(G):
+                            sent[l, g2] = sq_now
+                            if byset[g2] and n_by == 1:
+                                continue  # only this GM's own changes: nothing to tell it
+                            n_sent += 1
+                            counts[C_STATE_DELTA] += 1
+                            live_pl += 1
+                            ht = _grow(ht, hn + 1)
+                            hs = _grow(hs, hn + 1)
+                            hm = _grow(hm, hn + 1)
+                            if n_mfree:
+                                n_mfree -= 1
+                                nm = m_free[n_mfree]
+                            else:
+                                if n_msg == msg.shape[0]:
+                                    m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                                    m2[:n_msg] = msg
+                                    msg = m2
+                                nm = n_msg
+                                n_msg += 1
+                            msg[nm, 0] = K_DELTA
+                            msg[nm, 1] = g2
+                            msg[nm, 2] = l
+                            msg[nm, 3] = p0
+                            msg[nm, 4] = n_new
+                            msg[nm, 5] = processed[l, g2]
+                            msg[nm, 6] = 1 if byset[g2] else 0
+                            hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                            seq += 1
+                        lm_counts[l, L_UPDATES_SENT] += n_sent
+                    else:
+                        for g2 in range(G):
+                            since = sent[l, g2]
+                            sent[l, g2] = sq_now
+                            if since >= sq_now:
+                                continue
+                            cnt = 0
+                            for x in range(n_new):
+                                if tt[x] > since and tb[x] != g2:
+                                    cnt += 1
+                            if cnt == 0:
+                                continue
+                            lm_counts[l, L_UPDATES_SENT] += 1
+                            counts[C_STATE_DELTA] += 1
+                            pl = _grow(pl, n_pl + 2 * cnt)
+                            p0 = n_pl
+                            for x in range(n_new):
+                                if tt[x] > since and tb[x] != g2:
+                                    pl[n_pl] = tw[x]
+                                    pl[n_pl + cnt] = 1 if ctask[tw[x]] < 0 else 0
+                                    n_pl += 1
+                            n_pl += cnt
+                            live_pl += 1
+                            ht = _grow(ht, hn + 1)
+                            hs = _grow(hs, hn + 1)
+                            hm = _grow(hm, hn + 1)
+                            if n_mfree:
+                                n_mfree -= 1
+                                nm = m_free[n_mfree]
+                            else:
+                                if n_msg == msg.shape[0]:
+                                    m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                                    m2[:n_msg] = msg
+                                    msg = m2
+                                nm = n_msg
+                                n_msg += 1
+                            msg[nm, 0] = K_DELTA
+                            msg[nm, 1] = g2
+                            msg[nm, 2] = l
+                            msg[nm, 3] = p0
+                            msg[nm, 4] = cnt
+                            msg[nm, 5] = processed[l, g2]
+                            msg[nm, 6] = 0
+                            hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                            seq += 1
+                else:
+                    for g2 in range(G):
+                        sent[l, g2] = sq_now
+            else:
+                # ---- GM g: a message of LM l (TaskDone, StateDelta or LaunchReply) ----
+                step = g
+                acked = mc
+                r = ua_head[g, l]
+                while r != 0 and r <= acked:
+                    f0 = rq_first[g, r]
+                    for x in range(f0, f0 + rq_cnt[g, r]):
+                        inflight[g, rs_w[x]] -= 1
+                    r = rq_next[g, r]
+                ua_head[g, l] = r
+                live_pl -= 1
+                if kind == K_DONE:
+                    cnt = mb
+                    kn_ids = _grow(kn_ids, n_kn + cnt)
+                    kn_t = _grow(kn_t, n_kn + cnt)
+                    gained = _grow(gained, cnt)
+                    for x in range(cnt):
+                        kn_ids[n_kn] = pl[ma + x]
+                        kn_t[n_kn] = now
+                        n_kn += 1
+                        gained[x] = pl[ma + cnt + x]
+                    n_gain = cnt
+                    outstanding -= cnt
+                else:
+                    if kind == K_DELTA:
+                        gm_counts[g, G_UPDATES_RECEIVED] += 1
+                        p0 = ma
+                        cnt = mb
+                        has_by = md
+                    else:
+                        gm_counts[g, G_REJECTIONS_RECEIVED] += mb
+                        p0 = md
+                        cnt = me
+                        has_by = 0
+                    # SlotView.apply_truths: a worker busy in truth and free in the view is booked out of the view
+                    gained = _grow(gained, cnt)
+                    for x in range(cnt):
+                        if has_by and pl[p0 + 2 * cnt + x] == g:
+                            continue
+                        w = pl[p0 + x]
+                        if pl[p0 + cnt + x] and inflight[g, w] == 0:
+                            if not flag[g, w]:
+                                gained[n_gain] = w
+                                n_gain += 1
+                        elif flag[g, w]:
+                            b = bit_of_worker[w]
+                            avail[g, b >> 6] &= ~(_ONE << np.uint64(b & 63))
+                            flag[g, w] = 0
+                            n_free[g] -= 1
+                    if kind == K_REPLY:
+                        # the rejected tasks, retried at once on the refreshed view; what does not fit goes to the
+                        # head of the queue (in order)
+                        n_fail = 0
+                        retry = _grow(retry, mb)
+                        for x in range(mb):
+                            t = pl[ma + x]
+                            ok = False
+                            if n_free[g] > 0:
+                                if upos[g] >= ubuf.shape[1]:
+                                    status = NEED_UNIFORMS
+                                    break
+                                u = ubuf[g, upos[g]]
+                                m = np.int64(task_mask[t])
+                                kk = -1
+                                bb = -1
+                                if not (m >> n_constraints):
+                                    order = int_orders[g, rr_int[g]]
+                                    kk, bb = _pick_masked(avail[g], valid, cvs, m, order, seg_start, u)
+                                    if kk >= 0:
+                                        rr_int[g] = (order[kk] // G + 1) % L
+                                    elif repartition and G > 1:
+                                        order = ext_orders[g, rr_ext[g]]
+                                        kk, bb = _pick_masked(avail[g], valid, cvs, m, order, seg_start, u)
+                                        if kk >= 0:
+                                            rr_ext[g] = (order[kk] // G + 1) % L
+                                            gm_counts[g, G_REPART_REQ] += 1
+                                if kk >= 0:
+                                    ok = True
+                                    upos[g] += 1
+                                    w = worker_at_bit[bb]
+                                    if flag[g, w]:
+                                        avail[g, bb >> 6] &= ~(_ONE << np.uint64(bb & 63))
+                                        flag[g, w] = 0
+                                        n_free[g] -= 1
+                                    inflight[g, w] += 1
+                                    lm = lm_of[w]
+                                    if n_bk[lm] == 0:
+                                        dirty[n_dirty] = lm
+                                        n_dirty += 1
+                                    if n_bk[lm] == bk_t.shape[1]:
+                                        bk_t = _grow_cols(bk_t, n_bk[lm] + 1)
+                                        bk_w = _grow_cols(bk_w, n_bk[lm] + 1)
+                                    bk_t[lm, n_bk[lm]] = t
+                                    bk_w[lm, n_bk[lm]] = w
+                                    n_bk[lm] += 1
+                            if not ok:
+                                retry[n_fail] = t
+                                n_fail += 1
+                        if status == NEED_UNIFORMS:
+                            break
+                        for x in range(n_fail - 1, -1, -1):  # WaitQueue.push_front, last failed first
+                            t = retry[x]
+                            gid = task_mgid[t]
+                            s = slot_of[g, gid]
+                            if s < 0:
+                                if n_slots[g] == s_mask.shape[1]:
+                                    c2 = 2 * s_mask.shape[1]
+                                    s_mask = _grow_cols(s_mask, c2)
+                                    s_gid = _grow_cols(s_gid, c2)
+                                    s_first = _grow_cols(s_first, c2)
+                                    s_last = _grow_cols(s_last, c2)
+                                    s_head = _grow_cols(s_head, c2)
+                                s = n_slots[g]
+                                n_slots[g] += 1
+                                s_mask[g, s] = mgid_mask[gid]
+                                s_head[g, s] = INF
+                                s_gid[g, s] = gid
+                                s_first[g, s] = -1
+                                s_last[g, s] = -1
+                                slot_of[g, gid] = s
+                                empty_slots[g] += 1
+                            q_front[g] -= 1
+                            if nd_free >= 0:
+                                nd = nd_free
+                                nd_free = nd_next[nd]
+                            else:
+                                nd_task = _grow(nd_task, n_nd + 1)
+                                nd_key = _grow(nd_key, n_nd + 1)
+                                nd_next = _grow(nd_next, n_nd + 1)
+                                nd = n_nd
+                                n_nd += 1
+                            nd_task[nd] = t
+                            nd_key[nd] = q_front[g]
+                            if s_first[g, s] < 0:
+                                empty_slots[g] -= 1
+                                s_last[g, s] = nd
+                            nd_next[nd] = s_first[g, s]
+                            s_first[g, s] = nd
+                            s_head[g, s] = q_front[g]
+                            q_len[g] += 1
+                if live_pl == 0:
+                    n_pl = 0
+        if step >= 0:
+            g = step
+            # ---- the step's end: each gained worker to the oldest queued task it suits, else free in the view ----
+            for x in range(n_gain):
+                w = gained[x]
+                s = -1
+                if q_len[g]:
+                    nmk = ~worker_mask[w]
+                    best = INF
+                    for i2 in range(n_slots[g]):
+                        if (s_mask[g, i2] & nmk) == 0 and s_head[g, i2] < best:
+                            best = s_head[g, i2]
+                            s = i2
+                if s < 0:
+                    if not flag[g, w]:
+                        b = bit_of_worker[w]
+                        avail[g, b >> 6] |= _ONE << np.uint64(b & 63)
+                        flag[g, w] = 1
+                        n_free[g] += 1
+                    continue
+                # WaitQueue._take(s)
+                nd = s_first[g, s]
+                t = nd_task[nd]
+                s_first[g, s] = nd_next[nd]
+                nd_next[nd] = nd_free
+                nd_free = nd
+                q_len[g] -= 1
+                if s_first[g, s] >= 0:
+                    s_head[g, s] = nd_key[s_first[g, s]]
+                else:
+                    s_last[g, s] = -1
+                    s_head[g, s] = INF
+                    empty_slots[g] += 1
+                    if empty_slots[g] > 64 and empty_slots[g] * 2 > n_slots[g]:  # WaitQueue._compact
+                        k = 0
+                        for i2 in range(n_slots[g]):
+                            if s_first[g, i2] >= 0:
+                                s_mask[g, k] = s_mask[g, i2]
+                                s_head[g, k] = s_head[g, i2]
+                                s_gid[g, k] = s_gid[g, i2]
+                                s_first[g, k] = s_first[g, i2]
+                                s_last[g, k] = s_last[g, i2]
+                                slot_of[g, s_gid[g, k]] = k
+                                k += 1
+                            else:
+                                slot_of[g, s_gid[g, i2]] = -1
+                        for i2 in range(k, n_slots[g]):
+                            s_head[g, i2] = INF
+                        n_slots[g] = k
+                        empty_slots[g] = 0
+                # book w for t
+                if flag[g, w]:
+                    b = bit_of_worker[w]
+                    avail[g, b >> 6] &= ~(_ONE << np.uint64(b & 63))
+                    flag[g, w] = 0
+                    n_free[g] -= 1
+                inflight[g, w] += 1
+                lm = lm_of[w]
+                if n_bk[lm] == 0:
+                    dirty[n_dirty] = lm
+                    n_dirty += 1
+                if n_bk[lm] == bk_t.shape[1]:
+                    bk_t = _grow_cols(bk_t, n_bk[lm] + 1)
+                    bk_w = _grow_cols(bk_w, n_bk[lm] + 1)
+                bk_t[lm, n_bk[lm]] = t
+                bk_w[lm, n_bk[lm]] = w
+                n_bk[lm] += 1
+            # ---- _flush: one launch request per LM and batch_size mappings, LMs in the order first booked ----
+            for di in range(n_dirty):
+                lm = dirty[di]
+                nb = n_bk[lm]
+                for lo2 in range(0, nb, batch_size):
+                    hi2 = min(lo2 + batch_size, nb)
+                    cnt = hi2 - lo2
+                    req_seq[g] += 1
+                    req = req_seq[g]
+                    if req >= rq_first.shape[1]:
+                        rq_first = _grow_cols(rq_first, req + 1)
+                        rq_cnt = _grow_cols(rq_cnt, req + 1)
+                        rq_next = _grow_cols(rq_next, req + 1)
+                    rs_w = _grow(rs_w, n_rs + cnt)
+                    rs_t = _grow(rs_t, n_rs + cnt)
+                    rq_first[g, req] = n_rs
+                    rq_cnt[g, req] = cnt
+                    rq_next[g, req] = 0
+                    if ua_head[g, lm] == 0:
+                        ua_head[g, lm] = req
+                    else:
+                        rq_next[g, ua_tail[g, lm]] = req
+                    ua_tail[g, lm] = req
+                    comm_ids = _grow(comm_ids, n_comm + cnt)
+                    comm_d = _grow(comm_d, n_comm + cnt)
+                    dec_ids = _grow(dec_ids, n_dec + cnt)
+                    dec_t = _grow(dec_t, n_dec + cnt)
+                    p0 = n_rs
+                    for x in range(lo2, hi2):
+                        rs_w[n_rs] = bk_w[lm, x]
+                        rs_t[n_rs] = bk_t[lm, x]
+                        n_rs += 1
+                        comm_ids[n_comm] = bk_t[lm, x]
+                        comm_d[n_comm] = d_gl
+                        n_comm += 1
+                        dec_ids[n_dec] = bk_t[lm, x]
+                        dec_t[n_dec] = now
+                        n_dec += 1
+                    counts[C_LAUNCH_REQ] += 1
+                    ht = _grow(ht, hn + 1)
+                    hs = _grow(hs, hn + 1)
+                    hm = _grow(hm, hn + 1)
+                    if n_mfree:
+                        n_mfree -= 1
+                        nm = m_free[n_mfree]
+                    else:
+                        if n_msg == msg.shape[0]:
+                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+                            m2[:n_msg] = msg
+                            msg = m2
+                        nm = n_msg
+                        n_msg += 1
+                    msg[nm, 0] = K_LAUNCH
+                    msg[nm, 1] = g
+                    msg[nm, 2] = lm
+                    msg[nm, 3] = req
+                    msg[nm, 4] = p0
+                    msg[nm, 5] = cnt
+                    hn = _push(ht, hs, hm, hn, now + d_gl, seq, nm)
+                    seq += 1
+                n_bk[lm] = 0
+            n_dirty = 0
+            if outstanding <= 0:
+                status = OK
+                break
+    end[0] = now
+    counts[C_SKIPPED] = n_skipped
+    logs_n[0] = n_dec
+    logs_n[1] = n_comm
+    logs_n[2] = n_st
+    logs_n[3] = n_fin
+    logs_n[4] = n_kn
+    return status, logs_n, dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t
