@@ -74,3 +74,19 @@ def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
         scheduler="megha-central", trace="sample:GOOG_subtrace", workers=500, max_jobs=60, options={"profile": "iot23"}
     )
     _same(*_both(monkeypatch, cfg), compiled=False)
+
+
+def test_recorder_absorb_only_at_start() -> None:
+    import numpy as np
+
+    from megha.metrics.recorder import TaskRecorder
+
+    rec = TaskRecorder(np.zeros(3))
+    ids = np.array([0, 1, 0], dtype=np.int64)
+    t = np.array([1.0, 2.0, 3.0])
+    e = np.zeros(0, dtype=np.int64)
+    rec.absorb((ids, t), (ids, t), (ids, t, ids), (e, np.zeros(0)), (e, np.zeros(0)))
+    assert rec.scheduled[0] == 3.0 and rec.launches.tolist() == [2, 1, 0] and rec.comm.tolist() == [4.0, 2.0, 0.0]
+    assert rec.running == 3
+    with pytest.raises(RuntimeError):
+        rec.absorb((ids, t), (ids, t), (ids, t, ids), (e, np.zeros(0)), (e, np.zeros(0)))

@@ -240,6 +240,36 @@ class TaskRecorder:
             self._worker[ids] = workers
             self._launches += np.bincount(ids, minlength=self.n).astype(np.int32)
 
+    def absorb(
+        self,
+        decided: tuple[np.ndarray, np.ndarray],
+        comm: tuple[np.ndarray, np.ndarray],
+        started: tuple[np.ndarray, np.ndarray, np.ndarray],
+        finished: tuple[np.ndarray, np.ndarray],
+        known: tuple[np.ndarray, np.ndarray],
+    ) -> None:
+        """Whole logs of a run's reports as arrays (ids and values in report order; ``started`` with workers), for a
+        compiled simulation that made them all: the columns come out as if each report had been made by the
+        one-task calls, without a Python object per report. Only at the start of a run (nothing reported yet);
+        updates :attr:`running`, :attr:`outstanding` and :attr:`last_progress` (the later of the last start and
+        the last end)."""
+        if any(self._logs.values()) or self._launches.any() or self._finishes.any():
+            raise RuntimeError("TaskRecorder.absorb: reports were made already")
+        n = self.n
+        for (ids, vals), col in ((decided, self._scheduled), (finished, self._end), (known, self._known)):
+            col[ids] = vals  # later reports win
+        self._finishes += np.bincount(finished[0], minlength=n).astype(np.int32)
+        ids, vals, workers = started
+        self._start[ids] = vals
+        self._worker[ids] = workers
+        self._launches += np.bincount(ids, minlength=n).astype(np.int32)
+        self._comm += np.bincount(comm[0], weights=comm[1], minlength=n)  # one sum over the log, as _flush
+        self.running += started[0].size - finished[0].size
+        self.outstanding -= known[0].size
+        last = [float(x[1][-1]) for x in (started, finished) if x[0].size]
+        if last:
+            self.last_progress = max(last)
+
     def _col(self, name: str) -> np.ndarray:
         self._flush()
         return getattr(self, name)

@@ -166,24 +166,15 @@ def _run(
         return False
     n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()
     dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t = logs
-    # the recorder's logs, in the order the components append them
-    rec: TaskRecorder = ctx.recorder
-    lg = rec.inline_logs()
-    lg.decided_ids.extend(dec_ids[:n_dec].tolist())
-    lg.decided_times.extend(dec_t[:n_dec].tolist())
-    lg.comm_ids.extend(comm_ids[:n_comm].tolist())
-    lg.comm_delays.extend(comm_d[:n_comm].tolist())
-    lg.started_ids.extend(st_ids[:n_st].tolist())
-    lg.started_times.extend(st_t[:n_st].tolist())
-    lg.started_workers.extend(st_w[:n_st].tolist())
-    lg.finished_ids.extend(fin_ids[:n_fin].tolist())
-    lg.finished_times.extend(fin_t[:n_fin].tolist())
-    lg.known_ids.extend(kn_ids[:n_kn].tolist())
-    lg.known_times.extend(kn_t[:n_kn].tolist())
-    rec.running += n_st - n_fin
-    rec.outstanding -= n_kn
+    # the recorder's logs, in the order the components report them
+    ctx.recorder.absorb(
+        (dec_ids[:n_dec], dec_t[:n_dec]),
+        (comm_ids[:n_comm], comm_d[:n_comm]),
+        (st_ids[:n_st], st_t[:n_st], st_w[:n_st]),
+        (fin_ids[:n_fin], fin_t[:n_fin]),
+        (kn_ids[:n_kn], kn_t[:n_kn]),
+    )
     t_end = float(end[0])
-    rec.last_progress = max(float(st_t[n_st - 1]) if n_st else 0.0, float(fin_t[n_fin - 1]) if n_fin else 0.0)
     # the messages modelled, the counters, the engine's clock and events (the watchdog's timers included)
     c = counts.tolist()
     for cls, n in (

@@ -157,6 +157,22 @@ def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: np.uint32) -> int:
+    """The slot with the oldest head among the first ``n`` whose mask the worker has, or -1 (heads are distinct):
+    :func:`._kernels.first_fit_min`'s branch-free minimum, then located."""
+    best = INF
+    for i in range(n):
+        h = heads[i] if (masks[i] & not_worker_mask) == 0 else INF
+        best = min(best, h)
+    if best == INF:
+        return -1
+    for i in range(n):
+        if heads[i] == best:
+            return i
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def _arm_at(now: float, phase: float, h: float) -> float:
     """The instant of an LM's next heartbeat armed at ``now`` (``LocalMaster._arm``: the grid point after now)."""
     k = max(0.0, _py_floordiv(now - phase, h) + 1.0)
@@ -448,9 +464,12 @@ def run_lean(
                         nd = nd_free
                         nd_free = nd_next[nd]
                     else:
-                        nd_task = _grow(nd_task, n_nd + 1)
-                        nd_key = _grow(nd_key, n_nd + 1)
-                        nd_next = _grow(nd_next, n_nd + 1)
+                        if n_nd + 1 > nd_task.shape[0]:
+                            nd_task = _grow(nd_task, n_nd + 1)
+                        if n_nd + 1 > nd_key.shape[0]:
+                            nd_key = _grow(nd_key, n_nd + 1)
+                        if n_nd + 1 > nd_next.shape[0]:
+                            nd_next = _grow(nd_next, n_nd + 1)
                         nd = n_nd
                         n_nd += 1
                     nd_task[nd] = t
@@ -480,16 +499,20 @@ def run_lean(
             mc = msg[mid, 5]
             md = msg[mid, 6]
             me = msg[mid, 7]
-            m_free = _grow(m_free, n_mfree + 1)
+            if n_mfree + 1 > m_free.shape[0]:
+                m_free = _grow(m_free, n_mfree + 1)
             m_free[n_mfree] = mid
             n_mfree += 1
             if kind == K_LAUNCH:
                 # ---- LM l: a launch request of GM g (request ma, mappings rs[mb:mb+mc]) ----
                 n_acc = 0
                 n_rej = 0
-                tw = _grow(tw, mc)
-                tt = _grow(tt, mc)
-                tb = _grow(tb, mc)
+                if mc > tw.shape[0]:
+                    tw = _grow(tw, mc)
+                if mc > tt.shape[0]:
+                    tt = _grow(tt, mc)
+                if mc > tb.shape[0]:
+                    tb = _grow(tb, mc)
                 repart = 0
                 for x in range(mb, mb + mc):
                     w = rs_w[x]
@@ -515,9 +538,12 @@ def run_lean(
                         n_rej += 1
                 if n_acc and not armed[l]:
                     armed[l] = True
-                    ht = _grow(ht, hn + 1)
-                    hs = _grow(hs, hn + 1)
-                    hm = _grow(hm, hn + 1)
+                    if hn + 1 > ht.shape[0]:
+                        ht = _grow(ht, hn + 1)
+                    if hn + 1 > hs.shape[0]:
+                        hs = _grow(hs, hn + 1)
+                    if hn + 1 > hm.shape[0]:
+                        hm = _grow(hm, hn + 1)
                     if n_mfree:
                         n_mfree -= 1
                         nm = m_free[n_mfree]
@@ -537,15 +563,20 @@ def run_lean(
                     # _start_tasks: the workers start them one launch delay from now
                     counts[C_LAUNCH] += 1
                     start = now + launch_delay
-                    comm_ids = _grow(comm_ids, n_comm + n_acc)
-                    comm_d = _grow(comm_d, n_comm + n_acc)
+                    if n_comm + n_acc > comm_ids.shape[0]:
+                        comm_ids = _grow(comm_ids, n_comm + n_acc)
+                    if n_comm + n_acc > comm_d.shape[0]:
+                        comm_d = _grow(comm_d, n_comm + n_acc)
                     for x in range(n_acc):
                         comm_ids[n_comm] = tt[x]
                         comm_d[n_comm] = launch_delay
                         n_comm += 1
-                    st_ids = _grow(st_ids, n_st + n_acc)
-                    st_t = _grow(st_t, n_st + n_acc)
-                    st_w = _grow(st_w, n_st + n_acc)
+                    if n_st + n_acc > st_ids.shape[0]:
+                        st_ids = _grow(st_ids, n_st + n_acc)
+                    if n_st + n_acc > st_t.shape[0]:
+                        st_t = _grow(st_t, n_st + n_acc)
+                    if n_st + n_acc > st_w.shape[0]:
+                        st_w = _grow(st_w, n_st + n_acc)
                     for x in range(n_acc):
                         w = tw[x]
                         if w_task[w] >= 0:
@@ -569,11 +600,16 @@ def run_lean(
                                 gi = g_free
                                 g_free = g_first[gi]
                             else:
-                                g_first = _grow(g_first, n_grp + 1)
-                                g_last = _grow(g_last, n_grp + 1)
-                                g_t1 = _grow(g_t1, n_grp + 1)
-                                g_e = _grow(g_e, n_grp + 1)
-                                g_l = _grow(g_l, n_grp + 1)
+                                if n_grp + 1 > g_first.shape[0]:
+                                    g_first = _grow(g_first, n_grp + 1)
+                                if n_grp + 1 > g_last.shape[0]:
+                                    g_last = _grow(g_last, n_grp + 1)
+                                if n_grp + 1 > g_t1.shape[0]:
+                                    g_t1 = _grow(g_t1, n_grp + 1)
+                                if n_grp + 1 > g_e.shape[0]:
+                                    g_e = _grow(g_e, n_grp + 1)
+                                if n_grp + 1 > g_l.shape[0]:
+                                    g_l = _grow(g_l, n_grp + 1)
                                 gi = n_grp
                                 n_grp += 1
                             grp_of[key] = gi
@@ -588,9 +624,12 @@ def run_lean(
                             if not at >= now:
                                 status = UNSUPPORTED
                                 break
-                            ht = _grow(ht, hn + 1)
-                            hs = _grow(hs, hn + 1)
-                            hm = _grow(hm, hn + 1)
+                            if hn + 1 > ht.shape[0]:
+                                ht = _grow(ht, hn + 1)
+                            if hn + 1 > hs.shape[0]:
+                                hs = _grow(hs, hn + 1)
+                            if hn + 1 > hm.shape[0]:
+                                hm = _grow(hm, hn + 1)
                             if n_mfree:
                                 n_mfree -= 1
                                 nm = m_free[n_mfree]
@@ -620,7 +659,8 @@ def run_lean(
                     nd0 = 0
                     sq_now = lm_seq[l]
                     nmax = sq_now - sent[l, g] + n_rej
-                    tw = _grow(tw, nmax)
+                    if nmax > tw.shape[0]:
+                        tw = _grow(tw, nmax)
                     for sq in range(sent[l, g] + 1, sq_now + 1):
                         w = log_w[l, sq]
                         if last_seq[w] == sq and log_by[l, sq] != g:
@@ -634,7 +674,8 @@ def run_lean(
                             tw[n_delta] = w
                             n_delta += 1
                     sent[l, g] = sq_now
-                    pl = _grow(pl, n_pl + n_rej + 2 * n_delta)
+                    if n_pl + n_rej + 2 * n_delta > pl.shape[0]:
+                        pl = _grow(pl, n_pl + n_rej + 2 * n_delta)
                     p_rej = n_pl
                     for x in range(n_rej):
                         pl[n_pl] = rs_t[tb[x]]
@@ -647,15 +688,20 @@ def run_lean(
                     n_pl += n_delta
                     live_pl += 1
                     counts[C_LAUNCH_REPLY] += 1
-                    comm_ids = _grow(comm_ids, n_comm + n_rej)
-                    comm_d = _grow(comm_d, n_comm + n_rej)
+                    if n_comm + n_rej > comm_ids.shape[0]:
+                        comm_ids = _grow(comm_ids, n_comm + n_rej)
+                    if n_comm + n_rej > comm_d.shape[0]:
+                        comm_d = _grow(comm_d, n_comm + n_rej)
                     for x in range(n_rej):
                         comm_ids[n_comm] = rs_t[tb[x]]
                         comm_d[n_comm] = d_lg
                         n_comm += 1
-                    ht = _grow(ht, hn + 1)
-                    hs = _grow(hs, hn + 1)
-                    hm = _grow(hm, hn + 1)
+                    if hn + 1 > ht.shape[0]:
+                        ht = _grow(ht, hn + 1)
+                    if hn + 1 > hs.shape[0]:
+                        hs = _grow(hs, hn + 1)
+                    if hn + 1 > hm.shape[0]:
+                        hm = _grow(hm, hn + 1)
                     if n_mfree:
                         n_mfree -= 1
                         nm = m_free[n_mfree]
@@ -684,8 +730,10 @@ def run_lean(
                 n_done = 0
                 t = g_first[gi]
                 while t >= 0:
-                    tt = _grow(tt, n_done + 1)
-                    tw = _grow(tw, n_done + 1)
+                    if n_done + 1 > tt.shape[0]:
+                        tt = _grow(tt, n_done + 1)
+                    if n_done + 1 > tw.shape[0]:
+                        tw = _grow(tw, n_done + 1)
                     w = run_w[t]
                     if w_task[w] == t:
                         w_task[w] = -1
@@ -695,8 +743,10 @@ def run_lean(
                     t = next_in_group[t]
                 g_first[gi] = g_free
                 g_free = gi
-                fin_ids = _grow(fin_ids, n_fin + n_done)
-                fin_t = _grow(fin_t, n_fin + n_done)
+                if n_fin + n_done > fin_ids.shape[0]:
+                    fin_ids = _grow(fin_ids, n_fin + n_done)
+                if n_fin + n_done > fin_t.shape[0]:
+                    fin_t = _grow(fin_t, n_fin + n_done)
                 for x in range(n_done):
                     fin_ids[n_fin] = tt[x]
                     fin_t[n_fin] = t1
@@ -704,9 +754,12 @@ def run_lean(
                 counts[C_FINISHED] += 1
                 if not armed[l]:
                     armed[l] = True
-                    ht = _grow(ht, hn + 1)
-                    hs = _grow(hs, hn + 1)
-                    hm = _grow(hm, hn + 1)
+                    if hn + 1 > ht.shape[0]:
+                        ht = _grow(ht, hn + 1)
+                    if hn + 1 > hs.shape[0]:
+                        hs = _grow(hs, hn + 1)
+                    if hn + 1 > hm.shape[0]:
+                        hm = _grow(hm, hn + 1)
                     if n_mfree:
                         n_mfree -= 1
                         nm = m_free[n_mfree]
@@ -721,7 +774,8 @@ def run_lean(
                     msg[nm, 2] = l
                     hn = _push(ht, hs, hm, hn, _arm_at(now, phase[l], heartbeat), seq, nm)
                     seq += 1
-                tb = _grow(tb, n_done)
+                if n_done > tb.shape[0]:
+                    tb = _grow(tb, n_done)
                 for x in range(n_done):
                     w = tw[x]
                     tb[x] = cowner[w]
@@ -744,7 +798,8 @@ def run_lean(
                     for y in range(x, n_done):
                         if tb[y] == og:
                             cnt += 1
-                    pl = _grow(pl, n_pl + 2 * cnt)
+                    if n_pl + 2 * cnt > pl.shape[0]:
+                        pl = _grow(pl, n_pl + 2 * cnt)
                     p0 = n_pl
                     for y in range(x, n_done):
                         if tb[y] == og:
@@ -756,9 +811,12 @@ def run_lean(
                     n_pl += cnt
                     live_pl += 1
                     counts[C_TASK_DONE] += 1
-                    ht = _grow(ht, hn + 1)
-                    hs = _grow(hs, hn + 1)
-                    hm = _grow(hm, hn + 1)
+                    if hn + 1 > ht.shape[0]:
+                        ht = _grow(ht, hn + 1)
+                    if hn + 1 > hs.shape[0]:
+                        hs = _grow(hs, hn + 1)
+                    if hn + 1 > hm.shape[0]:
+                        hm = _grow(hm, hn + 1)
                     if n_mfree:
                         n_mfree -= 1
                         nm = m_free[n_mfree]
@@ -791,9 +849,12 @@ def run_lean(
                 if low < sq_now:
                     # the changes since low, oldest first (latest change of each worker only)
                     n_new = 0
-                    tw = _grow(tw, sq_now - low)
-                    tt = _grow(tt, sq_now - low)
-                    tb = _grow(tb, sq_now - low)
+                    if sq_now - low > tw.shape[0]:
+                        tw = _grow(tw, sq_now - low)
+                    if sq_now - low > tt.shape[0]:
+                        tt = _grow(tt, sq_now - low)
+                    if sq_now - low > tb.shape[0]:
+                        tb = _grow(tb, sq_now - low)
                     for sq in range(low + 1, sq_now + 1):
                         w = log_w[l, sq]
                         if last_seq[w] == sq:
@@ -825,7 +886,8 @@ def run_lean(
                                     kn_ids,
                                     kn_t,
                                 )
-                        pl = _grow(pl, n_pl + 3 * n_new)
+                        if n_pl + 3 * n_new > pl.shape[0]:
+                            pl = _grow(pl, n_pl + 3 * n_new)
                         p0 = n_pl
                         for x in range(n_new):
                             pl[p0 + x] = tw[x]
@@ -840,9 +902,12 @@ def run_lean(
                             n_sent += 1
                             counts[C_STATE_DELTA] += 1
                             live_pl += 1
-                            ht = _grow(ht, hn + 1)
-                            hs = _grow(hs, hn + 1)
-                            hm = _grow(hm, hn + 1)
+                            if hn + 1 > ht.shape[0]:
+                                ht = _grow(ht, hn + 1)
+                            if hn + 1 > hs.shape[0]:
+                                hs = _grow(hs, hn + 1)
+                            if hn + 1 > hm.shape[0]:
+                                hm = _grow(hm, hn + 1)
                             if n_mfree:
                                 n_mfree -= 1
                                 nm = m_free[n_mfree]
@@ -877,7 +942,8 @@ def run_lean(
                                 continue
                             lm_counts[l, L_UPDATES_SENT] += 1
                             counts[C_STATE_DELTA] += 1
-                            pl = _grow(pl, n_pl + 2 * cnt)
+                            if n_pl + 2 * cnt > pl.shape[0]:
+                                pl = _grow(pl, n_pl + 2 * cnt)
                             p0 = n_pl
                             for x in range(n_new):
                                 if tt[x] > since and tb[x] != g2:
@@ -886,9 +952,12 @@ def run_lean(
                                     n_pl += 1
                             n_pl += cnt
                             live_pl += 1
-                            ht = _grow(ht, hn + 1)
-                            hs = _grow(hs, hn + 1)
-                            hm = _grow(hm, hn + 1)
+                            if hn + 1 > ht.shape[0]:
+                                ht = _grow(ht, hn + 1)
+                            if hn + 1 > hs.shape[0]:
+                                hs = _grow(hs, hn + 1)
+                            if hn + 1 > hm.shape[0]:
+                                hm = _grow(hm, hn + 1)
                             if n_mfree:
                                 n_mfree -= 1
                                 nm = m_free[n_mfree]
@@ -925,9 +994,12 @@ def run_lean(
                 live_pl -= 1
                 if kind == K_DONE:
                     cnt = mb
-                    kn_ids = _grow(kn_ids, n_kn + cnt)
-                    kn_t = _grow(kn_t, n_kn + cnt)
-                    gained = _grow(gained, cnt)
+                    if n_kn + cnt > kn_ids.shape[0]:
+                        kn_ids = _grow(kn_ids, n_kn + cnt)
+                    if n_kn + cnt > kn_t.shape[0]:
+                        kn_t = _grow(kn_t, n_kn + cnt)
+                    if cnt > gained.shape[0]:
+                        gained = _grow(gained, cnt)
                     for x in range(cnt):
                         kn_ids[n_kn] = pl[ma + x]
                         kn_t[n_kn] = now
@@ -947,7 +1019,8 @@ def run_lean(
                         cnt = me
                         has_by = 0
                     # SlotView.apply_truths: a worker busy in truth and free in the view is booked out of the view
-                    gained = _grow(gained, cnt)
+                    if cnt > gained.shape[0]:
+                        gained = _grow(gained, cnt)
                     for x in range(cnt):
                         if has_by and pl[p0 + 2 * cnt + x] == g:
                             continue
@@ -965,7 +1038,8 @@ def run_lean(
                         # the rejected tasks, retried at once on the refreshed view; what does not fit goes to the
                         # head of the queue (in order)
                         n_fail = 0
-                        retry = _grow(retry, mb)
+                        if mb > retry.shape[0]:
+                            retry = _grow(retry, mb)
                         for x in range(mb):
                             t = pl[ma + x]
                             ok = False
@@ -1038,9 +1112,12 @@ def run_lean(
                                 nd = nd_free
                                 nd_free = nd_next[nd]
                             else:
-                                nd_task = _grow(nd_task, n_nd + 1)
-                                nd_key = _grow(nd_key, n_nd + 1)
-                                nd_next = _grow(nd_next, n_nd + 1)
+                                if n_nd + 1 > nd_task.shape[0]:
+                                    nd_task = _grow(nd_task, n_nd + 1)
+                                if n_nd + 1 > nd_key.shape[0]:
+                                    nd_key = _grow(nd_key, n_nd + 1)
+                                if n_nd + 1 > nd_next.shape[0]:
+                                    nd_next = _grow(nd_next, n_nd + 1)
                                 nd = n_nd
                                 n_nd += 1
                             nd_task[nd] = t
@@ -1061,12 +1138,7 @@ def run_lean(
                 w = gained[x]
                 s = -1
                 if q_len[g]:
-                    nmk = ~worker_mask[w]
-                    best = INF
-                    for i2 in range(n_slots[g]):
-                        if (s_mask[g, i2] & nmk) == 0 and s_head[g, i2] < best:
-                            best = s_head[g, i2]
-                            s = i2
+                    s = _first_fit(s_mask[g], s_head[g], n_slots[g], ~worker_mask[w])
                 if s < 0:
                     if not flag[g, w]:
                         b = bit_of_worker[w]
@@ -1134,8 +1206,10 @@ def run_lean(
                         rq_first = _grow_cols(rq_first, req + 1)
                         rq_cnt = _grow_cols(rq_cnt, req + 1)
                         rq_next = _grow_cols(rq_next, req + 1)
-                    rs_w = _grow(rs_w, n_rs + cnt)
-                    rs_t = _grow(rs_t, n_rs + cnt)
+                    if n_rs + cnt > rs_w.shape[0]:
+                        rs_w = _grow(rs_w, n_rs + cnt)
+                    if n_rs + cnt > rs_t.shape[0]:
+                        rs_t = _grow(rs_t, n_rs + cnt)
                     rq_first[g, req] = n_rs
                     rq_cnt[g, req] = cnt
                     rq_next[g, req] = 0
@@ -1144,10 +1218,14 @@ def run_lean(
                     else:
                         rq_next[g, ua_tail[g, lm]] = req
                     ua_tail[g, lm] = req
-                    comm_ids = _grow(comm_ids, n_comm + cnt)
-                    comm_d = _grow(comm_d, n_comm + cnt)
-                    dec_ids = _grow(dec_ids, n_dec + cnt)
-                    dec_t = _grow(dec_t, n_dec + cnt)
+                    if n_comm + cnt > comm_ids.shape[0]:
+                        comm_ids = _grow(comm_ids, n_comm + cnt)
+                    if n_comm + cnt > comm_d.shape[0]:
+                        comm_d = _grow(comm_d, n_comm + cnt)
+                    if n_dec + cnt > dec_ids.shape[0]:
+                        dec_ids = _grow(dec_ids, n_dec + cnt)
+                    if n_dec + cnt > dec_t.shape[0]:
+                        dec_t = _grow(dec_t, n_dec + cnt)
                     p0 = n_rs
                     for x in range(lo2, hi2):
                         rs_w[n_rs] = bk_w[lm, x]
@@ -1160,9 +1238,12 @@ def run_lean(
                         dec_t[n_dec] = now
                         n_dec += 1
                     counts[C_LAUNCH_REQ] += 1
-                    ht = _grow(ht, hn + 1)
-                    hs = _grow(hs, hn + 1)
-                    hm = _grow(hm, hn + 1)
+                    if hn + 1 > ht.shape[0]:
+                        ht = _grow(ht, hn + 1)
+                    if hn + 1 > hs.shape[0]:
+                        hs = _grow(hs, hn + 1)
+                    if hn + 1 > hm.shape[0]:
+                        hm = _grow(hm, hn + 1)
                     if n_mfree:
                         n_mfree -= 1
                         nm = m_free[n_mfree]
