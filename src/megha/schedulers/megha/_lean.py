@@ -154,6 +154,7 @@ def _run(
             d_lg,
             float(lm0.launch_delay),
             float(lm0.report_delay),
+            float(stall),
             counts,
             gm_counts,
             lm_counts,
@@ -204,13 +205,8 @@ def _run(
         ):
             if lm_counts[l, k]:
                 lm.counters[name] += int(lm_counts[l, k])
-    wd = 0
-    t = 0.0 + stall
-    while t < t_end:
-        wd += 1
-        t = t + stall
     engine.now = t_end
-    engine.events += c[K.C_EVENTS] + wd
+    engine.events += c[K.C_EVENTS] + c[K.C_WATCHDOG]
     source.pos = int(np.searchsorted(w.job_arrival[source.order], t_end, side="right"))
     source.skipped_jobs += c[K.C_SKIPPED]
     return True

@@ -59,7 +59,8 @@ C_EVENTS = 7
 C_SKIPPED = 8
 C_HEARTBEATS = 9
 C_SOURCE = 10
-N_COUNTS = 11
+C_WATCHDOG = 11
+N_COUNTS = 12
 # per-GM counters [G, 3] and per-LM counters [L, 3]
 G_REPART_REQ = 0
 G_UPDATES_RECEIVED = 1
@@ -220,6 +221,7 @@ def run_lean(
     d_lg: float,
     launch_delay: float,
     report_delay: float,
+    stall_timeout: float,
     # results
     counts: np.ndarray,
     gm_counts: np.ndarray,
@@ -350,7 +352,25 @@ def run_lean(
     jp_end = 0  # jobs [jp, jp_end) arrive at this instant (the source's timer fired)
     src_t = max(0.0, job_arrival[job_order[0]]) if n_jobs else 0.0
     status = STALLED
+    wd_t = 0.0 + stall_timeout  # the runner's watchdog: its next check
+    running = 0  # tasks running, as the recorder counts them (a start counts when recorded)
+    last_progress = 0.0
     while True:
+        # the watchdog's checks due before the next event (one that would stop the run: the components run instead)
+        if outstanding > 0:
+            nxt = ht[0] if hn else np.inf
+            if jp < jp_end:
+                nxt = now
+            elif jp < n_jobs:
+                nxt = min(nxt, src_t)
+            while wd_t < nxt:
+                counts[C_WATCHDOG] += 1
+                if running == 0 and jp >= n_jobs and wd_t - last_progress >= stall_timeout:
+                    status = UNSUPPORTED
+                    break
+                wd_t = wd_t + stall_timeout
+            if status == UNSUPPORTED:
+                break
         step = -1  # the GM whose step this event is (its queue is offered the gained workers, then it flushes)
         n_gain = 0
         if jp < jp_end or (jp < n_jobs and (hn == 0 or ht[0] > src_t)):
@@ -587,6 +607,8 @@ def run_lean(
                         st_t[n_st] = start
                         st_w[n_st] = w
                         n_st += 1
+                    running += n_acc
+                    last_progress = start
                     if status == UNSUPPORTED:
                         break
                     for x in range(n_acc):
@@ -751,6 +773,8 @@ def run_lean(
                     fin_ids[n_fin] = tt[x]
                     fin_t[n_fin] = t1
                     n_fin += 1
+                running -= n_done
+                last_progress = t1
                 counts[C_FINISHED] += 1
                 if not armed[l]:
                     armed[l] = True
