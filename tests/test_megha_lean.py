@@ -68,11 +68,10 @@ def test_many_gms_and_lms(monkeypatch: pytest.MonkeyPatch, gms: int, lms: int, o
     assert slow.message_counts.get("StateDelta", 0) > 0
 
 
-def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Configurations the compiled core does not model run the components (the same results either way)."""
-    cfg = RunConfig(
-        scheduler="megha-central", trace="sample:GOOG_subtrace", workers=500, max_jobs=60, options={"profile": "iot23"}
-    )
+@pytest.mark.parametrize("extra", [{"options": {"profile": "iot23"}}, {"network_delay": 0.0}])
+def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch, extra: dict) -> None:
+    """Configurations the compiled core does not model (another profile; zero-delay messages) run the components."""
+    cfg = RunConfig(scheduler="megha-central", trace="sample:GOOG_subtrace", workers=500, max_jobs=60, **extra)
     _same(*_both(monkeypatch, cfg), compiled=False)
 
 

@@ -106,6 +106,8 @@ def _run(
         return False
     d_gl = engine.delay_model.delay(GlobalMaster.kind, SimLocalMaster.kind)
     d_lg = engine.delay_model.delay(SimLocalMaster.kind, GlobalMaster.kind)
+    if not (d_gl > 0 and d_lg > 0 and lm0.launch_delay > 0 and lm0.report_delay >= 0):
+        return False  # an event at the instant it is made: the loop's arrival order assumes none
     blocks = n_f // _BLOCK + 2
     while True:
         # each GM's uniform numbers, drawn from a copy of its generator (the components keep theirs)
