@@ -55,7 +55,9 @@ p99 1,091 s without, 1,551 s with (the authors' 1,473 s); the LMs rejected 146 k
 Speed: in the lean configuration (the ``paper`` profile's defaults in slot mode — FIFO queues, offer matching,
 retried rejections, policy random, round-robin partitions, in-process workers — without fairness, hand-over,
 ``reply_always``, faults or a processing model) the whole simulation runs as one compiled loop
-(:mod:`._lean`), with the same results as the components; ``MEGHA_LEAN=0`` runs the components instead.
+(:mod:`._lean`), with the same results as the components (it is compiled once, about a minute of CPU, and cached;
+until then only runs of 100,000 tasks or more use it); ``MEGHA_LEAN=0`` runs the components, ``MEGHA_LEAN=1`` always
+the compiled loop.
 
 Not reproduced: the reference's batching of *consecutive* same-LM mappings (here all mappings of one step to
 one LM form one request: the same instants, fewer messages); delta updates as change lists (here they carry the

@@ -7,7 +7,12 @@ runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, 
 :class:`~megha.schedulers.megha.gm.GlobalMaster` and :class:`~megha.schedulers.megha.simlm.SimLocalMaster`
 components, so the recorder's per-task columns (and the fingerprint) are the same. The components are still built
 (their counters are reported) but not run. Anything the compiled core does not model makes it give up before it
-touches the recorder, and the runner then runs the components as usual. ``MEGHA_LEAN=0`` turns it off.
+touches the recorder, and the runner then runs the components as usual.
+
+The compiled loop takes about a minute of CPU to compile the first time (numba then caches it next to the module),
+so by default (``MEGHA_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's
+cache) or the run has at least :data:`COLD_MIN_TASKS` tasks; ``MEGHA_LEAN=1`` always uses it, ``MEGHA_LEAN=0``
+never.
 """
 
 from __future__ import annotations
@@ -31,6 +36,19 @@ if TYPE_CHECKING:
     from megha.schedulers.registry import BuildContext
 
 _BLOCK = 4096  # FastRandom's block of uniform numbers
+#: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
+COLD_MIN_TASKS = 100_000
+
+
+def _kernel_ready() -> bool:
+    """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
+    try:
+        from megha.schedulers.megha import _lean_kernel
+
+        d = _lean_kernel.run_lean
+        return bool(d.signatures) or bool(d._cache._cache_file._load_index())
+    except Exception:  # numba internals: when in doubt, it is not ready
+        return False
 
 
 def lean_runner(
@@ -38,7 +56,8 @@ def lean_runner(
 ) -> Callable[..., bool] | None:
     """The compiled run of this deployment, or None when its configuration is not the lean one. A run it completes
     sets ``extras["compiled_run"]``."""
-    if os.environ.get("MEGHA_LEAN", "1") == "0":
+    mode = os.environ.get("MEGHA_LEAN", "")
+    if mode == "0":
         return None
     eng = ctx.host
     if (
@@ -63,6 +82,8 @@ def lean_runner(
             return None
 
     def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        if mode != "1" and int(ctx.feasible.sum()) < COLD_MIN_TASKS and not _kernel_ready():
+            return False
         done = _run(ctx, layout, gms, lms, route, engine, source, stall_timeout)
         extras["compiled_run"] = done
         return done
