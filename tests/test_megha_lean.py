@@ -68,6 +68,24 @@ def test_many_gms_and_lms(monkeypatch: pytest.MonkeyPatch, gms: int, lms: int, o
     assert slow.message_counts.get("StateDelta", 0) > 0
 
 
+def test_other_delays_seed_and_routing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Link delays other than the default (the engine's heap instead of its FIFO lane), another seed, jobs routed
+    by task count, one mapping per request."""
+    cfg = RunConfig(
+        scheduler="megha",
+        trace="sample:synthetic_FB_sub_2000jobs",
+        workers=400,
+        gms=3,
+        lms=2,
+        max_jobs=150,
+        seed=7,
+        network_delay=0.002,
+        worker_report_delay=0.0001,
+        options={"route": "tasks-mod-g", "batch_size": 1, "heartbeat": 30.0},
+    )
+    _same(*_both(monkeypatch, cfg))
+
+
 @pytest.mark.parametrize("extra", [{"options": {"profile": "iot23"}}, {"network_delay": 0.0}])
 def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch, extra: dict) -> None:
     """Configurations the compiled core does not model (another profile; zero-delay messages) run the components."""
