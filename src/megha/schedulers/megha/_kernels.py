@@ -1,4 +1,9 @@
-"""Compiled kernels (numba) for Megha's hot loops; imported lazily so the CLI starts fast."""
+"""Compiled kernels (numba) for Megha's hot loops; imported lazily so the CLI starts fast.
+
+:func:`place_tasks` and :func:`_pick_masked` are compiled into the lean simulation's loop
+(:func:`._lean_kernel.run_lean`), whose numba cache does not notice a change here: change ``_lean_kernel.py`` too
+(any edit) when you change them, or a stale cached loop keeps the old code.
+"""
 
 from __future__ import annotations
 
