@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-from megha.schedulers.megha._kernels import _pick_masked, place_tasks
+from megha.schedulers.megha._kernels import _pick_masked, first_fit_min, place_tasks
 
 INF = np.iinfo(np.int64).max
 _GROUP_KEY = types.UniTuple(types.float64, 2)
@@ -155,22 +155,6 @@ def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
         hs[pos] = ls
         hm[pos] = lm
     return hn
-
-
-@njit(cache=True, nogil=True)
-def _first_fit(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask: np.uint32) -> int:
-    """The slot with the oldest head among the first ``n`` whose mask the worker has, or -1 (heads are distinct):
-    :func:`._kernels.first_fit_min`'s branch-free minimum, then located."""
-    best = INF
-    for i in range(n):
-        h = heads[i] if (masks[i] & not_worker_mask) == 0 else INF
-        best = min(best, h)
-    if best == INF:
-        return -1
-    for i in range(n):
-        if heads[i] == best:
-            return i
-    return -1
 
 
 @njit(cache=True, nogil=True)
@@ -1162,7 +1146,7 @@ def run_lean(
                 w = gained[x]
                 s = -1
                 if q_len[g]:
-                    s = _first_fit(s_mask[g], s_head[g], n_slots[g], ~worker_mask[w])
+                    s = first_fit_min(s_mask[g], s_head[g], n_slots[g], ~worker_mask[w])
                 if s < 0:
                     if not flag[g, w]:
                         b = bit_of_worker[w]
