@@ -610,21 +610,7 @@ class LiveClient:
         if js.size == 1:
             self._submit(int(js[0]), idx, g, w, base)
             return
-        msg = JobBatch(
-            jobs=(self.run_id << 24) + js.astype(np.int64),
-            sizes=sizes.astype(np.int64),
-            tasks=idx + base,
-            durations=w.task_duration[idx],
-            masks=w.masks[idx],
-            demands=None if w.task_demand is None else w.task_demand[idx],
-            users=np.zeros(js.size, dtype=np.int64) if w.job_user is None else w.job_user[js].astype(np.int64),
-            mean_durations=w.job_mean_duration[js].astype(np.float64),
-            priorities=np.zeros(js.size, dtype=np.int64)
-            if w.job_priority is None
-            else w.job_priority[js].astype(np.int64),
-        )
-        self.counters["job_batches"] += 1
-        self.send(self.layout.gm_address(g), msg)
+        self._send_batch(js.astype(np.int64), sizes.astype(np.int64), idx, g, w, base)
 
     def _submit_many(self, jobs: list[tuple[int, np.ndarray]], g: int, w: Workload, base: int) -> None:
         """Submit jobs to GM ``g``: one :class:`JobArrival` for a single job, else one :class:`JobBatch`."""
@@ -633,9 +619,14 @@ class LiveClient:
             return
         js = np.array([j for j, _ in jobs], dtype=np.int64)
         idx = np.concatenate([i for _, i in jobs])
+        self._send_batch(js, np.array([i.size for _, i in jobs], dtype=np.int64), idx, g, w, base)
+
+    def _send_batch(self, js: np.ndarray, sizes: np.ndarray, idx: np.ndarray, g: int, w: Workload, base: int) -> None:
+        """Send jobs ``js`` (int64 job indices, ``sizes`` tasks each, task indices ``idx`` in job order) to GM ``g``
+        as one :class:`JobBatch`."""
         msg = JobBatch(
             jobs=(self.run_id << 24) + js,
-            sizes=np.array([i.size for _, i in jobs], dtype=np.int64),
+            sizes=sizes,
             tasks=idx + base,
             durations=w.task_duration[idx],
             masks=w.masks[idx],
