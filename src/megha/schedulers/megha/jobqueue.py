@@ -16,6 +16,7 @@ constraint mask answers "does anything fit at all?" before jobs are scanned.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Hashable, Iterator
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -112,7 +113,13 @@ class FewestTasksQueue:
         a._take(a._slot_of[int(e[E_MASK])])
         return e
 
-    def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
+    def pop_fitting(
+        self,
+        wmask: int,
+        accept: Callable[[tuple], bool] | None = None,
+        usage: np.ndarray | None = None,
+        inv: int | None = None,
+    ) -> tuple | None:
         """The first task, in job order, that a worker with mask ``wmask`` satisfies (and ``accept`` takes)."""
         a = self._all
         if not len(a):
@@ -135,7 +142,7 @@ class FewestTasksQueue:
         key = self._order[0]
         return self._taken(key, self._jobs[key[2]].q.pop_front())
 
-    def drain(self, place, key=None) -> int:
+    def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
         """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`)."""
         failed: set = set()
         placed = 0
@@ -156,7 +163,7 @@ class FewestTasksQueue:
                     del self._jobs[job]
         return placed
 
-    def in_order(self):
+    def in_order(self) -> Iterator[tuple]:
         """Queued tasks in service order (job by job); for inspection and tests."""
         for key in list(self._order):
             yield from self._jobs[key[2]].q.entries()
@@ -174,7 +181,7 @@ class FewestTasksQueue:
             out.append(e)
         return out
 
-    def remove(self, pred) -> list[tuple]:
+    def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
         out = []
         for job, j in list(self._jobs.items()):
             gone = j.q.remove_where(pred)
@@ -191,7 +198,13 @@ class FewestTasksQueue:
         return out
 
 
-def drain_queue(q: MaskQueue, place, failed: set, mirror: MaskQueue | None = None, key=None) -> int:
+def drain_queue(
+    q: MaskQueue,
+    place: Callable[[tuple], bool],
+    failed: set,
+    mirror: MaskQueue | None = None,
+    key: Callable[[tuple], Hashable] | None = None,
+) -> int:
     """Offer the tasks of ``q`` in FIFO order to ``place(entry) -> bool``; placed tasks leave ``q``.
 
     In slot mode (``key`` None) placement depends on a task's mask alone, so once a mask finds nothing (it joins

@@ -23,7 +23,7 @@ import numpy as np
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
-def as_list(x) -> list:
+def as_list(x: list | np.ndarray) -> list:
     """A message field as a list: fields are lists (cheap for small batches) or numpy arrays (tests, other senders)."""
     return x if isinstance(x, list) else np.asarray(x).tolist()
 

@@ -30,6 +30,8 @@ p50 0.034 s, p90 7.92 s, p99 506 s, mean 32.7 s (default: 8.08 s, 513 s, 32.8 s;
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable
+
 from megha.schedulers.megha.fairness import E_JOB, E_MASK, E_TASK
 from megha.schedulers.megha.jobqueue import FewestTasksQueue, _Job, drain_queue
 
@@ -89,7 +91,7 @@ class FewestRemainingQueue(FewestTasksQueue):
         a._take(a._slot_of[int(e[E_MASK])])
         return e
 
-    def drain(self, place, key=None) -> int:
+    def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
         """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`)."""
         failed: set = set()
         placed_total = 0
@@ -118,7 +120,7 @@ class FewestRemainingQueue(FewestTasksQueue):
             i += 1
         return placed_total
 
-    def finished(self, tasks) -> None:
+    def finished(self, tasks: Iterable[int]) -> None:
         """The GM learned that these tasks finished: their jobs' keys drop at the next sort."""
         placed, unf, jobs, stale = self._placed, self._unfinished, self._jobs, self._stale
         for t in tasks:
@@ -133,7 +135,7 @@ class FewestRemainingQueue(FewestTasksQueue):
             if job in jobs:
                 stale.add(job)
 
-    def remove(self, pred) -> list[tuple]:
+    def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
         out = []
         for job, j in list(self._jobs.items()):
             gone = j.q.remove_where(pred)

@@ -42,7 +42,7 @@ class SlotView:
         self._word_of = [b >> 6 for b in bits]
         self._bit_of = [1 << (b & 63) for b in bits]
 
-    def candidates(self, mask: int, demand) -> np.ndarray | None:
+    def candidates(self, mask: int, demand: np.ndarray | None) -> np.ndarray | None:
         """Workers free in the view that satisfy ``mask``; None when nothing is free at all."""
         if self.n_free <= 0:
             return None
@@ -61,27 +61,27 @@ class SlotView:
             self.n_free -= 1
         self._flag[w] = free
 
-    def take(self, w: int, demand) -> None:
+    def take(self, w: int, demand: np.ndarray | None) -> None:
         """The GM books ``w`` for one of its tasks (a launch request is about to be sent)."""
         if self._flag[w]:
             self._set(w, False)
         self.inflight[w] += 1
 
-    def release(self, w: int, demand) -> None:
+    def release(self, w: int, demand: np.ndarray | None) -> None:
         """``w`` is free in the view (no queued task wanted it)."""
         if not self._flag[w]:
             self._set(w, True)
 
-    def acked(self, workers: list[int], demands) -> None:
+    def acked(self, workers: list[int], demands: np.ndarray | None) -> None:
         """The LM processed a request: its reservations are no longer in flight."""
         inflight = self.inflight
         for w in workers:
             inflight[w] -= 1
 
-    def fits(self, w: int, demand) -> bool:
+    def fits(self, w: int, demand: np.ndarray | None) -> bool:
         return True
 
-    def apply_truth(self, w: int, truth) -> bool:
+    def apply_truth(self, w: int, truth: bool) -> bool:
         """Set the view of ``w`` from the LM's truth; True when ``w`` became free in the view (offer it)."""
         free = bool(truth) and self.inflight[w] == 0
         has = self._flag[w]
@@ -160,14 +160,14 @@ class ResourceView:
         self.inflight[w] += demand
         self._sync(w)
 
-    def release(self, w: int, demand) -> None:
+    def release(self, w: int, demand: np.ndarray | None) -> None:
         pass  # resources were already added by give_back / apply_truth
 
     def give_back(self, w: int, demand: np.ndarray) -> None:
         self.free[w] += demand
         self._sync(w)
 
-    def acked(self, workers, demands: np.ndarray) -> None:
+    def acked(self, workers: list[int], demands: np.ndarray) -> None:
         np.subtract.at(self.inflight, np.asarray(workers, dtype=np.int64), demands)
         np.maximum(self.inflight, 0.0, out=self.inflight)
 
@@ -197,7 +197,7 @@ class SlotCluster:
         self.owner = [-1] * n
         self.user = [-1] * n
 
-    def try_place(self, w: int, task: int, demand, gm: int, user: int) -> bool:
+    def try_place(self, w: int, task: int, demand: np.ndarray | None, gm: int, user: int) -> bool:
         i = w - self.lo
         if self.task[i] >= 0:
             return False
@@ -206,7 +206,7 @@ class SlotCluster:
         self.user[i] = user
         return True
 
-    def remove(self, w: int, task: int, demand) -> tuple[int, int]:
+    def remove(self, w: int, task: int, demand: np.ndarray | None) -> tuple[int, int]:
         """Free the worker of a finished/killed task; returns (owner GM, user)."""
         i = w - self.lo
         gm, user = self.owner[i], self.user[i]
@@ -220,14 +220,14 @@ class SlotCluster:
         task = self.task
         return [task[w - lo] < 0 for w in workers]
 
-    def victims_on(self, w: int, victim: int, demand) -> list[int] | None:
+    def victims_on(self, w: int, victim: int, demand: np.ndarray | None) -> list[int] | None:
         """Tasks of ``victim`` whose preemption makes room for ``demand`` on ``w``, or None."""
         i = w - self.lo
         if self.user[i] == victim and self.task[i] >= 0:
             return [self.task[i]]
         return None
 
-    def usage_units(self, demand) -> float:
+    def usage_units(self, demand: np.ndarray | None) -> float:
         return 1.0
 
 
@@ -261,7 +261,7 @@ class ResourceCluster:
         self.lent[w - self.lo] += demand
         self.logical[task] = (w, gm)
 
-    def remove(self, w: int, task: int, demand) -> tuple[int, int]:
+    def remove(self, w: int, task: int, demand: np.ndarray | None) -> tuple[int, int]:
         i = w - self.lo
         gm, user, d = self.tasks_on[i].pop(task)
         self.free[i] += d
