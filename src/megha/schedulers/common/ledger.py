@@ -1,0 +1,274 @@
+"""One worker ledger: what each worker holds, the one over-commit check and the one over-commit error.
+
+Every simulated scheduler family hosts workers somewhere (a worker pool, an LM's in-process workers, node
+managers, the oracle's datacenter) and every one of them must never run more on a worker than it has: one task
+at a time in **slot mode**, requests within its capacity vector in **resource mode**. :class:`WorkerLedger` is
+that bookkeeping, written once:
+
+* slot mode: :attr:`WorkerLedger.task` holds, per worker, the task it runs (``-1``: free). It is a Python
+  list by default — the per-task Python paths of the simulator index it about five times faster than a numpy
+  array — or an ``int64`` array (``slot_array=True``) for families whose hot path is vectorized or compiled;
+* resource mode: :attr:`WorkerLedger.used` holds, per worker, the sum of the requests of its running tasks
+  (``float64``, the same shape as :attr:`WorkerLedger.capacity`);
+* :meth:`WorkerLedger.claim` and :meth:`WorkerLedger.release` take many workers at once (resource mode and array
+  slots: vectorized; sums are added in the order given, as ``np.add.at`` does, so results are bit-identical
+  to a loop); :meth:`WorkerLedger.claim_one` is the single-task form for per-task hot paths;
+* workers that failed (:attr:`WorkerLedger.dead`) for the families that refuse launches to them.
+
+A worker is over-committed when a slot that holds a task is claimed again, or when ``used > capacity +``
+:data:`OVER_EPS` in any resource. The error is always :func:`over_committed`'s :class:`~megha.errors.SimulationError`
+``"<owner>: worker <w> over-committed at t=<now>: <what>"`` (``what``: :func:`slot_taken` or :func:`over_capacity`),
+so tests and users match one text whichever family raised it.
+
+Workers are numbered globally; a ledger may hold a contiguous range of them (an LM's cluster): ``first`` is the
+global id of its row 0 and every method takes global ids. Compiled kernels use the same check on the same arrays
+through :mod:`megha.schedulers.common._ledger_kernels` (plain ``@njit`` functions, imported lazily so the command
+line starts fast; :meth:`WorkerLedger.kernels`).
+
+Sans-I/O: the ledger sends nothing and keeps no time; the caller passes ``now`` for the error text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+from typing import NoReturn
+
+import numpy as np
+
+from megha.errors import SimulationError
+
+#: tolerance of the resource check: a worker is over-committed when ``used > capacity + OVER_EPS`` in any resource
+OVER_EPS = 1e-9
+#: a free slot in :attr:`WorkerLedger.task`
+FREE = -1
+
+
+def over_committed(owner: str, worker: int, now: float, what: str) -> SimulationError:
+    """The one over-commit error: ``"<owner>: worker <worker> over-committed at t=<now>: <what>"``."""
+    return SimulationError(f"{owner}: worker {worker} over-committed at t={now:.6f}: {what}")
+
+
+def slot_taken(task: int, running: int) -> str:
+    """The reason of a slot-mode over-commit: ``task`` launched on a worker that runs ``running``."""
+    return f"task {task} launched while it runs task {running}"
+
+
+def over_capacity(used: np.ndarray, capacity: np.ndarray) -> str:
+    """The reason of a resource-mode over-commit: a worker's used vector exceeds its capacity."""
+    return f"used {np.asarray(used).tolist()} > capacity {np.asarray(capacity).tolist()}"
+
+
+class WorkerLedger:
+    """What each of ``n_workers`` workers holds (global ids ``first .. first + n_workers - 1``).
+
+    ``capacity`` (``[n_workers, R]``) selects resource mode; ``None`` is slot mode. ``unlimited`` turns every
+    check and record off (the ideal scheduler's workers). ``owner`` names the component in the error text.
+    """
+
+    def __init__(
+        self,
+        owner: str,
+        n_workers: int,
+        capacity: np.ndarray | None = None,
+        *,
+        first: int = 0,
+        slot_array: bool = False,
+        unlimited: bool = False,
+    ) -> None:
+        self.owner = owner
+        self.n_workers = int(n_workers)
+        self.first = int(first)
+        self.unlimited = bool(unlimited)
+        self.resource_mode = capacity is not None
+        #: resource mode: each worker's capacity (``float64 [n, R]``; the caller's array when it is one already)
+        self.capacity: np.ndarray | None = None
+        #: resource mode: the summed requests of each worker's running tasks
+        self.used: np.ndarray | None = None
+        #: slot mode: the task each worker runs, ``FREE`` if none (list, or ``int64`` array with ``slot_array``)
+        self.task: list[int] | np.ndarray | None = None
+        if capacity is not None:
+            self.capacity = np.asarray(capacity, dtype=np.float64)
+            if self.capacity.ndim != 2 or self.capacity.shape[0] != self.n_workers:
+                raise ValueError(f"{owner}: capacity must be [{self.n_workers}, R], got {self.capacity.shape}")
+            self.used = np.zeros_like(self.capacity)
+        elif slot_array:
+            self.task = np.full(self.n_workers, FREE, dtype=np.int64)
+        else:
+            self.task = [FREE] * self.n_workers
+        #: workers down (a fault), global ids; families that refuse launches to them keep it up to date
+        self.dead: set[int] = set()
+
+    # --- the one error ------------------------------------------------------------------------------------------
+    def over(self, worker: int, now: float, what: str) -> NoReturn:
+        """Raise the over-commit error of global worker ``worker``."""
+        raise over_committed(self.owner, worker, now, what)
+
+    def over_slot(self, worker: int, task: int, now: float) -> NoReturn:
+        """Raise the slot-mode error: ``task`` launched on ``worker`` (global id), which runs a task already."""
+        raise over_committed(self.owner, worker, now, slot_taken(task, int(self.task[worker - self.first])))
+
+    def over_row(self, row: int, now: float) -> NoReturn:
+        """Raise the resource-mode error of the worker at ``row`` (its index in this ledger)."""
+        raise over_committed(self.owner, row + self.first, now, over_capacity(self.used[row], self.capacity[row]))
+
+    # --- rows ---------------------------------------------------------------------------------------------------
+    def rows(self, workers: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The ledger's rows of global worker ids, as an ``int64`` array."""
+        idx = np.asarray(workers, dtype=np.int64)
+        return idx - self.first if self.first else idx
+
+    # --- claim and release --------------------------------------------------------------------------------------
+    def claim(
+        self,
+        tasks: Sequence[int] | np.ndarray,
+        workers: Sequence[int] | np.ndarray,
+        now: float,
+        demands: np.ndarray | None = None,
+        ended: Callable[[int], bool] | None = None,
+    ) -> None:
+        """Start ``tasks[i]`` on ``workers[i]`` (resource mode: holding ``demands[i]``); raise on an over-commit.
+
+        Slot mode: a worker that runs a task already is over-committed, unless ``ended(running_task)`` says that
+        task has ended by now (its end is only not processed yet). On an error the claims before the offending
+        one are kept (the run stops anyway)."""
+        if self.unlimited:
+            return
+        if self.used is not None:
+            idx = self.rows(workers)
+            np.add.at(self.used, idx, demands)
+            self.check_rows(idx, now)
+            return
+        slot = self.task
+        lo = self.first
+        if isinstance(slot, np.ndarray) and ended is None:
+            idx = self.rows(workers)
+            ts = np.asarray(tasks, dtype=np.int64)
+            busy = slot[idx] >= 0
+            if busy.any() or np.unique(idx).size != idx.size:
+                self._claim_loop(ts.tolist(), idx.tolist(), now, None)  # raises at the first offender, in order
+            slot[idx] = ts
+            return
+        if not isinstance(tasks, list):
+            tasks = np.asarray(tasks).tolist()
+        rows = [w - lo for w in workers] if lo else workers
+        if not isinstance(rows, list):
+            rows = np.asarray(rows).tolist()
+        self._claim_loop(tasks, rows, now, ended)
+
+    def _claim_loop(self, tasks: list[int], rows: list[int], now: float, ended: Callable[[int], bool] | None) -> None:
+        slot = self.task
+        for t, k in zip(tasks, rows, strict=True):
+            cur = slot[k]
+            if cur >= 0 and (ended is None or not ended(int(cur))):
+                self.over_slot(k + self.first, t, now)
+            slot[k] = t
+
+    def claim_one(self, task: int, worker: int, now: float) -> None:
+        """Slot mode: start ``task`` on ``worker`` (global id); raise if it runs a task already."""
+        k = worker - self.first
+        if self.task[k] >= 0:
+            self.over_slot(worker, task, now)
+        self.task[k] = task
+
+    def release(
+        self,
+        workers: Sequence[int] | np.ndarray,
+        demands: np.ndarray | None = None,
+        tasks: Sequence[int] | None = None,
+    ) -> None:
+        """Free ``workers`` (resource mode: subtract ``demands``, in order). Slot mode with ``tasks``: free a worker
+        only if it still runs ``tasks[i]`` (a later launch may have taken it already)."""
+        if self.unlimited:
+            return
+        if self.used is not None:
+            np.subtract.at(self.used, self.rows(workers), demands)
+            return
+        slot = self.task
+        if isinstance(slot, np.ndarray):
+            idx = self.rows(workers)
+            if tasks is not None:
+                idx = idx[slot[idx] == np.asarray(tasks, dtype=np.int64)]
+            slot[idx] = FREE
+            return
+        lo = self.first
+        if tasks is None:
+            for w in workers:
+                slot[w - lo] = FREE
+        else:
+            for w, t in zip(workers, tasks, strict=True):
+                if slot[w - lo] == t:
+                    slot[w - lo] = FREE
+
+    # --- resource checks ----------------------------------------------------------------------------------------
+    def over_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Resource mode: for each of ``rows``, whether its worker exceeds its capacity in some resource."""
+        return (self.used[rows] > self.capacity[rows] + OVER_EPS).any(axis=1)
+
+    def check_rows(self, rows: np.ndarray, now: float) -> None:
+        """Resource mode: raise the error of the first of ``rows`` whose worker exceeds its capacity."""
+        over = self.over_rows(rows)
+        if over.any():
+            self.over_row(int(rows[np.flatnonzero(over)[0]]), now)
+
+    def fits(self, worker: int, demand: np.ndarray) -> bool:
+        """Resource mode: whether ``demand`` fits in ``worker``'s free resources (with the check's tolerance)."""
+        k = worker - self.first
+        return bool((self.used[k] + demand <= self.capacity[k] + OVER_EPS).all())
+
+    def free(self) -> np.ndarray:
+        """Resource mode: each worker's free resources, ``capacity - used`` (a new array)."""
+        return self.capacity - self.used
+
+    # --- state --------------------------------------------------------------------------------------------------
+    def running_on(self, worker: int) -> int:
+        """Slot mode: the task ``worker`` (global id) runs, ``FREE`` if none."""
+        return int(self.task[worker - self.first])
+
+    def busy(self) -> int:
+        """Slot mode: how many workers run a task (pseudo tasks that hold failed workers included)."""
+        slot = self.task
+        if isinstance(slot, np.ndarray):
+            return int((slot >= 0).sum())
+        return sum(1 for t in slot if t >= 0)
+
+    def clear(self, workers: Iterable[int] | None = None) -> None:
+        """Empty ``workers`` (global ids; all if ``None``): a restart or a worker back from a failure."""
+        if self.unlimited:
+            return
+        rows = slice(None) if workers is None else self.rows(list(workers))
+        if self.used is not None:
+            self.used[rows] = 0.0
+        elif isinstance(self.task, np.ndarray):
+            self.task[rows] = FREE
+        else:
+            for k in range(self.n_workers) if workers is None else rows.tolist():
+                self.task[k] = FREE
+
+    # --- failed workers -----------------------------------------------------------------------------------------
+    def fail(self, workers: Iterable[int]) -> list[int]:
+        """Mark ``workers`` dead; returns those newly dead, in the order given (each once)."""
+        new = [w for w in dict.fromkeys(int(w) for w in workers) if w not in self.dead]
+        self.dead.update(new)
+        return new
+
+    def restore(self, workers: Iterable[int]) -> list[int]:
+        """Mark ``workers`` alive again; returns those that were dead, in the order given (each once)."""
+        back = [w for w in dict.fromkeys(int(w) for w in workers) if w in self.dead]
+        self.dead.difference_update(back)
+        return back
+
+    def split_dead(self, workers: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Positions in ``workers`` of live workers and of dead ones."""
+        dead = self.dead
+        ok = [i for i, w in enumerate(workers) if w not in dead]
+        bad = [i for i, w in enumerate(workers) if w in dead]
+        return ok, bad
+
+    # --- compiled use -------------------------------------------------------------------------------------------
+    @staticmethod
+    def kernels() -> ModuleType:
+        """The compiled form of the checks over the ledger's arrays (:mod:`._ledger_kernels`; imports numba)."""
+        from megha.schedulers.common import _ledger_kernels
+
+        return _ledger_kernels
