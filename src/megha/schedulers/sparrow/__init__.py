@@ -16,6 +16,7 @@ from pydantic import Field
 
 from megha.schedulers.common.sampling import ProbeSampler
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.schedulers.sparrow._lean import lean_runner
 from megha.schedulers.sparrow.counters import COUNTERS
 from megha.schedulers.sparrow.faults import SparrowFaults
 from megha.schedulers.sparrow.monitors import SparrowMonitors
@@ -106,10 +107,17 @@ def build(ctx: BuildContext) -> Deployment:
         "workers": dc.n_workers,
         "mode": "resource" if dc.capacity is not None else "slot",
     }
+
+    def route(job: int) -> str:
+        return addrs[job % n_sched]
+
+    extras: dict = {}
     return Deployment(
-        route=lambda job: addrs[job % n_sched],
+        route=route,
         counters=counters,
         describe=describe,
         components=[monitors, *scheds],
         faults=SparrowFaults(monitors, scheds, ctx.workload),
+        extras=extras,
+        run=lean_runner(ctx, monitors, scheds, route, extras) if skipping else None,
     )

@@ -1,0 +1,225 @@
+"""The compiled simulation of Sparrow's common configuration, dispatched from the builder when the run allows it.
+
+In the common configuration — slot mode, no processing model, no fault schedule, every scheduler–monitor link on
+the engine's default delay (the one where the node monitors skip known no-ops and answers start tasks directly) —
+the whole event loop runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws
+and event order as the :class:`~megha.schedulers.sparrow.scheduler.SparrowScheduler` and
+:class:`~megha.schedulers.sparrow.monitors.SparrowMonitors` components, so the recorder's per-task columns (and the
+fingerprint), the event count, the message counts and the counters are the same. The components are still built
+(their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up before it
+touches the recorder, and the runner then runs the components as usual.
+
+The compiled loop takes a while to compile the first time (numba then caches it next to the module), so by default
+(``SPARROW_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's cache) or the
+run has at least :data:`COLD_MIN_TASKS` tasks; ``SPARROW_LEAN=1`` always uses it, ``SPARROW_LEAN=0`` never.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.constraints import MASK_DTYPE
+from megha.schedulers.common.messages import Finished, JobArrival
+from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Probes, Request, TaskReply
+from megha.schedulers.sparrow.monitors import SparrowMonitors
+from megha.schedulers.sparrow.scheduler import SparrowScheduler
+
+if TYPE_CHECKING:
+    from megha.schedulers.registry import BuildContext
+
+#: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
+COLD_MIN_TASKS = 100_000
+_MAX_FLAT = 1 << 24  # eligible-worker ids handed to the compiled sampler (at most 128 MB)
+
+
+def _kernel_ready() -> bool:
+    """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
+    try:
+        from megha.schedulers.sparrow import _lean_kernel
+
+        d = _lean_kernel.run_lean
+        return bool(d.signatures) or bool(d._cache._cache_file._load_index())
+    except Exception:  # numba internals: when in doubt, it is not ready
+        return False
+
+
+def lean_runner(
+    ctx: BuildContext,
+    monitors: SparrowMonitors,
+    scheds: list[SparrowScheduler],
+    route: Callable[[int], str],
+    extras: dict,
+) -> Callable[..., bool] | None:
+    """The compiled run of this deployment, or None when its configuration is not the common one. A run it
+    completes sets ``extras["compiled_run"]``."""
+    mode = os.environ.get("SPARROW_LEAN", "")
+    if mode == "0":
+        return None
+    if (
+        ctx.datacenter.capacity is not None
+        or ctx.faults
+        or ctx.processing is not None
+        or type(ctx.recorder) is not TaskRecorder
+        or np.dtype(MASK_DTYPE) != np.uint32
+        or monitors.done_delay is None
+        or monitors.resource
+    ):
+        return None
+    for s in scheds:
+        if type(s) is not SparrowScheduler or not s.direct or s.sampler is not scheds[0].sampler:
+            return None
+    if type(monitors) is not SparrowMonitors or monitors._peers is None:
+        return None
+
+    def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        if mode != "1" and int(ctx.feasible.sum()) < COLD_MIN_TASKS and not _kernel_ready():
+            return False
+        done = _run(ctx, monitors, scheds, route, engine, source, stall_timeout)
+        extras["compiled_run"] = done
+        return done
+
+    return run
+
+
+def _run(
+    ctx: BuildContext,
+    monitors: SparrowMonitors,
+    scheds: list[SparrowScheduler],
+    route: Callable[[int], str],
+    engine: Any,
+    source: Any,
+    stall: float,
+) -> bool:
+    if getattr(engine, "processing", True) is not None or engine._started:
+        return False
+    dm = engine.delay_model
+    d_sm = float(dm.delay(SparrowScheduler.kind, SparrowMonitors.kind))
+    d_ms = float(dm.delay(SparrowMonitors.kind, SparrowScheduler.kind))
+    d_src = float(dm.delay(source.kind, SparrowScheduler.kind))
+    lane = engine._lane_delay
+    if d_sm != lane or d_ms != lane or monitors.done_delay != d_ms:
+        return False  # the routed links (SimPort.route) the components' common path needs
+    rngs = [s.port.rng for s in scheds]
+    if any(type(r) is not np.random.Generator for r in rngs):
+        return False
+    ratios = {s.d for s in scheds}
+    if len(ratios) != 1:
+        return False
+    ratio = ratios.pop()
+    sampler = scheds[0].sampler
+    if sampler.capacity is not None or sampler.n >= 1 << 31:
+        return False
+    from megha.schedulers.common._sampling_kernels import bit_source
+    from megha.schedulers.sparrow import _lean_kernel as K
+
+    w = ctx.workload
+    feasible = np.ascontiguousarray(ctx.feasible, dtype=np.bool_)
+    n_f = int(feasible.sum())
+    masks = np.asarray(w.masks)
+    ftasks = np.flatnonzero(feasible).astype(np.int64)
+    cum = np.zeros(feasible.size + 1, dtype=np.int64)
+    np.cumsum(feasible, out=cum[1:])
+    first = np.asarray(w.job_first_task, dtype=np.int64)
+    f_off = cum[first]
+    f_n = cum[first + np.asarray(w.job_num_tasks, dtype=np.int64)] - f_off
+    # the masks a group can have (its tasks' mask, or 0) and their eligible workers, as the sampler has them
+    umask = np.unique(np.concatenate([masks[feasible].astype(np.int64), np.zeros(1, dtype=np.int64)]))
+    task_mid = np.searchsorted(umask, masks.astype(np.int64)).astype(np.int64)
+    mid_zero = int(np.searchsorted(umask, 0))
+    mask_count = np.array([sampler.eligible_count(int(m)) for m in umask.tolist()], dtype=np.int64)
+    if int(mask_count.sum()) > _MAX_FLAT:
+        return False
+    mask_start = np.zeros(umask.size, dtype=np.int64)
+    if mask_count.size > 1:
+        mask_start[1:] = np.cumsum(mask_count)[:-1]
+    flat = np.zeros(max(1, int(mask_count.sum())), dtype=np.int64)
+    for i, m in enumerate(umask.tolist()):
+        flat[mask_start[i] : mask_start[i] + mask_count[i]] = sampler.eligible(int(m))
+    addr_of = {s.address: i for i, s in enumerate(scheds)}
+    job_sched = np.array([addr_of[route(j)] for j in range(w.n_jobs)], dtype=np.int64)
+    # a bound on the probes: per group ceil(d·k) (at least k), groups at most one per task
+    n_probes = math.ceil(ratio * n_f) + n_f + 2 * int((f_n > 0).sum()) + 16
+    # each scheduler's generator, copied (the components keep theirs)
+    copies = [copy.deepcopy(r) for r in rngs]
+    src = [bit_source(r) for r in copies]
+    counts = np.zeros(K.N_COUNTS, dtype=np.int64)
+    sched_counts = np.zeros((len(scheds), 3), dtype=np.int64)
+    end = np.zeros(1)
+    status, logs_n, *logs = K.run_lean(
+        np.ascontiguousarray(source.order, dtype=np.int64),
+        np.ascontiguousarray(w.job_arrival, dtype=np.float64),
+        f_off,
+        f_n,
+        job_sched,
+        ftasks,
+        np.ascontiguousarray(w.task_duration, dtype=np.float64),
+        masks.astype(np.int64),
+        task_mid,
+        mid_zero,
+        mask_count,
+        mask_start,
+        flat,
+        np.ascontiguousarray(sampler.masks, dtype=np.uint32),
+        np.array([f for f, _ in src], dtype=np.int64),
+        np.array([a for _, a in src], dtype=np.int64),
+        float(ratio),
+        float(sampler.exact_below * sampler.n),
+        d_src,
+        d_sm,
+        d_ms,
+        float(stall),
+        n_probes,
+        counts,
+        sched_counts,
+        end,
+    )
+    del copies
+    if status != K.OK:
+        return False
+    n_dec, n_comm, n_st, n_fin, n_kn, n_wq = logs_n.tolist()
+    dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t, wq_ids, wq_v = logs
+    rec = ctx.recorder
+    rec.absorb(
+        (dec_ids[:n_dec], dec_t[:n_dec]),
+        (comm_ids[:n_comm], comm_d[:n_comm]),
+        (st_ids[:n_st], st_t[:n_st], st_w[:n_st]),
+        (fin_ids[:n_fin], fin_t[:n_fin]),
+        (kn_ids[:n_kn], kn_t[:n_kn]),
+    )
+    if n_wq:
+        rec.add_worker_queue(wq_ids[:n_wq], wq_v[:n_wq])
+    c = counts.tolist()
+    unsent, unanswered = c[K.C_UNSENT], c[K.C_UNANSWERED]
+    port = source.port
+    # the message counts (Done, Request and Grant are counted from the start on the common path, even if none)
+    for cls, n, always in (
+        (JobArrival, c[K.C_JOB], False),
+        (Probes, c[K.C_PROBES], False),
+        (Done, c[K.C_DONE], True),
+        (Request, c[K.C_REQ] - unsent, True),
+        (Grant, c[K.C_GRANT] - unanswered, True),
+        (GetTask, c[K.C_GETTASK], False),
+        (TaskReply, c[K.C_REPLY], False),
+        (Finished, c[K.C_FIN], False),
+    ):
+        if n or always:
+            port.message_counter(cls)[0] += n
+    for i, s in enumerate(scheds):
+        s.probes += int(sched_counts[i, 0])
+        s.requests += int(sched_counts[i, 1])
+        s.noops += int(sched_counts[i, 2])
+    monitors.queued_probes += c[K.C_QUEUED]
+    monitors.max_queue = max(monitors.max_queue, c[K.C_MAXQ])
+    monitors._settled = (unsent, unanswered)
+    engine.now = float(end[0])
+    engine.events += c[K.C_EVENTS]
+    source.pos = c[K.C_POS]
+    source.skipped_jobs += c[K.C_SKIPPED]
+    return True

@@ -1,0 +1,818 @@
+"""The compiled event loop of Sparrow's common configuration (numba): see :mod:`megha.schedulers.sparrow._lean`.
+
+:func:`run_lean` runs the whole simulation — trace source, watchdog, the schedulers' batch sampling and late
+binding, the node monitors' queues with known no-ops skipped, task ends — in one call, as the components do on the
+simulator's common path (slot mode, no processing model, no faults, every link on the engine's default delay):
+the same decisions, random draws (each scheduler's generator, through :func:`sample_groups`) and events in the same
+order (one queue ordered by time, then by the engine's sequence number, taken in the order the components take
+theirs). It returns the recorder's logs, the message counts and the counters; anything it cannot reproduce (an
+over-commit, a stall the watchdog would report, a run that runs out of events) makes it stop with
+:data:`GAVE_UP`, and the caller runs the components instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, types
+from numba.typed import Dict
+
+from megha.schedulers.common._sampling_kernels import sample_groups
+
+OK = 0
+GAVE_UP = 1
+
+# event kinds
+E_SRC, E_WD, E_JOB, E_PROBES, E_REQ, E_GETTASK, E_REPLY, E_GRANT, E_END, E_FIN, E_DONE, E_WAKE = range(12)
+
+# entries of the counts array
+C_JOB = 0  # JobArrival messages
+C_PROBES = 1
+C_REQ = 2  # Request messages (routed, sent or skipped)
+C_GRANT = 3  # Grant answers (routed or skipped)
+C_GETTASK = 4
+C_REPLY = 5  # TaskReply
+C_FIN = 6  # Finished
+C_DONE = 7  # Done (modelled or sent)
+C_EVENTS = 8
+C_SKIPPED = 9  # jobs without a feasible task
+C_POS = 10  # the source's position in its arrival order
+C_QUEUED = 11  # probes that waited in a queue
+C_MAXQ = 12  # longest queue
+C_UNSENT = 13  # skipped requests the run's end cut off (settle_skipped)
+C_UNANSWERED = 14
+N_COUNTS = 15
+
+# fields of the event table (ints)
+_Q, _K, _A, _B, _C = range(5)
+
+
+@njit(cache=True, inline="always")
+def _less(evi: np.ndarray, evf: np.ndarray, x: int, y: int) -> bool:
+    tx = evf[x, 0]
+    ty = evf[y, 0]
+    return tx < ty or (tx == ty and evi[x, _Q] < evi[y, _Q])
+
+
+@njit(cache=True)
+def _push(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray, t: float, k: int, a: int, b: int,
+          c: int, x: float) -> None:  # fmt: skip
+    """Queue an event at ``t`` (its sequence number: the next one); ``st``: heap size, free slots, sequence."""
+    nf = st[1]
+    if nf > 0:
+        slot = heap[heap.size // 2 + nf - 1]
+        st[1] = nf - 1
+    else:
+        slot = st[4]
+        st[4] += 1
+    evi[slot, _Q] = st[2]
+    st[2] += 1
+    evi[slot, _K] = k
+    evi[slot, _A] = a
+    evi[slot, _B] = b
+    evi[slot, _C] = c
+    evf[slot, 0] = t
+    evf[slot, 1] = x
+    i = st[0]
+    st[0] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        q = heap[p]
+        if _less(evi, evf, slot, q):
+            heap[i] = q
+            i = p
+        else:
+            break
+    heap[i] = slot
+
+
+@njit(cache=True)
+def _pop(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray) -> int:
+    """The slot of the first event (its slot is free again once read)."""
+    top = heap[0]
+    n = st[0] - 1
+    st[0] = n
+    if n > 0:
+        last = heap[n]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and _less(evi, evf, heap[c + 1], heap[c]):
+                c += 1
+            if _less(evi, evf, heap[c], last):
+                heap[i] = heap[c]
+                i = c
+            else:
+                break
+        heap[i] = last
+    half = heap.size // 2
+    heap[half + st[1]] = top  # the free list lives in the upper half of the heap array
+    st[1] += 1
+    return top
+
+
+@njit(cache=True)
+def _choose(j: int, w: int, g: int, wm: np.ndarray, g_off: np.ndarray, g_n: np.ndarray, g_mask: np.ndarray,
+            g_ptr: np.ndarray, g_end: np.ndarray, gorder: np.ndarray, remaining: np.ndarray) -> int:  # fmt: skip
+    """Local index of the task a probe of group ``g`` on worker ``w`` gets (own group first, else the first group
+    with a task that fits the worker), or -1; the job has tasks left."""
+    gi = g_off[j] + g
+    if g_ptr[gi] < g_end[gi]:
+        i = gorder[g_ptr[gi]]
+        g_ptr[gi] += 1
+        remaining[j] -= 1
+        return i
+    if g_n[j] > 1:
+        m = wm[w]
+        for gk in range(g_off[j], g_off[j] + g_n[j]):
+            if g_ptr[gk] < g_end[gk] and (g_mask[gk] & ~m) == 0:
+                i = gorder[g_ptr[gk]]
+                g_ptr[gk] += 1
+                remaining[j] -= 1
+                return i
+    return -1
+
+
+@njit(cache=True)
+def _fits_any(j: int, w: int, g: int, wm: np.ndarray, g_off: np.ndarray, g_n: np.ndarray, g_mask: np.ndarray,
+              g_ptr: np.ndarray, g_end: np.ndarray, remaining: np.ndarray) -> bool:  # fmt: skip
+    """Whether a request of a probe of group ``g`` on ``w`` would get a task (SparrowScheduler.skip_noop's test)."""
+    if remaining[j] == 0:
+        return False
+    gi = g_off[j] + g
+    if g_ptr[gi] < g_end[gi]:
+        return True
+    if g_n[j] > 1:
+        m = wm[w]
+        for gk in range(g_off[j], g_off[j] + g_n[j]):
+            if g_ptr[gk] < g_end[gk] and (g_mask[gk] & ~m) == 0:
+                return True
+    return False
+
+
+@njit(cache=True)
+def run_lean(
+    order: np.ndarray,
+    job_arrival: np.ndarray,
+    f_off: np.ndarray,
+    f_n: np.ndarray,
+    job_sched: np.ndarray,
+    ftasks: np.ndarray,
+    durations: np.ndarray,
+    task_mask: np.ndarray,
+    task_mid: np.ndarray,
+    mid_zero: int,
+    mask_count: np.ndarray,
+    mask_start: np.ndarray,
+    flat: np.ndarray,
+    worker_masks: np.ndarray,
+    fns: np.ndarray,
+    states: np.ndarray,
+    ratio: float,
+    exact_limit: float,
+    d_src: float,
+    d_sm: float,
+    d_ms: float,
+    timeout: float,
+    n_probes: int,
+    counts: np.ndarray,
+    sched_counts: np.ndarray,
+    end: np.ndarray,
+) -> tuple:
+    """The whole run (see the module's docstring). ``ftasks[f_off[j]:f_off[j] + f_n[j]]``: job ``j``'s feasible
+    tasks; ``task_mid``: each task's index in ``mask_count``/``mask_start`` (its mask's eligible workers: how many,
+    where their ids start in ``flat``), ``mid_zero`` that of mask 0; ``fns``/``states``: each scheduler's
+    generator (:func:`~megha.schedulers.common._sampling_kernels.bit_source`); ``n_probes``: a bound on the probes
+    the run sends. Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops) and
+    ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids, delays, started
+    ids, times, workers, finished ids, times, known ids, times, worker-queue ids, delays)``."""
+    n_jobs = order.size
+    n_f = ftasks.size
+    n_w = worker_masks.size
+    n_tasks = durations.size
+    wm = worker_masks.astype(np.int64)
+    P = n_probes
+    # --- the event queue: a binary heap of slots (upper half of `heap`: the free slots) ---
+    cap = 2 * n_w + P + 2 * n_jobs + n_f + 16
+    heap = np.empty(2 * cap, dtype=np.int64)
+    evi = np.empty((cap, 5), dtype=np.int64)
+    evf = np.empty((cap, 2), dtype=np.float64)
+    st = np.zeros(5, dtype=np.int64)  # heap size, free slots, next sequence, -, slots used
+    # --- workers ---
+    free_w = np.ones(n_w, dtype=np.bool_)
+    on_worker = np.full(n_w, -1, dtype=np.int64)
+    q_head = np.full(n_w, -1, dtype=np.int64)
+    q_tail = np.full(n_w, -1, dtype=np.int64)
+    q_len = np.zeros(n_w, dtype=np.int64)
+    idle_at = np.full(n_w, np.nan)
+    ch_x0 = np.zeros(n_w)
+    ch_n = np.zeros(n_w, dtype=np.int64)
+    ch_off = np.zeros(n_w, dtype=np.int64)
+    ch_len = np.full(n_w, -1, dtype=np.int64)  # -1: no chain
+    chbuf = np.empty(P + 1)
+    chc = 0
+    # --- probes ---
+    p_job = np.empty(P, dtype=np.int64)
+    p_grp = np.empty(P, dtype=np.int64)
+    p_w = np.empty(P, dtype=np.int64)
+    p_next = np.empty(P, dtype=np.int64)
+    p_t0 = np.empty(P)
+    pc = 0
+    # --- jobs and their task groups ---
+    remaining = np.zeros(n_jobs, dtype=np.int64)
+    probes_out = np.zeros(n_jobs, dtype=np.int64)
+    j_poff = np.zeros(n_jobs, dtype=np.int64)
+    j_pn = np.zeros(n_jobs, dtype=np.int64)
+    g_off = np.zeros(n_jobs, dtype=np.int64)
+    g_n = np.zeros(n_jobs, dtype=np.int64)
+    g_mask = np.empty(n_f + 1, dtype=np.int64)
+    g_ptr = np.empty(n_f + 1, dtype=np.int64)
+    g_end = np.empty(n_f + 1, dtype=np.int64)
+    gorder = np.empty(n_f + 1, dtype=np.int64)
+    gc = 0
+    # --- running tasks and end groups ---
+    run_w = np.full(n_tasks, -1, dtype=np.int64)
+    run_s = np.zeros(n_tasks, dtype=np.int64)
+    t_next = np.full(n_tasks, -1, dtype=np.int64)
+    eg_head = np.empty(n_f + 1, dtype=np.int64)
+    eg_tail = np.empty(n_f + 1, dtype=np.int64)
+    eg_n = np.zeros(n_f + 1, dtype=np.int64)
+    egc = 0
+    ends = Dict.empty(key_type=types.float64, value_type=types.int64)
+    # --- message payloads ---
+    gt_w = np.empty(P, dtype=np.int64)
+    gt_g = np.empty(P, dtype=np.int64)
+    gt_x = np.empty(P)
+    gtc = 0
+    rp_w = np.empty(P, dtype=np.int64)
+    rp_t = np.empty(P, dtype=np.int64)
+    rp_d = np.empty(P)
+    rp_x = np.empty(P)
+    rpc = 0
+    fin_buf = np.empty(n_f + 1, dtype=np.int64)
+    fbc = 0
+    o_s = np.empty(P + n_w, dtype=np.int64)
+    o_j = np.empty(P + n_w, dtype=np.int64)
+    o_w = np.empty(P + n_w, dtype=np.int64)
+    o_g = np.empty(P + n_w, dtype=np.int64)
+    o_x = np.empty(P + n_w)
+    o_done = np.zeros(P + n_w, dtype=np.bool_)
+    # --- the recorder's logs ---
+    dec_ids = np.empty(n_f, dtype=np.int64)
+    dec_t = np.empty(n_f)
+    comm_ids = np.empty(n_f, dtype=np.int64)
+    comm_d = np.empty(n_f)
+    st_ids = np.empty(n_f, dtype=np.int64)
+    st_t = np.empty(n_f)
+    st_w = np.empty(n_f, dtype=np.int64)
+    fin_ids = np.empty(n_f, dtype=np.int64)
+    fin_t = np.empty(n_f)
+    kn_ids = np.empty(n_f, dtype=np.int64)
+    kn_t = np.empty(n_f)
+    wq_ids = np.empty(n_f, dtype=np.int64)
+    wq_v = np.empty(n_f)
+    n_dec = n_comm = n_st = n_fin = n_kn = n_wq = 0
+    # --- sampling scratch ---
+    seen = np.zeros(n_w, dtype=np.int64)
+    stamp = np.zeros(1, dtype=np.int64)
+    sorter = np.empty(n_f + 1, dtype=np.int64)
+    # --- run state ---
+    outstanding = n_f
+    running = 0
+    last_progress = 0.0
+    pos = 0
+    skipped = 0
+    queued_probes = 0
+    max_q = 0
+    n_events = 0
+    now = 0.0
+    status = OK
+    stop = False
+
+    # on_start: the source's first timer, then the watchdog's
+    if n_jobs:
+        _push(heap, evi, evf, st, 0.0 + 0.0 + max(0.0, job_arrival[order[0]] - 0.0), E_SRC, 0, 0, 0, 0.0)
+    _push(heap, evi, evf, st, 0.0 + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
+    while st[0] > 0:
+        slot = _pop(heap, evi, evf, st)
+        now = evf[slot, 0]
+        x = evf[slot, 1]
+        k = evi[slot, _K]
+        a = evi[slot, _A]
+        b = evi[slot, _B]
+        c = evi[slot, _C]
+        n_events += 1
+        n_out = 0
+        if k == E_REQ:  # SparrowScheduler.on_message_request (j, w, g, waited)
+            j = a
+            w = b
+            s = job_sched[j]
+            sched_counts[s, 1] += 1
+            i = -1
+            if remaining[j]:
+                i = _choose(j, w, c, wm, g_off, g_n, g_mask, g_ptr, g_end, gorder, remaining)
+            probes_out[j] -= 1
+            if probes_out[j] <= 0 and remaining[j]:
+                status = GAVE_UP
+                break
+            counts[C_GRANT] += 1
+            if i < 0:
+                sched_counts[s, 2] += 1
+                _push(heap, evi, evf, st, now + d_sm, E_GRANT, s, w, 0, x)
+            else:
+                t = ftasks[f_off[j] + i]
+                dec_ids[n_dec] = t
+                dec_t[n_dec] = now
+                n_dec += 1
+                comm_ids[n_comm] = t
+                comm_d[n_comm] = d_sm
+                n_comm += 1
+                # SparrowMonitors.start_answered(s, w, t, dur, waited, now + d)
+                at = now + d_sm
+                if on_worker[w] >= 0 or free_w[w]:
+                    status = GAVE_UP
+                    break
+                on_worker[w] = t
+                e = at + durations[t]
+                run_w[t] = w
+                run_s[t] = s
+                if e in ends:  # another task ends at the same instant: one timer
+                    gid = ends[e]
+                    t_next[eg_tail[gid]] = t
+                    t_next[t] = -1
+                    eg_tail[gid] = t
+                    eg_n[gid] += 1
+                else:
+                    gid = egc
+                    egc += 1
+                    ends[e] = gid
+                    eg_head[gid] = t
+                    eg_tail[gid] = t
+                    eg_n[gid] = 1
+                    t_next[t] = -1
+                    _push(heap, evi, evf, st, at + (e - at), E_END, gid, 0, 0, e)
+                st_ids[n_st] = t
+                st_t[n_st] = at
+                st_w[n_st] = w
+                n_st += 1
+                running += 1
+                last_progress = at
+                wq_ids[n_wq] = t
+                wq_v[n_wq] = x
+                n_wq += 1
+        elif k in (E_GRANT, E_END, E_WAKE):
+            serve = False
+            if k == E_GRANT:  # a no-op answer (on_message_grant)
+                w = b
+                serve = q_len[w] > 0
+            elif k == E_WAKE:
+                w = a
+                serve = q_len[w] > 0
+            else:  # _on_end
+                gid = a
+                del ends[x]
+                if eg_n[gid] == 1:
+                    t = eg_head[gid]
+                    w = run_w[t]
+                    on_worker[w] = -1
+                    fin_ids[n_fin] = t
+                    fin_t[n_fin] = now
+                    n_fin += 1
+                    running -= 1
+                    last_progress = now
+                    counts[C_DONE] += 1
+                    if outstanding > 1:
+                        kn_ids[n_kn] = t
+                        kn_t[n_kn] = now + d_ms
+                        n_kn += 1
+                        outstanding -= 1
+                    else:
+                        _push(heap, evi, evf, st, now + d_ms, E_DONE, t, 0, 0, 0.0)
+                    serve = q_len[w] > 0
+                else:  # several tasks end at once (_end_tasks): Finished messages per scheduler
+                    w = -1
+                    t = eg_head[gid]
+                    nt = 0
+                    while t >= 0:
+                        ww = run_w[t]
+                        on_worker[ww] = -1
+                        free_w[ww] = True
+                        o_w[nt] = ww  # the freed workers, in order (o_* reused as scratch)
+                        o_j[nt] = t
+                        o_done[nt] = False
+                        nt += 1
+                        t = t_next[t]
+                    for u in range(nt):
+                        if o_done[u]:
+                            continue
+                        s = run_s[o_j[u]]
+                        start = fbc
+                        for v in range(u, nt):
+                            if not o_done[v] and run_s[o_j[v]] == s:
+                                o_done[v] = True
+                                tt = o_j[v]
+                                fin_buf[fbc] = tt
+                                fbc += 1
+                                fin_ids[n_fin] = tt
+                                fin_t[n_fin] = now
+                                n_fin += 1
+                        running -= fbc - start
+                        last_progress = now
+                        counts[C_FIN] += 1
+                        _push(heap, evi, evf, st, now + d_ms, E_FIN, start, fbc - start, 0, 0.0)
+                    # _advance each freed worker; the requests leave at the end of the event (_flush)
+                    frees = o_w[:nt].copy()
+                    for u in range(nt):
+                        ww = frees[u]
+                        if q_len[ww] > 0 and free_w[ww]:
+                            p = q_head[ww]
+                            q_head[ww] = p_next[p]
+                            q_len[ww] -= 1
+                            free_w[ww] = False
+                            jj = p_job[p]
+                            o_s[n_out] = job_sched[jj]
+                            o_j[n_out] = jj
+                            o_w[n_out] = ww
+                            o_g[n_out] = p_grp[p]
+                            o_x[n_out] = now - p_t0[p]
+                            n_out += 1
+            if w >= 0:
+                if not serve:
+                    free_w[w] = True
+                else:  # SparrowMonitors._serve
+                    p = q_head[w]
+                    j = p_job[p]
+                    if _fits_any(j, w, p_grp[p], wm, g_off, g_n, g_mask, g_ptr, g_end, remaining):
+                        q_head[w] = p_next[p]
+                        q_len[w] -= 1
+                        counts[C_REQ] += 1
+                        _push(heap, evi, evf, st, now + d_ms, E_REQ, j, w, p_grp[p], now - p_t0[p])
+                    else:
+                        xx = now
+                        nn = 0
+                        start = chc
+                        while True:
+                            # skip_noop's accounting for the head probe
+                            s = job_sched[j]
+                            sched_counts[s, 1] += 1
+                            sched_counts[s, 2] += 1
+                            probes_out[j] -= 1
+                            if probes_out[j] <= 0 and remaining[j]:
+                                status = GAVE_UP
+                                break
+                            q_head[w] = p_next[p]
+                            q_len[w] -= 1
+                            nn += 1
+                            xx = (xx + d_ms) + d_sm
+                            if q_len[w] == 0:
+                                break
+                            chbuf[chc] = xx
+                            chc += 1
+                            p = q_head[w]
+                            j = p_job[p]
+                            if _fits_any(j, w, p_grp[p], wm, g_off, g_n, g_mask, g_ptr, g_end, remaining):
+                                break
+                        if status != OK:
+                            break
+                        counts[C_REQ] += nn
+                        counts[C_GRANT] += nn
+                        ch_x0[w] = now
+                        ch_n[w] = nn
+                        ch_off[w] = start
+                        ch_len[w] = chc - start
+                        if q_len[w] == 0:
+                            idle_at[w] = xx
+                        else:
+                            q_head[w] = p_next[p]
+                            q_len[w] -= 1
+                            counts[C_REQ] += 1
+                            _push(heap, evi, evf, st, xx + d_ms, E_REQ, j, w, p_grp[p], xx - p_t0[p])
+        elif k == E_PROBES:  # SparrowMonitors._probes
+            j = a
+            s = job_sched[j]
+            queued = 0
+            for p in range(j_poff[j], j_poff[j] + j_pn[j]):
+                w = p_w[p]
+                if free_w[w] and q_len[w] == 0:
+                    free_w[w] = False
+                    o_s[n_out] = s
+                    o_j[n_out] = j
+                    o_w[n_out] = w
+                    o_g[n_out] = p_grp[p]
+                    o_x[n_out] = 0.0
+                    n_out += 1
+                    continue
+                if q_len[w] == 0 and not np.isnan(idle_at[w]):
+                    ia = idle_at[w]
+                    idle_at[w] = np.nan
+                    if now > ia:
+                        o_s[n_out] = s
+                        o_j[n_out] = j
+                        o_w[n_out] = w
+                        o_g[n_out] = p_grp[p]
+                        o_x[n_out] = 0.0
+                        n_out += 1
+                        continue
+                    _push(heap, evi, evf, st, ia, E_WAKE, w, 0, 0, 0.0)
+                p_t0[p] = now
+                p_next[p] = -1
+                if q_len[w] == 0:
+                    q_head[w] = p
+                else:
+                    p_next[q_tail[w]] = p
+                q_tail[w] = p
+                q_len[w] += 1
+                queued += 1
+                nq = q_len[w]
+                if ch_len[w] >= 0:  # probes taken off ahead of their time still count
+                    lo = ch_off[w]
+                    hi = lo + ch_len[w]
+                    cut = lo + np.searchsorted(chbuf[lo:hi], now, side="right")
+                    nq += hi - cut
+                if nq > max_q:
+                    max_q = nq
+                if free_w[w]:
+                    h = q_head[w]
+                    q_head[w] = p_next[h]
+                    q_len[w] -= 1
+                    free_w[w] = False
+                    jj = p_job[h]
+                    o_s[n_out] = job_sched[jj]
+                    o_j[n_out] = jj
+                    o_w[n_out] = w
+                    o_g[n_out] = p_grp[h]
+                    o_x[n_out] = now - p_t0[h]
+                    n_out += 1
+            queued_probes += queued
+        elif k == E_GETTASK:  # SparrowScheduler._get_task (j, items b..b+c)
+            j = a
+            s = job_sched[j]
+            sched_counts[s, 1] += c
+            start = rpc
+            for u in range(b, b + c):
+                i = -1
+                if remaining[j]:
+                    i = _choose(j, gt_w[u], gt_g[u], wm, g_off, g_n, g_mask, g_ptr, g_end, gorder, remaining)
+                rp_w[rpc] = gt_w[u]
+                rp_x[rpc] = gt_x[u]
+                if i < 0:
+                    rp_t[rpc] = -1
+                    rp_d[rpc] = 0.0
+                    sched_counts[s, 2] += 1
+                else:
+                    t = ftasks[f_off[j] + i]
+                    rp_t[rpc] = t
+                    rp_d[rpc] = durations[t]
+                rpc += 1
+            probes_out[j] -= c
+            if probes_out[j] <= 0 and remaining[j]:
+                status = GAVE_UP
+                break
+            for u in range(start, rpc):
+                if rp_t[u] >= 0:
+                    dec_ids[n_dec] = rp_t[u]
+                    dec_t[n_dec] = now
+                    n_dec += 1
+            for u in range(start, rpc):
+                if rp_t[u] >= 0:
+                    comm_ids[n_comm] = rp_t[u]
+                    comm_d[n_comm] = d_sm
+                    n_comm += 1
+            counts[C_REPLY] += 1
+            _push(heap, evi, evf, st, now + d_sm, E_REPLY, s, start, rpc - start, 0.0)
+        elif k == E_REPLY:  # SparrowMonitors._reply (scheduler a, items b..b+c)
+            s = a
+            n_started = 0
+            for u in range(b, b + c):
+                w = rp_w[u]
+                t = rp_t[u]
+                e = now + rp_d[u]
+                if t < 0:
+                    free_w[w] = True
+                    if q_len[w] > 0:  # _advance
+                        h = q_head[w]
+                        q_head[w] = p_next[h]
+                        q_len[w] -= 1
+                        free_w[w] = False
+                        jj = p_job[h]
+                        o_s[n_out] = job_sched[jj]
+                        o_j[n_out] = jj
+                        o_w[n_out] = w
+                        o_g[n_out] = p_grp[h]
+                        o_x[n_out] = now - p_t0[h]
+                        n_out += 1
+                    continue
+                if on_worker[w] >= 0 or free_w[w]:
+                    status = GAVE_UP
+                    break
+                on_worker[w] = t
+                run_w[t] = w
+                run_s[t] = s
+                if e in ends:  # another task ends at the same instant: one timer
+                    gid = ends[e]
+                    t_next[eg_tail[gid]] = t
+                    t_next[t] = -1
+                    eg_tail[gid] = t
+                    eg_n[gid] += 1
+                else:
+                    gid = egc
+                    egc += 1
+                    ends[e] = gid
+                    eg_head[gid] = t
+                    eg_tail[gid] = t
+                    eg_n[gid] = 1
+                    t_next[t] = -1
+                    _push(heap, evi, evf, st, now + (e - now), E_END, gid, 0, 0, e)
+                n_started += 1
+            if status != OK:
+                break
+            if n_started:
+                for u in range(b, b + c):
+                    if rp_t[u] >= 0:
+                        st_ids[n_st] = rp_t[u]
+                        st_t[n_st] = now
+                        st_w[n_st] = rp_w[u]
+                        n_st += 1
+                        wq_ids[n_wq] = rp_t[u]
+                        wq_v[n_wq] = rp_x[u]
+                        n_wq += 1
+                running += n_started
+                last_progress = now
+        elif k == E_JOB:  # SparrowScheduler._submit: batch sampling
+            j = a
+            s = job_sched[j]
+            n = f_n[j]
+            off = f_off[j]
+            g0 = gc
+            any_mask = False
+            for u in range(off, off + n):
+                if task_mask[ftasks[u]] != 0:
+                    any_mask = True
+                    break
+            if n == 1 or not any_mask:
+                G = 1
+                mid = task_mid[ftasks[off]] if n == 1 else mid_zero
+                g_mask[gc] = task_mask[ftasks[off]] if n == 1 else 0
+                g_ptr[gc] = off
+                g_end[gc] = off + n
+                for u in range(n):
+                    gorder[off + u] = u
+                gc += 1
+                gmasks = np.empty(1, dtype=np.uint32)
+                gmasks[0] = g_mask[g0]
+                grp = np.empty((4, 1), dtype=np.int64)
+                grp[0, 0] = math.ceil(ratio * n)
+                grp[1, 0] = n
+                grp[2, 0] = mask_count[mid]
+                grp[3, 0] = mask_start[mid]
+            else:
+                ml = np.empty(n, dtype=np.int64)
+                for u in range(n):
+                    ml[u] = task_mask[ftasks[off + u]]
+                srt = np.argsort(ml, kind="mergesort")
+                G = 0
+                for u in range(n):
+                    li = srt[u]
+                    gorder[off + u] = li
+                    if u == 0 or ml[li] != ml[srt[u - 1]]:
+                        if u > 0:
+                            g_end[gc - 1] = off + u
+                        g_mask[gc] = ml[li]
+                        g_ptr[gc] = off + u
+                        sorter[G] = task_mid[ftasks[off + li]]
+                        gc += 1
+                        G += 1
+                g_end[gc - 1] = off + n
+                gmasks = np.empty(G, dtype=np.uint32)
+                grp = np.empty((4, G), dtype=np.int64)
+                for g in range(G):
+                    kk = g_end[g0 + g] - g_ptr[g0 + g]
+                    gmasks[g] = g_mask[g0 + g]
+                    grp[0, g] = math.ceil(ratio * kk)
+                    grp[1, g] = kk
+                    grp[2, g] = mask_count[sorter[g]]
+                    grp[3, g] = mask_start[sorter[g]]
+            for g in range(G):
+                if grp[2, g] == 0 and grp[1, g] > 0:
+                    status = GAVE_UP
+            if status != OK:
+                break
+            g_off[j] = g0
+            g_n[j] = G
+            ws, gs = sample_groups(fns[s], states[s], worker_masks, gmasks, grp, flat, exact_limit, seen, stamp)
+            m = ws.size
+            if pc + m > P:
+                status = GAVE_UP
+                break
+            j_poff[j] = pc
+            j_pn[j] = m
+            for u in range(m):
+                p_job[pc + u] = j
+                p_grp[pc + u] = gs[u]
+                p_w[pc + u] = ws[u]
+            pc += m
+            remaining[j] = n
+            probes_out[j] = m
+            sched_counts[s, 0] += m
+            if m:
+                counts[C_PROBES] += 1
+                _push(heap, evi, evf, st, now + d_sm, E_PROBES, j, 0, 0, 0.0)
+        elif k == E_SRC:  # TraceSource.on_timer
+            while pos < n_jobs and job_arrival[order[pos]] <= now:
+                j = order[pos]
+                pos += 1
+                if f_n[j] == 0:
+                    skipped += 1
+                    continue
+                counts[C_JOB] += 1
+                _push(heap, evi, evf, st, now + d_src, E_JOB, j, 0, 0, 0.0)
+            if pos < n_jobs:
+                _push(heap, evi, evf, st, now + 0.0 + (job_arrival[order[pos]] - now), E_SRC, 0, 0, 0, 0.0)
+        elif k == E_FIN:  # the scheduler learns of several ends (completion_known)
+            for u in range(a, a + b):
+                kn_ids[n_kn] = fin_buf[u]
+                kn_t[n_kn] = now
+                n_kn += 1
+            outstanding -= b
+            stop = outstanding <= 0
+        elif k == E_DONE:  # the run's last completion
+            kn_ids[n_kn] = a
+            kn_t[n_kn] = now
+            n_kn += 1
+            outstanding -= 1
+            stop = outstanding <= 0
+        elif k == E_WD and outstanding > 0:  # Watchdog.on_timer (it stops re-arming once all is known)
+            if running == 0 and pos >= n_jobs and now - last_progress >= timeout:
+                status = GAVE_UP
+                break
+            _push(heap, evi, evf, st, now + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
+        if n_out:  # SparrowMonitors._flush: one request routed, several as GetTask per (scheduler, job)
+            if n_out == 1:
+                counts[C_REQ] += 1
+                _push(heap, evi, evf, st, now + d_ms, E_REQ, o_j[0], o_w[0], o_g[0], o_x[0])
+            else:
+                for u in range(n_out):
+                    o_done[u] = False
+                for u in range(n_out):
+                    if o_done[u]:
+                        continue
+                    start = gtc
+                    for v in range(u, n_out):
+                        if not o_done[v] and o_s[v] == o_s[u] and o_j[v] == o_j[u]:
+                            o_done[v] = True
+                            gt_w[gtc] = o_w[v]
+                            gt_g[gtc] = o_g[v]
+                            gt_x[gtc] = o_x[v]
+                            gtc += 1
+                    counts[C_GETTASK] += 1
+                    _push(heap, evi, evf, st, now + d_ms, E_GETTASK, o_j[u], start, gtc - start, 0.0)
+        if stop:
+            break
+    if status == OK and not stop:
+        status = GAVE_UP  # out of events with tasks unfinished: the components report it
+    end[0] = now
+    if status == OK:
+        # SparrowMonitors.settle_skipped: skipped round trips the run's end cut off
+        unsent = 0
+        unanswered = 0
+        for w in range(n_w):
+            if ch_len[w] < 0:
+                continue
+            lo = ch_off[w]
+            ln = ch_len[w]
+            last = chbuf[lo + ln - 1] if ln else ch_x0[w]
+            if last + d_ms < now:
+                continue
+            for u in range(ln + 1):
+                xs = ch_x0[w] if u == 0 else chbuf[lo + u - 1]
+                if xs > now:
+                    unsent += 1
+                if u < ch_n[w] and xs + d_ms >= now:
+                    unanswered += 1
+        counts[C_UNSENT] = unsent
+        counts[C_UNANSWERED] = unanswered
+    counts[C_EVENTS] = n_events
+    counts[C_SKIPPED] = skipped
+    counts[C_POS] = pos
+    counts[C_QUEUED] = queued_probes
+    counts[C_MAXQ] = max_q
+    return (
+        status,
+        np.array([n_dec, n_comm, n_st, n_fin, n_kn, n_wq], dtype=np.int64),
+        dec_ids,
+        dec_t,
+        comm_ids,
+        comm_d,
+        st_ids,
+        st_t,
+        st_w,
+        fin_ids,
+        fin_t,
+        kn_ids,
+        kn_t,
+        wq_ids,
+        wq_v,
+    )
