@@ -1,0 +1,120 @@
+"""The compiled simulation of Sparrow's common configuration gives the components' results exactly.
+
+Each case runs the same configuration twice, with the compiled loop (``SPARROW_LEAN=1``) and with the components
+(``SPARROW_LEAN=0``), and compares the per-task fingerprint, the engine's events and end time, the message counts
+and the counters.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from megha.config import RunConfig
+from megha.metrics.fingerprint import fingerprint
+from megha.runner import simulate
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, cfg: RunConfig) -> tuple:
+    monkeypatch.setenv("SPARROW_LEAN", "1")
+    fast = simulate(cfg)
+    monkeypatch.setenv("SPARROW_LEAN", "0")
+    slow = simulate(cfg)
+    return fast, slow
+
+
+def _same(fast, slow, compiled: bool = True) -> None:
+    assert fast.extras.get("compiled_run", False) is compiled
+    assert not slow.extras.get("compiled_run", False)
+    assert fingerprint(fast) == fingerprint(slow)
+    assert fast.events == slow.events
+    assert fast.end_time == slow.end_time
+    assert fast.message_counts == slow.message_counts
+    assert fast.counters == slow.counters
+    assert fast.unfinished_reason is None and slow.unfinished_reason is None
+
+
+@pytest.mark.parametrize(("gms", "seed"), [(1, 0), (3, 5), (10, 0), (7, 11)])
+def test_goog_prefix_schedulers_and_seeds(monkeypatch: pytest.MonkeyPatch, gms: int, seed: int) -> None:
+    """Constrained jobs (several task groups, probes on eligible workers), any number of schedulers, other seeds."""
+    cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=600, gms=gms, seed=seed, max_jobs=400)
+    fast, slow = _both(monkeypatch, cfg)
+    _same(fast, slow)
+    assert slow.message_counts.get("GetTask", 0) > 0  # batched requests answered by TaskReply
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.5, 3.0])
+def test_probe_ratios(monkeypatch: pytest.MonkeyPatch, ratio: float) -> None:
+    cfg = RunConfig(
+        scheduler="sparrow", trace="sample:GOOG_subtrace", workers=400, max_jobs=300, options={"probe_ratio": ratio}
+    )
+    _same(*_both(monkeypatch, cfg))
+
+
+def test_no_constraints_heavy_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unconstrained jobs on few workers under load: deep queues, skipped no-ops, wake-ups."""
+    cfg = RunConfig(
+        scheduler="sparrow",
+        trace="sample:synthetic_FB_sub_2000jobs",
+        workers=150,
+        constraints=False,
+        max_jobs=400,
+        load_scale=4.0,
+    )
+    fast, slow = _both(monkeypatch, cfg)
+    _same(fast, slow)
+    assert slow.counters["sparrow_max_worker_queue"] > 1
+
+
+def test_ties_whole_second_durations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks ending at the same instant (whole-second durations, no dephasing): several ends in one timer, their
+    Finished messages and the requests of the workers they free."""
+    cfg = RunConfig(
+        scheduler="sparrow",
+        trace="sample:YH1_sub",
+        workers=300,
+        max_jobs=300,
+        truncate_durations=True,
+        dephase=False,
+    )
+    fast, slow = _both(monkeypatch, cfg)
+    _same(fast, slow)
+    assert slow.message_counts.get("Finished", 0) > 0
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.002])
+def test_other_network_delays(monkeypatch: pytest.MonkeyPatch, delay: float) -> None:
+    cfg = RunConfig(
+        scheduler="sparrow", trace="sample:GOOG_subtrace", workers=500, max_jobs=200, network_delay=delay, seed=2
+    )
+    _same(*_both(monkeypatch, cfg))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"resources": True},
+        {"processing_model": "measured"},
+        {"faults": {"fault": [{"at": 1.0, "kind": "worker", "target": 0.2, "down_for": 30.0}]}},
+    ],
+)
+def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch, extra: dict) -> None:
+    """Configurations the compiled loop does not model run the components."""
+    cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=300, max_jobs=60, **extra)
+    fast, slow = _both(monkeypatch, cfg)
+    assert not fast.extras.get("compiled_run", False)
+    assert fingerprint(fast) == fingerprint(slow)
+    assert fast.events == slow.events
+
+
+def test_cold_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``SPARROW_LEAN=0`` never builds the compiled run; unset, a small run uses it only when it is compiled."""
+    from megha.schedulers.sparrow import _lean
+
+    monkeypatch.setenv("SPARROW_LEAN", "1")
+    cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
+    assert simulate(cfg).extras.get("compiled_run") is True
+    assert _lean._kernel_ready()
+    monkeypatch.delenv("SPARROW_LEAN")
+    assert simulate(cfg).extras.get("compiled_run") is True  # compiled in this process
+    monkeypatch.setattr(_lean, "_kernel_ready", lambda: False)
+    assert "compiled_run" not in simulate(cfg).extras  # small and not compiled: the components
