@@ -11,6 +11,13 @@ from megha.runner import simulate
 from tests.tracegen import write_trace
 
 
+@pytest.fixture(autouse=True)
+def _components(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests look into the components' paths (some patch them): never the compiled loop, which
+    tests/test_sparrow_lean.py compares with them."""
+    monkeypatch.setenv("SPARROW_LEAN", "0")
+
+
 def test_idle_datacenter_delay_is_four_network_delays():
     r = simulate(RunConfig(scheduler="sparrow", trace="sample:YH_small", cluster="sample:megha_G5L5S10000"))
     d = job_table(r.workload, r.recorder, r.feasible)["delay"]

@@ -46,6 +46,8 @@ class SparrowOptions(SchedulerOptions):
     counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Sparrow's node monitors and ``schedulers`` distributed schedulers (jobs routed round-robin by id), with the
+    compiled run of the common configuration (:mod:`megha.schedulers.sparrow._lean`) when the run allows it."""
     opts = ctx.options
     dc = ctx.datacenter
     n_sched = int(opts.schedulers or ctx.n_gms or 10)
@@ -85,6 +87,7 @@ def build(ctx: BuildContext) -> Deployment:
         ctx.add(s)
 
     def counters() -> dict[str, int]:
+        """The ``sparrow_*`` counters at the end of the run."""
         # skipped no-op round trips the run's end cut off are taken back (from the message counts too: read after)
         _, unanswered = monitors.settle_skipped(ctx.host.now) if skipping else (0, 0)
         out = {
@@ -109,6 +112,7 @@ def build(ctx: BuildContext) -> Deployment:
     }
 
     def route(job: int) -> str:
+        """The scheduler that job ``job`` is submitted to."""
         return addrs[job % n_sched]
 
     extras: dict = {}

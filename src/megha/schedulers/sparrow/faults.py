@@ -55,13 +55,17 @@ class SparrowFaults:
         return w.task_duration[tasks], w.masks[tasks], dem
 
     def population(self, kind: str) -> int:
+        """How many workers a ``worker`` fault picks its targets among."""
         return self.monitors.n
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        """The workers a fault's targets name (worker ids themselves)."""
         return list(targets)
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """The target workers die at ``now`` (:meth:`SparrowMonitors.fail_workers`)."""
         self.monitors.fail_workers(list(targets), now)
 
     def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """The target workers come back (:meth:`SparrowMonitors.restore_workers`)."""
         self.monitors.restore_workers(list(targets), now)

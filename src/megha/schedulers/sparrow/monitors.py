@@ -392,7 +392,7 @@ class SparrowMonitors(Component):
         """Slot mode, one answer."""
         self.on_message_grant((msg.scheduler, msg.worker, msg.task, msg.duration, msg.waited), now)
 
-    def on_message_grant(self, grant: tuple, now: float) -> None:
+    def on_message_grant(self, grant: tuple[int, int, int, float, float], now: float) -> None:
         """Slot mode, one answer: ``(scheduler, worker, task, duration, waited)`` (task -1: a no-op) — a
         :class:`Grant`'s fields, or the payload a scheduler routes here directly (``SparrowScheduler.direct``)."""
         sched, w, t, dur, waited = grant

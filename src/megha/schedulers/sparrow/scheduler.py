@@ -252,7 +252,7 @@ class SparrowScheduler(Component):
             TaskReply(msg.job, self.number, msg.workers, tasks, durs, msg.waited, alloc, dem, msg.reserved),
         )
 
-    def on_message_request(self, req: tuple, now: float) -> None:
+    def on_message_request(self, req: tuple[int, int, int, float, np.ndarray | None], now: float) -> None:
         """One request (the common case under load): ``(job, worker, group, waited, reserved)`` — a
         :class:`Request`'s fields, or the payload the node monitors route here directly (``reserved`` None)."""
         self.requests += 1
