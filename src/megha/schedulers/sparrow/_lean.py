@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 #: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
 COLD_MIN_TASKS = 100_000
-_MAX_FLAT = 1 << 24  # eligible-worker ids handed to the compiled sampler (at most 128 MB)
 
 
 def _kernel_ready() -> bool:
@@ -72,7 +71,9 @@ def lean_runner(
         or monitors.resource
     ):
         return None
-    for s in scheds:
+    for i, s in enumerate(scheds):
+        if s.address != route(i) or s.number != i:
+            return None  # the compiled loop routes job j to scheduler j % len(scheds)
         if type(s) is not SparrowScheduler or not s.direct or s.sampler is not scheds[0].sampler:
             return None
     if type(monitors) is not SparrowMonitors or monitors._peers is None:
@@ -129,21 +130,12 @@ def _run(
     first = np.asarray(w.job_first_task, dtype=np.int64)
     f_off = cum[first]
     f_n = cum[first + np.asarray(w.job_num_tasks, dtype=np.int64)] - f_off
-    # the masks a group can have (its tasks' mask, or 0) and their eligible workers, as the sampler has them
+    # the masks a group can have (its tasks' mask, or 0), numbered; the compiled loop counts and lists their eligible
+    # workers as the sampler does when a group first needs them
     umask = np.unique(np.concatenate([masks[feasible].astype(np.int64), np.zeros(1, dtype=np.int64)]))
     task_mid = np.searchsorted(umask, masks.astype(np.int64)).astype(np.int64)
     mid_zero = int(np.searchsorted(umask, 0))
-    mask_count = np.array([sampler.eligible_count(int(m)) for m in umask.tolist()], dtype=np.int64)
-    if int(mask_count.sum()) > _MAX_FLAT:
-        return False
-    mask_start = np.zeros(umask.size, dtype=np.int64)
-    if mask_count.size > 1:
-        mask_start[1:] = np.cumsum(mask_count)[:-1]
-    flat = np.zeros(max(1, int(mask_count.sum())), dtype=np.int64)
-    for i, m in enumerate(umask.tolist()):
-        flat[mask_start[i] : mask_start[i] + mask_count[i]] = sampler.eligible(int(m))
-    addr_of = {s.address: i for i, s in enumerate(scheds)}
-    job_sched = np.array([addr_of[route(j)] for j in range(w.n_jobs)], dtype=np.int64)
+    job_sched = np.arange(w.n_jobs, dtype=np.int64) % len(scheds)  # route: addrs[job % n]
     # a bound on the probes: per group ceil(d·k) (at least k), groups at most one per task
     n_probes = math.ceil(ratio * n_f) + n_f + 2 * int((f_n > 0).sum()) + 16
     # each scheduler's generator, copied (the components keep theirs)
@@ -163,9 +155,9 @@ def _run(
         masks.astype(np.int64),
         task_mid,
         mid_zero,
-        mask_count,
-        mask_start,
-        flat,
+        int(umask.size),
+        np.asarray(sampler._uw, dtype=np.int64),
+        np.asarray(sampler._cw, dtype=np.int64),
         np.ascontiguousarray(sampler.masks, dtype=np.uint32),
         np.array([f for f, _ in src], dtype=np.int64),
         np.array([a for _, a in src], dtype=np.int64),

@@ -115,30 +115,57 @@ def _pop(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray) -> 
 
 
 @njit(cache=True)
+def _eligible_count(m: int, uw: np.ndarray, cw: np.ndarray) -> int:
+    """Workers whose mask has every constraint of ``m`` (``uw``: the distinct worker masks, ``cw``: how many each)."""
+    c = 0
+    for i in range(uw.size):
+        if (m & ~uw[i]) == 0:
+            c += cw[i]
+    return c
+
+
+@njit(cache=True, inline="always")
+def _take(j: int, gk: int, gorder: np.ndarray, g_ptr: np.ndarray, g_end: np.ndarray, g_nxt: np.ndarray,
+          g_prv: np.ndarray, j_open: np.ndarray, remaining: np.ndarray) -> int:  # fmt: skip
+    """Pop group ``gk``'s next task (its local index); an emptied group leaves the job's open groups."""
+    i = gorder[g_ptr[gk]]
+    g_ptr[gk] += 1
+    remaining[j] -= 1
+    if g_ptr[gk] == g_end[gk]:
+        p = g_prv[gk]
+        q = g_nxt[gk]
+        if p >= 0:
+            g_nxt[p] = q
+        else:
+            j_open[j] = q
+        if q >= 0:
+            g_prv[q] = p
+    return i
+
+
+@njit(cache=True)
 def _choose(j: int, w: int, g: int, wm: np.ndarray, g_off: np.ndarray, g_n: np.ndarray, g_mask: np.ndarray,
-            g_ptr: np.ndarray, g_end: np.ndarray, gorder: np.ndarray, remaining: np.ndarray) -> int:  # fmt: skip
+            g_ptr: np.ndarray, g_end: np.ndarray, gorder: np.ndarray, remaining: np.ndarray, g_nxt: np.ndarray,
+            g_prv: np.ndarray, j_open: np.ndarray) -> int:  # fmt: skip
     """Local index of the task a probe of group ``g`` on worker ``w`` gets (own group first, else the first group
     with a task that fits the worker), or -1; the job has tasks left."""
     gi = g_off[j] + g
     if g_ptr[gi] < g_end[gi]:
-        i = gorder[g_ptr[gi]]
-        g_ptr[gi] += 1
-        remaining[j] -= 1
-        return i
+        return _take(j, gi, gorder, g_ptr, g_end, g_nxt, g_prv, j_open, remaining)
     if g_n[j] > 1:
         m = wm[w]
-        for gk in range(g_off[j], g_off[j] + g_n[j]):
-            if g_ptr[gk] < g_end[gk] and (g_mask[gk] & ~m) == 0:
-                i = gorder[g_ptr[gk]]
-                g_ptr[gk] += 1
-                remaining[j] -= 1
-                return i
+        gk = j_open[j]
+        while gk >= 0:
+            if (g_mask[gk] & ~m) == 0:
+                return _take(j, gk, gorder, g_ptr, g_end, g_nxt, g_prv, j_open, remaining)
+            gk = g_nxt[gk]
     return -1
 
 
 @njit(cache=True)
 def _fits_any(j: int, w: int, g: int, wm: np.ndarray, g_off: np.ndarray, g_n: np.ndarray, g_mask: np.ndarray,
-              g_ptr: np.ndarray, g_end: np.ndarray, remaining: np.ndarray) -> bool:  # fmt: skip
+              g_ptr: np.ndarray, g_end: np.ndarray, remaining: np.ndarray, g_nxt: np.ndarray,
+              j_open: np.ndarray) -> bool:  # fmt: skip
     """Whether a request of a probe of group ``g`` on ``w`` would get a task (SparrowScheduler.skip_noop's test)."""
     if remaining[j] == 0:
         return False
@@ -147,9 +174,11 @@ def _fits_any(j: int, w: int, g: int, wm: np.ndarray, g_off: np.ndarray, g_n: np
         return True
     if g_n[j] > 1:
         m = wm[w]
-        for gk in range(g_off[j], g_off[j] + g_n[j]):
-            if g_ptr[gk] < g_end[gk] and (g_mask[gk] & ~m) == 0:
+        gk = j_open[j]
+        while gk >= 0:
+            if (g_mask[gk] & ~m) == 0:
                 return True
+            gk = g_nxt[gk]
     return False
 
 
@@ -165,9 +194,9 @@ def run_lean(
     task_mask: np.ndarray,
     task_mid: np.ndarray,
     mid_zero: int,
-    mask_count: np.ndarray,
-    mask_start: np.ndarray,
-    flat: np.ndarray,
+    n_masks: int,
+    uw: np.ndarray,
+    cw: np.ndarray,
     worker_masks: np.ndarray,
     fns: np.ndarray,
     states: np.ndarray,
@@ -183,8 +212,9 @@ def run_lean(
     end: np.ndarray,
 ) -> tuple:
     """The whole run (see the module's docstring). ``ftasks[f_off[j]:f_off[j] + f_n[j]]``: job ``j``'s feasible
-    tasks; ``task_mid``: each task's index in ``mask_count``/``mask_start`` (its mask's eligible workers: how many,
-    where their ids start in ``flat``), ``mid_zero`` that of mask 0; ``fns``/``states``: each scheduler's
+    tasks; ``task_mid``: each task's mask's number (``mid_zero`` that of mask 0, ``n_masks`` of them), under which
+    the eligible workers of a group's mask are counted (``uw``/``cw``: the distinct worker masks and how many workers
+    have each) and listed when the sampler needs the list; ``fns``/``states``: each scheduler's
     generator (:func:`~megha.schedulers.common._sampling_kernels.bit_source`); ``n_probes``: a bound on the probes
     the run sends. Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops) and
     ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids, delays, started
@@ -232,6 +262,13 @@ def run_lean(
     g_ptr = np.empty(n_f + 1, dtype=np.int64)
     g_end = np.empty(n_f + 1, dtype=np.int64)
     gorder = np.empty(n_f + 1, dtype=np.int64)
+    g_nxt = np.empty(n_f + 1, dtype=np.int64)  # the open groups of a job: a doubly linked list from j_open[j]
+    g_prv = np.empty(n_f + 1, dtype=np.int64)
+    j_open = np.full(n_jobs, -1, dtype=np.int64)
+    mask_count = np.full(n_masks, -1, dtype=np.int64)  # per mask number: its eligible workers (-1: not yet counted)
+    mask_start = np.full(n_masks, -1, dtype=np.int64)  # where their ids start in `flat` (-1: not listed yet)
+    flat = np.empty(1 << 16, dtype=np.int64)
+    flat_len = 0
     gc = 0
     # --- running tasks and end groups ---
     run_w = np.full(n_tasks, -1, dtype=np.int64)
@@ -313,7 +350,7 @@ def run_lean(
             sched_counts[s, 1] += 1
             i = -1
             if remaining[j]:
-                i = _choose(j, w, c, wm, g_off, g_n, g_mask, g_ptr, g_end, gorder, remaining)
+                i = _choose(j, w, c, wm, g_off, g_n, g_mask, g_ptr, g_end, gorder, remaining, g_nxt, g_prv, j_open)
             probes_out[j] -= 1
             if probes_out[j] <= 0 and remaining[j]:
                 status = GAVE_UP
@@ -445,7 +482,7 @@ def run_lean(
                 else:  # SparrowMonitors._serve
                     p = q_head[w]
                     j = p_job[p]
-                    if _fits_any(j, w, p_grp[p], wm, g_off, g_n, g_mask, g_ptr, g_end, remaining):
+                    if _fits_any(j, w, p_grp[p], wm, g_off, g_n, g_mask, g_ptr, g_end, remaining, g_nxt, j_open):
                         q_head[w] = p_next[p]
                         q_len[w] -= 1
                         counts[C_REQ] += 1
@@ -473,7 +510,9 @@ def run_lean(
                             chc += 1
                             p = q_head[w]
                             j = p_job[p]
-                            if _fits_any(j, w, p_grp[p], wm, g_off, g_n, g_mask, g_ptr, g_end, remaining):
+                            if _fits_any(
+                                j, w, p_grp[p], wm, g_off, g_n, g_mask, g_ptr, g_end, remaining, g_nxt, j_open
+                            ):
                                 break
                         if status != OK:
                             break
@@ -555,7 +594,22 @@ def run_lean(
             for u in range(b, b + c):
                 i = -1
                 if remaining[j]:
-                    i = _choose(j, gt_w[u], gt_g[u], wm, g_off, g_n, g_mask, g_ptr, g_end, gorder, remaining)
+                    i = _choose(
+                        j,
+                        gt_w[u],
+                        gt_g[u],
+                        wm,
+                        g_off,
+                        g_n,
+                        g_mask,
+                        g_ptr,
+                        g_end,
+                        gorder,
+                        remaining,
+                        g_nxt,
+                        g_prv,
+                        j_open,
+                    )
                 rp_w[rpc] = gt_w[u]
                 rp_x[rpc] = gt_x[u]
                 if i < 0:
@@ -661,13 +715,7 @@ def run_lean(
                 for u in range(n):
                     gorder[off + u] = u
                 gc += 1
-                gmasks = np.empty(1, dtype=np.uint32)
-                gmasks[0] = g_mask[g0]
-                grp = np.empty((4, 1), dtype=np.int64)
-                grp[0, 0] = math.ceil(ratio * n)
-                grp[1, 0] = n
-                grp[2, 0] = mask_count[mid]
-                grp[3, 0] = mask_start[mid]
+                sorter[0] = mid
             else:
                 ml = np.empty(n, dtype=np.int64)
                 for u in range(n):
@@ -686,22 +734,48 @@ def run_lean(
                         gc += 1
                         G += 1
                 g_end[gc - 1] = off + n
-                gmasks = np.empty(G, dtype=np.uint32)
-                grp = np.empty((4, G), dtype=np.int64)
-                for g in range(G):
-                    kk = g_end[g0 + g] - g_ptr[g0 + g]
-                    gmasks[g] = g_mask[g0 + g]
-                    grp[0, g] = math.ceil(ratio * kk)
-                    grp[1, g] = kk
-                    grp[2, g] = mask_count[sorter[g]]
-                    grp[3, g] = mask_start[sorter[g]]
+            # each group: ceil(d·k) distinct probes wanted, k needed, its mask's eligible workers (ProbeSampler.sample)
+            gmasks = np.empty(G, dtype=np.uint32)
+            grp = np.empty((4, G), dtype=np.int64)
             for g in range(G):
-                if grp[2, g] == 0 and grp[1, g] > 0:
+                gk = g0 + g
+                kk = g_end[gk] - g_ptr[gk]
+                gmasks[g] = g_mask[gk]
+                want = math.ceil(ratio * kk)
+                grp[0, g] = want
+                grp[1, g] = kk
+                mid = sorter[g]
+                ne = mask_count[mid]
+                if ne < 0:
+                    ne = _eligible_count(g_mask[gk], uw, cw)
+                    mask_count[mid] = ne
+                grp[2, g] = ne
+                if ne == 0:
                     status = GAVE_UP
+                    break
+                sd = min(want, ne)
+                grp[3, g] = -1
+                if ne < exact_limit or 2 * sd > ne or kk > sd:  # drawn exactly or probed again: its eligible list
+                    if mask_start[mid] < 0:
+                        if flat_len + ne > flat.size:
+                            grown = np.empty(max(2 * flat.size, flat_len + ne), dtype=np.int64)
+                            grown[:flat_len] = flat[:flat_len]
+                            flat = grown
+                        mask_start[mid] = flat_len
+                        m = g_mask[gk]
+                        for ww in range(n_w):
+                            if (m & ~wm[ww]) == 0:
+                                flat[flat_len] = ww
+                                flat_len += 1
+                    grp[3, g] = mask_start[mid]
+                # the open groups, in increasing order (a request takes the first that fits)
+                g_prv[gk] = gk - 1 if g > 0 else -1
+                g_nxt[gk] = gk + 1 if g + 1 < G else -1
             if status != OK:
                 break
             g_off[j] = g0
             g_n[j] = G
+            j_open[j] = g0
             ws, gs = sample_groups(fns[s], states[s], worker_masks, gmasks, grp, flat, exact_limit, seen, stamp)
             m = ws.size
             if pc + m > P:
