@@ -156,8 +156,7 @@ def _run(
         task_mid,
         mid_zero,
         int(umask.size),
-        np.asarray(sampler._uw, dtype=np.int64),
-        np.asarray(sampler._cw, dtype=np.int64),
+        32,  # constraint masks are uint32
         np.ascontiguousarray(sampler.masks, dtype=np.uint32),
         np.array([f for f, _ in src], dtype=np.int64),
         np.array([a for _, a in src], dtype=np.int64),

@@ -114,14 +114,61 @@ def _pop(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray) -> 
     return top
 
 
+_DEBRUIJN = 0x03F79D71B4CB0A89
+_BIT_AT = np.zeros(64, dtype=np.int64)  # the lowest set bit of a word, by its de Bruijn product (x & -x) * _DEBRUIJN
+for _i in range(64):
+    _BIT_AT[(((1 << _i) * _DEBRUIJN) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+
+
 @njit(cache=True)
-def _eligible_count(m: int, uw: np.ndarray, cw: np.ndarray) -> int:
-    """Workers whose mask has every constraint of ``m`` (``uw``: the distinct worker masks, ``cw``: how many each)."""
+def _worker_bits(wm: np.ndarray, n_bits: int) -> np.ndarray:
+    """Per constraint bit, the set of workers that have it (64 workers a word)."""
+    n_words = (wm.size + 63) // 64
+    bits = np.zeros((n_bits, n_words), dtype=np.uint64)
+    for w in range(wm.size):
+        m = wm[w]
+        for b in range(n_bits):
+            if (m >> b) & 1:
+                bits[b, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+    return bits
+
+
+@njit(cache=True)
+def _eligible_words(m: int, bits: np.ndarray, n_w: int, words: np.ndarray) -> int:
+    """The workers that have every constraint of mask ``m`` into ``words`` (a bit set); returns how many."""
+    n_words = words.size
+    for i in range(n_words):
+        words[i] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if n_w & 63:
+        words[n_words - 1] = (np.uint64(1) << np.uint64(n_w & 63)) - np.uint64(1)
+    b = 0
+    mm = m
+    while mm:
+        if mm & 1:
+            for i in range(n_words):
+                words[i] &= bits[b, i]
+        mm >>= 1
+        b += 1
     c = 0
-    for i in range(uw.size):
-        if (m & ~uw[i]) == 0:
-            c += cw[i]
+    for i in range(n_words):  # popcount (SWAR)
+        x = words[i]
+        x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+        x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+        x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+        c += np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
     return c
+
+
+@njit(cache=True)
+def _list_words(words: np.ndarray, out: np.ndarray, at: int) -> None:
+    """The ids in bit set ``words``, in increasing order, written from ``out[at]``."""
+    for i in range(words.size):
+        x = words[i]
+        while x:
+            low = x & (~x + np.uint64(1))
+            out[at] = i * 64 + _BIT_AT[np.int64((low * np.uint64(_DEBRUIJN)) >> np.uint64(58))]
+            at += 1
+            x ^= low
 
 
 @njit(cache=True, inline="always")
@@ -195,8 +242,7 @@ def run_lean(
     task_mid: np.ndarray,
     mid_zero: int,
     n_masks: int,
-    uw: np.ndarray,
-    cw: np.ndarray,
+    n_bits: int,
     worker_masks: np.ndarray,
     fns: np.ndarray,
     states: np.ndarray,
@@ -213,8 +259,8 @@ def run_lean(
 ) -> tuple:
     """The whole run (see the module's docstring). ``ftasks[f_off[j]:f_off[j] + f_n[j]]``: job ``j``'s feasible
     tasks; ``task_mid``: each task's mask's number (``mid_zero`` that of mask 0, ``n_masks`` of them), under which
-    the eligible workers of a group's mask are counted (``uw``/``cw``: the distinct worker masks and how many workers
-    have each) and listed when the sampler needs the list; ``fns``/``states``: each scheduler's
+    the eligible workers of a group's mask are counted and listed (when the sampler needs the list) from one bit set
+    of workers per constraint bit (``n_bits`` of them); ``fns``/``states``: each scheduler's
     generator (:func:`~megha.schedulers.common._sampling_kernels.bit_source`); ``n_probes``: a bound on the probes
     the run sends. Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops) and
     ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids, delays, started
@@ -269,6 +315,9 @@ def run_lean(
     mask_start = np.full(n_masks, -1, dtype=np.int64)  # where their ids start in `flat` (-1: not listed yet)
     flat = np.empty(1 << 16, dtype=np.int64)
     flat_len = 0
+    wbits = _worker_bits(wm, n_bits)
+    words = np.empty((n_w + 63) // 64, dtype=np.uint64)
+    words_of = -1  # the mask number whose eligible workers `words` holds
     gc = 0
     # --- running tasks and end groups ---
     run_w = np.full(n_tasks, -1, dtype=np.int64)
@@ -747,7 +796,8 @@ def run_lean(
                 mid = sorter[g]
                 ne = mask_count[mid]
                 if ne < 0:
-                    ne = _eligible_count(g_mask[gk], uw, cw)
+                    ne = _eligible_words(g_mask[gk], wbits, n_w, words)
+                    words_of = mid
                     mask_count[mid] = ne
                 grp[2, g] = ne
                 if ne == 0:
@@ -762,11 +812,11 @@ def run_lean(
                             grown[:flat_len] = flat[:flat_len]
                             flat = grown
                         mask_start[mid] = flat_len
-                        m = g_mask[gk]
-                        for ww in range(n_w):
-                            if (m & ~wm[ww]) == 0:
-                                flat[flat_len] = ww
-                                flat_len += 1
+                        if words_of != mid:
+                            _eligible_words(g_mask[gk], wbits, n_w, words)
+                            words_of = mid
+                        _list_words(words, flat, flat_len)
+                        flat_len += ne
                     grp[3, g] = mask_start[mid]
                 # the open groups, in increasing order (a request takes the first that fits)
                 g_prv[gk] = gk - 1 if g > 0 else -1
