@@ -163,6 +163,7 @@ def _run(
         float(ratio),
         float(sampler.exact_below * sampler.n),
         d_src,
+        d_src == lane,
         d_sm,
         d_ms,
         float(stall),

@@ -88,6 +88,26 @@ def _push(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray, t:
 
 
 @njit(cache=True)
+def _lane(lane_i: np.ndarray, lane_f: np.ndarray, ls: np.ndarray, st: np.ndarray, t: float, k: int, a: int, b: int,
+          c: int, x: float) -> None:  # fmt: skip
+    """Queue a message on the engine's lane (the default delay: FIFO in time and sequence order); ``ls``: the ring's
+    head and length."""
+    n = lane_f.shape[0]
+    i = ls[0] + ls[1]
+    if i >= n:
+        i -= n
+    ls[1] += 1
+    lane_i[i, _Q] = st[2]
+    st[2] += 1
+    lane_i[i, _K] = k
+    lane_i[i, _A] = a
+    lane_i[i, _B] = b
+    lane_i[i, _C] = c
+    lane_f[i, 0] = t
+    lane_f[i, 1] = x
+
+
+@njit(cache=True)
 def _pop(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray) -> int:
     """The slot of the first event (its slot is free again once read)."""
     top = heap[0]
@@ -249,6 +269,7 @@ def run_lean(
     ratio: float,
     exact_limit: float,
     d_src: float,
+    src_lane: bool,
     d_sm: float,
     d_ms: float,
     timeout: float,
@@ -262,7 +283,8 @@ def run_lean(
     the eligible workers of a group's mask are counted and listed (when the sampler needs the list) from one bit set
     of workers per constraint bit (``n_bits`` of them); ``fns``/``states``: each scheduler's
     generator (:func:`~megha.schedulers.common._sampling_kernels.bit_source`); ``n_probes``: a bound on the probes
-    the run sends. Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops) and
+    the run sends; ``src_lane``: whether ``d_src`` is the lane's delay (``d_sm`` and ``d_ms`` must be).
+    Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops) and
     ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids, delays, started
     ids, times, workers, finished ids, times, known ids, times, worker-queue ids, delays)``."""
     n_jobs = order.size
@@ -277,6 +299,9 @@ def run_lean(
     evi = np.empty((cap, 5), dtype=np.int64)
     evf = np.empty((cap, 2), dtype=np.float64)
     st = np.zeros(5, dtype=np.int64)  # heap size, free slots, next sequence, -, slots used
+    lane_i = np.empty((cap, 5), dtype=np.int64)  # messages with the default delay (the engine's lane), a ring
+    lane_f = np.empty((cap, 2), dtype=np.float64)
+    ls = np.zeros(2, dtype=np.int64)  # the ring's head and length
     # --- workers ---
     free_w = np.ones(n_w, dtype=np.bool_)
     on_worker = np.full(n_w, -1, dtype=np.int64)
@@ -382,14 +407,30 @@ def run_lean(
     if n_jobs:
         _push(heap, evi, evf, st, 0.0 + 0.0 + max(0.0, job_arrival[order[0]] - 0.0), E_SRC, 0, 0, 0, 0.0)
     _push(heap, evi, evf, st, 0.0 + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
-    while st[0] > 0:
-        slot = _pop(heap, evi, evf, st)
-        now = evf[slot, 0]
-        x = evf[slot, 1]
-        k = evi[slot, _K]
-        a = evi[slot, _A]
-        b = evi[slot, _B]
-        c = evi[slot, _C]
+    while st[0] > 0 or ls[1] > 0:
+        # the engine's next event: the lane's head or the heap's top, whichever is first in (time, sequence)
+        h = ls[0]
+        if ls[1] > 0 and (
+            st[0] == 0
+            or lane_f[h, 0] < evf[heap[0], 0]
+            or (lane_f[h, 0] == evf[heap[0], 0] and lane_i[h, _Q] < evi[heap[0], _Q])
+        ):
+            now = lane_f[h, 0]
+            x = lane_f[h, 1]
+            k = lane_i[h, _K]
+            a = lane_i[h, _A]
+            b = lane_i[h, _B]
+            c = lane_i[h, _C]
+            ls[0] = h + 1 if h + 1 < lane_f.shape[0] else 0
+            ls[1] -= 1
+        else:
+            slot = _pop(heap, evi, evf, st)
+            now = evf[slot, 0]
+            x = evf[slot, 1]
+            k = evi[slot, _K]
+            a = evi[slot, _A]
+            b = evi[slot, _B]
+            c = evi[slot, _C]
         n_events += 1
         n_out = 0
         if k == E_REQ:  # SparrowScheduler.on_message_request (j, w, g, waited)
@@ -407,7 +448,7 @@ def run_lean(
             counts[C_GRANT] += 1
             if i < 0:
                 sched_counts[s, 2] += 1
-                _push(heap, evi, evf, st, now + d_sm, E_GRANT, s, w, 0, x)
+                _lane(lane_i, lane_f, ls, st, now + d_sm, E_GRANT, s, w, 0, x)
             else:
                 t = ftasks[f_off[j] + i]
                 dec_ids[n_dec] = t
@@ -476,7 +517,7 @@ def run_lean(
                         n_kn += 1
                         outstanding -= 1
                     else:
-                        _push(heap, evi, evf, st, now + d_ms, E_DONE, t, 0, 0, 0.0)
+                        _lane(lane_i, lane_f, ls, st, now + d_ms, E_DONE, t, 0, 0, 0.0)
                     serve = q_len[w] > 0
                 else:  # several tasks end at once (_end_tasks): Finished messages per scheduler
                     w = -1
@@ -508,7 +549,7 @@ def run_lean(
                         running -= fbc - start
                         last_progress = now
                         counts[C_FIN] += 1
-                        _push(heap, evi, evf, st, now + d_ms, E_FIN, start, fbc - start, 0, 0.0)
+                        _lane(lane_i, lane_f, ls, st, now + d_ms, E_FIN, start, fbc - start, 0, 0.0)
                     # _advance each freed worker; the requests leave at the end of the event (_flush)
                     frees = o_w[:nt].copy()
                     for u in range(nt):
@@ -535,7 +576,7 @@ def run_lean(
                         q_head[w] = p_next[p]
                         q_len[w] -= 1
                         counts[C_REQ] += 1
-                        _push(heap, evi, evf, st, now + d_ms, E_REQ, j, w, p_grp[p], now - p_t0[p])
+                        _lane(lane_i, lane_f, ls, st, now + d_ms, E_REQ, j, w, p_grp[p], now - p_t0[p])
                     else:
                         xx = now
                         nn = 0
@@ -685,7 +726,7 @@ def run_lean(
                     comm_d[n_comm] = d_sm
                     n_comm += 1
             counts[C_REPLY] += 1
-            _push(heap, evi, evf, st, now + d_sm, E_REPLY, s, start, rpc - start, 0.0)
+            _lane(lane_i, lane_f, ls, st, now + d_sm, E_REPLY, s, start, rpc - start, 0.0)
         elif k == E_REPLY:  # SparrowMonitors._reply (scheduler a, items b..b+c)
             s = a
             n_started = 0
@@ -843,7 +884,7 @@ def run_lean(
             sched_counts[s, 0] += m
             if m:
                 counts[C_PROBES] += 1
-                _push(heap, evi, evf, st, now + d_sm, E_PROBES, j, 0, 0, 0.0)
+                _lane(lane_i, lane_f, ls, st, now + d_sm, E_PROBES, j, 0, 0, 0.0)
         elif k == E_SRC:  # TraceSource.on_timer
             while pos < n_jobs and job_arrival[order[pos]] <= now:
                 j = order[pos]
@@ -852,7 +893,10 @@ def run_lean(
                     skipped += 1
                     continue
                 counts[C_JOB] += 1
-                _push(heap, evi, evf, st, now + d_src, E_JOB, j, 0, 0, 0.0)
+                if src_lane:
+                    _lane(lane_i, lane_f, ls, st, now + d_src, E_JOB, j, 0, 0, 0.0)
+                else:
+                    _push(heap, evi, evf, st, now + d_src, E_JOB, j, 0, 0, 0.0)
             if pos < n_jobs:
                 _push(heap, evi, evf, st, now + 0.0 + (job_arrival[order[pos]] - now), E_SRC, 0, 0, 0, 0.0)
         elif k == E_FIN:  # the scheduler learns of several ends (completion_known)
@@ -876,7 +920,7 @@ def run_lean(
         if n_out:  # SparrowMonitors._flush: one request routed, several as GetTask per (scheduler, job)
             if n_out == 1:
                 counts[C_REQ] += 1
-                _push(heap, evi, evf, st, now + d_ms, E_REQ, o_j[0], o_w[0], o_g[0], o_x[0])
+                _lane(lane_i, lane_f, ls, st, now + d_ms, E_REQ, o_j[0], o_w[0], o_g[0], o_x[0])
             else:
                 for u in range(n_out):
                     o_done[u] = False
@@ -892,7 +936,7 @@ def run_lean(
                             gt_x[gtc] = o_x[v]
                             gtc += 1
                     counts[C_GETTASK] += 1
-                    _push(heap, evi, evf, st, now + d_ms, E_GETTASK, o_j[u], start, gtc - start, 0.0)
+                    _lane(lane_i, lane_f, ls, st, now + d_ms, E_GETTASK, o_j[u], start, gtc - start, 0.0)
         if stop:
             break
     if status == OK and not stop:
