@@ -27,6 +27,32 @@ def k_first_fit(room: np.ndarray, inv: np.ndarray, lo: int, x: int, mask: int) -
 
 
 @njit(cache=True, nogil=True)
+def k_first_fit_blocks(room: np.ndarray, inv: np.ndarray, bmax: np.ndarray, lo: int, x: int, mask: int) -> int:
+    """:func:`k_first_fit` skipping the blocks of 64 servers whose room bound ``bmax`` is below ``x``; a block scanned
+    whole gets its exact maximum as the new bound (bounds may be stale only upwards)."""
+    m = np.uint32(mask & 0xFFFFFFFF)
+    n = room.size
+    for b in range(lo >> 6, bmax.size):
+        if bmax[b] < x:
+            continue
+        start = b * 64
+        hi = min(start + 64, n)
+        whole = start >= lo
+        if not whole:
+            start = lo
+        mx = 0
+        for s in range(start, hi):
+            r = room[s]
+            if r > mx:
+                mx = r
+            if r >= x and (inv[s] & m) == 0:
+                return s
+        if whole:
+            bmax[b] = mx
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def k_best_fit(room: np.ndarray, inv: np.ndarray, x: int, mask: int) -> int:
     """Server with the least ``room >= x`` compatible with ``mask`` (lowest id on ties), or -1."""
     m = np.uint32(mask & 0xFFFFFFFF)

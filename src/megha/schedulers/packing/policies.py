@@ -324,11 +324,21 @@ class FifoFF(_BestFitFamily):
         self._blocked = False
 
     def _schedule(self) -> None:
-        if self._blocked and not self._departed:
-            return  # the head still fits nowhere: servers only got fuller
         q = self.fifo
         srv = self.servers
         size = self.size
+        if self._blocked:
+            # the head fitted no server at the last slot and only the servers with departures gained room since:
+            # its first fit now is the lowest of those that fits it (no scan of the whole cluster)
+            if not self._departed:
+                return
+            j = q[0]
+            x = size[j]
+            s = self._first_departed_fit(j, x)
+            if s < 0:
+                return
+            q.popleft()
+            self._place(j, s, x)
         cons = self.compat if type(self.compat) is Constraints and srv.room_np is not None else None
         while q:
             j = q[0]
@@ -342,6 +352,15 @@ class FifoFF(_BestFitFamily):
             q.popleft()
             self._place(j, s, x)
         self._blocked = bool(q)
+
+    def _first_departed_fit(self, j: int, x: Size) -> int:
+        """The lowest-index server with a departure this slot that job ``j`` (size ``x``) fits, or -1."""
+        srv = self.servers
+        compat = self.compat
+        for s in sorted(self._departed):
+            if srv.fits(s, x) and (compat is None or compat(j, s)):
+                return s
+        return -1
 
 
 class BFJ(_BestFitFamily):

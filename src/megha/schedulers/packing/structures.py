@@ -174,8 +174,8 @@ class LineServers:
     def enable_masks(self, inv: list[int]) -> None:
         """Keep flat arrays of free room and complemented server masks for the compiled constrained scans.
 
-        Best fit then always runs as the compiled scan (unconstrained jobs too), so the sorted residual index is
-        dropped: its upkeep on every placement and departure cost more than the scans.
+        Best and first fit then always run as compiled scans (unconstrained jobs too), so the sorted residual index
+        and the index tree are dropped: their upkeep on every placement and departure cost more than the scans.
         """
         self.inv_np = np.array(inv, dtype=np.uint32)
         self.room_np = np.array([UNIT - u for u in self.used], dtype=np.int64)
@@ -184,6 +184,7 @@ class LineServers:
         pad[: self.n] = self.room_np
         self.bmax_np = pad.reshape(nb, _BLOCK).max(axis=1)
         self.sorted = None  # best fit is the compiled scan, for every mask
+        self.tree = None  # and so is first fit
 
     def residual(self, s: int) -> int:
         return UNIT - self.used[s]
@@ -261,10 +262,9 @@ class LineServers:
         return -1
 
     def first_fit_mask(self, x: int, mask: int, lo: int = 0) -> int:
-        """:meth:`first_fit` for a job with constraint ``mask`` (needs :meth:`enable_masks`)."""
-        if not mask:
-            return self.tree.find_first(x, lo)
-        return _kernels().k_first_fit(self.room_np, self.inv_np, lo, x, mask)
+        """:meth:`first_fit` for a job with constraint ``mask`` (needs :meth:`enable_masks`): one compiled scan
+        that skips the blocks of servers without room for ``x``."""
+        return _kernels().k_first_fit_blocks(self.room_np, self.inv_np, self.bmax_np, lo, x, mask)
 
     def first_fit(self, x: int, lo: int = 0, accept: Accept = None) -> int:
         """The lowest server id ≥ ``lo`` with residual ≥ ``x``, or -1."""
