@@ -157,6 +157,59 @@ def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
     return hn
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _post(
+    ht: np.ndarray,
+    hs: np.ndarray,
+    hm: np.ndarray,
+    hn: int,
+    msg: np.ndarray,
+    m_free: np.ndarray,
+    n_mfree: int,
+    n_msg: int,
+    t: float,
+    s: int,
+    kind: int,
+    g: int,
+    l: int,  # noqa: E741
+    a: int,
+    b: int,
+    c: int,
+    d: int,
+    e: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int, int]:
+    """Send a message: a row of the message table (from the free list, else a new row; the table doubles when
+    full) filled with ``kind, g, l, a .. e``, and its event ``(t, s)`` pushed on the heap (grown when full).
+    Returns the heap arrays and count, the message table and the free-list and table counts. Inlined into the loop
+    in numba's IR: as a call it cost ~10 % of the loop's time (the arrays' reference counts on every event)."""
+    if hn + 1 > ht.shape[0]:
+        ht = _grow(ht, hn + 1)
+    if hn + 1 > hs.shape[0]:
+        hs = _grow(hs, hn + 1)
+    if hn + 1 > hm.shape[0]:
+        hm = _grow(hm, hn + 1)
+    if n_mfree:
+        n_mfree -= 1
+        nm = m_free[n_mfree]
+    else:
+        if n_msg == msg.shape[0]:
+            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
+            m2[:n_msg] = msg
+            msg = m2
+        nm = n_msg
+        n_msg += 1
+    msg[nm, 0] = kind
+    msg[nm, 1] = g
+    msg[nm, 2] = l
+    msg[nm, 3] = a
+    msg[nm, 4] = b
+    msg[nm, 5] = c
+    msg[nm, 6] = d
+    msg[nm, 7] = e
+    hn = _push(ht, hs, hm, hn, t, s, nm)
+    return ht, hs, hm, hn, msg, n_mfree, n_msg
+
+
 @njit(cache=True, nogil=True)
 def _arm_at(now: float, phase: float, h: float) -> float:
     """The instant of an LM's next heartbeat armed at ``now`` (``LocalMaster._arm``: the grid point after now)."""
@@ -542,25 +595,26 @@ def run_lean(
                         n_rej += 1
                 if n_acc and not armed[l]:
                     armed[l] = True
-                    if hn + 1 > ht.shape[0]:
-                        ht = _grow(ht, hn + 1)
-                    if hn + 1 > hs.shape[0]:
-                        hs = _grow(hs, hn + 1)
-                    if hn + 1 > hm.shape[0]:
-                        hm = _grow(hm, hn + 1)
-                    if n_mfree:
-                        n_mfree -= 1
-                        nm = m_free[n_mfree]
-                    else:
-                        if n_msg == msg.shape[0]:
-                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                            m2[:n_msg] = msg
-                            msg = m2
-                        nm = n_msg
-                        n_msg += 1
-                    msg[nm, 0] = K_HEARTBEAT
-                    msg[nm, 2] = l
-                    hn = _push(ht, hs, hm, hn, _arm_at(now, phase[l], heartbeat), seq, nm)
+                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                        ht,
+                        hs,
+                        hm,
+                        hn,
+                        msg,
+                        m_free,
+                        n_mfree,
+                        n_msg,
+                        _arm_at(now, phase[l], heartbeat),
+                        seq,
+                        K_HEARTBEAT,
+                        0,
+                        l,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                    )
                     seq += 1
                 lm_counts[l, L_REPARTITIONS] += repart
                 if n_acc:
@@ -630,26 +684,9 @@ def run_lean(
                             if not at >= now:
                                 status = UNSUPPORTED
                                 break
-                            if hn + 1 > ht.shape[0]:
-                                ht = _grow(ht, hn + 1)
-                            if hn + 1 > hs.shape[0]:
-                                hs = _grow(hs, hn + 1)
-                            if hn + 1 > hm.shape[0]:
-                                hm = _grow(hm, hn + 1)
-                            if n_mfree:
-                                n_mfree -= 1
-                                nm = m_free[n_mfree]
-                            else:
-                                if n_msg == msg.shape[0]:
-                                    m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                                    m2[:n_msg] = msg
-                                    msg = m2
-                                nm = n_msg
-                                n_msg += 1
-                            msg[nm, 0] = K_END
-                            msg[nm, 2] = l
-                            msg[nm, 3] = gi
-                            hn = _push(ht, hs, hm, hn, at, seq, nm)
+                            ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                                ht, hs, hm, hn, msg, m_free, n_mfree, n_msg, at, seq, K_END, 0, l, gi, 0, 0, 0, 0
+                            )
                             seq += 1
                         else:
                             next_in_group[g_last[gi]] = t
@@ -702,31 +739,26 @@ def run_lean(
                         comm_ids[n_comm] = rs_t[tb[x]]
                         comm_d[n_comm] = d_lg
                         n_comm += 1
-                    if hn + 1 > ht.shape[0]:
-                        ht = _grow(ht, hn + 1)
-                    if hn + 1 > hs.shape[0]:
-                        hs = _grow(hs, hn + 1)
-                    if hn + 1 > hm.shape[0]:
-                        hm = _grow(hm, hn + 1)
-                    if n_mfree:
-                        n_mfree -= 1
-                        nm = m_free[n_mfree]
-                    else:
-                        if n_msg == msg.shape[0]:
-                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                            m2[:n_msg] = msg
-                            msg = m2
-                        nm = n_msg
-                        n_msg += 1
-                    msg[nm, 0] = K_REPLY
-                    msg[nm, 1] = g
-                    msg[nm, 2] = l
-                    msg[nm, 3] = p_rej
-                    msg[nm, 4] = n_rej
-                    msg[nm, 5] = ma
-                    msg[nm, 6] = p_delta
-                    msg[nm, 7] = n_delta
-                    hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                        ht,
+                        hs,
+                        hm,
+                        hn,
+                        msg,
+                        m_free,
+                        n_mfree,
+                        n_msg,
+                        now + d_lg,
+                        seq,
+                        K_REPLY,
+                        g,
+                        l,
+                        p_rej,
+                        n_rej,
+                        ma,
+                        p_delta,
+                        n_delta,
+                    )
                     seq += 1
             elif kind == K_END:
                 # ---- LM l: the tasks ending at one instant on its workers ----
@@ -762,25 +794,26 @@ def run_lean(
                 counts[C_FINISHED] += 1
                 if not armed[l]:
                     armed[l] = True
-                    if hn + 1 > ht.shape[0]:
-                        ht = _grow(ht, hn + 1)
-                    if hn + 1 > hs.shape[0]:
-                        hs = _grow(hs, hn + 1)
-                    if hn + 1 > hm.shape[0]:
-                        hm = _grow(hm, hn + 1)
-                    if n_mfree:
-                        n_mfree -= 1
-                        nm = m_free[n_mfree]
-                    else:
-                        if n_msg == msg.shape[0]:
-                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                            m2[:n_msg] = msg
-                            msg = m2
-                        nm = n_msg
-                        n_msg += 1
-                    msg[nm, 0] = K_HEARTBEAT
-                    msg[nm, 2] = l
-                    hn = _push(ht, hs, hm, hn, _arm_at(now, phase[l], heartbeat), seq, nm)
+                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                        ht,
+                        hs,
+                        hm,
+                        hn,
+                        msg,
+                        m_free,
+                        n_mfree,
+                        n_msg,
+                        _arm_at(now, phase[l], heartbeat),
+                        seq,
+                        K_HEARTBEAT,
+                        0,
+                        l,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                    )
                     seq += 1
                 if n_done > tb.shape[0]:
                     tb = _grow(tb, n_done)
@@ -819,29 +852,26 @@ def run_lean(
                     n_pl += cnt
                     live_pl += 1
                     counts[C_TASK_DONE] += 1
-                    if hn + 1 > ht.shape[0]:
-                        ht = _grow(ht, hn + 1)
-                    if hn + 1 > hs.shape[0]:
-                        hs = _grow(hs, hn + 1)
-                    if hn + 1 > hm.shape[0]:
-                        hm = _grow(hm, hn + 1)
-                    if n_mfree:
-                        n_mfree -= 1
-                        nm = m_free[n_mfree]
-                    else:
-                        if n_msg == msg.shape[0]:
-                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                            m2[:n_msg] = msg
-                            msg = m2
-                        nm = n_msg
-                        n_msg += 1
-                    msg[nm, 0] = K_DONE
-                    msg[nm, 1] = og
-                    msg[nm, 2] = l
-                    msg[nm, 3] = p0
-                    msg[nm, 4] = cnt
-                    msg[nm, 5] = processed[l, og]
-                    hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                        ht,
+                        hs,
+                        hm,
+                        hn,
+                        msg,
+                        m_free,
+                        n_mfree,
+                        n_msg,
+                        now + d_lg,
+                        seq,
+                        K_DONE,
+                        og,
+                        l,
+                        p0,
+                        cnt,
+                        processed[l, og],
+                        0,
+                        0,
+                    )
                     seq += 1
                     tb[x] = -1
             elif kind == K_HEARTBEAT:
@@ -910,30 +940,26 @@ def run_lean(
                             n_sent += 1
                             counts[C_STATE_DELTA] += 1
                             live_pl += 1
-                            if hn + 1 > ht.shape[0]:
-                                ht = _grow(ht, hn + 1)
-                            if hn + 1 > hs.shape[0]:
-                                hs = _grow(hs, hn + 1)
-                            if hn + 1 > hm.shape[0]:
-                                hm = _grow(hm, hn + 1)
-                            if n_mfree:
-                                n_mfree -= 1
-                                nm = m_free[n_mfree]
-                            else:
-                                if n_msg == msg.shape[0]:
-                                    m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                                    m2[:n_msg] = msg
-                                    msg = m2
-                                nm = n_msg
-                                n_msg += 1
-                            msg[nm, 0] = K_DELTA
-                            msg[nm, 1] = g2
-                            msg[nm, 2] = l
-                            msg[nm, 3] = p0
-                            msg[nm, 4] = n_new
-                            msg[nm, 5] = processed[l, g2]
-                            msg[nm, 6] = 1 if byset[g2] else 0
-                            hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                            ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                                ht,
+                                hs,
+                                hm,
+                                hn,
+                                msg,
+                                m_free,
+                                n_mfree,
+                                n_msg,
+                                now + d_lg,
+                                seq,
+                                K_DELTA,
+                                g2,
+                                l,
+                                p0,
+                                n_new,
+                                processed[l, g2],
+                                1 if byset[g2] else 0,
+                                0,
+                            )
                             seq += 1
                         lm_counts[l, L_UPDATES_SENT] += n_sent
                     else:
@@ -960,30 +986,26 @@ def run_lean(
                                     n_pl += 1
                             n_pl += cnt
                             live_pl += 1
-                            if hn + 1 > ht.shape[0]:
-                                ht = _grow(ht, hn + 1)
-                            if hn + 1 > hs.shape[0]:
-                                hs = _grow(hs, hn + 1)
-                            if hn + 1 > hm.shape[0]:
-                                hm = _grow(hm, hn + 1)
-                            if n_mfree:
-                                n_mfree -= 1
-                                nm = m_free[n_mfree]
-                            else:
-                                if n_msg == msg.shape[0]:
-                                    m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                                    m2[:n_msg] = msg
-                                    msg = m2
-                                nm = n_msg
-                                n_msg += 1
-                            msg[nm, 0] = K_DELTA
-                            msg[nm, 1] = g2
-                            msg[nm, 2] = l
-                            msg[nm, 3] = p0
-                            msg[nm, 4] = cnt
-                            msg[nm, 5] = processed[l, g2]
-                            msg[nm, 6] = 0
-                            hn = _push(ht, hs, hm, hn, now + d_lg, seq, nm)
+                            ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                                ht,
+                                hs,
+                                hm,
+                                hn,
+                                msg,
+                                m_free,
+                                n_mfree,
+                                n_msg,
+                                now + d_lg,
+                                seq,
+                                K_DELTA,
+                                g2,
+                                l,
+                                p0,
+                                cnt,
+                                processed[l, g2],
+                                0,
+                                0,
+                            )
                             seq += 1
                 else:
                     for g2 in range(G):
@@ -1246,29 +1268,26 @@ def run_lean(
                         dec_t[n_dec] = now
                         n_dec += 1
                     counts[C_LAUNCH_REQ] += 1
-                    if hn + 1 > ht.shape[0]:
-                        ht = _grow(ht, hn + 1)
-                    if hn + 1 > hs.shape[0]:
-                        hs = _grow(hs, hn + 1)
-                    if hn + 1 > hm.shape[0]:
-                        hm = _grow(hm, hn + 1)
-                    if n_mfree:
-                        n_mfree -= 1
-                        nm = m_free[n_mfree]
-                    else:
-                        if n_msg == msg.shape[0]:
-                            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-                            m2[:n_msg] = msg
-                            msg = m2
-                        nm = n_msg
-                        n_msg += 1
-                    msg[nm, 0] = K_LAUNCH
-                    msg[nm, 1] = g
-                    msg[nm, 2] = lm
-                    msg[nm, 3] = req
-                    msg[nm, 4] = p0
-                    msg[nm, 5] = cnt
-                    hn = _push(ht, hs, hm, hn, now + d_gl, seq, nm)
+                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
+                        ht,
+                        hs,
+                        hm,
+                        hn,
+                        msg,
+                        m_free,
+                        n_mfree,
+                        n_msg,
+                        now + d_gl,
+                        seq,
+                        K_LAUNCH,
+                        g,
+                        lm,
+                        req,
+                        p0,
+                        cnt,
+                        0,
+                        0,
+                    )
                     seq += 1
                 n_bk[lm] = 0
             n_dirty = 0
