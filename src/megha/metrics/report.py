@@ -54,7 +54,7 @@ def _summarize(res: RunResult) -> tuple[dict[str, Any], dict[str, np.ndarray], t
     t0 = float(w.job_arrival.min()) if w.n_jobs else 0.0
     t1 = float(np.nanmax(rec.end)) if np.isfinite(rec.end).any() else t0
     utilization = S.utilization_summary(times, util, S.arrival_window(w), t1)
-    eligible = S.eligible_workers(w, res.datacenter)
+    eligible = res.eligible if res.eligible is not None else S.eligible_workers(w, res.datacenter)
     jobs["eligible_workers"] = S.job_rarest_eligible(w, eligible, res.feasible)
     starvation = S.delay_by_eligible(jobs["delay"], jobs["eligible_workers"], res.datacenter.n_workers)
     started = np.isfinite(rec.start)

@@ -39,6 +39,9 @@ class RunResult:
     # what the keys of ``counters`` mean: the run-level set, then the scheduler family's (megha.metrics.counters);
     # empty for a result built without a registry (a live run): summary.json then groups by the scheduler's name
     counter_sets: tuple[CounterSet, ...] = ()
+    # per task, how many workers could run it (megha.model.workload.eligible_worker_counts; ``feasible`` is
+    # ``eligible > 0``) when the runner computed it; None: the summary computes it
+    eligible: np.ndarray | None = None
 
     @property
     def scheduler(self) -> str:

@@ -146,6 +146,8 @@ def eligible_worker_counts(
 
 def _compress(masks: np.ndarray, positions: list[int]) -> np.ndarray:
     """``masks`` reduced to the bits at ``positions`` (bit ``positions[k]`` becomes bit ``k``)."""
+    if positions == list(range(len(positions))):  # the low bits already: keep them, drop the others
+        return (masks & MASK_DTYPE((1 << len(positions)) - 1)).astype(np.int64)
     out = np.zeros(masks.size, dtype=np.int64)
     for k, pos in enumerate(positions):
         out |= ((masks >> MASK_DTYPE(pos)) & MASK_DTYPE(1)).astype(np.int64) << k
@@ -154,11 +156,13 @@ def _compress(masks: np.ndarray, positions: list[int]) -> np.ndarray:
 
 def _superset_counts(tmask: np.ndarray, wmask: np.ndarray, positions: list[int]) -> np.ndarray:
     b = len(positions)
-    table = np.bincount(_compress(wmask, positions), minlength=1 << b).astype(np.int64)
+    # counts of at most len(wmask) workers: 32 bits halve the memory the b passes over the table move
+    dtype = np.int32 if wmask.size < 2**31 else np.int64
+    table = np.bincount(_compress(wmask, positions), minlength=1 << b).astype(dtype)
     for i in range(b):  # table[x] += table[x | bit i] for every x without bit i
         view = table.reshape(-1, 2, 1 << i)
         view[:, 0, :] += view[:, 1, :]
-    return table[_compress(tmask, positions)]
+    return table[_compress(tmask, positions)].astype(np.int64)
 
 
 def _pairwise_counts(tmask: np.ndarray, wmask: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from megha.metrics.processing import effective_costs
 from megha.metrics.recorder import TaskRecorder
 from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
-from megha.model.workload import Workload, feasible_tasks
+from megha.model.workload import Workload, eligible_worker_counts
 from megha.runner.drivers import Injector, TraceSource, Watchdog
 from megha.runner.faults import Strand, load_faults
 from megha.runner.faults import install as install_faults
@@ -72,7 +72,7 @@ def simulate_inputs(
     are then only labels): the scheduler, options, seed, delays and timeouts still come from ``cfg``."""
     t_wall = time.perf_counter() if t_wall is None else t_wall
     t_cpu = time.process_time()
-    engine, rec, deployment, feasible, options = build(cfg, workload, dc)
+    engine, rec, deployment, feasible, options, eligible = _build(cfg, workload, dc)
     source = TraceSource(workload, feasible, deployment.route)
     engine.add(source)
     n_feasible = int(feasible.sum())
@@ -137,6 +137,7 @@ def simulate_inputs(
         faults=None if faults is None else faults.log,
         stranded=None if faults is None else np.flatnonzero(faults.strand.stranded),
         counter_sets=registry.get(cfg.scheduler).counter_sets(),
+        eligible=eligible,
     )
 
 
@@ -144,12 +145,21 @@ def build(cfg: RunConfig, workload: Workload, dc: Datacenter) -> tuple[Engine, T
     """Wire ``cfg``'s scheduler for a workload and datacenter in memory, without running anything: the engine, the
     task recorder, the family's deployment (its components, routing and fault handler), the feasible-task mask and
     the validated options."""
+    return _build(cfg, workload, dc)[:5]
+
+
+def _build(
+    cfg: RunConfig, workload: Workload, dc: Datacenter
+) -> tuple[Engine, TaskRecorder, Any, np.ndarray, Any, np.ndarray]:
+    """:func:`build`, and each task's count of eligible workers (``feasible`` is ``eligible > 0``), counted once
+    for the run and its summary."""
     spec = registry.get(cfg.scheduler)
     mode = "resource" if dc.capacity is not None else "slot"
     if mode not in spec.modes:
         raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
     options = registry.parse_options(spec, cfg.options)
-    feasible = feasible_tasks(workload, dc)
+    eligible = eligible_worker_counts(workload.masks, workload.task_demand, dc.worker_masks, dc.capacity)
+    feasible = eligible > 0  # feasible_tasks(workload, dc)
 
     rec = TaskRecorder(workload.task_arrival, workload.task_demand)
     links = {("source", "*"): 0.0, ("watchdog", "*"): 0.0, ("injector", "*"): 0.0}
@@ -183,4 +193,4 @@ def build(cfg: RunConfig, workload: Workload, dc: Datacenter) -> tuple[Engine, T
         faults=cfg.faults is not None,
     )
     deployment = spec.build(ctx)
-    return engine, rec, deployment, feasible, options
+    return engine, rec, deployment, feasible, options, eligible
