@@ -25,7 +25,7 @@ from megha.cli_common import fail as _fail
 from megha.config import RunConfig
 from megha.errors import MeghaError
 
-app = typer.Typer(
+_app = typer.Typer(
     name="megha",
     help="Federated datacenter task scheduling: Megha and its peers on one deterministic simulator.",
     no_args_is_help=True,
@@ -33,7 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 trace_app = typer.Typer(help="Inspect and convert workload traces.", no_args_is_help=True)
-app.add_typer(trace_app, name="trace")
+_app.add_typer(trace_app, name="trace")
 
 
 def _version(value: bool) -> None:
@@ -44,7 +44,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _main(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
@@ -264,7 +264,7 @@ def _on_command_line(ctx: typer.Context, param: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
-@app.command(cls=_DefaultsHelp)
+@_app.command(cls=_DefaultsHelp)
 def simulate(
     ctx: typer.Context,
     scheduler: Scheduler = "megha",
@@ -358,7 +358,7 @@ def simulate(
         raise typer.Exit(3)
 
 
-@app.command(cls=_DefaultsHelp)
+@_app.command(cls=_DefaultsHelp)
 def compare(
     schedulers: Annotated[
         str | None,
@@ -469,7 +469,7 @@ def compare(
         raise typer.Exit(3)
 
 
-@app.command("schedulers")
+@_app.command("schedulers")
 def list_schedulers(
     name: Annotated[str | None, typer.Argument(help="show only this scheduler")] = None,
 ) -> None:
@@ -652,8 +652,18 @@ def trace_convert(
     console.print(f"wrote {w.n_jobs:,} jobs / {w.n_tasks:,} tasks to {dst}")
 
 
+#: commands defined in this module: running one of them needs none of the optional commands (nor their imports:
+#: the sweep runner, asyncio for the live commands)
+_CORE_COMMANDS = frozenset({"simulate", "compare", "schedulers"})
+_optional_registered = False
+
+
 def _register_optional_commands() -> None:
-    """Commands that live with their feature (reproduce, sweep, live) attach themselves here."""
+    """Commands that live with their feature (reproduce, sweep, live) attach themselves here (once)."""
+    global _optional_registered
+    if _optional_registered:
+        return
+    _optional_registered = True
     import importlib
 
     for mod in ("megha.experiments.cli", "megha.sweep.cli", "megha.live.cli"):
@@ -663,10 +673,15 @@ def _register_optional_commands() -> None:
             if e.name and e.name.startswith(mod.rsplit(".", 1)[0]):
                 continue
             raise
-        m.attach(app)
+        m.attach(_app)
 
 
-_register_optional_commands()
+def __getattr__(name: str) -> Any:
+    """``megha.cli.app``: the whole command, optional commands included (attached on first access)."""
+    if name == "app":
+        _register_optional_commands()
+        return _app
+    raise AttributeError(f"module 'megha.cli' has no attribute {name!r}")
 
 
 #: set by commands whose process has nothing left to clean up once their outputs are written (simulate, compare)
@@ -687,8 +702,13 @@ def main() -> None:
     import os
 
     code: int | str | None = 0
+    if len(sys.argv) < 2 or sys.argv[1] not in _CORE_COMMANDS:
+        _register_optional_commands()
+    from megha.metrics import plots
+
+    plots.LEAN_IMPORT = True  # this process writes its figures to files (see plots.LEAN_IMPORT)
     try:
-        app()
+        _app()
     except MeghaError as e:
         console.print(f"[bold red]error:[/] {e}", highlight=False)
         code = 2
