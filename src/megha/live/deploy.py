@@ -27,7 +27,7 @@ from megha.model.topology import Datacenter
 from megha.runner.inputs import STREAM_DATACENTER, stream
 from megha.samples import resolve
 from megha.schedulers.megha.layout import MeghaLayout
-from megha.schedulers.megha.wiring import make_gm, make_lm, megha_layout
+from megha.schedulers.megha.wiring import MeghaParts, megha_layout, megha_parts
 
 if TYPE_CHECKING:
     from megha.sim.component import Component
@@ -50,6 +50,11 @@ def datacenter_of(cfg: LiveConfig) -> Datacenter:
 def layout_of(cfg: LiveConfig, dc: Datacenter | None = None) -> MeghaLayout:
     """The deployment's LM clusters and GM partitions, cut as the simulator cuts them from the same options."""
     return megha_layout(dc if dc is not None else datacenter_of(cfg), cfg.megha)
+
+
+def parts_of(cfg: LiveConfig, layout: MeghaLayout | None = None) -> MeghaParts:
+    """What the deployment's GMs and LMs are built from (settings, fairness shares), by the simulator's function."""
+    return megha_parts(cfg.megha, layout if layout is not None else layout_of(cfg))
 
 
 def host_workers(layout: MeghaLayout, n_hosts: int, h: int, mode: str = "striped") -> list[int]:
@@ -206,6 +211,7 @@ def _req_base() -> int:
 
 
 async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaLayout | None = None) -> Runtime:
+    """Start GM ``g`` of the deployment on ``transport`` (built as the simulator builds it, from ``cfg.megha``)."""
     layout = layout or layout_of(cfg)
     if not 0 <= g < layout.n_gms:
         raise ValueError(f"GM index {g} outside 0..{layout.n_gms - 1}")
@@ -215,7 +221,7 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
     rt = Runtime(transport, cfg.name, f"gm{g}", "gm")
     from megha.live.runtime import ForwardingRecorder
 
-    gm = make_gm(g, layout, ForwardingRecorder(), cfg.megha, cls=LiveGlobalMaster, req_base=_req_base())
+    gm = parts_of(cfg, layout).gm(g, ForwardingRecorder(), cls=LiveGlobalMaster, req_base=_req_base())
     await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g, hold_timers_offline=True)
     await rt.start()
     return rt
@@ -224,6 +230,7 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
 async def start_lm(
     cfg: LiveConfig, lm: int, transport: Transport, role: str = "solo", layout: MeghaLayout | None = None
 ) -> Runtime:
+    """Start LM ``lm`` of the deployment on ``transport`` as ``role`` (solo, active or standby)."""
     layout = layout or layout_of(cfg)
     if not 0 <= lm < layout.n_lms:
         raise ValueError(f"LM index {lm} outside 0..{layout.n_lms - 1}")
@@ -235,7 +242,7 @@ async def start_lm(
     rt = Runtime(transport, cfg.name, f"lm{lm}-{role}", "lm")
     from megha.live.runtime import ForwardingRecorder
 
-    comp = make_lm(lm, layout, ForwardingRecorder(), cfg.megha, cls=LiveLocalMaster, host_timeout=cfg.ha.host_timeout)
+    comp = parts_of(cfg, layout).lm(lm, ForwardingRecorder(), cls=LiveLocalMaster, host_timeout=cfg.ha.host_timeout)
     await rt.host(
         comp,
         seed=cfg.datacenter.seed * 1000 + 500 + lm,
@@ -251,6 +258,7 @@ async def start_lm(
 async def start_host(
     cfg: LiveConfig, h: int, transport: Transport, layout: MeghaLayout | None = None, name: str | None = None
 ) -> Runtime:
+    """Start worker host ``h`` of the deployment on ``transport`` (``name``: its host name, default ``h<h>``)."""
     layout = layout or layout_of(cfg)
     n = cfg.workers.hosts
     if not 0 <= h < n:

@@ -69,7 +69,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 from pydantic import Field, PrivateAttr, model_validator
 
 from megha.errors import InputError
@@ -77,12 +76,11 @@ from megha.model.matching import Policy
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha._lean import lean_runner
 from megha.schedulers.megha.counters import COUNTERS
-from megha.schedulers.megha.fairness import FairShare
 from megha.schedulers.megha.faults import MeghaFaults
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.lm import LocalMaster
 from megha.schedulers.megha.simlm import InProcessWorkers, SimLocalMaster
-from megha.schedulers.megha.wiring import make_gm, make_lm, megha_layout
+from megha.schedulers.megha.wiring import job_users, megha_layout, megha_parts
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
 # what each profile sets (an option the user gives explicitly wins); ``paper`` is the papers' text
@@ -258,42 +256,18 @@ class MeghaOptions(SchedulerOptions):
         return {"truncate_durations": True, "dephase": True} if self.trace_quirks else {}
 
 
-def _fairness(ctx: BuildContext, opts: MeghaOptions, n_gms: int, total: float) -> tuple:
-    if not opts.shares:
-        return None, None
-    shares = np.asarray(opts.shares, dtype=np.float64)
-    if (shares < 0).any() or shares.sum() > 1 + 1e-9:
-        raise ValueError("fairness shares must be >= 0 and sum to at most 1")
-    U = shares.size
-    user_gm = np.asarray(opts.user_gms if opts.user_gms is not None else [u % n_gms for u in range(U)])
-    if user_gm.size != U or (user_gm < 0).any() or (user_gm >= n_gms).any():
-        raise InputError(f"user_gms must give a GM in 0..{n_gms - 1} for each of the {U} users")
-    w = ctx.workload
-    if w.job_user is not None and opts.users == "trace":
-        job_user = np.asarray(w.job_user, dtype=np.int64) % U
-    elif opts.users == "round-robin":
-        job_user = np.arange(w.n_jobs, dtype=np.int64) % U
-    else:
-        job_user = ctx.rng.integers(0, U, size=w.n_jobs)
-    return FairShare(shares, user_gm, total), job_user
-
-
 def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
+    """Megha's GMs and LMs for one simulation (the live runtime builds its own from :func:`.wiring.megha_parts`)."""
     opts: MeghaOptions = ctx.options
     layout = megha_layout(ctx.datacenter, opts, ctx.n_lms, ctx.n_gms, central=central)
-    total = float(layout.n_workers) if layout.capacity is None else float(layout.capacity[:, 0].sum())
-    fair, job_user = _fairness(ctx, opts, layout.n_gms, total)
-    if fair is not None and (opts.queue != "fifo" or opts.matching != "offer"):
-        raise InputError("megha: fairness shares need queue=fifo and matching=offer (one FIFO queue per user)")
-    if opts.handoff_after is not None and (
-        fair is not None or layout.capacity is not None or opts.queue != "fifo" or opts.matching != "offer"
-    ):
-        raise InputError("megha: handoff_after needs slot mode, no fairness shares, queue=fifo and matching=offer")
+    parts = megha_parts(opts, layout)
+    fair = parts.fair
+    w = ctx.workload
+    job_user = None if fair is None else job_users(opts, fair.n_users, w.n_jobs, w.job_user, ctx.rng)
     eng = ctx.host
     lms, gms = [], []
     # without per-message processing costs each LM runs its workers in-process (same timing, fewer events)
     in_process = opts.in_process_workers and eng.processing is None
-    w = ctx.workload
     first_arrival = float(w.job_arrival.min()) if w.n_jobs else 0.0
     lm_kw = {
         "phase": first_arrival - 0.05 if opts.heartbeat_phase == "aligned" else None,
@@ -303,12 +277,9 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
             eng.add(InProcessWorkers(layout.pool_address(lm)))
             lms.append(
                 eng.add(
-                    make_lm(
+                    parts.lm(
                         lm,
-                        layout,
                         ctx.recorder,
-                        opts,
-                        fair=fair,
                         cls=SimLocalMaster,
                         launch_delay=eng.delay_model.delay(LocalMaster.kind, WorkerPool.kind),
                         report_delay=eng.delay_model.delay(WorkerPool.kind, LocalMaster.kind),
@@ -319,7 +290,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
         else:
             cap = None if layout.capacity is None else layout.capacity
             eng.add(WorkerPool(layout.pool_address(lm), layout.n_workers, ctx.recorder, capacity=cap))
-            lms.append(eng.add(make_lm(lm, layout, ctx.recorder, opts, fair=fair, **lm_kw)))
+            lms.append(eng.add(parts.lm(lm, ctx.recorder, **lm_kw)))
     ow = {}
     if opts.pull_overwrites and layout.capacity is not None:  # the megha20 profile leaves it off in resource mode
         if opts._ow_given:
@@ -327,7 +298,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     elif opts.pull_overwrites:  # the GM -> LM delay: a booking younger than that is not verified yet
         ow["pull_overwrites"] = eng.delay_model.delay(GlobalMaster.kind, LocalMaster.kind)
     for g in range(layout.n_gms):
-        gms.append(eng.add(make_gm(g, layout, ctx.recorder, opts, fair=fair, job_user=job_user, **ow)))
+        gms.append(eng.add(parts.gm(g, ctx.recorder, job_user=job_user, **ow)))
     n_g = layout.n_gms
     if fair is not None:
         user_gm = fair.user_gm
