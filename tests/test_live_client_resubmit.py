@@ -47,6 +47,7 @@ def _messages(path: str, js: np.ndarray, feasible: np.ndarray, w, gms: int = 2, 
 
     cl = LiveClient.__new__(LiveClient)
     cl.run_id = 5
+    cl.fair = None  # no fairness shares: jobs of a dead GM go to the others
     cl.counters = __import__("collections").Counter()
     cl.layout = SimpleNamespace(n_gms=gms, gm_address=lambda g: f"gm{g}")
     sent: list = []

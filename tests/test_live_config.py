@@ -50,9 +50,7 @@ def test_unknown_key_named_with_a_suggestion(tmp_path: Path) -> None:
         load_config(_write(tmp_path, "[broker]\nprot = 2\n"))
 
 
-@pytest.mark.parametrize(
-    "line", ['profile = "iot23"', 'queue = "fewest-tasks"', "shares = [0.5, 0.5]", "handoff_after = 10.0"]
-)
+@pytest.mark.parametrize("line", ['profile = "iot23"', 'queue = "fewest-tasks"', "handoff_after = 10.0"])
 def test_simulator_only_settings_refused(tmp_path: Path, line: str) -> None:
     key = line.split(" ")[0]
     with pytest.raises(InputError, match=f"{key}=.*not supported by the live runtime"):
@@ -62,6 +60,22 @@ def test_simulator_only_settings_refused(tmp_path: Path, line: str) -> None:
 def test_fairness_options_accepted_as_in_the_simulator(tmp_path: Path) -> None:
     cfg = load_config(_write(tmp_path, '[megha]\npolicy = "first"\npreempt_candidates = 4\nreply_always = true\n'))
     assert cfg.megha.preempt_candidates == 4 and cfg.megha.reply_always
+    cfg = load_config(_write(tmp_path, '[megha]\nshares = [0.25, 0.75]\nuser_gms = [1, 0]\nusers = "trace"\n'))
+    assert cfg.megha.shares == [0.25, 0.75] and cfg.megha.user_gms == [1, 0] and cfg.megha.users == "trace"
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("shares = [0.75, 0.5]", "sum to at most 1"),
+        ("shares = [0.5, 0.5]\nuser_gms = [0, 2]", "user_gms must give a GM in 0..1"),
+        ("shares = [0.5, 0.5]\nuser_gms = [0]", "for each of the 2 users"),
+        ("user_gms = [0]", "needs fairness shares"),
+    ],
+)
+def test_bad_fairness_settings_refused_when_loaded(tmp_path: Path, line: str, why: str) -> None:
+    with pytest.raises(InputError, match=why):
+        load_config(_write(tmp_path, f"[megha]\n{line}\n"))
 
 
 def test_sim_options_are_megha_options() -> None:
@@ -109,6 +123,7 @@ def test_every_megha_option_reaches_the_live_masters_or_is_explained() -> None:
         *live_config._LIVE_PAPER_ONLY,
         *live_config._LIVE_UNSET_ONLY,
         *live_config.SIMULATOR_ONLY,
+        *live_config.FAIRNESS,
     ]
     assert set(placed) == set(sim), f"MeghaOptions fields not placed for the live runtime: {set(sim) - set(placed)}"
     # the settings reach the live masters as they reach the simulated ones

@@ -47,6 +47,7 @@ SAMPLES = [
     L.HostLaunch("h0", 3, [1, 2], [3, 4], [0.5, 1.0], "megha/lm0", None),
     L.HostKill("h0", 3, [1], "megha/lm0"),
     L.Relaunch(0, [1, 2], [1.0, 2.0], [3, 4]),
+    L.Relaunch(0, [1, 2], [1.0, 2.0], [3, 4], None, [0, 1]),
     L.Holding(1, [7, 8]),
     L.JobBatch(
         np.array([3, 4]),

@@ -1,12 +1,13 @@
 """The client: submit a trace (time-compressed) or one job, follow it, and measure it like the simulator.
 
-The client sends :class:`~megha.schedulers.common.messages.JobArrival` messages to the GMs (round robin by
-job, as the simulator routes them) at the trace's arrival times divided by the compression factor (task
-durations are divided by the same factor), collects the task events the services publish (``decided`` by a
-GM, ``started`` by a worker host, ``finished`` by the LM when it accepts a worker's completion report, ``known``
-when the GM learns of the completion, ``lost`` when a worker died under a task), and at the end builds the simulator's
-:class:`~megha.metrics.recorder.TaskRecorder` and :class:`~megha.runner.RunResult` from them, so
-:func:`megha.metrics.report.write_run` writes the same ``summary.json``, tables and plots.
+The client sends :class:`~megha.schedulers.common.messages.JobArrival` messages to the GMs (round robin by job, as
+the simulator routes them; with fairness shares each job to the GM of its user queue) at the trace's arrival times
+divided by the compression factor (task durations are divided by the same factor), collects the task events the
+services publish (``decided`` by a GM, ``started`` by a worker host, ``finished`` by the LM when it accepts a
+worker's completion report, ``known`` when the GM learns of the completion, ``lost`` when a worker died under a
+task), and at the end builds the simulator's :class:`~megha.metrics.recorder.TaskRecorder` and
+:class:`~megha.runner.RunResult` from them, so :func:`megha.metrics.report.write_run` writes the same
+``summary.json``, tables and plots.
 
 Faults handled here: when a GM restarts (new incarnation in its status), the tasks that GM held and that
 never started are submitted to it again once it has rebuilt its view (it is stateless; the client is the
@@ -51,6 +52,7 @@ from megha.model.workload import Workload, feasible_tasks
 from megha.runner.inputs import STREAM_TASK_CONSTRAINTS, stream
 from megha.schedulers.common.messages import JobArrival
 from megha.schedulers.megha.layout import MeghaLayout
+from megha.schedulers.megha.wiring import fair_share, job_users
 
 log = logging.getLogger("megha.live.client")
 
@@ -63,6 +65,7 @@ MAX_BATCH_JOBS = 256  # jobs per JobBatch message (a burst due at once is split)
 # leaves when it is due, so latency at moderate rates is unchanged
 SUBMIT_WINDOW_RATE = 2000.0
 SUBMIT_WINDOW_MAX = 0.005  # s
+USERS_STREAM = 0x75736572  # with the datacenter seed: the generator of random user queues (``users = "random"``)
 STALE_START_GRACE = 15.0  # s: a task lost once, started again and silent this long past its duration is resubmitted
 
 
@@ -194,6 +197,9 @@ class LiveClient:
         self._seq: dict[str, int] = {}
         self.run_id = 0
         self.client_id = 0
+        # fairness shares (``[megha] shares``): each job goes to the GM of its user queue (Algorithm 2), as the
+        # simulator routes it, and never to another GM (the user's queue is there)
+        self.fair = fair_share(cfg.megha, layout)
         self._reset_run()
 
     def _reset_run(self) -> None:
@@ -359,9 +365,12 @@ class LiveClient:
         orphan_grace: float = 3.0,
         progress: Callable[[int, int], object] | None = None,
     ) -> LiveRun:
-        """Submit ``workload`` (arrival times relative to now) and wait for every feasible task."""
+        """Submit ``workload`` (arrival times relative to now) and wait for every feasible task.
+
+        With fairness shares each job gets a user queue as the simulator gives it (``[megha] users``; ``random``
+        draws from the datacenter seed) and goes to that queue's GM; the run's workload carries these users."""
         self._reset_run()
-        w = workload
+        w = self.with_users(workload)
         feasible = feasible_tasks(w, dc)
         self.n = w.n_tasks
         self.started = np.zeros(self.n, dtype=np.int32)
@@ -389,7 +398,8 @@ class LiveClient:
         await self.wait_ready(ready_timeout, run=self.run_id)
         next_check = time.monotonic() + 1.0
         G = self.layout.n_gms
-        job_gm = np.arange(w.n_jobs) % G
+        fair = self.fair
+        job_gm = np.arange(w.n_jobs) % G if fair is None else fair.user_gm[w.job_user].astype(np.int64)
         submitted = np.zeros(w.n_tasks, dtype=bool)
         submitted_at = np.full(w.n_jobs, np.nan)
         order = np.argsort(w.job_arrival, kind="stable")
@@ -419,7 +429,7 @@ class LiveClient:
                 j = int(order[pos])
                 pos += 1
                 g = int(job_gm[j])
-                if g in dead:
+                if g in dead and fair is None:
                     alive = [x for x in range(G) if x not in dead]
                     g = alive[j % len(alive)] if alive else g
                     job_gm[j] = g
@@ -552,6 +562,14 @@ class LiveClient:
             dict(self.outputs),
         )
 
+    def with_users(self, w: Workload) -> Workload:
+        """``w`` with each job's user queue when the deployment has fairness shares (as the simulator's builder
+        draws them: :func:`~megha.schedulers.megha.wiring.job_users`), else ``w`` itself."""
+        if self.fair is None:
+            return w
+        rng = np.random.default_rng([self.cfg.datacenter.seed, USERS_STREAM])
+        return replace(w, job_user=job_users(self.cfg.megha, self.fair.n_users, w.n_jobs, w.job_user, rng))
+
     def _submit_due(
         self,
         js: np.ndarray,
@@ -568,7 +586,7 @@ class LiveClient:
         ``MAX_BATCH_JOBS`` jobs (the tasks of each job that fit the datacenter; a job with none is not sent), as the
         per-job loop does, with array operations."""
         gs = job_gm[js]
-        if dead:
+        if dead and self.fair is None:  # with fairness shares a job's GM holds its user's queue: it waits for it
             alive = [x for x in range(self.layout.n_gms) if x not in dead]
             gone = np.isin(gs, list(dead))
             if gone.any() and alive:

@@ -93,11 +93,15 @@ _LIVE_PAPER_ONLY = (
     "heartbeat_phase",
     "trace_quirks",
 )
-_LIVE_UNSET_ONLY = ("shares", "user_gms", "handoff_after")
+_LIVE_UNSET_ONLY = ("handoff_after",)
 # MeghaOptions settings that only shape a simulation (accepted, no effect live): how the simulator runs the workers,
-# the megha20 profile's state pull (it needs matching=scan, refused above), how jobs get users for fairness shares
-# (refused above); every other setting reaches the live masters through megha.schedulers.megha.wiring
-SIMULATOR_ONLY = ("in_process_workers", "pull_overwrites", "users")
+# the megha20 profile's state pull (it needs matching=scan, refused above); every other setting reaches the live
+# masters through megha.schedulers.megha.wiring
+SIMULATOR_ONLY = ("in_process_workers", "pull_overwrites")
+#: fairness shares (Algorithm 2): ``shares`` and ``user_gms`` reach the live masters through
+#: :func:`~megha.schedulers.megha.wiring.megha_parts` (the simulator's), ``users`` gives the client's jobs their user
+#: queue through :func:`~megha.schedulers.megha.wiring.job_users` (the simulator's)
+FAIRNESS = ("shares", "user_gms", "users")
 #: the settings whose default differs live, each explained in :class:`LiveMeghaOptions`
 LIVE_DEFAULTS = ("heartbeat", "gms", "lms")
 
@@ -113,14 +117,18 @@ class LiveMeghaOptions(MeghaOptions):
       ``--lms``;
     * the live runtime runs the ``paper`` profile: the reference simulators' behaviours (``profile``,
       ``queue``, ``route``, ``partition_order``, ``matching``, ``reject``, ``full_pull``, ``heartbeat_phase``,
-      ``trace_quirks``), fairness shares (``shares``, ``user_gms``) and the starvation remedy (``handoff_after``)
-      are refused with a clear error if set to anything else; ``in_process_workers``, ``pull_overwrites`` and
-      ``users`` concern the simulator only.
+      ``trace_quirks``) and the starvation remedy (``handoff_after``) are refused with a clear error if set to
+      anything else; ``in_process_workers`` and ``pull_overwrites`` concern the simulator only;
+    * fairness shares (``shares``, ``user_gms``, ``preemption``, ``preempt_candidates``) run live as in the
+      simulator (Algorithm 2: one queue per user at the GM ``user_gms`` names, preemption verified by the LMs);
+      the client gives each job its user queue as ``users`` says (``random`` draws from ``datacenter.seed``) and
+      sends it to that queue's GM.
 
-    Every other setting has the simulator's default and reaches the live GMs and LMs through the functions the
-    simulator's builder uses (:mod:`megha.schedulers.megha.wiring`: ``make_gm``/``make_lm`` with ``gm_settings``/
-    ``lm_settings``, the layout from ``megha_layout``), so it means the same in both; ``tests/test_live_config.py``
-    checks that every option of ``MeghaOptions`` is one of these kinds (docs/extending.md).
+    Every other setting has the simulator's default and reaches the live GMs and LMs through the function the
+    simulator's builder uses (:func:`megha.schedulers.megha.wiring.megha_parts`: the fairness shares, the GMs' and
+    LMs' settings ``gm_settings``/``lm_settings``; the layout from ``megha_layout``), so it means the same in both;
+    ``tests/test_live_config.py`` checks that every option of ``MeghaOptions`` is one of these kinds
+    (docs/extending.md).
     """
 
     gms: int = Field(2, ge=1, description="number of GMs of the deployment (live: default 2)")
@@ -139,9 +147,18 @@ class LiveMeghaOptions(MeghaOptions):
         bad += [f"{k}={getattr(self, k)!r}" for k in _LIVE_UNSET_ONLY if getattr(self, k) is not None]
         if bad:
             raise ValueError(
-                f"{', '.join(bad)}: not supported by the live runtime (it runs the paper profile without fairness "
-                "shares or handoff; these settings are for `megha simulate`)"
+                f"{', '.join(bad)}: not supported by the live runtime (it runs the paper profile without "
+                "handoff; these settings are for `megha simulate`)"
             )
+        if self.shares is not None:
+            n = len(self.shares)
+            if any(s < 0 for s in self.shares) or sum(self.shares) > 1 + 1e-9:
+                raise ValueError("fairness shares must be >= 0 and sum to at most 1")
+            gms = self.user_gms
+            if gms is not None and (len(gms) != n or not all(0 <= g < self.gms for g in gms)):
+                raise ValueError(f"user_gms must give a GM in 0..{self.gms - 1} for each of the {n} users")
+        elif self.user_gms is not None:
+            raise ValueError("user_gms needs fairness shares (shares)")
         return self
 
     def sim_options(self) -> dict[str, Any]:

@@ -228,16 +228,18 @@ class LiveGlobalMaster(GlobalMaster):
     def _on_relaunch(self, msg: Relaunch, now: float) -> None:
         entries = []
         dem = msg.demands
+        users = msg.users
         for i, t in enumerate(msg.tasks):
             e = self._entries.pop(t, None)
+            user = 0 if users is None else int(users[i])  # the task's user queue (fairness shares)
             if e is None and self._held.pop(t, None) is not None:  # an LM held it for an earlier incarnation
-                e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], 0)
+                e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], user, -1)
             if e is None:
                 if t in self._have:  # already queued again (its client resubmitted it): never twice
                     self.counters["duplicate_tasks_dropped"] += 1
                     continue
                 self._have[t] = now
-                e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], 0)
+                e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], user, -1)
             entries.append(e)
         self.counters["tasks_handed_back"] += len(entries)
         self.requeue(entries, True, now)
@@ -249,11 +251,16 @@ class LiveGlobalMaster(GlobalMaster):
             check_batch(msg)  # the columns fit together (raises ValueError)
             if self.fair is not None:
                 _rng_check(msg.users, 0, self.fair.n_users, "user (fairness queue)")
+                if (self.fair.user_gm[np.asarray(msg.users, dtype=np.int64)] != self.g).any():
+                    raise ValueError(f"{_what(msg)}: a job of a user whose queue is at another GM")
         if isinstance(msg, JobArrival | JobBatch):
             _rng_check(msg.tasks, 0, 1 << 62, "task id")
             _rng_check(msg.durations, 0, 1 << 40, "duration")
-            if isinstance(msg, JobArrival) and self.fair is not None and not 0 <= msg.user < self.fair.n_users:
-                raise ValueError(f"user {msg.user} has no fairness queue")
+            if isinstance(msg, JobArrival) and self.fair is not None:
+                if not 0 <= msg.user < self.fair.n_users:
+                    raise ValueError(f"user {msg.user} has no fairness queue")
+                if int(self.fair.user_gm[msg.user]) != self.g:
+                    raise ValueError(f"job {msg.job}: user {msg.user}'s queue is at another GM")
             if self.resource_mode:
                 R = self.view.free.shape[1]
                 if msg.demands is None or msg.demands.shape != (len(msg.tasks), R):
@@ -281,6 +288,12 @@ class LiveGlobalMaster(GlobalMaster):
             _rng_check(msg.delta_workers, lo, hi, "worker")
             if msg.request not in self.preempting:
                 raise ValueError(f"no preemption request {msg.request} is pending")
+        elif isinstance(msg, Relaunch) and self.fair is not None:
+            if msg.users is None or len(msg.users) != len(msg.tasks):
+                raise ValueError("a hand-back needs each task's user queue when fairness shares are on")
+            _rng_check(msg.users, 0, self.fair.n_users, "user (fairness queue)")
+            if (self.fair.user_gm[np.asarray(msg.users, dtype=np.int64)] != self.g).any():
+                raise ValueError("a hand-back of a task of a user whose queue is at another GM")
         elif isinstance(msg, Preempted | Relaunch):
             pass
         elif isinstance(msg, Holding):
@@ -698,7 +711,14 @@ class LiveLocalMaster(LocalMaster):
             dem = None if items[0][4] is None else np.array([x[4] for x in items])
             self.port.send(
                 self.gm_addr[gm],
-                Relaunch(self.l, [x[0] for x in items], [x[3] for x in items], [x[5] for x in items], dem),
+                Relaunch(
+                    self.l,
+                    [x[0] for x in items],
+                    [x[3] for x in items],
+                    [x[5] for x in items],
+                    dem,
+                    None if self.fair is None else [x[2] for x in items],
+                ),
             )
 
     # --- checks and status ---------------------------------------------------------------------------------

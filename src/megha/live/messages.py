@@ -74,6 +74,7 @@ class Relaunch:
     durations: list[float]
     masks: list[int]
     demands: object = None  # [n, R] numpy array in resource mode
+    users: list[int] | None = None  # each task's user queue (fairness shares), else None
 
 
 @dataclass(slots=True)

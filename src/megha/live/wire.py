@@ -318,6 +318,12 @@ K_IDS = _vector("iu", "integers", _INT_T, None)
 K_IDS_ARR = _vector("iu", "integers", _INT_T, "<i8")
 K_MASKS_ARR = _vector("iu", "integers", _INT_T, "<u4")
 K_FLOATS = _vector("fiu", "numbers", _NUM_T, None)
+
+
+def _k_ids_opt(v: Any) -> Any:
+    return None if v is None else K_IDS(v)
+
+
 K_FLOATS_ARR = _vector("fiu", "numbers", _NUM_T, "<f8")
 
 
@@ -482,6 +488,7 @@ SCHEMAS: dict[str, Schema] = dict(
             ("durations", K_FLOATS),
             ("masks", K_IDS),
             ("demands", _k_mat_opt),
+            ("users", _k_ids_opt),
             same=("tasks", "durations", "masks"),
             rows=("demands", "tasks"),
         ),
