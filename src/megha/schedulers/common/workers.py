@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch, LaunchFailed
 from megha.sim.component import Component
 
@@ -40,13 +40,11 @@ class WorkerPool(Component):
         super().__init__(address)
         self.rec = recorder
         self.unlimited = unlimited
-        self.capacity = capacity
-        self.slot_task = [-1] * n_workers  # slot mode: task running on each worker
-        self.used = None if capacity is None else np.zeros_like(capacity)
+        #: what each worker holds (slot mode: its task; resource mode: its used vector) and the workers down
+        self.ledger = WorkerLedger(address, n_workers, capacity, unlimited=unlimited)
         self._ends: dict[float, list] = {}  # end time -> tasks ending then
         self._running: dict[int, tuple[float, int, str, np.ndarray | None]] = {}
         self._as_list: dict[str, bool] = {}  # reply address -> launcher used lists
-        self.dead: set[int] | None = None  # workers down (a fault; see fail_workers); None until the first fault
 
     def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, Launch):
@@ -56,11 +54,8 @@ class WorkerPool(Component):
         else:
             super().on_message(msg, now)
 
-    def _over(self, w: int, now: float, what: str) -> None:
-        raise SimulationError(f"{self.address}: worker {w} over-committed at t={now:.6f}: {what}")
-
     def _launch(self, msg: Launch, now: float) -> None:
-        if self.dead:
+        if self.ledger.dead:
             msg = self._bounce(msg)
             if msg is None:
                 return
@@ -69,20 +64,7 @@ class WorkerPool(Component):
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
         durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
         demands = msg.demands
-        if not self.unlimited:
-            if self.used is None:
-                slot = self.slot_task
-                for t, w in zip(tasks, workers, strict=True):
-                    if slot[w] >= 0:
-                        self._over(w, now, f"it already runs task {slot[w]}")
-                    slot[w] = t
-            else:
-                wa = np.asarray(workers, dtype=np.int64)
-                np.add.at(self.used, wa, demands)
-                over = (self.used[wa] > self.capacity[wa] + 1e-9).any(axis=1)
-                if over.any():
-                    w = int(wa[np.flatnonzero(over)[0]])
-                    self._over(w, now, f"used {self.used[w].tolist()} > capacity {self.capacity[w].tolist()}")
+        self.ledger.claim(tasks, workers, now, demands)
         self.rec.started(msg.tasks, now, msg.workers)
         reply = msg.reply_to
         self._as_list[reply] = as_list
@@ -125,14 +107,7 @@ class WorkerPool(Component):
                 self.port.send(reply, Finished(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr))
 
     def _release(self, tasks: list[int], workers: list[int], demands: np.ndarray | None) -> None:
-        if self.unlimited:
-            return
-        if self.used is None:
-            slot = self.slot_task
-            for w in workers:
-                slot[w] = -1
-        else:
-            np.subtract.at(self.used, np.asarray(workers, dtype=np.int64), demands)
+        self.ledger.release(workers, demands)
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []
@@ -155,10 +130,8 @@ class WorkerPool(Component):
         """Workers die at ``now``: the tasks running on them stop (their runs are recorded as lost) and their
         resources are released; launches that reach a dead worker later are answered :class:`LaunchFailed`
         until :meth:`restore_workers`. Returns ``(task, worker, launcher)`` of every task lost."""
-        dead = set(int(w) for w in workers)
-        if self.dead is None:
-            self.dead = set()
-        self.dead |= dead
+        self.ledger.fail(workers)
+        dead = self.ledger.dead
         lost = [(t, e[1], e[2], e[3]) for t, e in self._running.items() if e[1] in dead]
         if not lost:
             return []
@@ -171,18 +144,15 @@ class WorkerPool(Component):
 
     def restore_workers(self, workers: list[int]) -> None:
         """Dead workers are back (empty)."""
-        if self.dead:
-            self.dead.difference_update(int(w) for w in workers)
+        self.ledger.restore(workers)
 
     def _bounce(self, msg: Launch) -> Launch | None:
         """Answer the part of a launch aimed at dead workers with :class:`LaunchFailed`; the rest to start (None:
         nothing)."""
-        dead = self.dead
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
-        bad = [i for i, w in enumerate(workers) if w in dead]
+        ok, bad = self.ledger.split_dead(workers)
         if not bad:
             return msg
-        ok = [i for i, w in enumerate(workers) if w not in dead]
         as_list = isinstance(msg.tasks, list)
         tasks = np.asarray(msg.tasks, dtype=np.int64)
         wa = np.asarray(workers, dtype=np.int64)
@@ -200,4 +170,5 @@ class WorkerPool(Component):
         return Launch(part(tasks, ok), part(wa, ok), part(durs, ok), msg.reply_to, ok_dem)
 
     def running_tasks(self) -> int:
+        """Tasks running on the workers."""
         return len(self._running)
