@@ -83,7 +83,7 @@ def test_resource_claim_release_in_order() -> None:
     assert led.used[1].tolist() == [0.5, 0.5]  # exactly full is no over-commit
     assert not led.fits(1, np.array([0.0, 1e-6]))
     assert led.fits(0, np.array([0.7, 1.5]))
-    assert np.allclose(led.free(), cap - led.used)
+    assert np.allclose(led.room(), cap - led.used)
     led.release([0, 0], d[:2])
     assert led.used[0].tolist() == (ref - d[0] - d[1]).tolist()
     led.clear([1])
@@ -149,3 +149,29 @@ def test_compiled_kernels_apply_the_same_rules() -> None:
         a.over_row(1, 0.0)
     k.release_resources(a.used, w, d, 0)
     assert np.allclose(a.used, [[0.0, 0.0], [0.2, 0.0]])
+
+
+def test_resource_free_tracking_subtracts_in_order() -> None:
+    cap = np.array([[1.0, 2.0], [0.5, 0.5]])
+    led = WorkerLedger("pool", 2, cap, track_free=True)
+    assert led.used is None and led.free.tolist() == cap.tolist()
+    d = np.array([[0.1, 0.2], [0.2, 0.3], [0.5, 0.5]])
+    led.claim([0, 1, 2], [0, 0, 1], 0.0, d)
+    ref = cap[0].copy()
+    ref -= d[0]
+    ref -= d[1]
+    assert led.free[0].tolist() == ref.tolist()  # bit-identical to subtracting one by one
+    assert led.free[1].tolist() == [0.0, 0.0]
+    assert not led.fits(1, np.array([0.0, 1e-6]))
+    assert led.fits(0, np.array([0.7, 1.5]))
+    assert led.room().tolist() == led.free.tolist()
+    with pytest.raises(
+        SimulationError, match=OVER.format(w=1, t="1.000000") + r"used \[0\.75, 0\.5\] > capacity \[0\.5, 0\.5\]"
+    ):
+        led.claim([3], [1], 1.0, np.array([[0.25, 0.0]]))
+    led.release([1], np.array([[0.25, 0.0]]))
+    led.release([0, 0, 1], d)
+    assert np.allclose(led.free, cap)
+    led.claim([4], [0], 2.0, np.array([[1.0, 1.0]]))
+    led.clear([0])
+    assert led.free[0].tolist() == cap[0].tolist()

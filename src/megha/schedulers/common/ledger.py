@@ -9,16 +9,18 @@ that bookkeeping, written once:
   list by default — the per-task Python paths of the simulator index it about five times faster than a numpy
   array — or an ``int64`` array (``slot_array=True``) for families whose hot path is vectorized or compiled;
 * resource mode: :attr:`WorkerLedger.used` holds, per worker, the sum of the requests of its running tasks
-  (``float64``, the same shape as :attr:`WorkerLedger.capacity`);
+  (``float64``, the same shape as :attr:`WorkerLedger.capacity`) — or, with ``track_free=True``,
+  :attr:`WorkerLedger.free` holds ``capacity`` minus those requests, subtracted one by one, for families whose
+  scheduler decides on the very same free vector (the oracle): ``capacity - used`` is not bit-identical to it;
 * :meth:`WorkerLedger.claim` and :meth:`WorkerLedger.release` take many workers at once (resource mode and array
   slots: vectorized; sums are added in the order given, as ``np.add.at`` does, so results are bit-identical
   to a loop); :meth:`WorkerLedger.claim_one` is the single-task form for per-task hot paths;
 * workers that failed (:attr:`WorkerLedger.dead`) for the families that refuse launches to them.
 
 A worker is over-committed when a slot that holds a task is claimed again, or when ``used > capacity +``
-:data:`OVER_EPS` in any resource. The error is always :func:`over_committed`'s :class:`~megha.errors.SimulationError`
-``"<owner>: worker <w> over-committed at t=<now>: <what>"`` (``what``: :func:`slot_taken` or :func:`over_capacity`),
-so tests and users match one text whichever family raised it.
+:data:`OVER_EPS` (``free < -OVER_EPS``) in any resource. The error is always :func:`over_committed`'s
+:class:`~megha.errors.SimulationError` ``"<owner>: worker <w> over-committed at t=<now>: <what>"`` (``what``:
+:func:`slot_taken` or :func:`over_capacity`), so tests and users match one text whichever family raised it.
 
 Workers are numbered globally; a ledger may hold a contiguous range of them (an LM's cluster): ``first`` is the
 global id of its row 0 and every method takes global ids. Compiled kernels use the same check on the same arrays
@@ -74,6 +76,7 @@ class WorkerLedger:
         *,
         first: int = 0,
         slot_array: bool = False,
+        track_free: bool = False,
         unlimited: bool = False,
     ) -> None:
         self.owner = owner
@@ -83,15 +86,20 @@ class WorkerLedger:
         self.resource_mode = capacity is not None
         #: resource mode: each worker's capacity (``float64 [n, R]``; the caller's array when it is one already)
         self.capacity: np.ndarray | None = None
-        #: resource mode: the summed requests of each worker's running tasks
+        #: resource mode: the summed requests of each worker's running tasks (None with ``track_free``)
         self.used: np.ndarray | None = None
+        #: resource mode with ``track_free``: each worker's capacity minus the requests of its running tasks
+        self.free: np.ndarray | None = None
         #: slot mode: the task each worker runs, ``FREE`` if none (list, or ``int64`` array with ``slot_array``)
         self.task: list[int] | np.ndarray | None = None
         if capacity is not None:
             self.capacity = np.asarray(capacity, dtype=np.float64)
             if self.capacity.ndim != 2 or self.capacity.shape[0] != self.n_workers:
                 raise ValueError(f"{owner}: capacity must be [{self.n_workers}, R], got {self.capacity.shape}")
-            self.used = np.zeros_like(self.capacity)
+            if track_free:
+                self.free = self.capacity.copy()
+            else:
+                self.used = np.zeros_like(self.capacity)
         elif slot_array:
             self.task = np.full(self.n_workers, FREE, dtype=np.int64)
         else:
@@ -110,7 +118,8 @@ class WorkerLedger:
 
     def over_row(self, row: int, now: float) -> NoReturn:
         """Raise the resource-mode error of the worker at ``row`` (its index in this ledger)."""
-        raise over_committed(self.owner, row + self.first, now, over_capacity(self.used[row], self.capacity[row]))
+        used = self.used[row] if self.free is None else self.capacity[row] - self.free[row]
+        raise over_committed(self.owner, row + self.first, now, over_capacity(used, self.capacity[row]))
 
     # --- rows ---------------------------------------------------------------------------------------------------
     def rows(self, workers: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -134,9 +143,12 @@ class WorkerLedger:
         one are kept (the run stops anyway)."""
         if self.unlimited:
             return
-        if self.used is not None:
+        if self.resource_mode:
             idx = self.rows(workers)
-            np.add.at(self.used, idx, demands)
+            if self.free is None:
+                np.add.at(self.used, idx, demands)
+            else:
+                np.subtract.at(self.free, idx, demands)
             self.check_rows(idx, now)
             return
         slot = self.task
@@ -181,8 +193,11 @@ class WorkerLedger:
         only if it still runs ``tasks[i]`` (a later launch may have taken it already)."""
         if self.unlimited:
             return
-        if self.used is not None:
-            np.subtract.at(self.used, self.rows(workers), demands)
+        if self.resource_mode:
+            if self.free is None:
+                np.subtract.at(self.used, self.rows(workers), demands)
+            else:
+                np.add.at(self.free, self.rows(workers), demands)
             return
         slot = self.task
         if isinstance(slot, np.ndarray):
@@ -203,6 +218,8 @@ class WorkerLedger:
     # --- resource checks ----------------------------------------------------------------------------------------
     def over_rows(self, rows: np.ndarray) -> np.ndarray:
         """Resource mode: for each of ``rows``, whether its worker exceeds its capacity in some resource."""
+        if self.free is not None:
+            return (self.free[rows] < -OVER_EPS).any(axis=1)
         return (self.used[rows] > self.capacity[rows] + OVER_EPS).any(axis=1)
 
     def check_rows(self, rows: np.ndarray, now: float) -> None:
@@ -214,11 +231,13 @@ class WorkerLedger:
     def fits(self, worker: int, demand: np.ndarray) -> bool:
         """Resource mode: whether ``demand`` fits in ``worker``'s free resources (with the check's tolerance)."""
         k = worker - self.first
+        if self.free is not None:
+            return bool((self.free[k] + OVER_EPS >= demand).all())
         return bool((self.used[k] + demand <= self.capacity[k] + OVER_EPS).all())
 
-    def free(self) -> np.ndarray:
-        """Resource mode: each worker's free resources, ``capacity - used`` (a new array)."""
-        return self.capacity - self.used
+    def room(self) -> np.ndarray:
+        """Resource mode: each worker's free resources (a new array; ``capacity - used`` without ``track_free``)."""
+        return self.capacity - self.used if self.free is None else self.free.copy()
 
     # --- state --------------------------------------------------------------------------------------------------
     def running_on(self, worker: int) -> int:
@@ -237,7 +256,9 @@ class WorkerLedger:
         if self.unlimited:
             return
         rows = slice(None) if workers is None else self.rows(list(workers))
-        if self.used is not None:
+        if self.free is not None:
+            self.free[rows] = self.capacity[rows]
+        elif self.used is not None:
             self.used[rows] = 0.0
         elif isinstance(self.task, np.ndarray):
             self.task[rows] = FREE
