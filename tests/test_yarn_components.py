@@ -234,12 +234,17 @@ def test_node_manager_rejects_over_commit():
     rec = TaskRecorder(np.zeros(5))
     nm = attach(NodeManagers("nm", "rm", HeartbeatSchedule(np.array([0.5]), 1.0), 1, rec))
     nm.on_message(Launch(np.array([0]), np.array([0]), np.array([1.0]), "nm"), 0.0)
-    with pytest.raises(SimulationError, match="over-committed"):
+    with pytest.raises(
+        SimulationError, match=r"^nm: worker 0 over-committed at t=0\.100000: task 1 launched while it runs task 0$"
+    ):
         nm.on_message(Launch(np.array([1]), np.array([0]), np.array([1.0]), "nm"), 0.1)
     nmr = attach(
         NodeManagers("nm", "rm", HeartbeatSchedule(np.array([0.5]), 1.0), 1, rec, capacity=np.array([[2.0, 2.0]]))
     )
-    with pytest.raises(SimulationError, match="over-committed"):
+    with pytest.raises(
+        SimulationError,
+        match=r"^nm: worker 0 over-committed at t=0\.000000: used \[3\.0, 3\.0\] > capacity \[2\.0, 2\.0\]$",
+    ):
         nmr.on_message(Launch(np.array([0, 1]), np.array([0, 0]), np.ones(2), "nm", np.ones((2, 2)) * 1.5), 0.0)
 
 

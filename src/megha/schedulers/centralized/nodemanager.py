@@ -2,9 +2,10 @@
 
 One component hosts the node managers of all nodes. It runs the containers the RM launches (checking that the
 RM never over-commits a node: one container per node in slot mode, demands within capacity in resource mode,
-else :class:`~megha.errors.SimulationError`) and reports each finished container to the RM at its node's first
-heartbeat tick after the container ended. Heartbeats of nodes with nothing to report are not simulated (see
-:mod:`megha.schedulers.centralized.heartbeats`). A container's end is recorded at its true end time.
+else the :class:`~megha.schedulers.common.ledger.WorkerLedger`'s :class:`~megha.errors.SimulationError`) and
+reports each finished container to the RM at its node's first heartbeat tick after the container ended. Heartbeats
+of nodes with nothing to report are not simulated (see :mod:`megha.schedulers.centralized.heartbeats`). A
+container's end is recorded at its true end time.
 
 Node failures (fault schedules, :mod:`megha.schedulers.centralized.faults`): :meth:`NodeManagers.fail_nodes` kills
 a node's containers (their runs are recorded lost; a container that ended but whose heartbeat was not sent yet is
@@ -23,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.centralized.heartbeats import HeartbeatSchedule
 from megha.schedulers.centralized.messages import (
@@ -34,10 +34,9 @@ from megha.schedulers.centralized.messages import (
     NodesRegistered,
     Resync,
 )
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Launch
 from megha.sim.component import Component
-
-_EPS = 1e-9
 
 
 class NodeManagers(Component):
@@ -59,9 +58,12 @@ class NodeManagers(Component):
         self.rm = rm
         self.schedule = schedule
         self.rec = recorder
-        self.capacity = None if capacity is None else np.asarray(capacity, dtype=np.float64)
-        self.used = None if capacity is None else np.zeros_like(self.capacity)
-        self.on_node: list[int] = [-1] * int(n_nodes)  # slot mode: container running on each node
+        #: what each node holds (slot mode: its container; resource mode: its used vector), the dead nodes and the
+        #: over-commit check; on_node / used / capacity / dead are the ledger's own objects
+        self.ledger = WorkerLedger(address, n_nodes, capacity)
+        self.capacity = self.ledger.capacity
+        self.used = self.ledger.used
+        self.on_node: list[int] | None = self.ledger.task  # slot mode: container running on each node
         self._due: dict[float, list] = {}  # tick -> [(task, node, end, demand)]
         self.heartbeats = 0
         self.running = 0
@@ -69,7 +71,7 @@ class NodeManagers(Component):
         # faults: each node's state version (2·incarnation + 1 up, 2·incarnation dead), dead nodes, nodes back up
         # whose registration the RM has not accepted yet
         self.ver: list[int] | None = None
-        self.dead: set[int] = set()
+        self.dead: set[int] = self.ledger.dead
         self.gated: set[int] = set()
         self.refused = 0
 
@@ -92,25 +94,7 @@ class NodeManagers(Component):
             msg, tasks, nodes, durations = self._refuse(msg, tasks, nodes, durations)
             if not tasks:
                 return
-        if self.used is None:
-            on_node = self.on_node
-            for t, w in zip(tasks, nodes, strict=True):
-                if on_node[w] >= 0:
-                    raise SimulationError(
-                        f"{self.address}: node {w} over-committed at t={now:.6f}: task {t} "
-                        f"launched while it runs task {on_node[w]}"
-                    )
-                on_node[w] = t
-        else:
-            w_arr = np.asarray(nodes, dtype=np.int64)
-            np.add.at(self.used, w_arr, msg.demands)
-            over = (self.used[w_arr] > self.capacity[w_arr] + _EPS).any(axis=1)
-            if over.any():
-                w = int(w_arr[np.flatnonzero(over)[0]])
-                raise SimulationError(
-                    f"{self.address}: node {w} over-committed at t={now:.6f}: used "
-                    f"{self.used[w].tolist()} > capacity {self.capacity[w].tolist()}"
-                )
+        self.ledger.claim(tasks, nodes, now, msg.demands)
         self.rec.started(tasks, now, nodes)
         self.running += len(tasks)
         due = self._due
@@ -171,11 +155,10 @@ class NodeManagers(Component):
         """Nodes die at ``now``: their containers are lost (recorded as lost runs). Returns what the RM's liveness
         monitor reports."""
         ver = self._versions()
-        dead = [w for w in dict.fromkeys(nodes) if w not in self.dead]
+        dead = self.ledger.fail(nodes)
         gone = set(dead)
         for w in dead:
             ver[w] += 1
-            self.dead.add(w)
             self.gated.discard(w)
         lost = []
         for tick, items in self._due.items():
@@ -196,10 +179,9 @@ class NodeManagers(Component):
     def restore_nodes(self, nodes: list[int], now: float) -> None:
         """Dead nodes come back empty and register with the RM; they take launches once it accepted them."""
         ver = self._versions()
-        back = [w for w in dict.fromkeys(nodes) if w in self.dead]
+        back = self.ledger.restore(nodes)
         for w in back:
             ver[w] += 1
-            self.dead.discard(w)
             self.gated.add(w)
         if back:
             self.port.send(self.rm, NodesRegistered(back, [ver[w] for w in back], [], []))

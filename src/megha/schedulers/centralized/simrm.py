@@ -6,9 +6,9 @@ after it ends and a ``NodeHeartbeat`` message back — three engine events. :cla
 exactly that timing but handles the node managers' side in-process: the start the node managers would have
 recorded is recorded when the RM commits a launch, and the heartbeat reaches the RM through one absolute-time
 timer at the instant the ``NodeHeartbeat`` message would have arrived (containers reported at the same tick share
-it). The node managers' checks (one container per node) and counters are kept, and the message counts report the
-``Launch`` and ``NodeHeartbeat`` messages modelled; the communication delay of a launch is recorded as the engine
-would.
+it). The node managers' checks (one container per node: a :class:`~megha.schedulers.common.ledger.WorkerLedger` and
+its error) and counters are kept, and the message counts report the ``Launch`` and ``NodeHeartbeat`` messages
+modelled; the communication delay of a launch is recorded as the engine would.
 
 Only the order of events that fall at exactly the same simulated instant may differ from the multi-component form
 (a heartbeat is ordered by when its container was launched, not by when the node managers' timer fired), so
@@ -31,9 +31,9 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.schedulers.centralized.messages import NodeHeartbeat, NodesLost, NodesRegistered
 from megha.schedulers.centralized.rm import ResourceManager
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Launch
 from megha.sim.component import Port, timer_queue_of
 
@@ -60,7 +60,9 @@ class SimResourceManager(ResourceManager):
         if self.resource:
             raise ValueError(f"{self.address}: in-process node managers are for slot mode only")
         self.launch_delay = float(launch_delay)
-        self.on_node: list[int] = [-1] * len(self.mask_of)  # the node managers' own record
+        #: the node managers' own record (the container each node runs) and the over-commit check
+        self.ledger = WorkerLedger(self.address, len(self.mask_of))
+        self.on_node: list[int] = self.ledger.task  # the ledger's list, read and written on the hot paths
         self._due: dict[float, list] = {}  # tick -> [the node managers' timer instant, (task, node, end)...]
         self.nm_heartbeats = 0
         self.nm_ver: list[int] | None = None  # the node managers' state versions (faults; see ResourceManager.ver)
@@ -155,10 +157,7 @@ class SimResourceManager(ResourceManager):
         t1 = now + d  # when the node managers get the launch
         on_node = self.on_node
         if on_node[w] >= 0:
-            raise SimulationError(
-                f"{self.address}: node {w} over-committed at t={t1:.6f}: task {t} "
-                f"launched while it runs task {on_node[w]}"
-            )
+            self.ledger.over_slot(w, t, t1)
         on_node[w] = t
         rec.launched_one(t, d, t1, w)  # add_comm_one and started_one in one call
         e = t1 + dur
@@ -230,14 +229,7 @@ class SimResourceManager(ResourceManager):
         rec.add_comm(lt, d)
         port.count_message(Launch)
         t1 = now + d  # when the node managers get the launch
-        on_node = self.on_node
-        for t, w in zip(lt, lw, strict=True):
-            if on_node[w] >= 0:
-                raise SimulationError(
-                    f"{self.address}: node {w} over-committed at t={t1:.6f}: task {t} "
-                    f"launched while it runs task {on_node[w]}"
-                )
-            on_node[w] = t
+        self.ledger.claim(lt, lw, t1)
         rec.started(lt, t1, lw)
         due = self._due
         next_tick = self.schedule.next_tick
@@ -340,4 +332,4 @@ class SimResourceManager(ResourceManager):
 
     def running(self) -> int:
         """Containers running on the nodes."""
-        return sum(1 for t in self.on_node if t >= 0)
+        return self.ledger.busy()
