@@ -126,3 +126,20 @@ def test_end_to_end_an_idle_datacenter_adds_no_delay():
     d = job_table(r.workload, r.recorder, r.feasible)["delay"]
     assert np.allclose(d, 0.0, atol=1e-9)
     assert r.counters["oracle_left_queued"] == 0
+
+
+def test_over_commit_is_the_ledgers_error_in_both_modes():
+    """The oracle never over-commits; if its placement were wrong, the workers' ledger raises its one error."""
+    from megha.errors import SimulationError
+
+    o, _ = make([0, 0])
+    o._start([1], [0], [5.0], [None], 0.0)
+    with pytest.raises(SimulationError, match=r"^o: worker 0 over-committed at t=1\.000000: task 2 launched while"):
+        o._start([2], [0], [5.0], [None], 1.0)
+    o, _ = make([0, 0], capacity=np.array([[1.0, 1.0], [1.0, 1.0]]))
+    o._take_resource(1, np.array([0.5, 1.0]), 0.0)
+    with pytest.raises(
+        SimulationError,
+        match=r"^o: worker 1 over-committed at t=2\.000000: used \[1\.5, 1\.0\] > capacity \[1\.0, 1\.0\]$",
+    ):
+        o._take_resource(1, np.array([1.0, 0.0]), 2.0)

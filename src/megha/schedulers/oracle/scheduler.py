@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.model import bitset
 from megha.model.matching import Policy, SegmentedIndex, WaitQueue
 from megha.schedulers.common.fewest import FewestTasksQueue
+from megha.schedulers.common.ledger import OVER_EPS, WorkerLedger
 from megha.schedulers.common.messages import JobArrival
 from megha.sim.component import Component
 
-_EPS = 1e-9
+_EPS = OVER_EPS  # the fit tolerance: a task fits where the workers' ledger lets it run
 
 
 class Oracle(Component):
@@ -58,9 +58,12 @@ class Oracle(Component):
         self.avail = self.index.all_available()
         self.mask_of: list[int] = worker_masks.tolist()
         self.resource = capacity is not None
-        self.capacity = None if capacity is None else np.asarray(capacity, dtype=np.float64)
-        self.free = None if capacity is None else self.capacity.copy()
-        self.running_on: list[int] = [-1] * n  # slot mode: the task each worker runs
+        #: the workers: the task each runs (slot mode) or its free resources (resource mode: the oracle places on
+        #: them, so the ledger keeps the free vector itself) and the over-commit check
+        self.ledger = WorkerLedger(address, n, capacity, track_free=True)
+        self.capacity = self.ledger.capacity
+        self.free = self.ledger.free  # resource mode: the ledger's free vectors
+        self.running_on: list[int] | None = self.ledger.task  # slot mode: the ledger's list
         self.queue = FewestTasksQueue() if queue == "fewest-tasks" else WaitQueue()
         self._ends: dict[float, list] = {}  # end instant -> [(task, worker, demand row or None)]
         self._u: list[float] = []
@@ -132,7 +135,7 @@ class Oracle(Component):
                     qe.append((t, durs[i], dem))
                     qm.append(masks[i])
                 else:
-                    self._take_resource(w, dem)
+                    self._take_resource(w, dem, now)
                     lt.append(t)
                     lw.append(w)
                     ld.append(durs[i])
@@ -165,11 +168,11 @@ class Oracle(Component):
             self.stats["placed_at_arrival"] += len(lt)
             self._start(lt, lw, ld, lm, now)
 
-    def _take_resource(self, w: int, dem: np.ndarray) -> None:
+    def _take_resource(self, w: int, dem: np.ndarray, now: float) -> None:
         f = self.free[w]
         f -= dem
-        if (f < -_EPS).any():
-            raise SimulationError(f"{self.address}: worker {w} over-committed: free {f.tolist()}")
+        if (f < -OVER_EPS).any():
+            self.ledger.over_row(w, now)
         if not (f > _EPS).all():
             self.avail[w >> 6] &= ~np.uint64(1 << (w & 63))
 
@@ -183,7 +186,7 @@ class Oracle(Component):
         for t, w, d, dem in zip(tasks, workers, durs, dems, strict=True):
             if slot:
                 if running[w] >= 0:
-                    raise SimulationError(f"{self.address}: worker {w} over-committed: it runs task {running[w]}")
+                    self.ledger.over_slot(w, t, now)
                 running[w] = t
             e = now + d
             lst = ends.get(e)
