@@ -143,6 +143,14 @@ class WorkerLedger:
         one are kept (the run stops anyway)."""
         if self.unlimited:
             return
+        slot = self.task
+        if type(slot) is list and type(workers) is list and type(tasks) is list and not self.first:
+            for t, w in zip(tasks, workers, strict=True):  # the common case, without a call per batch
+                cur = slot[w]
+                if cur >= 0 and (ended is None or not ended(cur)):
+                    self.over_slot(w, t, now)
+                slot[w] = t
+            return
         if self.resource_mode:
             idx = self.rows(workers)
             if self.free is None:
@@ -151,7 +159,6 @@ class WorkerLedger:
                 np.subtract.at(self.free, idx, demands)
             self.check_rows(idx, now)
             return
-        slot = self.task
         lo = self.first
         if isinstance(slot, np.ndarray) and ended is None:
             idx = self.rows(workers)
