@@ -229,7 +229,11 @@ class SimResourceManager(ResourceManager):
         rec.add_comm(lt, d)
         port.count_message(Launch)
         t1 = now + d  # when the node managers get the launch
-        self.ledger.claim(lt, lw, t1)
+        on_node = self.on_node  # the ledger's list: its claim, inline
+        for t, w in zip(lt, lw, strict=True):
+            if on_node[w] >= 0:
+                self.ledger.over_slot(w, t, t1)
+            on_node[w] = t
         rec.started(lt, t1, lw)
         due = self._due
         next_tick = self.schedule.next_tick
