@@ -22,6 +22,10 @@ A worker is over-committed when a slot that holds a task is claimed again, or wh
 :class:`~megha.errors.SimulationError` ``"<owner>: worker <w> over-committed at t=<now>: <what>"`` (``what``:
 :func:`slot_taken` or :func:`over_capacity`), so tests and users match one text whichever family raised it.
 
+The check is the ledger's whatever the caller: per-task hot paths of the simulator may apply the slot test inline on
+the ledger's own list (``if ledger.task[k] >= 0: ledger.over_slot(w, t, now)``, then ``ledger.task[k] = t``) to
+save a Python call per batch or task — the same rule, state and error.
+
 Workers are numbered globally; a ledger may hold a contiguous range of them (an LM's cluster): ``first`` is the
 global id of its row 0 and every method takes global ids. Compiled kernels use the same check on the same arrays
 through :mod:`megha.schedulers.common._ledger_kernels` (plain ``@njit`` functions, imported lazily so the command

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
-from megha.schedulers.common.ledger import WorkerLedger
+from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch, LaunchFailed
 from megha.sim.component import Component
 
@@ -42,6 +42,8 @@ class WorkerPool(Component):
         self.unlimited = unlimited
         #: what each worker holds (slot mode: its task; resource mode: its used vector) and the workers down
         self.ledger = WorkerLedger(address, n_workers, capacity, unlimited=unlimited)
+        # slot mode: the ledger's list, claimed and freed inline (no call per batch); None otherwise
+        self._slot = None if unlimited else self.ledger.task
         self._ends: dict[float, list] = {}  # end time -> tasks ending then
         self._running: dict[int, tuple[float, int, str, np.ndarray | None]] = {}
         self._as_list: dict[str, bool] = {}  # reply address -> launcher used lists
@@ -64,7 +66,14 @@ class WorkerPool(Component):
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
         durs = msg.durations if isinstance(msg.durations, list) else msg.durations.tolist()
         demands = msg.demands
-        self.ledger.claim(tasks, workers, now, demands)
+        slot = self._slot
+        if slot is not None:  # the ledger's slot claim, inline
+            for t, w in zip(tasks, workers, strict=True):
+                if slot[w] >= 0:
+                    self.ledger.over_slot(w, t, now)
+                slot[w] = t
+        elif not self.unlimited:
+            self.ledger.claim(tasks, workers, now, demands)
         self.rec.started(msg.tasks, now, msg.workers)
         reply = msg.reply_to
         self._as_list[reply] = as_list
@@ -107,7 +116,12 @@ class WorkerPool(Component):
                 self.port.send(reply, Finished(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr))
 
     def _release(self, tasks: list[int], workers: list[int], demands: np.ndarray | None) -> None:
-        self.ledger.release(workers, demands)
+        slot = self._slot
+        if slot is not None:  # the ledger's slot release, inline
+            for w in workers:
+                slot[w] = FREE
+        elif not self.unlimited:
+            self.ledger.release(workers, demands)
 
     def _kill(self, msg: Kill, now: float) -> None:
         ts, ws, ds = [], [], []
