@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 from megha.schedulers.common._sampling_kernels import sample_groups
 
@@ -48,43 +47,92 @@ N_COUNTS = 15
 _Q, _K, _A, _B, _C = range(5)
 
 
-@njit(cache=True, inline="always")
-def _less(evi: np.ndarray, evf: np.ndarray, x: int, y: int) -> bool:
-    tx = evf[x, 0]
-    ty = evf[y, 0]
-    return tx < ty or (tx == ty and evi[x, _Q] < evi[y, _Q])
-
-
 @njit(cache=True)
-def _push(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray, t: float, k: int, a: int, b: int,
-          c: int, x: float) -> None:  # fmt: skip
-    """Queue an event at ``t`` (its sequence number: the next one); ``st``: heap size, free slots, sequence."""
+def _push(heap: np.ndarray, hkt: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray, t: float, k: int,
+          a: int, b: int, c: int, x: float) -> None:  # fmt: skip
+    """Queue a timer at ``t`` (its sequence number: the next one). ``heap[i]``: sequence number and slot of the
+    heap's entry ``i`` (the free slots in the rows past ``hkt.size``), ``hkt[i]`` its time; ``st``: heap size, free
+    slots, next sequence number, -, slots used."""
+    half = hkt.size
     nf = st[1]
     if nf > 0:
-        slot = heap[heap.size // 2 + nf - 1]
+        slot = heap[half + nf - 1, 1]
         st[1] = nf - 1
     else:
         slot = st[4]
         st[4] += 1
-    evi[slot, _Q] = st[2]
-    st[2] += 1
     evi[slot, _K] = k
     evi[slot, _A] = a
     evi[slot, _B] = b
     evi[slot, _C] = c
-    evf[slot, 0] = t
     evf[slot, 1] = x
+    q = st[2]
+    st[2] += 1
     i = st[0]
     st[0] = i + 1
     while i > 0:
         p = (i - 1) >> 1
-        q = heap[p]
-        if _less(evi, evf, slot, q):
-            heap[i] = q
+        tp = hkt[p]
+        if t < tp or (t == tp and q < heap[p, 0]):
+            hkt[i] = tp
+            heap[i, 0] = heap[p, 0]
+            heap[i, 1] = heap[p, 1]
             i = p
         else:
             break
-    heap[i] = slot
+    hkt[i] = t
+    heap[i, 0] = q
+    heap[i, 1] = slot
+
+
+@njit(cache=True, inline="always")
+def _end_home(end_t: np.ndarray, e: float) -> int:
+    """The home slot of end time ``e`` in the table of end groups (its size a power of two)."""
+    h = np.uint64(np.int64(e * 1048576.0)) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64(h >> np.uint64(40)) & (end_t.size - 1)
+
+
+@njit(cache=True)
+def _end_get(end_t: np.ndarray, end_g: np.ndarray, e: float) -> int:
+    """The end group of the tasks ending at ``e``, or -1."""
+    m = end_t.size - 1
+    i = _end_home(end_t, e)
+    while end_g[i] >= 0:
+        if end_t[i] == e:
+            return end_g[i]
+        i = (i + 1) & m
+    return -1
+
+
+@njit(cache=True)
+def _end_put(end_t: np.ndarray, end_g: np.ndarray, e: float, g: int) -> None:
+    """Add end time ``e`` (not in the table) with its group ``g``."""
+    m = end_t.size - 1
+    i = _end_home(end_t, e)
+    while end_g[i] >= 0:
+        i = (i + 1) & m
+    end_t[i] = e
+    end_g[i] = g
+
+
+@njit(cache=True)
+def _end_del(end_t: np.ndarray, end_g: np.ndarray, e: float) -> None:
+    """Remove end time ``e`` (in the table), shifting back the entries that probed past it."""
+    m = end_t.size - 1
+    i = _end_home(end_t, e)
+    while end_t[i] != e or end_g[i] < 0:
+        i = (i + 1) & m
+    j = i
+    while True:
+        j = (j + 1) & m
+        if end_g[j] < 0:
+            break
+        k = _end_home(end_t, end_t[j])
+        if (i <= j and (k <= i or k > j)) or (i > j and k <= i and k > j):
+            end_t[i] = end_t[j]
+            end_g[i] = end_g[j]
+            i = j
+    end_g[i] = -1
 
 
 @njit(cache=True)
@@ -108,28 +156,33 @@ def _lane(lane_i: np.ndarray, lane_f: np.ndarray, ls: np.ndarray, st: np.ndarray
 
 
 @njit(cache=True)
-def _pop(heap: np.ndarray, evi: np.ndarray, evf: np.ndarray, st: np.ndarray) -> int:
-    """The slot of the first event (its slot is free again once read)."""
-    top = heap[0]
+def _pop(heap: np.ndarray, hkt: np.ndarray, st: np.ndarray) -> int:
+    """Take the first timer off the heap (its time: ``hkt[0]`` before); returns its slot, free again once read."""
+    top = heap[0, 1]
     n = st[0] - 1
     st[0] = n
     if n > 0:
-        last = heap[n]
+        lt = hkt[n]
+        lq = heap[n, 0]
+        lslot = heap[n, 1]
         i = 0
         while True:
             c = 2 * i + 1
             if c >= n:
                 break
-            if c + 1 < n and _less(evi, evf, heap[c + 1], heap[c]):
+            if c + 1 < n and (hkt[c + 1] < hkt[c] or (hkt[c + 1] == hkt[c] and heap[c + 1, 0] < heap[c, 0])):
                 c += 1
-            if _less(evi, evf, heap[c], last):
-                heap[i] = heap[c]
+            if hkt[c] < lt or (hkt[c] == lt and heap[c, 0] < lq):
+                hkt[i] = hkt[c]
+                heap[i, 0] = heap[c, 0]
+                heap[i, 1] = heap[c, 1]
                 i = c
             else:
                 break
-        heap[i] = last
-    half = heap.size // 2
-    heap[half + st[1]] = top  # the free list lives in the upper half of the heap array
+        hkt[i] = lt
+        heap[i, 0] = lq
+        heap[i, 1] = lslot
+    heap[hkt.size + st[1], 1] = top
     st[1] += 1
     return top
 
@@ -295,7 +348,8 @@ def run_lean(
     P = n_probes
     # --- the event queue: a binary heap of slots (upper half of `heap`: the free slots) ---
     cap = 2 * n_w + P + 2 * n_jobs + n_f + 16
-    heap = np.empty(2 * cap, dtype=np.int64)
+    heap = np.empty((2 * cap, 2), dtype=np.int64)
+    hkt = np.empty(cap, dtype=np.float64)
     evi = np.empty((cap, 5), dtype=np.int64)
     evf = np.empty((cap, 2), dtype=np.float64)
     st = np.zeros(5, dtype=np.int64)  # heap size, free slots, next sequence, -, slots used
@@ -352,7 +406,11 @@ def run_lean(
     eg_tail = np.empty(n_f + 1, dtype=np.int64)
     eg_n = np.zeros(n_f + 1, dtype=np.int64)
     egc = 0
-    ends = Dict.empty(key_type=types.float64, value_type=types.int64)
+    n_slots = 16
+    while n_slots < 4 * n_w + 16:
+        n_slots *= 2
+    end_t = np.zeros(n_slots)  # end time -> its end group (open addressing; -1: empty), at most one per worker
+    end_g = np.full(n_slots, -1, dtype=np.int64)
     # --- message payloads ---
     gt_w = np.empty(P, dtype=np.int64)
     gt_g = np.empty(P, dtype=np.int64)
@@ -405,15 +463,13 @@ def run_lean(
 
     # on_start: the source's first timer, then the watchdog's
     if n_jobs:
-        _push(heap, evi, evf, st, 0.0 + 0.0 + max(0.0, job_arrival[order[0]] - 0.0), E_SRC, 0, 0, 0, 0.0)
-    _push(heap, evi, evf, st, 0.0 + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
+        _push(heap, hkt, evi, evf, st, 0.0 + 0.0 + max(0.0, job_arrival[order[0]] - 0.0), E_SRC, 0, 0, 0, 0.0)
+    _push(heap, hkt, evi, evf, st, 0.0 + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
     while st[0] > 0 or ls[1] > 0:
         # the engine's next event: the lane's head or the heap's top, whichever is first in (time, sequence)
         h = ls[0]
         if ls[1] > 0 and (
-            st[0] == 0
-            or lane_f[h, 0] < evf[heap[0], 0]
-            or (lane_f[h, 0] == evf[heap[0], 0] and lane_i[h, _Q] < evi[heap[0], _Q])
+            st[0] == 0 or lane_f[h, 0] < hkt[0] or (lane_f[h, 0] == hkt[0] and lane_i[h, _Q] < heap[0, 0])
         ):
             now = lane_f[h, 0]
             x = lane_f[h, 1]
@@ -424,8 +480,8 @@ def run_lean(
             ls[0] = h + 1 if h + 1 < lane_f.shape[0] else 0
             ls[1] -= 1
         else:
-            slot = _pop(heap, evi, evf, st)
-            now = evf[slot, 0]
+            now = hkt[0]
+            slot = _pop(heap, hkt, st)
             x = evf[slot, 1]
             k = evi[slot, _K]
             a = evi[slot, _A]
@@ -466,8 +522,8 @@ def run_lean(
                 e = at + durations[t]
                 run_w[t] = w
                 run_s[t] = s
-                if e in ends:  # another task ends at the same instant: one timer
-                    gid = ends[e]
+                gid = _end_get(end_t, end_g, e)
+                if gid >= 0:  # another task ends at the same instant: one timer
                     t_next[eg_tail[gid]] = t
                     t_next[t] = -1
                     eg_tail[gid] = t
@@ -475,12 +531,12 @@ def run_lean(
                 else:
                     gid = egc
                     egc += 1
-                    ends[e] = gid
+                    _end_put(end_t, end_g, e, gid)
                     eg_head[gid] = t
                     eg_tail[gid] = t
                     eg_n[gid] = 1
                     t_next[t] = -1
-                    _push(heap, evi, evf, st, at + (e - at), E_END, gid, 0, 0, e)
+                    _push(heap, hkt, evi, evf, st, at + (e - at), E_END, gid, 0, 0, e)
                 st_ids[n_st] = t
                 st_t[n_st] = at
                 st_w[n_st] = w
@@ -500,7 +556,7 @@ def run_lean(
                 serve = q_len[w] > 0
             else:  # _on_end
                 gid = a
-                del ends[x]
+                _end_del(end_t, end_g, x)
                 if eg_n[gid] == 1:
                     t = eg_head[gid]
                     w = run_w[t]
@@ -618,7 +674,7 @@ def run_lean(
                             q_head[w] = p_next[p]
                             q_len[w] -= 1
                             counts[C_REQ] += 1
-                            _push(heap, evi, evf, st, xx + d_ms, E_REQ, j, w, p_grp[p], xx - p_t0[p])
+                            _push(heap, hkt, evi, evf, st, xx + d_ms, E_REQ, j, w, p_grp[p], xx - p_t0[p])
         elif k == E_PROBES:  # SparrowMonitors._probes
             j = a
             s = job_sched[j]
@@ -645,7 +701,7 @@ def run_lean(
                         o_x[n_out] = 0.0
                         n_out += 1
                         continue
-                    _push(heap, evi, evf, st, ia, E_WAKE, w, 0, 0, 0.0)
+                    _push(heap, hkt, evi, evf, st, ia, E_WAKE, w, 0, 0, 0.0)
                 p_t0[p] = now
                 p_next[p] = -1
                 if q_len[w] == 0:
@@ -755,8 +811,8 @@ def run_lean(
                 on_worker[w] = t
                 run_w[t] = w
                 run_s[t] = s
-                if e in ends:  # another task ends at the same instant: one timer
-                    gid = ends[e]
+                gid = _end_get(end_t, end_g, e)
+                if gid >= 0:  # another task ends at the same instant: one timer
                     t_next[eg_tail[gid]] = t
                     t_next[t] = -1
                     eg_tail[gid] = t
@@ -764,12 +820,12 @@ def run_lean(
                 else:
                     gid = egc
                     egc += 1
-                    ends[e] = gid
+                    _end_put(end_t, end_g, e, gid)
                     eg_head[gid] = t
                     eg_tail[gid] = t
                     eg_n[gid] = 1
                     t_next[t] = -1
-                    _push(heap, evi, evf, st, now + (e - now), E_END, gid, 0, 0, e)
+                    _push(heap, hkt, evi, evf, st, now + (e - now), E_END, gid, 0, 0, e)
                 n_started += 1
             if status != OK:
                 break
@@ -896,9 +952,9 @@ def run_lean(
                 if src_lane:
                     _lane(lane_i, lane_f, ls, st, now + d_src, E_JOB, j, 0, 0, 0.0)
                 else:
-                    _push(heap, evi, evf, st, now + d_src, E_JOB, j, 0, 0, 0.0)
+                    _push(heap, hkt, evi, evf, st, now + d_src, E_JOB, j, 0, 0, 0.0)
             if pos < n_jobs:
-                _push(heap, evi, evf, st, now + 0.0 + (job_arrival[order[pos]] - now), E_SRC, 0, 0, 0, 0.0)
+                _push(heap, hkt, evi, evf, st, now + 0.0 + (job_arrival[order[pos]] - now), E_SRC, 0, 0, 0, 0.0)
         elif k == E_FIN:  # the scheduler learns of several ends (completion_known)
             for u in range(a, a + b):
                 kn_ids[n_kn] = fin_buf[u]
@@ -916,7 +972,7 @@ def run_lean(
             if running == 0 and pos >= n_jobs and now - last_progress >= timeout:
                 status = GAVE_UP
                 break
-            _push(heap, evi, evf, st, now + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
+            _push(heap, hkt, evi, evf, st, now + 0.0 + timeout, E_WD, 0, 0, 0, 0.0)
         if n_out:  # SparrowMonitors._flush: one request routed, several as GetTask per (scheduler, job)
             if n_out == 1:
                 counts[C_REQ] += 1
