@@ -118,3 +118,49 @@ def test_cold_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     assert simulate(cfg).extras.get("compiled_run") is True  # compiled in this process
     monkeypatch.setattr(_lean, "_kernel_ready", lambda: False)
     assert "compiled_run" not in simulate(cfg).extras  # small and not compiled: the components
+
+
+def test_end_table_against_a_dict() -> None:
+    """The compiled loop's table of end groups (linear probing, backward-shift deletion) keeps what a dict keeps,
+    through collisions, wrap-around and deletions."""
+    import numpy as np
+
+    from megha.schedulers.sparrow._lean_kernel import _end_del, _end_get, _end_put
+
+    rng = np.random.default_rng(3)
+    end_t = np.zeros(64)
+    end_g = np.full(64, -1, dtype=np.int64)
+    ref: dict[float, int] = {}
+    pool = (rng.integers(0, 40, 200) * 0.25).tolist() + rng.random(200).tolist()  # repeated and distinct instants
+    for step in range(3000):
+        e = pool[int(rng.integers(len(pool)))]
+        if e in ref and rng.random() < 0.6:
+            _end_del(end_t, end_g, e)
+            del ref[e]
+        elif e not in ref and len(ref) < 40:
+            _end_put(end_t, end_g, e, step)
+            ref[e] = step
+        for key in pool[:50]:
+            assert _end_get(end_t, end_g, key) == ref.get(key, -1)
+    assert int((end_g >= 0).sum()) == len(ref)
+
+
+def test_eligible_bit_sets_against_numpy() -> None:
+    """A mask's eligible workers from the per-constraint bit sets: the count and the increasing list NumPy gives."""
+    import numpy as np
+
+    from megha.schedulers.sparrow._lean_kernel import _eligible_words, _list_words, _worker_bits
+
+    rng = np.random.default_rng(5)
+    for n_w in (1, 63, 64, 65, 1000):
+        wm = (rng.integers(0, 1 << 32, n_w, dtype=np.uint64) & rng.integers(0, 1 << 32, n_w, dtype=np.uint64)).astype(
+            np.int64
+        )
+        bits = _worker_bits(wm, 32)
+        words = np.empty((n_w + 63) // 64, dtype=np.uint64)
+        for m in [0, 1, 1 << 31, *rng.integers(0, 1 << 32, 20).tolist(), int(wm[0]), int(wm[-1])]:
+            want = np.flatnonzero((m & ~wm) & 0xFFFFFFFF == 0)
+            assert _eligible_words(m, bits, n_w, words) == want.size
+            out = np.full(want.size + 1, -7, dtype=np.int64)
+            _list_words(words, out, 1)
+            assert out[1:].tolist() == want.tolist()
