@@ -8,6 +8,9 @@ order (one queue ordered by time, then by the engine's sequence number, taken in
 theirs). It returns the recorder's logs, the message counts and the counters; anything it cannot reproduce (an
 over-commit, a stall the watchdog would report, a run that runs out of events) makes it stop with
 :data:`GAVE_UP`, and the caller runs the components instead.
+
+The compiled sampler (:func:`~megha.schedulers.common._sampling_kernels.sample_groups`) is compiled into
+:func:`run_lean`, and numba's cache of this module does not notice a change there: after changing it, touch this file.
 """
 
 from __future__ import annotations
