@@ -140,14 +140,17 @@ def test_vector_structures_alignment():
     np.testing.assert_allclose(max_reduce([[32, 2], [8, 8]], [64, 16]), [0.5, 0.5])
 
 
+@pytest.mark.parametrize("prefix", [0, 3, 64])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_masked_jobs_groups_match_a_positional_scan(seed):
-    """The grouped compiled queries answer as the flat scans over every queued position (oldest first)."""
+def test_masked_jobs_groups_match_a_positional_scan(seed, prefix):
+    """The grouped compiled queries answer as the flat scans over every queued position (oldest first), whatever
+    the length of the positional prefix the queries scan first."""
     from megha.schedulers.packing import _kernels as k
 
     rng = np.random.default_rng(seed)
     m = MaskedJobs(capacity=4)
     m.SMALL = 0  # always the compiled, grouped path
+    m.PREFIX = prefix
     order: list[int] = []  # live jobs, oldest first
     sizes = [1, 3, 5, UNIT // 2, UNIT]
     nxt = 0

@@ -17,19 +17,10 @@ _INF = np.iinfo(np.int64).max
 
 
 @njit(cache=True, nogil=True)
-def k_first_fit(room: np.ndarray, inv: np.ndarray, lo: int, x: int, mask: int) -> int:
-    """Lowest server ``s >= lo`` with ``room[s] >= x`` and ``mask & inv[s] == 0``, or -1."""
-    m = np.uint32(mask & 0xFFFFFFFF)
-    for s in range(lo, room.size):
-        if room[s] >= x and (inv[s] & m) == 0:
-            return s
-    return -1
-
-
-@njit(cache=True, nogil=True)
 def k_first_fit_blocks(room: np.ndarray, inv: np.ndarray, bmax: np.ndarray, lo: int, x: int, mask: int) -> int:
-    """:func:`k_first_fit` skipping the blocks of 64 servers whose room bound ``bmax`` is below ``x``; a block scanned
-    whole gets its exact maximum as the new bound (bounds may be stale only upwards)."""
+    """Lowest server ``s >= lo`` with ``room[s] >= x`` and ``mask & inv[s] == 0``, or -1, skipping the blocks of 64
+    servers whose room bound ``bmax`` is below ``x``; a block scanned whole gets its exact maximum as the new bound
+    (bounds may be stale only upwards)."""
     m = np.uint32(mask & 0xFFFFFFFF)
     n = room.size
     for b in range(lo >> 6, bmax.size):
@@ -53,25 +44,10 @@ def k_first_fit_blocks(room: np.ndarray, inv: np.ndarray, bmax: np.ndarray, lo: 
 
 
 @njit(cache=True, nogil=True)
-def k_best_fit(room: np.ndarray, inv: np.ndarray, x: int, mask: int) -> int:
-    """Server with the least ``room >= x`` compatible with ``mask`` (lowest id on ties), or -1."""
-    m = np.uint32(mask & 0xFFFFFFFF)
-    best = -1
-    br = _INF
-    for s in range(room.size):
-        r = room[s]
-        if x <= r < br and (inv[s] & m) == 0:
-            best = s
-            br = r
-            if r == x:  # nothing is tighter, and a lower id with the same room would have come first
-                break
-    return best
-
-
-@njit(cache=True, nogil=True)
 def k_best_fit_blocks(room: np.ndarray, inv: np.ndarray, bmax: np.ndarray, x: int, mask: int) -> int:
-    """:func:`k_best_fit` skipping the blocks of 64 servers whose room bound ``bmax`` is below ``x``; a block scanned
-    to its end gets its exact maximum as the new bound (bounds may be stale only upwards)."""
+    """Server with the least ``room >= x`` compatible with ``mask`` (lowest id on ties), or -1, skipping the blocks of
+    64 servers whose room bound ``bmax`` is below ``x``; a block scanned to its end gets its exact maximum as the new
+    bound (bounds may be stale only upwards)."""
     m = np.uint32(mask & 0xFFFFFFFF)
     n = room.size
     best = -1
@@ -256,33 +232,6 @@ def k_vqs_next(
 
 
 @njit(cache=True, nogil=True)
-def k_group_best(
-    nact: int,
-    asize: np.ndarray,
-    amask: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    room: int,
-    inv: int,
-    t: int,
-) -> int:
-    """:func:`k_best_job` over groups of interchangeable jobs: the oldest live position (``ahead``) of the group
-    with the largest size <= room (oldest head among equals), ``mask & inv == 0`` and type ``t`` (any if ``t < 0``),
-    over the ``nact`` non-empty groups (size, mask, type, oldest position in dense arrays); or -1."""
-    v = np.uint32(inv & 0xFFFFFFFF)
-    best = -1
-    bx = 0
-    for i in range(nact):
-        x = asize[i]
-        if 0 < x <= room and x >= bx and (amask[i] & v) == 0 and (t < 0 or atyp[i] == t):
-            h = ahead[i]
-            if x > bx or h < best:
-                best = h
-                bx = x
-    return best
-
-
-@njit(cache=True, nogil=True)
 def k_slot_bits(bits: np.ndarray, k: int, mask: int, on: bool) -> None:
     """Set (``on``) or clear slot ``k``'s bit in the per-mask-bit slot sets ``bits[b]`` of every bit ``b`` of
     ``mask``."""
@@ -307,8 +256,11 @@ def k_group_best_bits(
     inv: int,
     t: int,
 ) -> int:
-    """:func:`k_group_best` visiting only the groups whose mask fits: ``bits[b]`` is the set of slots whose mask has
-    bit ``b``, so the slots with no bit of ``inv`` are the complement of the union of ``inv``'s sets."""
+    """Over groups of interchangeable jobs (size, mask, type and oldest live position ``ahead`` dense in the
+    ``nact`` active slots): the oldest position of the group with the largest size <= room (oldest among equals) whose
+    mask fits ``inv`` and of type ``t`` (any if ``t < 0``), or -1. Only the groups whose mask fits are visited:
+    ``bits[b]`` is the set of slots whose mask has bit ``b``, so the slots with no bit of ``inv`` are the complement
+    of the union of ``inv``'s sets."""
     bl = np.empty(32, dtype=np.int64)
     nb = 0
     for b in range(32):
@@ -340,55 +292,121 @@ def k_group_best_bits(
 
 
 @njit(cache=True, nogil=True)
-def k_group_fit_departed(
-    gact: np.ndarray,
-    nact: int,
-    gsize: np.ndarray,
-    gmask: np.ndarray,
-    ghead: np.ndarray,
-    gnext: np.ndarray,
+def _next_untaken(p: int, gnext: np.ndarray, alive: np.ndarray, hi: int) -> int:
+    """The next live position after ``p`` in its group's chain that is below ``hi``, or -1 (the jobs a call has taken
+    so far are always the oldest of their groups, so the chain after ``p`` holds none of them)."""
+    q = gnext[p]
+    while q >= 0 and q < hi and not alive[q]:
+        q = gnext[q]
+    return q if (q >= 0 and q < hi) else -1
+
+
+@njit(cache=True, nogil=True)
+def k_fit_departed_bits(
+    st: np.ndarray,
+    prefix: int,
+    size: np.ndarray,
+    mask: np.ndarray,
     alive: np.ndarray,
+    ids: np.ndarray,
+    grp: np.ndarray,
+    gnext: np.ndarray,
+    gslot: np.ndarray,
+    abits: np.ndarray,
+    asize: np.ndarray,
+    ahead: np.ndarray,
     hi: int,
     dep_room: np.ndarray,
     dep_inv: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`k_fit_departed` over groups of interchangeable jobs (same placements, in the same order).
+) -> np.ndarray:
+    """:func:`k_fit_departed` on MaskedJobs' state: the live jobs at positions below ``hi``, in insertion order, each
+    to the tightest of the given servers that fits it (first on ties), updating ``dep_room``; returns ``[job id,
+    server index]`` rows in placement order.
 
-    Rooms only shrink, so a group whose oldest unvisited job fits none of the servers never will: the next job the
-    positional scan would place is the oldest candidate over the groups whose candidate still fits a server."""
+    Rooms only shrink, so the next placement is always the oldest not yet taken job that fits some server: the
+    ``prefix`` oldest positions are scanned first (a fitting job there is the oldest), else, per server with room,
+    the groups whose mask fits it (the complement of the per-mask-bit slot sets ``abits`` of the server's missing
+    attributes) give their oldest job, the group's head or, for a group a job was taken from, the next one."""
     nd = dep_room.size
-    cand = np.empty(nact, dtype=np.int64)
-    for i in range(nact):
-        h = ghead[gact[i]]
-        cand[i] = h if h < hi else -1
-    pos = np.empty(16, dtype=np.int64)
-    srv = np.empty(16, dtype=np.int64)
+    out = np.empty((4, 2), dtype=np.int64)
     k = 0
+    nact = st[2]
+    lo = st[1]
+    top = min(st[0], hi)
+    pend = min(top, lo + prefix)
+    # groups a job was taken from in this call (active slot -> its next candidate position, -1: none left)
+    ovk = np.empty(4, dtype=np.int64)
+    ovp = np.empty(4, dtype=np.int64)
+    nov = 0
+    bl = np.empty(32, dtype=np.int64)
+    nw = (nact + 63) >> 6
     while True:
+        rmax = 0
+        for d in range(nd):
+            if dep_room[d] > rmax:
+                rmax = dep_room[d]
+        if rmax <= 0:
+            break
         bp = -1
-        bi = -1
-        for i in range(nact):
-            p = cand[i]
-            if p < 0 or (bp >= 0 and p > bp):
+        # 1) the oldest positions, scanned in order (skipping the jobs already taken: none is live in a chain
+        # before its group's candidate)
+        for p in range(lo, pend):
+            if not alive[p]:
                 continue
-            g = gact[i]
-            x = gsize[g]
-            m = gmask[g]
-            ok = False
+            x = size[p]
+            if x > rmax:
+                continue
+            g = grp[p]
+            kk = gslot[g]
+            cand = ahead[kk]
+            for i in range(nov):
+                if ovk[i] == kk:
+                    cand = ovp[i]
+            if cand < 0 or p < cand:  # taken already
+                continue
+            m = mask[p]
             for d in range(nd):
                 if x <= dep_room[d] and (m & dep_inv[d]) == 0:
-                    ok = True
+                    bp = p
                     break
-            if not ok:
-                cand[i] = -1
-                continue
-            bp = p
-            bi = i
+            if bp >= 0:
+                break
+        # 2) the groups, per server with room
+        if bp < 0:
+            for d in range(nd):
+                room = dep_room[d]
+                if room <= 0:
+                    continue
+                inv = np.int64(dep_inv[d])
+                nb = 0
+                for b in range(32):
+                    if (inv >> b) & 1:
+                        bl[nb] = b
+                        nb += 1
+                for w in range(nw):
+                    bad = np.uint64(0)
+                    for i in range(nb):
+                        bad |= abits[bl[i], w]
+                    good = ~bad
+                    rest = nact - (w << 6)
+                    if rest < 64:
+                        good &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+                    while good:
+                        low = good & (~good + np.uint64(1))
+                        good ^= low
+                        kk = (w << 6) + int(np.log2(np.float64(low)))
+                        if asize[kk] > room:
+                            continue
+                        cand = ahead[kk]
+                        for i in range(nov):
+                            if ovk[i] == kk:
+                                cand = ovp[i]
+                        if 0 <= cand < top and (bp < 0 or cand < bp):
+                            bp = cand
         if bp < 0:
             break
-        g = gact[bi]
-        x = gsize[g]
-        m = gmask[g]
+        x = size[bp]
+        m = mask[bp]
         best = -1
         br = _INF
         for d in range(nd):
@@ -396,22 +414,33 @@ def k_group_fit_departed(
             if x <= r < br and (m & dep_inv[d]) == 0:
                 best = d
                 br = r
-        if k == pos.size:
-            pos2 = np.empty(2 * k, dtype=np.int64)
-            srv2 = np.empty(2 * k, dtype=np.int64)
-            pos2[:k] = pos
-            srv2[:k] = srv
-            pos = pos2
-            srv = srv2
-        pos[k] = bp
-        srv[k] = best
+        if k == out.shape[0]:
+            out2 = np.empty((2 * k, 2), dtype=np.int64)
+            out2[:k] = out
+            out = out2
+        out[k, 0] = ids[bp]
+        out[k, 1] = best
         k += 1
         dep_room[best] -= x
-        q = gnext[bp]
-        while q >= 0 and q < hi and not alive[q]:
-            q = gnext[q]
-        cand[bi] = q if (q >= 0 and q < hi) else -1
-    return pos[:k], srv[:k]
+        kk = gslot[grp[bp]]
+        nxt = _next_untaken(bp, gnext, alive, top)
+        found = False
+        for i in range(nov):
+            if ovk[i] == kk:
+                ovp[i] = nxt
+                found = True
+        if not found:
+            if nov == ovk.size:
+                a2 = np.empty(2 * nov, dtype=np.int64)
+                b2 = np.empty(2 * nov, dtype=np.int64)
+                a2[:nov] = ovk
+                b2[:nov] = ovp
+                ovk = a2
+                ovp = b2
+            ovk[nov] = kk
+            ovp[nov] = nxt
+            nov += 1
+    return out[:k]
 
 
 # --- MaskedJobs' bookkeeping as single calls (state ``st``: top, lo — no live job below —, number of active groups)

@@ -643,12 +643,29 @@ class MaskedJobs:
     def fit_departed(self, rooms: list[int], invs: list[int], hi: int) -> list[tuple[int, int]]:
         """The jobs at positions below ``hi``, in insertion order, each to the tightest of the given servers (free
         ``rooms``, complemented masks ``invs``) that fits it, first on ties: ``[(job, server index), ...]``."""
-        room = np.array(rooms, dtype=np.int64)
-        inv = np.array(invs, dtype=np.uint32)
-        pos, srv = _kernels().k_group_fit_departed(
-            self.gact, self.nact, self.gsize, self.gmask, self.ghead, self.gnext, self.alive, hi, room, inv
+        flat = (
+            _kernels()
+            .k_fit_departed_bits(
+                self.st,
+                self.PREFIX,
+                self.size,
+                self.mask,
+                self.alive,
+                self.ids,
+                self.grp,
+                self.gnext,
+                self.gslot,
+                self.abits,
+                self.asize,
+                self.ahead,
+                hi,
+                np.array(rooms, dtype=np.int64),
+                np.array(invs, dtype=np.uint32),
+            )
+            .ravel()
+            .tolist()
         )
-        return list(zip(self.ids[pos].tolist(), srv.tolist(), strict=True))
+        return list(zip(flat[::2], flat[1::2], strict=True))
 
     def _rebuild(self, extra: int = 1) -> None:
         """Compact the live jobs to the front, with room for at least ``extra`` more."""
