@@ -119,3 +119,20 @@ def test_example_2_simulated_bfjs_unstable_vqs_stable():
     vqs, bfjs = (res[n].sample(grid) for n in ("vqs", "bf-js"))
     assert bfjs[1] > bfjs[0] + 500  # grows
     assert vqs[1] < 200
+
+
+@pytest.mark.parametrize("kind", ["reduced", "pure"])
+@pytest.mark.parametrize("J", [2, 4, 6])
+def test_best_lookup_with_one_queue_matches_the_weight_loop(kind, J):
+    """The table answer for a single non-empty virtual queue is the first max-weight configuration, as the loop."""
+    p = universal_partition(J)
+    cs = ConfigSet(p, kind)
+    rng = np.random.default_rng(J)
+    for t in range(p.n_types):
+        for v in (1, 2, 7, 1000):
+            q = [0] * p.n_types
+            q[t] = v
+            assert cs.best(q) == cs._best(q)
+    for _ in range(200):
+        q = [int(x) for x in rng.integers(0, 4, size=p.n_types) * (rng.random(p.n_types) < 0.3)]
+        assert cs.best(q) == cs._best(q)

@@ -196,6 +196,29 @@ def k_fit_departed(
 
 
 @njit(cache=True, nogil=True)
+def k_vqs_room(oth: np.ndarray, avail: np.ndarray, t: int, x: int, server_bits: int) -> np.ndarray:
+    """VQS under constraints: the servers of configuration type ``t`` (``oth``) whose configuration room ``avail`` is
+    at least ``x``, by room then index, largest first (the order of the unconstrained ``by_avail[t]`` index)."""
+    n = oth.size
+    k = 0
+    for s in range(n):
+        if oth[s] == t and avail[s] >= x:
+            k += 1
+    keys = np.empty(k, dtype=np.int64)
+    k = 0
+    for s in range(n):
+        if oth[s] == t and avail[s] >= x:
+            keys[k] = (avail[s] << server_bits) | s
+            k += 1
+    keys.sort()
+    out = np.empty(k, dtype=np.int64)
+    mask = (np.int64(1) << server_bits) - 1
+    for i in range(k):
+        out[i] = keys[k - 1 - i] & mask
+    return out
+
+
+@njit(cache=True, nogil=True)
 def k_vqs_next(
     cand: np.ndarray,
     i: int,

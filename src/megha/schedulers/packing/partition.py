@@ -193,6 +193,16 @@ class ConfigSet:
         self._oth = [c.other for c in configs]
         self._ko = [c.k_other for c in configs]
         self._memo: dict[tuple[int, ...], int] = {}
+        # with one non-empty virtual queue t, a configuration's weight is its count of type t times Q_t: the answer is
+        # the first configuration with the largest such count (-1 if none holds type t)
+        self._single: list[int] = []
+        for t in range(T):
+            best, bk = -1, 0
+            for c in range(len(configs)):
+                k = (self._ko[c] if self._oth[c] == t else 0) + (self._kr[c] if self._res[c] == t else 0)
+                if k > bk:
+                    best, bk = c, k
+            self._single.append(best)
 
     def __len__(self) -> int:
         return len(self.configs)
@@ -207,7 +217,19 @@ class ConfigSet:
     def best(self, q: list[int]) -> int:
         """Index of the max-weight configuration for queue lengths ``q`` (first on ties), -1 if all are 0.
 
-        Memoized by the queue-length vector (a scheduler asks again and again between queue changes)."""
+        Memoized by the queue-length vector (a scheduler asks again and again between queue changes); with a single
+        non-empty virtual queue, a table lookup."""
+        nz = -1
+        for t, v in enumerate(q):
+            if v:
+                if nz >= 0:
+                    nz = -2
+                    break
+                nz = t
+        if nz == -1:
+            return -1
+        if nz >= 0:
+            return self._single[nz]
         key = tuple(q)
         c = self._memo.get(key)
         if c is None:

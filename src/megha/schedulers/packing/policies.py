@@ -536,6 +536,11 @@ class VQS(_VirtualQueues):
         # server found no empty server that fits, and the servers emptied since (only they can fit those heads now)
         self._miss: tuple | None = None
         self._emptied: list[int] = []
+        # constrained runs, step 3: per type t, a head size for which the last scan found no server of configuration
+        # type t with that much configuration room (None: unknown), and the servers mirrored since (only they can
+        # have gained room or a configuration)
+        self._no_room: list[int | None] = [None] * self.T
+        self._dirty: list[int] = []
 
     def _enqueue(self, job: int, x: int) -> None:
         t = self.partition.type_of(x)
@@ -545,6 +550,7 @@ class VQS(_VirtualQueues):
 
     def _mirror(self, s: int) -> None:
         """Constrained runs: copy server ``s``'s state into the arrays the compiled scan reads."""
+        self._dirty.append(s)
         self._used_np[s] = self.used[s]
         c = self.cfg[s]
         if c < 0:
@@ -797,17 +803,12 @@ class VQS(_VirtualQueues):
                         i += 1
         # 3) servers with room for the head of each virtual queue
         size = self.size
+        if self._used_np is not None:
+            self._fill_room_constrained()
+            return
         for t in range(self.T):
             q = self.vq[t]
             if not q:
-                continue
-            if self._used_np is not None:
-                # constrained: the servers of configuration type t with room for the head, by room then index,
-                # largest first (the order of by_avail[t], which only unconstrained runs keep), from the mirrors
-                cand = np.flatnonzero((self._oth_np == t) & (self._avail_np >= size[q[0]]))
-                if cand.size:
-                    keys = np.sort((self._avail_np[cand] << _SERVER_BITS) | cand)[::-1]
-                    self._fill_scan(np.ascontiguousarray(keys & _SERVER_MASK), q)
                 continue
             sl = self.by_avail[t]
             if not sl:
@@ -822,6 +823,34 @@ class VQS(_VirtualQueues):
                     if not q:
                         break
                     self._fill(key & _SERVER_MASK)
+
+    def _fill_room_constrained(self) -> None:
+        """Step 3 with placement constraints: per virtual queue, the servers of its configuration type with room for
+        its head, by room then index, largest first (the order of ``by_avail[t]``, which only unconstrained runs keep),
+        from the mirrors. When the last scan for a head no larger found none, only the servers mirrored since can
+        qualify, so only they are looked at."""
+        size = self.size
+        oth = self._oth_np
+        avail = self._avail_np
+        no_room = self._no_room
+        for t in range(self.T):
+            q = self.vq[t]
+            if not q:
+                no_room[t] = None
+                continue
+            x = size[q[0]]
+            last = no_room[t]
+            if last is not None and x >= last:
+                keys = {(int(avail[s]) << _SERVER_BITS) | s for s in self._dirty if oth[s] == t and avail[s] >= x}
+                cand = np.array([k & _SERVER_MASK for k in sorted(keys, reverse=True)], dtype=np.int64)
+            else:
+                cand = _kernels().k_vqs_room(oth, avail, t, x, _SERVER_BITS)
+            if cand.size:
+                no_room[t] = None
+                self._fill_scan(cand, q)
+            else:
+                no_room[t] = x
+        self._dirty.clear()
 
 
 class VQSBF(_VirtualQueues):
