@@ -114,13 +114,31 @@ class PackingScheduler(Component):
             self.q_max = q
 
     def mean_queue(self) -> float:
+        """Time-average queue size between the first and the last change recorded."""
         if self.q_first_t is None or self.q_last_t is None or self.q_last_t <= self.q_first_t:
             return 0.0
         return self.q_integral / (self.q_last_t - self.q_first_t)
 
     # --- events -------------------------------------------------------------------------------------
     def on_message(self, msg: Any, now: float) -> None:
-        if isinstance(msg, JobArrival):
+        """A job's tasks join the queue (:class:`JobArrival`) or tasks left their workers (:class:`Finished`); either
+        arms the next slot boundary."""
+        if type(msg) is Finished:  # the common message: one per completion batch
+            ts = msg.tasks
+            dep = self.policy.depart
+            if len(ts) == 1:
+                dep(ts[0], msg.workers[0])
+            else:
+                for t, w in zip(ts, msg.workers, strict=True):
+                    dep(t, w)
+            if self.constraints is not None:
+                forget = self.constraints.mask.pop
+                for t in ts:
+                    forget(t, None)
+            self.rec.completion_known(ts, now)
+            if not self._armed:
+                self._arm(now)
+        elif isinstance(msg, JobArrival):
             tasks = msg.tasks
             self.dur[tasks] = msg.durations
             if msg.demands is not None:
@@ -154,6 +172,7 @@ class PackingScheduler(Component):
         self.port.set_timer(max(0.0, k * self.slot - now), k)
 
     def on_timer(self, key: Hashable, now: float) -> None:
+        """A slot boundary: the policy decides and the slot's placements go to the pool in one launch."""
         self._armed = False
         self.slots += 1
         placed = self.policy.schedule()

@@ -228,6 +228,14 @@ class LineServers:
         old = UNIT - used[s]
         used[s] -= x
         self.njobs[s] -= 1
+        room = self.room_np
+        if room is not None and self.sorted is None and self.tree is None:  # only the flat array and block bounds
+            new = old + x
+            room[s] = new
+            b = s >> _BLOCK_BITS
+            if new > self.bmax_np[b]:
+                self.bmax_np[b] = new
+            return
         self._move(s, old, old + x)
 
     def max_room(self) -> int:
