@@ -314,13 +314,26 @@ def k_group_best_bits(
     return best
 
 
+# --- MaskedJobs' state in three packed arrays (one argument each: numba's dispatch costs per argument) -------------
+# P[row, position]: the queued jobs
+P_SIZE, P_MASK, P_TYP, P_ID, P_ALIVE, P_GRP, P_NEXT = 0, 1, 2, 3, 4, 5, 6
+P_ROWS = 7
+# G[row, group]: the groups of interchangeable jobs (same size, mask, type)
+G_SIZE, G_MASK, G_TYP, G_HEAD, G_TAIL, G_COUNT, G_SLOT, G_ACT = 0, 1, 2, 3, 4, 5, 6, 7
+G_ROWS = 8
+# A[row, slot]: the non-empty groups, dense (G_ACT[slot] is the group, G_SLOT[group] its slot)
+A_SIZE, A_MASK, A_TYP, A_HEAD = 0, 1, 2, 3
+A_ROWS = 4
+# st: top (next free position), lo (no live job below it), nact (non-empty groups)
+
+
 @njit(cache=True, nogil=True)
-def _next_untaken(p: int, gnext: np.ndarray, alive: np.ndarray, hi: int) -> int:
+def _next_untaken(P: np.ndarray, p: int, hi: int) -> int:
     """The next live position after ``p`` in its group's chain that is below ``hi``, or -1 (the jobs a call has taken
     so far are always the oldest of their groups, so the chain after ``p`` holds none of them)."""
-    q = gnext[p]
-    while q >= 0 and q < hi and not alive[q]:
-        q = gnext[q]
+    q = P[P_NEXT, p]
+    while q >= 0 and q < hi and P[P_ALIVE, q] == 0:
+        q = P[P_NEXT, q]
     return q if (q >= 0 and q < hi) else -1
 
 
@@ -328,16 +341,10 @@ def _next_untaken(p: int, gnext: np.ndarray, alive: np.ndarray, hi: int) -> int:
 def k_fit_departed_bits(
     st: np.ndarray,
     prefix: int,
-    size: np.ndarray,
-    mask: np.ndarray,
-    alive: np.ndarray,
-    ids: np.ndarray,
-    grp: np.ndarray,
-    gnext: np.ndarray,
-    gslot: np.ndarray,
+    P: np.ndarray,
+    G: np.ndarray,
+    A: np.ndarray,
     abits: np.ndarray,
-    asize: np.ndarray,
-    ahead: np.ndarray,
     hi: int,
     dep_room: np.ndarray,
     dep_inv: np.ndarray,
@@ -374,22 +381,21 @@ def k_fit_departed_bits(
         # 1) the oldest positions, scanned in order (skipping the jobs already taken: none is live in a chain
         # before its group's candidate)
         for p in range(lo, pend):
-            if not alive[p]:
+            if P[P_ALIVE, p] == 0:
                 continue
-            x = size[p]
+            x = P[P_SIZE, p]
             if x > rmax:
                 continue
-            g = grp[p]
-            kk = gslot[g]
-            cand = ahead[kk]
+            kk = G[G_SLOT, P[P_GRP, p]]
+            cand = A[A_HEAD, kk]
             for i in range(nov):
                 if ovk[i] == kk:
                     cand = ovp[i]
             if cand < 0 or p < cand:  # taken already
                 continue
-            m = mask[p]
+            m = P[P_MASK, p]
             for d in range(nd):
-                if x <= dep_room[d] and (m & dep_inv[d]) == 0:
+                if x <= dep_room[d] and (m & np.int64(dep_inv[d])) == 0:
                     bp = p
                     break
             if bp >= 0:
@@ -418,9 +424,9 @@ def k_fit_departed_bits(
                         low = good & (~good + np.uint64(1))
                         good ^= low
                         kk = (w << 6) + int(np.log2(np.float64(low)))
-                        if asize[kk] > room:
+                        if A[A_SIZE, kk] > room:
                             continue
-                        cand = ahead[kk]
+                        cand = A[A_HEAD, kk]
                         for i in range(nov):
                             if ovk[i] == kk:
                                 cand = ovp[i]
@@ -428,25 +434,25 @@ def k_fit_departed_bits(
                             bp = cand
         if bp < 0:
             break
-        x = size[bp]
-        m = mask[bp]
+        x = P[P_SIZE, bp]
+        m = P[P_MASK, bp]
         best = -1
         br = _INF
         for d in range(nd):
             r = dep_room[d]
-            if x <= r < br and (m & dep_inv[d]) == 0:
+            if x <= r < br and (m & np.int64(dep_inv[d])) == 0:
                 best = d
                 br = r
         if k == out.shape[0]:
             out2 = np.empty((2 * k, 2), dtype=np.int64)
             out2[:k] = out
             out = out2
-        out[k, 0] = ids[bp]
+        out[k, 0] = P[P_ID, bp]
         out[k, 1] = best
         k += 1
         dep_room[best] -= x
-        kk = gslot[grp[bp]]
-        nxt = _next_untaken(bp, gnext, alive, top)
+        kk = G[G_SLOT, P[P_GRP, bp]]
+        nxt = _next_untaken(P, bp, top)
         found = False
         for i in range(nov):
             if ovk[i] == kk:
@@ -466,86 +472,28 @@ def k_fit_departed_bits(
     return out[:k]
 
 
-# --- MaskedJobs' bookkeeping as single calls (state ``st``: top, lo — no live job below —, number of active groups)
 @njit(cache=True, nogil=True)
-def _mj_link(
-    p: int,
-    g: int,
-    m: int,
-    st: np.ndarray,
-    grp: np.ndarray,
-    gnext: np.ndarray,
-    gcount: np.ndarray,
-    ghead: np.ndarray,
-    gtail: np.ndarray,
-    gact: np.ndarray,
-    gslot: np.ndarray,
-    gsize: np.ndarray,
-    gtyp: np.ndarray,
-    asize: np.ndarray,
-    amask: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    abits: np.ndarray,
-) -> None:
-    grp[p] = g
-    gnext[p] = -1
-    if gcount[g] == 0:
-        ghead[g] = p
+def _mj_link(p: int, g: int, st: np.ndarray, P: np.ndarray, G: np.ndarray, A: np.ndarray, abits: np.ndarray) -> None:
+    """Append position ``p`` to group ``g``'s chain; a group that was empty joins the dense active list."""
+    P[P_GRP, p] = g
+    P[P_NEXT, p] = -1
+    if G[G_COUNT, g] == 0:
+        G[G_HEAD, g] = p
         k = st[2]
-        gact[k] = g
-        gslot[g] = k
-        asize[k] = gsize[g]
-        amask[k] = m
-        atyp[k] = gtyp[g]
-        ahead[k] = p
+        m = G[G_MASK, g]
+        G[G_ACT, k] = g
+        G[G_SLOT, g] = k
+        A[A_SIZE, k] = G[G_SIZE, g]
+        A[A_MASK, k] = m
+        A[A_TYP, k] = G[G_TYP, g]
+        A[A_HEAD, k] = p
         st[2] = k + 1
         if m:
             k_slot_bits(abits, k, m, True)
     else:
-        gnext[gtail[g]] = p
-    gtail[g] = p
-    gcount[g] += 1
-
-
-@njit(cache=True, nogil=True)
-def k_mj_add(
-    job: int,
-    x: int,
-    m: int,
-    t: int,
-    g: int,
-    st: np.ndarray,
-    size: np.ndarray,
-    mask: np.ndarray,
-    typ: np.ndarray,
-    ids: np.ndarray,
-    alive: np.ndarray,
-    grp: np.ndarray,
-    gnext: np.ndarray,
-    gcount: np.ndarray,
-    ghead: np.ndarray,
-    gtail: np.ndarray,
-    gact: np.ndarray,
-    gslot: np.ndarray,
-    gsize: np.ndarray,
-    gtyp: np.ndarray,
-    asize: np.ndarray,
-    amask: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    abits: np.ndarray,
-) -> int:
-    """Append a job at position ``st[0]`` (the caller made room) and link it into group ``g``; returns the position."""
-    p = st[0]
-    size[p] = x
-    mask[p] = m
-    typ[p] = t
-    ids[p] = job
-    alive[p] = True
-    st[0] = p + 1
-    _mj_link(p, g, m, st, grp, gnext, gcount, ghead, gtail, gact, gslot, gsize, gtyp, asize, amask, atyp, ahead, abits)
-    return p
+        P[P_NEXT, G[G_TAIL, g]] = p
+    G[G_TAIL, g] = p
+    G[G_COUNT, g] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -556,181 +504,81 @@ def k_mj_add_many(
     ts: np.ndarray,
     gs: np.ndarray,
     st: np.ndarray,
-    size: np.ndarray,
-    mask: np.ndarray,
-    typ: np.ndarray,
-    ids: np.ndarray,
-    alive: np.ndarray,
-    grp: np.ndarray,
-    gnext: np.ndarray,
-    gcount: np.ndarray,
-    ghead: np.ndarray,
-    gtail: np.ndarray,
-    gact: np.ndarray,
-    gslot: np.ndarray,
-    gsize: np.ndarray,
-    gtyp: np.ndarray,
-    asize: np.ndarray,
-    amask: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
+    P: np.ndarray,
+    G: np.ndarray,
+    A: np.ndarray,
     abits: np.ndarray,
 ) -> np.ndarray:
-    """:func:`k_mj_add` for several jobs in order (the caller made room for all); returns their positions."""
+    """Append jobs at positions ``st[0]...`` in order (the caller made room for all) and link each into its group
+    ``gs[i]``; returns their positions."""
     n = jobs.size
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
         p = st[0]
-        m = ms[i]
-        size[p] = xs[i]
-        mask[p] = m
-        typ[p] = ts[i]
-        ids[p] = jobs[i]
-        alive[p] = True
+        P[P_SIZE, p] = xs[i]
+        P[P_MASK, p] = ms[i]
+        P[P_TYP, p] = ts[i]
+        P[P_ID, p] = jobs[i]
+        P[P_ALIVE, p] = 1
         st[0] = p + 1
-        _mj_link(
-            p,
-            gs[i],
-            m,
-            st,
-            grp,
-            gnext,
-            gcount,
-            ghead,
-            gtail,
-            gact,
-            gslot,
-            gsize,
-            gtyp,
-            asize,
-            amask,
-            atyp,
-            ahead,
-            abits,
-        )
+        _mj_link(p, gs[i], st, P, G, A, abits)
         out[i] = p
     return out
 
 
 @njit(cache=True, nogil=True)
 def k_mj_relink(
-    n: int,
-    st: np.ndarray,
-    mask: np.ndarray,
-    grps: np.ndarray,
-    grp: np.ndarray,
-    gnext: np.ndarray,
-    gcount: np.ndarray,
-    ghead: np.ndarray,
-    gtail: np.ndarray,
-    gact: np.ndarray,
-    gslot: np.ndarray,
-    gsize: np.ndarray,
-    gtyp: np.ndarray,
-    asize: np.ndarray,
-    amask: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    abits: np.ndarray,
+    n: int, grps: np.ndarray, st: np.ndarray, P: np.ndarray, G: np.ndarray, A: np.ndarray, abits: np.ndarray
 ) -> None:
     """Link positions ``0..n-1`` into their groups ``grps`` in order (after a compaction)."""
     for p in range(n):
-        _mj_link(
-            p,
-            grps[p],
-            np.int64(mask[p]),
-            st,
-            grp,
-            gnext,
-            gcount,
-            ghead,
-            gtail,
-            gact,
-            gslot,
-            gsize,
-            gtyp,
-            asize,
-            amask,
-            atyp,
-            ahead,
-            abits,
-        )
+        _mj_link(p, grps[p], st, P, G, A, abits)
 
 
 @njit(cache=True, nogil=True)
-def k_mj_remove(
-    p: int,
-    st: np.ndarray,
-    alive: np.ndarray,
-    grp: np.ndarray,
-    gnext: np.ndarray,
-    gcount: np.ndarray,
-    ghead: np.ndarray,
-    gact: np.ndarray,
-    gslot: np.ndarray,
-    asize: np.ndarray,
-    amask: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    abits: np.ndarray,
-) -> None:
+def k_mj_remove(p: int, st: np.ndarray, P: np.ndarray, G: np.ndarray, A: np.ndarray, abits: np.ndarray) -> None:
     """Unlink the job at position ``p``: its group's oldest live position moves on, an emptied group leaves the
     dense active list (swapped with the last), and ``st[1]`` skips a dead prefix."""
-    alive[p] = False
+    P[P_ALIVE, p] = 0
     if p == st[1]:
         lo = p + 1
         top = st[0]
-        while lo < top and not alive[lo]:
+        while lo < top and P[P_ALIVE, lo] == 0:
             lo += 1
         st[1] = lo
-    g = grp[p]
-    c = gcount[g] - 1
-    gcount[g] = c
+    g = P[P_GRP, p]
+    c = G[G_COUNT, g] - 1
+    G[G_COUNT, g] = c
     if c == 0:
-        k = gslot[g]
+        k = G[G_SLOT, g]
         last = st[2] - 1
-        h = gact[last]
-        gact[k] = h
-        gslot[h] = k
-        mk = np.int64(amask[k])
-        ml = np.int64(amask[last])
+        h = G[G_ACT, last]
+        G[G_ACT, k] = h
+        G[G_SLOT, h] = k
+        mk = A[A_MASK, k]
+        ml = A[A_MASK, last]
         if mk:
             k_slot_bits(abits, k, mk, False)
         if ml:
             k_slot_bits(abits, last, ml, False)
             if k != last:
                 k_slot_bits(abits, k, ml, True)
-        asize[k] = asize[last]
-        amask[k] = amask[last]
-        atyp[k] = atyp[last]
-        ahead[k] = ahead[last]
-        gslot[g] = -1
+        for r in range(A_ROWS):
+            A[r, k] = A[r, last]
+        G[G_SLOT, g] = -1
         st[2] = last
-        ghead[g] = -1
-    elif ghead[g] == p:
-        q = gnext[p]
-        while not alive[q]:
-            q = gnext[q]
-        ghead[g] = q
-        ahead[gslot[g]] = q
+        G[G_HEAD, g] = -1
+    elif G[G_HEAD, g] == p:
+        q = P[P_NEXT, p]
+        while P[P_ALIVE, q] == 0:
+            q = P[P_NEXT, q]
+        G[G_HEAD, g] = q
+        A[A_HEAD, G[G_SLOT, g]] = q
 
 
 @njit(cache=True, nogil=True)
 def k_mj_best(
-    st: np.ndarray,
-    prefix: int,
-    size: np.ndarray,
-    mask: np.ndarray,
-    typ: np.ndarray,
-    alive: np.ndarray,
-    ids: np.ndarray,
-    abits: np.ndarray,
-    asize: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    room: int,
-    inv: int,
-    t: int,
+    st: np.ndarray, prefix: int, P: np.ndarray, A: np.ndarray, abits: np.ndarray, room: int, inv: int, t: int
 ) -> int:
     """MaskedJobs' query: the id of the largest live job of size <= room (oldest among equals) fitting mask ``inv``
     (of type ``t`` if ``t >= 0``), or -1. The ``prefix`` oldest positions first: a fitting job there that fills the
@@ -739,7 +587,7 @@ def k_mj_best(
         return -1
     lo = st[1]
     hi = min(st[0], lo + prefix)
-    p, _ = k_best_job(size, mask, typ, alive, lo, hi, room, inv, t)
-    if p < 0 or size[p] != room:
-        p = k_group_best_bits(st[2], abits, asize, atyp, ahead, room, inv, t)
-    return -1 if p < 0 else ids[p]
+    p, _ = k_best_job(P[P_SIZE], P[P_MASK], P[P_TYP], P[P_ALIVE], lo, hi, room, inv, t)
+    if p < 0 or P[P_SIZE, p] != room:
+        p = k_group_best_bits(st[2], abits, A[A_SIZE], A[A_TYP], A[A_HEAD], room, inv, t)
+    return -1 if p < 0 else P[P_ID, p]

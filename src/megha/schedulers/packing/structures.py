@@ -420,6 +420,10 @@ class MaskedJobs:
     interchangeable for every query but their age, so they form a *group* chained in insertion order; a query
     looks at the oldest live job of each non-empty group (one compiled pass over the groups: thousands of
     queued jobs share a few hundred masks) instead of scanning the whole queue.
+
+    The state lives in three packed int64 arrays (rows named in :mod:`~megha.schedulers.packing._kernels`): ``P``
+    per queued position, ``G`` per group, ``A`` per non-empty group (dense), plus ``abits`` (per mask bit, the
+    non-empty groups' slots whose mask has it) and ``st`` (top, lo, nact), so each compiled call takes few arguments.
     """
 
     SMALL = 48  # at most this many queued jobs: a Python loop beats a compiled call's overhead
@@ -427,190 +431,125 @@ class MaskedJobs:
 
     def __init__(self, capacity: int = 256) -> None:
         self.live: dict[int, tuple[int, int, int]] = {}  # job -> (size, mask, type), in insertion order
-        self.size = np.zeros(capacity, dtype=np.int64)
-        self.mask = np.zeros(capacity, dtype=np.uint32)
-        self.typ = np.zeros(capacity, dtype=np.int16)
-        self.ids = np.full(capacity, -1, dtype=np.int64)
-        self.alive = np.zeros(capacity, dtype=bool)
-        self.grp = np.zeros(capacity, dtype=np.int64)  # position -> group
-        self.gnext = np.full(capacity, -1, dtype=np.int64)  # position -> next position of its group (or -1)
+        self.P = self._positions(capacity)
         # top (next free position), lo (no live job below it), nact (non-empty groups): one array that the compiled
         # bookkeeping updates in place
         self.st = np.zeros(3, dtype=np.int64)
         self.pos: dict[int, int] = {}
         self._groups_init(64)
 
+    @staticmethod
+    def _positions(cap: int) -> np.ndarray:
+        k = _kernels()
+        P = np.zeros((k.P_ROWS, cap), dtype=np.int64)
+        P[k.P_ID] = -1
+        P[k.P_NEXT] = -1
+        return P
+
+    # views of the per-position rows (read-only use: tests and numpy scans)
+    @property
+    def size(self) -> np.ndarray:
+        return self.P[0]
+
+    @property
+    def mask(self) -> np.ndarray:
+        return self.P[1]
+
+    @property
+    def typ(self) -> np.ndarray:
+        return self.P[2]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.P[3]
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self.P[4]
+
     @property
     def top(self) -> int:
         return int(self.st[0])
-
-    @top.setter
-    def top(self, v: int) -> None:
-        self.st[0] = v
 
     @property
     def lo(self) -> int:
         return int(self.st[1])
 
-    @lo.setter
-    def lo(self, v: int) -> None:
-        self.st[1] = v
-
     @property
     def nact(self) -> int:
         return int(self.st[2])
 
-    @nact.setter
-    def nact(self, v: int) -> None:
-        self.st[2] = v
-
     def _groups_init(self, cap: int) -> None:
+        k = _kernels()
         self.gid: dict[tuple[int, int, int], int] = {}
-        self.gsize = np.zeros(cap, dtype=np.int64)
-        self.gmask = np.zeros(cap, dtype=np.uint32)
-        self.gtyp = np.zeros(cap, dtype=np.int16)
-        self.ghead = np.full(cap, -1, dtype=np.int64)  # oldest live position (count > 0)
-        self.gtail = np.full(cap, -1, dtype=np.int64)
-        self.gcount = np.zeros(cap, dtype=np.int64)
-        self.gslot = np.full(cap, -1, dtype=np.int64)  # index in gact, -1 if empty
-        self.gact = np.zeros(cap, dtype=np.int64)  # the non-empty groups (unordered)
-        # the non-empty groups' size, mask, type and oldest live position, dense in gact's order (the query's
-        # compiled loop reads them contiguously)
-        self.asize = np.zeros(cap, dtype=np.int64)
-        self.amask = np.zeros(cap, dtype=np.uint32)
-        self.atyp = np.zeros(cap, dtype=np.int16)
-        self.ahead = np.zeros(cap, dtype=np.int64)
+        self.G = np.zeros((k.G_ROWS, cap), dtype=np.int64)
+        self.G[[k.G_HEAD, k.G_TAIL, k.G_SLOT]] = -1
+        self.A = np.zeros((k.A_ROWS, cap), dtype=np.int64)
         self.abits = np.zeros((32, (cap + 63) // 64), dtype=np.uint64)  # per mask bit: the slots whose mask has it
-        self.nact = 0
+        self.st[2] = 0
 
     def _group(self, x: int, mask: int, typ: int) -> int:
         key = (x, mask, typ)
         g = self.gid.get(key)
         if g is None:
+            k = _kernels()
             g = len(self.gid)
-            if g >= self.gsize.size:
-                cap = 2 * self.gsize.size
-                for name, fill in (
-                    ("gsize", 0),
-                    ("gmask", 0),
-                    ("gtyp", 0),
-                    ("ghead", -1),
-                    ("gtail", -1),
-                    ("gcount", 0),
-                    ("gslot", -1),
-                    ("gact", 0),
-                    ("asize", 0),
-                    ("amask", 0),
-                    ("atyp", 0),
-                    ("ahead", 0),
-                ):
-                    old = getattr(self, name)
-                    new = np.full(cap, fill, dtype=old.dtype)
-                    new[: old.size] = old
-                    setattr(self, name, new)
-                bits = np.zeros((32, (cap + 63) // 64), dtype=np.uint64)
+            cap = self.G.shape[1]
+            if g >= cap:
+                G = np.zeros((k.G_ROWS, 2 * cap), dtype=np.int64)
+                G[[k.G_HEAD, k.G_TAIL, k.G_SLOT]] = -1
+                G[:, :cap] = self.G
+                self.G = G
+                A = np.zeros((k.A_ROWS, 2 * cap), dtype=np.int64)
+                A[:, :cap] = self.A
+                self.A = A
+                bits = np.zeros((32, (2 * cap + 63) // 64), dtype=np.uint64)
                 bits[:, : self.abits.shape[1]] = self.abits
                 self.abits = bits
             self.gid[key] = g
-            self.gsize[g] = x
-            self.gmask[g] = mask
-            self.gtyp[g] = typ
+            self.G[k.G_SIZE, g] = x
+            self.G[k.G_MASK, g] = mask
+            self.G[k.G_TYP, g] = typ
         return g
 
     def add(self, job: int, x: int, mask: int, typ: int = 0) -> None:
-        if self.st[0] >= self.ids.size:
-            self._rebuild()
-        g = self._group(x, mask, typ)
-        self.pos[job] = _kernels().k_mj_add(
-            job,
-            x,
-            mask,
-            typ,
-            g,
-            self.st,
-            self.size,
-            self.mask,
-            self.typ,
-            self.ids,
-            self.alive,
-            self.grp,
-            self.gnext,
-            self.gcount,
-            self.ghead,
-            self.gtail,
-            self.gact,
-            self.gslot,
-            self.gsize,
-            self.gtyp,
-            self.asize,
-            self.amask,
-            self.atyp,
-            self.ahead,
-            self.abits,
-        )
-        self.live[job] = (x, mask, typ)
+        """Queue ``job`` (size ``x`` units, constraint ``mask``, virtual-queue type ``typ``)."""
+        self.add_many([job], [x], [mask], [typ])
 
     def add_many(self, jobs: list[int], xs: list[int], masks: list[int], typs: list[int] | None = None) -> None:
-        """:meth:`add` for several jobs, in order (one compiled call)."""
+        """Queue several jobs, in order (one compiled call)."""
         n = len(jobs)
         if not n:
             return
         if typs is None:
             typs = [0] * n
-        if self.st[0] + n > self.ids.size:
+        if self.st[0] + n > self.P.shape[1]:
             self._rebuild(n)
         gs = [self._group(x, m, t) for x, m, t in zip(xs, masks, typs, strict=True)]  # may grow the group arrays
         pos = _kernels().k_mj_add_many(
             np.array(jobs, dtype=np.int64),
             np.array(xs, dtype=np.int64),
-            np.array(masks, dtype=np.uint32),
-            np.array(typs, dtype=np.int16),
+            np.array(masks, dtype=np.int64),
+            np.array(typs, dtype=np.int64),
             np.array(gs, dtype=np.int64),
             self.st,
-            self.size,
-            self.mask,
-            self.typ,
-            self.ids,
-            self.alive,
-            self.grp,
-            self.gnext,
-            self.gcount,
-            self.ghead,
-            self.gtail,
-            self.gact,
-            self.gslot,
-            self.gsize,
-            self.gtyp,
-            self.asize,
-            self.amask,
-            self.atyp,
-            self.ahead,
+            self.P,
+            self.G,
+            self.A,
             self.abits,
         )
         self.pos.update(zip(jobs, pos.tolist(), strict=True))
         self.live.update(zip(jobs, zip(xs, masks, typs, strict=True), strict=True))
 
     def remove(self, job: int) -> None:
+        """Take ``job`` out of the queue."""
         p = self.pos.pop(job)
         del self.live[job]
-        _kernels().k_mj_remove(
-            p,
-            self.st,
-            self.alive,
-            self.grp,
-            self.gnext,
-            self.gcount,
-            self.ghead,
-            self.gact,
-            self.gslot,
-            self.asize,
-            self.amask,
-            self.atyp,
-            self.ahead,
-            self.abits,
-        )
+        _kernels().k_mj_remove(p, self.st, self.P, self.G, self.A, self.abits)
 
     def best(self, room: int, inv: int, typ: int = -1) -> int:
+        """The largest queued job of size ≤ ``room`` (oldest among equals) whose mask fits a server with complemented
+        mask ``inv`` (of virtual-queue type ``typ`` if ``typ >= 0``), or -1."""
         if room < 1:  # every job needs at least one unit (quantize)
             return -1
         if len(self.live) <= self.SMALL:  # the same answer: the first largest in insertion order
@@ -619,33 +558,18 @@ class MaskedJobs:
                 if bx < x <= room and not (m & inv) and (typ < 0 or t == typ):
                     best, bx = j, x
             return best
-        return _kernels().k_mj_best(
-            self.st,
-            self.PREFIX,
-            self.size,
-            self.mask,
-            self.typ,
-            self.alive,
-            self.ids,
-            self.abits,
-            self.asize,
-            self.atyp,
-            self.ahead,
-            room,
-            inv,
-            typ,
-        )
+        return _kernels().k_mj_best(self.st, self.PREFIX, self.P, self.A, self.abits, room, inv, typ)
 
     def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
         """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers (only the jobs
         at positions below ``hi`` if given: those added before the job at position ``hi``)."""
         top = self.top if hi is None else hi
-        alive = self.alive[:top]
+        alive = self.alive[:top] != 0
         size = self.size[:top]
         mask = self.mask[:top]
         ok = np.zeros(top, dtype=bool)
         for room, inv in rooms:
-            ok |= (size <= room) & ((mask & np.uint32(inv)) == 0)
+            ok |= (size <= room) & ((mask & inv) == 0)
         return self.ids[np.flatnonzero(ok & alive)].tolist()
 
     def fit_departed(self, rooms: list[int], invs: list[int], hi: int) -> list[tuple[int, int]]:
@@ -656,16 +580,10 @@ class MaskedJobs:
             .k_fit_departed_bits(
                 self.st,
                 self.PREFIX,
-                self.size,
-                self.mask,
-                self.alive,
-                self.ids,
-                self.grp,
-                self.gnext,
-                self.gslot,
+                self.P,
+                self.G,
+                self.A,
                 self.abits,
-                self.asize,
-                self.ahead,
                 hi,
                 np.array(rooms, dtype=np.int64),
                 np.array(invs, dtype=np.uint32),
@@ -677,44 +595,26 @@ class MaskedJobs:
 
     def _rebuild(self, extra: int = 1) -> None:
         """Compact the live jobs to the front, with room for at least ``extra`` more."""
-        keep = np.flatnonzero(self.alive[: self.top])
-        cap = max(256, 2 * keep.size + 1, keep.size + extra)
-        for name in ("size", "mask", "typ", "ids", "alive"):
-            old = getattr(self, name)
-            new = np.zeros(cap, dtype=old.dtype) if name != "ids" else np.full(cap, -1, dtype=old.dtype)
-            new[: keep.size] = old[keep]
-            setattr(self, name, new)
-        self.grp = np.zeros(cap, dtype=np.int64)
-        self.gnext = np.full(cap, -1, dtype=np.int64)
-        self.top = keep.size
-        self.lo = 0
-        self.pos = {int(j): p for p, j in enumerate(self.ids[: keep.size].tolist())}
-        self._groups_init(max(64, self.gsize.size))
+        k = _kernels()
+        keep = np.flatnonzero(self.P[k.P_ALIVE, : self.top])
         n = keep.size
+        cap = max(256, 2 * n + 1, n + extra)
+        P = self._positions(cap)
+        for r in (k.P_SIZE, k.P_MASK, k.P_TYP, k.P_ID, k.P_ALIVE):
+            P[r, :n] = self.P[r, keep]
+        self.P = P
+        self.st[0] = n
+        self.st[1] = 0
+        ids = P[k.P_ID, :n].tolist()
+        self.pos = {j: p for p, j in enumerate(ids)}
+        self._groups_init(max(64, self.G.shape[1]))
         grps = np.array(
             [
                 self._group(x, m, t)
-                for x, m, t in zip(self.size[:n].tolist(), self.mask[:n].tolist(), self.typ[:n].tolist(), strict=True)
+                for x, m, t in zip(
+                    P[k.P_SIZE, :n].tolist(), P[k.P_MASK, :n].tolist(), P[k.P_TYP, :n].tolist(), strict=True
+                )
             ],
             dtype=np.int64,
         )
-        _kernels().k_mj_relink(
-            n,
-            self.st,
-            self.mask,
-            grps,
-            self.grp,
-            self.gnext,
-            self.gcount,
-            self.ghead,
-            self.gtail,
-            self.gact,
-            self.gslot,
-            self.gsize,
-            self.gtyp,
-            self.asize,
-            self.amask,
-            self.atyp,
-            self.ahead,
-            self.abits,
-        )
+        k.k_mj_relink(n, grps, self.st, self.P, self.G, self.A, self.abits)
