@@ -346,18 +346,24 @@ def k_fit_departed_bits(
     A: np.ndarray,
     abits: np.ndarray,
     hi: int,
-    dep_room: np.ndarray,
-    dep_inv: np.ndarray,
+    servers: np.ndarray,
+    room_all: np.ndarray,
+    inv_all: np.ndarray,
 ) -> np.ndarray:
     """:func:`k_fit_departed` on MaskedJobs' state: the live jobs at positions below ``hi``, in insertion order, each
-    to the tightest of the given servers that fits it (first on ties), updating ``dep_room``; returns ``[job id,
-    server index]`` rows in placement order.
+    to the tightest of the ``servers`` (free room ``room_all[s]``, complemented mask ``inv_all[s]``, read, not
+    written) that fits it (first on ties); returns ``[job id, index in servers]`` rows in placement order.
 
     Rooms only shrink, so the next placement is always the oldest not yet taken job that fits some server: the
     ``prefix`` oldest positions are scanned first (a fitting job there is the oldest), else, per server with room,
     the groups whose mask fits it (the complement of the per-mask-bit slot sets ``abits`` of the server's missing
     attributes) give their oldest job, the group's head or, for a group a job was taken from, the next one."""
-    nd = dep_room.size
+    nd = servers.size
+    dep_room = np.empty(nd, dtype=np.int64)
+    dep_inv = np.empty(nd, dtype=np.int64)
+    for d in range(nd):
+        dep_room[d] = room_all[servers[d]]
+        dep_inv[d] = inv_all[servers[d]]
     out = np.empty((4, 2), dtype=np.int64)
     k = 0
     nact = st[2]
@@ -395,7 +401,7 @@ def k_fit_departed_bits(
                 continue
             m = P[P_MASK, p]
             for d in range(nd):
-                if x <= dep_room[d] and (m & np.int64(dep_inv[d])) == 0:
+                if x <= dep_room[d] and (m & dep_inv[d]) == 0:
                     bp = p
                     break
             if bp >= 0:
@@ -406,7 +412,7 @@ def k_fit_departed_bits(
                 room = dep_room[d]
                 if room <= 0:
                     continue
-                inv = np.int64(dep_inv[d])
+                inv = dep_inv[d]
                 nb = 0
                 for b in range(32):
                     if (inv >> b) & 1:
@@ -440,7 +446,7 @@ def k_fit_departed_bits(
         br = _INF
         for d in range(nd):
             r = dep_room[d]
-            if x <= r < br and (m & np.int64(dep_inv[d])) == 0:
+            if x <= r < br and (m & dep_inv[d]) == 0:
                 best = d
                 br = r
         if k == out.shape[0]:

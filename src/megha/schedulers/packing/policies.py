@@ -393,14 +393,12 @@ class BFJ(_BestFitFamily):
         so older jobs can only go to servers that had departures — one compiled pass over the queue places them
         there — then the new arrivals go, in arrival order, over all servers."""
         srv = self.servers
-        cons = self.compat
         size = self.size
         if self._departed:
             dep = sorted(self._departed)
             masked = self.masked
             hi = masked.pos[self._new[0]] if self._new else masked.top  # the older jobs only
-            inv = cons.inv
-            for j, i in masked.fit_departed([srv.room(s) for s in dep], [inv[s] for s in dep], hi):
+            for j, i in masked.fit_departed_on(np.array(dep, dtype=np.int64), srv.room_np, srv.inv_np, hi):
                 self._place(j, dep[i], size[j])
         placed = {j for j, _ in self._out} if self._out else ()
         for j in self._new:

@@ -575,23 +575,22 @@ class MaskedJobs:
     def fit_departed(self, rooms: list[int], invs: list[int], hi: int) -> list[tuple[int, int]]:
         """The jobs at positions below ``hi``, in insertion order, each to the tightest of the given servers (free
         ``rooms``, complemented masks ``invs``) that fits it, first on ties: ``[(job, server index), ...]``."""
-        flat = (
+        rows = self.fit_departed_on(
+            np.arange(len(rooms), dtype=np.int64),
+            np.array(rooms, dtype=np.int64),
+            np.array(invs, dtype=np.uint32),
+            hi,
+        )
+        return [(j, i) for j, i in rows]
+
+    def fit_departed_on(self, servers: np.ndarray, room: np.ndarray, inv: np.ndarray, hi: int) -> list[list[int]]:
+        """:meth:`fit_departed` over the ``servers`` of a cluster whose free room and complemented masks are the
+        arrays ``room`` and ``inv`` (only read): ``[[job, index in servers], ...]``."""
+        return (
             _kernels()
-            .k_fit_departed_bits(
-                self.st,
-                self.PREFIX,
-                self.P,
-                self.G,
-                self.A,
-                self.abits,
-                hi,
-                np.array(rooms, dtype=np.int64),
-                np.array(invs, dtype=np.uint32),
-            )
-            .ravel()
+            .k_fit_departed_bits(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, hi, servers, room, inv)
             .tolist()
         )
-        return list(zip(flat[::2], flat[1::2], strict=True))
 
     def _rebuild(self, extra: int = 1) -> None:
         """Compact the live jobs to the front, with room for at least ``extra`` more."""
