@@ -70,3 +70,26 @@ def test_lean_matplotlib_import_draws_the_same_pixels(tmp_path):
         subprocess.run([sys.executable, "-c", code, lean, str(path)], check=True)
         files.append(path.read_bytes())
     assert files[0] == files[1]
+
+
+def test_recorder_combined_one_task_reports_equal_the_separate_calls():
+    from megha.metrics.recorder import TaskRecorder
+
+    arrival = np.zeros(4)
+    a, b = TaskRecorder(arrival), TaskRecorder(arrival)
+    done_a, done_b = [], []
+    a.on_all_done, b.on_all_done = (lambda: done_a.append(1)), (lambda: done_b.append(1))
+    a.expect(4)
+    b.expect(4)
+    for t in range(4):
+        a.decided_one(t, 1.0 + t)
+        a.launched_one(t, 0.5, 1.5 + t, 10 + t)
+        b.decided_launched_one(t, 1.0 + t, 0.5, 1.5 + t, 10 + t)
+    for t in range(4):
+        a.finished_one(t, 5.0 + t)
+        a.completion_known_one(t, 5.5 + t)
+        b.finished_known_one(t, 5.0 + t, 5.5 + t)
+    assert done_a == done_b == [1]
+    assert a.running == b.running == 0 and a.outstanding == b.outstanding == 0
+    for col in ("scheduled", "start", "end", "known", "worker", "comm"):
+        assert np.array_equal(getattr(a, col), getattr(b, col), equal_nan=True), col

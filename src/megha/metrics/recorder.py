@@ -341,6 +341,20 @@ class TaskRecorder:
         self.running += 1
         self.last_progress = t
 
+    def decided_launched_one(self, task: int, now: float, d: float, t: float, worker: int) -> None:
+        """:meth:`decided_one` (at ``now``) then :meth:`launched_one` (``d``, at ``t`` on ``worker``): a simulator's
+        in-process workers starting one task the scheduler just placed (one call on the hot path)."""
+        self._decided_ids.append(task)
+        self._decided_vals.append(now)
+        self._comm_ids.append(task)
+        self._comm_vals.append(d)
+        log = self._started
+        log.ids.append(task)
+        log.vals.append(t)
+        log.workers.append(worker)
+        self.running += 1
+        self.last_progress = t
+
     def finished(self, ids: TaskIds, t: float) -> None:
         """Tasks finished executing on their worker."""
         log = self._finished
@@ -377,6 +391,21 @@ class TaskRecorder:
         """:meth:`completion_known` for one task id."""
         self._known_ids.append(task)
         self._known_vals.append(t)
+        self.outstanding -= 1
+        if not self.outstanding & _FLUSH_EVERY:
+            self._flush_times()  # bounds the logs' memory (see _FLUSH_EVERY)
+        if self.outstanding <= 0 and self.on_all_done is not None:
+            self.on_all_done()
+
+    def finished_known_one(self, task: int, t: float, known: float) -> None:
+        """:meth:`finished_one` (at ``t``) then :meth:`completion_known_one` (at ``known``) for one task (one call on
+        the hot path of a simulator whose in-process workers report to the scheduler)."""
+        self._finished_ids.append(task)
+        self._finished_vals.append(t)
+        self.running -= 1
+        self.last_progress = t
+        self._known_ids.append(task)
+        self._known_vals.append(known)
         self.outstanding -= 1
         if not self.outstanding & _FLUSH_EVERY:
             self._flush_times()  # bounds the logs' memory (see _FLUSH_EVERY)

@@ -128,7 +128,6 @@ class SimPigeonMaster(PigeonMaster):
         rec = self.rec
         d = self.launch_delay
         start = now + d
-        rec.decided_one(t, now)
         self._n_start[0] += 1
         task_on = self.task_on
         cur = task_on.get(w)
@@ -137,7 +136,7 @@ class SimPigeonMaster(PigeonMaster):
                 f"{self.pool}: worker {w} over-committed at t={start:.6f}: "
                 + ("not in this group" if cur is None else f"it already runs task {cur}")
             )
-        rec.launched_one(t, d, start, w)  # add_comm_one and started_one in one call
+        rec.decided_launched_one(t, now, d, start, w)  # decided_one, add_comm_one and started_one in one call
         task_on[w] = t
         e = start + dur
         g = self._ends.get(e)
@@ -172,13 +171,13 @@ class SimPigeonMaster(PigeonMaster):
         t, w = g[1]
         self.task_on[w] = -1
         rec = self.rec
-        rec.finished_one(t, g[0])
         self._n_ended[0] += 1
         dist = self.dist_of.pop(t)
         if rec.outstanding > 1:
             self._n_done[0] += 1
-            rec.completion_known_one(t, now + self.known_delay)
+            rec.finished_known_one(t, g[0], now + self.known_delay)
         else:  # the run's last completion: a real message, so the run ends when it arrives
+            rec.finished_one(t, g[0])
             self.port.send(self.distributors[dist], TaskDone(t))
         # next_task (no reserved workers), with the queues' first fit called directly
         sq = self.short_q
@@ -223,9 +222,8 @@ class SimPigeonMaster(PigeonMaster):
                         q._compact()
                 # _launch_one(t, w, dur, now), inlined
                 start = now + self.launch_delay
-                rec.decided_one(t, now)
                 self._n_start[0] += 1
-                rec.launched_one(t, self.launch_delay, start, w)  # add_comm_one and started_one in one call
+                rec.decided_launched_one(t, now, self.launch_delay, start, w)  # decided_one, add_comm_one, started_one
                 self.task_on[w] = t
                 e = start + dur
                 g = self._ends.get(e)
