@@ -50,7 +50,7 @@ def test_unknown_key_named_with_a_suggestion(tmp_path: Path) -> None:
         load_config(_write(tmp_path, "[broker]\nprot = 2\n"))
 
 
-@pytest.mark.parametrize("line", ['profile = "iot23"', 'queue = "fewest-tasks"', "handoff_after = 10.0"])
+@pytest.mark.parametrize("line", ['profile = "iot23"', 'queue = "fewest-tasks"', 'matching = "scan"'])
 def test_simulator_only_settings_refused(tmp_path: Path, line: str) -> None:
     key = line.split(" ")[0]
     with pytest.raises(InputError, match=f"{key}=.*not supported by the live runtime"):
@@ -71,6 +71,8 @@ def test_fairness_options_accepted_as_in_the_simulator(tmp_path: Path) -> None:
         ("shares = [0.5, 0.5]\nuser_gms = [0, 2]", "user_gms must give a GM in 0..1"),
         ("shares = [0.5, 0.5]\nuser_gms = [0]", "for each of the 2 users"),
         ("user_gms = [0]", "needs fairness shares"),
+        ("shares = [0.5, 0.5]\nhandoff_after = 10.0", "handoff_after needs slot mode, no fairness shares"),
+        ("handoff_after = 10.0\n[datacenter]\nresources = true", "handoff_after needs slot mode"),
     ],
 )
 def test_bad_fairness_settings_refused_when_loaded(tmp_path: Path, line: str, why: str) -> None:

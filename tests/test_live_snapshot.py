@@ -76,3 +76,44 @@ def test_what_is_not_data_is_refused():
             snapshot.load_state(msgpack.packb(bad))
     with pytest.raises(snapshot.SnapshotError):
         snapshot.load_state(b"\xc1")
+
+
+@pytest.mark.parametrize("setting", [{"shares": [0.5, 0.5]}, {"handoff_after": 1.0}], ids=["shares", "handoff"])
+def test_an_lm_with_fairness_or_handed_over_tasks_restores_from_its_snapshot(setting):
+    """Fairness usage and the tasks handed over to the LM (waiting for a worker) are in the snapshot."""
+    from megha.live.config import LiveMeghaOptions
+    from megha.live.messages import HostBeat
+    from megha.schedulers.common.messages import Finished
+    from megha.schedulers.megha.messages import Handoff
+    from megha.schedulers.megha.wiring import megha_parts
+
+    lay = MeghaLayout.build(Datacenter(worker_masks=np.zeros(2, dtype=np.uint32)), 1, 2)
+    parts = megha_parts(LiveMeghaOptions(gms=2, lms=1, **setting), lay)
+
+    def lm():
+        m = parts.lm(0, ForwardingRecorder(), cls=LiveLocalMaster)
+        port = RecordingPort()
+        m.attach(port)
+        m.on_start(0.0)
+        m.on_message(HostBeat("a", 1, 0, [0, 1], [], 0.2), 0.0)
+        return m, port
+
+    a, pa = lm()
+    a.on_message(LaunchRequest(1, 1, [10, 11], [0, 1], [1.0, 1.0], [1, 1]), 0.1)
+    if "handoff_after" in setting:
+        a.on_message(Handoff(0, [12], [1.0], [0], [0], [0.0]), 0.2)  # no free worker: it waits
+    data = snapshot.dump_state(snapshot.component_state(a))
+    b, pb = lm()
+    for k, v in snapshot.load_state(data).items():
+        setattr(b, k, v)
+    assert snapshot.dump_state(snapshot.component_state(b)) == data
+    pa.take()
+    pb.take()
+    done = Finished([10], [0], None)
+    a.on_message(done, 1.0)
+    b.on_message(done, 1.0)
+    assert repr(pa.take()) == repr(pb.take())
+    if "handoff_after" in setting:  # the waiting task took the freed worker in both
+        assert b.handed == {} and b.counters["handoff_launches"] == 1
+    else:
+        assert b.usage.tolist() == a.usage.tolist() == [0.0, 1.0]

@@ -43,6 +43,7 @@ SAMPLES = [
     M.PreemptRequest(0, np.array([1]), np.array([1.0]), np.array([4], dtype=np.uint32), 0, 1, None, 2.5),
     M.PreemptReply(0, 1, False, -1, np.array([3]), np.array([False]), None, 4, -1, np.array([1, 3], dtype=np.uint32)),
     M.Preempted(0, np.array([5, 6]), 2),
+    M.Handoff(1, [3, 4], [1.0, 2.0], [0, 5], [0, 1], [0.5, 0.75]),
     L.HostBeat("h0", 7, 0, [0, 1, 2], [9], 0.2),
     L.HostLaunch("h0", 3, [1, 2], [3, 4], [0.5, 1.0], "megha/lm0", None),
     L.HostKill("h0", 3, [1], "megha/lm0"),

@@ -20,7 +20,7 @@ from megha.schedulers.megha import lm as lm_module
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
-from megha.schedulers.megha.messages import LaunchRequest, StateDelta, TaskDone
+from megha.schedulers.megha.messages import Handoff, LaunchRequest, StateDelta, TaskDone
 from megha.schedulers.megha.simlm import SimLocalMaster
 from megha.sim import engine
 from megha.sim.component import RecordingPort, SimHooks
@@ -170,6 +170,27 @@ def test_gm_admit_sees_every_booking_and_may_drop_a_task():
     assert sorted(_launched(port)) == [1, 3] and len(g.queue) == 0  # task 2: neither booked nor queued
     plain, _ = _gm()
     assert plain._book_inline and "_book" not in vars(plain)  # no hook: nothing in the way
+
+
+def test_gm_handing_over_sees_every_handed_task_and_may_drop_one():
+    class Picky(GlobalMaster):
+        def handing_over(self, e, lm):
+            self.seen.append((e[0], lm))
+            return e[0] != 12
+
+    g, port = _gm(Picky, handoff_after=1.0)
+    g.seen = []
+    g.on_message(_job([*range(8), 11, 12, 13]), 0.0)  # 8 workers: tasks 11-13 wait
+    port.take()
+    g.on_timer("handoff", 2.0)
+    handed = [m for _, m in port.take(Handoff)]
+    assert sorted(t for t, _ in g.seen) == [11, 12, 13]
+    assert sorted(t for m in handed for t in m.tasks) == [11, 13] and len(g.queue) == 0  # 12: neither handed nor queued
+    plain, pport = _gm(handoff_after=1.0)
+    plain.on_message(_job([*range(8), 11, 12, 13]), 0.0)
+    pport.take()
+    plain.on_timer("handoff", 2.0)
+    assert sorted(t for _, m in pport.take(Handoff) for t in m.tasks) == [11, 12, 13]
 
 
 def test_gm_hold_launches_sends_one_request_per_lm_at_the_end():

@@ -93,7 +93,7 @@ _LIVE_PAPER_ONLY = (
     "heartbeat_phase",
     "trace_quirks",
 )
-_LIVE_UNSET_ONLY = ("handoff_after",)
+_LIVE_UNSET_ONLY: tuple[str, ...] = ()
 # MeghaOptions settings that only shape a simulation (accepted, no effect live): how the simulator runs the workers,
 # the megha20 profile's state pull (it needs matching=scan, refused above); every other setting reaches the live
 # masters through megha.schedulers.megha.wiring
@@ -117,12 +117,15 @@ class LiveMeghaOptions(MeghaOptions):
       ``--lms``;
     * the live runtime runs the ``paper`` profile: the reference simulators' behaviours (``profile``,
       ``queue``, ``route``, ``partition_order``, ``matching``, ``reject``, ``full_pull``, ``heartbeat_phase``,
-      ``trace_quirks``) and the starvation remedy (``handoff_after``) are refused with a clear error if set to
-      anything else; ``in_process_workers`` and ``pull_overwrites`` concern the simulator only;
+      ``trace_quirks``) are refused with a clear error if set to anything else; ``in_process_workers`` and
+      ``pull_overwrites`` concern the simulator only;
     * fairness shares (``shares``, ``user_gms``, ``preemption``, ``preempt_candidates``) run live as in the
       simulator (Algorithm 2: one queue per user at the GM ``user_gms`` names, preemption verified by the LMs);
       the client gives each job its user queue as ``users`` says (``random`` draws from ``datacenter.seed``) and
-      sends it to that queue's GM.
+      sends it to that queue's GM;
+    * the starvation remedy (``handoff_after``, ``handoff_rare``) runs live as in the simulator (slot mode, without
+      fairness shares): a GM hands long-waiting tasks to an LM, which starts them on its next suitable free workers
+      and counts them among the tasks it holds (a restarted GM does not place them again).
 
     Every other setting has the simulator's default and reaches the live GMs and LMs through the function the
     simulator's builder uses (:func:`megha.schedulers.megha.wiring.megha_parts`: the fairness shares, the GMs' and
@@ -147,9 +150,11 @@ class LiveMeghaOptions(MeghaOptions):
         bad += [f"{k}={getattr(self, k)!r}" for k in _LIVE_UNSET_ONLY if getattr(self, k) is not None]
         if bad:
             raise ValueError(
-                f"{', '.join(bad)}: not supported by the live runtime (it runs the paper profile without "
-                "handoff; these settings are for `megha simulate`)"
+                f"{', '.join(bad)}: not supported by the live runtime (it runs the paper profile; these settings "
+                "are for `megha simulate`)"
             )
+        if self.handoff_after is not None and self.shares is not None:
+            raise ValueError("handoff_after needs slot mode, no fairness shares, queue=fifo and matching=offer")
         if self.shares is not None:
             n = len(self.shares)
             if any(s < 0 for s in self.shares) or sum(self.shares) > 1 + 1e-9:
@@ -220,6 +225,12 @@ class LiveConfig(_Strict):
     ha: HAConfig = Field(default_factory=HAConfig)
     metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     state_dir: str = Field(".megha-live", description="pids and logs of `megha live up`")
+
+    @model_validator(mode="after")
+    def _handoff_in_slot_mode(self) -> LiveConfig:
+        if self.megha.handoff_after is not None and self.datacenter.resources:
+            raise ValueError("megha.handoff_after needs slot mode (datacenter.resources = false)")
+        return self
 
 
 def load_config(path: str | Path | None) -> LiveConfig:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +53,7 @@ from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
 from megha.schedulers.megha.messages import (
+    Handoff,
     LaunchReply,
     LaunchRequest,
     Preempted,
@@ -95,6 +96,10 @@ def _rng_check(values: np.ndarray | Iterable[int], lo: int, hi: int, what: str) 
     for v in values:
         if v < lo or v >= hi:
             raise ValueError(f"{what} {v} outside [{lo}, {hi})")
+
+
+def _listed(x: list | np.ndarray) -> list:
+    return x if isinstance(x, list) else x.tolist()
 
 
 def _what(msg: JobArrival | JobBatch) -> str:
@@ -174,6 +179,11 @@ class LiveGlobalMaster(GlobalMaster):
             return False
         self._entries[t] = e
         return True
+
+    def handing_over(self, e: tuple, lm: int) -> bool:
+        """Remember the queue entry of a task handed to an LM (``handoff_after``: for a hand-back, as for a placed
+        task); drop a task an LM holds."""
+        return self.admit(e, -1)
 
     def _on_job_live(self, msg: JobArrival, now: float) -> None:
         have = self._have
@@ -365,6 +375,9 @@ class LiveLocalMaster(LocalMaster):
         self.relaunch: deque = deque()
         self._missed: dict[str, dict[int, tuple]] = {}  # host -> task -> (consecutive beats without it, since)
         self._last_check = 0.0
+        self.handed: dict[int, int] = {}  # task handed over by a GM (handoff_after), waiting for a worker -> GM
+        # the LM's own Handoff handler, behind a check (a closure, not an attribute: snapshots hold data only)
+        own = self.handle(Handoff, lambda msg, now: self._on_handoff_live(msg, now, own))
 
     def on_start(self, now: float) -> None:
         super().on_start(now)
@@ -417,10 +430,27 @@ class LiveLocalMaster(LocalMaster):
         return int(c.owner[i]) if c.task[i] == t else -1
 
     def held_for(self, gm: int) -> list[int]:
-        """Tasks of GM ``gm`` this LM holds (accepted, neither finished nor handed back)."""
+        """Tasks of GM ``gm`` this LM holds (accepted, neither finished nor handed back; handed over by the GM and
+        waiting here for a worker)."""
         out = [t for t, a in self.active.items() if self._owner(t, a[0]) == gm]
         out.extend(x[0] for x in self.relaunch if x[1] == gm)
+        out.extend(t for t, g in self.handed.items() if g == gm)
         return out
+
+    def _on_handoff_live(self, msg: Handoff, now: float, own: Callable[[Handoff, float], None]) -> None:
+        """Tasks a GM handed over (``handoff_after``), but those this LM already holds (exactly once)."""
+        active = self.active
+        handed = self.handed
+        tasks = _listed(msg.tasks)
+        keep = [i for i, t in enumerate(tasks) if t not in active and t not in handed]
+        if len(keep) < len(tasks):
+            self.counters["duplicate_launches_refused"] += len(tasks) - len(keep)
+            if not keep:
+                return
+            cols = (msg.durations, msg.masks, msg.users, msg.arrivals)
+            msg = Handoff(msg.gm, [tasks[i] for i in keep], *([_listed(c)[i] for i in keep] for c in cols))
+        handed.update(dict.fromkeys(_listed(msg.tasks), msg.gm))  # those that start at once leave in to_workers
+        own(msg, now)
 
     def _filter_held(self, msg: LaunchRequest, now: float) -> LaunchRequest | None:
         """Refuse launches of tasks this LM already holds (exactly once, whoever asks): the GM hears that the LM
@@ -428,6 +458,9 @@ class LiveLocalMaster(LocalMaster):
         active = self.active
         tasks = msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist()
         dup = [i for i, t in enumerate(tasks) if t in active]
+        if self.handed:  # handed over to this LM and waiting for a worker: held too
+            handed = self.handed
+            dup = [i for i, t in enumerate(tasks) if t in active or t in handed]
         if not dup:
             return msg
         self.counters["duplicate_launches_refused"] += len(dup)
@@ -495,6 +528,9 @@ class LiveLocalMaster(LocalMaster):
             dem = msg.demands
             by_host: dict[str, list[int]] = {}
             lo = self.lo
+            if self.handed:  # handed-over tasks start: held as running from now on
+                for t in tasks:
+                    self.handed.pop(t, None)
             for i, t in enumerate(tasks):
                 w = workers[i]
                 h = self.host_of[w - lo]
@@ -745,6 +781,16 @@ class LiveLocalMaster(LocalMaster):
                 raise ValueError("preemption needs fairness shares")
             if not 0 <= msg.gm < G or not 0 <= msg.user < self.fair.n_users or not 0 <= msg.victim < self.fair.n_users:
                 raise ValueError("preemption request names an unknown GM or user")
+        elif isinstance(msg, Handoff):
+            if not 0 <= msg.gm < G:
+                raise ValueError(f"GM {msg.gm} does not exist (the deployment has {G})")
+            n = len(msg.tasks)
+            if not len(msg.durations) == len(msg.masks) == len(msg.users) == len(msg.arrivals) == n:
+                raise ValueError("a hand-over's columns differ in length")
+            _rng_check(msg.tasks, 0, 1 << 62, "task id")
+            _rng_check(msg.durations, 0, 1 << 40, "duration")
+            _rng_check(msg.users, 0, 1 << 31, "user")
+            _rng_check(msg.masks, 0, 1 << 32, "constraint mask")
         elif isinstance(msg, HostBeat):
             if msg.lm != self.l:
                 raise ValueError(f"heartbeat for LM {msg.lm} sent to LM {self.l}")

@@ -460,6 +460,16 @@ SCHEMAS: dict[str, Schema] = dict(
         ),
         _s(M.Preempted, ("lm", K_INT), ("tasks", K_IDS_ARR), ("acked", K_INT)),
         _s(
+            M.Handoff,
+            ("gm", K_INT),
+            ("tasks", K_IDS),
+            ("durations", K_FLOATS),
+            ("masks", K_IDS),
+            ("users", K_IDS),
+            ("arrivals", K_FLOATS),
+            same=("tasks", "durations", "masks", "users", "arrivals"),
+        ),
+        _s(
             L.HostBeat,
             ("host", K_STR),
             ("epoch", K_INT),

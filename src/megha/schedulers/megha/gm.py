@@ -286,6 +286,14 @@ class GlobalMaster(Component):
         paths off (the lean configuration): a cost of about one Python call per placement."""
         return True
 
+    def handing_over(self, e: tuple, lm: int) -> bool:
+        """Hook: queue entry ``e`` waited ``handoff_after`` seconds and is about to be handed to LM ``lm`` (the
+        starvation remedy, :mod:`.handoff`); True hands it over, False drops it (neither handed over nor queued: the
+        subclass answers for it, e.g. the live GM drops a task an LM already holds). It may record ``e`` (the live
+        GM does, to queue the task again if the LM hands it back); it must not send messages, set timers or place
+        tasks. The default hands every task over."""
+        return True
+
     def _book_admitted(self, e: tuple, w: int) -> None:
         """:meth:`_book` behind :meth:`admit` (this GM's ``_book`` when a subclass overrides :meth:`admit`), with
         :meth:`_book` inlined: two Python calls per booking, as many as an override of ``_book`` calling it."""
@@ -486,6 +494,9 @@ class GlobalMaster(Component):
             if not b:
                 q._empty_slots += 1
         for lm, es in by_lm.items():
+            es = [e for e in es if self.handing_over(e, lm)]
+            if not es:
+                continue
             self.counters["handoffs"] += len(es)
             self.port.send(
                 self._lm_addr[lm],

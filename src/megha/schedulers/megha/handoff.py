@@ -38,7 +38,7 @@ class AgedQueue:
     def __len__(self) -> int:
         return self._len
 
-    def push(self, key: int, seq: int, entry, mask: int) -> None:
+    def push(self, key: int, seq: int, entry: object, mask: int) -> None:
         s = self._slot_of.get(mask)
         if s is None:
             s = self._n
@@ -56,7 +56,7 @@ class AgedQueue:
         self._heads[s] = b[0][0]
         self._len += 1
 
-    def pop_fitting(self, worker_mask: int):
+    def pop_fitting(self, worker_mask: int) -> object | None:
         """The oldest entry whose mask the worker satisfies, or None."""
         if not self._len:
             return None
