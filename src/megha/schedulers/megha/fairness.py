@@ -12,7 +12,9 @@ datacenter's total.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +62,7 @@ class FairShare:
 _FF = None
 
 
-def first_fit_kernel():
+def first_fit_kernel() -> Callable[..., int]:
     """The compiled first-fit kernel, loaded on first use."""
     global _FF
     if _FF is None:
@@ -78,7 +80,7 @@ class MaskQueue(WaitQueue):
     vectorized minimum. Relies on WaitQueue's slot arrays (``_masks``, ``_heads``, ``_n_slots``, ``_take``).
     """
 
-    def push_back(self, entry, mask: int) -> None:
+    def push_back(self, entry: Any, mask: int) -> None:
         s = self._slot_of.get(mask)
         if s is None:
             s = self._slot(int(mask))
@@ -90,10 +92,10 @@ class MaskQueue(WaitQueue):
         b.append((self._back, entry))
         self._len += 1
 
-    def pop_first_fitting(self, worker_mask: int):
+    def pop_first_fitting(self, worker_mask: int) -> Any:
         return self.pop_first_fitting_inv(~int(worker_mask) & 0xFFFFFFFF)
 
-    def pop_first_fitting_inv(self, inverted_worker_mask: int):
+    def pop_first_fitting_inv(self, inverted_worker_mask: int) -> Any:
         if not self._len:
             return None
         s = (_FF or first_fit_kernel())(self._masks, self._heads, self._n_slots, inverted_worker_mask)
@@ -129,7 +131,13 @@ class SingleQueue:
         if e[E_DEMAND] is not None:
             self.dmin = _lower(self.dmin, e[E_DEMAND])
 
-    def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
+    def pop_fitting(
+        self,
+        wmask: int,
+        accept: Callable[[tuple], bool] | None = None,
+        usage: np.ndarray | None = None,
+        inv: int | None = None,
+    ) -> tuple | None:
         if accept is None:
             return self.q.pop_first_fitting(wmask) if inv is None else self.q.pop_first_fitting_inv(inv)
         return self.q.pop_first_fitting_where(wmask, accept)
@@ -137,13 +145,13 @@ class SingleQueue:
     def heads(self, k: int) -> list[tuple]:
         return self.q.entries()[:k]
 
-    def drain(self, place, key=None) -> int:
+    def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
         """Offer queued tasks in FIFO order to ``place(entry) -> bool`` (see :func:`.jobqueue.drain_queue`)."""
         from megha.schedulers.megha.jobqueue import drain_queue
 
         return drain_queue(self.q, place, set(), None, key)
 
-    def remove(self, pred) -> list[tuple]:
+    def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
         return self.q.remove_where(pred)
 
 
@@ -179,7 +187,13 @@ class FairQueues:
         under = [u for u in rr if self.fair.under_share(u, usage)]
         return under + [u for u in rr if u not in under]
 
-    def pop_fitting(self, wmask: int, accept=None, usage=None, inv=None) -> tuple | None:
+    def pop_fitting(
+        self,
+        wmask: int,
+        accept: Callable[[tuple], bool] | None = None,
+        usage: np.ndarray | None = None,
+        inv: int | None = None,
+    ) -> tuple | None:
         for u in self._order(usage):
             q = self.qs[u]
             if not len(q):
@@ -196,7 +210,7 @@ class FairQueues:
             out.extend(self.qs[u].entries()[:k])
         return out
 
-    def remove(self, pred) -> list[tuple]:
+    def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
         out = []
         for q in self.qs.values():
             out.extend(q.remove_where(pred))

@@ -15,7 +15,7 @@ preempt tasks of the user with the largest share violation.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,7 +54,7 @@ from megha.schedulers.megha.messages import (
     as_list as _as_list,
 )
 from megha.schedulers.megha.state import _EPS, ResourceView, SlotView
-from megha.sim.component import Component
+from megha.sim.component import Component, Port
 
 _INF = np.iinfo(np.int64).max
 
@@ -244,7 +244,7 @@ class GlobalMaster(Component):
         self._logs = recorder.inline_logs() if type(recorder) is TaskRecorder else None
         self._comm_inline: bool | None = None  # a route's add_comm_one is this recorder's (known at first use)
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)
         self.rnd = FastRandom(port.rng)
         # the simulator's direct deliveries (SimPort.route): one-mapping launch requests to the LMs' own handler
@@ -256,7 +256,7 @@ class GlobalMaster(Component):
             for a in self._lm_addr:
                 self.port.send(a, SyncRequest(self.g))
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         h = self._handlers.get(type(msg))
         if h is None:
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
@@ -1322,7 +1322,7 @@ class GlobalMaster(Component):
             lms = None
         return False
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if key == "overwrite_flush":
             self._ow_armed = False
             self._ow_send(now)
