@@ -5,11 +5,13 @@ are preempted (and run again later, once)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from megha.live.client import LiveClient, to_run_result
+from megha.live.compare import simulate_same
 from megha.live.config import LiveConfig, LiveMeghaOptions
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, parts_of
 from megha.live.masters import LiveGlobalMaster, LiveLocalMaster
@@ -69,8 +71,9 @@ async def _run(cfg: LiveConfig):
 
 
 @pytest.mark.parametrize("preemption", [True, False])
-def test_light_user_preempts_heavy_user_live(preemption: bool):
-    res, run = asyncio.run(_run(_cfg(preemption=preemption)))
+def test_light_user_preempts_heavy_user_live(preemption: bool, tmp_path: Path):
+    cfg = _cfg(preemption=preemption)
+    res, run = asyncio.run(_run(cfg))
     assert res.unfinished_reason is None
     rec = res.recorder
     assert (rec.finishes == 1).all()  # preempted tasks ran again, each completed exactly once
@@ -82,6 +85,9 @@ def test_light_user_preempts_heavy_user_live(preemption: bool):
         assert res.counters["preemptions"] >= 1
         assert res.counters["tasks_requeued_after_preemption"] == res.counters["preemptions"]
         assert rec.start[light].max() < rec.end[heavy].min()
+        # simulated on the same workload (``live submit --compare``): the same users, and preemption there too
+        sim = simulate_same(res, cfg, tmp_path)
+        assert sim.workload.job_user.tolist() == [0, 1] and sim.counters["preemptions"] >= 1
     else:  # user 1 waits for a worker user 0 gives up
         assert res.counters.get("preemptions", 0) == 0
         assert rec.start[light].min() >= rec.end[heavy].min()

@@ -74,7 +74,9 @@ def simulate_same(res: RunResult, cfg: LiveConfig, out: Path) -> RunResult:
         capacity=d.capacity,
         demand=d.demand,
         dephase=False,
-        options=m.sim_options(),  # the same MeghaOptions, live overrides (heartbeat) included
+        # the same MeghaOptions, live overrides (heartbeat) included; with fairness shares each job keeps the user
+        # queue the live client gave it (the workload written above carries them)
+        options=m.sim_options() | ({"users": "trace"} if m.shares else {}),
     )
     return simulate(rc)
 
