@@ -10,7 +10,8 @@ most workers able to run it (the GM knows the workers' constraints). The LM keep
 GM in one queue ordered by the jobs' arrival; a worker freed in its cluster goes to the oldest handed-over task
 it suits *before* its owner GM hears of it (the owner's completion notice says the worker was reused), and a
 task handed over while a suitable worker is free there starts at once. The task stays its GM's: its completion
-goes to that GM. Off by default; simulator and slot mode only, without fairness, FIFO queue, offer matching.
+goes to that GM. Off by default; slot mode only (in the simulator and live), without fairness, FIFO queue, offer
+matching.
 """
 
 from __future__ import annotations
