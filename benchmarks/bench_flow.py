@@ -28,11 +28,12 @@ import time
 
 import numpy as np
 
+from megha.schedulers.flow.network import FlowNetwork
 from megha.schedulers.flow.solvers import BULK_UNITS, BULK_WORK, IncrementalSolver, warm_up
 from megha.schedulers.flow.synthetic import ChurnGraph
 
 
-def _ortools_timed(net) -> tuple[int, float, float]:
+def _ortools_timed(net: FlowNetwork) -> tuple[int, float, float]:
     from ortools.graph.python import min_cost_flow
 
     t0 = time.perf_counter()

@@ -63,7 +63,7 @@ FROZEN_G = 1 << 36
 """The waiting-cost clock's stand-in when it is frozen (far above any placement cost, far below overflow)."""
 
 
-def _grow1(a: np.ndarray, n: int, fill) -> np.ndarray:
+def _grow1(a: np.ndarray, n: int, fill: int) -> np.ndarray:
     if n <= a.size:
         return a
     out = np.full(max(n, 2 * a.size), fill, dtype=a.dtype)
@@ -71,7 +71,7 @@ def _grow1(a: np.ndarray, n: int, fill) -> np.ndarray:
     return out
 
 
-def _grow2(a: np.ndarray, n: int, fill) -> np.ndarray:
+def _grow2(a: np.ndarray, n: int, fill: int) -> np.ndarray:
     if n <= a.shape[1]:
         return a
     out = np.full((a.shape[0], max(n, 2 * a.shape[1])), fill, dtype=a.dtype)

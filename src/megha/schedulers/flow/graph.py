@@ -53,7 +53,7 @@ class _Class:
     starved: bool = False  # no further machine to connect until one it fits frees up
 
 
-def _grow(a: np.ndarray, n: int, fill) -> np.ndarray:
+def _grow(a: np.ndarray, n: int, fill: int) -> np.ndarray:
     if n <= a.size:
         return a
     out = np.full(max(n, 2 * a.size), fill, dtype=a.dtype)

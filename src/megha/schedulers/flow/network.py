@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from megha.errors import InputError
 from megha.schedulers.flow import _kernels as K
@@ -24,7 +25,7 @@ BIG = 1 << 40
 """A capacity that never binds (\"infinite\")."""
 
 
-def _i64(x, n: int | None = None, name: str = "value") -> np.ndarray:
+def _i64(x: ArrayLike, n: int | None = None, name: str = "value") -> np.ndarray:
     a = np.asarray(x)
     if a.ndim == 0:
         a = np.full(1 if n is None else n, a)
@@ -110,7 +111,7 @@ class FlowNetwork:
         self.DA = _grow1(self.DA, new)
 
     # ------------------------------------------------------------------------------------ edits
-    def add_nodes(self, supplies) -> np.ndarray:
+    def add_nodes(self, supplies: ArrayLike | int) -> np.ndarray:
         """Add nodes with the given supplies (an int gives that many nodes of supply 0); returns their ids."""
         if isinstance(supplies, int | np.integer):
             supplies = np.zeros(int(supplies), dtype=np.int64)
@@ -123,7 +124,9 @@ class FlowNetwork:
     def add_node(self, supply: int = 0) -> int:
         return int(self.add_nodes(np.array([supply]))[0])
 
-    def add_arcs(self, tails, heads, costs, upper, lower=0) -> np.ndarray:
+    def add_arcs(
+        self, tails: ArrayLike, heads: ArrayLike, costs: ArrayLike, upper: ArrayLike, lower: ArrayLike = 0
+    ) -> np.ndarray:
         """Add arcs ``tails → heads`` with unit ``costs`` and bounds ``[lower, upper]``; returns their ids."""
         t = _i64(tails, name="tails")
         n = t.size
@@ -144,10 +147,10 @@ class FlowNetwork:
     def add_arc(self, tail: int, head: int, cost: int, upper: int, lower: int = 0) -> int:
         return int(self.add_arcs([tail], [head], [cost], [upper], [lower])[0])
 
-    def remove_arcs(self, ids) -> None:
+    def remove_arcs(self, ids: ArrayLike) -> None:
         K.k_remove_arcs(self.N, self.A, self.H, self.M, self.FA, self.DN, _i64(ids, name="arc ids"))
 
-    def remove_nodes(self, ids, unwind: bool = True) -> None:
+    def remove_nodes(self, ids: ArrayLike, unwind: bool = True) -> None:
         """Remove nodes and every arc touching them.
 
         With ``unwind`` (default) the supply of each removed node is first taken back out of the flow along
@@ -159,11 +162,11 @@ class FlowNetwork:
             K.k_unwind(self.N, self.A, self.H, self.M, self.DN, self.DA, i, 64)
         K.k_remove_nodes(self.N, self.A, self.H, self.M, self.FN, self.FA, self.DN, i)
 
-    def set_costs(self, ids, costs) -> None:
+    def set_costs(self, ids: ArrayLike, costs: ArrayLike) -> None:
         i = self._live_arcs(ids)
         K.k_set_costs(self.A, self.M, self.DA, i, _i64(costs, i.size, "costs"))
 
-    def set_bounds(self, ids, lower, upper) -> None:
+    def set_bounds(self, ids: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> None:
         i = self._live_arcs(ids)
         lo = _i64(lower, i.size, "lower bounds")
         up = _i64(upper, i.size, "upper bounds")
@@ -171,16 +174,16 @@ class FlowNetwork:
         if bad >= 0:
             raise InputError(f"flow network: arc {int(i[bad])}: bounds [{int(lo[bad])}, {int(up[bad])}] are invalid")
 
-    def set_supplies(self, ids, supplies) -> None:
+    def set_supplies(self, ids: ArrayLike, supplies: ArrayLike) -> None:
         i = self._live_nodes(ids)
         K.k_set_supplies(self.N, self.M, self.DN, i, _i64(supplies, i.size, "supplies"))
 
-    def add_flow(self, ids, deltas) -> None:
+    def add_flow(self, ids: ArrayLike, deltas: ArrayLike) -> None:
         """Move flow on arcs by hand (e.g. to retire a placed task); the next solve repairs the rest."""
         i = self._live_arcs(ids)
         K.k_add_flow(self.N, self.A, self.H, self.M, self.DN, self.DA, i, _i64(deltas, i.size, "deltas"))
 
-    def _live_arcs(self, ids) -> np.ndarray:
+    def _live_arcs(self, ids: ArrayLike) -> np.ndarray:
         i = _i64(ids, name="arc ids")
         if i.size and ((i < 0).any() or (i >= self.M[K.M_AHW]).any() or not self.A[K.A_ALIVE, i].all()):
             bad = i[(i < 0) | (i >= self.M[K.M_AHW])]
@@ -188,7 +191,7 @@ class FlowNetwork:
             raise InputError(f"flow network: arc {int(bad[0])} does not exist")
         return i
 
-    def _live_nodes(self, ids) -> np.ndarray:
+    def _live_nodes(self, ids: ArrayLike) -> np.ndarray:
         i = _i64(ids, name="node ids")
         if i.size and ((i < 0).any() or (i >= self.M[K.M_NHW]).any() or not self.N[K.N_ALIVE, i].all()):
             raise InputError("flow network: a node id does not exist")
@@ -236,37 +239,37 @@ class FlowNetwork:
         hw = int(self.M[K.M_AHW])
         return np.flatnonzero(self.A[K.A_ALIVE, :hw] == 1)
 
-    def tails(self, ids) -> np.ndarray:
+    def tails(self, ids: ArrayLike) -> np.ndarray:
         return self.H[K.H_TO, 2 * np.asarray(ids, dtype=np.int64) + 1].copy()
 
-    def heads(self, ids) -> np.ndarray:
+    def heads(self, ids: ArrayLike) -> np.ndarray:
         return self.H[K.H_TO, 2 * np.asarray(ids, dtype=np.int64)].copy()
 
-    def flows(self, ids) -> np.ndarray:
+    def flows(self, ids: ArrayLike) -> np.ndarray:
         """True flows of arcs."""
         i = np.asarray(ids, dtype=np.int64)
         return self.A[K.A_FLOW, i] + self.A[K.A_LOW, i]
 
-    def costs(self, ids) -> np.ndarray:
+    def costs(self, ids: ArrayLike) -> np.ndarray:
         return self.A[K.A_COST, np.asarray(ids, dtype=np.int64)].copy()
 
-    def uppers(self, ids) -> np.ndarray:
+    def uppers(self, ids: ArrayLike) -> np.ndarray:
         i = np.asarray(ids, dtype=np.int64)
         return self.A[K.A_CAP, i] + self.A[K.A_LOW, i]
 
-    def lowers(self, ids) -> np.ndarray:
+    def lowers(self, ids: ArrayLike) -> np.ndarray:
         return self.A[K.A_LOW, np.asarray(ids, dtype=np.int64)].copy()
 
-    def supplies(self, ids) -> np.ndarray:
+    def supplies(self, ids: ArrayLike) -> np.ndarray:
         return self.N[K.N_SUP, np.asarray(ids, dtype=np.int64)].copy()
 
-    def potentials(self, ids) -> np.ndarray:
+    def potentials(self, ids: ArrayLike) -> np.ndarray:
         return self.N[K.N_POT, np.asarray(ids, dtype=np.int64)].copy()
 
-    def excess(self, ids) -> np.ndarray:
+    def excess(self, ids: ArrayLike) -> np.ndarray:
         return self.N[K.N_EXC, np.asarray(ids, dtype=np.int64)].copy()
 
-    def out_flow_arcs(self, nodes) -> np.ndarray:
+    def out_flow_arcs(self, nodes: ArrayLike) -> np.ndarray:
         """For each node, the first outgoing arc with positive flow (−1 if none)."""
         v = _i64(nodes, name="node ids")
         out = np.empty(v.size, dtype=np.int64)
