@@ -28,6 +28,7 @@ import numpy as np
 
 from megha.errors import InputError
 from megha.schedulers.flow import _kernels as K
+from megha.schedulers.flow._potentials import k_deferred_potentials
 from megha.schedulers.flow.network import Exported, FlowNetwork
 
 OPTIMAL = "optimal"
@@ -76,7 +77,13 @@ class IncrementalSolver(Solver):
 
     name = "incremental"
 
-    def __init__(self, compute_cost: bool = True, bulk_units: int = BULK_UNITS, bulk_work: float = BULK_WORK) -> None:
+    def __init__(
+        self,
+        compute_cost: bool = True,
+        bulk_units: int = BULK_UNITS,
+        bulk_work: float = BULK_WORK,
+        lazy_potentials: bool = False,
+    ) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
         self._cap = (0, 0)
         self.compute_cost = compute_cost  # False: SolveResult.cost is 0 (saves an O(arcs) pass per round)
@@ -84,6 +91,10 @@ class IncrementalSolver(Solver):
         self.bulk_work = bulk_work  # arc scans per live arc after which a solve finishes in bulk (0: never)
         self.bulk_solves = 0
         self._over_ndn = 0  # changed nodes of the last solve that went over its work budget (0: none since)
+        # True: a bulk solve leaves the potentials to the next incremental solve (not computed if the next solve is
+        # a bulk solve too); see _potentials.py. False (default): computed at once, as before.
+        self.lazy_potentials = lazy_potentials
+        self._stale: FlowNetwork | None = None  # the network whose potentials a bulk solve left to be computed
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
         cap = (net.N.shape[1], net.A.shape[1])
@@ -104,6 +115,8 @@ class IncrementalSolver(Solver):
         net.sync_balance()
         if net.solution_owner not in (None, self.name):
             net.reset_solution()
+            if self._stale is net:
+                self._stale = None
         M = net.M
         if M[K.M_SUPSUM] != 0:
             _check_balanced(net)
@@ -111,6 +124,8 @@ class IncrementalSolver(Solver):
         if self.bulk_units > 0 and ndn >= self.bulk_units and self._imbalance(net) >= self.bulk_units:
             return self._bulk(net, t0)
         if self._over_ndn and ndn >= self._over_ndn // 2:  # as large a change as the last one over budget
+            return self._bulk(net, t0)
+        if self._stale is net and not self._price(net):
             return self._bulk(net, t0)
         before = M[_STATS].copy()
         hd, ht, hv, settled, active = self._arrays(net)
@@ -127,6 +142,16 @@ class IncrementalSolver(Solver):
         cost = net.total_cost() if left == 0 and self.compute_cost else 0
         return SolveResult(status, cost, seconds, stats)
 
+    def _price(self, net: FlowNetwork) -> bool:
+        """Compute the potentials a lazy bulk solve left out (over the arcs not edited since); False if that failed
+        (a negative residual cycle among them: then the caller solves in bulk again)."""
+        self._stale = None
+        n = net.node_capacity
+        work = k_deferred_potentials(
+            net.N, net.A, net.H, net.M, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
+        )
+        return work >= 0
+
     def _imbalance(self, net: FlowNetwork) -> int:
         """Units of imbalance on the changed nodes (0 when fewer nodes changed than ``bulk_units``)."""
         ndn = int(net.M[K.M_NDN])
@@ -141,6 +166,12 @@ class IncrementalSolver(Solver):
         if status != OPTIMAL:
             return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net, before))
         net.write_flows(ex.arc_ids, flows, self.name)
+        if self.lazy_potentials:
+            _forget_changes(net)
+            self._stale = net
+            self.bulk_solves += 1
+            seconds = time.perf_counter() - t0
+            return SolveResult(OPTIMAL, cost if self.compute_cost else 0, seconds, _bulk_stats(net, before))
         n = net.node_capacity
         work = K.k_install_potentials(
             net.N, net.A, net.H, net.M, net.DN, net.DA, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
@@ -150,6 +181,20 @@ class IncrementalSolver(Solver):
         self.bulk_solves += 1
         seconds = time.perf_counter() - t0
         return SolveResult(OPTIMAL, cost if self.compute_cost else 0, seconds, _bulk_stats(net, before))
+
+
+def _forget_changes(net: FlowNetwork) -> None:
+    """After a bulk solve installed its flow: no recorded changes and no new nodes left (what
+    ``k_install_potentials`` leaves, without computing potentials)."""
+    M = net.M
+    ndn = int(M[K.M_NDN])
+    nda = int(M[K.M_NDA])
+    net.N[K.N_FLAG, net.DN[:ndn]] &= ~K.F_DIRTY
+    net.A[K.A_FLAG, net.DA[:nda]] &= ~K.F_DIRTY
+    M[K.M_NDN] = 0
+    M[K.M_NDA] = 0
+    hw = int(M[K.M_NHW])
+    net.N[K.N_FLAG, :hw] &= ~K.F_NEW
 
 
 def _bulk_stats(net: FlowNetwork, before: dict[str, int] | None = None) -> dict[str, int]:
@@ -231,6 +276,7 @@ def warm_up() -> None:
     K.k_install_potentials(
         net.N, net.A, net.H, net.M, net.DN, net.DA, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
     )
+    k_deferred_potentials(net.N, net.A, net.H, net.M, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8))
     net.set_costs(a[:1], [2])
     net.set_bounds(a[1:2], [0], [4])
     net.set_supplies(s[:1], [2])
