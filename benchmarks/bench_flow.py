@@ -1,7 +1,9 @@
 """Benchmark: incremental min-cost flow vs OR-Tools from scratch on the same scheduling rounds.
 
 Issue 6 target: 10,000 machines × 24 slots, 20,000 tasks, 1 % of the tasks leaving and 1 % arriving per round —
-incremental median round ≤ 50 ms and ≥ 5× faster than OR-Tools from scratch.
+incremental median round ≤ 50 ms and ≥ 5× faster than OR-Tools from scratch. Issue 14 target, at Google scale
+(``--machines 12500 --slots 12 --tasks 200000 --scenario spec``): median round ≤ 100 ms and cold start ≤ 10 s,
+wall and CPU; both verdicts are printed for the ``spec`` scenario.
 
 Per round the graph is edited as a scheduler would (tasks removed, new jobs' tasks added, fairness bounds
 updated), then solved by our incremental solver and, on an export of the very same graph, by OR-Tools
@@ -118,6 +120,8 @@ def run(
         "ortools_total_ms": med(ort_total) * 1e3,
         "ortools_solve_ms": med(ort_solve) * 1e3,
     }
+    out["cold_s"] = cold.seconds
+    out["cold_cpu_s"] = cold_cpu
     out["speedup_total"] = out["ortools_total_ms"] / out["inc_total_ms"]
     out["speedup_solve"] = out["ortools_solve_ms"] / out["inc_solve_ms"]
     print(f"   median over {rounds} rounds (costs equal every round):")
@@ -185,6 +189,9 @@ def main() -> None:
         results["spec"] = r
         ok = r["inc_total_ms"] <= 50 and r["speedup_total"] >= 5
         print(f"   target (median ≤ 50 ms and ≥ 5x): {'MET' if ok else 'NOT MET'}")
+        ok14 = max(r["inc_total_ms"], r["inc_total_cpu_ms"]) <= 100 and max(r["cold_s"], r["cold_cpu_s"]) <= 10
+        verdict = "MET" if ok14 else "NOT MET"
+        print(f"   issue-14 target (median round ≤ 100 ms, cold start ≤ 10 s; wall and CPU): {verdict}")
     if a.scenario in ("contended", "both"):
         results["contended"] = run(
             a.machines,
