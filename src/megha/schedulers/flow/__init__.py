@@ -20,9 +20,11 @@ import numpy as np
 from pydantic import AliasChoices, Field, field_validator
 
 from megha.errors import InputError
+from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.flow.compiled import CompiledGraph
-from megha.schedulers.flow.costs import make_cost_model
+from megha.schedulers.flow.costs import Combined, make_cost_model
 from megha.schedulers.flow.counters import COUNTERS
 from megha.schedulers.flow.faults import FlowFaults
 from megha.schedulers.flow.graph import SchedulingGraph
@@ -111,7 +113,7 @@ class FlowOptions(SchedulerOptions):
         return v
 
 
-def cost_model_of(o: FlowOptions):
+def cost_model_of(o: FlowOptions) -> Combined:
     """The cost model an options object describes."""
     return make_cost_model(
         o.cost_model,
@@ -127,7 +129,13 @@ def cost_model_of(o: FlowOptions):
 
 
 def build_scheduler(
-    address: str, pool: str, recorder, dc, o: FlowOptions, rng: np.random.Generator, n_tasks: int = 0
+    address: str,
+    pool: str,
+    recorder: TaskRecorder,
+    dc: Datacenter,
+    o: FlowOptions,
+    rng: np.random.Generator,
+    n_tasks: int = 0,
 ) -> FlowScheduler:
     """Wire a :class:`FlowScheduler` for datacenter ``dc`` (used by :func:`build` and by tests)."""
     if dc.resource_mode and o.slots_per_machine != 1:

@@ -180,19 +180,19 @@ class Combined(CostModel):
     def fair_shares(self) -> bool:  # type: ignore[override]
         return any(p.fair_shares for p in self.parts)
 
-    def unscheduled(self, g, jobs, now):
+    def unscheduled(self, g: GraphView, jobs: np.ndarray, now: float) -> np.ndarray:
         return sum((p.unscheduled(g, jobs, now) for p in self.parts), np.zeros(jobs.size, dtype=np.int64))
 
-    def task_cost(self, g, tasks):
+    def task_cost(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
         return sum((p.task_cost(g, tasks) for p in self.parts), np.zeros(tasks.size, dtype=np.int64))
 
-    def pair_cost(self, g, tasks, machines):
+    def pair_cost(self, g: GraphView, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
         return sum((p.pair_cost(g, tasks, machines) for p in self.parts), np.zeros(tasks.size, dtype=np.int64))
 
-    def machine_cost(self, g, machines):
+    def machine_cost(self, g: GraphView, machines: np.ndarray) -> np.ndarray:
         return sum((p.machine_cost(g, machines) for p in self.parts), np.zeros(machines.size, dtype=np.int64))
 
-    def has_preferences(self, g, tasks):
+    def has_preferences(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
         out = np.zeros(tasks.size, dtype=bool)
         for p in self.parts:
             out |= p.has_preferences(g, tasks)
@@ -207,7 +207,7 @@ class Combined(CostModel):
     def max_machine_cost(self) -> int:
         return sum(p.max_machine_cost() for p in self.parts)
 
-    def rank(self, g, tasks):
+    def rank(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
         for p in self.parts:
             if isinstance(p, Priority):
                 return p.rank(g, tasks)

@@ -25,7 +25,9 @@ model's order (priority, then arrival), on the cheapest free machine (a Swarm/Ku
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -203,7 +205,7 @@ class FlowScheduler(Component):
         self._round_timer = self.port.set_timer(at - now, "round")
 
     # ---------------------------------------------------------------------------------------- messages
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if type(msg) is Finished:  # the most frequent message first
             self._finished(msg, now)
         elif isinstance(msg, JobArrival):
@@ -307,7 +309,7 @@ class FlowScheduler(Component):
         self._request_round(now)
 
     # ---------------------------------------------------------------------------------------- rounds
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if key == "round":
             self._round_timer = None
             self._round(now)
