@@ -13,6 +13,8 @@ COUNTERS = CounterSet(
         "rounds": "scheduling rounds (one min-cost flow solve and placement each)",
         "passes": "solver passes (a round may solve more than once)",
         "searches": "shortest-path searches of the solver",
+        "arc_scans": "arcs scanned by the solver's searches (its deterministic work; 0 for from-scratch solves)",
+        "settled": "nodes settled by the solver's searches",
         "launched": "tasks placed (launched) by the rounds",
         "preemptions": "running tasks killed by preemption (the flow solution moved them; they wait again)",
         "max_nodes": "largest flow network (nodes)",

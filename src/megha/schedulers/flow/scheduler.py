@@ -159,6 +159,8 @@ class FlowScheduler(Component):
             "passes": 0,
             "preemptions": 0,
             "searches": 0,
+            "arc_scans": 0,
+            "settled": 0,
             "max_nodes": 0,
             "max_arcs": 0,
             "launched": 0,
@@ -400,6 +402,8 @@ class FlowScheduler(Component):
             solve_s += res.seconds
             self.counts["passes"] += 1
             self.counts["searches"] += int(res.stats.get("searches", 0))
+            self.counts["arc_scans"] += int(res.stats.get("arc_scans", 0))
+            self.counts["settled"] += int(res.stats.get("settled", 0))
             if self.s.verify:
                 self._verify(res, now)
             t, m = g.place()
@@ -477,6 +481,8 @@ class FlowScheduler(Component):
         if not res.optimal:
             raise SimulationError(f"{self.address}: the scheduling graph has no feasible flow ({res.status})")
         self.counts["searches"] += int(res.stats.get("searches", 0))
+        self.counts["arc_scans"] += int(res.stats.get("arc_scans", 0))
+        self.counts["settled"] += int(res.stats.get("settled", 0))
         self.counts["max_nodes"] = max(self.counts["max_nodes"], g.net.n_nodes)
         self.counts["max_arcs"] = max(self.counts["max_arcs"], g.net.n_arcs)
         if self.s.verify:
