@@ -405,7 +405,7 @@ class NodeManagers(Component):
             if i in self.wheel.where:
                 tr = cad.trackers[self.group]
                 if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
-                    tr.vf_changed(now)
+                    tr.vf_added(i, now)
             return
         if self.missed[i] and self.alive[i]:
             self._send_hb(i, now)
@@ -435,7 +435,7 @@ class NodeManagers(Component):
         self.fwd_count[i] = 0
         if self._has_free(i):
             self.wheel.add(i, tick)
-            cad.trackers[self.group].vf_changed(now)
+            cad.trackers[self.group].vf_added(i, now)
 
     def _decision(self, msg: SampleDecision, now: float) -> None:
         c = msg.containers
@@ -534,7 +534,7 @@ class NodeManagers(Component):
             self.wheel.add(i, a)
             tr = cad.trackers[self.group]
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
-                tr.vf_changed(now)
+                tr.vf_added(i, now)
 
     def _send_hb(self, i: int, now: float) -> None:
         if i in self._hb_set:
@@ -947,7 +947,7 @@ class NodeManagers(Component):
         self.fwd_count[i] = 0
         if self._has_free(i):
             self.wheel.add(i, a)
-            cad.trackers[self.group].vf_changed(now)
+            cad.trackers[self.group].vf_added(i, now)
 
     def _last_tick(self, i: int, now: float) -> tuple[int, float]:
         """``(k, t_k)``: the last virtual heartbeat of dormant node ``i`` at or before ``now`` (``anchor <= now``)."""
@@ -1021,7 +1021,7 @@ class NodeManagers(Component):
             wheel.buckets[b].discard(i)
             wheel.size -= 1
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
-                tr.vf_changed(now)
+                tr.vf_removed(i, now)
         a = self.anchor[i]
         if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
             self.fwd_tick[i] = None
@@ -1143,7 +1143,7 @@ class NodeManagers(Component):
             wheel.where[i] = b
             wheel.size += 1
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
-                tr.vf_changed(now)
+                tr.vf_added(i, now)
         if tr.heard(self.lo + i, free, list(map(add, self.bgl[i], u)), self.arb_seq[i], has_free, now):
             self.waiting[i] += 1  # forwarded: the arbitrator's (real) reply is to come
             self.wait_since[i] = t

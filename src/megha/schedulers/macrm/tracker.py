@@ -378,6 +378,65 @@ class ResourceTracker(Component):
         if self.forward:
             self._vf_arm(now, -1)
 
+    def vf_added(self, i: int, now: float) -> None:
+        """Dormant node ``i`` (local to the node managers) joined the free wheel, or its rank changed: what
+        :meth:`vf_changed` does, without a rescan when the armed heartbeat stays the first one.
+
+        The armed heartbeat is the smallest key over the wheel (every key a first arrival after the last rearm, none
+        of which has come yet), so only node ``i``'s own key can displace it; if ``i`` is the armed node itself, its
+        key changed: rescan."""
+        vf = self._vf
+        if vf is None or not self.forward or vf[2] == i:
+            self.vf_changed(now)
+            return
+        key = self._vf_key(i, now, -1)
+        if key < vf[:4]:
+            self.port.cancel_timer(vf[4])
+            arrival, rank_, _, tick = key
+            self._vf = (arrival, rank_, i, tick, self.port.set_timer_at(arrival, ("vhb", i, rank_, tick)))
+
+    def vf_removed(self, i: int, now: float) -> None:
+        """Dormant node ``i`` left the free wheel: :meth:`vf_changed`, without a rescan unless ``i`` was armed (the
+        smallest key over the others is still the armed one)."""
+        vf = self._vf
+        if vf is not None and self.forward and vf[2] != i:
+            return
+        self.vf_changed(now)
+
+    def _vf_key(self, i: int, after: float, after_rank: int) -> tuple[float, int, int, float]:
+        """``(arrival, rank, node, tick)`` of node ``i``'s first virtual heartbeat arriving after ``(after,
+        after_rank)``: the key :meth:`_vf_arm` computes for each node of the wheel (the same steps)."""
+        nm = self.cad.groups[self.index]
+        d = self.cad.d_nt
+        y = after - d - 8 * math.ulp(after)
+        h = nm.hb
+        memo = nm._memo
+        per = self.cad.hb
+        t = nm.anchor[i]  # nm.next_virtual(i, y)
+        if not t > y:
+            k0, t0 = memo[i]
+            if t0 > y:
+                k0, t0 = 0, t
+            fast = per._fast
+            if fast is not None and fast[0] <= t0 and y + h < fast[1]:  # last_le(t0, y), its first case
+                delta = fast[2]
+                k = int((y - t0) / delta)
+                while k > 0 and t0 + k * delta > y:
+                    k -= 1
+                while t0 + (k + 1) * delta <= y:
+                    k += 1
+                t = t0 + k * delta
+            else:
+                k, t = per.last_le(t0, y)
+            memo[i] = (k0 + k, t)
+            t = t + h
+        arr = t + d
+        r = nm.rank[i]
+        while arr < after or (arr == after and r <= after_rank):  # (arr, r) <= (after, after_rank)
+            t = t + h
+            arr = t + d
+        return arr, r, i, t
+
     def _vf_arm(self, after: float, after_rank: int) -> None:
         """Arm the first virtual heartbeat of a dormant node with free resources arriving after (after, after_rank).
 
