@@ -44,6 +44,7 @@ from megha.schedulers.macrm.messages import (
     AllocRejected,
     Containers,
     Forget,
+    ForwardedHeartbeat,
     Heartbeat,
     HeartbeatReply,
     JMExit,
@@ -1048,7 +1049,8 @@ class NodeManagers(Component):
         else:
             j, tv = per.last_le(t0, now)
         k = k0 + j
-        self._memo[i] = (k, tv)
+        if not news:
+            self._memo[i] = (k, tv)  # (a news heartbeat sets the next spell's memo below)
         sent = k + 1
         arrival = tv + cad.d_nt
         # a news heartbeat (tick 0 of its spell) not yet delivered is in flight, whatever the time
@@ -1084,8 +1086,16 @@ class NodeManagers(Component):
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
         self._next_tick = nxt = tv + self.hb
-        if news:
-            self._news_at(i, nxt)
+        if news:  # self._news_at(i, nxt), inlined
+            self.dormant[i] = True
+            self.anchor[i] = nxt
+            self._memo[i] = (0, nxt)
+            tq = self._tq
+            if tq is None:
+                tq = self._tq = timer_queue_of(self.port)
+            seq = tq.next_seq()
+            heappush(tq.heap, (nxt + cad.d_nt, seq, self._deliver, i))
+            self.news[i] = seq
         else:
             self.hb_timer[i] = self.port.set_timer_at(nxt, ("hb", i))
 
@@ -1112,7 +1122,7 @@ class NodeManagers(Component):
     def _deliver(self, i: int, now: float) -> None:
         """Node ``i``'s news heartbeat (tick ``anchor``) reaches its tracker: the node's side of :meth:`_hb_sleep` at
         the tick (counted, the next spell's first tick) and the tracker's handling of the heartbeat
-        (``ResourceTracker.heard``), in one event."""
+        (``ResourceTracker.heard``, inlined but for a tracker with dead nodes), in one event."""
         self.news[i] = None
         cad = self.cad
         t = self.anchor[i]
@@ -1130,8 +1140,9 @@ class NodeManagers(Component):
         a = t + self.hb
         self.anchor[i] = a
         self._memo[i] = (0, a)
-        cad._rank += 1
-        self.rank[i] = cad._rank
+        rank = cad._rank + 1
+        cad._rank = rank
+        self.rank[i] = rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
         has_free = all(map(ge, free, self._need)) and max(free) > _EPS
@@ -1144,7 +1155,33 @@ class NodeManagers(Component):
             wheel.size += 1
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
                 tr.vf_added(i, now)
-        if tr.heard(self.lo + i, free, list(map(add, self.bgl[i], u)), self.arb_seq[i], has_free, now):
+        row = list(map(add, self.bgl[i], u))
+        node = self.lo + i
+        if tr.n_dead:
+            forwarded = tr.heard(node, free, row, self.arb_seq[i], has_free, now)
+        else:  # tr.heard(node, free, row, self.arb_seq[i], has_free, now), inlined
+            j = node - tr.lo
+            st = tr.stats
+            st["heartbeats"] += 1
+            tr.last_seen[j] = now
+            if cad.calm and (not tr.known[j] or tr.used[j] != row):
+                cad.content_change(tr, j, row, now)
+            tr.used[j] = row
+            tr.known[j] = True
+            fwd_free = tr.fwd_free
+            forwarded = tr.forward and (has_free or fwd_free[j])
+            fwd_free[j] = has_free
+            if forwarded:
+                st["forwarded"] += 1
+                tr.port.send(
+                    tr.arbitrator,
+                    ForwardedHeartbeat(
+                        tr.index, tr.group, [node], np.array([free], dtype=np.float64), [self.arb_seq[i]]
+                    ),
+                )
+            else:
+                st["answered"] += 1
+        if forwarded:
             self.waiting[i] += 1  # forwarded: the arbitrator's (real) reply is to come
             self.wait_since[i] = t
         else:
