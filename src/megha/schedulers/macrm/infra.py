@@ -110,6 +110,15 @@ class JMSlot(Component):
         elif not cur.exited:  # cur.on_finished(tasks, now)
             cur._finished(tasks, now)
 
+    def on_message_finished_one(self, task: int, now: float) -> None:
+        """:meth:`on_message_finished` of one task's :class:`~megha.schedulers.common.messages.Finished` (the
+        payload is the task id)."""
+        cur = self.current
+        if cur is None:
+            self.dropped += 1
+        elif not cur.exited:
+            cur._finished_one(task, now)
+
     def on_timer(self, key, now: float) -> None:
         inc, k = key
         if self.current is not None and inc == self.inc:

@@ -656,6 +656,21 @@ class JobManager(Component):
         if self.n_done == self.n and not self.finished:
             self._finish(now)
 
+    def _finished_one(self, t: int, now: float) -> None:
+        """:meth:`_finished` of one task (the node managers' common case), step for step."""
+        i = self.local.get(t)
+        if i is not None and self.state[i] < DONE:
+            self.unplaced.discard(i)
+            self.state[i] = DONE
+            self.n_done += 1
+            ledger = self.ctx.ledger  # ledger.known([t], now)
+            seen = ledger.seen
+            if not seen[t]:
+                seen[t] = 1
+                ledger.rec.completion_known_one(t, now)
+        if self.n_done == self.n and not self.finished:
+            self._finish(now)
+
     def _job_state(self, msg: JobState, now: float) -> None:
         self.adopting -= 1
         for t, node in zip(msg.running, msg.nodes, strict=True):

@@ -761,12 +761,12 @@ class NodeManagers(Component):
                     fl.append(t)
                 if self.central:
                     self._container_exit(i, now)
-                self.rec.finished([t], now)
+                self.rec.finished_one(t, now)
                 owner = e[2]
-                route = self.port.route(owner, "on_message_finished", Finished)
+                route = self.port.route(owner, "on_message_finished_one", Finished)
                 if route:  # the job manager's handler of a Finished message, without the message (same event)
                     append, handler, d, seq, cell, _ = route
-                    append((now + d, seq(), handler, [t]))
+                    append((now + d, seq(), handler, t))
                     cell[0] += 1
                 else:
                     self.port.send(owner, Finished([t], [self.lo + i]))
