@@ -460,12 +460,25 @@ class ResourceTracker(Component):
         b0 = (wheel.bucket(y) - 2) % nb
         best = None
         ba = math.inf  # best[0]
+        # A node's ticks keep its anchor's phase to within rounding far below ``margin`` when every tick is an exact
+        # addition (a power-of-two period; at most one rounding per binade crossed): its next tick after ``y`` is
+        # ``y + gap`` (``gap`` in (0, h] from the phases) to within ``margin`` unless the gap is near 0 or h.
+        margin = 1e-6 if math.frexp(h)[0] == 0.5 and h < 16.0 else math.inf
+        limit = math.inf if margin < math.inf else -math.inf  # prefilter only with an exact period
+        yph = math.fmod(y, h)
+        fmod = math.fmod
         for j in range(nb + 4):
             if (j - 4) * width > ba - y:
                 break
             for i in buckets[(b0 + j) % nb]:
                 t = anchor[i]  # nm.next_virtual(i, y)
                 if not t > y:
+                    if ba < limit:  # its next tick (its anchor's phase) arrives clearly after the best: skip it
+                        gap = fmod(t, h) - yph
+                        if gap <= 0.0:
+                            gap += h
+                        if margin < gap < h - margin and y + gap + d > ba + margin:
+                            continue
                     k0, t0 = memo[i]
                     if t0 > y:
                         k0, t0 = 0, t
