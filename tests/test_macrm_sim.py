@@ -56,9 +56,9 @@ def _fault_run(fault: str, central: bool, at: float = 6.0):
             busy = [
                 n
                 for n in range(100)
-                if engine.components[f.groups[int(f.group_of[n])]].on_node[
+                if engine.components[f.groups[int(f.group_of[n])]].tasks_on(
                     n - engine.components[f.groups[int(f.group_of[n])]].lo
-                ]
+                )
             ]
             killed["nodes"] = busy[:5]
             f.kill_node(busy[:5])
@@ -199,7 +199,7 @@ def test_faults_through_simulate_actions_on_a_run_config(seed):
     def kill_node(engine, dep, now):
         f = dep.extras["macrm"]
         nm = engine.components[f.groups[0]]
-        busy = [nm.lo + i for i in range(nm.n) if nm.on_node[i]]
+        busy = [nm.lo + i for i in range(nm.n) if nm.tasks_on(i)]
         done["node"] = busy[:1]
         f.kill_node(busy[:1])
 

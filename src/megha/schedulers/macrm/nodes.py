@@ -133,10 +133,9 @@ class NodeManagers(Component):
         self.hb_timer: list[int | None] = [None] * n
         self.arb_seq = [0] * n  # last arbitrator allocation number received
         self.users: list[dict[int, np.ndarray]] = [{} for _ in range(n)]  # per-user usage of each node
-        self.on_node: list[set[int]] = [set() for _ in range(n)]
         # task -> [local node, end, owner, job, attempt, user, demand, fails]
+        # (a node's and a job's running tasks are looked up from it when needed: tasks_on, on faults only)
         self.containers: dict[int, list] = {}
-        self.by_job: dict[int, set[int]] = {}
         self.finished_by_job: dict[int, list[int]] = {}
         self.job_attempt: dict[int, int] = {}
         self.jm_containers: dict[tuple[int, int], tuple[int, np.ndarray, str, int]] = {}
@@ -612,13 +611,7 @@ class NodeManagers(Component):
         capl = self.capl
         light, alive, dormant, news, anchor = self.light, self.alive, self.dormant, self.news, self.anchor
         arb_seq = self.arb_seq
-        containers, job_attempt, by_job, on_node, ends = (
-            self.containers,
-            self.job_attempt,
-            self.by_job,
-            self.on_node,
-            self._ends,
-        )
+        containers, job_attempt, ends = self.containers, self.job_attempt, self._ends
         seqs, tasks, jobs, attempts, owners = c.seqs, c.tasks, c.jobs, c.attempts, c.owners
         track_users = self.track_users
         fail_p = self.fail_p
@@ -675,12 +668,6 @@ class NodeManagers(Component):
                 fails = True
                 end = now + dur * float(rng.random())
             containers[t] = [i, end, owners[k], job, att, user, d, fails]
-            s = by_job.get(job)
-            if s is None:
-                by_job[job] = {t}
-            else:
-                s.add(t)
-            on_node[i].add(t)
             lst = ends.get(end)
             if lst is None:
                 ends[end] = [t]
@@ -734,12 +721,6 @@ class NodeManagers(Component):
                 uu[e[5]] = left
             else:
                 del uu[e[5]]
-        self.on_node[i].discard(t)
-        s = self.by_job.get(e[3])
-        if s is not None:
-            s.discard(t)
-            if not s:
-                del self.by_job[e[3]]
         return e
 
     def _end_due(self, key: float, now: float) -> None:
@@ -766,12 +747,6 @@ class NodeManagers(Component):
                     if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
                         self._wake(i, now, True)
                     self.used[i] = list(map(max, map(sub, self.used[i], e[6]), repeat(0.0)))
-                    self.on_node[i].discard(t)
-                    s = self.by_job.get(e[3])
-                    if s is not None:
-                        s.discard(t)
-                        if not s:
-                            del self.by_job[e[3]]
                 fl = self.finished_by_job.get(e[3])
                 if fl is None:
                     self.finished_by_job[e[3]] = [t]
@@ -868,7 +843,7 @@ class NodeManagers(Component):
     def _adopt(self, msg: Adopt) -> None:
         if self.job_attempt.get(msg.job, 0) < msg.attempt:
             self.job_attempt[msg.job] = msg.attempt
-        running = sorted(self.by_job.get(msg.job, ()))
+        running = sorted(t for t, e in self.containers.items() if e[3] == msg.job)
         nodes = []
         for t in running:
             e = self.containers[t]
@@ -898,7 +873,7 @@ class NodeManagers(Component):
             if self.hold[i] is not None:
                 self._unhold(i, self.hold[i])
             self.pending[i] = None
-            for t in sorted(self.on_node[i]):
+            for t in self.tasks_on(i):
                 self._remove(t, now)
                 lost.append(t)
             for key in [k for k, v in self.jm_containers.items() if v[0] == i]:
@@ -1231,7 +1206,12 @@ class NodeManagers(Component):
 
     # --- inspection --------------------------------------------------------------------------------------------
     def running_tasks(self) -> int:
+        """How many task containers run on these nodes."""
         return len(self.containers)
+
+    def tasks_on(self, i: int) -> list[int]:
+        """The tasks running on local node ``i``, in id order (a scan of the containers: faults and tests only)."""
+        return sorted(t for t, e in self.containers.items() if e[0] == i)
 
     def free_of(self, node: int) -> np.ndarray:
         i = node - self.lo
