@@ -40,6 +40,7 @@ Choices where the thesis leaves room (also listed in the module docstrings):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -58,6 +59,7 @@ from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.policy import ADAPTIVE_FROM, ModeSwitch, adaptive_rate
 from megha.schedulers.macrm.tracker import ResourceTracker
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
+from megha.sim.component import Component
 
 __all__ = [
     "JobManager",
@@ -279,7 +281,7 @@ def build(ctx: BuildContext) -> Deployment:
             round_end=opts.round_end,
         )
 
-    def make_tracker(g: int):
+    def make_tracker(g: int) -> Callable[[], ResourceTracker]:
         def f() -> ResourceTracker:
             lo, hi = bounds[g], bounds[g + 1]
             return ResourceTracker(
@@ -350,7 +352,7 @@ def build(ctx: BuildContext) -> Deployment:
         ctx.add(JMSlot(f"{PREFIX}/jm{j}"))
     faults = MacrmFaults(ctx.host, runtime, groups, group_of, trackers, addr["arbitrator"], cad)
 
-    def current(address: str):
+    def current(address: str) -> Component:
         return ctx.host.components[address]
 
     def counters() -> dict[str, int]:

@@ -19,6 +19,8 @@ event leave at its end (:meth:`ResourceArbitrator._flush`).
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedDict
@@ -198,7 +200,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         else:
             self._persist("epoch", self.epoch)
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         tp = type(msg)
         if self.recovering:
             if tp is Snapshot:
@@ -235,7 +237,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
             super().on_message(msg, now)
         self._flush(now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         kind = key[0]
         if kind == "commit":
             if not self.recovering:

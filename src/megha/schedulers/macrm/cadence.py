@@ -34,12 +34,18 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from megha.schedulers.macrm.messages import Alive, JMHeartbeat, JMHeartbeatReply, LoadInfo, TrackerStats
 from megha.schedulers.macrm.period import Period
 from megha.sim.component import Host
+
+if TYPE_CHECKING:
+    from megha.schedulers.macrm.jobmanager import JobManager
+    from megha.schedulers.macrm.nodes import NodeManagers
+    from megha.schedulers.macrm.tracker import ResourceTracker
 
 
 class FreeWheel:
@@ -177,23 +183,23 @@ class Cadence:
         self.calm_spells = 0
 
     # --- registration -----------------------------------------------------------------------------------------
-    def add_group(self, nm) -> None:
+    def add_group(self, nm: NodeManagers) -> None:
         self.groups.append(nm)
 
-    def add_tracker(self, tr) -> None:
+    def add_tracker(self, tr: ResourceTracker) -> None:
         self.trackers.append(tr)
         self.others.append(tr)
 
-    def add_other(self, comp) -> None:
+    def add_other(self, comp: Any) -> None:
         """A component implementing ``go_eager(now)`` and ``settle(now)`` for its own virtual chains."""
         self.others.append(comp)
 
     # --- job managers: their tracker hears from them while they run ---------------------------------------------
-    def jm_started(self, jm) -> None:
+    def jm_started(self, jm: JobManager) -> None:
         self.live_jms[jm.address] = jm
         self.trackers[jm.group].jm_covered(jm.address)
 
-    def jm_exited(self, jm) -> None:
+    def jm_exited(self, jm: JobManager) -> None:
         if self.live_jms.get(jm.address) is jm:
             del self.live_jms[jm.address]
 
@@ -282,7 +288,7 @@ class Cadence:
         load = max(frac) if metric == "max" else frac[0] if metric == "cpu" else sum(frac) / len(frac)
         return load < self.threshold - self.margin
 
-    def content_change(self, tr, i: int, new: list[float], now: float) -> None:
+    def content_change(self, tr: ResourceTracker, i: int, new: list[float], now: float) -> None:
         """Tracker ``tr`` is about to record node ``i``'s new usage row ``new`` (calm only): log it, raise the
         bound. (The tracker replaces rows, never changes one in place: the logged row is the old one.)"""
         old = tr.used[i]
@@ -355,7 +361,7 @@ class Cadence:
             self.jm_wake(jm, at)
 
     # --- job managers' virtual heartbeats (calm only) -------------------------------------------------------------
-    def jm_sleep(self, jm, first: float) -> None:
+    def jm_sleep(self, jm: JobManager, first: float) -> None:
         """Job manager ``jm``'s heartbeats from ``first`` on are virtual."""
         jm.vchain = Chain(self.jm_period, first)
         self.dormant_jms[jm.address] = jm
@@ -375,7 +381,7 @@ class Cadence:
         self.trackers[tracker].stats["jm_heartbeats"] += arrived
         return k, t, arrival
 
-    def jm_wake(self, jm, at: float) -> None:
+    def jm_wake(self, jm: JobManager, at: float) -> None:
         """Job manager ``jm``'s heartbeats are real again after ``at``."""
         ch = jm.vchain
         jm.vchain = None
@@ -392,7 +398,7 @@ class Cadence:
                 tr.jms[jm.address] = [jm.job, jm.attempt, last]
         jm.port.set_timer_at(ch.next_after(at), ("hb",))
 
-    def jm_exit(self, jm, now: float) -> None:
+    def jm_exit(self, jm: JobManager, now: float) -> None:
         """A job manager with virtual heartbeats exits: its tracker's entry gets the latest one (counted at the end)."""
         ch = jm.vchain
         jm.vchain = None
@@ -446,7 +452,7 @@ class Cadence:
             self._jm_tallies(ch, tracker, now, min(ch.end, now))
 
 
-def eager_alive(comp, chain: Chain, d: float, now: float) -> None:
+def eager_alive(comp: Any, chain: Chain, d: float, now: float) -> None:
     """A component's virtual alive signals become a real timer: the supervisor learns the latest one that arrived,
     one still in flight is delivered for real, the next tick is a real timer."""
     cad = comp.cad

@@ -5,12 +5,13 @@ kills processes, and the fault-injection helpers the tests and experiments use.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
 from megha.schedulers.common.messages import JobArrival
-from megha.schedulers.macrm.cadence import Chain
+from megha.schedulers.macrm.cadence import Cadence, Chain
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager
 from megha.schedulers.macrm.messages import (
     Accepted,
@@ -40,10 +41,10 @@ class Crashed(Component):
         self.kind = kind
         self.dropped = 0
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         self.dropped += 1
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         pass
 
 
@@ -57,16 +58,16 @@ class _SlotPort:
         self.inc = inc
         self.rng = slot.port.rng
 
-    def send(self, dst: str, msg) -> None:
+    def send(self, dst: str, msg: Any) -> None:
         self.slot.port.send(dst, msg)
 
-    def set_timer(self, delay: float, key) -> int:
+    def set_timer(self, delay: float, key: Hashable) -> int:
         return self.slot.port.set_timer(delay, (self.inc, key))
 
     def cancel_timer(self, handle: int) -> None:
         self.slot.port.cancel_timer(handle)
 
-    def set_timer_at(self, at: float, key) -> int:
+    def set_timer_at(self, at: float, key: Hashable) -> int:
         """Simulator only (fast-forward, cadence.py): a timer at an absolute time."""
         return self.slot.port.set_timer_at(at, (self.inc, key))
 
@@ -95,7 +96,7 @@ class JMSlot(Component):
             jm.attach(_SlotPort(self, self.inc))
             jm.on_start(now)
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if self.current is None:
             self.dropped += 1
         else:
@@ -119,7 +120,7 @@ class JMSlot(Component):
         elif not cur.exited:
             cur._finished_one(task, now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         inc, k = key
         if self.current is not None and inc == self.inc:
             self.current.on_timer(k, now)
@@ -138,7 +139,7 @@ class Client(Component):
         self._timer = False
         self.resubmissions = 0
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if isinstance(msg, JobArrival):
             self.pending[msg.job] = msg
             self.port.send(self.arbitrator, Submit(msg))
@@ -150,7 +151,7 @@ class Client(Component):
         else:
             super().on_message(msg, now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         self._timer = False
         if not self.pending:
             return
@@ -201,7 +202,7 @@ class Supervisor(Component):
     def settle(self, now: float) -> None:
         pass
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         tp = type(msg)
         if tp is Alive:
             self.last[msg.address] = now
@@ -233,7 +234,7 @@ class Supervisor(Component):
         else:
             raise ValueError(f"{self.address}: unknown store operation {op!r}")
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         for a in self.watched:
             if now - self.last[a] > self.alive_timeout:
                 self.detection.append(now - self.last[a])
@@ -264,7 +265,7 @@ class Runtime(Component):
         self.killed = 0
         self.restarted = 0
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         tp = type(msg)
         if tp is SpawnJM:
             jm = JobManager(msg.address, self.jm_ctx, msg.job, msg.attempt, msg.node, msg.load, msg.central)
@@ -318,7 +319,7 @@ class MacrmFaults:
         group_of: np.ndarray,
         trackers: list[str],
         arbitrator: str,
-        cadence=None,
+        cadence: Cadence | None = None,
     ) -> None:
         self.engine = engine
         self.cadence = cadence  # fast-forward: turned off before any fault (silence must be observable)

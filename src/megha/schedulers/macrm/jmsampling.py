@@ -81,14 +81,14 @@ class JMSampling:
             s["deferred"] = True  # answers arriving at this same instant are still compared
             self.port.set_timer(0.0, ("jmsample", msg.token))
 
-    def _jm_cancel(self, token, nodes: list[int], skip: int = -1) -> None:
+    def _jm_cancel(self, token: tuple, nodes: list[int], skip: int = -1) -> None:
         grp = self.group_of[nodes] if nodes else np.zeros(0, dtype=np.int64)
         for g in np.unique(grp).tolist():
             sel = [n for n, x in zip(nodes, grp.tolist(), strict=True) if x == g and n != skip]
             if sel:
                 self.port.send(self.groups[g], SampleDecision(token, empty_containers(self.n_res), sel))
 
-    def _jm_decide(self, token, now: float) -> None:
+    def _jm_decide(self, token: tuple, now: float) -> None:
         s = self._jm_sampling.pop(token)
         self.port.cancel_timer(s["timer"])
         it: Item = s["item"]

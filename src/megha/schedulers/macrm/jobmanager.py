@@ -22,6 +22,7 @@ running report to it from then on, the finished ones are known — and schedules
 from __future__ import annotations
 
 import heapq
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,7 +215,7 @@ class JobManager(Component):
         if not self.exited:
             self._finished(tasks, now)
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         if self.exited:
             return
         tp = type(msg)
@@ -254,7 +255,7 @@ class JobManager(Component):
         else:
             super().on_message(msg, now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if self.exited:
             return
         kind = key[0]
@@ -376,7 +377,7 @@ class JobManager(Component):
             r.deferred = True  # answers arriving at this same instant are still compared
             self.port.set_timer(0.0, ("round", r.no))
 
-    def _cancel(self, token, nodes: list[int]) -> None:
+    def _cancel(self, token: tuple, nodes: list[int]) -> None:
         grp = self.ctx.group_of[nodes]
         empty = empty_containers(self.ctx.n_res)
         for g in np.unique(grp).tolist():
@@ -635,7 +636,7 @@ class JobManager(Component):
         if self.n_done == self.n and not self.finished:
             self._finish(now)
 
-    def _finished(self, tasks, now: float) -> None:
+    def _finished(self, tasks: list[int] | np.ndarray, now: float) -> None:
         new: list[int] = []
         for t in tasks if isinstance(tasks, list) else tasks.tolist():
             i = self.local.get(t)

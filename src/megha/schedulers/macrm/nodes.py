@@ -28,9 +28,11 @@ Every node keeps its own state and follows the per-node rules exactly:
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from heapq import heappush
 from itertools import repeat
 from operator import add, ge, gt, sub
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +195,7 @@ class NodeManagers(Component):
         for i in range(self.n):
             self.hb_timer[i] = self.port.set_timer(float(phases[i]), ("hb", i))
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         tp = type(msg)
         if tp is SampleInquiry:
             self._inquiry(msg, now)
@@ -222,7 +224,7 @@ class NodeManagers(Component):
             super().on_message(msg, now)
         self._flush(now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         kind = key[0]
         if kind == "hb":
             i = key[1]
@@ -405,7 +407,7 @@ class NodeManagers(Component):
         self.light[i] = True
         return True
 
-    def _release_sampling(self, i: int, token, now: float) -> None:
+    def _release_sampling(self, i: int, token: tuple, now: float) -> None:
         if self.pending[i] is None or self.pending[i] != token:
             return
         self.pending[i] = None
@@ -472,7 +474,7 @@ class NodeManagers(Component):
         if not batch[1]:
             self.port.cancel_timer(batch[0])
 
-    def _holds_expired(self, token, nodes: list[int], batch: list, now: float) -> None:
+    def _holds_expired(self, token: tuple, nodes: list[int], batch: list, now: float) -> None:
         """The response timeout of the nodes that answered one inquiry: each node still holding for it, in the order
         they answered, as its own timer would have (output flushed after each)."""
         hold = self.hold

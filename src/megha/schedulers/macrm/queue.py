@@ -15,6 +15,7 @@ view and statistics.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -113,7 +114,7 @@ class QueueActor:
             share[u] = float(np.max(np.where(total > 0, used / np.where(total > 0, total, 1.0), 0.0)))
         return sorted((u for u, q in self.queues.items() if q), key=lambda u: (share[u], u))
 
-    def _items(self):
+    def _items(self) -> Iterator[Item]:
         for u in self._user_order():
             q = self.queues.get(u)
             if q:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Hashable
 from operator import ge
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +47,7 @@ from megha.sim.component import Component
 _EPS = 1e-9
 
 
-def _rows(a) -> list:
+def _rows(a: list | np.ndarray) -> list:
     """Rows of a heartbeat's [k, R] block (a list of lists or an array) as lists of floats."""
     return a if type(a) is list else a.tolist()
 
@@ -137,7 +139,7 @@ class ResourceTracker(Component):
         self.check_chain = Chain(Period(self.check_interval), now + self.check_interval)
 
     # --- messages ----------------------------------------------------------------------------------------------
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         tp = type(msg)
         if tp is Heartbeat:
             self._heartbeat(msg, now)
@@ -263,7 +265,14 @@ class ResourceTracker(Component):
             self.port.send(self.group, HeartbeatReply([node]))
 
     def heard(
-        self, node: int, free: list[float], row: list[float], ack: int, has_free: bool, now: float, users=None
+        self,
+        node: int,
+        free: list[float],
+        row: list[float],
+        ack: int,
+        has_free: bool,
+        now: float,
+        users: dict | None = None,
     ) -> bool:
         """One node's heartbeat (``has_free``: its free row holds the smallest allocation and something is free):
         the view is updated and the heartbeat forwarded to the arbitrator (True: the arbitrator replies) or answered
@@ -308,7 +317,7 @@ class ResourceTracker(Component):
         self.node_users[i] = new
 
     # --- timers ------------------------------------------------------------------------------------------------
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         kind = key[0]
         if kind == "vhb":
             self._virtual_forward(key, now)
