@@ -7,8 +7,9 @@ scheduling itself. :class:`SimLocalMaster` keeps exactly that timing model but h
 in-process: the workers' state is updated when the LM commits a launch or a kill (it is the only one who
 touches them), the times the pool would have recorded are recorded as such, and the completion reaches the
 LM through one absolute-time timer at the instant the ``Finished`` message would have arrived. The
-over-commit check of the pool is kept (slot mode: one task per worker; resource mode: demands within
-capacity), and the message counts report the ``Launch``/``Finished``/``Kill``/``Killed`` messages modelled.
+over-commit check of the pool is kept (a :class:`~megha.schedulers.common.ledger.WorkerLedger` of the LM's
+workers: one task per worker in slot mode, demands within capacity in resource mode; the ledger's error), and
+the message counts report the ``Launch``/``Finished``/``Kill``/``Killed`` messages modelled.
 
 Only the ordering of events that fall at exactly the same simulated instant may differ from the two-component
 form (an end is ordered by when its task was launched, not by when the pool's timer fired), so results are
@@ -23,8 +24,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.megha.fairness import FairShare
@@ -77,11 +78,12 @@ class SimLocalMaster(LocalMaster):
         super().__init__(l, layout, recorder, heartbeat, fair, reply_always, **kw)
         self.launch_delay = launch_delay
         self.report_delay = report_delay
-        n = self.hi - self.lo
-        self.w_task = [-1] * n  # slot mode: task running on each worker (the workers' own record)
-        if self.resource_mode:
-            self.w_cap = layout.capacity[self.lo : self.hi]
-            self.w_used = np.zeros_like(self.w_cap)
+        lo, hi = self.lo, self.hi
+        cap = None if layout.capacity is None else layout.capacity[lo:hi]
+        #: the workers' own record (what each runs or uses; rows from worker ``lo``) and the over-commit check
+        self.ledger = WorkerLedger(self.pool, hi - lo, cap, first=lo)
+        self.w_task = self.ledger.task  # slot mode: the ledger's list, read on the hot paths (None in resource mode)
+        self.w_used = self.ledger.used  # resource mode: the ledger's used vectors (None in slot mode)
         self._ends: dict[float, list] = {}  # end time on the worker -> [pool timer instant, task ids...]
         self._running: dict[int, tuple] = {}  # task -> (end time, worker, demand row or None)
         self._killed: dict[int, Killed] = {}  # timer key -> Killed report on its way to this LM
@@ -90,6 +92,8 @@ class SimLocalMaster(LocalMaster):
         self._n_finished: list | None = None
         self._early: set[int] = set()  # resource mode: ended tasks whose resources a preemption freed already
         self._failed: dict[int, np.ndarray | None] = {}  # failed worker -> what it holds (resource mode)
+        #: on a port without SimHooks (a test's RecordingPort): the counts of the modelled messages, by type name
+        self.modelled: dict[str, list] = {}
         # slot mode without fairness: a launch request of one mapping, and the end of one task, take a path of
         # their own (the usual case of a busy datacenter; the same steps as the general code, inlined)
         self._one = not self.resource_mode and fair is None
@@ -106,6 +110,23 @@ class SimLocalMaster(LocalMaster):
         self._launch_inline = self._one and not self.reply_always and self._heap is not None
         self._end_timer = self._on_end  # the engine's handler of this LM's task-end timers (bound once)
 
+    # --- the simulator's port hooks, with the plain Port's fallback ----------------------------------------------
+    def _cell(self, cls: type) -> list:
+        """The count cell of the modelled messages of type ``cls``: the run's (``SimHooks.message_counter``), or on a
+        plain :class:`~megha.sim.component.Port` this LM's own, in :attr:`modelled`."""
+        counter = getattr(self.port, "message_counter", None)
+        if counter is not None:
+            return counter(cls)
+        return self.modelled.setdefault(cls.__name__, [0])
+
+    def _at(self, at: float, key: object, now: float) -> None:
+        """A timer at the absolute time ``at``: ``SimHooks.set_timer_at``, else the plain port's ``set_timer``."""
+        set_at = getattr(self.port, "set_timer_at", None)
+        if set_at is not None:
+            set_at(at, key)
+        else:
+            self.port.set_timer(at - now, key)
+
     # --- the worker side, in-process ------------------------------------------------------------------------
     def to_workers(self, msg: Launch | Kill, now: float) -> None:
         """The workers' side of a launch (:meth:`start_tasks`) or a kill, in-process."""
@@ -114,47 +135,40 @@ class SimLocalMaster(LocalMaster):
         else:
             self._kill(msg, now)
 
-    def _over(self, w: int, now: float, what: str) -> None:
-        raise SimulationError(f"{self.pool}: worker {w} over-committed at t={now:.6f}: {what}")
-
     def start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], demands, now: float) -> None:
         """What the pool does when the ``Launch`` arrives, one launch delay from now; task ends are grouped by
         instant (one timer each, at the instant the pool's ``Finished`` would reach this LM)."""
-        port = self.port
         c = self._n_launch
         if c is None:
-            c = self._n_launch = port.message_counter(Launch)
+            c = self._n_launch = self._cell(Launch)
         c[0] += 1
         d = self.launch_delay
         start = now + d
         rec = self.rec
         rec.add_comm(tasks, d)
         lo = self.lo
+        ledger = self.ledger
         if self.resource_mode:
-            wa = np.asarray(workers, dtype=np.int64) - lo
-            used = self.w_used
-            np.add.at(used, wa, demands)
-            over = (used[wa] > self.w_cap[wa] + 1e-9).any(axis=1)
+            wa = np.asarray(workers, dtype=np.int64) - lo  # the ledger's rows
+            np.add.at(self.w_used, wa, demands)
+            over = ledger.over_rows(wa)
             if over.any():
                 for i in np.unique(wa[over]).tolist():
                     self._release_ended(i + lo, start)
-                over = (used[wa] > self.w_cap[wa] + 1e-9).any(axis=1)
-                if over.any():
-                    i = int(wa[np.flatnonzero(over)[0]])
-                    self._over(i + lo, start, f"used {used[i].tolist()} > capacity {self.w_cap[i].tolist()}")
+                ledger.check_rows(wa, start)
         else:
             slot = self.w_task
             for i, t in enumerate(tasks):
                 j = workers[i] - lo
                 if slot[j] >= 0 and not self._ends_by(slot[j], start):
-                    self._over(workers[i], start, f"it already runs task {slot[j]}")
+                    ledger.over_slot(workers[i], t, start)
                 slot[j] = t
         rec.started(tasks, start, workers)
         running = self._running
         ends = self._ends
         r = self.report_delay
         heap = self._heap
-        if heap is None:  # not in the simulator's engine (tests with a recording port)
+        if heap is None:  # not in the simulator's engine (a plain Port: tests with a recording port)
             for i, t in enumerate(tasks):
                 e = start + durs[i]
                 running[t] = (e, workers[i], None if demands is None else demands[i])
@@ -162,7 +176,7 @@ class SimLocalMaster(LocalMaster):
                 if g is None:
                     t1 = start + (e - start)  # the instant the pool's timer would fire
                     ends[e] = [t1, t]
-                    port.set_timer_at(t1 + r, e)
+                    self._at(t1 + r, e, now)
                 else:
                     g.append(t)
             return
@@ -218,13 +232,13 @@ class SimLocalMaster(LocalMaster):
         # start_tasks for one task
         c = self._n_launch
         if c is None:
-            c = self._n_launch = self.port.message_counter(Launch)
+            c = self._n_launch = self._cell(Launch)
         c[0] += 1
         d = self.launch_delay
         start = now + d
         slot = self.w_task
         if slot[k] >= 0 and not self._ends_by(slot[k], start):
-            self._over(w, start, f"it already runs task {slot[k]}")
+            self.ledger.over_slot(w, t, start)
         slot[k] = t
         logs = self._logs
         if logs is None:
@@ -268,15 +282,6 @@ class SimLocalMaster(LocalMaster):
                 self.w_used[w - self.lo] -= dem
                 self._early.add(task)
 
-    def _release(self, workers: list[int], demands: np.ndarray | None) -> None:
-        lo = self.lo
-        if self.resource_mode:
-            np.subtract.at(self.w_used, np.asarray(workers, dtype=np.int64) - lo, demands)
-        else:
-            slot = self.w_task
-            for w in workers:
-                slot[w - lo] = -1
-
     def _on_end(self, e: float, now: float) -> None:
         """The timer of the tasks ending at ``e`` (the engine calls it directly; :meth:`on_timer` also takes it)."""
         g = self._ends.pop(e)
@@ -307,7 +312,7 @@ class SimLocalMaster(LocalMaster):
             rec.last_progress = t1
         c = self._n_finished
         if c is None:
-            c = self._n_finished = self.port.message_counter(Finished)
+            c = self._n_finished = self._cell(Finished)
         c[0] += 1
         if self.kill_pending or self._waiting._len:
             return self._finished([t], [w], None, now)
@@ -365,20 +370,20 @@ class SimLocalMaster(LocalMaster):
                 keep = [i for i, t in enumerate(ts) if t not in self._early]
                 self._early.difference_update(ts)
                 if keep:
-                    self._release([ws[i] for i in keep], d_arr[keep])
+                    self.ledger.release([ws[i] for i in keep], d_arr[keep])
             else:
-                self._release(ws, d_arr)
+                self.ledger.release(ws, d_arr)
         self.rec.finished(ts, g[0])
         c = self._n_finished
         if c is None:
-            c = self._n_finished = self.port.message_counter(Finished)
+            c = self._n_finished = self._cell(Finished)
         c[0] += 1
         self._finished(ts, ws, d_arr, now)
 
     def _kill(self, msg: Kill, now: float) -> None:
         """Free the victims' workers now (the LM reuses them at once); the kill takes effect on the workers one
         launch delay later, when the pool would have received it: tasks that end by then are not killed."""
-        self.port.count_message(Kill)
+        self._cell(Kill)[0] += 1
         arrive = now + self.launch_delay
         ts, ws, ds = [], [], []
         ends = self._ends
@@ -392,11 +397,11 @@ class SimLocalMaster(LocalMaster):
             ds.append(entry[2])
         d_arr = None if not ds or ds[0] is None else np.array(ds)
         if ts:
-            self._release(ws, d_arr)
+            self.ledger.release(ws, d_arr)
         self._kill_seq += 1
         key = ("kill", self._kill_seq)
         self._killed[key] = Killed(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr)
-        self.port.set_timer_at(arrive, key)
+        self._at(arrive, key, now)
 
     def on_timer(self, key, now: float) -> None:
         if type(key) is float:
@@ -407,10 +412,10 @@ class SimLocalMaster(LocalMaster):
             killed = self._killed.pop(key)
             if len(killed.tasks):
                 self.rec.preempted(killed.tasks.tolist(), now)
-            self.port.count_message(Killed)
+            self._cell(Killed)[0] += 1
             key = ("killed", key[1])
             self._killed[key] = killed
-            self.port.set_timer_at(now + self.report_delay, key)
+            self._at(now + self.report_delay, key, now)
         else:
             self._on_killed(self._killed.pop(key), now)
 
@@ -439,16 +444,12 @@ class SimLocalMaster(LocalMaster):
             if t in self._early:  # resource mode: a preemption's launch freed its resources already
                 self._early.discard(t)
             else:
-                self._release([w], None if dem is None else dem[None, :])
+                self.ledger.release([w], None if dem is None else dem[None, :])
             kp = self.kill_pending.pop(t, None)
             if kp is not None:  # a preemption's victim whose kill has not reached the worker: a loss all the same
                 gm = kp[0]
-            else:
-                gm, user = cluster.remove(w, t, dem)
-                if self.usage is not None:
-                    self.usage[user] -= self._units(dem)
-                    self.user_tasks.get(user, {}).pop(t, None)
-                self._changed(w, gm, now)
+            else:  # off the LM's books (every GM hears of w: it is marked failed below in any case)
+                gm, user = self.remove_task(w, t, dem, now)
             dur, mask = task_info(t)
             by_gm.setdefault(gm, []).append((t, dur, mask, dem, user))
         if lost:
@@ -468,7 +469,7 @@ class SimLocalMaster(LocalMaster):
                 cluster.try_place(w, fid, None, -1, -1)
                 self.w_task[w - lo] = fid
                 self._failed[w] = None
-            self._changed(w, -1, now)
+            self.worker_changed(w, now)
         self.counters["workers_failed"] += len(mine)
         self.counters["tasks_lost_with_workers"] += len(lost)
         return len(lost)
@@ -492,4 +493,4 @@ class SimLocalMaster(LocalMaster):
                 self.w_task[w - lo] = -1
             else:
                 self.w_used[w - lo] -= d
-            self._changed(w, -1, now)
+            self.worker_changed(w, now)
