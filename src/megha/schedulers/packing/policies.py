@@ -864,7 +864,8 @@ class VQSBF(_VirtualQueues):
 
     def __init__(self, *a, **kw) -> None:
         super().__init__(*a, **kw)
-        self.vq: list[SortedList] = [SortedList() for _ in range(self.T)]  # keys by size, oldest first
+        # keys by size, oldest first (unconstrained runs; with constraints the masked queue holds the jobs)
+        self.vq: list[SortedList] = [SortedList() for _ in range(self.T)]
         self.cnt = [0] * (self.n * self.T)  # per-server per-type job counts
         self.tree = LineServers(self.n, by_index=True).tree  # residual by server id
         self._lower = [self.partition.lower_units(k) for k in range(self.T)]
@@ -878,10 +879,11 @@ class VQSBF(_VirtualQueues):
     def _enqueue(self, job: int, x: int) -> None:
         t = self.partition.type_of(x)
         self.typ[job] = t
-        self.vq[t].add(size_key(x, job))
         self.nq[t] += 1
-        if self.masked is not None:
+        if self.masked is not None:  # the masked queue answers every query: no sorted virtual queues
             self.masked.add(job, x, self.compat.mask.get(job, 0), t)
+        else:
+            self.vq[t].add(size_key(x, job))
 
     def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
         """:meth:`_VirtualQueues.arrive`; under constraints the jobs join the masked queue in one compiled call."""
@@ -894,13 +896,11 @@ class VQSBF(_VirtualQueues):
         self.size.update(zip(jobs, xs, strict=True))
         type_of = self.partition.type_of
         typ = self.typ
-        vq = self.vq
         nq = self.nq
         ts = []
-        for j, x in zip(jobs, xs, strict=True):  # _enqueue without the masked queue
+        for j, x in zip(jobs, xs, strict=True):  # _enqueue with the masked queue in place of the virtual queues
             t = type_of(x)
             typ[j] = t
-            vq[t].add(size_key(x, j))
             nq[t] += 1
             ts.append(t)
         masked.add_many(jobs, xs, [self.compat.mask.get(j, 0) for j in jobs], ts)
@@ -921,9 +921,10 @@ class VQSBF(_VirtualQueues):
     def _place(self, key: int, s: int, t: int) -> int:
         j = _JOB_MASK - (key & _JOB_MASK)
         x = key >> _JOB_BITS
-        self.vq[t].remove(key)
         if self.masked is not None:
             self.masked.remove(j)
+        else:
+            self.vq[t].remove(key)
         self.nq[t] -= 1
         self.nqueued -= 1
         self.used[s] += x
@@ -972,7 +973,7 @@ class VQSBF(_VirtualQueues):
     def _visit(self, s: int) -> None:
         if not self.njobs[s]:
             self.cfg[s] = self.cs.best(self.nq)
-        accept = self._job_accept(s)
+        accept = None if self.masked is not None else self._job_accept(s)  # the masked queue checks masks itself
         room = UNIT - self.used[s]
         base = s * self.T
         c = self.cfg[s]
