@@ -589,6 +589,15 @@ def k_mj_best(
     """MaskedJobs' query: the id of the largest live job of size <= room (oldest among equals) fitting mask ``inv``
     (of type ``t`` if ``t >= 0``), or -1. The ``prefix`` oldest positions first: a fitting job there that fills the
     room is the answer (no job is larger, and every older one is smaller or does not fit); else the groups decide."""
+    p = _mj_best_pos(st, prefix, P, A, abits, room, inv, t)
+    return -1 if p < 0 else P[P_ID, p]
+
+
+@njit(cache=True, nogil=True)
+def _mj_best_pos(
+    st: np.ndarray, prefix: int, P: np.ndarray, A: np.ndarray, abits: np.ndarray, room: int, inv: int, t: int
+) -> int:
+    """:func:`k_mj_best`'s answer as a position (-1: none)."""
     if room <= 0:  # every job needs at least one unit
         return -1
     lo = st[1]
@@ -596,4 +605,43 @@ def k_mj_best(
     p, _ = k_best_job(P[P_SIZE], P[P_MASK], P[P_TYP], P[P_ALIVE], lo, hi, room, inv, t)
     if p < 0 or P[P_SIZE, p] != room:
         p = k_group_best_bits(st[2], abits, A[A_SIZE], A[A_TYP], A[A_HEAD], room, inv, t)
-    return -1 if p < 0 else P[P_ID, p]
+    return p
+
+
+@njit(cache=True, nogil=True)
+def k_mj_fill(
+    st: np.ndarray,
+    prefix: int,
+    P: np.ndarray,
+    G: np.ndarray,
+    A: np.ndarray,
+    abits: np.ndarray,
+    room: int,
+    inv: int,
+    lims: np.ndarray,
+) -> np.ndarray:
+    """One server (free ``room``, complemented mask ``inv``) takes queued jobs: for each ``(type, limit)`` row of
+    ``lims`` in order, the largest fitting job of that type (any type if ``type < 0``) until ``limit`` of them or none
+    fits; each job leaves the queue. Returns ``[job id, type, size]`` rows in placement order."""
+    out = np.empty((4, 3), dtype=np.int64)
+    k = 0
+    for r in range(lims.shape[0]):
+        t = lims[r, 0]
+        n = 0
+        while n < lims[r, 1]:
+            p = _mj_best_pos(st, prefix, P, A, abits, room, inv, t)
+            if p < 0:
+                break
+            x = P[P_SIZE, p]
+            if k == out.shape[0]:
+                out2 = np.empty((2 * k, 3), dtype=np.int64)
+                out2[:k] = out
+                out = out2
+            out[k, 0] = P[P_ID, p]
+            out[k, 1] = P[P_TYP, p]
+            out[k, 2] = x
+            k += 1
+            k_mj_remove(p, st, P, G, A, abits)
+            room -= x
+            n += 1
+    return out[:k]

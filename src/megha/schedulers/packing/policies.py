@@ -973,6 +973,8 @@ class VQSBF(_VirtualQueues):
     def _visit(self, s: int) -> None:
         if not self.njobs[s]:
             self.cfg[s] = self.cs.best(self.nq)
+        if self.masked is not None:
+            return self._visit_masked(s)
         accept = None if self.masked is not None else self._job_accept(s)  # the masked queue checks masks itself
         room = UNIT - self.used[s]
         base = s * self.T
@@ -996,6 +998,33 @@ class VQSBF(_VirtualQueues):
             self._room_np[s] = room
         else:
             self.tree.set(s, room)
+
+    def _visit_masked(self, s: int) -> None:
+        """:meth:`_visit` under constraints: the same placements, found and taken by one compiled call."""
+        room = UNIT - self.used[s]
+        base = s * self.T
+        big = UNIT + 1  # more jobs than any server holds
+        lims = []
+        c = self.cfg[s]
+        if c >= 0:
+            conf = self.cs.configs[c]
+            for t, k in ((conf.res, conf.k_res), (conf.other, conf.k_other)):
+                if t >= 0:
+                    lims.append((t, k - self.cnt[base + t]))
+        lims.append((-1, big))
+        rows = self.masked.fill(room, self.compat.inv[s], lims)
+        if rows:
+            nq, cnt, out = self.nq, self.cnt, self._out
+            for j, t, x in rows:
+                nq[t] -= 1
+                cnt[base + t] += 1
+                room -= x
+                out.append((j, s))
+            n = len(rows)
+            self.nqueued -= n
+            self.njobs[s] += n
+            self.used[s] = UNIT - room
+        self._room_np[s] = room
 
     def _schedule(self) -> None:
         if not self._departed and not self._new:

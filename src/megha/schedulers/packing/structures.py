@@ -560,6 +560,23 @@ class MaskedJobs:
             return best
         return _kernels().k_mj_best(self.st, self.PREFIX, self.P, self.A, self.abits, room, inv, typ)
 
+    def fill(self, room: int, inv: int, lims: list[tuple[int, int]]) -> list[list[int]]:
+        """A server with free ``room`` and complemented mask ``inv`` takes, for each ``(type, limit)`` in order, the
+        largest fitting queued job of that type (any type if ``type < 0``) until ``limit`` of them or none fits, as
+        repeated :meth:`best` and :meth:`remove` would (one compiled call): ``[[job, type, size], ...]``."""
+        rows = (
+            _kernels()
+            .k_mj_fill(
+                self.st, self.PREFIX, self.P, self.G, self.A, self.abits, room, inv, np.array(lims, dtype=np.int64)
+            )
+            .tolist()
+        )
+        pos, live = self.pos, self.live
+        for j, _, _ in rows:
+            del pos[j]
+            del live[j]
+        return rows
+
     def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
         """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers (only the jobs
         at positions below ``hi`` if given: those added before the job at position ``hi``)."""
