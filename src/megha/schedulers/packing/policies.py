@@ -275,17 +275,14 @@ class _BestFitFamily(PackingPolicy):
         srv = self.servers
         size = self.size
         masked = self.masked
-        if masked is not None:
-            used = srv.used
-            inv = self.compat.inv[s]
-            while self.nqueued:
-                room = UNIT - used[s]
-                if room <= 0:  # every job needs a unit
-                    return
-                j = masked.best(room, inv)
-                if j < 0:
-                    return
-                self._place(j, s, size[j])
+        if masked is not None:  # the largest fitting job until none fits, found and dequeued by one compiled call
+            rows = masked.fill(UNIT - srv.used[s], self.compat.inv[s], [(-1, UNIT + 1)])
+            if rows:
+                out = self._out
+                for j, _, x in rows:
+                    srv.add(s, x)
+                    out.append((j, s))
+                self.nqueued -= len(rows)
             return
         q = self.by_size
         accept = self._job_accept(s)
