@@ -8,7 +8,16 @@ is served. The time a probe spent queued is recorded as the task's worker queuin
 
 Slot mode: a worker holds one task or one outstanding request at a time. Resource mode: a probe reserves its
 task group's demand; the head probe waits until that fits (FIFO, head-of-line blocking as in Sparrow); several
-requests may be outstanding while resources allow. Any over-commit raises :class:`SimulationError`.
+requests may be outstanding while resources allow.
+
+What each worker holds is the family's :class:`~megha.schedulers.common.ledger.WorkerLedger`
+(:attr:`SparrowMonitors.ledger`): slot mode, its task list (:attr:`SparrowMonitors.on_worker` is that list) —
+a reservation is the monitors' own ``slot_free`` flag, since a worker waiting for an answer runs no task yet;
+resource mode, its ``free`` vectors (``track_free``: capacity minus running tasks and reservations, subtracted
+one by one; :attr:`SparrowMonitors.free` is that array). Its dead set is the monitors' (workers down, or back but
+waiting for the answers to their old requests). Any over-commit — a task sent to a worker that runs one or holds
+no request, or a task that needs more than its probe reserved — raises the ledger's one error
+(:func:`~megha.schedulers.common.ledger.over_committed`).
 """
 
 from __future__ import annotations
@@ -17,20 +26,18 @@ import heapq
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.metrics.recorder import FLUSH_EVERY, TaskRecorder
+from megha.schedulers.common.ledger import OVER_EPS, WorkerLedger
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Lost, Probes, Request, TaskReply, WorkersBack
 from megha.sim.component import Component, Port, timer_queue_of
 
 if TYPE_CHECKING:
     from megha.schedulers.sparrow.scheduler import SparrowScheduler
-
-_EPS = 1e-9
 
 
 def _one_int(x: int) -> np.ndarray:
@@ -72,25 +79,30 @@ class SparrowMonitors(Component):
         self.schedulers = list(schedulers)
         self.resource = capacity is not None
         if self.resource:
-            self.free = np.array(capacity, dtype=np.float64)  # capacity minus running tasks and reservations
-            if self.free.shape[0] != self.n:
-                raise ValueError(f"{address}: capacity has {self.free.shape[0]} rows for {self.n} workers")
-            self.capacity = self.free.copy()
+            cap = np.array(capacity, dtype=np.float64)
+            if cap.shape[0] != self.n:
+                raise ValueError(f"{address}: capacity has {cap.shape[0]} rows for {self.n} workers")
+            #: what each worker holds (module docstring)
+            self.ledger = WorkerLedger(address, self.n, cap, track_free=True)
+            self.free = self.ledger.free  # capacity minus running tasks and reservations (the ledger's array)
+            self.capacity = self.ledger.capacity
             self.n_req = [0] * self.n  # requests outstanding per worker (a worker's death voids their answers)
             self.slot_free = None
+            self.on_worker: list[int] = [-1] * self.n  # unused in resource mode
         else:
+            self.ledger = WorkerLedger(address, self.n)
             self.free = None
             self.slot_free = [True] * self.n  # no task running and no request outstanding
+            self.on_worker = self.ledger.task  # slot mode: the task running on each worker (the ledger's list)
         self.queues: list[deque | None] = [None] * self.n
         self.running: dict[int, tuple[float, int, int, np.ndarray | None]] = {}
-        self.on_worker: list[int] = [-1] * self.n  # slot mode: task running on each worker
         self._ends: dict[float, list[int]] = {}
         self._out: list[tuple] = []  # requests made during one event, sent (batched per job) at its end
         self.max_queue = 0
         self.queued_probes = 0
         # --- worker failures (fault schedules); all empty without faults --------------------------------------
         self.failure_timeout = float(failure_timeout)
-        self.dead: set[int] = set()  # workers down (or back but waiting for the answers to their old requests)
+        self.dead: set[int] = self.ledger.dead  # workers down (or back but waiting for the answers to old requests)
         self._stale: dict[int, int] = {}  # dead worker -> answers still due to requests it made before it died
         self._revive: set[int] = set()  # restored workers that come back once their stale answers have arrived
         self._detect: dict[int, tuple[float, tuple]] = {}  # dead worker -> (detection time, its detection timer key)
@@ -266,7 +278,7 @@ class SparrowMonitors(Component):
         free = self.free[w]
         while q:
             job, sched, g, t0, d = q[0]
-            if (free + _EPS < d).any():
+            if (free + OVER_EPS < d).any():
                 return
             q.popleft()
             free -= d
@@ -352,11 +364,8 @@ class SparrowMonitors(Component):
                     self._advance(w, now)
                     continue
                 d = msg.demands[i]
-                if (d > res + _EPS).any():
-                    raise SimulationError(
-                        f"{self.address}: task {t} needs {d.tolist()} but its probe reserved "
-                        f"{res.tolist()} on worker {w}"
-                    )
+                if (d > res + OVER_EPS).any():
+                    self.ledger.over(w, now, f"task {t} needs {d.tolist()} but its probe reserved {res.tolist()}")
                 self.free[w] += res - d
                 running[t] = (e, w, sched, d)
             else:
@@ -365,10 +374,7 @@ class SparrowMonitors(Component):
                     self._advance(w, now)
                     continue
                 if self.on_worker[w] >= 0 or self.slot_free[w]:
-                    raise SimulationError(
-                        f"{self.address}: worker {w} over-committed at t={now:.6f}: "
-                        f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
-                    )
+                    self._over_slot(w, t, now)
                 self.on_worker[w] = t
                 running[t] = (e, w, sched, None)
             started_t.append(t)
@@ -421,10 +427,7 @@ class SparrowMonitors(Component):
                 self.slot_free[w] = True
             return
         if self.on_worker[w] >= 0 or self.slot_free[w]:
-            raise SimulationError(
-                f"{self.address}: worker {w} over-committed at t={now:.6f}: "
-                f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
-            )
+            self._over_slot(w, t, now)
         self.on_worker[w] = t
         e = now + dur
         self.running[t] = (e, w, sched, None)
@@ -451,10 +454,7 @@ class SparrowMonitors(Component):
         worker waits for that answer meanwhile (no other task or request can reach it), and a decided task always
         starts before the run ends, so the start can be set up in advance."""
         if self.on_worker[w] >= 0 or self.slot_free[w]:
-            raise SimulationError(
-                f"{self.address}: worker {w} over-committed at t={at:.6f}: "
-                f"task {t} sent while it runs task {self.on_worker[w]} or holds no request"
-            )
+            self._over_slot(w, t, at)
         self.on_worker[w] = t
         e = at + dur
         self.running[t] = (e, w, sched, None)
@@ -478,6 +478,13 @@ class SparrowMonitors(Component):
             wq[1](waited)
         else:
             self.rec.add_worker_queue([t], waited)
+
+    def _over_slot(self, w: int, t: int, now: float) -> NoReturn:
+        """Slot mode: raise the ledger's error for task ``t`` sent to worker ``w``, which runs a task already
+        (:func:`~megha.schedulers.common.ledger.slot_taken`) or holds no request (it asked for no task)."""
+        if self.on_worker[w] >= 0:
+            self.ledger.over_slot(w, t, now)
+        self.ledger.over(w, now, f"task {t} sent while it holds no request")
 
     def _grant_resource(self, msg: Grant, now: float) -> None:
         """Resource mode, one answer: as a batch of one."""
@@ -691,7 +698,7 @@ class SparrowMonitors(Component):
         the tasks lost."""
         for w in workers:  # restored but still waiting for old answers: it does not come back now
             self._revive.discard(w)
-        new = [w for w in dict.fromkeys(workers) if w not in self.dead]
+        new = self.ledger.fail(workers)
         if not new:
             return []
         self._n_detect += 1
@@ -708,7 +715,6 @@ class SparrowMonitors(Component):
                 lost.append(t)
                 notices.setdefault(sched, ([], []))[1].append(t)
         for w in new:
-            self.dead.add(w)
             self._revive.discard(w)
             self._announced.discard(w)
             self._detect[w] = (at, key)
@@ -749,8 +755,8 @@ class SparrowMonitors(Component):
 
     def _back(self, workers: list[int]) -> None:
         told = []
+        self.ledger.restore(workers)
         for w in workers:
-            self.dead.discard(w)
             self._revive.discard(w)
             self._detect.pop(w, None)
             if self.resource:
