@@ -175,3 +175,35 @@ def test_resource_free_tracking_subtracts_in_order() -> None:
     led.claim([4], [0], 2.0, np.array([[1.0, 1.0]]))
     led.clear([0])
     assert led.free[0].tolist() == cap[0].tolist()
+
+
+@pytest.mark.parametrize("slot_array", [False, True])
+def test_claim_or_report_slot_records_and_reports(slot_array: bool) -> None:
+    led = WorkerLedger("pool", 3, slot_array=slot_array, first=10)
+    assert led.claim_or_report(5, 11, 0.0) is None
+    text = led.claim_or_report(6, 11, 2.0)  # no raise: the text of the one error, and the claim is kept
+    with pytest.raises(SimulationError) as e:
+        WorkerLedger("pool", 3, slot_array=slot_array, first=10).claim([5, 6], [11, 11], 2.0)
+    assert text == str(e.value)
+    assert led.running_on(11) == 6
+    led.release([11], tasks=[6])
+    assert led.claim_or_report(7, 11, 3.0) is None
+
+
+@pytest.mark.parametrize("track_free", [False, True])
+def test_claim_or_report_resource_records_and_reports(track_free: bool) -> None:
+    cap = np.array([[4.0, 2.0], [1.0, 1.0]])
+    led = WorkerLedger("pool", 2, cap, track_free=track_free)
+    assert led.claim_or_report(1, 0, 0.0, np.array([3.0, 2.0])) is None
+    assert led.claim_or_report(2, 0, 0.0, np.array([1.0, OVER_EPS / 2])) is None  # within the tolerance
+    text = led.claim_or_report(3, 0, 1.0, np.array([1.0, 0.0]))
+    assert text is not None and text.startswith("pool: worker 0 over-committed at t=1.000000: used ")
+    assert text.endswith("> capacity [4.0, 2.0]")
+    np.testing.assert_allclose(led.room()[0], [-1.0, -OVER_EPS / 2])  # recorded all the same
+    led.release([0], np.array([[1.0, 0.0]]))
+    np.testing.assert_allclose(led.room()[0], [0.0, -OVER_EPS / 2])
+
+
+def test_claim_or_report_unlimited_reports_nothing() -> None:
+    led = WorkerLedger("ideal", 1, unlimited=True)
+    assert led.claim_or_report(1, 0, 0.0) is None and led.claim_or_report(2, 0, 0.0) is None

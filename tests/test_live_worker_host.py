@@ -53,7 +53,7 @@ def test_sleep_tasks_end_after_their_duration_in_order_and_killed_ones_never_fin
         dur = {1: 0.06, 2: 0.01, 3: 0.005, 4: 0.02}
         for t, d in dur.items():
             assert ends[t] >= d - 1e-6  # never before its own end
-        assert not h.running and not h.slot
+        assert not h.running and h.ledger.busy() == 0
         assert h.counters["tasks_finished"] == 4
 
     asyncio.run(go())
@@ -165,3 +165,20 @@ def test_a_launch_on_workers_of_another_host_or_with_a_bad_duration_is_refused()
         h.validate(Launch([1, 2], [0, 7], [1.0, 2.0], "lm"))
     with pytest.raises(ValueError, match="duration"):
         h.validate(Launch([1], [0], [float("nan")], "lm"))
+
+
+def test_an_over_commit_is_counted_and_logged_with_the_ledgers_text_never_raised(caplog) -> None:
+    import logging
+
+    async def go() -> None:
+        h, _ = _host()
+        with caplog.at_level(logging.ERROR, logger="megha.live.worker"):
+            h.on_message(Launch([1, 2], [0, 0], [60.0, 60.0], "lm"), 0.5)  # a scheduler's bug: both run
+        assert h.counters["overcommits"] == 1 and sorted(h.running) == [1, 2]
+        assert h.ledger.running_on(0) == 2
+        assert any(
+            "worker 0 over-committed at t=0.500000: task 2 launched while it runs task 1" in m for m in caplog.messages
+        )
+        h.shutdown()
+
+    asyncio.run(go())

@@ -20,7 +20,9 @@ task runs is set per run by the client's :class:`~megha.live.messages.RunSpec`:
 
 It also sends each LM it serves a :class:`~megha.live.messages.HostBeat` every ``beat`` seconds (worker
 liveness) and enforces the allocation invariant (one task per worker in slot mode, demands within capacity in
-resource mode): a violation is logged and counted as ``overcommits`` (a scheduler bug, never expected).
+resource mode) on a :class:`~megha.schedulers.common.ledger.WorkerLedger` over the layout's workers — the
+simulator's check and error text — but a live service must not crash: a violation is logged with the ledger's
+text and counted as ``overcommits`` (a scheduler bug, never expected), and the task runs all the same.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from megha.live.masters import host_address
 from megha.live.messages import Control, Events, HostBeat, HostKill, HostLaunch, RunSpec
 from megha.live.runtime import CLIENT_SHIFT as _RT_CLIENT_SHIFT
 from megha.live.runtime import ForwardingRecorder, adaptive_window, events_by_client
+from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.sim.component import Component
@@ -104,8 +107,10 @@ class WorkerHost(Component):
         for w in self.workers:
             self.by_lm.setdefault(int(lm_of[w]), []).append(w)
         self.capacity = layout.capacity
-        self.used = None if layout.capacity is None else np.zeros_like(layout.capacity)
-        self.slot: dict[int, int] = {}
+        #: what each worker runs (slot mode) or holds (resource mode), indexed by global worker id
+        self.ledger = WorkerLedger(self.address, len(self._lm_of), layout.capacity)
+        self.used = self.ledger.used  # resource mode: the requests of each worker's running tasks (else None)
+        self.slot = self.ledger.task  # slot mode: the task each worker runs, FREE if none (else None)
         self.running: dict[int, list] = {}  # task -> [worker, reply_to, demand, handle, start, lm]
         self.specs: dict[int, RunSpec] = {}
         self.counters: Counter = Counter()
@@ -148,9 +153,7 @@ class WorkerHost(Component):
         for r in self.running.values():
             _stop(r[3])
         self.running.clear()
-        self.slot.clear()
-        if self.used is not None:
-            self.used[:] = 0.0
+        self.ledger.clear()
         self._out.clear()
         self.epoch += 1
         self.counters["self_fenced"] += 1
@@ -214,30 +217,17 @@ class WorkerHost(Component):
         ends = self._ends
         first_end = self._end_at
         kinds: dict[int, str] = {}  # run -> task kind, for this message
+        claim = self.ledger.claim_or_report
         for i, t in enumerate(tasks):
             w = workers[i]
             if t in running:
                 self.counters["duplicate_launches"] += 1
                 continue
             d = None if dem is None else dem[i]
-            if self.used is None:
-                if w in self.slot:
-                    self.counters["overcommits"] += 1
-                    log.error(
-                        "%s: worker %d over-committed: runs %d, asked to run %d", self.address, w, self.slot[w], t
-                    )
-                self.slot[w] = t
-            else:
-                self.used[w] += d
-                if (self.used[w] > self.capacity[w] + 1e-9).any():
-                    self.counters["overcommits"] += 1
-                    log.error(
-                        "%s: worker %d over-committed (%s > %s)",
-                        self.address,
-                        w,
-                        self.used[w].tolist(),
-                        self.capacity[w].tolist(),
-                    )
+            over = claim(t, w, now, d)
+            if over is not None:
+                self.counters["overcommits"] += 1
+                log.error("%s", over)
             run = t >> RUN_SHIFT
             kind = kinds.get(run)
             if kind is None:
@@ -368,8 +358,8 @@ class WorkerHost(Component):
             return None
         w, d = r[0], r[2]
         if self.used is None:
-            if self.slot.get(w) == t:
-                del self.slot[w]
+            if self.slot[w] == t:  # ledger.release([w], tasks=[t]), inlined
+                self.slot[w] = FREE
         else:
             self.used[w] -= d
         return r
@@ -387,8 +377,8 @@ class WorkerHost(Component):
             if r is None:
                 continue
             if slot_mode:  # as _release does
-                if slot.get(r[0]) == t:
-                    del slot[r[0]]
+                if slot[r[0]] == t:
+                    slot[r[0]] = FREE
             else:
                 self.used[r[0]] -= r[2]
             n += 1

@@ -21,6 +21,8 @@ A worker is over-committed when a slot that holds a task is claimed again, or wh
 :data:`OVER_EPS` (``free < -OVER_EPS``) in any resource. The error is always :func:`over_committed`'s
 :class:`~megha.errors.SimulationError` ``"<owner>: worker <w> over-committed at t=<now>: <what>"`` (``what``:
 :func:`slot_taken` or :func:`over_capacity`), so tests and users match one text whichever family raised it.
+A live service that must not crash on a scheduler's bug claims with :meth:`WorkerLedger.claim_or_report`, which
+records the claim all the same and returns that error's text instead of raising it.
 
 The check is the ledger's whatever the caller: per-task hot paths of the simulator may apply the slot test inline on
 the ledger's own list (``if ledger.task[k] >= 0: ledger.over_slot(w, t, now)``, then ``ledger.task[k] = t``) to
@@ -50,9 +52,14 @@ OVER_EPS = 1e-9
 FREE = -1
 
 
+def over_commit_text(owner: str, worker: int, now: float, what: str) -> str:
+    """The one over-commit error's text: ``"<owner>: worker <worker> over-committed at t=<now>: <what>"``."""
+    return f"{owner}: worker {worker} over-committed at t={now:.6f}: {what}"
+
+
 def over_committed(owner: str, worker: int, now: float, what: str) -> SimulationError:
-    """The one over-commit error: ``"<owner>: worker <worker> over-committed at t=<now>: <what>"``."""
-    return SimulationError(f"{owner}: worker {worker} over-committed at t={now:.6f}: {what}")
+    """The one over-commit error (its text: :func:`over_commit_text`)."""
+    return SimulationError(over_commit_text(owner, worker, now, what))
 
 
 def slot_taken(task: int, running: int) -> str:
@@ -193,6 +200,32 @@ class WorkerLedger:
         if self.task[k] >= 0:
             self.over_slot(worker, task, now)
         self.task[k] = task
+
+    def claim_or_report(self, task: int, worker: int, now: float, demand: np.ndarray | None = None) -> str | None:
+        """Start ``task`` on ``worker`` (global id; resource mode: holding ``demand``) and check it as :meth:`claim_one`
+        and :meth:`claim` do, but report instead of raising: returns the over-commit error's text
+        (:func:`over_commit_text`), or None if the worker is not over-committed. The claim is recorded either way
+        (slot mode: the worker now runs ``task``), for a live service that runs what it is told and counts the
+        violation."""
+        if self.unlimited:
+            return None
+        k = worker - self.first
+        if not self.resource_mode:
+            slot = self.task
+            cur = int(slot[k])
+            slot[k] = task
+            return None if cur < 0 else over_commit_text(self.owner, worker, now, slot_taken(task, cur))
+        if self.free is None:
+            used = self.used[k]
+            used += demand
+            if (used > self.capacity[k] + OVER_EPS).any():
+                return over_commit_text(self.owner, worker, now, over_capacity(used, self.capacity[k]))
+            return None
+        free = self.free[k]
+        free -= demand
+        if (free < -OVER_EPS).any():
+            return over_commit_text(self.owner, worker, now, over_capacity(self.capacity[k] - free, self.capacity[k]))
+        return None
 
     def release(
         self,
