@@ -24,7 +24,7 @@ All costs are integers in units of :data:`UNIT` (= 1.0 of utility).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -217,7 +217,7 @@ class Combined(CostModel):
 MODELS = ("quincy", "placement", "priority")
 
 
-def make_cost_model(spec: str, **params) -> Combined:
+def make_cost_model(spec: str, **params: Any) -> Combined:
     """Build ``'quincy'``, ``'placement'``, ``'priority'`` or a ``+``-joined combination of them.
 
     ``params`` may hold ``wait_weight``, ``wait_quantum``, ``fairness`` (quincy), ``utility`` (placement),

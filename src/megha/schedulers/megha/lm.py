@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from megha.schedulers.megha.messages import (
     as_list as _as_list,
 )
 from megha.schedulers.megha.state import ResourceCluster, SlotCluster
-from megha.sim.component import Component
+from megha.sim.component import Component, Port
 
 
 class LocalMaster(Component):
@@ -130,13 +130,13 @@ class LocalMaster(Component):
         self.port.set_timer(self._phase + k * h - now, "heartbeat")
         self._armed = True
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)
         if self.direct_updates:
             self._routes = getattr(port, "routes", None)
             self._route = getattr(port, "route", None)
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         h = self._handlers.get(type(msg))
         if h is None:
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
@@ -151,7 +151,9 @@ class LocalMaster(Component):
         self._handlers[cls] = handler
         return prev
 
-    def start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], dem, now: float) -> None:
+    def start_tasks(
+        self, tasks: list[int], workers: list[int], durs: list[float], dem: np.ndarray | None, now: float
+    ) -> None:
         """Hook: tasks this LM accepted start on its workers (lists of equal length; ``dem`` the demand rows in
         resource mode, else None). Called once per accepted launch request, on the hot path of every task.
 
@@ -452,7 +454,7 @@ class LocalMaster(Component):
         self._launch_handed(started, now)
         return reused
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         self._armed = False
         seq = self._seq
         sent = self._sent

@@ -20,7 +20,8 @@ has no processing model (per-message costs need real messages); the live runtime
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.lm import LocalMaster
 from megha.schedulers.megha.messages import LaunchRequest, Preempted, TaskDone
 from megha.schedulers.megha.messages import as_list as _as_list
-from megha.sim.component import Component, timer_queue_of
+from megha.sim.component import Component, Port, timer_queue_of
 
 # a failed worker holds a pseudo task with this id + the worker's id: never a real task id
 _FAILED = 1 << 62
@@ -49,7 +50,7 @@ class InProcessWorkers(Component):
     kind = WorkerPool.kind
     crash_kind = None
 
-    def on_message(self, msg, now: float) -> None:
+    def on_message(self, msg: Any, now: float) -> None:
         raise TypeError(f"{self.address}: the workers of this LM run in-process; got {type(msg).__name__}")
 
 
@@ -101,7 +102,7 @@ class SimLocalMaster(LocalMaster):
         # the simulator's recorder: the hot paths append to its lists themselves (TaskRecorder.inline_logs)
         self._logs = recorder.inline_logs() if type(recorder) is TaskRecorder else None
 
-    def attach(self, port) -> None:
+    def attach(self, port: Port) -> None:
         super().attach(port)  # direct_updates: self._routes and self._route are the port's (SimHooks.route)
         self._heap, self._next = timer_queue_of(port)
         self._done_keys = [(a, "on_message_done") for a in self.gm_addr]  # SimPort.route's cache keys
@@ -135,7 +136,9 @@ class SimLocalMaster(LocalMaster):
         else:
             self._kill(msg, now)
 
-    def start_tasks(self, tasks: list[int], workers: list[int], durs: list[float], demands, now: float) -> None:
+    def start_tasks(
+        self, tasks: list[int], workers: list[int], durs: list[float], demands: np.ndarray | None, now: float
+    ) -> None:
         """What the pool does when the ``Launch`` arrives, one launch delay from now; task ends are grouped by
         instant (one timer each, at the instant the pool's ``Finished`` would reach this LM)."""
         c = self._n_launch
@@ -403,7 +406,7 @@ class SimLocalMaster(LocalMaster):
         self._killed[key] = Killed(np.array(ts, dtype=np.int64), np.array(ws, dtype=np.int64), d_arr)
         self._at(arrive, key, now)
 
-    def on_timer(self, key, now: float) -> None:
+    def on_timer(self, key: Hashable, now: float) -> None:
         if type(key) is float:
             self._on_end(key, now)
         elif key == "heartbeat":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -115,7 +116,7 @@ def google_events(
 
 
 def write_google2011(
-    root: Path, n_jobs: int, seed: int = 0, parts: int = 2, n_machines: int = 20, gz: bool = True, **kw
+    root: Path, n_jobs: int, seed: int = 0, parts: int = 2, n_machines: int = 20, gz: bool = True, **kw: Any
 ) -> Expected:
     """A Google 2011 trace directory: ``task_events/part-0000i-of-0000n.csv.gz`` and ``machine_events/``."""
     cols, exp = google_events(n_jobs, seed, **kw)
@@ -157,7 +158,7 @@ def write_google2011(
 
 
 def write_google2019(
-    root: Path, n_jobs: int, seed: int = 0, shuffle: bool = True, gz: bool = False, names: bool = False, **kw
+    root: Path, n_jobs: int, seed: int = 0, shuffle: bool = True, gz: bool = False, names: bool = False, **kw: Any
 ) -> Expected:
     """An exported ``instance_events`` CSV (with header; unordered like a BigQuery export) and ``machine_events``."""
     cols, exp = google_events(n_jobs, seed, **kw)
