@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,6 +28,15 @@ def _finished(port: RecordingPort) -> list[int]:
     return [t for _, m in port.take(Finished) for t in list(m.tasks)]
 
 
+async def _until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Wait until ``cond()`` holds: the event loop may run late on a loaded machine, so no fixed sleep decides."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.005)
+
+
 def test_sleep_tasks_end_after_their_duration_in_order_and_killed_ones_never_finish():
     async def go() -> None:
         h, port = _host()
@@ -46,7 +56,7 @@ def test_sleep_tasks_end_after_their_duration_in_order_and_killed_ones_never_fin
         h.on_message(Kill([3], "lm"), 0.0)  # its heap entry goes stale
         assert [list(m.tasks) for _, m in port.take(Killed)] == [[3]]
         h.on_message(Launch([3], [2], [0.005], "lm"), 0.0)  # launched again: only the new run's end counts
-        await asyncio.sleep(0.2)
+        await _until(lambda: h.counters["tasks_finished"] == 4 and not h._flush_armed)
         done = _finished(port)
         assert sorted(done) == [1, 2, 3, 4]
         assert done.index(3) < done.index(2) < done.index(4) < done.index(1)
@@ -64,7 +74,7 @@ def test_a_task_launched_with_an_earlier_end_rearms_the_timer_and_shutdown_stops
         h, port = _host()
         h.on_message(Launch([1], [0], [5.0], "lm"), 0.0)
         h.on_message(Launch([2], [1], [0.01], "lm"), 0.0)  # ends long before task 1: the timer moves earlier
-        await asyncio.sleep(0.1)
+        await _until(lambda: h.counters["tasks_finished"] == 1 and not h._flush_armed)
         assert _finished(port) == [2]
         assert list(h.running) == [1]
         h.shutdown()
@@ -90,11 +100,13 @@ def test_coalescing_windows_grow_with_the_rate_and_stay_put_at_moderate_rates():
     async def go() -> None:
         h, port = _host(2000)
         h.on_message(Launch(list(range(1000)), list(range(1000)), [0.001] * 1000, "lm"), 0.0)
-        await asyncio.sleep(0.1)  # 1,000 completions in one window: the next one is the longest
+        await _until(lambda: h.counters["tasks_finished"] == 1000 and not h._flush_armed)
+        # 1,000 completions in one window: the next one is the longest
         assert sorted(t for t in _finished(port)) == list(range(1000))
         assert h._window == COMPLETION_WINDOW_MAX
         h.on_message(Launch([5000], [1500], [0.001], "lm"), 0.0)
-        await asyncio.sleep(0.1)  # one completion in a window: back to the shortest
+        await _until(lambda: h.counters["tasks_finished"] == 1001 and not h._flush_armed)
+        # one completion in a window: back to the shortest
         assert _finished(port) == [5000] and h._window == COMPLETION_WINDOW
 
     asyncio.run(go())
@@ -118,16 +130,24 @@ def test_a_services_event_window_grows_with_its_rate_of_events():
         rt.send_raw = lambda dst, data: got.append(data)
         comp = Quiet()
         h = Hosted(rt, comp, 0)
+        armed: list = []
+
+        class HandLoop:  # the windows' timers, fired by hand: the test does not depend on the machine's load
+            def call_later(self, delay: float, fn: Callable, *args: object) -> None:
+                armed.append((delay, fn, args))
+
+        rt.loop = HandLoop()
         comp.rec.started(list(range(2000)), 1.0, list(range(2000)))
         h.flush_events()  # held for the shortest window
-        assert not got
-        await asyncio.sleep(h.event_window * 3)
-        assert h._event_win == EVENT_WINDOW_MAX  # 2,000 tasks in 10 ms: the longest window next time
+        assert not got and [d for d, _, _ in armed] == [h.event_window]
+        _, fn, args = armed.pop()
+        fn(*args)
+        assert got and h._event_win == EVENT_WINDOW_MAX  # 2,000 tasks in 10 ms: the longest window next time
         comp.rec.started([1], 1.0, [1])
         h.flush_events()
-        await asyncio.sleep(h.event_window * 3)
-        assert h._event_win == EVENT_WINDOW_MAX  # still within it
-        await asyncio.sleep(EVENT_WINDOW_MAX * 2)
+        assert [d for d, _, _ in armed] == [EVENT_WINDOW_MAX]  # held for the longest window
+        _, fn, args = armed.pop()
+        fn(*args)
         assert h._event_win == h.event_window  # one task in 40 ms: back to the shortest
         assert sum(len(it[2]) for d in got for it in _events(d, Events)) == 2001
 
