@@ -10,27 +10,14 @@ from __future__ import annotations
 import pytest
 
 from megha.config import RunConfig
-from megha.metrics.fingerprint import fingerprint
-from megha.runner import simulate
+from tests.compiled_paths import assert_same_run, run_both
 
 
 def _both(monkeypatch: pytest.MonkeyPatch, cfg: RunConfig) -> tuple:
-    monkeypatch.setenv("MEGHA_LEAN", "1")
-    fast = simulate(cfg)
-    monkeypatch.setenv("MEGHA_LEAN", "0")
-    slow = simulate(cfg)
-    return fast, slow
+    return run_both(monkeypatch, cfg, "MEGHA_LEAN")
 
 
-def _same(fast, slow, compiled: bool = True) -> None:
-    assert fast.extras.get("compiled_run", False) is compiled
-    assert not slow.extras.get("compiled_run", False)
-    assert fingerprint(fast) == fingerprint(slow)
-    assert fast.events == slow.events
-    assert fast.end_time == slow.end_time
-    assert fast.message_counts == slow.message_counts
-    assert fast.counters == slow.counters
-    assert fast.unfinished_reason is None and slow.unfinished_reason is None
+_same = assert_same_run
 
 
 @pytest.mark.parametrize("max_jobs", [40, 400])
