@@ -20,6 +20,10 @@ private members (tests/test_megha_hooks.py).
   neither finished nor handed back), and a resubmission of a held task is dropped. The client resubmits the
   tasks it never saw start, and some of those may be held by an LM whose worker host died before it could
   start them: the LM relaunches them itself, so placing them again would run them twice.
+* with fairness shares, rebuilds its users' usage after a restart: each held task comes with its user, duration,
+  constraint mask and demand, and counts as this GM's running task (the ``adopt_running`` hook), so the GM asks
+  for the preemptions it would have asked for without the restart and no other; a held task an LM preempts is
+  queued again (one preempted before any LM reported it is reported lost: its client submits it again).
 
 :class:`LiveLocalMaster` is :class:`~megha.schedulers.megha.lm.LocalMaster` plus worker liveness:
 
@@ -124,6 +128,7 @@ class LiveGlobalMaster(GlobalMaster):
         self._gm_on_done = self.handle(TaskDone, self._on_done_live)
         self._gm_on_job = self.handle(JobArrival, self._on_job_live)
         self.handle(JobBatch, self._on_batch)
+        self._gm_on_preempted = self.handle(Preempted, self._on_preempted_live)
         self._have: dict[int, float] = {}  # task -> time received, until known done (a resubmission is dropped)
         self._held: dict[int, int] = {}  # task an LM told us it holds -> that LM (never placed by us)
         self._stash: list | None = []  # messages waiting until every LM answered the sync request
@@ -163,13 +168,46 @@ class LiveGlobalMaster(GlobalMaster):
                     super().on_message(m, now)
 
     def _on_holding(self, msg: Holding, now: float) -> None:
+        """Tasks an LM holds: never placed again; with fairness shares, those an earlier incarnation placed count
+        as this GM's running tasks (``adopt_running``), so its users' usage is what it was before the restart."""
         have = self._have
         held = self._held
-        for t in msg.tasks if isinstance(msg.tasks, list) else msg.tasks.tolist():
+        adopt = self.fair is not None and msg.users is not None
+        entries = []
+        dem = msg.demands
+        for i, t in enumerate(_listed(msg.tasks)):
             if t not in self._entries:  # placed by an earlier incarnation (or by us: then we know already)
                 held[t] = msg.lm
                 have.setdefault(t, now)
+                if adopt:
+                    d = None if dem is None else dem[i]
+                    entries.append((t, float(msg.durations[i]), int(msg.masks[i]), d, int(msg.users[i]), -1))
+        if entries:
+            self.adopt_running(entries)
         self.counters["tasks_held_by_lms"] = len(held)
+
+    def _on_preempted_live(self, msg: Preempted, now: float) -> None:
+        """Preempted tasks are no longer held by their LM: queued again (placed again, not dropped as held). One
+        this incarnation does not know (preempted before its LMs reported it) is reported lost, and its client
+        submits it again."""
+        tasks = _listed(msg.tasks)
+        held = self._held
+        for t in tasks:
+            held.pop(t, None)
+        if msg.entries is None:
+            running = self.running
+            unknown = [t for t in tasks if t not in running]
+            if unknown:
+                self.counters["preempted_tasks_unknown"] += len(unknown)
+                for t in unknown:
+                    self._have.pop(t, None)
+                if hasattr(self.rec, "lost"):
+                    self.rec.lost(unknown, now, "preempted before a restarted GM learned of it")
+                if len(unknown) == len(tasks):
+                    return
+                keep = [t for t in tasks if t in running]
+                msg = Preempted(msg.lm, np.array(keep, dtype=np.int64), msg.acked)
+        self._gm_on_preempted(msg, now)
 
     def admit(self, e: tuple, w: int) -> bool:
         """Remember the queue entry of each task placed (for a hand-back); drop a task an LM holds."""
@@ -307,9 +345,33 @@ class LiveGlobalMaster(GlobalMaster):
         elif isinstance(msg, Preempted | Relaunch):
             pass
         elif isinstance(msg, Holding):
-            _rng_check(msg.tasks, 0, 1 << 62, "task id")
+            self._check_holding(msg)
         else:
             raise ValueError(f"a GM does not handle {type(msg).__name__}")
+
+    def _check_holding(self, msg: Holding) -> None:
+        _rng_check(msg.tasks, 0, 1 << 62, "task id")
+        n = len(msg.tasks)
+        cols = {"users": msg.users, "durations": msg.durations, "masks": msg.masks, "demands": msg.demands}
+        if any(c is not None and len(c) != n for c in cols.values()):
+            raise ValueError("a Holding's columns differ in length")
+        if self.fair is None:
+            return
+        if msg.users is None or msg.durations is None or msg.masks is None:
+            raise ValueError("a Holding needs each held task's user, duration and constraint mask with fairness shares")
+        _rng_check(msg.users, 0, self.fair.n_users, "user (fairness queue)")
+        if n and (self.fair.user_gm[np.asarray(msg.users, dtype=np.int64)] != self.g).any():
+            raise ValueError("a Holding of a task of a user whose queue is at another GM")
+        _rng_check(msg.durations, 0, 1 << 40, "duration")
+        _rng_check(msg.masks, 0, 1 << 32, "constraint mask")
+        if self.resource_mode:
+            R = self.view.free.shape[1]
+            if msg.demands is None or msg.demands.shape != (n, R):
+                raise ValueError(f"a Holding in resource mode needs a demand row of {R} resources per task")
+            if not np.isfinite(msg.demands).all() or (msg.demands < 0).any():
+                raise ValueError("a Holding's demands must be finite and >= 0")
+        elif msg.demands is not None:
+            raise ValueError("the deployment runs in slot mode; a Holding must not carry demands")
 
     def _ages(self) -> dict:
         """Tasks this GM holds (queued or running) by age, and the stuck ones: queued longer than
@@ -418,7 +480,7 @@ class LiveLocalMaster(LocalMaster):
             if msg is None:
                 return
         elif t is SyncRequest:
-            self.port.send(self.gm_addr[msg.gm], Holding(self.l, self.held_for(msg.gm)))
+            self.port.send(self.gm_addr[msg.gm], self.holding(msg.gm, self.held_for(msg.gm)))
         super().on_message(msg, now)
 
     def _owner(self, t: int, w: int) -> int:
@@ -436,6 +498,41 @@ class LiveLocalMaster(LocalMaster):
         out.extend(x[0] for x in self.relaunch if x[1] == gm)
         out.extend(t for t, g in self.handed.items() if g == gm)
         return out
+
+    def holding(self, gm: int, tasks: list[int]) -> Holding:
+        """The :class:`~megha.live.messages.Holding` telling GM ``gm`` that this LM holds ``tasks`` (from
+        :meth:`held_for`). With fairness shares each task's user queue, duration, constraint mask (its worker's) and
+        demand row go with it: a restarted GM rebuilds its users' usage from them."""
+        if self.fair is None:
+            return Holding(self.l, tasks)
+        relaunch = {x[0]: x for x in self.relaunch} if self.relaunch else {}
+        wmask = self.layout.worker_masks
+        users, durs, masks, dems = [], [], [], []
+        for t in tasks:
+            a = self.active.get(t)
+            if a is not None:  # (worker, duration, demand, host)
+                users.append(self._user(t, a[0]))
+                durs.append(float(a[1]))
+                masks.append(int(wmask[a[0]]))
+                dems.append(a[2])
+            else:  # waiting to be relaunched: (task, GM, user, duration, demand, mask)
+                x = relaunch[t]
+                users.append(int(x[2]))
+                durs.append(float(x[3]))
+                masks.append(int(x[5]))
+                dems.append(x[4])
+        dem = None
+        if self.resource_mode:
+            dem = np.array(dems, dtype=np.float64).reshape(len(tasks), self.cluster.free.shape[1])
+        return Holding(self.l, tasks, users, durs, masks, dem)
+
+    def _user(self, t: int, w: int) -> int:
+        """The user queue of task ``t`` running on worker ``w``."""
+        i = w - self.lo
+        c = self.cluster
+        if self.resource_mode:
+            return int(c.tasks_on[i][t][1])
+        return int(c.user[i])
 
     def _on_handoff_live(self, msg: Handoff, now: float, own: Callable[[Handoff, float], None]) -> None:
         """Tasks a GM handed over (``handoff_after``), but those this LM already holds (exactly once)."""
@@ -465,7 +562,7 @@ class LiveLocalMaster(LocalMaster):
             return msg
         self.counters["duplicate_launches_refused"] += len(dup)
         workers = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
-        self.port.send(self.gm_addr[msg.gm], Holding(self.l, [tasks[i] for i in dup]))
+        self.port.send(self.gm_addr[msg.gm], self.holding(msg.gm, [tasks[i] for i in dup]))
         for i in dup:
             self.worker_changed(workers[i], now)
         if len(dup) == len(tasks):

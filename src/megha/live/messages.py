@@ -141,10 +141,19 @@ def split_batch(b: JobBatch) -> list:
 class Holding:
     """LM → GM, answering a :class:`SyncRequest` (and a launch of a task the LM already holds): the tasks of
     this GM the LM holds — accepted and neither finished nor handed back. The LM is the one authority on whether
-    a task runs: a (restarted) GM never places a held task again, whoever resubmits it."""
+    a task runs: a (restarted) GM never places a held task again, whoever resubmits it.
+
+    With fairness shares each held task also comes with its user queue, duration, constraint mask (its worker's:
+    the task is known to satisfy it) and, in resource mode, its demand row: a restarted GM counts its users' usage
+    from them as it did before the restart, and queues a held task again if an LM preempts it. Without fairness
+    shares these columns are None."""
 
     lm: int
     tasks: list[int]
+    users: list[int] | None = None
+    durations: list[float] | None = None
+    masks: list[int] | None = None
+    demands: object = None  # [n, R] numpy array in resource mode (with fairness shares)
 
 
 @dataclass(slots=True)

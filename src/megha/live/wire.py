@@ -142,6 +142,10 @@ def encode(msg: Any, src: str, dst: str, epoch: int = 0, seq: int = 0, term: int
     if schema is None or schema.cls is not type(msg):
         raise WireError(f"{name} is not a registered wire message")
     body = {f: getattr(msg, f) for f in schema.names}
+    if schema.omit_none:  # optional columns left out when None: the message is what it was before they existed
+        for f in schema.omit_none:
+            if body[f] is None:
+                del body[f]
     return _packer.pack([VERSION, name, src, dst, epoch, seq, term, body])
 
 
@@ -327,22 +331,32 @@ def _k_ids_opt(v: Any) -> Any:
 K_FLOATS_ARR = _vector("fiu", "numbers", _NUM_T, "<f8")
 
 
+def _k_floats_opt(v: Any) -> Any:
+    return None if v is None else K_FLOATS(v)
+
+
 @dataclass(frozen=True)
 class Schema:
     cls: type
     fields: tuple[tuple[str, Callable[[Any], Any]], ...]
     same_length: tuple[str, ...] = ()  # per-task columns that must have equal lengths
     rows_of: tuple[str, str] | None = None  # (matrix field, column it must have as many rows as)
+    omit_none: tuple[str, ...] = ()  # fields added later: left out of the body when None, read as None when absent
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", tuple(f for f, _ in self.fields))
         object.__setattr__(self, "name_set", frozenset(self.names))
+        object.__setattr__(self, "required", frozenset(self.names) - frozenset(self.omit_none))
 
 
 def _s(
-    cls: type, *fields: tuple[str, Callable], same: tuple[str, ...] = (), rows: tuple[str, str] | None = None
+    cls: type,
+    *fields: tuple[str, Callable],
+    same: tuple[str, ...] = (),
+    rows: tuple[str, str] | None = None,
+    omit_none: tuple[str, ...] = (),
 ) -> tuple[str, Schema]:
-    return cls.__name__, Schema(cls, tuple(fields), same, rows)
+    return cls.__name__, Schema(cls, tuple(fields), same, rows, omit_none)
 
 
 SCHEMAS: dict[str, Schema] = dict(
@@ -516,7 +530,18 @@ SCHEMAS: dict[str, Schema] = dict(
             same=("tasks", "durations", "masks"),
             rows=("demands", "tasks"),
         ),
-        _s(L.Holding, ("lm", K_INT), ("tasks", K_IDS)),
+        _s(
+            L.Holding,
+            ("lm", K_INT),
+            ("tasks", K_IDS),
+            ("users", _k_ids_opt),
+            ("durations", _k_floats_opt),
+            ("masks", _k_ids_opt),
+            ("demands", _k_mat_opt),
+            same=("tasks", "users", "durations", "masks"),
+            rows=("demands", "tasks"),
+            omit_none=("users", "durations", "masks", "demands"),
+        ),
         _s(L.RunSpec, ("run", K_INT), ("kind", K_STR), ("command", K_STR), ("cwd", K_STR)),
         _s(L.Events, ("src", K_STR), ("items", _k_events)),
         _s(
@@ -582,18 +607,21 @@ def decode(data: bytes) -> Envelope:
         raise WireError("epoch, seq and term must be integers (seq, term >= 0)")
     if type(body) is not dict:
         raise WireError(f"{name}: body must be a map")
-    if len(body) != len(schema.fields) or not schema.name_set.issuperset(body):
-        missing = [f for f in schema.names if f not in body]
+    omit = schema.omit_none
+    if (len(body) != len(schema.fields) and not (omit and schema.required.issubset(body))) or not (
+        schema.name_set.issuperset(body)
+    ):
+        missing = [f for f in schema.names if f not in body and f not in omit]
         extra = [str(f) for f in body if f not in schema.names]
         raise WireError(f"{name}: missing fields {missing}, unexpected fields {extra[:5]}")
     kw = {}
     for f, check in schema.fields:
         try:
-            kw[f] = check(body[f])
+            kw[f] = check(body[f]) if not omit or f in body else None
         except WireError as e:
             raise WireError(f"{name}.{f}: {e}") from None
     if schema.same_length:
-        lens = {f: _length(kw[f]) for f in schema.same_length}
+        lens = {f: _length(kw[f]) for f in schema.same_length if kw[f] is not None}  # optional columns: when given
         if len(set(lens.values())) > 1:
             raise WireError(f"{name}: per-task columns differ in length {lens}")
     if schema.rows_of is not None:

@@ -332,6 +332,19 @@ class GlobalMaster(Component):
         self._requeue(entries, front, now)
         self._flush(now)
 
+    def adopt_running(self, entries: list[tuple]) -> None:
+        """Hook: tasks of this GM's users that an earlier incarnation of this GM placed and that an LM reports it
+        runs (the live GM after a restart) become this GM's running tasks, as if it had placed them: with fairness
+        shares their usage starts (so the GM's per-user usage is what it was before the restart) and a preemption
+        or a hand-back of one queues it again. ``entries`` are queue entries (see :meth:`admit`); a task already
+        counted is skipped, so the same report may come twice. Without fairness shares it does nothing."""
+        if self.fair is None:
+            return
+        running = self.running
+        for e in entries:
+            if e[E_TASK] not in running:
+                self._start_usage(e)
+
     # --- placement ----------------------------------------------------------------------------------------
     def _place(self, e: tuple, now: float) -> bool:
         """Find a worker for entry ``e`` in the view and book it; False when there is none."""
