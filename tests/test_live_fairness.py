@@ -15,14 +15,14 @@ from megha.live.compare import simulate_same
 from megha.live.config import LiveConfig, LiveMeghaOptions
 from megha.live.deploy import LocalDeployment, datacenter_of, layout_of, parts_of
 from megha.live.masters import LiveGlobalMaster, LiveLocalMaster
-from megha.live.messages import Holding, HostBeat, Relaunch
+from megha.live.messages import Holding, HostBeat, HostKill, HostLaunch, Relaunch
 from megha.live.runtime import ForwardingRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
-from megha.schedulers.common.messages import JobArrival
+from megha.schedulers.common.messages import Finished, JobArrival
 from megha.schedulers.megha import MeghaOptions
 from megha.schedulers.megha.layout import MeghaLayout
-from megha.schedulers.megha.messages import LaunchRequest, StateDelta
+from megha.schedulers.megha.messages import LaunchRequest, Preempted, PreemptRequest, StateDelta
 from megha.schedulers.megha.wiring import gm_settings, lm_settings, megha_layout, megha_parts
 from megha.sim.component import RecordingPort
 
@@ -159,3 +159,44 @@ def test_handed_back_task_returns_to_its_own_users_queue():
     assert all(u == 1 for r in reqs for u in r.users)
     with pytest.raises(ValueError, match="user queue"):
         gm.validate(Relaunch(0, [10], [5.0], [0]))
+
+
+def test_a_preempted_run_lost_with_its_host_goes_back_to_its_own_gm():
+    """A victim whose worker host dies before it reports the kill: the LM has already taken it off the worker (the
+    preempting task holds it now), so losing it must neither free that worker under the preempting task nor relaunch
+    the victim as the preempting task's GM and user. Before: both happened (the victim ran as user 1's task, the
+    preempting task was handed back with user -1 and rejected by its GM: lost; the worker stayed busy for ever once
+    the relaunched victim finished, because its kill was still pending). Found by the fairness chaos scenario."""
+    lay = MeghaLayout.build(Datacenter(worker_masks=np.zeros(2, dtype=np.uint32)), 1, 2)
+    parts = megha_parts(LiveMeghaOptions(gms=2, lms=1, shares=[0.5, 0.5]), lay)  # user u's queue at GM u
+    lm = parts.lm(0, ForwardingRecorder(), cls=LiveLocalMaster, host_timeout=1000.0)
+    port = RecordingPort()
+    lm.attach(port)
+    lm.on_start(0.0)
+    lm.on_message(HostBeat("a", 1, 0, [0, 1], [], 0.2), 0.0)
+    lm.on_message(LaunchRequest(0, 1, [10, 11], [0, 1], [5.0, 5.0], [0, 0]), 0.1)  # user 0 holds both workers
+    lm.on_message(HostBeat("a", 1, 0, [0, 1], [10, 11], 0.2), 0.2)
+    port.take()
+    pre = PreemptRequest(1, np.array([20]), np.array([5.0]), np.array([0], dtype=np.uint32), 1, 0, None, 0.0)
+    lm.validate(pre)
+    lm.on_message(pre, 0.3)  # user 1 (under its share) preempts one task of user 0
+    victim = next(m for _, m in port.take(HostKill)).tasks[0]
+    w = 0 if victim == 10 else 1
+    assert lm.active[20][0] == w and victim in lm.kill_pending
+    port.take()
+    lm.on_message(HostBeat("a", 2, 0, [0, 1], [], 0.2), 0.4)  # the host restarted before it reported the kill
+    sent = port.take()
+    # the victim goes back to its own GM as a preempted task (GM 0 queues it again); the preempting task, lost with
+    # the host, is relaunched as GM 1's task of user 1; nothing runs as another GM's or user's task
+    back = [(d, m) for d, m in sent if isinstance(m, Preempted)]
+    assert [(d, list(m.tasks)) for d, m in back] == [(lay.gm_address(0), [victim])]
+    relaunched = [m for _, m in sent if isinstance(m, HostLaunch)]
+    assert sorted(t for m in relaunched for t in m.tasks) == sorted([20, 21 - victim])
+    assert not [m for _, m in sent if isinstance(m, Relaunch)]
+    assert not lm.kill_pending and victim not in lm.active
+    assert lm._owner(20, lm.active[20][0]) == 1 and lm.usage.tolist() == [1.0, 1.0]
+    # both runs end: every worker is free again, usage back to zero
+    for t in (20, 21 - victim):
+        lm.on_message(Finished([t], [lm.active[t][0]], None), 1.0)
+    assert lm.usage.tolist() == [0.0, 0.0]
+    assert lm.status_info()["busy_workers"] == 0

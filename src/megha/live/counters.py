@@ -53,6 +53,7 @@ LIVE_COUNTERS = CounterSet(
         "stale_runs_stopped": "runs a host reported that its LM no longer holds there (stopped)",
         "stale_finished_dropped": "completions from a worker that no longer holds the task (dropped)",
         "stale_killed_dropped": "kill reports from a worker that no longer holds the task (dropped)",
+        "preempted_runs_lost": "preemption victims lost with their host before the kill was reported (GM requeues)",
         # the worker hosts (megha.live.worker)
         "tasks_started": "tasks worker hosts started",
         "tasks_finished": "tasks worker hosts saw end (any exit code)",

@@ -751,12 +751,25 @@ class LiveLocalMaster(LocalMaster):
             self._try_relaunch(now, hand_back=True)
 
     def _lose(self, lost: list[int], now: float, note: str) -> None:
-        """Take runs that will not complete off the LM's books and queue the tasks for relaunch."""
+        """Take runs that will not complete off the LM's books and queue the tasks for relaunch.
+
+        A run being preempted (its kill not yet reported) is already off its worker, which the preempting task
+        holds: it is not taken off again (that would free the worker under the preempting task and relaunch the
+        victim as that task's GM and user); its GM hears it was preempted and queues it again."""
         masks = self.layout.worker_masks
+        pending = self.kill_pending
+        preempted: dict[int, list[int]] = {}
         for t in lost:
             w, dur, d, _ = self.active.pop(t)
+            kp = pending.pop(t, None) if pending else None
+            if kp is not None:
+                preempted.setdefault(kp[0], []).append(t)
+                continue
             gm, user = self.remove_task(w, t, d, now)
             self.relaunch.append((t, gm, user, dur, d, int(masks[w])))
+        for gm, ts in preempted.items():
+            self.counters["preempted_runs_lost"] += len(ts)
+            self.port.send(self.gm_addr[gm], Preempted(self.l, np.array(ts, dtype=np.int64), self.processed[gm]))
         if lost and hasattr(self.rec, "lost"):
             self.rec.lost(lost, now, note)
 
