@@ -22,7 +22,7 @@ from megha.model.workload import Workload
 from megha.schedulers.common.messages import Finished, JobArrival
 from megha.schedulers.megha import MeghaOptions
 from megha.schedulers.megha.layout import MeghaLayout
-from megha.schedulers.megha.messages import LaunchRequest, Preempted, PreemptRequest, StateDelta
+from megha.schedulers.megha.messages import LaunchRequest, Preempted, PreemptReply, PreemptRequest, StateDelta
 from megha.schedulers.megha.wiring import gm_settings, lm_settings, megha_layout, megha_parts
 from megha.sim.component import RecordingPort
 
@@ -200,3 +200,36 @@ def test_a_preempted_run_lost_with_its_host_goes_back_to_its_own_gm():
         lm.on_message(Finished([t], [lm.active[t][0]], None), 1.0)
     assert lm.usage.tolist() == [0.0, 0.0]
     assert lm.status_info()["busy_workers"] == 0
+
+
+def _gm_with_busy_workers(g: int) -> tuple[LiveGlobalMaster, RecordingPort]:
+    """GM ``g`` of a 2-worker, 1-LM deployment (user u's queue at GM u, shares 0.5/0.5), synchronised with an LM
+    whose workers both run tasks of user 0."""
+    lay = MeghaLayout.build(Datacenter(worker_masks=np.zeros(2, dtype=np.uint32)), 1, 2)
+    parts = megha_parts(LiveMeghaOptions(gms=2, lms=1, shares=[0.5, 0.5]), lay)
+    gm = parts.gm(g, ForwardingRecorder(), cls=LiveGlobalMaster)
+    port = RecordingPort()
+    gm.attach(port)
+    gm.on_start(0.0)
+    gm.on_message(Holding(0, [], [], [], []), 0.1)
+    gm.on_message(StateDelta(0, [0, 1], [False, False], True, np.array([2.0, 0.0]), 0), 0.1)
+    port.take()
+    return gm, port
+
+
+def test_a_task_placed_by_preemption_and_handed_back_is_queued_again():
+    """A task the LM started by preempting another (never booked by the GM itself) whose worker host then died with
+    no other worker free: the LM hands it back, and its GM queues it again. Before: the GM had no entry for it (it
+    kept entries only of the tasks it booked) and dropped the hand-back as a resubmission of a task it already had:
+    the task was lost (fairness chaos scenario: 3 of 420 tasks)."""
+    gm, port = _gm_with_busy_workers(1)
+    gm.on_message(JobArrival(3, np.array([30]), np.array([5.0]), np.zeros(1, dtype=np.uint32), None, 1, 5.0, 0), 1.0)
+    (_, req), *_ = port.take(PreemptRequest)  # user 1 is under its share: GM 1 asks the LM to preempt user 0
+    assert list(req.tasks) == [30] and req.victim == 0
+    gm.on_message(PreemptReply(0, 30, True, 30, np.zeros(0, dtype=np.int64), [], np.array([1.0, 1.0]), 0, 0), 1.1)
+    assert 30 in gm.running  # it runs, placed by the LM
+    back = Relaunch(0, [30], [5.0], [0], None, [1])  # its host died, no worker free: handed back
+    gm.validate(back)
+    gm.on_message(back, 2.0)
+    assert gm.counters["duplicate_tasks_dropped"] == 0 and gm.counters["tasks_handed_back"] == 1
+    assert 30 not in gm.running and len(gm.queue) + len(gm.preempting) == 1  # waiting again, once

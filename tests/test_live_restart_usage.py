@@ -237,3 +237,22 @@ def _finished(tasks: list[int], workers: list[int]):
     from megha.schedulers.common.messages import Finished
 
     return Finished(tasks, workers, None)
+
+
+def test_a_preempted_task_whose_launch_was_not_yet_acknowledged_is_queued_again():
+    """The Preempted message acknowledges the launch it follows: a task this GM booked whose acknowledgement had not
+    arrived yet is this GM's, queued again at once (not taken for one it never heard of and reported lost)."""
+    parts = _parts()
+    gm = parts.gm(0, ForwardingRecorder(), cls=LiveGlobalMaster)
+    port = RecordingPort()
+    gm.attach(port)
+    gm.on_start(0.0)
+    gm.on_message(Holding(0, [], [], [], []), 0.1)
+    gm.on_message(StateDelta(0, list(range(WORKERS)), [True] * WORKERS, True, np.zeros(2), 0), 0.1)
+    gm.on_message(_job(0, [10], 0), 1.0)
+    (_, req), *_ = port.take(LaunchRequest)
+    assert 10 not in gm.running  # not acknowledged yet
+    gm.on_message(Preempted(0, np.array([10], dtype=np.int64), req.req), 1.5)
+    assert gm.counters["preempted_tasks_unknown"] == 0 and gm.counters["tasks_requeued_after_preemption"] == 1
+    assert not [it for it in gm.rec.items if it[0] == "lost"]
+    assert [list(m.tasks) for _, m in port.take(LaunchRequest)] == [[10]]  # placed again at once (workers free)

@@ -196,7 +196,8 @@ class LiveGlobalMaster(GlobalMaster):
             held.pop(t, None)
         if msg.entries is None:
             running = self.running
-            unknown = [t for t in tasks if t not in running]
+            placed = self._entries  # booked by this incarnation (running once the LM's acknowledgement is applied)
+            unknown = [t for t in tasks if t not in running and t not in placed]
             if unknown:
                 self.counters["preempted_tasks_unknown"] += len(unknown)
                 for t in unknown:
@@ -205,7 +206,7 @@ class LiveGlobalMaster(GlobalMaster):
                     self.rec.lost(unknown, now, "preempted before a restarted GM learned of it")
                 if len(unknown) == len(tasks):
                     return
-                keep = [t for t in tasks if t in running]
+                keep = [t for t in tasks if t in running or t in placed]
                 msg = Preempted(msg.lm, np.array(keep, dtype=np.int64), msg.acked)
         self._gm_on_preempted(msg, now)
 
@@ -277,8 +278,11 @@ class LiveGlobalMaster(GlobalMaster):
         entries = []
         dem = msg.demands
         users = msg.users
+        running = self.running
         for i, t in enumerate(msg.tasks):
             e = self._entries.pop(t, None)
+            if e is None and running:  # started by an LM's preemption for this GM (never booked here): its entry
+                e = running.get(t)
             user = 0 if users is None else int(users[i])  # the task's user queue (fairness shares)
             if e is None and self._held.pop(t, None) is not None:  # an LM held it for an earlier incarnation
                 e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], user, -1)
