@@ -38,7 +38,9 @@ private members (tests/test_megha_hooks.py).
   are dropped, and the host is told to kill it: a task completes exactly once;
 * it is the one authority on whether a task runs: it answers a GM's sync request with the tasks of that GM it
   holds (:class:`~megha.live.messages.Holding`) and refuses a launch of a task it already holds (the worker the
-  GM booked for it is reported free again).
+  GM booked for it is reported free again);
+* it reports a preempted run's end (a ``lost`` event noted ``preempted``): the task runs again later, and its
+  clients can tell the second run from a duplicate.
 """
 
 from __future__ import annotations
@@ -479,6 +481,11 @@ class LiveLocalMaster(LocalMaster):
             msg = self._filter_done(msg, "killed")
             if msg is None:
                 return
+            pending = self.kill_pending
+            if pending and hasattr(self.rec, "preempted"):  # a preempted run ended: its task runs again later
+                pre = [x for x in _listed(msg.tasks) if x in pending]
+                if pre:
+                    self.rec.preempted(pre, now)
         elif t is LaunchRequest:
             msg = self._filter_held(msg, now)
             if msg is None:
