@@ -3,9 +3,10 @@
 hosts and the broker while two users' work is submitted at about the datacenter's capacity; every task completes
 exactly once and no worker runs two tasks at once.
 
-``fairness``: user 0 goes over its share and user 1's tasks preempt it while GMs die and restart (a restarted GM
-rebuilds its users' usage from its LMs' reports). ``handoff``: tasks that wait 0.5 s at their GM are handed to an LM,
-which holds them across the GM's restart. Each run takes about 40-60 s on a loaded 2-core machine: marked slow.
+``fairness``: user 1 goes over its share and user 0's tasks preempt it while GMs die and restart (a restarted GM
+rebuilds its users' usage from its LMs' reports and queues again the tasks its previous incarnation placed that
+are preempted). ``handoff``: tasks that wait 0.5 s at their GM are handed to an LM,
+which holds them across the GM's restart. Each run takes about 55-65 s on a loaded 2-core machine: marked slow.
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ def _no_leftover_processes():
 def test_chaos_with_two_users_loses_nothing_runs_nothing_twice_overcommits_nothing(scenario, tmp_path):
     doc = asyncio.run(
         asyncio.wait_for(
-            run_chaos(12.0, seed=5, rate=36.0, state_dir=str(tmp_path / "st"), scenario=scenario),
+            run_chaos(12.0, seed=5, rate=9.0, state_dir=str(tmp_path / "st"), scenario=scenario),
             400,
         )
     )
     assert doc["scenario"] == scenario
+    keys = ("submitted", "preempted_runs", "held_tasks_adopted", "handed_over", "handoff_launches")
+    print(scenario, {k: doc[k] for k in keys}, [f["target"] for f in doc["faults"]])  # shown with pytest -rP
     assert "gm" in {f["kind"] for f in doc["faults"]}, doc["faults"]
-    assert doc["submitted"] > 300
+    assert doc["submitted"] > 80
     assert doc["lost"] == 0 and doc["duplicated"] == 0, doc
     assert doc["host_overcommits"] == 0, doc  # no worker host's ledger saw a slot claimed twice
     if scenario == "handoff":  # without preemption the reported runs are exact too (see overcommitted_workers)

@@ -111,7 +111,7 @@ def test_restarted_gm_rebuilds_its_users_usage_and_asks_for_no_needless_preempti
     gm0 = _restart_gm0(net, 2.0)
     assert gm0.own_usage.tolist() == before.tolist()  # rebuilt from the LM's Holding
     assert sorted(gm0.running) == [10, 11]
-    assert gm0.counters["tasks_held_by_lms"] == 2
+    assert gm0.counters["tasks_held_by_lms"] == 2 and gm0.counters["held_tasks_adopted"] == 2
 
     # user 0 submits one more task: no worker is free and user 0 is at its share, so it waits (it would without
     # the restart): no preemption of user 1 is asked for

@@ -10,9 +10,11 @@ in rounds that contain every kind once, in random order. Then the client waits f
 is stopped.
 
 Scenarios (``scenario``): ``plain`` (the above); ``fairness`` — fairness shares ``[0.5, 0.5]`` for two users (user
-``k mod 2`` for job ``k``, each user's queue at its own GM), 24 workers and a workload of 6-task jobs of user 0
-alternating with 2-task jobs of user 1 at about the datacenter's capacity, so user 0 goes over its share, user 1's
-tasks preempt it, and a GM killed meanwhile restarts with its users' usage rebuilt from its LMs' reports;
+``k mod 2`` for job ``k``, each user's queue at its own GM), 24 workers and a workload of 2-task jobs of user 0
+alternating with 6-task jobs of user 1 (tasks of 1.5-4.5 s, so many outlive a GM's restart) at about the
+datacenter's capacity with ``rate`` 9, so user 1 goes over its share, user 0's tasks preempt it, and a GM killed
+meanwhile restarts with its users' usage rebuilt from its LMs' reports (``held_tasks_adopted``) and hears of
+preemptions of tasks its previous incarnation placed;
 ``handoff`` — the same workload without shares and ``handoff_after`` 0.5 s, so tasks that wait are handed to LMs
 (which hold them across a GM's restart). Fairness shares and ``handoff_after`` do not combine (the GM refuses
 it), hence two scenarios.
@@ -82,15 +84,15 @@ def chaos_config(state_dir: str, port: int | None = None, scenario: str = "plain
     )
 
 
-def two_user_workload(rate: float, seconds: float, seed: int) -> Workload:
-    """Jobs of 6 tasks (even jobs: user 0 with round-robin users) alternating with jobs of 2 tasks (odd jobs: user 1),
-    ``rate`` tasks/s in all over ``seconds`` seconds, task durations 0.65 s x a uniform factor in [0.5, 1.5]."""
+def two_user_workload(rate: float, seconds: float, seed: int, duration: float = 3.0) -> Workload:
+    """Jobs of 2 tasks (even jobs: user 0 with round-robin users) alternating with jobs of 6 tasks (odd jobs: user 1),
+    ``rate`` tasks/s in all over ``seconds`` seconds, task durations ``duration`` x a uniform factor in [0.5, 1.5]."""
     from megha.model.workload import Workload
 
     n_jobs = max(2, 2 * int(rate * seconds / 8))
-    sizes = np.where(np.arange(n_jobs) % 2 == 0, 6, 2).astype(np.int64)
+    sizes = np.where(np.arange(n_jobs) % 2 == 0, 2, 6).astype(np.int64)
     rng = np.random.default_rng(seed)
-    dur = 0.65 * rng.uniform(0.5, 1.5, size=int(sizes.sum()))
+    dur = duration * rng.uniform(0.5, 1.5, size=int(sizes.sum()))
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
     return Workload(
         job_arrival=np.linspace(0.0, seconds, n_jobs, endpoint=False),
@@ -289,6 +291,7 @@ def outcome(run: LiveRun, res: RunResult, w: Workload, host_overcommits: int | N
         ),
         "handed_over": int(res.counters.get("handoffs", 0)),  # by the GMs' last incarnations
         "handoff_launches": int(res.counters.get("handoff_launches", 0)),  # started by the LMs
+        "held_tasks_adopted": int(res.counters.get("held_tasks_adopted", 0)),  # by restarted GMs (last incarnations)
         "runs_lost_to_faults": int(res.counters.get("runs_lost", 0)),
         "resubmitted": int(sum(v for k, v in res.counters.items() if k.startswith("tasks_resubmitted"))),
         "unfinished_reason": res.unfinished_reason,

@@ -43,6 +43,7 @@ LIVE_COUNTERS = CounterSet(
         "tasks_held_by_lms": "tasks of an earlier incarnation of the GM that LMs said they hold (at the last answer)",
         "duplicate_tasks_dropped": "resubmitted or handed-back tasks a GM dropped because it or an LM holds them",
         "tasks_handed_back": "tasks LMs handed back to their GM (no suitable worker free), counted by LM and GM",
+        "held_tasks_adopted": "running tasks of its users a restarted GM learned from its LMs (usage rebuilt)",
         "preempted_tasks_unknown": "preempted tasks a restarted GM did not know (reported lost; resubmitted)",
         # the LMs (megha.live.masters.LiveLocalMaster)
         "host_registrations": "worker host registrations (a host's first beat, or its first after a restart)",

@@ -185,7 +185,9 @@ class LiveGlobalMaster(GlobalMaster):
                     d = None if dem is None else dem[i]
                     entries.append((t, float(msg.durations[i]), int(msg.masks[i]), d, int(msg.users[i]), -1))
         if entries:
+            before = len(self.running)
             self.adopt_running(entries)
+            self.counters["held_tasks_adopted"] += len(self.running) - before
         self.counters["tasks_held_by_lms"] = len(held)
 
     def _on_preempted_live(self, msg: Preempted, now: float) -> None:
