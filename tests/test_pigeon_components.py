@@ -232,8 +232,10 @@ def test_group_workers_reject_over_commit_and_report_ends():
     rec = TaskRecorder(np.zeros(5))
     g = attach(GroupWorkers("g", "m", np.array([3, 4]), rec))
     g.on_message(Start(0, 3, 2.0), 0.0)
-    with pytest.raises(SimulationError, match="over-committed"):
-        g.on_message(Start(1, 3, 1.0), 0.5)
+    with pytest.raises(
+        SimulationError, match=r"^g: worker 3 over-committed at t=0\.500000: task 1 launched while it runs task 0$"
+    ):
+        g.on_message(Start(1, 3, 1.0), 0.5)  # the worker ledger's one error
     with pytest.raises(SimulationError, match="not in this group"):
         g.on_message(Start(1, 7, 1.0), 0.5)
     ((delay, key),) = g.port.timers.values()
@@ -285,3 +287,18 @@ def test_reference_weights_reproduce_the_authors_constraint_set_table():
     assert exact.counts(0b001).tolist() == [2] and ref.counts(0b001).tolist() == [2]
     assert exact.counts(0b100).tolist() == [1] and ref.counts(0b100).tolist() == [1]
     assert ref.counts(0b000).tolist() == [3]
+
+
+def test_group_workers_with_gaps_in_their_ids_keep_them_on_one_ledger():
+    """A group whose worker ids are not contiguous: the ledger spans them, the gap is never a member."""
+    rec = TaskRecorder(np.zeros(5))
+    g = attach(GroupWorkers("g", "m", np.array([2, 6]), rec))
+    assert (g.ledger.first, g.ledger.n_workers) == (2, 5)
+    g.on_message(Start(0, 6, 1.0), 0.0)
+    g.on_message(Start(1, 2, 1.0), 0.0)
+    assert (g.ledger.running_on(6), g.ledger.running_on(2), g.running()) == (0, 1, 2)
+    with pytest.raises(SimulationError, match="worker 4 is not in this group"):
+        g.on_message(Start(2, 4, 1.0), 0.0)
+    ((_, key),) = g.port.timers.values()
+    g.on_timer(key, 1.0)
+    assert g.running() == 0 and g.ledger.running_on(6) == -1

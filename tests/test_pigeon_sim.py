@@ -97,8 +97,10 @@ def test_in_process_workers_reject_over_commit_and_report_ends():
     m.on_start(0.0)
     m.dist_of.update({0: 0, 1: 0})
     m._launch([0], [0], [2.0], 0.0)
-    with pytest.raises(SimulationError, match="over-committed"):
-        m._launch([1], [0], [1.0], 0.5)
+    with pytest.raises(
+        SimulationError, match=r"^w: worker 0 over-committed at t=0\.500500: task 1 launched while it runs"
+    ):
+        m._launch([1], [0], [1.0], 0.5)  # the worker ledger's one error, at the launch's start
     with pytest.raises(SimulationError, match="not in this group"):
         m._launch([1], [5], [1.0], 0.5)
     ((at, key),) = m.port.timers.values()
@@ -106,7 +108,7 @@ def test_in_process_workers_reject_over_commit_and_report_ends():
     free = m.n_free
     m.on_timer(key, at)
     assert rec.start[0] == 0.0005 and rec.end[0] == at and rec.known[0] == at + 0.0005
-    assert m.task_on[0] == -1 and m.n_free == free + 1  # nothing queued: the worker is free again
+    assert m.ledger.running_on(0) == -1 and m.n_free == free + 1  # nothing queued: the worker is free again
 
 
 def test_compiled_random_pick_is_the_index_pick():

@@ -6,7 +6,9 @@ delay, 0 by default) and a ``TaskDone`` message to its distributor — four engi
 keeps exactly that timing but handles the workers' side in-process: the start and end the workers would have
 recorded are recorded as such when the master commits a launch, and the end reaches the master through one
 absolute-time timer at the instant the ``Ended`` message would have arrived (tasks ending at the same instant share
-it). The distributor only notes when it learns that a task finished, so the master records that instant (one
+it). What each worker runs is kept in the group's :class:`~megha.schedulers.common.ledger.WorkerLedger`
+(:func:`~megha.schedulers.pigeon.workers.group_ledger`), whose slot check and over-commit error every launch applies.
+The distributor only notes when it learns that a task finished, so the master records that instant (one
 network delay later) itself, except for the run's last completions, which travel as messages so that the run ends
 at the same instant. The message counts report the ``Start``/``Launch``, ``Ended``/``Finished`` and
 ``TaskDone``/``TasksDone`` messages modelled, and the communication delay of a launch is recorded as the engine would.
@@ -21,13 +23,16 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Hashable
+from typing import NoReturn
 
 import numpy as np
 
 from megha.errors import SimulationError
+from megha.schedulers.common.ledger import FREE
 from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.master import Entry, PigeonMaster
 from megha.schedulers.pigeon.messages import Ended, GroupBack, Reroute, Start, TaskDone, TasksDone
+from megha.schedulers.pigeon.workers import group_ledger
 from megha.sim.component import Port, timer_queue_of
 
 _BITS = [np.uint64(1 << b) for b in range(64)]
@@ -44,7 +49,7 @@ def _load_first_fit() -> Callable[[np.ndarray, np.ndarray, int, int], int]:
 
 _INF = np.iinfo(np.int64).max  # an empty WaitQueue slot's head
 
-# a failed worker's entry in ``task_on``: never a task id, and >= 0 so that a launch on it is an over-commit
+# a failed worker's pseudo task in the ledger: never a task id, and >= 0 so that a launch on it is an over-commit
 _DEAD = 1 << 62
 
 
@@ -60,7 +65,11 @@ class SimPigeonMaster(PigeonMaster):
         self.launch_delay = float(launch_delay)
         self.report_delay = float(report_delay)
         self.known_delay = float(known_delay)
-        self.task_on: dict[int, int] = dict.fromkeys(self.workers.tolist(), -1)  # the workers' own record
+        #: the workers' own record (the task each runs; rows from the group's lowest worker id) and the
+        #: over-commit check
+        self.ledger = group_ledger(self.pool, self.workers)
+        self._slot: list[int] = self.ledger.task  # the ledger's list, claimed and freed inline on the hot paths
+        self._lo = self.ledger.first
         self._ends: dict[float, list] = {}  # end on the workers -> [the workers' timer instant, (task, worker)...]
         self._heap = None
         self._next = None
@@ -94,7 +103,9 @@ class SimPigeonMaster(PigeonMaster):
         rec.add_comm(tasks, d)
         port.count_message(Start if len(tasks) == 1 else Launch)
         rec.started(tasks, start, workers)
-        task_on = self.task_on
+        slot = self._slot
+        lo = self._lo
+        mask_of = self.mask_of
         ends = self._ends
         r = self.report_delay
         heap = self._heap
@@ -104,13 +115,12 @@ class SimPigeonMaster(PigeonMaster):
             nxt = self._next
             cb = self._on_end
         for t, w, dur in zip(tasks, workers, durations, strict=True):
-            cur = task_on.get(w)
-            if cur is None or cur >= 0:
-                raise SimulationError(
-                    f"{self.pool}: worker {w} over-committed at t={start:.6f}: "
-                    + ("not in this group" if cur is None else f"it already runs task {cur}")
-                )
-            task_on[w] = t
+            if w not in mask_of:
+                self._not_mine(w, t)
+            k = w - lo
+            if slot[k] >= 0:  # the ledger's slot check, inline
+                self.ledger.over_slot(w, t, start)
+            slot[k] = t
             e = start + dur
             g = ends.get(e)
             if g is None:
@@ -129,15 +139,14 @@ class SimPigeonMaster(PigeonMaster):
         d = self.launch_delay
         start = now + d
         self._n_start[0] += 1
-        task_on = self.task_on
-        cur = task_on.get(w)
-        if cur is None or cur >= 0:
-            raise SimulationError(
-                f"{self.pool}: worker {w} over-committed at t={start:.6f}: "
-                + ("not in this group" if cur is None else f"it already runs task {cur}")
-            )
+        if w not in self.mask_of:
+            self._not_mine(w, t)
+        slot = self._slot
+        k = w - self._lo
+        if slot[k] >= 0:  # the ledger's slot check, inline
+            self.ledger.over_slot(w, t, start)
         rec.decided_launched_one(t, now, d, start, w)  # decided_one, add_comm_one and started_one in one call
-        task_on[w] = t
+        slot[k] = t
         e = start + dur
         g = self._ends.get(e)
         if g is None:
@@ -146,6 +155,9 @@ class SimPigeonMaster(PigeonMaster):
             heapq.heappush(self._heap, (tp + self.report_delay, self._next(), self._on_end, e))
         else:
             g.append((t, w))
+
+    def _not_mine(self, w: int, t: int) -> NoReturn:
+        raise SimulationError(f"{self.pool}: worker {w} is not in this group (task {t})")
 
     def _freed_one(self, t: int, w: int, now: float) -> None:
         entry = self.next_task(w)
@@ -169,7 +181,9 @@ class SimPigeonMaster(PigeonMaster):
         # one task ended (the common case; no reserved workers, no failures): the end, the report to its
         # distributor, weighted fair queuing and the next launch inlined
         t, w = g[1]
-        self.task_on[w] = -1
+        slot = self._slot
+        k = w - self._lo
+        slot[k] = FREE
         rec = self.rec
         self._n_ended[0] += 1
         dist = self.dist_of.pop(t)
@@ -224,7 +238,7 @@ class SimPigeonMaster(PigeonMaster):
                 start = now + self.launch_delay
                 self._n_start[0] += 1
                 rec.decided_launched_one(t, now, self.launch_delay, start, w)  # decided_one, add_comm_one, started_one
-                self.task_on[w] = t
+                slot[k] = t  # the worker was freed above: the ledger's slot check cannot fail
                 e = start + dur
                 g = self._ends.get(e)
                 if g is None:
@@ -240,9 +254,10 @@ class SimPigeonMaster(PigeonMaster):
 
     def _end_group(self, g: list, now: float) -> None:
         items = g[1:]
-        task_on = self.task_on
+        slot = self._slot
+        lo = self._lo
         for _, w in items:
-            task_on[w] = -1
+            slot[w - lo] = FREE
         rec = self.rec
         port = self.port
         ts = [x[0] for x in items]
@@ -298,7 +313,7 @@ class SimPigeonMaster(PigeonMaster):
 
     def running(self) -> int:
         """Tasks running on this group's workers."""
-        return sum(1 for t in self.task_on.values() if 0 <= t < _DEAD)
+        return sum(1 for t in self._slot if 0 <= t < _DEAD)
 
     # --- worker failures (fault schedules) --------------------------------------------------------------------
     def fail_workers(
@@ -313,8 +328,9 @@ class SimPigeonMaster(PigeonMaster):
         ``task_info(task)`` gives a task's (duration, constraint mask, short): the master's record of the tasks
         it launched.
         """
-        task_on = self.task_on
-        mine = [w for w in dict.fromkeys(workers) if w in task_on and w not in self.dead]
+        slot = self._slot
+        lo = self._lo
+        mine = [w for w in dict.fromkeys(workers) if w in self.mask_of and w not in self.dead]
         if not mine:
             return []
         gone = set(mine)
@@ -334,10 +350,10 @@ class SimPigeonMaster(PigeonMaster):
                 else:
                     del self._ends[e]
         for w in mine:
-            if task_on[w] < 0:  # idle: no longer available
+            if slot[w - lo] < 0:  # idle: no longer available
                 idx.set_worker(self.avail, w, False)
                 self.n_free -= 1
-            task_on[w] = _DEAD
+            slot[w - lo] = _DEAD  # the ledger holds it: a launch on it is an over-commit
         if lost:
             # a launch still on its way (it starts one launch delay after the decision) never began: withdrawn
             early = {t for t, e in lost if e - task_info(t)[0] > now + 1e-9}
@@ -397,7 +413,7 @@ class SimPigeonMaster(PigeonMaster):
         for w in back:
             self.dead.discard(w)
             idx.set_worker(self.live, w, True)
-            self.task_on[w] = -1
+            self._slot[w - self._lo] = FREE
         lt: list[int] = []
         lw: list[int] = []
         ld: list[float] = []
