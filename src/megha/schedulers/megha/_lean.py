@@ -18,13 +18,13 @@ never.
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.messages import LaunchReply, LaunchRequest, StateDelta, TaskDone
@@ -38,17 +38,13 @@ if TYPE_CHECKING:
 _BLOCK = 4096  # FastRandom's block of uniform numbers
 #: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
 COLD_MIN_TASKS = 100_000
+#: ``MEGHA_LEAN`` and the compiled loop it switches (:mod:`megha.schedulers.common.compiled_switch`)
+SWITCH = CompiledSwitch("MEGHA_LEAN", "megha.schedulers.megha._lean_kernel", "run_lean", COLD_MIN_TASKS)
 
 
 def _kernel_ready() -> bool:
     """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
-    try:
-        from megha.schedulers.megha import _lean_kernel
-
-        d = _lean_kernel.run_lean
-        return bool(d.signatures) or bool(d._cache._cache_file._load_index())
-    except Exception:  # numba internals: when in doubt, it is not ready
-        return False
+    return SWITCH.ready()
 
 
 def lean_runner(
@@ -56,8 +52,8 @@ def lean_runner(
 ) -> Callable[..., bool] | None:
     """The compiled run of this deployment, or None when its configuration is not the lean one. A run it completes
     sets ``extras["compiled_run"]``."""
-    mode = os.environ.get("MEGHA_LEAN", "")
-    if mode == "0":
+    mode = SWITCH.mode()
+    if mode == NEVER:
         return None
     eng = ctx.host
     if (
@@ -82,7 +78,7 @@ def lean_runner(
             return None
 
     def run(engine: Any, source: Any, stall_timeout: float) -> bool:
-        if mode != "1" and int(ctx.feasible.sum()) < COLD_MIN_TASKS and not _kernel_ready():
+        if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
             return False
         done = _run(ctx, layout, gms, lms, route, engine, source, stall_timeout)
         extras["compiled_run"] = done
