@@ -26,6 +26,7 @@ from pydantic import Field
 from megha.schedulers.common.workers import WorkerPool
 from megha.schedulers.packing.component import PackingScheduler, TaskSizer
 from megha.schedulers.packing.counters import COUNTERS
+from megha.schedulers.packing.inprocess import InProcessPackingScheduler, min_duration
 from megha.schedulers.packing.policies import POLICIES, make_policy
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 
@@ -76,24 +77,39 @@ def _constrained(ctx: BuildContext) -> bool:
     return bool((tm[ctx.feasible] & np.uint32(~common & 0xFFFFFFFF)).any())
 
 
+def _in_process(ctx: BuildContext) -> bool:
+    """Whether the workers can run inside the scheduler (:mod:`.inprocess`): no processing costs, no fault schedule,
+    and every task longer than :func:`~megha.schedulers.packing.inprocess.min_duration`."""
+    if ctx.processing is not None or ctx.faults:
+        return False
+    d = ctx.workload.task_duration
+    return not d.size or float(d.min()) > min_duration(
+        ctx.delay("scheduler", "worker"), ctx.delay("worker", "scheduler")
+    )
+
+
 def _builder(name: str) -> Callable[[BuildContext], Deployment]:
     def build(ctx: BuildContext) -> Deployment:
         opts = ctx.options
         dc = ctx.datacenter
         n = dc.n_workers
         sizer = TaskSizer(dc.capacity, opts.multi)
-        pool = WorkerPool(f"{name}/pool", n, ctx.recorder, capacity=dc.capacity)
         constrained = _constrained(ctx)
-        sched = PackingScheduler(
-            f"{name}/scheduler",
-            pool.address,
-            ctx.recorder,
-            None,
-            sizer,
-            ctx.workload.n_tasks,
-            opts.slot,
-            dc.worker_masks if constrained else None,
-        )
+        args = (ctx.recorder, None, sizer, ctx.workload.n_tasks, opts.slot, dc.worker_masks if constrained else None)
+        pool: WorkerPool | None = None
+        if _in_process(ctx):
+            sched = InProcessPackingScheduler(
+                f"{name}/scheduler",
+                f"{name}/workers",
+                *args,
+                n_workers=n,
+                capacity=dc.capacity,
+                d_sw=ctx.delay("scheduler", "worker"),
+                d_ws=ctx.delay("worker", "scheduler"),
+            )
+        else:
+            pool = WorkerPool(f"{name}/pool", n, ctx.recorder, capacity=dc.capacity)
+            sched = PackingScheduler(f"{name}/scheduler", pool.address, *args)
         compat = sched.constraints
         if isinstance(opts, VQSOptions):
             policy = make_policy(
@@ -109,7 +125,8 @@ def _builder(name: str) -> Callable[[BuildContext], Deployment]:
         else:
             policy = make_policy(name, n, compat, vector=sizer.vector)
         sched.policy = policy
-        ctx.add(pool)
+        if pool is not None:
+            ctx.add(pool)
         ctx.add(sched)
         describe = {
             "workers": n,
@@ -130,7 +147,10 @@ def _builder(name: str) -> Callable[[BuildContext], Deployment]:
             }
 
         return Deployment(
-            route=lambda job: sched.address, counters=counters, describe=describe, components=[pool, sched]
+            route=lambda job: sched.address,
+            counters=counters,
+            describe=describe,
+            components=[sched] if pool is None else [pool, sched],
         )
 
     build.__name__ = f"build_{name.replace('-', '_')}"

@@ -1,0 +1,324 @@
+"""The packing scheduler with its workers in-process: one engine event per slot pass and per job arrival.
+
+With a separate :class:`~megha.schedulers.common.workers.WorkerPool` every task costs four engine events: the slot
+pass that places it, the ``Launch`` reaching the pool (one network delay ``d_sw`` later), the pool's timer at the
+task's end, and the ``Finished`` report reaching the scheduler (``d_ws`` after the end). The scheduler is the only
+component that ever touches those workers, so :class:`InProcessPackingScheduler` keeps the pool's state itself — a
+:class:`~megha.schedulers.common.ledger.WorkerLedger` (the one over-commit check) and the in-flight task ends,
+:class:`InFlight` — and applies each report when the scheduler would next act on it: before the job arrival or the
+slot pass that follows it in the engine's order. The times are the pool's own, computed with the same float
+operations (a launch reaches the workers at ``t + d_sw``; a task of duration ``s`` ends at ``(t + d_sw) + s``;
+tasks ending at the same instant share one end timer, fired at the first one's ``start + (end - start)``; the report
+arrives ``d_ws`` later), and the ``Launch`` and ``Finished`` messages are counted as sent.
+
+**Order.** The engine runs events by time, then by the order their sequence numbers were drawn. Of the pool's
+events only the reports (``Finished``) change the scheduler, and their order against the scheduler's own events is
+fixed by these rules (``T_F`` is a report's arrival, ``at`` its end timer's time):
+
+* reports among themselves: by ``(T_F, at, order of their end timers' creation)`` — the order they were sent;
+* a report and a job arrival at the same instant: the report first (the arrival is sent by the trace source at that
+  very instant, the report one delay earlier);
+* a report and a slot pass at the same instant ``T``: the pass was armed by the first scheduler event after the
+  previous pass, at time ``a`` (a job arrival or a report); the report comes first iff ``at <= a``. At ``at == a``
+  the end timer's number was drawn when the launch reached the pool, before the arming event's (an arrival's is
+  drawn at ``a`` itself; a report's at its own end timer, ``a - d_ws``, which is later than the launch whenever
+  durations exceed ``d_ws``).
+
+These hold when every task lasts longer than :func:`min_duration` (``2 (d_sw + d_ws)``, with room for rounding):
+then an end timer never fires before a later launch with the same end instant reaches the pool, and the last rule's
+tie is decided as stated. The builder uses this component only then, and only without processing costs (each
+message would have a cost) or a fault schedule (a crashed scheduler holds its messages); otherwise the pool runs as
+a component. ``tests/test_packing_inprocess.py`` compares both forms event by event on traces full of ties.
+
+The run stops, as with the pool, when the last report reaches the scheduler: once nothing is queued and every
+outstanding task is in flight, one event is set at the last report's instant (after the slot pass at that instant
+when the rules above say so). The slot passes are those the reports would have armed (each is set when the previous
+pass ends, at the instant the first outstanding report would arm it, and moved when a job arrives earlier).
+
+Simulator only: it needs the port's :class:`~megha.sim.component.TimerQueue`. What differs from the two-component
+form is only what no result depends on: the engine's event count (about one event per slot pass and per job instead
+of four per task), and the recorder's ``running`` count and last-progress time between a report's instant and the
+next scheduler event that applies it (read only by the stall watchdog).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from megha.errors import SimulationError
+from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.ledger import FREE, WorkerLedger
+from megha.schedulers.common.messages import Finished, JobArrival, Launch
+from megha.schedulers.packing.component import PackingScheduler
+from megha.sim.component import Port, timer_queue_of
+
+_INF = math.inf
+
+
+def min_duration(d_sw: float, d_ws: float) -> float:
+    """Tasks must last longer than this for the in-process workers to order events as the pool does (see the module
+    docstring): twice the round trip, plus a microsecond for the rounding of times up to about 10^9 s."""
+    return 2.0 * (d_sw + d_ws) + 1e-6
+
+
+class InFlight:
+    """The in-flight tasks of in-process workers, grouped by end instant as the pool's end timers group them.
+
+    A group is a list ``[T_F, at, seq, end, tasks, workers]``: the report's arrival time, the end timer's time, the
+    group's creation number, the end instant (the pool's timer key), and its tasks and their workers in launch order.
+    :attr:`heap` orders the groups as their reports reach the scheduler; :attr:`open` finds a group by end instant.
+    Sans-I/O: times are passed in.
+    """
+
+    def __init__(self, d_sw: float, d_ws: float) -> None:
+        self.d_sw = float(d_sw)
+        self.d_ws = float(d_ws)
+        self.heap: list[list] = []
+        self.open: dict[float, list] = {}
+        self.seq = 0
+        self.tasks = 0  # tasks in flight
+
+    def launch(self, tasks: list[int], workers: list[int], durations: list[float], now: float) -> float:
+        """Tasks sent to their workers at ``now``: they start at ``now + d_sw`` (returned) and join their end groups."""
+        start = now + self.d_sw
+        open_ = self.open
+        self.tasks += len(tasks)
+        for i, t in enumerate(tasks):
+            e = start + durations[i]
+            g = open_.get(e)
+            if g is None:
+                at = start + (e - start)  # the instant the pool's end timer would fire
+                self.seq += 1
+                g = open_[e] = [at + self.d_ws, at, self.seq, e, [t], [workers[i]]]
+                heapq.heappush(self.heap, g)
+            else:
+                g[4].append(t)
+                g[5].append(workers[i])
+        return start
+
+    def pop(self) -> list:
+        """Remove and return the group whose report comes first."""
+        g = heapq.heappop(self.heap)
+        del self.open[g[3]]
+        self.tasks -= len(g[4])
+        return g
+
+    def last(self) -> list | None:
+        """The group whose report comes last (None if nothing is in flight)."""
+        return max(self.heap) if self.heap else None
+
+
+class InProcessPackingScheduler(PackingScheduler):
+    """:class:`PackingScheduler` whose workers run in-process (see the module docstring). ``pool`` names the owner in
+    the over-commit error; ``capacity`` (resource mode) the workers' capacities; ``d_sw``/``d_ws`` the one-way delays
+    scheduler → workers and workers → scheduler."""
+
+    def __init__(
+        self,
+        address: str,
+        pool: str,
+        recorder: TaskRecorder,
+        policy: Any,
+        sizer: Any,
+        n_tasks: int,
+        slot: float,
+        worker_masks: np.ndarray | None = None,
+        *,
+        n_workers: int,
+        capacity: np.ndarray | None = None,
+        d_sw: float = 0.0005,
+        d_ws: float = 0.0005,
+    ) -> None:
+        super().__init__(address, pool, recorder, policy, sizer, n_tasks, slot, worker_masks)
+        self.ledger = WorkerLedger(pool, n_workers, capacity)
+        self.flight = InFlight(d_sw, d_ws)
+        self.d_sw = float(d_sw)
+        self._pending: tuple[float, int, float] | None = None  # the armed slot pass: (arming time a, handle, T)
+        self._last_set = False
+        self._heap: list | None = None
+        self._next = None
+        self._n_launch: list = [0]
+        self._n_finished: list = [0]
+
+    def attach(self, port: Port) -> None:
+        super().attach(port)
+        self._heap, self._next = timer_queue_of(port)
+        counter = getattr(port, "message_counter", None)
+        if counter is not None:
+            self._n_launch = counter(Launch)
+            self._n_finished = counter(Finished)
+
+    def on_start(self, now: float) -> None:
+        if self._heap is None:
+            raise SimulationError(f"{self.address}: in-process workers need the simulator's timer queue")
+
+    # --- reports ------------------------------------------------------------------------------------------------
+    def _report(self, until: float, a: float) -> None:
+        """Apply, in order, the reports that reach the scheduler before an event at ``until`` armed at ``a`` (a slot
+        pass; ``a = inf`` for a job arrival, which every report at the same instant precedes)."""
+        fl = self.flight
+        heap = fl.heap
+        rec = self.rec
+        dep = self.policy.depart
+        cons = self.constraints
+        slot = self.ledger.task
+        dem = self.dem
+        cell = self._n_finished
+        while heap:
+            g = heap[0]
+            tf = g[0]
+            if tf > until or (tf == until and g[1] > a):
+                return
+            fl.pop()
+            _, at, _, _, ts, ws = g
+            cell[0] += 1
+            if slot is not None:
+                for w in ws:
+                    slot[w] = FREE
+            else:
+                self.ledger.release(ws, dem[ts])
+            if len(ts) == 1:
+                t = ts[0]
+                dep(t, ws[0])
+                if cons is not None:
+                    cons.mask.pop(t, None)
+                rec.finished_known_one(t, at, tf)
+            else:
+                for t, w in zip(ts, ws, strict=True):
+                    dep(t, w)
+                if cons is not None:
+                    forget = cons.mask.pop
+                    for t in ts:
+                        forget(t, None)
+                rec.finished(ts, at)
+                rec.completion_known(ts, tf)
+
+    def _done(self) -> bool:
+        """Whether the last outstanding completion is known (the runner stops the engine then)."""
+        return self._stops and self.rec.outstanding <= 0
+
+    @property
+    def _stops(self) -> bool:
+        """Whether the run stops when the last completion is known (the runner's recorder calls it back)."""
+        return getattr(self.rec, "on_all_done", None) is not None
+
+    # --- arming -------------------------------------------------------------------------------------------------
+    def _arm_at(self, a: float) -> None:
+        """Set the slot pass an event at time ``a`` arms: the next slot boundary after ``a``, computed as
+        :meth:`PackingScheduler._arm` does at ``now = a``."""
+        k = math.floor(a / self.slot + 1e-9) + 1
+        at = a + max(0.0, k * self.slot - a)
+        seq = self._next()
+        heapq.heappush(self._heap, (at, seq, self._on_pass, a))
+        self._pending = (a, seq, at)
+
+    def _rearm(self) -> None:
+        """After a pass: arm the pass the first outstanding report will arm; once nothing waits and every outstanding
+        task is in flight, set the event at the last report's instant."""
+        fl = self.flight
+        if not fl.heap:
+            return
+        self._arm_at(fl.heap[0][0])
+        if not self._last_set and fl.tasks >= self.rec.outstanding and not self.policy.queue_len() and self._stops:
+            self._last_set = True
+            heapq.heappush(self._heap, (fl.last()[0], self._next(), self._on_last, None))
+
+    # --- events -------------------------------------------------------------------------------------------------
+    def on_message(self, msg: Any, now: float) -> None:
+        """A job's tasks join the queue; the reports that precede it are applied first."""
+        if not isinstance(msg, JobArrival):
+            super().on_message(msg, now)
+            return
+        heap = self.flight.heap
+        if heap and heap[0][0] <= now:
+            self._report(now, _INF)
+        self._admit(msg, now)
+        p = self._pending
+        if p is None:
+            self._arm_at(now)
+        elif p[0] > now:  # armed for a later report: this arrival arms it first
+            self.port.cancel_timer(p[1])
+            self._arm_at(now)
+
+    def _admit(self, msg: JobArrival, now: float) -> None:
+        """:class:`PackingScheduler`'s arrival steps: durations, demands, constraints, the policy, the queue size."""
+        tasks = msg.tasks
+        self.dur[tasks] = msg.durations
+        if msg.demands is not None:
+            if self.dem is None:
+                self.dem = np.zeros((self.dur.size, msg.demands.shape[1]))
+            self.dem[tasks] = msg.demands
+        if self.constraints is not None:
+            self.constraints.set(tasks.tolist(), msg.masks.tolist())
+        self.policy.arrive(tasks.tolist(), self.sizer.sizes(msg))
+        self._q_mark(now)
+
+    def on_timer(self, key: Hashable, now: float) -> None:
+        """A slot pass moved to :meth:`on_timer` (the engine rebinds handlers by name only on a replaced component)."""
+        self._on_pass(key, now)
+
+    def _on_pass(self, a: float, now: float) -> None:
+        """A slot boundary armed at ``a``: the reports before it, then the policy's decisions, launched in-process."""
+        self._pending = None
+        heap = self.flight.heap
+        if heap and heap[0][0] <= now:
+            self._report(now, a)
+            if self._done():
+                return
+        self.slots += 1
+        placed = self.policy.schedule()
+        if placed:
+            self._launch(placed, now)
+        self._q_mark(now)
+        self._rearm()
+
+    def _launch(self, placed: list[tuple[int, int]], now: float) -> None:
+        """What the ``Launch`` message and the pool did: record the decision and the start, claim the workers on the
+        ledger, and file the task ends."""
+        rec = self.rec
+        self._n_launch[0] += 1
+        d = self.d_sw
+        if len(placed) == 1:
+            t, w = placed[0]
+            tasks = [t]
+            workers = [w]
+        else:
+            tasks = [j for j, _ in placed]
+            workers = [s for _, s in placed]
+        self.placements += len(tasks)
+        durs = list(map(self.dur.item, tasks))
+        start = self.flight.launch(tasks, workers, durs, now)
+        slot = self.ledger.task
+        if slot is not None:
+            for t, w in zip(tasks, workers, strict=True):
+                if slot[w] >= 0:
+                    self.ledger.over_slot(w, t, start)
+                slot[w] = t
+        else:
+            self.ledger.claim(tasks, workers, start, self.dem[tasks])
+        if len(tasks) == 1:
+            rec.decided_launched_one(tasks[0], now, d, start, workers[0])
+        else:
+            rec.decided(tasks, now)
+            rec.add_comm(tasks, d)
+            rec.started(tasks, start, workers)
+
+    def _on_last(self, key: Any, now: float) -> None:
+        """The last report's instant: the reports due now, but after the slot pass due now for those it precedes."""
+        p = self._pending
+        if p is not None and p[2] == now:
+            self._report(now, p[0])
+            heap = self.flight.heap
+            if heap and heap[0][0] <= now:  # reports after the pass: once it has run
+                heapq.heappush(self._heap, (now, self._next(), self._on_last, key))
+            return
+        self._report(now, _INF)
+
+    def running_tasks(self) -> int:
+        """Tasks in flight on the in-process workers."""
+        return self.flight.tasks
