@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from megha.errors import SimulationError
-from megha.metrics.recorder import TaskRecorder
+from megha.metrics.recorder import FLUSH_EVERY, TaskRecorder
 from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.packing.component import PackingScheduler
@@ -144,6 +144,9 @@ class InProcessPackingScheduler(PackingScheduler):
         self._next = None
         self._n_launch: list = [0]
         self._n_finished: list = [0]
+        self._stops = False  # the run stops when the last completion is known (set in on_start)
+        self._logs = None  # the recorder's lists, appended to inline (TaskRecorder.inline_logs)
+        self._pass = self._on_pass  # the engine's handler of this scheduler's slot passes (bound once)
 
     def attach(self, port: Port) -> None:
         super().attach(port)
@@ -156,38 +159,59 @@ class InProcessPackingScheduler(PackingScheduler):
     def on_start(self, now: float) -> None:
         if self._heap is None:
             raise SimulationError(f"{self.address}: in-process workers need the simulator's timer queue")
+        rec = self.rec
+        self._stops = getattr(rec, "on_all_done", None) is not None
+        self._logs = rec.inline_logs() if type(rec) is TaskRecorder else None
 
     # --- reports ------------------------------------------------------------------------------------------------
     def _report(self, until: float, a: float) -> None:
         """Apply, in order, the reports that reach the scheduler before an event at ``until`` armed at ``a`` (a slot
-        pass; ``a = inf`` for a job arrival, which every report at the same instant precedes)."""
+        pass; ``a = inf`` for a job arrival, which every report at the same instant precedes): the workers' side
+        (ledger release, end recorded at the end timer's time) and the scheduler's (departures, completion known at
+        the report's arrival)."""
         fl = self.flight
         heap = fl.heap
+        open_ = fl.open
         rec = self.rec
+        logs = self._logs
         dep = self.policy.depart
         cons = self.constraints
         slot = self.ledger.task
-        dem = self.dem
         cell = self._n_finished
+        pop = heapq.heappop
         while heap:
             g = heap[0]
             tf = g[0]
             if tf > until or (tf == until and g[1] > a):
                 return
-            fl.pop()
-            _, at, _, _, ts, ws = g
+            pop(heap)
+            _, at, _, e, ts, ws = g
+            del open_[e]
+            fl.tasks -= len(ts)
             cell[0] += 1
             if slot is not None:
                 for w in ws:
                     slot[w] = FREE
             else:
-                self.ledger.release(ws, dem[ts])
+                self.ledger.release(ws, self.dem[ts])
             if len(ts) == 1:
                 t = ts[0]
                 dep(t, ws[0])
                 if cons is not None:
                     cons.mask.pop(t, None)
-                rec.finished_known_one(t, at, tf)
+                if logs is None:
+                    rec.finished_known_one(t, at, tf)
+                    continue
+                # TaskRecorder.finished_known_one, inline
+                logs.finished_ids.append(t)
+                logs.finished_times.append(at)
+                logs.known_ids.append(t)
+                logs.known_times.append(tf)
+                rec.running -= 1
+                rec.last_progress = at
+                n = rec.outstanding = rec.outstanding - 1
+                if not n & FLUSH_EVERY or n <= 0:
+                    rec.known_done()
             else:
                 for t, w in zip(ts, ws, strict=True):
                     dep(t, w)
@@ -198,15 +222,6 @@ class InProcessPackingScheduler(PackingScheduler):
                 rec.finished(ts, at)
                 rec.completion_known(ts, tf)
 
-    def _done(self) -> bool:
-        """Whether the last outstanding completion is known (the runner stops the engine then)."""
-        return self._stops and self.rec.outstanding <= 0
-
-    @property
-    def _stops(self) -> bool:
-        """Whether the run stops when the last completion is known (the runner's recorder calls it back)."""
-        return getattr(self.rec, "on_all_done", None) is not None
-
     # --- arming -------------------------------------------------------------------------------------------------
     def _arm_at(self, a: float) -> None:
         """Set the slot pass an event at time ``a`` arms: the next slot boundary after ``a``, computed as
@@ -214,7 +229,7 @@ class InProcessPackingScheduler(PackingScheduler):
         k = math.floor(a / self.slot + 1e-9) + 1
         at = a + max(0.0, k * self.slot - a)
         seq = self._next()
-        heapq.heappush(self._heap, (at, seq, self._on_pass, a))
+        heapq.heappush(self._heap, (at, seq, self._pass, a))
         self._pending = (a, seq, at)
 
     def _rearm(self) -> None:
@@ -224,7 +239,7 @@ class InProcessPackingScheduler(PackingScheduler):
         if not fl.heap:
             return
         self._arm_at(fl.heap[0][0])
-        if not self._last_set and fl.tasks >= self.rec.outstanding and not self.policy.queue_len() and self._stops:
+        if not self._last_set and self._stops and fl.tasks >= self.rec.outstanding and not self.policy.queue_len():
             self._last_set = True
             heapq.heappush(self._heap, (fl.last()[0], self._next(), self._on_last, None))
 
@@ -263,19 +278,83 @@ class InProcessPackingScheduler(PackingScheduler):
         self._on_pass(key, now)
 
     def _on_pass(self, a: float, now: float) -> None:
-        """A slot boundary armed at ``a``: the reports before it, then the policy's decisions, launched in-process."""
+        """A slot boundary armed at ``a``: the reports before it, the policy's decisions launched in-process, the
+        queue size, and the pass the first report still in flight arms."""
         self._pending = None
-        heap = self.flight.heap
+        fl = self.flight
+        heap = fl.heap
         if heap and heap[0][0] <= now:
             self._report(now, a)
-            if self._done():
-                return
+            if self._stops and self.rec.outstanding <= 0:
+                return  # the last completion is known: the run ends here
         self.slots += 1
-        placed = self.policy.schedule()
+        policy = self.policy
+        placed = policy.schedule()
         if placed:
-            self._launch(placed, now)
-        self._q_mark(now)
-        self._rearm()
+            if len(placed) == 1:
+                self._launch_one(placed[0][0], placed[0][1], now)
+            else:
+                self._launch(placed, now)
+        # _q_mark, inline
+        q = policy.queue_len()
+        if self.q_last_t is None:
+            self.q_first_t = now
+        else:
+            self.q_integral += self._q_prev * (now - self.q_last_t)
+        self.q_last_t = now
+        self._q_prev = q
+        if q > self.q_max:
+            self.q_max = q
+        if heap:  # _rearm's common case, inline
+            if not self._last_set and self._stops and fl.tasks >= self.rec.outstanding and not q:
+                self._rearm()
+                return
+            a = heap[0][0]
+            k = math.floor(a / self.slot + 1e-9) + 1
+            at = a + max(0.0, k * self.slot - a)
+            seq = self._next()
+            heapq.heappush(self._heap, (at, seq, self._pass, a))
+            self._pending = (a, seq, at)
+
+    def _launch_one(self, t: int, w: int, now: float) -> None:
+        """:meth:`_launch` of one task on worker ``w``, inline."""
+        self._n_launch[0] += 1
+        self.placements += 1
+        fl = self.flight
+        start = now + fl.d_sw
+        e = start + self.dur.item(t)
+        g = fl.open.get(e)
+        if g is None:
+            at = start + (e - start)
+            fl.seq += 1
+            g = fl.open[e] = [at + fl.d_ws, at, fl.seq, e, [t], [w]]
+            heapq.heappush(fl.heap, g)
+        else:
+            g[4].append(t)
+            g[5].append(w)
+        fl.tasks += 1
+        slot = self.ledger.task
+        if slot is not None:  # the ledger's slot claim, inline
+            if slot[w] >= 0:
+                self.ledger.over_slot(w, t, start)
+            slot[w] = t
+        else:
+            self.ledger.claim([t], [w], start, self.dem[[t]])
+        logs = self._logs
+        if logs is None:
+            self.rec.decided_launched_one(t, now, fl.d_sw, start, w)
+            return
+        # TaskRecorder.decided_launched_one, inline
+        logs.decided_ids.append(t)
+        logs.decided_times.append(now)
+        logs.comm_ids.append(t)
+        logs.comm_delays.append(fl.d_sw)
+        logs.started_ids.append(t)
+        logs.started_times.append(start)
+        logs.started_workers.append(w)
+        rec = self.rec
+        rec.running += 1
+        rec.last_progress = start
 
     def _launch(self, placed: list[tuple[int, int]], now: float) -> None:
         """What the ``Launch`` message and the pool did: record the decision and the start, claim the workers on the
@@ -283,13 +362,8 @@ class InProcessPackingScheduler(PackingScheduler):
         rec = self.rec
         self._n_launch[0] += 1
         d = self.d_sw
-        if len(placed) == 1:
-            t, w = placed[0]
-            tasks = [t]
-            workers = [w]
-        else:
-            tasks = [j for j, _ in placed]
-            workers = [s for _, s in placed]
+        tasks = [j for j, _ in placed]
+        workers = [s for _, s in placed]
         self.placements += len(tasks)
         durs = list(map(self.dur.item, tasks))
         start = self.flight.launch(tasks, workers, durs, now)
@@ -301,12 +375,9 @@ class InProcessPackingScheduler(PackingScheduler):
                 slot[w] = t
         else:
             self.ledger.claim(tasks, workers, start, self.dem[tasks])
-        if len(tasks) == 1:
-            rec.decided_launched_one(tasks[0], now, d, start, workers[0])
-        else:
-            rec.decided(tasks, now)
-            rec.add_comm(tasks, d)
-            rec.started(tasks, start, workers)
+        rec.decided(tasks, now)
+        rec.add_comm(tasks, d)
+        rec.started(tasks, start, workers)
 
     def _on_last(self, key: Any, now: float) -> None:
         """The last report's instant: the reports due now, but after the slot pass due now for those it precedes."""
