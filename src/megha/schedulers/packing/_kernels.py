@@ -619,11 +619,12 @@ def k_mj_fill(
     room: int,
     inv: int,
     lims: np.ndarray,
-) -> np.ndarray:
+    out: np.ndarray,
+) -> int:
     """One server (free ``room``, complemented mask ``inv``) takes queued jobs: for each ``(type, limit)`` row of
     ``lims`` in order, the largest fitting job of that type (any type if ``type < 0``) until ``limit`` of them or none
-    fits; each job leaves the queue. Returns ``[job id, type, size]`` rows in placement order."""
-    out = np.empty((4, 3), dtype=np.int64)
+    fits; each job leaves the queue. Writes ``[job id, type, size]`` rows in placement order to ``out`` (room for
+    every live job: each is taken at most once) and returns their number (an int: no array to box on return)."""
     k = 0
     for r in range(lims.shape[0]):
         t = lims[r, 0]
@@ -633,10 +634,6 @@ def k_mj_fill(
             if p < 0:
                 break
             x = P[P_SIZE, p]
-            if k == out.shape[0]:
-                out2 = np.empty((2 * k, 3), dtype=np.int64)
-                out2[:k] = out
-                out = out2
             out[k, 0] = P[P_ID, p]
             out[k, 1] = P[P_TYP, p]
             out[k, 2] = x
@@ -644,4 +641,4 @@ def k_mj_fill(
             k_mj_remove(p, st, P, G, A, abits)
             room -= x
             n += 1
-    return out[:k]
+    return k

@@ -69,6 +69,9 @@ A :class:`~megha.schedulers.packing.structures.Constraints` object additionally 
 queries ("largest queued job that fits this server") run as one numpy scan instead of a Python loop over
 incompatible jobs; any other callable works through plain scanning."""
 
+#: :meth:`MaskedJobs.fill`'s limits for "the largest fitting job of any type, until none fits" (BF-S), built once
+_ANY_JOB = np.array([[-1, UNIT + 1]], dtype=np.int64)
+
 
 class PackingPolicy:
     """Base class: bookkeeping shared by every policy (sizes, queue length, placements of the slot)."""
@@ -276,7 +279,7 @@ class _BestFitFamily(PackingPolicy):
         size = self.size
         masked = self.masked
         if masked is not None:  # the largest fitting job until none fits, found and dequeued by one compiled call
-            rows = masked.fill(UNIT - srv.used[s], self.compat.inv[s], [(-1, UNIT + 1)])
+            rows = masked.fill(UNIT - srv.used[s], self.compat.inv[s], _ANY_JOB)
             if rows:
                 out = self._out
                 for j, _, x in rows:
@@ -871,6 +874,7 @@ class VQSBF(_VirtualQueues):
         self._inv_np: np.ndarray | None = None
         if self.masked is not None:
             self._room_np = np.full(self.n, UNIT, dtype=np.int64)
+            self._lims = np.zeros((3, 2), dtype=np.int64)  # _visit_masked's limits
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
 
     def _enqueue(self, job: int, x: int) -> None:
@@ -1000,15 +1004,21 @@ class VQSBF(_VirtualQueues):
         """:meth:`_visit` under constraints: the same placements, found and taken by one compiled call."""
         room = UNIT - self.used[s]
         base = s * self.T
-        big = UNIT + 1  # more jobs than any server holds
-        lims = []
         c = self.cfg[s]
+        lims = _ANY_JOB
         if c >= 0:
+            buf = self._lims  # (type, limit) rows written in place: no array built per visit
+            n = 0
             conf = self.cs.configs[c]
             for t, k in ((conf.res, conf.k_res), (conf.other, conf.k_other)):
                 if t >= 0:
-                    lims.append((t, k - self.cnt[base + t]))
-        lims.append((-1, big))
+                    buf[n, 0] = t
+                    buf[n, 1] = k - self.cnt[base + t]
+                    n += 1
+            if n:
+                buf[n, 0] = -1  # then any type, until none fits
+                buf[n, 1] = UNIT + 1
+                lims = buf[: n + 1]
         rows = self.masked.fill(room, self.compat.inv[s], lims)
         if rows:
             nq, cnt, out = self.nq, self.cnt, self._out

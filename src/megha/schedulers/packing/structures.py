@@ -437,6 +437,7 @@ class MaskedJobs:
         self.st = np.zeros(3, dtype=np.int64)
         self.pos: dict[int, int] = {}
         self._groups_init(64)
+        self._fill_out = np.empty((64, 3), dtype=np.int64)  # fill's result rows (grown with the queue)
 
     @staticmethod
     def _positions(cap: int) -> np.ndarray:
@@ -560,18 +561,22 @@ class MaskedJobs:
             return best
         return _kernels().k_mj_best(self.st, self.PREFIX, self.P, self.A, self.abits, room, inv, typ)
 
-    def fill(self, room: int, inv: int, lims: list[tuple[int, int]]) -> list[list[int]]:
+    def fill(self, room: int, inv: int, lims: list[tuple[int, int]] | np.ndarray) -> list[list[int]]:
         """A server with free ``room`` and complemented mask ``inv`` takes, for each ``(type, limit)`` in order, the
         largest fitting queued job of that type (any type if ``type < 0``) until ``limit`` of them or none fits, as
-        repeated :meth:`best` and :meth:`remove` would (one compiled call): ``[[job, type, size], ...]``."""
-        rows = (
-            _kernels()
-            .k_mj_fill(
-                self.st, self.PREFIX, self.P, self.G, self.A, self.abits, room, inv, np.array(lims, dtype=np.int64)
-            )
-            .tolist()
-        )
-        pos, live = self.pos, self.live
+        repeated :meth:`best` and :meth:`remove` would (one compiled call): ``[[job, type, size], ...]``. ``lims`` may
+        be an ``int64 [k, 2]`` array already (a caller's constant)."""
+        live = self.live
+        out = self._fill_out
+        if out.shape[0] < len(live):  # a row for every queued job: the kernel never runs out of room
+            out = self._fill_out = np.empty((2 * len(live), 3), dtype=np.int64)
+        if type(lims) is not np.ndarray:
+            lims = np.array(lims, dtype=np.int64)
+        k = _kernels().k_mj_fill(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, room, inv, lims, out)
+        if not k:
+            return []
+        rows = out[:k].tolist()
+        pos = self.pos
         for j, _, _ in rows:
             del pos[j]
             del live[j]
