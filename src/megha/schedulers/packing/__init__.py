@@ -9,7 +9,9 @@ capacity 1 from one central queue, deciding once per time slot. The package hold
 * :mod:`.slotted` and :mod:`.workloads` — the fast time-slotted core and the workload generators used by
   ``megha reproduce psychas-*``;
 * :mod:`.component` — the same policies as a central scheduler of the event engine, registered below so
-  ``megha simulate -s bf-js --resources …`` runs them on traces.
+  ``megha simulate -s bf-js --resources …`` runs them on traces; :mod:`.inprocess` — that scheduler with the
+  workers run in-process (one engine event per slot pass and per job; the same results), used whenever the
+  order of events allows it (see :func:`_in_process`).
 
 They are registered with ``in_compare=False``: in slot mode every task fills a worker, so the six policies
 all reduce to "any free worker" and add nothing to ``megha compare``; use resource mode.

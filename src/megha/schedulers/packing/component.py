@@ -15,6 +15,10 @@ costs more per decision than the paper's unconstrained model.
 The scheduler only wakes up at a slot boundary when something changed (an arrival or a completion), so
 idle slots cost nothing. It records the queue size over time (time-average and maximum in the run's
 counters and ``deployment``).
+
+The deployment runs this two-component form (scheduler + pool) only when processing costs, a fault schedule or
+very short tasks need it; otherwise :class:`~megha.schedulers.packing.inprocess.InProcessPackingScheduler` keeps
+the pool inside the scheduler, with the same results.
 """
 
 from __future__ import annotations
