@@ -19,7 +19,7 @@ from megha.runner.inputs import load_inputs
 from megha.runner.simulate import build
 from megha.schedulers.packing.inprocess import InFlight, InProcessPackingScheduler, min_duration
 from megha.schedulers.packing.policies import POLICIES
-from tracegen import write_trace
+from tests.tracegen import write_trace
 
 D = 0.0005  # the default one-way network delay
 
