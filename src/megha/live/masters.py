@@ -283,12 +283,14 @@ class LiveGlobalMaster(GlobalMaster):
         dem = msg.demands
         users = msg.users
         running = self.running
+        held = self._held
         for i, t in enumerate(msg.tasks):
             e = self._entries.pop(t, None)
-            if e is None and running:  # started by an LM's preemption for this GM (never booked here): its entry
+            was_held = held.pop(t, None) is not None  # the LM handing it back holds it no more: place it again
+            if e is None and running:  # started by an LM's preemption, or held and adopted after a restart: its entry
                 e = running.get(t)
             user = 0 if users is None else int(users[i])  # the task's user queue (fairness shares)
-            if e is None and self._held.pop(t, None) is not None:  # an LM held it for an earlier incarnation
+            if e is None and was_held:  # an LM held it for an earlier incarnation
                 e = (t, float(msg.durations[i]), int(msg.masks[i]), None if dem is None else dem[i], user, -1)
             if e is None:
                 if t in self._have:  # already queued again (its client resubmitted it): never twice
