@@ -377,7 +377,7 @@ def test_gm_hands_over_rare_tasks_that_waited_and_does_not_offer_reused_workers(
 @pytest.mark.parametrize("in_process", [True, False])
 def test_handoff_runs_every_task_exactly_once(in_process):
     opts = {"handoff_after": 5.0, "handoff_rare": 40, "heartbeat": 5.0, "in_process_workers": in_process}
-    cfg = RunConfig(scheduler="megha", gms=4, lms=2, options=opts, **{**SMALL, "max_jobs": 200, "workers": 200})
+    cfg = RunConfig(scheduler="megha", gms=4, lms=2, options=opts, **{**SMALL, "max_jobs": 60, "workers": 200})
     r = simulate(cfg)
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()

@@ -164,6 +164,10 @@ class GlobalMaster(Component):
         self._arrived: dict[int, float] = {}  # task -> its job's arrival (only with handoff_after)
         self._handoff_armed = False
         self._lm_for: dict[int, tuple[int, int]] = {}  # mask -> (workers that suit it, LM with the most)
+        # handoff: per wait-queue slot, whether its mask is rare (valid for the slot array it was computed on)
+        self._rare_masks_of: np.ndarray | None = None
+        self._rare_flags = np.zeros(0, dtype=bool)
+        self._rare_known = 0
         self.fresh_view = fresh_view
         self._int = layout.int_orders[g]
         self._ext = layout.ext_orders[g]
@@ -491,15 +495,11 @@ class GlobalMaster(Component):
         cut = now - self.handoff_after
         arrived = self._arrived
         by_lm: dict[int, list[tuple]] = {}
-        rare = self.handoff_rare
         n = q._n_slots
-        for s in range(n):  # the oldest tasks of each constraint mask that only a few workers suit
+        waiting = self._rare_slots(q) & (q._heads[:n] != _INF)
+        for s in np.flatnonzero(waiting).tolist():  # the oldest tasks of each mask that only a few workers suit
             b = q._buckets[s]
-            if not b:
-                continue
-            suits, lm = self._lm_for_mask(int(q._masks[s]))
-            if suits > rare:
-                continue
+            lm = self._lm_for_mask(int(q._masks[s]))[1]
             while b and arrived.get(b[0][1][E_TASK], now) <= cut:
                 by_lm.setdefault(lm, []).append(b.popleft()[1])
                 q._len -= 1
@@ -522,6 +522,24 @@ class GlobalMaster(Component):
                     [arrived.get(e[E_TASK], now) for e in es],
                 ),
             )
+
+    def _rare_slots(self, q: Any) -> np.ndarray:
+        """For each slot of the wait queue ``q``, whether its mask suits at most ``handoff_rare`` workers.
+
+        Cached per slot: a slot keeps its mask until the queue re-indexes its slots (compaction, growth), which
+        gives it a new mask array, and then the flags are computed again."""
+        masks = q._masks
+        n = q._n_slots
+        if masks is not self._rare_masks_of:
+            self._rare_masks_of = masks
+            self._rare_flags = np.zeros(masks.size, dtype=bool)
+            self._rare_known = 0
+        flags = self._rare_flags
+        rare = self.handoff_rare
+        for s in range(self._rare_known, n):
+            flags[s] = self._lm_for_mask(int(masks[s]))[0] <= rare
+        self._rare_known = max(self._rare_known, n)
+        return flags[:n]
 
     def _arm_handoff(self) -> None:
         if not self._handoff_armed and len(self.queue):
