@@ -158,6 +158,11 @@ def _visit_changed(policy: PackingPolicy, room: np.ndarray, inv: np.ndarray, vis
     some still-queued new job fits (found by one compiled scan) makes the same placements as visiting every
     server with room, whose other visits place nothing and change nothing.
     """
+    if not policy._new and len(policy._departed) == 1:  # the common pass: one server freed room, nothing arrived
+        if policy.nqueued:
+            for s in policy._departed:
+                visit(s)
+        return
     n = room.size
     dep = sorted(policy._departed)
     masked = policy.masked

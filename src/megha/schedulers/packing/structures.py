@@ -438,6 +438,7 @@ class MaskedJobs:
         self.pos: dict[int, int] = {}
         self._groups_init(64)
         self._fill_out = np.empty((64, 3), dtype=np.int64)  # fill's result rows (grown with the queue)
+        self._k_fill = _kernels().k_mj_fill
 
     @staticmethod
     def _positions(cap: int) -> np.ndarray:
@@ -526,7 +527,11 @@ class MaskedJobs:
             typs = [0] * n
         if self.st[0] + n > self.P.shape[1]:
             self._rebuild(n)
-        gs = [self._group(x, m, t) for x, m, t in zip(xs, masks, typs, strict=True)]  # may grow the group arrays
+        gid = self.gid
+        gs = []
+        for key in zip(xs, masks, typs, strict=True):  # _group's lookup inline; a new group may grow the arrays
+            g = gid.get(key)
+            gs.append(self._group(*key) if g is None else g)
         pos = _kernels().k_mj_add_many(
             np.array(jobs, dtype=np.int64),
             np.array(xs, dtype=np.int64),
@@ -572,7 +577,7 @@ class MaskedJobs:
             out = self._fill_out = np.empty((2 * len(live), 3), dtype=np.int64)
         if type(lims) is not np.ndarray:
             lims = np.array(lims, dtype=np.int64)
-        k = _kernels().k_mj_fill(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, room, inv, lims, out)
+        k = self._k_fill(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, room, inv, lims, out)
         if not k:
             return []
         rows = out[:k].tolist()
