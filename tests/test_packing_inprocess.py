@@ -202,3 +202,15 @@ def test_over_commit_raises_the_ledger_error(monkeypatch):
     cfg = RunConfig(scheduler="bf-j", trace=write_trace([(0.0, [1.0, 1.0])]), workers=2, constraints=False)
     with pytest.raises(SimulationError, match="worker 0 over-committed"):
         simulate(cfg)
+
+
+def test_a_crashed_in_process_scheduler_is_refused():
+    """Suspending the scheduler (an experiment's action; fault schedules use the pool) would hold reports it cannot
+    hold: its recovery raises instead of giving other results."""
+    cfg = RunConfig(scheduler="bf-js", trace=write_trace([(0.0, [1.0]), (2.0, [1.0])]), workers=2, constraints=False)
+    actions = [
+        (0.5, lambda engine, dep, now: engine.suspend(dep.components[0].address)),
+        (0.7, lambda engine, dep, now: engine.resume(dep.components[0].address)),
+    ]
+    with pytest.raises(SimulationError, match="crashed scheduler"):
+        simulate(cfg, actions=actions)

@@ -163,6 +163,11 @@ class InProcessPackingScheduler(PackingScheduler):
         self._stops = getattr(rec, "on_all_done", None) is not None
         self._logs = rec.inline_logs() if type(rec) is TaskRecorder else None
 
+    def on_recover(self, now: float) -> None:
+        """A crashed scheduler would hold its workers' reports until it is back; this form cannot (the builder uses the
+        two-component form under a fault schedule): refuse rather than give other results."""
+        raise SimulationError(f"{self.address}: in-process workers cannot model a crashed scheduler (use a pool)")
+
     # --- reports ------------------------------------------------------------------------------------------------
     def _report(self, until: float, a: float) -> None:
         """Apply, in order, the reports that reach the scheduler before an event at ``until`` armed at ``a`` (a slot
