@@ -349,10 +349,12 @@ def k_fit_departed_bits(
     servers: np.ndarray,
     room_all: np.ndarray,
     inv_all: np.ndarray,
-) -> np.ndarray:
+    out: np.ndarray,
+) -> int:
     """:func:`k_fit_departed` on MaskedJobs' state: the live jobs at positions below ``hi``, in insertion order, each
     to the tightest of the ``servers`` (free room ``room_all[s]``, complemented mask ``inv_all[s]``, read, not
-    written) that fits it (first on ties); returns ``[job id, index in servers]`` rows in placement order.
+    written) that fits it (first on ties); writes ``[job id, index in servers]`` rows in placement order to ``out``
+    (room for every live job: each is placed at most once) and returns their number (no array to box on return).
 
     Rooms only shrink, so the next placement is always the oldest not yet taken job that fits some server: the
     ``prefix`` oldest positions are scanned first (a fitting job there is the oldest), else, per server with room,
@@ -364,7 +366,6 @@ def k_fit_departed_bits(
     for d in range(nd):
         dep_room[d] = room_all[servers[d]]
         dep_inv[d] = inv_all[servers[d]]
-    out = np.empty((4, 2), dtype=np.int64)
     k = 0
     nact = st[2]
     lo = st[1]
@@ -449,10 +450,6 @@ def k_fit_departed_bits(
             if x <= r < br and (m & dep_inv[d]) == 0:
                 best = d
                 br = r
-        if k == out.shape[0]:
-            out2 = np.empty((2 * k, 2), dtype=np.int64)
-            out2[:k] = out
-            out = out2
         out[k, 0] = P[P_ID, bp]
         out[k, 1] = best
         k += 1
@@ -475,7 +472,7 @@ def k_fit_departed_bits(
             ovk[nov] = kk
             ovp[nov] = nxt
             nov += 1
-    return out[:k]
+    return k
 
 
 @njit(cache=True, nogil=True)

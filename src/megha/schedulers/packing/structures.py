@@ -439,6 +439,8 @@ class MaskedJobs:
         self._groups_init(64)
         self._fill_out = np.empty((64, 3), dtype=np.int64)  # fill's result rows (grown with the queue)
         self._k_fill = _kernels().k_mj_fill
+        self._fit_out = np.empty((64, 2), dtype=np.int64)  # fit_departed_on's result rows (grown with the queue)
+        self._k_fit = _kernels().k_fit_departed_bits
 
     @staticmethod
     def _positions(cap: int) -> np.ndarray:
@@ -613,11 +615,11 @@ class MaskedJobs:
     def fit_departed_on(self, servers: np.ndarray, room: np.ndarray, inv: np.ndarray, hi: int) -> list[list[int]]:
         """:meth:`fit_departed` over the ``servers`` of a cluster whose free room and complemented masks are the
         arrays ``room`` and ``inv`` (only read): ``[[job, index in servers], ...]``."""
-        return (
-            _kernels()
-            .k_fit_departed_bits(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, hi, servers, room, inv)
-            .tolist()
-        )
+        out = self._fit_out
+        if out.shape[0] < len(self.live):  # a row for every queued job: the kernel never runs out of room
+            out = self._fit_out = np.empty((2 * len(self.live), 2), dtype=np.int64)
+        k = self._k_fit(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, hi, servers, room, inv, out)
+        return out[:k].tolist() if k else []
 
     def _rebuild(self, extra: int = 1) -> None:
         """Compact the live jobs to the front, with room for at least ``extra`` more."""
