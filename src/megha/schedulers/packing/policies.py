@@ -924,6 +924,20 @@ class VQSBF(_VirtualQueues):
         else:
             self.tree.set(s, UNIT - self.used[s])
 
+    def depart(self, job: int, server: int) -> None:
+        """:meth:`PackingPolicy.depart` with :meth:`_release` inline (one call per departure)."""
+        s = server
+        x = self.size.pop(job)
+        t = self.typ.pop(job)
+        self.used[s] -= x
+        self.njobs[s] -= 1
+        self.cnt[s * self.T + t] -= 1
+        if self._room_np is not None:  # constrained: the compiled scans read the flat array, not the tree
+            self._room_np[s] = UNIT - self.used[s]
+        else:
+            self.tree.set(s, UNIT - self.used[s])
+        self._departed.add(s)
+
     def _place(self, key: int, s: int, t: int) -> int:
         j = _JOB_MASK - (key & _JOB_MASK)
         x = key >> _JOB_BITS
@@ -977,10 +991,10 @@ class VQSBF(_VirtualQueues):
         return UNIT + 1
 
     def _visit(self, s: int) -> None:
-        if not self.njobs[s]:
-            self.cfg[s] = self.cs.best(self.nq)
         if self.masked is not None:
             return self._visit_masked(s)
+        if not self.njobs[s]:
+            self.cfg[s] = self.cs.best(self.nq)
         accept = None if self.masked is not None else self._job_accept(s)  # the masked queue checks masks itself
         room = UNIT - self.used[s]
         base = s * self.T
@@ -1006,7 +1020,10 @@ class VQSBF(_VirtualQueues):
             self.tree.set(s, room)
 
     def _visit_masked(self, s: int) -> None:
-        """:meth:`_visit` under constraints: the same placements, found and taken by one compiled call."""
+        """:meth:`_visit` under constraints (configuration renewal included): the same placements, found and taken by
+        one compiled call."""
+        if not self.njobs[s]:
+            self.cfg[s] = self.cs.best(self.nq)
         room = UNIT - self.used[s]
         base = s * self.T
         c = self.cfg[s]
@@ -1042,7 +1059,7 @@ class VQSBF(_VirtualQueues):
         if not self._departed and not self._new:
             return
         if self.masked is not None:
-            return _visit_changed(self, self._room_np, self._inv_np, self._visit)
+            return _visit_changed(self, self._room_np, self._inv_np, self._visit_masked)
         lo = 0
         tree = self.tree
         while self.nqueued:
