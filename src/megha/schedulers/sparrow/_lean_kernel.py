@@ -119,6 +119,43 @@ def _end_put(end_t: np.ndarray, end_g: np.ndarray, e: float, g: int) -> None:
 
 
 @njit(cache=True)
+def _file_end(t: int, at: float, e: float, egc: int, t_next: np.ndarray, eg_head: np.ndarray, eg_tail: np.ndarray,
+              eg_n: np.ndarray, end_t: np.ndarray, end_g: np.ndarray, heap: np.ndarray, hkt: np.ndarray,
+              evi: np.ndarray, evf: np.ndarray, st: np.ndarray) -> int:  # fmt: skip
+    """File the end ``e`` of task ``t`` (started at ``at``) in the end group of the tasks ending at ``e`` (a new
+    group ``egc`` and its :data:`E_END` timer at the workers' instant ``at + (e - at)`` if there is none). Returns
+    the next new group's id."""
+    gid = _end_get(end_t, end_g, e)
+    if gid >= 0:  # another task ends at the same instant: one timer
+        t_next[eg_tail[gid]] = t
+        t_next[t] = -1
+        eg_tail[gid] = t
+        eg_n[gid] += 1
+        return egc
+    _end_put(end_t, end_g, e, egc)
+    eg_head[egc] = t
+    eg_tail[egc] = t
+    eg_n[egc] = 1
+    t_next[t] = -1
+    _push(heap, hkt, evi, evf, st, at + (e - at), E_END, egc, 0, 0, e)
+    return egc + 1
+
+
+@njit(cache=True, inline="always")
+def _start(t: int, w: int, s: int, at: float, e: float, on_worker: np.ndarray, run_w: np.ndarray,
+           run_s: np.ndarray, t_next: np.ndarray, eg_head: np.ndarray, eg_tail: np.ndarray, eg_n: np.ndarray,
+           egc: int, end_t: np.ndarray, end_g: np.ndarray, heap: np.ndarray, hkt: np.ndarray, evi: np.ndarray,
+           evf: np.ndarray, st: np.ndarray) -> int:  # fmt: skip
+    """A node monitor starts task ``t`` (of scheduler ``s``) on free worker ``w`` at ``at``; it ends at ``e``:
+    claim the worker, note its worker and scheduler, and file its end (:func:`_file_end`). Returns the next new end
+    group's id. Straight-line, inlined into the loop in numba's IR so that the arrays' reference counts cancel."""
+    on_worker[w] = t
+    run_w[t] = w
+    run_s[t] = s
+    return _file_end(t, at, e, egc, t_next, eg_head, eg_tail, eg_n, end_t, end_g, heap, hkt, evi, evf, st)
+
+
+@njit(cache=True)
 def _end_del(end_t: np.ndarray, end_g: np.ndarray, e: float) -> None:
     """Remove end time ``e`` (in the table), shifting back the entries that probed past it."""
     m = end_t.size - 1
@@ -521,25 +558,8 @@ def run_lean(
                 if on_worker[w] >= 0 or free_w[w]:
                     status = GAVE_UP
                     break
-                on_worker[w] = t
-                e = at + durations[t]
-                run_w[t] = w
-                run_s[t] = s
-                gid = _end_get(end_t, end_g, e)
-                if gid >= 0:  # another task ends at the same instant: one timer
-                    t_next[eg_tail[gid]] = t
-                    t_next[t] = -1
-                    eg_tail[gid] = t
-                    eg_n[gid] += 1
-                else:
-                    gid = egc
-                    egc += 1
-                    _end_put(end_t, end_g, e, gid)
-                    eg_head[gid] = t
-                    eg_tail[gid] = t
-                    eg_n[gid] = 1
-                    t_next[t] = -1
-                    _push(heap, hkt, evi, evf, st, at + (e - at), E_END, gid, 0, 0, e)
+                egc = _start(t, w, s, at, at + durations[t], on_worker, run_w, run_s, t_next, eg_head, eg_tail, eg_n,
+                             egc, end_t, end_g, heap, hkt, evi, evf, st)  # fmt: skip
                 st_ids[n_st] = t
                 st_t[n_st] = at
                 st_w[n_st] = w
@@ -811,24 +831,8 @@ def run_lean(
                 if on_worker[w] >= 0 or free_w[w]:
                     status = GAVE_UP
                     break
-                on_worker[w] = t
-                run_w[t] = w
-                run_s[t] = s
-                gid = _end_get(end_t, end_g, e)
-                if gid >= 0:  # another task ends at the same instant: one timer
-                    t_next[eg_tail[gid]] = t
-                    t_next[t] = -1
-                    eg_tail[gid] = t
-                    eg_n[gid] += 1
-                else:
-                    gid = egc
-                    egc += 1
-                    _end_put(end_t, end_g, e, gid)
-                    eg_head[gid] = t
-                    eg_tail[gid] = t
-                    eg_n[gid] = 1
-                    t_next[t] = -1
-                    _push(heap, hkt, evi, evf, st, now + (e - now), E_END, gid, 0, 0, e)
+                egc = _start(t, w, s, now, e, on_worker, run_w, run_s, t_next, eg_head, eg_tail, eg_n, egc, end_t,
+                             end_g, heap, hkt, evi, evf, st)  # fmt: skip
                 n_started += 1
             if status != OK:
                 break
