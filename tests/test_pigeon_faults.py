@@ -5,7 +5,9 @@ them (or holds them until workers come back), and the distributors route around 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.model.matching import SegmentedIndex
 from megha.schedulers.common.messages import JobArrival
@@ -73,6 +75,18 @@ def test_a_lost_task_starts_at_once_on_a_free_suitable_worker():
     m.fail_workers([w0], 2.0, info(durs, masks, short))
     assert rec.worker[0] not in (-1, w0) and rec.start[0] == 2.0005
     assert m.queued() == 0
+
+
+def test_a_failed_worker_holds_its_ledger_slot_until_it_comes_back():
+    """A dead worker is busy in the group's worker ledger: a launch on it is the ledger's over-commit error."""
+    m, _ = master([0, 0])
+    m.fail_workers([0], 1.0, info([], [], []))
+    assert m.ledger.busy() == 1 and m.running() == 0  # held by the failure, running nothing
+    m.dist_of[5] = 0
+    with pytest.raises(SimulationError, match=r"^w: worker 0 over-committed at t=2\.000500: task 5 launched while it"):
+        m._launch([5], [0], [1.0], 2.0)
+    m.restore_workers([0], 3.0, 0)
+    assert m.ledger.running_on(0) == -1 and m.n_free == 2
 
 
 def test_a_launch_still_on_its_way_to_a_dying_worker_never_started():

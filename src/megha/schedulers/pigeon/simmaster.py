@@ -133,29 +133,6 @@ class SimPigeonMaster(PigeonMaster):
             else:
                 g.append((t, w))
 
-    def _launch_one(self, t: int, w: int, dur: float, now: float) -> None:
-        """:meth:`_launch` of one task in the simulator's engine (the common path)."""
-        rec = self.rec
-        d = self.launch_delay
-        start = now + d
-        self._n_start[0] += 1
-        if w not in self.mask_of:
-            self._not_mine(w, t)
-        slot = self._slot
-        k = w - self._lo
-        if slot[k] >= 0:  # the ledger's slot check, inline
-            self.ledger.over_slot(w, t, start)
-        rec.decided_launched_one(t, now, d, start, w)  # decided_one, add_comm_one and started_one in one call
-        slot[k] = t
-        e = start + dur
-        g = self._ends.get(e)
-        if g is None:
-            tp = start + (e - start)  # the instant the workers' timer would fire
-            self._ends[e] = [tp, (t, w)]
-            heapq.heappush(self._heap, (tp + self.report_delay, self._next(), self._on_end, e))
-        else:
-            g.append((t, w))
-
     def _not_mine(self, w: int, t: int) -> NoReturn:
         raise SimulationError(f"{self.pool}: worker {w} is not in this group (task {t})")
 
@@ -234,7 +211,7 @@ class SimPigeonMaster(PigeonMaster):
                     q._empty_slots += 1
                     if q._empty_slots > 64 and q._empty_slots * 2 > q._n_slots:
                         q._compact()
-                # _launch_one(t, w, dur, now), inlined
+                # _launch([t], [w], [dur], now) of the simulator's engine, inlined
                 start = now + self.launch_delay
                 self._n_start[0] += 1
                 rec.decided_launched_one(t, now, self.launch_delay, start, w)  # decided_one, add_comm_one, started_one
