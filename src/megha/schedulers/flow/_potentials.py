@@ -1,16 +1,20 @@
-"""Compiled potentials for a flow installed by a bulk solve, computed only when an incremental solve needs them.
+"""Compiled node potentials for a flow installed by a bulk solve (one label-correcting kernel for every caller).
 
-After a bulk solve (an optimal flow from a from-scratch solver, without duals), the incremental solver needs node
-potentials that make the flow reduced-cost optimal. Computing them costs several passes over the whole residual
-network (about 1 CPU-second at Google scale, 2.4M arcs), and is wasted when the next solve is a bulk solve again
-(an overloaded graph at Google scale, where every round goes to the bulk solve). :func:`k_deferred_potentials`
-computes them at the start of the next incremental solve instead, after the caller's edits: over the residual
-arcs of the arcs that no edit touched since the bulk solve (the dirty arcs are left out; the incremental solve
-repairs them, as after any edit). Those arcs carry the bulk solve's optimal flow, so their residual network has
-no negative cycle, and the potentials are shortest-path distances from a virtual root joined to every node at
-cost 0 (label-correcting with a deque, over compact per-node copies of the residual arcs, as
-:func:`megha.schedulers.flow._kernels.k_install_potentials` does). Excesses, flags and the lists of changes are
-left as the edits made them.
+After a bulk solve (an optimal flow from a from-scratch solver, without duals), the incremental solvers need node
+potentials that make the flow reduced-cost optimal: shortest-path distances in the residual network from a virtual
+root joined to every node at cost 0, computed by :func:`k_residual_potentials` (label-correcting with a deque: a
+node whose label drops below the front's goes first), over compact per-node copies of the residual arcs (one walk
+of the adjacency lists, so the passes read contiguous memory instead of chasing the lists and the arc table). An
+optimal flow has no negative residual cycle, so the pass ends; it gives up (−1) past the Bellman–Ford bound.
+
+Two uses: at once after the bulk solve (:func:`k_install_potentials`: every arc, and a clean state for the next
+incremental solve), or deferred (``skip_dirty``: :func:`k_deferred_potentials`). Computing them costs several
+passes over the whole residual network (about 1 CPU-second at Google scale, 2.4M arcs), and is wasted when the
+next solve is a bulk solve again (an overloaded graph at Google scale, where every round goes to the bulk solve).
+Deferred, they are computed at the start of the next incremental solve instead, after the caller's edits: over the
+residual arcs of the arcs that no edit touched since the bulk solve (the dirty arcs are left out; the incremental
+solve repairs them, as after any edit). Those arcs carry the bulk solve's optimal flow, so their residual network
+has no negative cycle. Excesses, flags and the lists of changes are left as the edits made them.
 """
 
 from __future__ import annotations
@@ -24,24 +28,28 @@ from megha.schedulers.flow._kernels import (
     A_FLAG,
     A_FLOW,
     F_DIRTY,
+    F_NEW,
     H_NEXT,
     H_TO,
     M_AALIVE,
+    M_NDA,
+    M_NDN,
     M_NHW,
     N_ALIVE,
     N_DEG,
+    N_EXC,
     N_FIRST,
+    N_FLAG,
     N_POT,
 )
 
 
 @njit(cache=True)
-def k_deferred_potentials(N, A, H, M, queue, inq):
-    """Potentials making every residual arc of an arc not marked dirty reduced-cost optimal (module docstring).
-
-    ``queue`` (node capacity + 1) and ``inq`` (node capacity) are scratch. Returns the work (half-arc scans), or
-    −1 if it exceeded the Bellman–Ford bound (a negative residual cycle among the clean arcs: the flow installed
-    was not optimal, or it was edited without marking the arcs).
+def k_residual_potentials(N, A, H, M, queue, inq, skip_dirty):
+    """Potentials making every residual arc reduced-cost optimal — of the arcs not marked dirty if ``skip_dirty``
+    (module docstring). ``queue`` (node capacity + 1) and ``inq`` (node capacity) are scratch. Returns the work
+    (half-arc scans), or −1 if it exceeded the Bellman–Ford bound (a negative residual cycle among those arcs: the
+    flow installed was not optimal, or it was edited without marking the arcs).
     """
     nhw = M[M_NHW]
     qn = queue.size
@@ -52,7 +60,7 @@ def k_deferred_potentials(N, A, H, M, queue, inq):
             h = N[N_FIRST, v]
             while h >= 0:
                 a = h >> 1
-                if A[A_FLAG, a] & F_DIRTY == 0:
+                if not skip_dirty or A[A_FLAG, a] & F_DIRTY == 0:
                     res = A[A_CAP, a] - A[A_FLOW, a] if h & 1 == 0 else A[A_FLOW, a]
                     if res > 0:
                         k += 1
@@ -68,7 +76,7 @@ def k_deferred_potentials(N, A, H, M, queue, inq):
             h = N[N_FIRST, v]
             while h >= 0:
                 a = h >> 1
-                if A[A_FLAG, a] & F_DIRTY == 0:
+                if not skip_dirty or A[A_FLAG, a] & F_DIRTY == 0:
                     if h & 1 == 0:
                         res = A[A_CAP, a] - A[A_FLOW, a]
                         c = A[A_COST, a]
@@ -119,4 +127,32 @@ def k_deferred_potentials(N, A, H, M, queue, inq):
     for v in range(nhw):
         if N[N_ALIVE, v] == 1:
             N[N_POT, v] = pot[v]
+    return work
+
+
+@njit(cache=True)
+def k_deferred_potentials(N, A, H, M, queue, inq):
+    """Potentials making every residual arc of an arc not marked dirty reduced-cost optimal (module docstring);
+    returns the work, or −1 past the Bellman–Ford bound."""
+    return k_residual_potentials(N, A, H, M, queue, inq, True)
+
+
+@njit(cache=True)
+def k_install_potentials(N, A, H, M, DN, DA, queue, inq):
+    """After a balanced optimal flow was written from elsewhere (a bulk solve): potentials that make it
+    reduced-cost optimal over every arc, no excess, no new node, and (if that worked) no recorded change left.
+    Returns the work (half-arc scans), or −1 past the Bellman–Ford bound (the flow was not optimal)."""
+    for v in range(M[M_NHW]):
+        if N[N_ALIVE, v] == 1:
+            N[N_EXC, v] = 0
+            N[N_FLAG, v] &= ~F_NEW
+    work = k_residual_potentials(N, A, H, M, queue, inq, False)
+    if work < 0:
+        return work
+    for i in range(M[M_NDN]):
+        N[N_FLAG, DN[i]] &= ~F_DIRTY
+    M[M_NDN] = 0
+    for i in range(M[M_NDA]):
+        A[A_FLAG, DA[i]] &= ~F_DIRTY
+    M[M_NDA] = 0
     return work

@@ -28,7 +28,7 @@ import numpy as np
 
 from megha.errors import InputError
 from megha.schedulers.flow import _kernels as K
-from megha.schedulers.flow._potentials import k_deferred_potentials
+from megha.schedulers.flow._potentials import k_deferred_potentials, k_install_potentials
 from megha.schedulers.flow.network import Exported, FlowNetwork
 
 OPTIMAL = "optimal"
@@ -173,7 +173,7 @@ class IncrementalSolver(Solver):
             seconds = time.perf_counter() - t0
             return SolveResult(OPTIMAL, cost if self.compute_cost else 0, seconds, _bulk_stats(net, before))
         n = net.node_capacity
-        work = K.k_install_potentials(
+        work = k_install_potentials(
             net.N, net.A, net.H, net.M, net.DN, net.DA, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
         )
         if work < 0:
@@ -273,7 +273,7 @@ def warm_up() -> None:
     sol = IncrementalSolver()
     sol.solve(net)
     n = net.node_capacity
-    K.k_install_potentials(
+    k_install_potentials(
         net.N, net.A, net.H, net.M, net.DN, net.DA, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8)
     )
     k_deferred_potentials(net.N, net.A, net.H, net.M, np.zeros(n + 1, dtype=np.int64), np.zeros(n, dtype=np.int8))
