@@ -58,18 +58,63 @@ def test_run_result_carries_the_eligible_counts_the_summary_uses():
 
 
 def test_lean_matplotlib_import_draws_the_same_pixels(tmp_path):
+    """The figures a run writes (CDF, utilization, starvation) are the same bytes whether Matplotlib was imported
+    lean (no ``set()`` signatures, no docstring substitutions) or as usual."""
     code = (
         "import sys, numpy as np\n"
-        "from megha.metrics import plots\n"
+        "from megha.metrics import plots, report\n"
         "plots.LEAN_IMPORT = sys.argv[1] == '1'\n"
-        "plots.save_cdfs({'a': np.random.default_rng(0).lognormal(size=500)}, sys.argv[2], title='t')\n"
+        "out = sys.argv[2]\n"
+        "rng = np.random.default_rng(0)\n"
+        "plots.save_cdfs({'a': rng.lognormal(size=500)}, out + '/cdf.png', title='t')\n"
+        "t = np.linspace(0.0, 100.0, 300)\n"
+        "ser = {'time': t.tolist(), 'utilization': rng.random(300).tolist()}\n"
+        "u = {'window_start': 0.0, 'mean': 0.5, 'series': ser}\n"
+        "report.plot_utilization({'a': u}, out + '/util.png', title='t')\n"
+        "rows = (('1', 0.01), ('2-10', 0.5), ('11-100', 2.0))\n"
+        "b = [{'workers': w, 'jobs': 3, 'p50': p, 'p99': 10 * p} for w, p in rows]\n"
+        "report.plot_starvation({'a': {'buckets': b}}, out + '/starv.png', title='t')\n"
+        "import matplotlib.lines\n"
+        "print(plots.LEAN_IMPORT == ('%(' in (matplotlib.lines.Line2D.__init__.__doc__ or '')))\n"
     )
-    files = []
+    figures = []
     for lean in ("0", "1"):
-        path = tmp_path / f"cdf{lean}.png"
-        subprocess.run([sys.executable, "-c", code, lean, str(path)], check=True)
-        files.append(path.read_bytes())
-    assert files[0] == files[1]
+        d = tmp_path / lean
+        d.mkdir()
+        out = subprocess.run([sys.executable, "-c", code, lean, str(d)], check=True, capture_output=True, text=True)
+        assert out.stdout.split() == ["True"]  # the lean import did skip the docstring substitutions
+        figures.append({name: (d / name).read_bytes() for name in ("cdf.png", "util.png", "starv.png")})
+    assert figures[0] == figures[1]
+
+
+def test_task_constraints_are_the_draws_of_the_row_by_row_rule():
+    """Block-wise synthesis gives the masks of the plain rule: per chunk a task type, a uniform for the cluster and
+    a (chunk, 21) matrix of uniforms compared with the cluster's frequencies."""
+    from megha.model import constraints as K
+
+    def reference(n: int, rng: np.random.Generator, chunk: int) -> np.ndarray:
+        out = np.empty(n, dtype=np.uint32)
+        cum = np.cumsum(K.TASK_OCCURRENCE / K.TASK_OCCURRENCE.sum(axis=0, keepdims=True), axis=0).T
+        cum[:, -1] = 1.0
+        for lo in range(0, n, chunk):
+            m = min(n, lo + chunk) - lo
+            task_type = rng.integers(0, 4, size=m)
+            cluster = (rng.random(m)[:, None] > cum[task_type]).sum(axis=1)
+            draws = rng.random((m, K.NUM_CONSTRAINTS)) < K.TCFV[cluster] / 100.0
+            out[lo : lo + m] = (draws.astype(np.uint32) << np.arange(K.NUM_CONSTRAINTS, dtype=np.uint32)).sum(
+                axis=1, dtype=np.uint32
+            )
+        return out
+
+    for n, chunk in ((0, 1 << 18), (1, 1 << 18), (40_000, 1 << 18), (40_000, 15_000), (70_001, 1 << 15)):
+        for seed in (0, 7):
+            got = K.synthesize_task_constraints(n, np.random.default_rng(seed), chunk=chunk)
+            assert got.dtype == np.uint32
+            assert np.array_equal(got, reference(n, np.random.default_rng(seed), chunk)), (n, chunk, seed)
+    bits = np.random.default_rng(1).random((500, 21)) < 0.4
+    for k in (0, 1, 8, 9, 21):
+        want = (bits[:, :k].astype(np.uint32) << np.arange(k, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
+        assert np.array_equal(K.bits_to_masks(bits[:, :k]), want)
 
 
 def test_recorder_combined_one_task_reports_equal_the_separate_calls():
