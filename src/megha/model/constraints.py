@@ -121,20 +121,25 @@ def synthesize_task_constraints(n: int, rng: np.random.Generator, chunk: int = 1
     """Draw placement-constraint masks for ``n`` tasks (DESIGN §3.2, tables T1/T2).
 
     Returns a ``uint32`` array of bit masks. Deterministic given the generator state; generated in
-    chunks so memory stays bounded for multi-million-task traces.
+    chunks so memory stays bounded for multi-million-task traces. Within a chunk the per-constraint draws are
+    taken and turned into masks a block of rows at a time (the same numbers: a generator's doubles come in
+    sequence however a request is split), so the temporaries stay in cache.
     """
     out = np.empty(n, dtype=MASK_DTYPE)
     cum = np.cumsum(TASK_OCCURRENCE / TASK_OCCURRENCE.sum(axis=0, keepdims=True), axis=0).T  # (4, 10)
     cum[:, -1] = 1.0
     probs = TCFV / 100.0
+    block = 1 << 14
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         m = hi - lo
         task_type = rng.integers(0, 4, size=m)
         u = rng.random(m)
-        cluster = (u[:, None] > cum[task_type]).sum(axis=1)  # inverse-CDF draw, 0..9
-        draws = rng.random((m, NUM_CONSTRAINTS)) < probs[cluster]
-        out[lo:hi] = bits_to_masks(draws)
+        for a in range(0, m, block):
+            b = min(m, a + block)
+            cluster = (u[a:b, None] > cum[task_type[a:b]]).sum(axis=1)  # inverse-CDF draw, 0..9
+            draws = rng.random((b - a, NUM_CONSTRAINTS)) < probs[cluster]
+            out[lo + a : lo + b] = bits_to_masks(draws)
     return out
 
 
@@ -149,9 +154,13 @@ def synthesize_machine_constraints(n: int, rng: np.random.Generator, fractions: 
 
 
 def bits_to_masks(bits: np.ndarray) -> np.ndarray:
-    """Convert a boolean ``(n, 21)`` matrix to ``uint32`` masks."""
+    """Convert a boolean ``(n, k)`` matrix (``k <= 32``) to ``uint32`` masks: bit ``j`` set where column ``j`` is."""
     bits = np.asarray(bits, dtype=bool)
-    return (bits.astype(MASK_DTYPE) * _BITS[: bits.shape[1]]).sum(axis=1, dtype=MASK_DTYPE)
+    packed = np.packbits(bits, axis=1, bitorder="little")  # (n, ceil(k / 8)) bytes, column j at bit j % 8
+    out = np.zeros(bits.shape[0], dtype=MASK_DTYPE)
+    for i in range(packed.shape[1]):
+        out |= packed[:, i].astype(MASK_DTYPE) << MASK_DTYPE(8 * i)
+    return out
 
 
 def masks_to_bits(masks: np.ndarray, k: int = NUM_CONSTRAINTS) -> np.ndarray:
