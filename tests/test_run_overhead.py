@@ -138,3 +138,14 @@ def test_recorder_combined_one_task_reports_equal_the_separate_calls():
     assert a.running == b.running == 0 and a.outstanding == b.outstanding == 0
     for col in ("scheduled", "start", "end", "known", "worker", "comm"):
         assert np.array_equal(getattr(a, col), getattr(b, col), equal_nan=True), col
+
+
+def test_a_run_without_faults_does_not_import_the_fault_machinery():
+    out = _python(
+        "import sys\n"
+        "from megha.config import RunConfig\n"
+        "from megha.runner import simulate\n"
+        "simulate(RunConfig(scheduler='sparrow', trace='sample:YH_small', workers=200, max_jobs=5))\n"
+        "print('megha.runner.faults' in sys.modules, 'megha.model.faults' in sys.modules)\n"
+    )
+    assert out.split() == ["False", "False"]

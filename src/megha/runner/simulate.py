@@ -23,8 +23,6 @@ from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload, eligible_worker_counts
 from megha.runner.drivers import Injector, TraceSource, Watchdog
-from megha.runner.faults import Strand, load_faults
-from megha.runner.faults import install as install_faults
 from megha.runner.inputs import STREAM_ENGINE, STREAM_SCHEDULER, load_inputs, stream
 from megha.schedulers import registry
 from megha.sim.engine import DelayModel, Engine, ProcessingModel
@@ -50,6 +48,8 @@ def simulate(
         raise InputError(f"scheduler {cfg.scheduler!r} does not support {mode} mode (supports {spec.modes})")
     options = registry.parse_options(spec, cfg.options)  # bad options fail before the inputs are loaded
     if cfg.faults is not None:
+        from megha.runner.faults import load_faults  # only a run with faults pays for importing the fault machinery
+
         load_faults(cfg.faults)  # so does a bad fault schedule
     implied = options.implied_config() if hasattr(options, "implied_config") else {}
     if implied:  # e.g. a fidelity profile that loads the trace as its reference simulator did
@@ -84,6 +84,9 @@ def simulate_inputs(
         engine.add(Injector(actions, engine, deployment))
     faults = None
     if cfg.faults is not None:
+        from megha.runner.faults import Strand, load_faults
+        from megha.runner.faults import install as install_faults
+
         arrivals = workload.job_arrival
         start, end = (float(arrivals.min()), float(arrivals.max())) if arrivals.size else (0.0, 0.0)
         strand = Strand(rec, workload, dc, feasible)
