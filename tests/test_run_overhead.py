@@ -149,3 +149,31 @@ def test_a_run_without_faults_does_not_import_the_fault_machinery():
         "print('megha.runner.faults' in sys.modules, 'megha.model.faults' in sys.modules)\n"
     )
     assert out.split() == ["False", "False"]
+
+
+def test_slot_mode_utilization_series_equals_the_weighted_sweep():
+    """Without weights the series counts starts and ends up to each instant; it is the same step function, to the
+    bit, as the general sweep (weights of one, in time order) over random runs with shared instants, unstarted
+    tasks and preempted runs."""
+    from types import SimpleNamespace
+
+    from megha.metrics import summary as S
+
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        n = int(rng.integers(1, 400))
+        start = rng.integers(0, 50, size=n).astype(np.float64) * (0.5 if trial % 2 else 1.0)
+        end = start + rng.integers(0, 20, size=n)
+        start[rng.random(n) < 0.1] = np.nan
+        end[rng.random(n) < 0.05] = np.inf
+        runs = []
+        for _ in range(int(rng.integers(0, 4))):
+            ids = rng.choice(n, size=int(rng.integers(1, 5)), replace=False)
+            st = rng.integers(0, 40, size=ids.size).astype(np.float64)
+            st[rng.random(ids.size) < 0.2] = np.nan
+            runs.append((ids, st, None, float(np.nanmax(np.r_[st, 0.0]) + rng.integers(0, 5))))
+        rec = SimpleNamespace(start=start, end=end, n=n, preempted_runs=runs)
+        total = float(rng.integers(1, 60))
+        got = S.utilization_series(rec, total)
+        want = S.utilization_series(rec, total, np.ones(n))
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), trial

@@ -112,6 +112,14 @@ def utilization_series(
     ww = np.concatenate(ws)
     if s.size == 0:
         return np.zeros(1), np.zeros(1)
+    if weights is None:  # every run holds one worker: the level after time t is #starts <= t - #ends <= t
+        s.sort()
+        e.sort()
+        times = np.concatenate([s, e])
+        times.sort()
+        t = times[np.r_[times[1:] != times[:-1], True]]
+        held = np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
+        return t, np.clip(held.astype(np.float64) / total, 0.0, None)
     times = np.concatenate([s, e])
     delta = np.concatenate([ww, -ww])
     order = np.argsort(times, kind="stable")
