@@ -54,6 +54,7 @@ from megha.schedulers.macrm.counters import COUNTERS
 from megha.schedulers.macrm.faults import MacrmFaultHandler
 from megha.schedulers.macrm.infra import Client, JMSlot, MacrmFaults, Runtime, Supervisor
 from megha.schedulers.macrm.jobmanager import JMContext, JobManager, KnownLedger
+from megha.schedulers.macrm.multicast import Multicast
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.policy import ADAPTIVE_FROM, ModeSwitch, adaptive_rate
@@ -231,6 +232,8 @@ def build(ctx: BuildContext) -> Deployment:
     links[("macrm-supervisor", "macrm-runtime")] = 0.0
 
     ledger = KnownLedger(ctx.recorder, w.n_tasks)
+    comps_of = getattr(ctx.host, "components", None)  # the simulator's engine: folded multicasts (multicast.py)
+    multicast = Multicast(comps_of) if isinstance(comps_of, dict) else None
     jm_ctx = JMContext(
         arbitrator=addr["arbitrator"],
         groups=groups,
@@ -250,10 +253,11 @@ def build(ctx: BuildContext) -> Deployment:
         gang=opts.gang,
         per_responder=opts.per_responder,
         round_end=opts.round_end,
+        multicast=multicast,
     )
 
     def make_arbitrator(restarted: bool = False) -> ResourceArbitrator:
-        return ResourceArbitrator(
+        arb = ResourceArbitrator(
             addr["arbitrator"],
             ctx.recorder,
             n,
@@ -280,6 +284,8 @@ def build(ctx: BuildContext) -> Deployment:
             sampling_timeout=opts.sampling_timeout,
             round_end=opts.round_end,
         )
+        arb.multicast = multicast
+        return arb
 
     def make_tracker(g: int) -> Callable[[], ResourceTracker]:
         def f() -> ResourceTracker:

@@ -54,6 +54,7 @@ from megha.schedulers.macrm.messages import (
     concat_containers,
     empty_containers,
 )
+from megha.schedulers.macrm.multicast import Multicast, send_all
 from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.policy import ROUND_ENDS, ModeSwitch, cluster_load
 from megha.schedulers.macrm.queue import Item, QueueActor
@@ -170,6 +171,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         }
         self._central_since: float | None = None
         self.cad = None  # fast-forward of periodic messages (cadence.py)
+        self.multicast: Multicast | None = None  # one event for Forwarding to every tracker (multicast.py)
         self.last_switch = -math.inf  # when the mode last changed
         self.alive_chain: Chain | None = None
         self._retry_armed = False
@@ -330,9 +332,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         want = self.central or self.n_queued > 0
         if want != self._forwarding:
             self._forwarding = want
-            fw = Forwarding(want)
-            for t in self.trackers:
-                self.port.send(t, fw)
+            send_all(self.port, self.multicast, self.trackers, Forwarding(want), now)
         if self._out:
             out, self._out = self._out, {}
             for grp, parts in out.items():

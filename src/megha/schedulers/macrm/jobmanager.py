@@ -56,6 +56,7 @@ from megha.schedulers.macrm.messages import (
     TaskRequest,
     empty_containers,
 )
+from megha.schedulers.macrm.multicast import Multicast, send_all
 from megha.schedulers.macrm.policy import ROUND_ENDS, adaptive_rate, round_action, round_rate, samples_for
 from megha.sim.component import Component
 
@@ -106,6 +107,7 @@ class JMContext:
     per_responder: str = "fill"  # "fill": a responder takes tasks while they fit; "one": one task per responder
     round_end: str = "all"  # when a sampling round stops waiting for answers (policy.ROUND_ENDS)
     cadence: Any = None  # fast-forward of periodic messages (cadence.py), simulator only
+    multicast: Multicast | None = None  # one event for a message to every group (multicast.py), simulator only
     runs_of_groups: bool = field(init=False, default=False)  # group_of never decreases (set from it)
 
     def __post_init__(self) -> None:
@@ -709,6 +711,4 @@ class JobManager(Component):
             ctx.cadence.jm_exited(self)
         self.port.send(ctx.groups[self.group], JMExit(self.job, self.attempt))
         self.port.send(self.tracker, JMHeartbeat(self.address, self.job, self.attempt, final=True))
-        fg = Forget(self.job)
-        for g in ctx.groups:
-            self.port.send(g, fg)
+        send_all(self.port, ctx.multicast, ctx.groups, Forget(self.job), now)
