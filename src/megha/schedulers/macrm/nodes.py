@@ -924,7 +924,10 @@ class NodeManagers(Component):
     def use_cadence(self, cad: Cadence) -> None:
         """Fast-forward this group's heartbeats (simulator only, before the run starts)."""
         self.cad = cad
-        self.wheel = FreeWheel(cad.hb, min(1024, max(8, 2 * self.n)))
+        # buckets of the free wheel: finer with a power-of-two period (its ticks keep their phase exactly, so a bucket
+        # holds the nodes it should however long their dormant spells; a finer wheel has fewer candidates per scan)
+        exact = math.frexp(cad.hb.h)[0] == 0.5 and cad.hb.h < 16.0
+        self.wheel = FreeWheel(cad.hb, min(4096, max(8, 4 * self.n)) if exact else min(1024, max(8, 2 * self.n)))
         self._news_ok = not self.track_users
 
     def _fall_asleep(self, i: int, now: float) -> None:
