@@ -71,6 +71,12 @@ class _SlotPort:
         """Simulator only (fast-forward, cadence.py): a timer at an absolute time."""
         return self.slot.port.set_timer_at(at, (self.inc, key))
 
+    def route(self, dst: str, name: str, cls: type) -> tuple | bool:
+        """Simulator only: the slot's direct delivery route (``SimPort.route``) for a message the process sends
+        (the process's messages leave from the slot); False without one."""
+        route = getattr(self.slot.port, "route", None)
+        return route(dst, name, cls) if route is not None else False
+
 
 class JMSlot(Component):
     """The address of one job's job manager: hosts the current job-manager process (attempt), if any.
