@@ -301,7 +301,16 @@ class Cadence:
                 undo.popleft()
         bsum = self._bound_sum
         raised = False
-        if known:
+        if known and len(new) == 2:  # the loop below, unrolled for two resources
+            a, b = new
+            x, y = old
+            if a > x:
+                bsum[0] += a - x
+                raised = True
+            if b > y:
+                bsum[1] += b - y
+                raised = True
+        elif known:
             for r, (a, b) in enumerate(zip(new, old, strict=True)):
                 if a > b:
                     bsum[r] += a - b

@@ -30,8 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from heapq import heappush
-from itertools import repeat
-from operator import add, ge, gt, sub
 from typing import Any
 
 import numpy as np
@@ -63,6 +61,7 @@ from megha.schedulers.macrm.messages import (
     Terminate,
     select_containers,
 )
+from megha.schedulers.macrm.rows import row_ops
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
 _EPS = 1e-9
@@ -111,6 +110,7 @@ class NodeManagers(Component):
         self.capl: list[list[float]] = cap.tolist()
         self.bgl: list[list[float]] = bg.tolist()
         self.used: list[list[float]] = [[0.0] * cap.shape[1] for _ in range(cap.shape[0])]
+        self.ops = row_ops(cap.shape[1])  # row arithmetic (rows.py: unrolled for two resources)
         self.rec = recorder
         self.tracker = tracker
         self.arbitrator = arbitrator
@@ -301,6 +301,7 @@ class NodeManagers(Component):
         cad = self.cad
         hold = self.hold
         memo = self._memo
+        room_min = self.ops.room_min
         if cad is not None:
             per = cad.hb
             per_h = per.h
@@ -344,7 +345,7 @@ class NodeManagers(Component):
             if pending[i] is not None:
                 st["ignored_pending"] += 1
                 continue
-            if not all(map(ge, map(sub, capl[i], used[i]), need)):
+            if not room_min(capl[i], used[i], need):
                 st["ignored_full"] += 1
                 continue
             if dormant[i]:
@@ -374,7 +375,8 @@ class NodeManagers(Component):
             answered.append(i)
         if answered:
             st["answered"] += len(answered)
-            free = np.array([list(map(sub, capl[i], used[i])) for i in answered])
+            diff = self.ops.diff
+            free = np.array([diff(capl[i], used[i]) for i in answered])
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
 
     def _stays_dormant(self, i: int, now: float) -> bool:
@@ -492,8 +494,8 @@ class NodeManagers(Component):
     # --- heartbeats --------------------------------------------------------------------------------------------
     def _has_free(self, i: int) -> bool:
         """Node ``i`` has room for the smallest allocation and some resource free."""
-        free = list(map(sub, self.capl[i], self.used[i]))
-        return all(map(ge, free, self._need)) and max(free) > _EPS
+        ops = self.ops
+        return ops.has_free(ops.diff(self.capl[i], self.used[i]), self._need)
 
     def _hb_tick(self, i: int, now: float) -> None:
         self.hb_timer[i] = None
@@ -525,7 +527,8 @@ class NodeManagers(Component):
         self.wait_since[i] = now
         self.stats["heartbeats"] += 1
         u = self.used[i]
-        free = list(map(sub, self.capl[i], u))
+        ops = self.ops
+        free = ops.diff(self.capl[i], u)
         route = self.port.route(self.tracker, "on_message_hb1", Heartbeat) if not self.track_users else False
         if route:  # the tracker's handler of one node's heartbeat, without the message object (same event)
             append, handler, d, seq, cell, _ = route
@@ -534,7 +537,7 @@ class NodeManagers(Component):
                     now + d,
                     seq(),
                     handler,
-                    (self.lo + i, free, list(map(add, self.bgl[i], u)), self.arb_seq[i], None),
+                    (self.lo + i, free, ops.plus(self.bgl[i], u), self.arb_seq[i], None),
                 )
             )
             cell[0] += 1
@@ -550,7 +553,7 @@ class NodeManagers(Component):
         self.rank[i] = cad._rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        if all(map(ge, free, self._need)) and max(free) > _EPS:  # _has_free(i)
+        if ops.has_free(free, self._need):  # _has_free(i)
             self.wheel.add(i, a)
             tr = cad.trackers[self.group]
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
@@ -617,6 +620,8 @@ class NodeManagers(Component):
         seqs, tasks, jobs, attempts, owners = c.seqs, c.tasks, c.jobs, c.attempts, c.owners
         track_users = self.track_users
         fail_p = self.fail_p
+        ops = self.ops
+        room_for, plus, over = ops.room_for, ops.plus, ops.over
         tq = self._tq
         if tq is None and self.cad is not None:
             tq = self._tq = timer_queue_of(self.port)
@@ -641,13 +646,13 @@ class NodeManagers(Component):
                 continue
             row = used[i]
             cap = capl[i]
-            if not all(map(ge, map(add, map(sub, cap, row), repeat(_EPS)), d)):
+            if not room_for(cap, row, d):
                 rejected.append(k)
                 continue
             if dormant[i] and (news[i] is None or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
                 self._wake(i, now, True)
-            used[i] = row = list(map(add, row, d))
-            if any(map(gt, row, map(add, cap, repeat(1e-7)))):
+            used[i] = row = plus(row, d)
+            if over(row, cap):
                 raise SimulationError(
                     f"{self.address}: node {node} over-committed at t={now:.6f}: used {row} > capacity {cap}"
                 )
@@ -715,7 +720,7 @@ class NodeManagers(Component):
         if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
             self._wake(i, now, True)
         d = e[6]
-        self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
+        self.used[i] = self.ops.minus_clip(self.used[i], d)
         if self.track_users:
             uu = self.users[i]
             left = uu[e[5]] - np.array(d)
@@ -748,7 +753,7 @@ class NodeManagers(Component):
                         self._clean.pop(i, None)
                     if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
                         self._wake(i, now, True)
-                    self.used[i] = list(map(max, map(sub, self.used[i], e[6]), repeat(0.0)))
+                    self.used[i] = self.ops.minus_clip(self.used[i], e[6])
                 fl = self.finished_by_job.get(e[3])
                 if fl is None:
                     self.finished_by_job[e[3]] = [t]
@@ -830,7 +835,7 @@ class NodeManagers(Component):
             self._clean.pop(i, None)
         if self.dormant[i]:
             self._wake(i, now, True)
-        self.used[i] = list(map(max, map(sub, self.used[i], d), repeat(0.0)))
+        self.used[i] = self.ops.minus_clip(self.used[i], d)
         if self.track_users:
             d = np.array(d)
             uu = self.users[i]
@@ -915,8 +920,8 @@ class NodeManagers(Component):
     def _heartbeat_of(self, i: int) -> Heartbeat:
         """Node ``i``'s heartbeat as it stands (a message of its own)."""
         u = self.used[i]
-        free = [list(map(sub, self.capl[i], u))]
-        used = [list(map(add, self.bgl[i], u))]
+        free = [self.ops.diff(self.capl[i], u)]
+        used = [self.ops.plus(self.bgl[i], u)]
         users = [dict(self.users[i])] if self.track_users else []
         return Heartbeat(self.group, [self.lo + i], free, used, [self.arb_seq[i]], users)
 
@@ -1134,7 +1139,8 @@ class NodeManagers(Component):
             cell = self._hb_cell = cad.cell(Heartbeat)
         cell[0] += 1
         u = self.used[i]
-        free = list(map(sub, self.capl[i], u))
+        ops = self.ops
+        free = ops.diff(self.capl[i], u)
         a = t + self.hb
         self.anchor[i] = a
         self._memo[i] = (0, a)
@@ -1143,7 +1149,7 @@ class NodeManagers(Component):
         self.rank[i] = rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        has_free = all(map(ge, free, self._need)) and max(free) > _EPS
+        has_free = ops.has_free(free, self._need)
         tr = cad.trackers[self.group]
         if has_free:
             wheel = self.wheel  # wheel.add(i, a)
@@ -1153,7 +1159,7 @@ class NodeManagers(Component):
             wheel.size += 1
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
                 tr.vf_added(i, now)
-        row = list(map(add, self.bgl[i], u))
+        row = ops.plus(self.bgl[i], u)
         node = self.lo + i
         if tr.n_dead:
             forwarded = tr.heard(node, free, row, self.arb_seq[i], has_free, now)
@@ -1205,7 +1211,7 @@ class NodeManagers(Component):
         """What dormant node ``i``'s heartbeats carry, for the tracker to forward: ([node], free [1, R], [ack])."""
         return (
             [self.lo + i],
-            np.array([list(map(sub, self.capl[i], self.used[i]))]),
+            np.array([self.ops.diff(self.capl[i], self.used[i])]),
             [self.arb_seq[i]],
         )
 
@@ -1220,4 +1226,4 @@ class NodeManagers(Component):
 
     def free_of(self, node: int) -> np.ndarray:
         i = node - self.lo
-        return np.array(list(map(sub, self.capl[i], self.used[i])))
+        return np.array(self.ops.diff(self.capl[i], self.used[i]))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Hashable
-from operator import ge
 from typing import Any
 
 import numpy as np
@@ -42,6 +41,7 @@ from megha.schedulers.macrm.messages import (
     TrackerUp,
 )
 from megha.schedulers.macrm.period import Period
+from megha.schedulers.macrm.rows import row_ops
 from megha.sim.component import Component
 
 _EPS = 1e-9
@@ -90,6 +90,7 @@ class ResourceTracker(Component):
         self.check_interval = min(self.node_timeout, self.jm_timeout) / 4
         self.min_alloc = np.zeros(self.phys.shape[1]) if min_alloc is None else np.asarray(min_alloc, dtype=float)
         self.need = (self.min_alloc - _EPS).tolist()
+        self.has_free = row_ops(self.phys.shape[1]).has_free  # free rows hold the smallest allocation (rows.py)
         n = self.n
         # each node's usage row as a list of floats (rows are replaced, never changed in place) and whether it is known
         self.used: list[list[float]] = [[0.0] * self.phys.shape[1] for _ in range(n)]
@@ -254,7 +255,7 @@ class ResourceTracker(Component):
         does with a :class:`Heartbeat` of one node, step for step. Node managers deliver their periodic heartbeats
         here directly in the simulator (``SimPort.route``: the same event, no message object)."""
         node, free, row, ack, users = hb
-        if self.heard(node, free, row, ack, all(map(ge, free, self.need)) and max(free) > _EPS, now, users):
+        if self.heard(node, free, row, ack, self.has_free(free, self.need), now, users):
             return
         cad = self.cad
         if cad is not None and not cad.eager:  # fast-forward: the reply only ends the node's wait (cadence.py)
