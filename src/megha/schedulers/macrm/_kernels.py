@@ -10,9 +10,10 @@ import numpy as np
 from numba import njit
 
 _EPS = 1e-9
-_TREE_MASKS = 16  # up to this many distinct masks in one call: tournament trees (_assign_trees)
+_FEW = 64  # a mask allowing at most this many responders: its tasks scan those (k_assign_masked)
 
 
+@njit(cache=True, nogil=True)
 def k_assign_masked(
     free: np.ndarray,
     cap: np.ndarray,
@@ -27,16 +28,116 @@ def k_assign_masked(
     used fraction ``(cap - free) / safe``, kept up to date as tasks are placed (``free`` is changed in place). With
     ``one`` a responder takes one task. Returns each task's responder position, or -1.
 
-    With few distinct masks, each mask's least loaded eligible responder is kept in a tournament tree
-    (:func:`_assign_trees`: O(log k) per task and mask instead of a scan of every responder); the answers are the
-    same as the scan's (:func:`_assign_scan`, the reference, used with many distinct masks)."""
-    k = free.shape[0]
-    if k == 0 or masks.size == 0:
-        return np.full(masks.size, -1, dtype=np.int64)
+    Instead of a scan of every responder per task (:func:`_assign_scan`, the reference): a mask that allows at most
+    ``_FEW`` responders has their list, which its tasks scan; the others look at the responders with room kept in
+    ``(load, position)`` order, from the least loaded on, and stop at the first their mask allows. A placed responder
+    moves to its new place in the order, or leaves it when full; a load the scan never picks (NaN, inf) is never
+    a candidate."""
+    k, r = free.shape
+    load = np.empty(k)
+    keep = np.zeros(k, dtype=np.bool_)
+    for j in range(k):
+        m, fits = _load_fits(free, cap, safe, d, j)
+        load[j] = m
+        keep[j] = fits and m < np.inf
+    cand = np.flatnonzero(keep)
+    order = cand[np.argsort(load[cand], kind="mergesort")]  # stable: equal loads stay in position order
+    n = order.size
     uniq = np.unique(masks)
-    if uniq.size <= _TREE_MASKS:
-        return _assign_trees(free, cap, safe, wm, d, masks, uniq, one)
-    return _assign_scan(free, cap, safe, wm, d, masks, one)
+    few = np.empty((uniq.size, _FEW), dtype=np.int64)  # the responders a mask allows, in position order ...
+    n_few = np.full(uniq.size, -1, dtype=np.int64)  # ... and how many (-1: more than _FEW)
+    for g in range(uniq.size):
+        mg = uniq[g]
+        c = 0
+        for j in range(k):
+            if mg == 0 or (mg & ~wm[j]) == 0:
+                if c == _FEW:
+                    c = -1
+                    break
+                few[g, c] = j
+                c += 1
+        n_few[g] = c
+    # a responder leaves the order by losing ``keep`` (its entry stays, with its key then: the order stays sorted);
+    # ``oload`` holds each entry's load as it was sorted, ``head`` the first entry still kept
+    oload = load[order]
+    head = 0
+    out = np.full(masks.size, -1, dtype=np.int64)
+    for t in range(masks.size):
+        mt = masks[t]
+        g = np.searchsorted(uniq, mt)
+        p = -1
+        if n_few[g] >= 0:  # the mask's own responders: the least loaded with room (first on ties)
+            best = -1
+            bv = np.inf
+            for c in range(n_few[g]):
+                j = few[g, c]
+                if keep[j] and load[j] < bv:
+                    bv = load[j]
+                    best = j
+            if best < 0:
+                continue
+        else:
+            while head < n and not keep[order[head]]:
+                head += 1
+            p = head
+            while p < n:
+                o = order[p]
+                if keep[o] and (mt & ~wm[o]) == 0:
+                    break
+                p += 1
+            if p == n:
+                continue
+            best = order[p]
+        out[t] = best
+        was = load[best]
+        for x in range(r):
+            free[best, x] = free[best, x] - d[x]
+        m, fits = _load_fits(free, cap, safe, d, best)
+        load[best] = m
+        if one or not fits or not m < np.inf:
+            keep[best] = False
+            continue
+        if p < 0:  # its entry: the one with its key before this placement (keys are distinct: positions)
+            lo = 0
+            hi = n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if oload[mid] < was or (oload[mid] == was and order[mid] < best):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            p = lo
+        # to its new key's place: after every smaller (load, position), before every larger one (the order is
+        # sorted: a binary search on each side, then one shift)
+        if p + 1 < n and (oload[p + 1] < m or (oload[p + 1] == m and order[p + 1] < best)):
+            lo = p + 1
+            hi = n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if oload[mid] < m or (oload[mid] == m and order[mid] < best):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            order[p : lo - 1] = order[p + 1 : lo]
+            oload[p : lo - 1] = oload[p + 1 : lo]
+            p = lo - 1
+        elif p > 0 and (oload[p - 1] > m or (oload[p - 1] == m and order[p - 1] > best)):
+            lo = 0
+            hi = p
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if oload[mid] < m or (oload[mid] == m and order[mid] < best):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            order[lo + 1 : p + 1] = order[lo:p].copy()
+            oload[lo + 1 : p + 1] = oload[lo:p].copy()
+            p = lo
+        order[p] = best
+        oload[p] = m
+        if p < head:
+            head = p
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -51,77 +152,6 @@ def _load_fits(free: np.ndarray, cap: np.ndarray, safe: np.ndarray, d: np.ndarra
         if not free[j, x] + _EPS >= d[x]:
             fits = False
     return m, fits
-
-
-@njit(cache=True, nogil=True)
-def _tree_pull(val: np.ndarray, pos: np.ndarray, g: int, p: int) -> None:
-    """Inner node ``p`` of tree ``g`` takes the better of its children (the smaller value, ties the lower position)."""
-    a = 2 * p
-    b = a + 1
-    if val[g, b] < val[g, a] or (val[g, b] == val[g, a] and pos[g, b] < pos[g, a]):
-        val[g, p] = val[g, b]
-        pos[g, p] = pos[g, b]
-    else:
-        val[g, p] = val[g, a]
-        pos[g, p] = pos[g, a]
-
-
-@njit(cache=True, nogil=True)
-def _assign_trees(
-    free: np.ndarray,
-    cap: np.ndarray,
-    safe: np.ndarray,
-    wm: np.ndarray,
-    d: np.ndarray,
-    masks: np.ndarray,
-    uniq: np.ndarray,
-    one: bool,
-) -> np.ndarray:
-    """:func:`k_assign_masked` with one tournament tree per distinct mask (``uniq``, sorted) over the responders it
-    allows: a leaf holds the responder's load while the responder can take the demand, inf otherwise (as a load
-    the scan never picks: NaN or inf)."""
-    k = free.shape[0]
-    n_g = uniq.size
-    size = 1
-    while size < k:
-        size *= 2
-    val = np.full((n_g, 2 * size), np.inf)
-    pos = np.full((n_g, 2 * size), k, dtype=np.int64)
-    allowed = np.zeros((n_g, k), dtype=np.bool_)
-    for g in range(n_g):
-        mg = uniq[g]
-        for j in range(k):
-            allowed[g, j] = mg == 0 or (mg & ~wm[j]) == 0
-            pos[g, size + j] = j
-    for j in range(k):
-        m, fits = _load_fits(free, cap, safe, d, j)
-        v = m if fits and m < np.inf else np.inf
-        for g in range(n_g):
-            if allowed[g, j]:
-                val[g, size + j] = v
-    for g in range(n_g):
-        for p in range(size - 1, 0, -1):
-            _tree_pull(val, pos, g, p)
-    out = np.full(masks.size, -1, dtype=np.int64)
-    for t in range(masks.size):
-        g = np.searchsorted(uniq, masks[t])
-        if not val[g, 1] < np.inf:
-            continue
-        best = pos[g, 1]
-        out[t] = best
-        for x in range(free.shape[1]):
-            free[best, x] = free[best, x] - d[x]
-        m, fits = _load_fits(free, cap, safe, d, best)
-        v = m if not one and fits and m < np.inf else np.inf
-        for h in range(n_g):
-            if allowed[h, best]:
-                p = size + best
-                val[h, p] = v
-                p >>= 1
-                while p >= 1:
-                    _tree_pull(val, pos, h, p)
-                    p >>= 1
-    return out
 
 
 @njit(cache=True, nogil=True)
