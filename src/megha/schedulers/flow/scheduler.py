@@ -34,6 +34,7 @@ import numpy as np
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch, LaunchFailed
 from megha.schedulers.flow import _graph_kernels as GK
 from megha.schedulers.flow.compiled import CompiledGraph
@@ -130,7 +131,10 @@ class FlowScheduler(Component):
         # resource mode: one machine per worker; a machine's flow capacity is the number of the largest task
         # seen so far (per resource) that its free resources hold — conservative, so never an over-commit
         self.capacity = capacity
-        self.res_free = None if capacity is None else np.asarray(capacity, dtype=np.float64).copy()
+        # resource mode: the workers' free resources on the shared worker ledger (track_free: capacity minus the
+        # running tasks' requests, subtracted in launch order); machine m is worker m there (one worker per machine)
+        self.ledger = None if capacity is None else WorkerLedger(address, n_workers, capacity, track_free=True)
+        self.res_free = None if self.ledger is None else self.ledger.free
         self.dmax = None if capacity is None else np.zeros(self.res_free.shape[1])
         self.demand = None if capacity is None else np.zeros((n_tasks, self.res_free.shape[1]))
         self.state = np.zeros(n_tasks, dtype=np.int8)
@@ -282,7 +286,7 @@ class FlowScheduler(Component):
             else:
                 self.g.finished_outside(tasks, ms)
         if self.res_free is not None:
-            np.add.at(self.res_free, ms, self.demand[tasks])
+            self.ledger.release(ms, self.demand[tasks])
             self._sync_units(ms)
         elif self.down is not None:
             self._hold_down(ms)
@@ -304,7 +308,7 @@ class FlowScheduler(Component):
             else:
                 self.queue = np.concatenate([tasks, self.queue])
             if self.res_free is not None:
-                np.add.at(self.res_free, ms, self.demand[tasks])
+                self.ledger.release(ms, self.demand[tasks])
                 self._sync_units(ms)
             elif self.down is not None:
                 self._hold_down(ms)
@@ -340,7 +344,7 @@ class FlowScheduler(Component):
         self.round_solve.append(solve_s)
         self.round_tasks.append(int(tasks.size))
         self.counts["rounds"] += 1
-        workers = self._take_workers(tasks, machines)
+        workers = self._take_workers(tasks, machines, now)
         self.state[tasks] = RUNNING
         self.machine[tasks] = machines
         self.rec.decided(tasks, now)
@@ -383,7 +387,7 @@ class FlowScheduler(Component):
             np.add.at(self.free, ms, 1)
         self.g.finished_outside(tasks, ms)
         if self.res_free is not None:
-            np.add.at(self.res_free, ms, self.demand[tasks])
+            self.ledger.release(ms, self.demand[tasks])
             self._sync_units(ms)
         elif self.down is not None:
             self._hold_down(ms)
@@ -451,7 +455,7 @@ class FlowScheduler(Component):
         if kills.size:
             self.port.send(self.pool, Kill(kills, self.address))
 
-    def _take_workers(self, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
+    def _take_workers(self, tasks: np.ndarray, machines: np.ndarray, now: float) -> np.ndarray:
         """One free worker of each task's machine (lowest index first); marks them busy."""
         workers = np.empty(tasks.size, dtype=np.int64)
         m = self.m
@@ -460,9 +464,7 @@ class FlowScheduler(Component):
         if self.res_free is not None:  # one worker per machine; resources, not slots
             workers[:] = m.workers[m.ptr[machines]]
             if machines.size:
-                np.subtract.at(self.res_free, machines, self.demand[tasks])
-                if (self.res_free[machines] < -1e-9).any():
-                    raise SimulationError(f"{self.address}: a machine's resources were over-committed")
+                self.ledger.claim(tasks, workers, now, self.demand[tasks])  # raises the ledger's over-commit error
                 self._sync_units(machines)
             return workers
         bad = GK.k_take_workers(np.asarray(machines, dtype=np.int64), m.ptr, m.workers, self.worker_busy, workers)
@@ -641,7 +643,7 @@ class FlowScheduler(Component):
             if self.compiled:
                 g.wake_jobs(jobs)
         if self.res_free is not None:
-            np.add.at(self.res_free, ms, self.demand[tasks])
+            self.ledger.release(ms, self.demand[tasks])
             self._sync_units(ms)
         elif self.down is not None:
             self._hold_down(ms)
