@@ -157,7 +157,10 @@ class SimPort:
         default-delay lane (a per-link delay or a processing model) or ``dst`` has no handler ``name``: then use
         :meth:`send`. Names of such handlers start with ``on_message`` (the engine tells them from timers by it).
         Answers are cached in ``self._routes`` under ``(dst, name)``, which the engine empties whenever a component
-        is replaced, suspended or resumed: look the route up there on every use.
+        is replaced, suspended or resumed: look the route up there on every use. A family may queue a callable of
+        its own in place of ``handler`` (same delay and sequence number, so the same place in the order) when it
+        looks its receivers up when it runs, as MACRM's one-event multicast does
+        (:mod:`megha.schedulers.macrm.multicast`): the engine retargets only bound ``on_message`` handlers.
         """
         key = (dst, name)
         got = self._routes.get(key)
