@@ -113,3 +113,17 @@ def test_a_short_fault_file_replayed_live_loses_nothing_and_runs_nothing_twice(t
     assert fs["injected"] == len(doc["faults"]) and fs["by_kind"]["lm"] >= 1
     assert fs["delay_touched"]["count"] == fs["jobs_touched"]  # every touched job completed
     assert doc["time_scale"] == 1.0
+
+
+def test_chaos_scenario_is_checked_before_anything_starts(tmp_path):
+    from typer.testing import CliRunner
+
+    from megha.cli import app
+
+    r = CliRunner().invoke(app, ["live", "chaos", "--scenario", "nope"])
+    assert r.exit_code == 2, r.output
+    assert "plain, fairness, handoff" in r.output and "Traceback" not in r.output
+    p = _write(tmp_path, '[[fault]]\nat = 1\nkind = "gm"\n')
+    r = CliRunner().invoke(app, ["live", "chaos", "--scenario", "fairness", "--faults", str(p)])
+    assert r.exit_code == 2, r.output
+    assert "--scenario" in r.output and "Traceback" not in r.output

@@ -504,6 +504,14 @@ def chaos_cmd(
     hosts: Annotated[
         int, typer.Option("--hosts", help="with --faults: worker host processes (laid out by LM; >= 2)")
     ] = 4,
+    scenario: Annotated[
+        str,
+        typer.Option(
+            "--scenario",
+            help="random faults on: plain (the default deployment), fairness (two users' shares 0.5/0.5, "
+            "preemption) or handoff (handoff_after: waiting tasks handed to LMs)",
+        ),
+    ] = "plain",
 ) -> None:
     """A local deployment (loopback) under a steady workload while GMs, LMs (active and standby), worker hosts
     and the broker are killed at random, or as a fault schedule says (--faults FILE.toml); reports submitted,
@@ -521,6 +529,14 @@ def chaos_cmd(
     if (trace is not None or max_jobs is not None) and faults is None:
         console.print("[red]error:[/] --trace and --max-jobs go with --faults FILE")
         raise typer.Exit(2)
+    from megha.live.chaos import SCENARIOS
+
+    if scenario not in SCENARIOS:
+        console.print(f"[red]error:[/] --scenario must be one of {', '.join(SCENARIOS)}, got {scenario!r}")
+        raise typer.Exit(2)
+    if scenario != "plain" and faults is not None:
+        console.print("[red]error:[/] --scenario goes with random faults, not with --faults FILE")
+        raise typer.Exit(2)
     if supervisor.nats_server_binary(LiveConfig()) is None:
         console.print("[red]error:[/] nats-server is not installed (apt-get install -y nats-server)")
         raise typer.Exit(2)
@@ -534,4 +550,4 @@ def chaos_cmd(
             console.print(f"[red]error:[/] {e}", highlight=False)
             raise typer.Exit(2) from None
         raise typer.Exit(code)
-    raise typer.Exit(main(seconds, seed, json_out, rate))
+    raise typer.Exit(main(seconds, seed, json_out, rate, scenario=scenario))
