@@ -69,7 +69,8 @@ def test_bench_reports_cpu_seconds_per_1000_tasks_and_the_load():
 
     sum(i * i for i in range(200_000))  # some CPU time of our own
     m = CpuMeter(os.getpid(), [os.getpid()]).read()
-    assert m["broker"] > 0 and m["services"] == m["broker"] and m["client"] > 0
+    # the same process read twice, services first: the broker's reading may be a clock tick or two later
+    assert m["broker"] > 0 and 0 <= m["broker"] - m["services"] <= 0.05 and m["client"] > 0
     assert CpuMeter(None, None).read()["broker"] == 0.0
     row = {"rate": 1000.0, "achieved_rate": 990.0, "p50_ms": 1.0, "p99_ms": 5.0, "max_ms": 9.0, "started": 10}
     row |= {"tasks": 10, "sustained": True, "load": 3.5, "cpu_broker_per_1000": 0.25}
