@@ -124,6 +124,19 @@ class PackingScheduler(Component):
         return self.q_integral / (self.q_last_t - self.q_first_t)
 
     # --- events -------------------------------------------------------------------------------------
+    def _admit(self, msg: JobArrival, now: float) -> None:
+        """A job's arrival: its tasks' durations, demands and constraints, the policy's queue, the queue size."""
+        tasks = msg.tasks
+        self.dur[tasks] = msg.durations
+        if msg.demands is not None:
+            if self.dem is None:
+                self.dem = np.zeros((self.dur.size, msg.demands.shape[1]))
+            self.dem[tasks] = msg.demands
+        if self.constraints is not None:
+            self.constraints.set(tasks.tolist(), msg.masks.tolist())
+        self.policy.arrive(tasks.tolist(), self.sizer.sizes(msg))
+        self._q_mark(now)
+
     def on_message(self, msg: Any, now: float) -> None:
         """A job's tasks join the queue (:class:`JobArrival`) or tasks left their workers (:class:`Finished`); either
         arms the next slot boundary."""
@@ -143,16 +156,7 @@ class PackingScheduler(Component):
             if not self._armed:
                 self._arm(now)
         elif isinstance(msg, JobArrival):
-            tasks = msg.tasks
-            self.dur[tasks] = msg.durations
-            if msg.demands is not None:
-                if self.dem is None:
-                    self.dem = np.zeros((self.dur.size, msg.demands.shape[1]))
-                self.dem[tasks] = msg.demands
-            if self.constraints is not None:
-                self.constraints.set(tasks.tolist(), msg.masks.tolist())
-            self.policy.arrive(tasks.tolist(), self.sizer.sizes(msg))
-            self._q_mark(now)
+            self._admit(msg, now)
             self._arm(now)
         elif isinstance(msg, Finished):  # lists: the pool answers in the kind it was launched with
             dep = self.policy.depart

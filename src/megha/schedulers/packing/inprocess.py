@@ -265,19 +265,6 @@ class InProcessPackingScheduler(PackingScheduler):
             self.port.cancel_timer(p[1])
             self._arm_at(now)
 
-    def _admit(self, msg: JobArrival, now: float) -> None:
-        """:class:`PackingScheduler`'s arrival steps: durations, demands, constraints, the policy, the queue size."""
-        tasks = msg.tasks
-        self.dur[tasks] = msg.durations
-        if msg.demands is not None:
-            if self.dem is None:
-                self.dem = np.zeros((self.dur.size, msg.demands.shape[1]))
-            self.dem[tasks] = msg.demands
-        if self.constraints is not None:
-            self.constraints.set(tasks.tolist(), msg.masks.tolist())
-        self.policy.arrive(tasks.tolist(), self.sizer.sizes(msg))
-        self._q_mark(now)
-
     def on_timer(self, key: Hashable, now: float) -> None:
         """A slot pass moved to :meth:`on_timer` (the engine rebinds handlers by name only on a replaced component)."""
         self._on_pass(key, now)
