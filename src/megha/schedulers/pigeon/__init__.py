@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from megha.model.matching import Policy, SegmentedIndex
+from megha.schedulers.pigeon._lean import lean_runner
 from megha.schedulers.pigeon.counters import COUNTERS
 from megha.schedulers.pigeon.cutoff import resolve_cutoff
 from megha.schedulers.pigeon.distributor import MasterWeights, PigeonDistributor
@@ -221,12 +222,20 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         ),
         "reserved_workers": n_reserved,
     }
+
+    def route(job: int) -> str:
+        """The distributor that job ``job`` is submitted to."""
+        return dist_addr[job % n_dist]
+
+    extras: dict = {}
     return Deployment(
-        route=lambda job: dist_addr[job % n_dist],
+        route=route,
         counters=counters,
         describe=describe,
         components=[*dists, *masters, *pools],
         faults=PigeonFaults(ctx.host, dists, masters, group_of, weights, ctx.workload, cutoff),
+        extras=extras,
+        run=lean_runner(ctx, dists, masters, route, extras) if weighted and in_process else None,
     )
 
 

@@ -1,0 +1,253 @@
+"""The compiled simulation of PigeonC's common configuration, dispatched from the builder when the run allows it.
+
+In the common configuration — ``pigeonc`` with exact master weights, the random worker choice, no reserved
+workers, in-process workers (no processing model), no fault schedule, slot mode — the whole event loop runs in one
+compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and event order as the
+:class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
+:class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster` components, so the recorder's per-task columns (and the
+fingerprint), the event count, the end time, the message counts and the counters are the same. The components are
+still built (their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up
+before it touches the recorder, and the runner then runs the components as usual.
+
+The compiled loop takes a while to compile the first time (numba then caches it next to the module), so by default
+(``PIGEON_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's cache) or the
+run has at least :data:`COLD_MIN_TASKS` tasks; ``PIGEON_LEAN=1`` always uses it, ``PIGEON_LEAN=0`` never.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from megha.metrics.recorder import TaskRecorder
+from megha.model.constraints import MASK_DTYPE
+from megha.model.matching import Policy
+from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
+from megha.schedulers.common.messages import Finished, JobArrival, Launch
+from megha.schedulers.pigeon.distributor import PigeonDistributor
+from megha.schedulers.pigeon.messages import Ended, Start, TaskBatch, TaskDone, TasksDone
+from megha.schedulers.pigeon.simmaster import SimPigeonMaster
+
+if TYPE_CHECKING:
+    from megha.schedulers.registry import BuildContext
+
+#: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
+COLD_MIN_TASKS = 100_000
+#: ``PIGEON_LEAN`` and the compiled loop it switches (:mod:`megha.schedulers.common.compiled_switch`)
+SWITCH = CompiledSwitch("PIGEON_LEAN", "megha.schedulers.pigeon._lean_kernel", "run_lean", COLD_MIN_TASKS)
+#: the largest (queues × constraint masks) table of queue slots the compiled loop allocates
+MAX_QUEUE_SLOTS = 1 << 24
+_BLOCK = 4096  # FastRandom's block of uniform numbers
+
+
+def _kernel_ready() -> bool:
+    """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
+    return SWITCH.ready()
+
+
+def lean_runner(
+    ctx: BuildContext,
+    dists: list[PigeonDistributor],
+    masters: list,
+    route: Callable[[int], str],
+    extras: dict,
+) -> Callable[..., bool] | None:
+    """The compiled run of this deployment, or None when its configuration is not the common one. A run it
+    completes sets ``extras["compiled_run"]``."""
+    mode = SWITCH.mode()
+    if mode == NEVER:
+        return None
+    if (
+        ctx.datacenter.capacity is not None
+        or ctx.faults
+        or ctx.processing is not None
+        or type(ctx.recorder) is not TaskRecorder
+        or np.dtype(MASK_DTYPE) != np.uint32
+        or not dists
+        or not masters
+    ):
+        return None
+    weights = dists[0].weights
+    if weights.reference:
+        return None
+    for i, d in enumerate(dists):
+        if type(d) is not PigeonDistributor or not d.weighted or d.weights is not weights or d.number != i:
+            return None
+        if d.address != route(i) or d.masters != dists[0].masters:
+            return None  # the compiled loop routes job j to distributor j % len(dists)
+    m0 = masters[0]
+    for g, m in enumerate(masters):
+        if type(m) is not SimPigeonMaster or m.policy is not Policy.RANDOM or m.reserved_vec is not None:
+            return None
+        if m.address != dists[0].masters[g] or m.distributors != [d.address for d in dists]:
+            return None
+        if (m.launch_delay, m.report_delay, m.known_delay, m._short_turns) != (
+            m0.launch_delay,
+            m0.report_delay,
+            m0.known_delay,
+            m0._short_turns,
+        ):
+            return None
+
+    def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
+            return False
+        done = _run(ctx, dists, masters, engine, source, stall_timeout)
+        extras["compiled_run"] = done
+        return done
+
+    return run
+
+
+def first_uniforms(n_tasks: int, n_masters: int) -> int:
+    """How many uniform numbers each master gets on the first try (twice the mean share of the tasks, and a block;
+    a run that needs more is run again with twice as many)."""
+    return 2 * n_tasks // n_masters + _BLOCK
+
+
+def _uniforms(rngs: list[np.random.Generator], n: int) -> np.ndarray:
+    """The first ``n`` uniform numbers of each generator (drawn from copies: the components keep theirs), in blocks
+    of :data:`_BLOCK` as :class:`~megha.model.matching.FastRandom` draws them."""
+    blocks = -(-n // _BLOCK)
+    out = np.empty((len(rngs), blocks * _BLOCK))
+    for i, r in enumerate(rngs):
+        rng = copy.deepcopy(r)
+        for b in range(blocks):
+            out[i, b * _BLOCK : (b + 1) * _BLOCK] = rng.random(_BLOCK)
+    return out
+
+
+def _run(
+    ctx: BuildContext,
+    dists: list[PigeonDistributor],
+    masters: list[SimPigeonMaster],
+    engine: Any,
+    source: Any,
+    stall: float,
+) -> bool:
+    if getattr(engine, "processing", True) is not None or engine._started:
+        return False
+    dm = engine.delay_model
+    lane = engine._lane_delay
+    d_src = float(dm.delay(source.kind, PigeonDistributor.kind))
+    d_dm = float(dm.delay(PigeonDistributor.kind, SimPigeonMaster.kind))
+    d_md = float(dm.delay(SimPigeonMaster.kind, PigeonDistributor.kind))
+    m0 = masters[0]
+    if d_md != m0.known_delay:
+        return False
+    rngs_d = [d.port.rng for d in dists]
+    rngs_m = [m.port.rng for m in masters]
+    if any(type(r) is not np.random.Generator for r in rngs_d + rngs_m):
+        return False
+    from megha.schedulers.pigeon import _lean_kernel as K
+
+    w = ctx.workload
+    n_d, n_m = len(dists), len(masters)
+    feasible = np.ascontiguousarray(ctx.feasible, dtype=np.bool_)
+    n_f = int(feasible.sum())
+    masks = np.asarray(w.masks).astype(np.int64)
+    ftasks = np.flatnonzero(feasible).astype(np.int64)
+    cum = np.zeros(feasible.size + 1, dtype=np.int64)
+    np.cumsum(feasible, out=cum[1:])
+    first = np.asarray(w.job_first_task, dtype=np.int64)
+    f_off = cum[first]
+    f_n = cum[first + np.asarray(w.job_num_tasks, dtype=np.int64)] - f_off
+    umask, task_mid = np.unique(masks, return_inverse=True)
+    if 2 * n_m * umask.size > MAX_QUEUE_SLOTS:
+        return False
+    job_dist = np.arange(w.n_jobs, dtype=np.int64) % n_d  # route: dist_addr[job % n_dist]
+    job_short = np.asarray(w.job_mean_duration, dtype=np.float64) < dists[0].cutoff  # exact in float64
+    # each distributor draws one uniform number per task of its jobs, in the order the jobs reach it
+    per_dist = np.bincount(job_dist, weights=f_n, minlength=n_d).astype(np.int64)
+    d_uoff = np.zeros(n_d, dtype=np.int64)
+    np.cumsum(per_dist[:-1], out=d_uoff[1:])
+    d_uni = np.concatenate(
+        [copy.deepcopy(r).random(int(k)) for r, k in zip(rngs_d, per_dist.tolist(), strict=True)] + [np.zeros(0)]
+    )
+    m_workers = np.concatenate([np.asarray(m.workers, dtype=np.int64) for m in masters])
+    m_off = np.zeros(n_m + 1, dtype=np.int64)
+    np.cumsum([m.workers.size for m in masters], out=m_off[1:])
+    worker_masks = np.ascontiguousarray(ctx.datacenter.worker_masks, dtype=np.int64)
+    n_uni = first_uniforms(n_f, n_m)
+    while True:
+        m_uni = _uniforms(rngs_m, n_uni)
+        counts = np.zeros(K.N_COUNTS, dtype=np.int64)
+        m_stats = np.zeros((n_m, 4), dtype=np.int64)
+        d_jobs = np.zeros((n_d, 2), dtype=np.int64)
+        end = np.zeros(1)
+        status, logs_n, *logs = K.run_lean(
+            np.ascontiguousarray(source.order, dtype=np.int64),
+            np.ascontiguousarray(w.job_arrival, dtype=np.float64),
+            f_off,
+            f_n,
+            ftasks,
+            job_dist,
+            job_short,
+            np.ascontiguousarray(w.task_duration, dtype=np.float64),
+            task_mid.astype(np.int64).ravel(),
+            umask.astype(np.int64),
+            worker_masks,
+            m_workers,
+            m_off,
+            d_uni,
+            d_uoff,
+            m_uni,
+            int(m0._short_turns),
+            d_src,
+            d_src == lane,
+            d_dm,
+            d_dm == lane,
+            d_md,
+            d_md == lane,
+            float(m0.launch_delay),
+            float(m0.report_delay),
+            float(stall),
+            counts,
+            m_stats,
+            d_jobs,
+            end,
+        )
+        if status != K.NEED_UNIFORMS or n_uni >= n_f + _BLOCK:
+            break
+        n_uni = min(2 * n_uni, n_f + _BLOCK)
+    if status != K.OK:
+        return False
+    n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()
+    dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t = logs
+    ctx.recorder.absorb(
+        (dec_ids[:n_dec], dec_t[:n_dec]),
+        (comm_ids[:n_comm], comm_d[:n_comm]),
+        (st_ids[:n_st], st_t[:n_st], st_w[:n_st]),
+        (fin_ids[:n_fin], fin_t[:n_fin]),
+        (kn_ids[:n_kn], kn_t[:n_kn]),
+    )
+    c = counts.tolist()
+    port = source.port
+    # the message counts (the masters count Start, Ended and TaskDone from their start, even if none)
+    for cls, n, always in (
+        (JobArrival, c[K.C_JOB], False),
+        (TaskBatch, c[K.C_BATCH], False),
+        (Start, c[K.C_START], True),
+        (Launch, c[K.C_LAUNCH], False),
+        (Ended, c[K.C_ENDED], True),
+        (Finished, c[K.C_FINISHED], False),
+        (TaskDone, c[K.C_TASKDONE], True),
+        (TasksDone, c[K.C_TASKSDONE], False),
+    ):
+        if n or always:
+            port.message_counter(cls)[0] += n
+    for i, d in enumerate(dists):
+        d.jobs_short += int(d_jobs[i, 0])
+        d.jobs_long += int(d_jobs[i, 1])
+    keys = ("queued_short", "queued_long", "served_short", "served_long")
+    for g, m in enumerate(masters):
+        for k, key in enumerate(keys):
+            m.stats[key] += int(m_stats[g, k])
+    engine.now = float(end[0])
+    engine.events += c[K.C_EVENTS]
+    source.pos = c[K.C_POS]
+    source.skipped_jobs += c[K.C_SKIPPED]
+    return True

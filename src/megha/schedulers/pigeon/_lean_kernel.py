@@ -1,0 +1,778 @@
+"""The compiled event loop of PigeonC's common configuration (numba): see :mod:`megha.schedulers.pigeon._lean`.
+
+:func:`run_lean` runs the whole simulation — trace source, watchdog, the distributors' weighted master choice, the
+masters' random placement, short/long queues with weighted fair queuing, the in-process workers' ends — in one call,
+as the components do on the simulator's common path (:class:`~megha.schedulers.pigeon.distributor.PigeonDistributor`
+with exact weights and :class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster` without reserved workers, policy
+random, no processing model, no faults): the same decisions, the same random draws (each distributor's and each
+master's generator, drawn ahead by the caller) and the events in the same order (one queue ordered by time, then by
+the engine's sequence number, taken in the order the components take theirs). It returns the recorder's logs; it
+fills the message counts and the counters. Anything it cannot reproduce (a stall the watchdog would report, a run
+that runs out of events, a choice past the last master) makes it stop with :data:`GAVE_UP` and the caller runs the
+components instead; a master that ran out of the uniform numbers drawn for it stops it with :data:`NEED_UNIFORMS`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+OK = 0
+GAVE_UP = 1
+NEED_UNIFORMS = 2
+
+# event kinds
+E_SRC, E_WD, E_JOB, E_BATCH, E_END, E_DONE = range(6)
+
+# entries of the counts array (messages sent or modelled, then the run's own counts)
+C_JOB = 0  # JobArrival
+C_BATCH = 1  # TaskBatch
+C_START = 2  # Start (a launch of one task)
+C_LAUNCH = 3  # Launch (several)
+C_ENDED = 4  # Ended (one task ended on its worker)
+C_FINISHED = 5  # Finished (several at the same instant)
+C_TASKDONE = 6  # TaskDone (modelled or sent)
+C_TASKSDONE = 7  # TasksDone
+C_EVENTS = 8
+C_SKIPPED = 9  # jobs without a feasible task
+C_POS = 10  # the source's position in its arrival order
+N_COUNTS = 11
+
+# per-master counters (the master's ``stats``)
+S_QUEUED_SHORT, S_QUEUED_LONG, S_SERVED_SHORT, S_SERVED_LONG = range(4)
+
+_ONE = np.uint64(1)
+
+
+# --- the event queue: a binary heap of (time, sequence) over slots of payloads, and the engine's FIFO lane ----------
+@njit(cache=True)
+def _push(hq: np.ndarray, ht: np.ndarray, ev: np.ndarray, evx: np.ndarray, st: np.ndarray, t: float, k: int, a: int,
+          b: int, x: float) -> None:  # fmt: skip
+    """Queue a timer or a heap message at ``t`` with the next sequence number. ``hq[i]``: sequence number and slot
+    of the heap's entry ``i``, ``ht[i]`` its time; ``ev``/``evx`` the slots' payloads; free slots are kept in
+    ``hq[cap + j, 1]``; ``st``: heap size, free slots, next sequence number, slots used."""
+    cap = ht.size
+    nf = st[1]
+    if nf > 0:
+        slot = hq[cap + nf - 1, 1]
+        st[1] = nf - 1
+    else:
+        slot = st[3]
+        st[3] += 1
+    ev[slot, 0] = k
+    ev[slot, 1] = a
+    ev[slot, 2] = b
+    evx[slot] = x
+    q = st[2]
+    st[2] += 1
+    i = st[0]
+    st[0] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        tp = ht[p]
+        if t < tp or (t == tp and q < hq[p, 0]):
+            ht[i] = tp
+            hq[i, 0] = hq[p, 0]
+            hq[i, 1] = hq[p, 1]
+            i = p
+        else:
+            break
+    ht[i] = t
+    hq[i, 0] = q
+    hq[i, 1] = slot
+
+
+@njit(cache=True)
+def _pop(hq: np.ndarray, ht: np.ndarray, st: np.ndarray) -> int:
+    """Take the heap's first entry (its time: ``ht[0]`` before the call); returns its slot, free again once read."""
+    top = hq[0, 1]
+    n = st[0] - 1
+    st[0] = n
+    if n > 0:
+        lt = ht[n]
+        lq = hq[n, 0]
+        ls = hq[n, 1]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hq[c + 1, 0] < hq[c, 0])):
+                c += 1
+            if ht[c] < lt or (ht[c] == lt and hq[c, 0] < lq):
+                ht[i] = ht[c]
+                hq[i, 0] = hq[c, 0]
+                hq[i, 1] = hq[c, 1]
+                i = c
+            else:
+                break
+        ht[i] = lt
+        hq[i, 0] = lq
+        hq[i, 1] = ls
+    hq[ht.size + st[1], 1] = top
+    st[1] += 1
+    return top
+
+
+@njit(cache=True)
+def _lane(li: np.ndarray, lt: np.ndarray, ls: np.ndarray, st: np.ndarray, t: float, k: int, a: int, b: int) -> None:
+    """Queue a message on the engine's lane (the default delay: FIFO in time and sequence order); ``ls``: the
+    ring's head and length; ``li[i]``: sequence number, kind, two ints; ``lt[i]`` its time."""
+    n = lt.size
+    i = ls[0] + ls[1]
+    if i >= n:
+        i -= n
+    ls[1] += 1
+    li[i, 0] = st[2]
+    st[2] += 1
+    li[i, 1] = k
+    li[i, 2] = a
+    li[i, 3] = b
+    lt[i] = t
+
+
+@njit(cache=True)
+def _send(in_lane: bool, t: float, k: int, a: int, b: int, hq: np.ndarray, ht: np.ndarray, ev: np.ndarray,
+          evx: np.ndarray, st: np.ndarray, li: np.ndarray, lt: np.ndarray, ls: np.ndarray) -> None:  # fmt: skip
+    """A message arriving at ``t``: on the lane when its link has the lane's delay, else on the heap."""
+    if in_lane:
+        _lane(li, lt, ls, st, t, k, a, b)
+    else:
+        _push(hq, ht, ev, evx, st, t, k, a, b, 0.0)
+
+
+# --- the masters' groups of tasks ending at the same instant: (master, end) -> group, open addressing -------------
+@njit(cache=True, inline="always")
+def _end_home(size: int, m: int, e: float) -> int:
+    h = (np.uint64(np.int64(e * 1048576.0)) + np.uint64(m) * np.uint64(0x632BE59BD9B4E019)) * np.uint64(
+        0x9E3779B97F4A7C15
+    )
+    return np.int64(h >> np.uint64(40)) & (size - 1)
+
+
+@njit(cache=True)
+def end_get(end_t: np.ndarray, end_m: np.ndarray, end_g: np.ndarray, m: int, e: float) -> int:
+    """The group of master ``m``'s tasks ending at ``e``, or -1."""
+    size = end_t.size
+    i = _end_home(size, m, e)
+    while end_g[i] >= 0:
+        if end_t[i] == e and end_m[i] == m:
+            return end_g[i]
+        i = (i + 1) & (size - 1)
+    return -1
+
+
+@njit(cache=True)
+def end_put(end_t: np.ndarray, end_m: np.ndarray, end_g: np.ndarray, m: int, e: float, g: int) -> None:
+    """Add master ``m``'s end ``e`` (not in the table) with its group ``g``."""
+    size = end_t.size
+    i = _end_home(size, m, e)
+    while end_g[i] >= 0:
+        i = (i + 1) & (size - 1)
+    end_t[i] = e
+    end_m[i] = m
+    end_g[i] = g
+
+
+@njit(cache=True)
+def end_del(end_t: np.ndarray, end_m: np.ndarray, end_g: np.ndarray, m: int, e: float) -> None:
+    """Remove master ``m``'s end ``e`` (in the table), shifting back the entries that probed past it."""
+    size = end_t.size
+    mk = size - 1
+    i = _end_home(size, m, e)
+    while end_g[i] < 0 or end_t[i] != e or end_m[i] != m:
+        i = (i + 1) & mk
+    j = i
+    while True:
+        j = (j + 1) & mk
+        if end_g[j] < 0:
+            break
+        k = _end_home(size, end_m[j], end_t[j])
+        if (i <= j and (k <= i or k > j)) or (i > j and k <= i and k > j):
+            end_t[i] = end_t[j]
+            end_m[i] = end_m[j]
+            end_g[i] = end_g[j]
+            i = j
+    end_g[i] = -1
+
+
+# --- the masters' state ------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _popcount(x: np.uint64) -> int:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True)
+def take_random(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, u: float) -> int:
+    """A uniformly random set bit of ``avail & stat`` in words ``[lo, hi)`` (local bit index from word ``lo``),
+    cleared in ``avail``; -1 when there is none: the pick of :func:`megha.schedulers.pigeon._kernels.take_random`."""
+    total = 0
+    for i in range(lo, hi):
+        total += _popcount(avail[i] & stat[i])
+    if total == 0:
+        return -1
+    r = min(int(u * total), total - 1)
+    for i in range(lo, hi):
+        w = avail[i] & stat[i]
+        c = _popcount(w)
+        if r < c:
+            for _ in range(r):
+                w &= w - _ONE
+            b = 0
+            while not (w >> np.uint64(b)) & _ONE:
+                b += 1
+            avail[i] &= ~(_ONE << np.uint64(b))
+            return (i - lo) * 64 + b
+        r -= c
+    return -1
+
+
+@njit(cache=True)
+def first_fit(q: int, wm: int, q_first: np.ndarray, s_next: np.ndarray, s_mask: np.ndarray, s_head: np.ndarray,
+              t_seq: np.ndarray, found: np.ndarray) -> int:  # fmt: skip
+    """The non-empty slot of queue ``q`` whose head task was queued first among those a worker of mask ``wm`` can
+    run (the earliest fitting task: each slot is a FIFO of one mask), or -1; ``found[0]``: the slot before it in
+    the queue's list of non-empty slots (-1: it is the first)."""
+    best = -1
+    best_seq = 0
+    prev = -1
+    s = q_first[q]
+    while s >= 0:
+        if (s_mask[s] & ~wm) == 0:
+            sq = t_seq[s_head[s]]
+            if best < 0 or sq < best_seq:
+                best = s
+                best_seq = sq
+                found[0] = prev
+        prev = s
+        s = s_next[s]
+    return best
+
+
+@njit(cache=True)
+def take_head(q: int, s: int, prev: int, q_first: np.ndarray, s_next: np.ndarray, s_head: np.ndarray,
+              s_tail: np.ndarray, t_qnext: np.ndarray, q_len: np.ndarray) -> int:  # fmt: skip
+    """Pop the head task of slot ``s`` of queue ``q`` (``prev``: the slot before it in the list of non-empty
+    slots); an emptied slot leaves the list."""
+    t = s_head[s]
+    nx = t_qnext[t]
+    q_len[q] -= 1
+    if nx >= 0:
+        s_head[s] = nx
+    else:
+        s_head[s] = -1
+        s_tail[s] = -1
+        if prev < 0:
+            q_first[q] = s_next[s]
+        else:
+            s_next[prev] = s_next[s]
+    return t
+
+
+@njit(cache=True)
+def cumulative_weights(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray,
+                       m_off: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per mask number and master, the cumulative count (over masters) of workers having every constraint of the
+    mask: :meth:`~megha.schedulers.pigeon.distributor.MasterWeights.cumulative` with exact weights."""
+    n_m = m_off.size - 1
+    cum = np.zeros((umask.size, n_m), dtype=np.int64)
+    for k in range(umask.size):
+        m = umask[k]
+        c = 0
+        for g in range(n_m):
+            for i in range(m_off[g], m_off[g + 1]):
+                if (worker_masks[m_workers[i]] & m) == m:
+                    c += 1
+            cum[k, g] = c
+    return cum
+
+
+@njit(cache=True)
+def static_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray, m_off: np.ndarray,
+                 m_word: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per mask number, the packed set of workers having every constraint of the mask, each master's group from its
+    word ``m_word[g]`` in the group's bit order (its workers as listed)."""
+    n_m = m_off.size - 1
+    out = np.zeros((umask.size, m_word[n_m]), dtype=np.uint64)
+    for k in range(umask.size):
+        m = umask[k]
+        for g in range(n_m):
+            base = m_word[g]
+            for i in range(m_off[g], m_off[g + 1]):
+                if (worker_masks[m_workers[i]] & m) == m:
+                    b = i - m_off[g]
+                    out[k, base + (b >> 6)] |= _ONE << np.uint64(b & 63)
+    return out
+
+
+@njit(cache=True)
+def _choose_master(cum: np.ndarray, k: int, u: float) -> int:
+    """``bisect_right(cum[k], u * total)``: the master the weighted choice draws with ``u``."""
+    n = cum.shape[1]
+    x = u * float(cum[k, n - 1])
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if float(cum[k, mid]) <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def run_lean(
+    order: np.ndarray,
+    job_arrival: np.ndarray,
+    f_off: np.ndarray,
+    f_n: np.ndarray,
+    ftasks: np.ndarray,
+    job_dist: np.ndarray,
+    job_short: np.ndarray,
+    durations: np.ndarray,
+    task_mid: np.ndarray,
+    umask: np.ndarray,
+    worker_masks: np.ndarray,
+    m_workers: np.ndarray,
+    m_off: np.ndarray,
+    d_uni: np.ndarray,
+    d_uoff: np.ndarray,
+    m_uni: np.ndarray,
+    short_turns: int,
+    d_src: float,
+    src_lane: bool,
+    d_dm: float,
+    dm_lane: bool,
+    d_md: float,
+    md_lane: bool,
+    launch_delay: float,
+    report_delay: float,
+    timeout: float,
+    counts: np.ndarray,
+    m_stats: np.ndarray,
+    d_jobs: np.ndarray,
+    end: np.ndarray,
+) -> tuple:
+    """The whole run (see the module's docstring). ``ftasks[f_off[j]:f_off[j] + f_n[j]]``: job ``j``'s feasible
+    tasks; ``job_dist``/``job_short``: its distributor and class; ``task_mid``: each task's mask's number in
+    ``umask``; ``m_workers[m_off[g]:m_off[g + 1]]``: master ``g``'s workers in bit order; ``d_uni``: the uniform
+    numbers each distributor draws, from ``d_uoff[d]``; ``m_uni[g]``: master ``g``'s; ``d_*``/``*_lane``: the
+    links' delays (source → distributor, distributor → master, master → distributor) and whether they take the
+    engine's lane. Fills ``counts`` (``C_*``), ``m_stats`` (``S_*`` per master), ``d_jobs`` (short and long jobs per
+    distributor) and ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids,
+    delays, started ids, times, workers, finished ids, times, known ids, times)``."""
+    n_jobs = order.size
+    n_f = ftasks.size
+    n_w = worker_masks.size
+    n_tasks = durations.size
+    n_m = m_off.size - 1
+    n_q = 2 * n_m
+    n_mid = umask.size
+    wm = worker_masks.astype(np.int64)
+    # --- the event queue and the lane ---
+    cap = n_w + n_jobs + 2 * n_f + 16
+    hq = np.empty((2 * cap, 2), dtype=np.int64)
+    ht = np.empty(cap, dtype=np.float64)
+    ev = np.empty((cap, 3), dtype=np.int64)
+    evx = np.empty(cap, dtype=np.float64)
+    st = np.zeros(4, dtype=np.int64)
+    li = np.empty((cap, 4), dtype=np.int64)
+    lt = np.empty(cap, dtype=np.float64)
+    ls = np.zeros(2, dtype=np.int64)
+    # --- the masters' groups: free workers as bits, the masks' static vectors ---
+    m_word = np.zeros(n_m + 1, dtype=np.int64)
+    for g in range(n_m):
+        m_word[g + 1] = m_word[g] + (m_off[g + 1] - m_off[g] + 63) // 64
+    avail = np.zeros(m_word[n_m], dtype=np.uint64)
+    w_master = np.full(n_w, -1, dtype=np.int64)
+    w_bit = np.zeros(n_w, dtype=np.int64)
+    n_free = np.zeros(n_m, dtype=np.int64)
+    for g in range(n_m):
+        for i in range(m_off[g], m_off[g + 1]):
+            b = i - m_off[g]
+            avail[m_word[g] + (b >> 6)] |= _ONE << np.uint64(b & 63)
+            w = m_workers[i]
+            w_master[w] = g
+            w_bit[w] = b
+        n_free[g] = m_off[g + 1] - m_off[g]
+    stat = static_words(umask, worker_masks, m_workers, m_off, m_word)
+    cum = cumulative_weights(umask, worker_masks, m_workers, m_off)
+    on_worker = np.full(n_w, -1, dtype=np.int64)
+    m_ucur = np.zeros(n_m, dtype=np.int64)
+    n_uni = m_uni.shape[1]
+    d_ucur = d_uoff.copy()
+    fq = np.zeros(n_m, dtype=np.int64)
+    # --- the masters' short (2g) and long (2g + 1) queues: per (queue, mask) a FIFO slot ---
+    q_slot = np.full((n_q, n_mid), -1, dtype=np.int64)
+    s_mask = np.empty(n_q * n_mid if n_q * n_mid < n_f + 1 else n_f + 1, dtype=np.int64)
+    n_slot_cap = s_mask.size
+    s_head = np.full(n_slot_cap, -1, dtype=np.int64)
+    s_tail = np.full(n_slot_cap, -1, dtype=np.int64)
+    s_next = np.full(n_slot_cap, -1, dtype=np.int64)
+    n_slots = 0
+    q_first = np.full(n_q, -1, dtype=np.int64)
+    q_len = np.zeros(n_q, dtype=np.int64)
+    q_back = 0
+    t_qnext = np.full(n_tasks, -1, dtype=np.int64)
+    t_seq = np.zeros(n_tasks, dtype=np.int64)
+    found = np.zeros(1, dtype=np.int64)
+    # --- tasks: their distributor, worker, end groups ---
+    t_dist = np.zeros(n_tasks, dtype=np.int64)
+    run_w = np.full(n_tasks, -1, dtype=np.int64)
+    t_enext = np.full(n_tasks, -1, dtype=np.int64)
+    eg_head = np.empty(n_f + 1, dtype=np.int64)
+    eg_tail = np.empty(n_f + 1, dtype=np.int64)
+    eg_n = np.zeros(n_f + 1, dtype=np.int64)
+    eg_tp = np.zeros(n_f + 1)
+    egc = 0
+    size = 16
+    while size < 4 * n_w + 16:
+        size *= 2
+    end_t = np.zeros(size)
+    end_m = np.zeros(size, dtype=np.int64)
+    end_g = np.full(size, -1, dtype=np.int64)
+    # --- message payloads: batches (job, tasks) and real completion reports (tasks) ---
+    b_job = np.empty(n_f + 1, dtype=np.int64)
+    b_off = np.empty(n_f + 1, dtype=np.int64)
+    b_n = np.empty(n_f + 1, dtype=np.int64)
+    b_tasks = np.empty(n_f + 1, dtype=np.int64)
+    nb = 0
+    nbt = 0
+    dn_tasks = np.empty(n_f + 1, dtype=np.int64)
+    ndn = 0
+    # --- scratch ---
+    kk = np.empty(n_f + 1, dtype=np.int64)
+    lt_t = np.empty(n_w + n_f + 1, dtype=np.int64)
+    lt_w = np.empty(n_w + n_f + 1, dtype=np.int64)
+    items = np.empty(n_w + 1, dtype=np.int64)
+    rd = np.empty(n_w + 1, dtype=np.int64)
+    rdone = np.zeros(n_w + 1, dtype=np.bool_)
+    # --- the recorder's logs ---
+    dec_ids = np.empty(n_f, dtype=np.int64)
+    dec_t = np.empty(n_f)
+    comm_ids = np.empty(2 * n_f, dtype=np.int64)
+    comm_d = np.empty(2 * n_f)
+    st_ids = np.empty(n_f, dtype=np.int64)
+    st_t = np.empty(n_f)
+    st_w = np.empty(n_f, dtype=np.int64)
+    fin_ids = np.empty(n_f, dtype=np.int64)
+    fin_t = np.empty(n_f)
+    kn_ids = np.empty(n_f, dtype=np.int64)
+    kn_t = np.empty(n_f)
+    n_dec = n_comm = n_st = n_fin = n_kn = 0
+    # --- run state ---
+    outstanding = n_f
+    running = 0
+    last_progress = 0.0
+    pos = 0
+    skipped = 0
+    n_events = 0
+    now = 0.0
+    status = OK
+    stop = False
+
+    # on_start: the source's first timer, then the watchdog's
+    if n_jobs:
+        _push(hq, ht, ev, evx, st, 0.0 + 0.0 + max(0.0, job_arrival[order[0]] - 0.0), E_SRC, 0, 0, 0.0)
+    _push(hq, ht, ev, evx, st, 0.0 + 0.0 + timeout, E_WD, 0, 0, 0.0)
+    while st[0] > 0 or ls[1] > 0:
+        # the engine's next event: the lane's head or the heap's top, whichever is first in (time, sequence)
+        h = ls[0]
+        if ls[1] > 0 and (st[0] == 0 or lt[h] < ht[0] or (lt[h] == ht[0] and li[h, 0] < hq[0, 0])):
+            now = lt[h]
+            k = li[h, 1]
+            a = li[h, 2]
+            b = li[h, 3]
+            x = 0.0
+            ls[0] = h + 1 if h + 1 < lt.size else 0
+            ls[1] -= 1
+        else:
+            now = ht[0]
+            slot = _pop(hq, ht, st)
+            k = ev[slot, 0]
+            a = ev[slot, 1]
+            b = ev[slot, 2]
+            x = evx[slot]
+        n_events += 1
+        n_launch = 0
+        g = -1  # the master that launches what it collected in lt_t/lt_w
+        if k == E_END:  # SimPigeonMaster._on_end: master a's tasks ending at x (group b) are reported
+            g = a
+            gid = b
+            end_del(end_t, end_m, end_g, g, x)
+            tp = eg_tp[gid]
+            n_it = 0
+            t = eg_head[gid]
+            while t >= 0:
+                items[n_it] = t
+                n_it += 1
+                t = t_enext[t]
+            for i in range(n_it):
+                t = items[i]
+                on_worker[run_w[t]] = -1
+                fin_ids[n_fin] = t
+                fin_t[n_fin] = tp
+                n_fin += 1
+            running -= n_it
+            last_progress = tp
+            if n_it == 1:
+                counts[C_ENDED] += 1
+                t = items[0]
+                counts[C_TASKDONE] += 1
+                if outstanding > 1:
+                    kn_ids[n_kn] = t
+                    kn_t[n_kn] = now + d_md
+                    n_kn += 1
+                    outstanding -= 1
+                else:  # the run's last completion: a real message, so the run ends when it arrives
+                    dn_tasks[ndn] = t
+                    _send(md_lane, now + d_md, E_DONE, ndn, 1, hq, ht, ev, evx, st, li, lt, ls)
+                    ndn += 1
+            else:
+                counts[C_FINISHED] += 1
+                # SimPigeonMaster._report: one report per distributor, in the order they first appear
+                for i in range(n_it):
+                    rd[i] = t_dist[items[i]]
+                    rdone[i] = False
+                for i in range(n_it):
+                    if rdone[i]:
+                        continue
+                    d = rd[i]
+                    nd = 0
+                    for j in range(i, n_it):
+                        if not rdone[j] and rd[j] == d:
+                            nd += 1
+                    counts[C_TASKSDONE] += 1
+                    if outstanding > nd:
+                        for j in range(i, n_it):
+                            if not rdone[j] and rd[j] == d:
+                                rdone[j] = True
+                                kn_ids[n_kn] = items[j]
+                                kn_t[n_kn] = now + d_md
+                                n_kn += 1
+                        outstanding -= nd
+                    else:
+                        start = ndn
+                        for j in range(i, n_it):
+                            if not rdone[j] and rd[j] == d:
+                                rdone[j] = True
+                                dn_tasks[ndn] = items[j]
+                                ndn += 1
+                        _send(md_lane, now + d_md, E_DONE, start, nd, hq, ht, ev, evx, st, li, lt, ls)
+            # next_task for each freed worker (weighted fair queuing), in the order of the report
+            sq = 2 * g
+            lq = sq + 1
+            for i in range(n_it):
+                w = run_w[items[i]]
+                s = -1
+                qq = -1
+                if q_len[sq] or q_len[lq]:
+                    m = wm[w]
+                    if q_len[sq] and (fq[g] < short_turns or not q_len[lq]):
+                        s = first_fit(sq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                        qq = sq
+                        if s < 0 and q_len[lq]:
+                            s = first_fit(lq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                            qq = lq
+                    elif q_len[lq]:
+                        s = first_fit(lq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                        qq = lq
+                        if s < 0 and q_len[sq]:
+                            s = first_fit(sq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                            qq = sq
+                if s >= 0:
+                    if qq == sq:
+                        fq[g] += 1
+                        m_stats[g, S_SERVED_SHORT] += 1
+                    else:
+                        fq[g] = 0
+                        m_stats[g, S_SERVED_LONG] += 1
+                    t = take_head(qq, s, found[0], q_first, s_next, s_head, s_tail, t_qnext, q_len)
+                    lt_t[n_launch] = t
+                    lt_w[n_launch] = w
+                    n_launch += 1
+                else:
+                    bb = w_bit[w]
+                    avail[m_word[g] + (bb >> 6)] |= _ONE << np.uint64(bb & 63)
+                    n_free[g] += 1
+        elif k == E_BATCH:  # PigeonMaster._arrive_lists: batch b reaches master a
+            g = a
+            j = b_job[b]
+            short = job_short[j]
+            d = job_dist[j]
+            q = 2 * g if short else 2 * g + 1
+            queued = 0
+            lo = m_word[g]
+            hi = m_word[g + 1]
+            for i in range(b_off[b], b_off[b] + b_n[b]):
+                t = b_tasks[i]
+                t_dist[t] = d
+                mid = task_mid[t]
+                bit = -1
+                if n_free[g]:
+                    c = m_ucur[g]
+                    if c >= n_uni:
+                        status = NEED_UNIFORMS
+                        break
+                    bit = take_random(avail, stat[mid], lo, hi, m_uni[g, c])
+                    if bit >= 0:
+                        m_ucur[g] = c + 1
+                        n_free[g] -= 1
+                if bit < 0:  # queued at the back of its mask's slot
+                    s = q_slot[q, mid]
+                    if s < 0:
+                        s = n_slots
+                        n_slots += 1
+                        q_slot[q, mid] = s
+                        s_mask[s] = umask[mid]
+                    q_back += 1
+                    t_seq[t] = q_back
+                    t_qnext[t] = -1
+                    if s_head[s] < 0:
+                        s_head[s] = t
+                        s_next[s] = q_first[q]
+                        q_first[q] = s
+                    else:
+                        t_qnext[s_tail[s]] = t
+                    s_tail[s] = t
+                    q_len[q] += 1
+                    queued += 1
+                else:
+                    lt_t[n_launch] = t
+                    lt_w[n_launch] = m_workers[m_off[g] + bit]
+                    n_launch += 1
+            if status != OK:
+                break
+            if queued:
+                m_stats[g, S_QUEUED_SHORT if short else S_QUEUED_LONG] += queued
+        elif k == E_JOB:  # PigeonDistributor._send_weighted: job a at its distributor
+            j = a
+            d = job_dist[j]
+            d_jobs[d, 0 if job_short[j] else 1] += 1
+            n = f_n[j]
+            o = f_off[j]
+            c = d_ucur[d]
+            for i in range(n):
+                m_k = _choose_master(cum, task_mid[ftasks[o + i]], d_uni[c + i])
+                if m_k >= n_m:
+                    status = GAVE_UP
+                    break
+                kk[i] = m_k
+            if status != OK:
+                break
+            d_ucur[d] = c + n
+            perm = np.argsort(kk[:n], kind="mergesort")
+            i = 0
+            while i < n:
+                m_k = kk[perm[i]]
+                b_job[nb] = j
+                b_off[nb] = nbt
+                i0 = i
+                while i < n and kk[perm[i]] == m_k:
+                    t = ftasks[o + perm[i]]
+                    b_tasks[nbt] = t
+                    nbt += 1
+                    comm_ids[n_comm] = t
+                    comm_d[n_comm] = d_dm
+                    n_comm += 1
+                    i += 1
+                b_n[nb] = i - i0
+                counts[C_BATCH] += 1
+                _send(dm_lane, now + d_dm, E_BATCH, m_k, nb, hq, ht, ev, evx, st, li, lt, ls)
+                nb += 1
+        elif k == E_SRC:  # TraceSource.on_timer
+            while pos < n_jobs and job_arrival[order[pos]] <= now:
+                j = order[pos]
+                pos += 1
+                if f_n[j] == 0:
+                    skipped += 1
+                    continue
+                counts[C_JOB] += 1
+                _send(src_lane, now + d_src, E_JOB, j, 0, hq, ht, ev, evx, st, li, lt, ls)
+            if pos < n_jobs:
+                _push(hq, ht, ev, evx, st, now + 0.0 + (job_arrival[order[pos]] - now), E_SRC, 0, 0, 0.0)
+        elif k == E_DONE:  # a distributor learns of the run's last completions (TaskDone / TasksDone)
+            for i in range(a, a + b):
+                kn_ids[n_kn] = dn_tasks[i]
+                kn_t[n_kn] = now
+                n_kn += 1
+            outstanding -= b
+            stop = outstanding <= 0
+        elif k == E_WD and outstanding > 0:  # Watchdog.on_timer (it stops re-arming once all is known)
+            if running == 0 and pos >= n_jobs and now - last_progress >= timeout:
+                status = GAVE_UP
+                break
+            _push(hq, ht, ev, evx, st, now + 0.0 + timeout, E_WD, 0, 0, 0.0)
+        if n_launch:  # SimPigeonMaster._launch: decided, sent, started one launch delay later, ends filed
+            if n_launch == 1:
+                counts[C_START] += 1
+            else:
+                counts[C_LAUNCH] += 1
+            at = now + launch_delay
+            for i in range(n_launch):
+                t = lt_t[i]
+                w = lt_w[i]
+                if on_worker[w] >= 0:  # an over-commit: the components raise it
+                    status = GAVE_UP
+                    break
+                on_worker[w] = t
+                run_w[t] = w
+                dec_ids[n_dec] = t
+                dec_t[n_dec] = now
+                n_dec += 1
+                comm_ids[n_comm] = t
+                comm_d[n_comm] = launch_delay
+                n_comm += 1
+                st_ids[n_st] = t
+                st_t[n_st] = at
+                st_w[n_st] = w
+                n_st += 1
+                e = at + durations[t]
+                gid = end_get(end_t, end_m, end_g, g, e)
+                if gid >= 0:  # another task of this master ends at the same instant: one timer
+                    t_enext[eg_tail[gid]] = t
+                    t_enext[t] = -1
+                    eg_tail[gid] = t
+                    eg_n[gid] += 1
+                else:
+                    end_put(end_t, end_m, end_g, g, e, egc)
+                    eg_head[egc] = t
+                    eg_tail[egc] = t
+                    eg_n[egc] = 1
+                    t_enext[t] = -1
+                    tp = at + (e - at)  # the instant the workers' timer would fire
+                    eg_tp[egc] = tp
+                    _push(hq, ht, ev, evx, st, tp + report_delay, E_END, g, egc, e)
+                    egc += 1
+            if status != OK:
+                break
+            running += n_launch
+            last_progress = at
+        if stop:
+            break
+    if status == OK and not stop:
+        status = GAVE_UP  # out of events with tasks unfinished: the components report it
+    end[0] = now
+    counts[C_EVENTS] = n_events
+    counts[C_SKIPPED] = skipped
+    counts[C_POS] = pos
+    logs_n = np.array([n_dec, n_comm, n_st, n_fin, n_kn], dtype=np.int64)
+    return (
+        status,
+        logs_n,
+        dec_ids,
+        dec_t,
+        comm_ids,
+        comm_d,
+        st_ids,
+        st_t,
+        st_w,
+        fin_ids,
+        fin_t,
+        kn_ids,
+        kn_t,
+    )
