@@ -39,7 +39,7 @@ COLD_MIN_TASKS = 100_000
 #: ``PIGEON_LEAN`` and the compiled loop it switches (:mod:`megha.schedulers.common.compiled_switch`)
 SWITCH = CompiledSwitch("PIGEON_LEAN", "megha.schedulers.pigeon._lean_kernel", "run_lean", COLD_MIN_TASKS)
 #: the largest (queues × constraint masks) table of queue slots the compiled loop allocates
-MAX_QUEUE_SLOTS = 1 << 24
+MAX_QUEUE_SLOTS = 1 << 22
 _BLOCK = 4096  # FastRandom's block of uniform numbers
 
 

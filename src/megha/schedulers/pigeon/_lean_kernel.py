@@ -231,81 +231,89 @@ def take_random(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, u: float)
 
 
 @njit(cache=True)
-def first_fit(q: int, wm: int, q_first: np.ndarray, s_next: np.ndarray, s_mask: np.ndarray, s_head: np.ndarray,
-              t_seq: np.ndarray, found: np.ndarray) -> int:  # fmt: skip
-    """The non-empty slot of queue ``q`` whose head task was queued first among those a worker of mask ``wm`` can
-    run (the earliest fitting task: each slot is a FIFO of one mask), or -1; ``found[0]``: the slot before it in
-    the queue's list of non-empty slots (-1: it is the first)."""
+def first_fit(q: int, wm: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_seq: np.ndarray) -> int:
+    """The position (in queue ``q``'s dense list of non-empty slots, one FIFO per mask) of the slot whose head task
+    was queued first among those a worker of mask ``wm`` can run — the earliest fitting task — or -1."""
     best = -1
     best_seq = 0
-    prev = -1
-    s = q_first[q]
-    while s >= 0:
-        if (s_mask[s] & ~wm) == 0:
-            sq = t_seq[s_head[s]]
+    nm = ~wm
+    for p in range(q_cnt[q]):
+        if (qd_mask[q, p] & nm) == 0:
+            sq = qd_seq[q, p]
             if best < 0 or sq < best_seq:
-                best = s
+                best = p
                 best_seq = sq
-                found[0] = prev
-        prev = s
-        s = s_next[s]
     return best
 
 
 @njit(cache=True)
-def take_head(q: int, s: int, prev: int, q_first: np.ndarray, s_next: np.ndarray, s_head: np.ndarray,
-              s_tail: np.ndarray, t_qnext: np.ndarray, q_len: np.ndarray) -> int:  # fmt: skip
-    """Pop the head task of slot ``s`` of queue ``q`` (``prev``: the slot before it in the list of non-empty
-    slots); an emptied slot leaves the list."""
+def take_head(q: int, p: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_seq: np.ndarray, qd_slot: np.ndarray,
+              s_head: np.ndarray, s_pos: np.ndarray, t_qnext: np.ndarray, t_seq: np.ndarray,
+              q_len: np.ndarray) -> int:  # fmt: skip
+    """Pop the head task of the slot at position ``p`` of queue ``q``; an emptied slot leaves the dense list (the
+    last one takes its place: the first fit does not depend on the order)."""
+    s = qd_slot[q, p]
     t = s_head[s]
     nx = t_qnext[t]
     q_len[q] -= 1
     if nx >= 0:
         s_head[s] = nx
+        qd_seq[q, p] = t_seq[nx]
     else:
         s_head[s] = -1
-        s_tail[s] = -1
-        if prev < 0:
-            q_first[q] = s_next[s]
-        else:
-            s_next[prev] = s_next[s]
+        s_pos[s] = -1
+        last = q_cnt[q] - 1
+        q_cnt[q] = last
+        if p != last:
+            moved = qd_slot[q, last]
+            qd_slot[q, p] = moved
+            qd_mask[q, p] = qd_mask[q, last]
+            qd_seq[q, p] = qd_seq[q, last]
+            s_pos[moved] = p
     return t
 
 
 @njit(cache=True)
-def cumulative_weights(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray,
-                       m_off: np.ndarray) -> np.ndarray:  # fmt: skip
-    """Per mask number and master, the cumulative count (over masters) of workers having every constraint of the
-    mask: :meth:`~megha.schedulers.pigeon.distributor.MasterWeights.cumulative` with exact weights."""
+def group_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray, m_off: np.ndarray,
+                m_word: np.ndarray) -> tuple:  # fmt: skip
+    """Per mask number: the packed set of workers having every constraint of the mask (each master's group from
+    its word ``m_word[g]``, in the group's bit order: its workers as listed), and per master the cumulative count
+    (over masters) of those workers — :meth:`~megha.schedulers.pigeon.distributor.MasterWeights.cumulative` with
+    exact weights. One bit set per constraint bit, intersected per mask."""
     n_m = m_off.size - 1
+    n_words = m_word[n_m]
+    bits = np.zeros((32, n_words), dtype=np.uint64)
+    valid = np.zeros(n_words, dtype=np.uint64)
+    for g in range(n_m):
+        base = m_word[g]
+        for i in range(m_off[g], m_off[g + 1]):
+            b = i - m_off[g]
+            word = base + (b >> 6)
+            bit = _ONE << np.uint64(b & 63)
+            valid[word] |= bit
+            wmask = worker_masks[m_workers[i]]
+            for c in range(32):
+                if (wmask >> c) & 1:
+                    bits[c, word] |= bit
+    stat = np.empty((umask.size, n_words), dtype=np.uint64)
     cum = np.zeros((umask.size, n_m), dtype=np.int64)
     for k in range(umask.size):
         m = umask[k]
+        for i in range(n_words):
+            stat[k, i] = valid[i]
         c = 0
+        while m:
+            if m & 1:
+                for i in range(n_words):
+                    stat[k, i] &= bits[c, i]
+            m >>= 1
+            c += 1
+        total = 0
         for g in range(n_m):
-            for i in range(m_off[g], m_off[g + 1]):
-                if (worker_masks[m_workers[i]] & m) == m:
-                    c += 1
-            cum[k, g] = c
-    return cum
-
-
-@njit(cache=True)
-def static_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray, m_off: np.ndarray,
-                 m_word: np.ndarray) -> np.ndarray:  # fmt: skip
-    """Per mask number, the packed set of workers having every constraint of the mask, each master's group from its
-    word ``m_word[g]`` in the group's bit order (its workers as listed)."""
-    n_m = m_off.size - 1
-    out = np.zeros((umask.size, m_word[n_m]), dtype=np.uint64)
-    for k in range(umask.size):
-        m = umask[k]
-        for g in range(n_m):
-            base = m_word[g]
-            for i in range(m_off[g], m_off[g + 1]):
-                if (worker_masks[m_workers[i]] & m) == m:
-                    b = i - m_off[g]
-                    out[k, base + (b >> 6)] |= _ONE << np.uint64(b & 63)
-    return out
+            for i in range(m_word[g], m_word[g + 1]):
+                total += _popcount(stat[k, i])
+            cum[k, g] = total
+    return stat, cum
 
 
 @njit(cache=True)
@@ -399,27 +407,28 @@ def run_lean(
             w_master[w] = g
             w_bit[w] = b
         n_free[g] = m_off[g + 1] - m_off[g]
-    stat = static_words(umask, worker_masks, m_workers, m_off, m_word)
-    cum = cumulative_weights(umask, worker_masks, m_workers, m_off)
+    stat, cum = group_words(umask, worker_masks, m_workers, m_off, m_word)
     on_worker = np.full(n_w, -1, dtype=np.int64)
     m_ucur = np.zeros(n_m, dtype=np.int64)
     n_uni = m_uni.shape[1]
     d_ucur = d_uoff.copy()
     fq = np.zeros(n_m, dtype=np.int64)
     # --- the masters' short (2g) and long (2g + 1) queues: per (queue, mask) a FIFO slot ---
-    q_slot = np.full((n_q, n_mid), -1, dtype=np.int64)
-    s_mask = np.empty(n_q * n_mid if n_q * n_mid < n_f + 1 else n_f + 1, dtype=np.int64)
-    n_slot_cap = s_mask.size
+    q_slot = np.full((n_q, n_mid), -1, dtype=np.int64)  # the slot of each (queue, mask) once used
+    n_slot_cap = n_q * n_mid if n_q * n_mid < n_f + 1 else n_f + 1
     s_head = np.full(n_slot_cap, -1, dtype=np.int64)
     s_tail = np.full(n_slot_cap, -1, dtype=np.int64)
-    s_next = np.full(n_slot_cap, -1, dtype=np.int64)
+    s_pos = np.full(n_slot_cap, -1, dtype=np.int64)  # its position in its queue's dense list (-1: empty)
     n_slots = 0
-    q_first = np.full(n_q, -1, dtype=np.int64)
+    width = n_mid if n_mid < n_f + 1 else n_f + 1
+    qd_mask = np.empty((n_q, width), dtype=np.int64)  # each queue's non-empty slots: mask, head's number, slot
+    qd_seq = np.empty((n_q, width), dtype=np.int64)
+    qd_slot = np.empty((n_q, width), dtype=np.int64)
+    q_cnt = np.zeros(n_q, dtype=np.int64)
     q_len = np.zeros(n_q, dtype=np.int64)
     q_back = 0
     t_qnext = np.full(n_tasks, -1, dtype=np.int64)
     t_seq = np.zeros(n_tasks, dtype=np.int64)
-    found = np.zeros(1, dtype=np.int64)
     # --- tasks: their distributor, worker, end groups ---
     t_dist = np.zeros(n_tasks, dtype=np.int64)
     run_w = np.full(n_tasks, -1, dtype=np.int64)
@@ -573,16 +582,16 @@ def run_lean(
                 if q_len[sq] or q_len[lq]:
                     m = wm[w]
                     if q_len[sq] and (fq[g] < short_turns or not q_len[lq]):
-                        s = first_fit(sq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                        s = first_fit(sq, m, q_cnt, qd_mask, qd_seq)
                         qq = sq
                         if s < 0 and q_len[lq]:
-                            s = first_fit(lq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                            s = first_fit(lq, m, q_cnt, qd_mask, qd_seq)
                             qq = lq
                     elif q_len[lq]:
-                        s = first_fit(lq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                        s = first_fit(lq, m, q_cnt, qd_mask, qd_seq)
                         qq = lq
                         if s < 0 and q_len[sq]:
-                            s = first_fit(sq, m, q_first, s_next, s_mask, s_head, t_seq, found)
+                            s = first_fit(sq, m, q_cnt, qd_mask, qd_seq)
                             qq = sq
                 if s >= 0:
                     if qq == sq:
@@ -591,7 +600,7 @@ def run_lean(
                     else:
                         fq[g] = 0
                         m_stats[g, S_SERVED_LONG] += 1
-                    t = take_head(qq, s, found[0], q_first, s_next, s_head, s_tail, t_qnext, q_len)
+                    t = take_head(qq, s, q_cnt, qd_mask, qd_seq, qd_slot, s_head, s_pos, t_qnext, t_seq, q_len)
                     lt_t[n_launch] = t
                     lt_w[n_launch] = w
                     n_launch += 1
@@ -628,14 +637,17 @@ def run_lean(
                         s = n_slots
                         n_slots += 1
                         q_slot[q, mid] = s
-                        s_mask[s] = umask[mid]
                     q_back += 1
                     t_seq[t] = q_back
                     t_qnext[t] = -1
-                    if s_head[s] < 0:
+                    if s_pos[s] < 0:
+                        p = q_cnt[q]
+                        q_cnt[q] = p + 1
+                        s_pos[s] = p
+                        qd_mask[q, p] = umask[mid]
+                        qd_seq[q, p] = q_back
+                        qd_slot[q, p] = s
                         s_head[s] = t
-                        s_next[s] = q_first[q]
-                        q_first[q] = s
                     else:
                         t_qnext[s_tail[s]] = t
                     s_tail[s] = t
