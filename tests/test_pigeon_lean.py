@@ -46,6 +46,25 @@ def test_goog_prefix_configurations(monkeypatch: pytest.MonkeyPatch, workers: in
     assert slow.message_counts["TaskBatch"] > slow.message_counts["JobArrival"]
 
 
+@pytest.mark.parametrize(
+    ("trace", "cluster", "options"),
+    [
+        ("sample:YH1_sub", "sample:pigeon_D10M100S10000", {"profile": "iot23"}),
+        ("sample:GOOG_subtrace", None, {"profile": "iot23"}),
+        ("sample:GOOG_subtrace", None, {"policy": "min-constraints"}),
+        ("sample:GOOG_subtrace", None, {"policy": "first", "masters": 5}),
+        ("sample:GOOG_subtrace", None, {"weights": "reference"}),
+    ],
+)
+def test_profiles_policies_and_weights(monkeypatch: pytest.MonkeyPatch, trace: str, cluster: str | None,
+                                       options: dict) -> None:  # fmt: skip
+    """The authors' simulator's profile (reference weights, fewest-constraints choice, cluster cutoff, inclusive
+    fair queuing), the other worker choices and the reference weights alone."""
+    workers = None if cluster else 150
+    cfg = RunConfig(scheduler="pigeonc", trace=trace, cluster=cluster, workers=workers, max_jobs=300, options=options)
+    _same(*_both(monkeypatch, cfg))
+
+
 def test_contended_queues_are_served(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = RunConfig(scheduler="pigeonc", trace="sample:GOOG_subtrace", workers=80, max_jobs=300, seed=2)
     fast, slow = _both(monkeypatch, cfg)
@@ -107,6 +126,8 @@ def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
             "distributors": int(rng.integers(1, 4)),
             "cutoff": float(rng.choice([0.5, 5.0, 20.0])),
             "fqw": int(rng.integers(0, 4)),
+            "policy": str(rng.choice(["random", "random", "min-constraints", "first"])),
+            "weights": str(rng.choice(["exact", "reference"])),
         },
     )
     _same(*_both(monkeypatch, cfg))
@@ -116,8 +137,6 @@ def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     ("sched", "extra"),
     [
         ("pigeon", {}),
-        ("pigeonc", {"options": {"profile": "iot23"}}),
-        ("pigeonc", {"options": {"policy": "min-constraints"}}),
         ("pigeonc", {"processing_model": "measured"}),
         ("pigeonc", {"faults": {"fault": [{"at": 1.0, "kind": "worker", "target": 0.2, "down_for": 30.0}]}}),
     ],

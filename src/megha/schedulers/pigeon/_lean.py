@@ -1,6 +1,6 @@
 """The compiled simulation of PigeonC's common configuration, dispatched from the builder when the run allows it.
 
-In the common configuration — ``pigeonc`` with exact master weights, the random worker choice, no reserved
+In the common configuration — ``pigeonc`` (exact or reference master weights, any worker choice), no reserved
 workers, in-process workers (no processing model), no fault schedule, slot mode — the whole event loop runs in one
 compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and event order as the
 :class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
@@ -41,6 +41,8 @@ SWITCH = CompiledSwitch("PIGEON_LEAN", "megha.schedulers.pigeon._lean_kernel", "
 #: the largest (queues × constraint masks) table of queue slots the compiled loop allocates
 MAX_QUEUE_SLOTS = 1 << 22
 _BLOCK = 4096  # FastRandom's block of uniform numbers
+#: the masters' worker choices the compiled loop makes, by its number for them (``_lean_kernel.P_*``)
+_POLICIES = {Policy.RANDOM: 0, Policy.MIN_CONSTRAINTS: 1, Policy.FIRST: 2}
 
 
 def _kernel_ready() -> bool:
@@ -71,8 +73,6 @@ def lean_runner(
     ):
         return None
     weights = dists[0].weights
-    if weights.reference:
-        return None
     for i, d in enumerate(dists):
         if type(d) is not PigeonDistributor or not d.weighted or d.weights is not weights or d.number != i:
             return None
@@ -80,15 +80,16 @@ def lean_runner(
             return None  # the compiled loop routes job j to distributor j % len(dists)
     m0 = masters[0]
     for g, m in enumerate(masters):
-        if type(m) is not SimPigeonMaster or m.policy is not Policy.RANDOM or m.reserved_vec is not None:
+        if type(m) is not SimPigeonMaster or m.policy not in _POLICIES or m.reserved_vec is not None:
             return None
         if m.address != dists[0].masters[g] or m.distributors != [d.address for d in dists]:
             return None
-        if (m.launch_delay, m.report_delay, m.known_delay, m._short_turns) != (
+        if (m.launch_delay, m.report_delay, m.known_delay, m._short_turns, m.policy) != (
             m0.launch_delay,
             m0.report_delay,
             m0.known_delay,
             m0._short_turns,
+            m0.policy,
         ):
             return None
 
@@ -171,7 +172,12 @@ def _run(
     m_off = np.zeros(n_m + 1, dtype=np.int64)
     np.cumsum([m.workers.size for m in masters], out=m_off[1:])
     worker_masks = np.ascontiguousarray(ctx.datacenter.worker_masks, dtype=np.int64)
-    n_uni = first_uniforms(n_f, n_m)
+    weights = dists[0].weights
+    if weights.reference:
+        ref = (weights._ref_keys, weights._ref_counts, weights._ref_owner)
+    else:
+        ref = (np.zeros(0, dtype=np.int64),) * 3
+    n_uni = first_uniforms(n_f, n_m) if m0.policy is Policy.RANDOM else 1
     while True:
         m_uni = _uniforms(rngs_m, n_uni)
         counts = np.zeros(K.N_COUNTS, dtype=np.int64)
@@ -195,6 +201,9 @@ def _run(
             d_uni,
             d_uoff,
             m_uni,
+            _POLICIES[m0.policy],
+            *ref,
+            weights.reference,
             int(m0._short_turns),
             d_src,
             d_src == lane,

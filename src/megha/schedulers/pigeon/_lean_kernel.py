@@ -38,6 +38,9 @@ C_SKIPPED = 9  # jobs without a feasible task
 C_POS = 10  # the source's position in its arrival order
 N_COUNTS = 11
 
+# worker choice of the masters (Policy)
+P_RANDOM, P_MIN_CONSTRAINTS, P_FIRST = range(3)
+
 # per-master counters (the master's ``stats``)
 S_QUEUED_SHORT, S_QUEUED_LONG, S_SERVED_SHORT, S_SERVED_LONG = range(4)
 
@@ -231,6 +234,36 @@ def take_random(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, u: float)
 
 
 @njit(cache=True)
+def take_fewest(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, weight: np.ndarray, base: int,
+                first: bool) -> int:  # fmt: skip
+    """The set bit of ``avail & stat`` in words ``[lo, hi)`` whose worker has the fewest constraints
+    (``weight[base + bit]``; the lowest bit on ties), or the lowest set bit when ``first``; cleared in ``avail``;
+    -1 when there is none: :meth:`~megha.model.matching.SegmentedIndex.pick` with the min-constraints or first
+    policy."""
+    best = -1
+    best_w = 0
+    for i in range(lo, hi):
+        x = avail[i] & stat[i]
+        while x:
+            low = x & (~x + _ONE)
+            b = 0
+            while not (low >> np.uint64(b)) & _ONE:
+                b += 1
+            bit = (i - lo) * 64 + b
+            if first:
+                avail[i] &= ~low
+                return bit
+            wt = weight[base + bit]
+            if best < 0 or wt < best_w:
+                best = bit
+                best_w = wt
+            x ^= low
+    if best >= 0:
+        avail[lo + (best >> 6)] &= ~(_ONE << np.uint64(best & 63))
+    return best
+
+
+@njit(cache=True)
 def first_fit(q: int, wm: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_seq: np.ndarray) -> int:
     """The position (in queue ``q``'s dense list of non-empty slots, one FIFO per mask) of the slot whose head task
     was queued first among those a worker of mask ``wm`` can run — the earliest fitting task — or -1."""
@@ -275,11 +308,14 @@ def take_head(q: int, p: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_seq: np
 
 @njit(cache=True)
 def group_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray, m_off: np.ndarray,
-                m_word: np.ndarray) -> tuple:  # fmt: skip
+                m_word: np.ndarray, ref_keys: np.ndarray, ref_counts: np.ndarray, ref_owner: np.ndarray,
+                reference: bool) -> tuple:  # fmt: skip
     """Per mask number: the packed set of workers having every constraint of the mask (each master's group from
     its word ``m_word[g]``, in the group's bit order: its workers as listed), and per master the cumulative count
     (over masters) of those workers — :meth:`~megha.schedulers.pigeon.distributor.MasterWeights.cumulative` with
-    exact weights. One bit set per constraint bit, intersected per mask."""
+    exact weights, or with ``reference`` the authors' constraint-set table (``ref_*``: its keys, counts and
+    masters; a master with no suitable worker still weighs nothing). One bit set per constraint bit, intersected per
+    mask."""
     n_m = m_off.size - 1
     n_words = m_word[n_m]
     bits = np.zeros((32, n_words), dtype=np.uint64)
@@ -297,6 +333,7 @@ def group_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarr
                     bits[c, word] |= bit
     stat = np.empty((umask.size, n_words), dtype=np.uint64)
     cum = np.zeros((umask.size, n_m), dtype=np.int64)
+    ref = np.zeros(n_m)  # the reference's weights as np.bincount gives them (float64)
     for k in range(umask.size):
         m = umask[k]
         for i in range(n_words):
@@ -308,10 +345,20 @@ def group_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarr
                     stat[k, i] &= bits[c, i]
             m >>= 1
             c += 1
+        if reference:
+            for g in range(n_m):
+                ref[g] = 0.0
+            for i in range(ref_keys.size):
+                if (umask[k] & ~ref_keys[i]) == 0:
+                    ref[ref_owner[i]] += ref_counts[i]
         total = 0
         for g in range(n_m):
+            per = 0
             for i in range(m_word[g], m_word[g + 1]):
-                total += _popcount(stat[k, i])
+                per += _popcount(stat[k, i])
+            if reference and per > 0:
+                per = np.int64(ref[g])
+            total += per
             cum[k, g] = total
     return stat, cum
 
@@ -350,6 +397,11 @@ def run_lean(
     d_uni: np.ndarray,
     d_uoff: np.ndarray,
     m_uni: np.ndarray,
+    policy: int,
+    ref_keys: np.ndarray,
+    ref_counts: np.ndarray,
+    ref_owner: np.ndarray,
+    reference: bool,
     short_turns: int,
     d_src: float,
     src_lane: bool,
@@ -368,11 +420,13 @@ def run_lean(
     """The whole run (see the module's docstring). ``ftasks[f_off[j]:f_off[j] + f_n[j]]``: job ``j``'s feasible
     tasks; ``job_dist``/``job_short``: its distributor and class; ``task_mid``: each task's mask's number in
     ``umask``; ``m_workers[m_off[g]:m_off[g + 1]]``: master ``g``'s workers in bit order; ``d_uni``: the uniform
-    numbers each distributor draws, from ``d_uoff[d]``; ``m_uni[g]``: master ``g``'s; ``d_*``/``*_lane``: the
-    links' delays (source → distributor, distributor → master, master → distributor) and whether they take the
-    engine's lane. Fills ``counts`` (``C_*``), ``m_stats`` (``S_*`` per master), ``d_jobs`` (short and long jobs per
-    distributor) and ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids,
-    delays, started ids, times, workers, finished ids, times, known ids, times)``."""
+    numbers each distributor draws, from ``d_uoff[d]``; ``m_uni[g]``: master ``g``'s (used by the random
+    ``policy``, one of ``P_*``); ``ref_*``: the reference's constraint-set table when ``reference`` (see
+    :func:`group_words`); ``d_*``/``*_lane``: the links' delays (source → distributor, distributor → master,
+    master → distributor) and whether they take the engine's lane. Fills ``counts`` (``C_*``), ``m_stats``
+    (``S_*`` per master), ``d_jobs`` (short and long jobs per distributor) and ``end[0]`` (the last event's time);
+    returns ``(status, log sizes, decided ids, times, comm ids, delays, started ids, times, workers, finished ids,
+    times, known ids, times)``."""
     n_jobs = order.size
     n_f = ftasks.size
     n_w = worker_masks.size
@@ -407,7 +461,10 @@ def run_lean(
             w_master[w] = g
             w_bit[w] = b
         n_free[g] = m_off[g + 1] - m_off[g]
-    stat, cum = group_words(umask, worker_masks, m_workers, m_off, m_word)
+    stat, cum = group_words(umask, worker_masks, m_workers, m_off, m_word, ref_keys, ref_counts, ref_owner, reference)
+    w_weight = np.empty(m_workers.size, dtype=np.int64)  # constraints of each worker, as the masters list them
+    for i in range(m_workers.size):
+        w_weight[i] = _popcount(np.uint64(wm[m_workers[i]] & 0xFFFFFFFF))
     on_worker = np.full(n_w, -1, dtype=np.int64)
     m_ucur = np.zeros(n_m, dtype=np.int64)
     n_uni = m_uni.shape[1]
@@ -622,7 +679,7 @@ def run_lean(
                 t_dist[t] = d
                 mid = task_mid[t]
                 bit = -1
-                if n_free[g]:
+                if n_free[g] and policy == P_RANDOM:
                     c = m_ucur[g]
                     if c >= n_uni:
                         status = NEED_UNIFORMS
@@ -630,6 +687,10 @@ def run_lean(
                     bit = take_random(avail, stat[mid], lo, hi, m_uni[g, c])
                     if bit >= 0:
                         m_ucur[g] = c + 1
+                        n_free[g] -= 1
+                elif n_free[g]:
+                    bit = take_fewest(avail, stat[mid], lo, hi, w_weight, m_off[g], policy == P_FIRST)
+                    if bit >= 0:
                         n_free[g] -= 1
                 if bit < 0:  # queued at the back of its mask's slot
                     s = q_slot[q, mid]
