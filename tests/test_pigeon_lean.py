@@ -1,4 +1,4 @@
-"""The compiled simulation of PigeonC's common configuration gives the components' results exactly.
+"""The compiled simulation of Pigeon's and PigeonC's common configurations gives the components' results exactly.
 
 Each case runs the same configuration twice, with the compiled loop (``PIGEON_LEAN=1``) and with the components
 (``PIGEON_LEAN=0``), and compares the per-task fingerprint, the engine's events and end time, the message counts
@@ -65,6 +65,26 @@ def test_profiles_policies_and_weights(monkeypatch: pytest.MonkeyPatch, trace: s
     _same(*_both(monkeypatch, cfg))
 
 
+@pytest.mark.parametrize(
+    ("workers", "options"),
+    [
+        (600, {}),
+        (100, {}),
+        (150, {"reserve": 0.25, "cutoff": 300.0}),
+        (40, {"masters": 10, "reserve": 0.5, "cutoff": 300.0}),  # long tasks only reserved workers can run
+        (150, {"policy": "min-constraints", "reserve": 0.2, "masters": 5}),
+        (150, {"policy": "first", "reserve": 0.1, "weights": "reference"}),
+    ],
+)
+def test_pigeon_even_spread_and_reserved_workers(monkeypatch: pytest.MonkeyPatch, workers: int, options: dict) -> None:
+    """``pigeon``: a job's tasks spread round robin from a drawn master (skipping masters without a suitable worker),
+    workers reserved for short tasks, long tasks that only reserved workers can run."""
+    cfg = RunConfig(
+        scheduler="pigeon", trace="sample:GOOG_subtrace", workers=workers, max_jobs=300, seed=4, options=options
+    )
+    _same(*_both(monkeypatch, cfg))
+
+
 def test_contended_queues_are_served(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = RunConfig(scheduler="pigeonc", trace="sample:GOOG_subtrace", workers=80, max_jobs=300, seed=2)
     fast, slow = _both(monkeypatch, cfg)
@@ -102,7 +122,7 @@ def test_other_network_and_report_delays(monkeypatch: pytest.MonkeyPatch, delay:
     _same(*_both(monkeypatch, cfg))
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(9))
 def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     """Generated traces (seeded): bursts of jobs at the same instant, durations on a coarse grid so that ends
     coincide, short and long jobs, few workers so that queues form; synthesized constraints or none."""
@@ -114,8 +134,9 @@ def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
         n = int(rng.integers(1, 25))
         grid = rng.choice([0.5, 1.0, 0.001])
         jobs.append((a, (np.maximum(1, rng.integers(1, 40, n)) * grid).round(3).tolist()))
+    pigeon = seed % 3 == 2
     cfg = RunConfig(
-        scheduler="pigeonc",
+        scheduler="pigeon" if pigeon else "pigeonc",
         trace=write_trace(jobs),
         workers=int(rng.integers(8, 60)),
         seed=seed,
@@ -128,6 +149,7 @@ def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
             "fqw": int(rng.integers(0, 4)),
             "policy": str(rng.choice(["random", "random", "min-constraints", "first"])),
             "weights": str(rng.choice(["exact", "reference"])),
+            **({"reserve": float(rng.choice([0.1, 0.3, 0.6]))} if pigeon else {}),
         },
     )
     _same(*_both(monkeypatch, cfg))
@@ -136,7 +158,7 @@ def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
 @pytest.mark.parametrize(
     ("sched", "extra"),
     [
-        ("pigeon", {}),
+        ("pigeon", {"processing_model": "measured"}),
         ("pigeonc", {"processing_model": "measured"}),
         ("pigeonc", {"faults": {"fault": [{"at": 1.0, "kind": "worker", "target": 0.2, "down_for": 30.0}]}}),
     ],

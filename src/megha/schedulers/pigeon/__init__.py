@@ -235,7 +235,7 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
         components=[*dists, *masters, *pools],
         faults=PigeonFaults(ctx.host, dists, masters, group_of, weights, ctx.workload, cutoff),
         extras=extras,
-        run=lean_runner(ctx, dists, masters, route, extras) if weighted and in_process else None,
+        run=lean_runner(ctx, dists, masters, route, extras) if in_process else None,
     )
 
 

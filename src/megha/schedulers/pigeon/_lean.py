@@ -1,9 +1,9 @@
-"""The compiled simulation of PigeonC's common configuration, dispatched from the builder when the run allows it.
+"""The compiled simulation of Pigeon's common configurations, dispatched from the builder when the run allows it.
 
-In the common configuration — ``pigeonc`` (exact or reference master weights, any worker choice), no reserved
-workers, in-process workers (no processing model), no fault schedule, slot mode — the whole event loop runs in one
-compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and event order as the
-:class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
+In the common configurations — ``pigeonc`` (exact or reference master weights) or ``pigeon`` (even spread,
+reserved workers), any worker choice, in-process workers (no processing model), no fault schedule, slot mode — the
+whole event loop runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and
+event order as the :class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
 :class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster` components, so the recorder's per-task columns (and the
 fingerprint), the event count, the end time, the message counts and the counters are the same. The components are
 still built (their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up
@@ -74,13 +74,13 @@ def lean_runner(
         return None
     weights = dists[0].weights
     for i, d in enumerate(dists):
-        if type(d) is not PigeonDistributor or not d.weighted or d.weights is not weights or d.number != i:
+        if type(d) is not PigeonDistributor or d.weighted != dists[0].weighted or d.weights is not weights:
             return None
-        if d.address != route(i) or d.masters != dists[0].masters:
+        if d.number != i or d.address != route(i) or d.masters != dists[0].masters:
             return None  # the compiled loop routes job j to distributor j % len(dists)
     m0 = masters[0]
     for g, m in enumerate(masters):
-        if type(m) is not SimPigeonMaster or m.policy not in _POLICIES or m.reserved_vec is not None:
+        if type(m) is not SimPigeonMaster or m.policy not in _POLICIES:
             return None
         if m.address != dists[0].masters[g] or m.distributors != [d.address for d in dists]:
             return None
@@ -107,6 +107,13 @@ def first_uniforms(n_tasks: int, n_masters: int) -> int:
     """How many uniform numbers each master gets on the first try (twice the mean share of the tasks, and a block;
     a run that needs more is run again with twice as many)."""
     return 2 * n_tasks // n_masters + _BLOCK
+
+
+def _starts(rng: np.random.Generator, n_jobs: int, n_masters: int) -> list[int]:
+    """The first master of each of ``n_jobs`` even spreads, drawn one call at a time as the distributor draws them
+    (from a copy of its generator)."""
+    rng = copy.deepcopy(rng)
+    return [int(rng.integers(n_masters)) for _ in range(n_jobs)]
 
 
 def _uniforms(rngs: list[np.random.Generator], n: int) -> np.ndarray:
@@ -162,12 +169,25 @@ def _run(
     job_dist = np.arange(w.n_jobs, dtype=np.int64) % n_d  # route: dist_addr[job % n_dist]
     job_short = np.asarray(w.job_mean_duration, dtype=np.float64) < dists[0].cutoff  # exact in float64
     # each distributor draws one uniform number per task of its jobs, in the order the jobs reach it
-    per_dist = np.bincount(job_dist, weights=f_n, minlength=n_d).astype(np.int64)
+    weighted = dists[0].weighted
+    per_dist = np.bincount(job_dist, weights=f_n, minlength=n_d).astype(np.int64) if weighted else np.zeros(n_d)
     d_uoff = np.zeros(n_d, dtype=np.int64)
     np.cumsum(per_dist[:-1], out=d_uoff[1:])
     d_uni = np.concatenate(
         [copy.deepcopy(r).random(int(k)) for r, k in zip(rngs_d, per_dist.tolist(), strict=True)] + [np.zeros(0)]
     )
+    # without weights, each distributor draws the first master of each job's spread, in the order its jobs reach it
+    jobs_per_dist = np.bincount(job_dist[f_n > 0], minlength=n_d) if not weighted else np.zeros(n_d, dtype=np.int64)
+    d_ioff = np.zeros(n_d, dtype=np.int64)
+    np.cumsum(jobs_per_dist[:-1], out=d_ioff[1:])
+    d_int = np.array(
+        [x for r, k in zip(rngs_d, jobs_per_dist.tolist(), strict=True) for x in _starts(r, k, n_m)] + [0],
+        dtype=np.int64,
+    )
+    w_res = np.zeros(ctx.datacenter.worker_masks.size, dtype=np.bool_)
+    for m in masters:
+        if m.reserved:
+            w_res[sorted(m.reserved)] = True
     m_workers = np.concatenate([np.asarray(m.workers, dtype=np.int64) for m in masters])
     m_off = np.zeros(n_m + 1, dtype=np.int64)
     np.cumsum([m.workers.size for m in masters], out=m_off[1:])
@@ -201,6 +221,10 @@ def _run(
             d_uni,
             d_uoff,
             m_uni,
+            weighted,
+            d_int,
+            d_ioff,
+            w_res,
             _POLICIES[m0.policy],
             *ref,
             weights.reference,

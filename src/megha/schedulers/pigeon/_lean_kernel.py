@@ -1,15 +1,17 @@
-"""The compiled event loop of PigeonC's common configuration (numba): see :mod:`megha.schedulers.pigeon._lean`.
+"""The compiled event loop of Pigeon's and PigeonC's common configurations (numba): see
+:mod:`megha.schedulers.pigeon._lean`.
 
-:func:`run_lean` runs the whole simulation — trace source, watchdog, the distributors' weighted master choice, the
-masters' random placement, short/long queues with weighted fair queuing, the in-process workers' ends — in one call,
-as the components do on the simulator's common path (:class:`~megha.schedulers.pigeon.distributor.PigeonDistributor`
-with exact weights and :class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster` without reserved workers, policy
-random, no processing model, no faults): the same decisions, the same random draws (each distributor's and each
-master's generator, drawn ahead by the caller) and the events in the same order (one queue ordered by time, then by
-the engine's sequence number, taken in the order the components take theirs). It returns the recorder's logs; it
-fills the message counts and the counters. Anything it cannot reproduce (a stall the watchdog would report, a run
-that runs out of events, a choice past the last master) makes it stop with :data:`GAVE_UP` and the caller runs the
-components instead; a master that ran out of the uniform numbers drawn for it stops it with :data:`NEED_UNIFORMS`.
+:func:`run_lean` runs the whole simulation — trace source, watchdog, the distributors' master choice (weighted, or
+the even spread), the masters' worker choice (reserved workers included), short/long queues with weighted fair
+queuing, the in-process workers' ends — in one call, as the components do on the simulator's common path
+(:class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
+:class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster`, no processing model, no faults): the same decisions,
+the same random draws (each distributor's and each master's generator, drawn ahead by the caller) and the events in
+the same order (one queue ordered by time, then by the engine's sequence number, taken in the order the components
+take theirs). It returns the recorder's logs; it fills the message counts and the counters. Anything it cannot
+reproduce (a stall the watchdog would report, a run that runs out of events, a choice past the last master, an
+over-commit) makes it stop with :data:`GAVE_UP` and the caller runs the components instead; a master that ran out of
+the uniform numbers drawn for it stops it with :data:`NEED_UNIFORMS`.
 """
 
 from __future__ import annotations
@@ -264,6 +266,105 @@ def take_fewest(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, weight: n
 
 
 @njit(cache=True)
+def pick_among(avail: np.ndarray, stat: np.ndarray, extra: np.ndarray, lo: int, hi: int, policy: int, u: float,
+               weight: np.ndarray, base: int) -> int:  # fmt: skip
+    """:func:`take_random` (``u``) or :func:`take_fewest` (by ``policy``) among the set bits of
+    ``avail & stat & extra`` (a master with reserved workers: ``extra`` is its reserved or its other workers)."""
+    if policy == P_RANDOM:
+        total = 0
+        for i in range(lo, hi):
+            total += _popcount(avail[i] & stat[i] & extra[i])
+        if total == 0:
+            return -1
+        r = min(int(u * total), total - 1)
+        for i in range(lo, hi):
+            w = avail[i] & stat[i] & extra[i]
+            c = _popcount(w)
+            if r < c:
+                for _ in range(r):
+                    w &= w - _ONE
+                b = 0
+                while not (w >> np.uint64(b)) & _ONE:
+                    b += 1
+                avail[i] &= ~(_ONE << np.uint64(b))
+                return (i - lo) * 64 + b
+            r -= c
+        return -1
+    best = -1
+    best_w = 0
+    for i in range(lo, hi):
+        x = avail[i] & stat[i] & extra[i]
+        while x:
+            low = x & (~x + _ONE)
+            b = 0
+            while not (low >> np.uint64(b)) & _ONE:
+                b += 1
+            bit = (i - lo) * 64 + b
+            if policy == P_FIRST:
+                avail[i] &= ~low
+                return bit
+            wt = weight[base + bit]
+            if best < 0 or wt < best_w:
+                best = bit
+                best_w = wt
+            x ^= low
+    if best >= 0:
+        avail[lo + (best >> 6)] &= ~(_ONE << np.uint64(best & 63))
+    return best
+
+
+@njit(cache=True)
+def any_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, lo: int, hi: int) -> bool:
+    """Whether ``a & b & c`` has a set bit in words ``[lo, hi)``."""
+    for i in range(lo, hi):  # noqa: SIM110 (a loop numba compiles)
+        if a[i] & b[i] & c[i]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def take_first_anywhere(q: int, wm: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_slot: np.ndarray,
+                        s_head: np.ndarray, s_tail: np.ndarray, s_pos: np.ndarray, t_qnext: np.ndarray,
+                        t_seq: np.ndarray, t_any: np.ndarray, qd_seq: np.ndarray,
+                        q_len: np.ndarray) -> int:  # fmt: skip
+    """``WaitQueue.pop_first_fitting_where(wm, may use a reserved worker)``: among the first 64 tasks of each slot a
+    worker of mask ``wm`` can run, the earliest that may use a reserved worker, taken out of its slot; -1 if none."""
+    best = -1
+    best_seq = 0
+    best_p = -1
+    best_prev = -1
+    nm = ~wm
+    for p in range(q_cnt[q]):
+        if (qd_mask[q, p] & nm) != 0:
+            continue
+        t = s_head[qd_slot[q, p]]
+        prev = -1
+        i = 0
+        while t >= 0 and i < 64:
+            if best >= 0 and t_seq[t] >= best_seq:
+                break
+            if t_any[t]:
+                best = t
+                best_seq = t_seq[t]
+                best_p = p
+                best_prev = prev
+                break
+            prev = t
+            t = t_qnext[t]
+            i += 1
+    if best < 0:
+        return -1
+    if best_prev < 0:
+        return take_head(q, best_p, q_cnt, qd_mask, qd_seq, qd_slot, s_head, s_pos, t_qnext, t_seq, q_len)
+    s = qd_slot[q, best_p]
+    t_qnext[best_prev] = t_qnext[best]
+    if s_tail[s] == best:
+        s_tail[s] = best_prev
+    q_len[q] -= 1
+    return best
+
+
+@njit(cache=True)
 def first_fit(q: int, wm: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_seq: np.ndarray) -> int:
     """The position (in queue ``q``'s dense list of non-empty slots, one FIFO per mask) of the slot whose head task
     was queued first among those a worker of mask ``wm`` can run — the earliest fitting task — or -1."""
@@ -397,6 +498,10 @@ def run_lean(
     d_uni: np.ndarray,
     d_uoff: np.ndarray,
     m_uni: np.ndarray,
+    weighted: bool,
+    d_int: np.ndarray,
+    d_ioff: np.ndarray,
+    w_res: np.ndarray,
     policy: int,
     ref_keys: np.ndarray,
     ref_counts: np.ndarray,
@@ -421,12 +526,13 @@ def run_lean(
     tasks; ``job_dist``/``job_short``: its distributor and class; ``task_mid``: each task's mask's number in
     ``umask``; ``m_workers[m_off[g]:m_off[g + 1]]``: master ``g``'s workers in bit order; ``d_uni``: the uniform
     numbers each distributor draws, from ``d_uoff[d]``; ``m_uni[g]``: master ``g``'s (used by the random
-    ``policy``, one of ``P_*``); ``ref_*``: the reference's constraint-set table when ``reference`` (see
-    :func:`group_words`); ``d_*``/``*_lane``: the links' delays (source → distributor, distributor → master,
-    master → distributor) and whether they take the engine's lane. Fills ``counts`` (``C_*``), ``m_stats``
-    (``S_*`` per master), ``d_jobs`` (short and long jobs per distributor) and ``end[0]`` (the last event's time);
-    returns ``(status, log sizes, decided ids, times, comm ids, delays, started ids, times, workers, finished ids,
-    times, known ids, times)``."""
+    ``policy``, one of ``P_*``); ``weighted``: the distributors' choice (else the even spread from the master each
+    distributor draws per job, ``d_int`` from ``d_ioff[d]``); ``w_res``: the workers reserved for short tasks;
+    ``ref_*``: the reference's constraint-set table when ``reference`` (see :func:`group_words`);
+    ``d_*``/``*_lane``: the links' delays (source → distributor, distributor → master, master → distributor) and
+    whether they take the engine's lane. Fills ``counts`` (``C_*``), ``m_stats`` (``S_*`` per master), ``d_jobs``
+    (short and long jobs per distributor) and ``end[0]`` (the last event's time); returns ``(status, log sizes,
+    decided ids, times, comm ids, delays, started ids, times, workers, finished ids, times, known ids, times)``."""
     n_jobs = order.size
     n_f = ftasks.size
     n_w = worker_masks.size
@@ -461,6 +567,18 @@ def run_lean(
             w_master[w] = g
             w_bit[w] = b
         n_free[g] = m_off[g + 1] - m_off[g]
+    res = np.zeros(m_word[n_m], dtype=np.uint64)  # reserved workers (Pigeon), then the others
+    has_res = np.zeros(n_m, dtype=np.bool_)
+    for g in range(n_m):
+        for i in range(m_off[g], m_off[g + 1]):
+            if w_res[m_workers[i]]:
+                b = i - m_off[g]
+                res[m_word[g] + (b >> 6)] |= _ONE << np.uint64(b & 63)
+                has_res[g] = True
+    valid = avail.copy()  # every worker of the groups
+    gen = avail & ~res
+    t_any = np.zeros(n_tasks, dtype=np.bool_)  # a queued long task may use a reserved worker
+    d_icur = d_ioff.copy()
     stat, cum = group_words(umask, worker_masks, m_workers, m_off, m_word, ref_keys, ref_counts, ref_owner, reference)
     w_weight = np.empty(m_workers.size, dtype=np.int64)  # constraints of each worker, as the masters list them
     for i in range(m_workers.size):
@@ -636,6 +754,40 @@ def run_lean(
                 w = run_w[items[i]]
                 s = -1
                 qq = -1
+                if has_res[g] and w_res[w]:  # a reserved worker: short tasks first, then long ones that may use it
+                    t = -1
+                    if q_len[sq]:
+                        s = first_fit(sq, wm[w], q_cnt, qd_mask, qd_seq)
+                        if s >= 0:
+                            m_stats[g, S_SERVED_SHORT] += 1
+                            t = take_head(sq, s, q_cnt, qd_mask, qd_seq, qd_slot, s_head, s_pos, t_qnext, t_seq, q_len)
+                    if t < 0 and q_len[lq]:
+                        t = take_first_anywhere(
+                            lq,
+                            wm[w],
+                            q_cnt,
+                            qd_mask,
+                            qd_slot,
+                            s_head,
+                            s_tail,
+                            s_pos,
+                            t_qnext,
+                            t_seq,
+                            t_any,
+                            qd_seq,
+                            q_len,
+                        )
+                        if t >= 0:
+                            m_stats[g, S_SERVED_LONG] += 1
+                    if t >= 0:
+                        lt_t[n_launch] = t
+                        lt_w[n_launch] = w
+                        n_launch += 1
+                    else:
+                        bb = w_bit[w]
+                        avail[m_word[g] + (bb >> 6)] |= _ONE << np.uint64(bb & 63)
+                        n_free[g] += 1
+                    continue
                 if q_len[sq] or q_len[lq]:
                     m = wm[w]
                     if q_len[sq] and (fq[g] < short_turns or not q_len[lq]):
@@ -679,7 +831,25 @@ def run_lean(
                 t_dist[t] = d
                 mid = task_mid[t]
                 bit = -1
-                if n_free[g] and policy == P_RANDOM:
+                anywhere = False
+                if has_res[g] and not short:  # a long task no unreserved worker can run may use reserved ones
+                    anywhere = not any_bits(stat[mid], gen, gen, lo, hi)
+                if n_free[g] and has_res[g]:
+                    if short or anywhere:
+                        extra = res if any_bits(avail, stat[mid], res, lo, hi) else valid
+                    else:
+                        extra = gen
+                    c = m_ucur[g]
+                    if policy == P_RANDOM and c >= n_uni:
+                        status = NEED_UNIFORMS
+                        break
+                    bit = pick_among(avail, stat[mid], extra, lo, hi, policy, m_uni[g, min(c, n_uni - 1)], w_weight,
+                                     m_off[g])  # fmt: skip
+                    if bit >= 0:
+                        if policy == P_RANDOM:
+                            m_ucur[g] = c + 1
+                        n_free[g] -= 1
+                elif n_free[g] and policy == P_RANDOM:
                     c = m_ucur[g]
                     if c >= n_uni:
                         status = NEED_UNIFORMS
@@ -699,6 +869,7 @@ def run_lean(
                         n_slots += 1
                         q_slot[q, mid] = s
                     q_back += 1
+                    t_any[t] = anywhere
                     t_seq[t] = q_back
                     t_qnext[t] = -1
                     if s_pos[s] < 0:
@@ -728,16 +899,29 @@ def run_lean(
             d_jobs[d, 0 if job_short[j] else 1] += 1
             n = f_n[j]
             o = f_off[j]
-            c = d_ucur[d]
-            for i in range(n):
-                m_k = _choose_master(cum, task_mid[ftasks[o + i]], d_uni[c + i])
-                if m_k >= n_m:
-                    status = GAVE_UP
+            if weighted:
+                c = d_ucur[d]
+                for i in range(n):
+                    m_k = _choose_master(cum, task_mid[ftasks[o + i]], d_uni[c + i])
+                    if m_k >= n_m:
+                        status = GAVE_UP
+                        break
+                    kk[i] = m_k
+                if status != OK:
                     break
-                kk[i] = m_k
-            if status != OK:
-                break
-            d_ucur[d] = c + n
+                d_ucur[d] = c + n
+            else:  # MasterWeights.spread: round robin from a drawn master, skipping masters with no suitable worker
+                first = d_int[d_icur[d]]
+                d_icur[d] += 1
+                for i in range(n):
+                    m_k = (first + i) % n_m
+                    mid = task_mid[ftasks[o + i]]
+                    if umask[mid] != 0:
+                        r = 0
+                        while r < n_m and cum[mid, m_k] - (cum[mid, m_k - 1] if m_k > 0 else 0) == 0:
+                            m_k = (m_k + 1) % n_m
+                            r += 1
+                    kk[i] = m_k
             perm = np.argsort(kk[:n], kind="mergesort")
             i = 0
             while i < n:
