@@ -76,7 +76,7 @@ def lean_runner(
     for i, d in enumerate(dists):
         if type(d) is not PigeonDistributor or d.weighted != dists[0].weighted or d.weights is not weights:
             return None
-        if d.number != i or d.address != route(i) or d.masters != dists[0].masters:
+        if d.number != i or d.address != route(i) or d.masters != dists[0].masters or d.cutoff != dists[0].cutoff:
             return None  # the compiled loop routes job j to distributor j % len(dists)
     m0 = masters[0]
     for g, m in enumerate(masters):
@@ -94,6 +94,8 @@ def lean_runner(
             return None
 
     def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        if any((d.health is not None and d.health.degraded) or d.parked for d in dists) or any(m.dead for m in masters):
+            return False  # failures are the components' business
         if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
             return False
         done = _run(ctx, dists, masters, engine, source, stall_timeout)
