@@ -122,6 +122,27 @@ def test_other_network_and_report_delays(monkeypatch: pytest.MonkeyPatch, delay:
     _same(*_both(monkeypatch, cfg))
 
 
+def test_links_off_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distributor–master links with a delay of their own (not the engine's lane: batches and the last completions
+    travel on the heap)."""
+    from megha.sim.engine import DelayModel
+
+    plain = DelayModel.delay
+
+    def delay(self: DelayModel, src: str, dst: str) -> float:
+        if {src, dst} == {"distributor", "master"}:
+            return 0.0013 if src == "master" else 0.0021
+        return plain(self, src, dst)
+
+    monkeypatch.setattr(DelayModel, "delay", delay)
+    cfg = RunConfig(scheduler="pigeonc", trace="sample:GOOG_subtrace", workers=150, max_jobs=200, seed=7)
+    fast, slow = _both(monkeypatch, cfg)
+    _same(fast, slow)
+    rec = slow.recorder
+    ok = ~np.isnan(rec.start)
+    assert np.allclose(rec.comm[ok], 0.0021 + 0.0005)  # distributor -> master, then the launch
+
+
 @pytest.mark.parametrize("seed", range(9))
 def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
     """Generated traces (seeded): bursts of jobs at the same instant, durations on a coarse grid so that ends
