@@ -151,6 +151,44 @@ def test_compiled_kernels_apply_the_same_rules() -> None:
     assert np.allclose(a.used, [[0.0, 0.0], [0.2, 0.0]])
 
 
+def test_compiled_single_releases() -> None:
+    k = WorkerLedger.kernels()
+    led = WorkerLedger("pool", 3, slot_array=True, first=4)
+    assert k.claim_slot(led.task, 5, 7, 4) and k.claim_slot(led.task, 6, 8, 4)
+    assert not k.release_slot_of(led.task, 5, 99, 4)  # worker 5 runs 7, not 99: kept
+    assert led.running_on(5) == 7
+    assert k.release_slot_of(led.task, 5, 7, 4)
+    assert led.running_on(5) == FREE
+    assert not k.release_slot_of(led.task, 5, 7, 4)  # free already
+    k.release_slot(led.task, 6, 4)
+    assert led.busy() == 0
+
+
+def test_part_shares_the_arrays_and_names_its_owner() -> None:
+    led = WorkerLedger("all", 10, slot_array=True)
+    lm = led.part("lm/1/pool", 4, 3)
+    assert (lm.first, lm.n_workers, lm.owner) == (4, 3, "lm/1/pool")
+    WorkerLedger.kernels().claim_slot(led.task, 5, 11, 0)  # a compiled claim on the whole ledger's array
+    assert lm.running_on(5) == 11
+    lm.claim_one(12, 6, 0.0)
+    assert led.running_on(6) == 12
+    with pytest.raises(
+        SimulationError, match=r"^lm/1/pool: worker 5 over-committed at t=2\.000000: task 13 .* task 11"
+    ):
+        lm.over_slot(5, 13, 2.0)
+    lm.fail([4])
+    assert 4 in led.dead
+    cap = np.ones((4, 2))
+    res = WorkerLedger("all", 4, cap, first=2)
+    sub = res.part("half", 4, 2)
+    sub.claim([1], [5], 0.0, np.array([[0.5, 0.25]]))
+    assert res.used[3].tolist() == [0.5, 0.25]
+    with pytest.raises(ValueError, match="not all in this ledger"):
+        res.part("x", 1, 2)
+    with pytest.raises(ValueError, match="list slots"):
+        WorkerLedger("all", 4).part("x", 0, 2)
+
+
 def test_resource_free_tracking_subtracts_in_order() -> None:
     cap = np.array([[1.0, 2.0], [0.5, 0.5]])
     led = WorkerLedger("pool", 2, cap, track_free=True)

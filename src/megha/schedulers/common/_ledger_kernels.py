@@ -6,7 +6,8 @@ the global id of row 0. A claim returns the position of the first offending entr
 raising — compiled code cannot build the error text; the caller raises it with
 :meth:`~megha.schedulers.common.ledger.WorkerLedger.over_slot` or
 :meth:`~megha.schedulers.common.ledger.WorkerLedger.over_row` (or counts it, as the live runtime's worker does).
-Imported lazily so the command line starts fast.
+Plain ``@njit`` functions: numba compiles them into the compiled loops that call them (the claim of a start is a
+load, a compare and a store there, as a hand-written check is). Imported lazily so the command line starts fast.
 """
 
 from __future__ import annotations
@@ -37,6 +38,23 @@ def claim_slots(task: np.ndarray, workers: np.ndarray, tasks: np.ndarray, first:
             return i
         task[k] = tasks[i]
     return -1
+
+
+@njit(cache=True, nogil=True)
+def release_slot(task: np.ndarray, worker: int, first: int) -> None:
+    """Free global worker ``worker``."""
+    task[worker - first] = -1
+
+
+@njit(cache=True, nogil=True)
+def release_slot_of(task: np.ndarray, worker: int, t: int, first: int) -> bool:
+    """Free global worker ``worker`` if it still runs task ``t`` (as ``WorkerLedger.release`` with ``tasks``);
+    False (nothing changed) if it runs another task or none."""
+    k = worker - first
+    if task[k] != t:
+        return False
+    task[k] = -1
+    return True
 
 
 @njit(cache=True, nogil=True)

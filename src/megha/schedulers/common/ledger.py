@@ -31,13 +31,17 @@ save a Python call per batch or task — the same rule, state and error.
 Workers are numbered globally; a ledger may hold a contiguous range of them (an LM's cluster): ``first`` is the
 global id of its row 0 and every method takes global ids. Compiled kernels use the same check on the same arrays
 through :mod:`megha.schedulers.common._ledger_kernels` (plain ``@njit`` functions, imported lazily so the command
-line starts fast; :meth:`WorkerLedger.kernels`).
+line starts fast; :meth:`WorkerLedger.kernels`): a compiled loop gets its arrays from a ledger (made with
+``slot_array=True`` in slot mode), has the kernels report an offending entry, and raises the ledger's error
+(:meth:`WorkerLedger.over_slot`) once it is back in Python. :meth:`WorkerLedger.part` gives one component's share of
+such a ledger (its workers' rows, its name in the error) on the same memory.
 
 Sans-I/O: the ledger sends nothing and keeps no time; the caller passes ``now`` for the error text.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 from typing import NoReturn
@@ -332,6 +336,26 @@ class WorkerLedger:
         ok = [i for i, w in enumerate(workers) if w not in dead]
         bad = [i for i, w in enumerate(workers) if w in dead]
         return ok, bad
+
+    # --- parts --------------------------------------------------------------------------------------------------
+    def part(self, owner: str, first: int, n_workers: int) -> WorkerLedger:
+        """The ledger of global workers ``first .. first + n_workers - 1`` of this one, named ``owner``, on the same
+        memory (views of this ledger's arrays, the same set of dead workers: what either records, both hold). Array
+        slots or resource mode; e.g. one LM's share of a compiled loop's ledger, whose errors then name that LM."""
+        lo = first - self.first
+        if lo < 0 or n_workers < 0 or lo + n_workers > self.n_workers:
+            raise ValueError(f"{self.owner}: workers {first}..{first + n_workers - 1} are not all in this ledger")
+        if isinstance(self.task, list):
+            raise ValueError(f"{self.owner}: a ledger with list slots has no parts (use slot_array=True)")
+        sub = copy.copy(self)
+        sub.owner = owner
+        sub.first = int(first)
+        sub.n_workers = int(n_workers)
+        for name in ("task", "capacity", "used", "free"):
+            arr = getattr(self, name)
+            if arr is not None:
+                setattr(sub, name, arr[lo : lo + n_workers])
+        return sub
 
     # --- compiled use -------------------------------------------------------------------------------------------
     @staticmethod
