@@ -153,3 +153,43 @@ def test_eligible_bit_sets_against_numpy() -> None:
             out = np.full(want.size + 1, -7, dtype=np.int64)
             _list_words(words, out, 1)
             assert out[1:].tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: pytest.MonkeyPatch, busy: bool) -> None:
+    """The compiled loop starts tasks through the ledger's compiled claim: a worker that runs a task already (here
+    every worker of a hand-made ledger runs task 10**9 from the start) is the ledger's over-commit error, with the
+    node monitors' name, raised from the compiled run (not a fall-back to the components)."""
+    from megha.errors import SimulationError
+    from megha.schedulers.common.ledger import WorkerLedger
+    from megha.schedulers.sparrow import _lean
+
+    class Busy(WorkerLedger):
+        def __init__(self, *args: object, **kw: object) -> None:
+            super().__init__(*args, **kw)
+            if busy:
+                self.task[:] = 10**9
+
+    monkeypatch.setattr(_lean, "WorkerLedger", Busy)
+    monkeypatch.setenv("SPARROW_LEAN", "1")
+    cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
+    if not busy:  # the hand-made ledger itself changes nothing
+        assert simulate(cfg).extras.get("compiled_run") is True
+        return
+    want = r"^sparrow/monitors: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
+    with pytest.raises(SimulationError, match=want):
+        simulate(cfg)
+
+
+def test_over_commit_text_of_a_worker_without_request() -> None:
+    """A task sent to a free worker that holds no request: the components' second over-commit text."""
+    from megha.errors import SimulationError
+    from megha.schedulers.common.ledger import WorkerLedger
+    from megha.schedulers.sparrow._lean import _raise_over_commit
+
+    led = WorkerLedger("sparrow/monitors", 3, slot_array=True)
+    with pytest.raises(SimulationError, match=r"worker 2 over-committed at t=1\.500000: task 7 sent while it holds no"):
+        _raise_over_commit(led, 2, 7, 1.5)
+    led.task[2] = 4
+    with pytest.raises(SimulationError, match=r"worker 2 over-committed at t=1\.500000: task 7 launched while it runs"):
+        _raise_over_commit(led, 2, 7, 1.5)

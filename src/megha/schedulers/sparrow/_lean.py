@@ -9,6 +9,10 @@ fingerprint), the event count, the message counts and the counters are the same.
 (their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up before it
 touches the recorder, and the runner then runs the components as usual.
 
+What each worker runs is kept in a :class:`~megha.schedulers.common.ledger.WorkerLedger` of the node monitors
+(``slot_array=True``; its ``task`` array is the loop's), started and ended through the ledger's compiled checks; an
+over-commit inside the loop raises the ledger's error, with the node monitors' name, as the components do.
+
 The compiled loop takes a while to compile the first time (numba then caches it next to the module), so by default
 (``SPARROW_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's cache) or the
 run has at least :data:`COLD_MIN_TASKS` tasks; ``SPARROW_LEAN=1`` always uses it, ``SPARROW_LEAN=0`` never.
@@ -19,13 +23,14 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.model.constraints import MASK_DTYPE
 from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival
 from megha.schedulers.sparrow.messages import Done, GetTask, Grant, Probes, Request, TaskReply
 from megha.schedulers.sparrow.monitors import SparrowMonitors
@@ -139,7 +144,8 @@ def _run(
     src = [bit_source(r) for r in copies]
     counts = np.zeros(K.N_COUNTS, dtype=np.int64)
     sched_counts = np.zeros((len(scheds), 3), dtype=np.int64)
-    end = np.zeros(1)
+    end = np.zeros(2)
+    ledger = WorkerLedger(monitors.address, len(sampler.masks), slot_array=True)  # what each worker runs
     status, logs_n, *logs = K.run_lean(
         np.ascontiguousarray(source.order, dtype=np.int64),
         np.ascontiguousarray(w.job_arrival, dtype=np.float64),
@@ -164,11 +170,14 @@ def _run(
         d_ms,
         float(stall),
         n_probes,
+        ledger.task,
         counts,
         sched_counts,
         end,
     )
     del copies
+    if status == K.OVER_COMMIT:
+        _raise_over_commit(ledger, int(counts[K.C_OVER_WORKER]), int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
     n_dec, n_comm, n_st, n_fin, n_kn, n_wq = logs_n.tolist()
@@ -211,3 +220,11 @@ def _run(
     source.pos = c[K.C_POS]
     source.skipped_jobs += c[K.C_SKIPPED]
     return True
+
+
+def _raise_over_commit(ledger: WorkerLedger, w: int, t: int, at: float) -> NoReturn:
+    """The node monitors' over-commit error (``SparrowMonitors._over_slot``'s): task ``t`` reached worker ``w`` at
+    ``at`` while it runs a task, or while it holds no request."""
+    if ledger.task[w] >= 0:
+        ledger.over_slot(w, t, at)
+    ledger.over(w, at, f"task {t} sent while it holds no request")

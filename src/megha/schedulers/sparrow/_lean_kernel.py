@@ -5,9 +5,15 @@ binding, the node monitors' queues with known no-ops skipped, task ends — in o
 simulator's common path (slot mode, no processing model, no faults, every link on the engine's default delay):
 the same decisions, random draws (each scheduler's generator, through :func:`sample_groups`) and events in the same
 order (one queue ordered by time, then by the engine's sequence number, taken in the order the components take
-theirs). It returns the recorder's logs, the message counts and the counters; anything it cannot reproduce (an
-over-commit, a stall the watchdog would report, a run that runs out of events) makes it stop with
-:data:`GAVE_UP`, and the caller runs the components instead.
+theirs). It returns the recorder's logs, the message counts and the counters; anything it cannot reproduce (a
+stall the watchdog would report, a run that runs out of events) makes it stop with :data:`GAVE_UP`, and the caller
+runs the components instead.
+
+What each worker runs is the node monitors' :class:`~megha.schedulers.common.ledger.WorkerLedger`'s: the caller
+passes its ``task`` array (``slot_array=True``) and the loop starts and ends tasks through the ledger's compiled
+checks (:mod:`megha.schedulers.common._ledger_kernels`). A task sent to a worker that runs one already, or that
+holds no request, stops the loop with :data:`OVER_COMMIT` (the worker, the task and the instant in ``counts`` and
+``end``), and the caller raises the ledger's error.
 
 The compiled sampler (:func:`~megha.schedulers.common._sampling_kernels.sample_groups`) is compiled into
 :func:`run_lean`, and numba's cache of this module does not notice a change there: after changing it, touch this file.
@@ -20,10 +26,12 @@ import math
 import numpy as np
 from numba import njit
 
+from megha.schedulers.common._ledger_kernels import claim_slot, release_slot
 from megha.schedulers.common._sampling_kernels import sample_groups
 
 OK = 0
 GAVE_UP = 1
+OVER_COMMIT = 2  # a task sent to a worker that runs one or holds no request (C_OVER_WORKER, C_OVER_TASK, end[1])
 
 # event kinds
 E_SRC, E_WD, E_JOB, E_PROBES, E_REQ, E_GETTASK, E_REPLY, E_GRANT, E_END, E_FIN, E_DONE, E_WAKE = range(12)
@@ -44,7 +52,9 @@ C_QUEUED = 11  # probes that waited in a queue
 C_MAXQ = 12  # longest queue
 C_UNSENT = 13  # skipped requests the run's end cut off (settle_skipped)
 C_UNANSWERED = 14
-N_COUNTS = 15
+C_OVER_WORKER = 15  # OVER_COMMIT: the worker
+C_OVER_TASK = 16  # OVER_COMMIT: the task sent to it
+N_COUNTS = 17
 
 # fields of the event table (ints)
 _Q, _K, _A, _B, _C = range(5)
@@ -142,14 +152,14 @@ def _file_end(t: int, at: float, e: float, egc: int, t_next: np.ndarray, eg_head
 
 
 @njit(cache=True, inline="always")
-def _start(t: int, w: int, s: int, at: float, e: float, on_worker: np.ndarray, run_w: np.ndarray,
-           run_s: np.ndarray, t_next: np.ndarray, eg_head: np.ndarray, eg_tail: np.ndarray, eg_n: np.ndarray,
-           egc: int, end_t: np.ndarray, end_g: np.ndarray, heap: np.ndarray, hkt: np.ndarray, evi: np.ndarray,
-           evf: np.ndarray, st: np.ndarray) -> int:  # fmt: skip
-    """A node monitor starts task ``t`` (of scheduler ``s``) on free worker ``w`` at ``at``; it ends at ``e``:
-    claim the worker, note its worker and scheduler, and file its end (:func:`_file_end`). Returns the next new end
-    group's id. Straight-line, inlined into the loop in numba's IR so that the arrays' reference counts cancel."""
-    on_worker[w] = t
+def _start(t: int, w: int, s: int, at: float, e: float, run_w: np.ndarray, run_s: np.ndarray, t_next: np.ndarray,
+           eg_head: np.ndarray, eg_tail: np.ndarray, eg_n: np.ndarray, egc: int, end_t: np.ndarray,
+           end_g: np.ndarray, heap: np.ndarray, hkt: np.ndarray, evi: np.ndarray, evf: np.ndarray,
+           st: np.ndarray) -> int:  # fmt: skip
+    """A node monitor starts task ``t`` (of scheduler ``s``) on worker ``w`` (claimed in the ledger already) at
+    ``at``; it ends at ``e``: note its worker and scheduler, and file its end (:func:`_file_end`). Returns the next
+    new end group's id. Straight-line, inlined into the loop in numba's IR so that the arrays' reference counts
+    cancel."""
     run_w[t] = w
     run_s[t] = s
     return _file_end(t, at, e, egc, t_next, eg_head, eg_tail, eg_n, end_t, end_g, heap, hkt, evi, evf, st)
@@ -367,6 +377,7 @@ def run_lean(
     d_ms: float,
     timeout: float,
     n_probes: int,
+    on_worker: np.ndarray,
     counts: np.ndarray,
     sched_counts: np.ndarray,
     end: np.ndarray,
@@ -376,10 +387,12 @@ def run_lean(
     the eligible workers of a group's mask are counted and listed (when the sampler needs the list) from one bit set
     of workers per constraint bit (``n_bits`` of them); ``fns``/``states``: each scheduler's
     generator (:func:`~megha.schedulers.common._sampling_kernels.bit_source`); ``n_probes``: a bound on the probes
-    the run sends; ``src_lane``: whether ``d_src`` is the lane's delay (``d_sm`` and ``d_ms`` must be).
-    Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops) and
-    ``end[0]`` (the last event's time); returns ``(status, log sizes, decided ids, times, comm ids, delays, started
-    ids, times, workers, finished ids, times, known ids, times, worker-queue ids, delays)``."""
+    the run sends; ``src_lane``: whether ``d_src`` is the lane's delay (``d_sm`` and ``d_ms`` must be);
+    ``on_worker``: the ledger's ``task`` array (every worker free), the task each worker runs.
+    Fills ``counts`` (``C_*``), ``sched_counts`` (per scheduler: probes, requests, no-ops),
+    ``end[0]`` (the last event's time) and on :data:`OVER_COMMIT` ``end[1]`` (its instant); returns ``(status,
+    log sizes, decided ids, times, comm ids, delays, started ids, times, workers, finished ids, times, known ids,
+    times, worker-queue ids, delays)``."""
     n_jobs = order.size
     n_f = ftasks.size
     n_w = worker_masks.size
@@ -398,7 +411,6 @@ def run_lean(
     ls = np.zeros(2, dtype=np.int64)  # the ring's head and length
     # --- workers ---
     free_w = np.ones(n_w, dtype=np.bool_)
-    on_worker = np.full(n_w, -1, dtype=np.int64)
     q_head = np.full(n_w, -1, dtype=np.int64)
     q_tail = np.full(n_w, -1, dtype=np.int64)
     q_len = np.zeros(n_w, dtype=np.int64)
@@ -555,11 +567,14 @@ def run_lean(
                 n_comm += 1
                 # SparrowMonitors.start_answered(s, w, t, dur, waited, now + d)
                 at = now + d_sm
-                if on_worker[w] >= 0 or free_w[w]:
-                    status = GAVE_UP
+                if free_w[w] or not claim_slot(on_worker, w, t, 0):
+                    status = OVER_COMMIT
+                    counts[C_OVER_WORKER] = w
+                    counts[C_OVER_TASK] = t
+                    end[1] = at
                     break
-                egc = _start(t, w, s, at, at + durations[t], on_worker, run_w, run_s, t_next, eg_head, eg_tail, eg_n,
-                             egc, end_t, end_g, heap, hkt, evi, evf, st)  # fmt: skip
+                egc = _start(t, w, s, at, at + durations[t], run_w, run_s, t_next, eg_head, eg_tail, eg_n, egc, end_t,
+                             end_g, heap, hkt, evi, evf, st)  # fmt: skip
                 st_ids[n_st] = t
                 st_t[n_st] = at
                 st_w[n_st] = w
@@ -583,7 +598,7 @@ def run_lean(
                 if eg_n[gid] == 1:
                     t = eg_head[gid]
                     w = run_w[t]
-                    on_worker[w] = -1
+                    release_slot(on_worker, w, 0)
                     fin_ids[n_fin] = t
                     fin_t[n_fin] = now
                     n_fin += 1
@@ -604,7 +619,7 @@ def run_lean(
                     nt = 0
                     while t >= 0:
                         ww = run_w[t]
-                        on_worker[ww] = -1
+                        release_slot(on_worker, ww, 0)
                         free_w[ww] = True
                         o_w[nt] = ww  # the freed workers, in order (o_* reused as scratch)
                         o_j[nt] = t
@@ -828,11 +843,14 @@ def run_lean(
                         o_x[n_out] = now - p_t0[h]
                         n_out += 1
                     continue
-                if on_worker[w] >= 0 or free_w[w]:
-                    status = GAVE_UP
+                if free_w[w] or not claim_slot(on_worker, w, t, 0):
+                    status = OVER_COMMIT
+                    counts[C_OVER_WORKER] = w
+                    counts[C_OVER_TASK] = t
+                    end[1] = now
                     break
-                egc = _start(t, w, s, now, e, on_worker, run_w, run_s, t_next, eg_head, eg_tail, eg_n, egc, end_t,
-                             end_g, heap, hkt, evi, evf, st)  # fmt: skip
+                egc = _start(t, w, s, now, e, run_w, run_s, t_next, eg_head, eg_tail, eg_n, egc, end_t, end_g, heap,
+                             hkt, evi, evf, st)  # fmt: skip
                 n_started += 1
             if status != OK:
                 break
