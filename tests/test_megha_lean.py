@@ -94,3 +94,31 @@ def test_recorder_absorb_only_at_start() -> None:
     assert rec.running == 3
     with pytest.raises(RuntimeError):
         rec.absorb((ids, t), (ids, t), (ids, t, ids), (e, np.zeros(0)), (e, np.zeros(0)))
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: pytest.MonkeyPatch, busy: bool) -> None:
+    """The compiled loop starts tasks through the ledger's compiled claim: a worker that runs a task already (here
+    every worker of a hand-made ledger runs task 10**9 from the start; the LMs' own records still say free) is the
+    ledger's over-commit error, named by the worker's LM's pool as SimLocalMaster's, raised from the compiled run
+    (not a fall-back to the components)."""
+    from megha.errors import SimulationError
+    from megha.runner import simulate
+    from megha.schedulers.common.ledger import WorkerLedger
+    from megha.schedulers.megha import _lean
+
+    class Busy(WorkerLedger):
+        def __init__(self, *args: object, **kw: object) -> None:
+            super().__init__(*args, **kw)
+            if busy:
+                self.task[:] = 10**9
+
+    monkeypatch.setattr(_lean, "WorkerLedger", Busy)
+    monkeypatch.setenv("MEGHA_LEAN", "1")
+    cfg = RunConfig(scheduler="megha", trace="sample:GOOG_subtrace", workers=300, gms=2, lms=3, max_jobs=20)
+    if not busy:  # the hand-made ledger itself changes nothing
+        assert simulate(cfg).extras.get("compiled_run") is True
+        return
+    want = r"^\S+/workers[0-2]: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
+    with pytest.raises(SimulationError, match=want):
+        simulate(cfg)

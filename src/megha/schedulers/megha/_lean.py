@@ -9,6 +9,11 @@ components, so the recorder's per-task columns (and the fingerprint) are the sam
 (their counters are reported) but not run. Anything the compiled core does not model makes it give up before it
 touches the recorder, and the runner then runs the components as usual.
 
+What each worker runs is kept in a :class:`~megha.schedulers.common.ledger.WorkerLedger` of all the workers
+(``slot_array=True``; its ``task`` array is the loop's), claimed and freed through the ledger's compiled checks; an
+over-commit inside the loop raises the ledger's error from the LM's share of it (:meth:`WorkerLedger.part`: the
+worker's LM's pool names it), as :class:`~megha.schedulers.megha.simlm.SimLocalMaster`'s own ledger does.
+
 The compiled loop takes about a minute of CPU to compile the first time (numba then caches it next to the module),
 so by default (``MEGHA_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's
 cache) or the run has at least :data:`COLD_MIN_TASKS` tasks; ``MEGHA_LEAN=1`` always uses it, ``MEGHA_LEAN=0``
@@ -25,6 +30,7 @@ import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.megha.gm import GlobalMaster
 from megha.schedulers.megha.messages import LaunchReply, LaunchRequest, StateDelta, TaskDone
@@ -136,7 +142,8 @@ def _run(
         counts = np.zeros(K.N_COUNTS, dtype=np.int64)
         gm_counts = np.zeros((G, 3), dtype=np.int64)
         lm_counts = np.zeros((L, 3), dtype=np.int64)
-        end = np.zeros(1)
+        end = np.zeros(2)
+        ledger = WorkerLedger("megha/workers", len(layout.lm_of), slot_array=True)  # what each worker runs
         status, logs_n, *logs = K.run_lean(
             np.ascontiguousarray(source.order, dtype=np.int64),
             np.ascontiguousarray(w.job_arrival, dtype=np.float64),
@@ -174,6 +181,7 @@ def _run(
             float(lm0.launch_delay),
             float(lm0.report_delay),
             float(stall),
+            ledger.task,
             counts,
             gm_counts,
             lm_counts,
@@ -182,6 +190,11 @@ def _run(
         if status != K.NEED_UNIFORMS:
             break
         blocks *= 2
+    if status == K.OVER_COMMIT:
+        w_over = int(counts[K.C_OVER_WORKER])
+        lm = lms[int(layout.lm_of[w_over])]
+        part = ledger.part(lm.pool, lm.lo, lm.hi - lm.lo)  # the LM's workers: its pool's error, as SimLocalMaster's
+        part.over_slot(w_over, int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
     n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()

@@ -15,6 +15,13 @@ One function runs the whole event loop of G GMs and L LMs:
   one timer each), its change log and heartbeats (one shared delta for every GM when all were told the same
   changes, else one per GM).
 
+What each worker runs is a :class:`~megha.schedulers.common.ledger.WorkerLedger`'s (the caller passes its ``task``
+array, ``slot_array=True``, every worker free): a start claims the worker and an end frees it through the ledger's
+compiled checks (:mod:`megha.schedulers.common._ledger_kernels`). A start on a worker that runs a task already stops
+the loop with ``OVER_COMMIT`` (the worker, the task and the instant in ``counts`` and ``end``), and the caller
+raises the ledger's error. (The LMs' own record of their workers, on which they accept or reject mappings, is the
+loop's ``ctask``, as :class:`~megha.schedulers.megha.lm.LocalMaster`'s cluster is the LM's.)
+
 It writes the recorder's reports as flat logs in the order the components append them, so the recorder's columns
 come out the same. ``NEED_UNIFORMS`` asks the caller for more of a GM's uniform numbers (it runs again from the
 start); ``UNSUPPORTED`` means something happened that the components would handle differently (the caller runs
@@ -27,6 +34,7 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
+from megha.schedulers.common._ledger_kernels import claim_slot, release_slot_of
 from megha.schedulers.megha._kernels import _pick_masked, first_fit_min, place_tasks
 
 INF = np.iinfo(np.int64).max
@@ -46,6 +54,7 @@ OK = 0
 UNSUPPORTED = 1
 STALLED = 2
 NEED_UNIFORMS = 3
+OVER_COMMIT = 4  # a start on a worker that runs a task (C_OVER_WORKER, C_OVER_TASK, end[1])
 
 # counts[] slots
 C_LAUNCH_REQ = 0
@@ -60,7 +69,9 @@ C_SKIPPED = 8
 C_HEARTBEATS = 9
 C_SOURCE = 10
 C_WATCHDOG = 11
-N_COUNTS = 12
+C_OVER_WORKER = 12  # OVER_COMMIT: the worker
+C_OVER_TASK = 13  # OVER_COMMIT: the task started on it
+N_COUNTS = 14
 # per-GM counters [G, 3] and per-LM counters [L, 3]
 G_REPART_REQ = 0
 G_UPDATES_RECEIVED = 1
@@ -72,6 +83,7 @@ L_UPDATES_SENT = 2
 
 @njit(cache=True, nogil=True, inline="always")
 def _less(t1: float, s1: int, t2: float, s2: int) -> bool:
+    """Whether event ``(t1, s1)`` comes before ``(t2, s2)``: time, then sequence number."""
     return t1 < t2 or (t1 == t2 and s1 < s2)
 
 
@@ -259,16 +271,18 @@ def run_lean(
     launch_delay: float,
     report_delay: float,
     stall_timeout: float,
+    # the workers: the ledger's task array (what each runs; every worker free)
+    w_task: np.ndarray,
     # results
     counts: np.ndarray,
     gm_counts: np.ndarray,
     lm_counts: np.ndarray,
     end: np.ndarray,
-):
+) -> tuple:
     """Run the simulation. Returns ``(status, logs_n, logs...)``: the recorder's logs as arrays (decided ids and
     times, comm ids and delays, started ids, times and workers, finished ids and times, known ids and times), their
     lengths in ``logs_n``; message counts and events go to ``counts``, the GMs' and LMs' counters to ``gm_counts``
-    and ``lm_counts``, the time of the last event to ``end[0]``."""
+    and ``lm_counts``, the time of the last event to ``end[0]`` (on ``OVER_COMMIT``: its instant to ``end[1]``)."""
     G = avail.shape[0]
     L = phase.shape[0]
     n_workers = lm_of.shape[0]
@@ -358,7 +372,6 @@ def run_lean(
     # --- LMs ---
     ctask = np.full(n_workers, -1, dtype=np.int64)
     cowner = np.full(n_workers, -1, dtype=np.int64)
-    w_task = np.full(n_workers, -1, dtype=np.int64)
     processed = np.zeros((L, G), dtype=np.int64)
     sent = np.zeros((L, G), dtype=np.int64)
     lm_seq = np.zeros(L, dtype=np.int64)
@@ -637,17 +650,19 @@ def run_lean(
                         st_w = _grow(st_w, n_st + n_acc)
                     for x in range(n_acc):
                         w = tw[x]
-                        if w_task[w] >= 0:
-                            status = UNSUPPORTED  # the workers' over-commit check (never in this configuration)
+                        if not claim_slot(w_task, w, tt[x], 0):  # the workers' over-commit check
+                            status = OVER_COMMIT
+                            counts[C_OVER_WORKER] = w
+                            counts[C_OVER_TASK] = tt[x]
+                            end[1] = start
                             break
-                        w_task[w] = tt[x]
                         st_ids[n_st] = tt[x]
                         st_t[n_st] = start
                         st_w[n_st] = w
                         n_st += 1
                     running += n_acc
                     last_progress = start
-                    if status == UNSUPPORTED:
+                    if status == OVER_COMMIT:
                         break
                     for x in range(n_acc):
                         t = tt[x]
@@ -773,8 +788,7 @@ def run_lean(
                     if n_done + 1 > tw.shape[0]:
                         tw = _grow(tw, n_done + 1)
                     w = run_w[t]
-                    if w_task[w] == t:
-                        w_task[w] = -1
+                    release_slot_of(w_task, w, t, 0)  # unless a later start took the worker
                     tt[n_done] = t
                     tw[n_done] = w
                     n_done += 1
