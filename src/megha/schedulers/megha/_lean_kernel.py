@@ -56,6 +56,12 @@ STALLED = 2
 NEED_UNIFORMS = 3
 OVER_COMMIT = 4  # a start on a worker that runs a task (C_OVER_WORKER, C_OVER_TASK, end[1])
 
+# the event queue: a tuple of its arrays (heap times, sequence numbers and message rows; the message table; its free
+# rows) and its counts at these positions (indexed with literals in the loop: numba needs constant indexes)
+Q_HEAP = 5  # events on the heap
+Q_FREE = 6  # free rows of the message table
+Q_ROWS = 7  # rows of the message table used
+Q_SEQ = 8  # the next event's sequence number
 # counts[] slots
 C_LAUNCH_REQ = 0
 C_LAUNCH_REPLY = 1
@@ -171,16 +177,8 @@ def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
 
 @njit(cache=True, nogil=True, inline="always")
 def _post(
-    ht: np.ndarray,
-    hs: np.ndarray,
-    hm: np.ndarray,
-    hn: int,
-    msg: np.ndarray,
-    m_free: np.ndarray,
-    n_mfree: int,
-    n_msg: int,
+    q: tuple,
     t: float,
-    s: int,
     kind: int,
     g: int,
     l: int,  # noqa: E741
@@ -189,11 +187,13 @@ def _post(
     c: int,
     d: int,
     e: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, int, int]:
-    """Send a message: a row of the message table (from the free list, else a new row; the table doubles when
-    full) filled with ``kind, g, l, a .. e``, and its event ``(t, s)`` pushed on the heap (grown when full).
-    Returns the heap arrays and count, the message table and the free-list and table counts. Inlined into the loop
-    in numba's IR: as a call it cost ~10 % of the loop's time (the arrays' reference counts on every event)."""
+) -> tuple:
+    """Send a message at ``t``: a row of the message table (from the free list, else a new row; the table doubles
+    when full) filled with ``kind, g, l, a .. e``, and its event (``t`` and the next sequence number) pushed on the
+    heap (grown when full). ``q``: the event queue (its arrays and counts, ``Q_*``). Returns the new ``q``. Inlined
+    into the loop in numba's IR, where the tuple's counts stay in registers: as a call it cost ~10 % of the loop's
+    time (the arrays' reference counts on every event)."""
+    ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, s = q
     if hn + 1 > ht.shape[0]:
         ht = _grow(ht, hn + 1)
     if hn + 1 > hs.shape[0]:
@@ -219,7 +219,21 @@ def _post(
     msg[nm, 6] = d
     msg[nm, 7] = e
     hn = _push(ht, hs, hm, hn, t, s, nm)
-    return ht, hs, hm, hn, msg, n_mfree, n_msg
+    return ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, s + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _take(q: tuple) -> tuple:
+    """Take the next event off the queue ``q`` (its heap must hold one): returns its time, its message's row (free
+    again from the next :func:`_post`; read it first) and the new ``q``."""
+    ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, s = q
+    t = ht[0]
+    mid = hm[0]
+    hn = _pop(ht, hs, hm, hn)
+    if n_mfree + 1 > m_free.shape[0]:
+        m_free = _grow(m_free, n_mfree + 1)
+    m_free[n_mfree] = mid
+    return t, mid, (ht, hs, hm, msg, m_free, hn, n_mfree + 1, n_msg, s)
 
 
 @njit(cache=True, nogil=True)
@@ -306,16 +320,19 @@ def run_lean(
     n_st = 0
     n_fin = 0
     n_kn = 0
-    # --- the event queue: a heap of (time, seq) over rows of the message table ---
-    ht = np.empty(1024)
-    hs = np.empty(1024, dtype=np.int64)
-    hm = np.empty(1024, dtype=np.int64)
-    hn = 0
-    seq = 0
-    msg = np.zeros((1024, 8), dtype=np.int64)  # kind, g, l, a, b, c, d, e
-    m_free = np.empty(1024, dtype=np.int64)
-    n_mfree = 0
-    n_msg = 0
+    # --- the event queue: a heap of (time, seq) over rows of the message table (kind, g, l, a, b, c, d, e) ---
+    # heap times, sequence numbers and rows; the message table; its free rows; Q_HEAP, Q_FREE, Q_ROWS, Q_SEQ
+    q = (
+        np.empty(1024),
+        np.empty(1024, dtype=np.int64),
+        np.empty(1024, dtype=np.int64),
+        np.zeros((1024, 8), dtype=np.int64),
+        np.empty(1024, dtype=np.int64),
+        0,
+        0,
+        0,
+        0,
+    )
     # message payloads (lists of tasks, workers, states): appended; emptied whenever no message holds one
     pl = np.empty(4096, dtype=np.int64)
     n_pl = 0
@@ -408,7 +425,7 @@ def run_lean(
     while True:
         # the watchdog's checks due before the next event (one that would stop the run: the components run instead)
         if outstanding > 0:
-            nxt = ht[0] if hn else np.inf
+            nxt = q[0][0] if q[5] else np.inf  # q[5]: Q_HEAP
             if jp < jp_end:
                 nxt = now
             elif jp < n_jobs:
@@ -423,7 +440,7 @@ def run_lean(
                 break
         step = -1  # the GM whose step this event is (its queue is offered the gained workers, then it flushes)
         n_gain = 0
-        if jp < jp_end or (jp < n_jobs and (hn == 0 or ht[0] > src_t)):
+        if jp < jp_end or (jp < n_jobs and (q[5] == 0 or q[0][0] > src_t)):
             if jp >= jp_end:  # the source's timer fires: the jobs arrived by now, one JobArrival each
                 counts[C_SOURCE] += 1
                 counts[C_EVENTS] += 1
@@ -554,13 +571,12 @@ def run_lean(
                     s_last[g, s] = nd
                     q_len[g] += 1
         else:
-            if hn == 0:
+            if q[5] == 0:
                 break
             # ============ the next event of the queue ============
-            now = ht[0]
-            mid = hm[0]
-            hn = _pop(ht, hs, hm, hn)
+            now, mid, q = _take(q)
             counts[C_EVENTS] += 1
+            msg = q[3]
             kind = msg[mid, 0]
             g = msg[mid, 1]
             l = msg[mid, 2]  # noqa: E741
@@ -569,10 +585,6 @@ def run_lean(
             mc = msg[mid, 5]
             md = msg[mid, 6]
             me = msg[mid, 7]
-            if n_mfree + 1 > m_free.shape[0]:
-                m_free = _grow(m_free, n_mfree + 1)
-            m_free[n_mfree] = mid
-            n_mfree += 1
             if kind == K_LAUNCH:
                 # ---- LM l: a launch request of GM g (request ma, mappings rs[mb:mb+mc]) ----
                 n_acc = 0
@@ -608,27 +620,7 @@ def run_lean(
                         n_rej += 1
                 if n_acc and not armed[l]:
                     armed[l] = True
-                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                        ht,
-                        hs,
-                        hm,
-                        hn,
-                        msg,
-                        m_free,
-                        n_mfree,
-                        n_msg,
-                        _arm_at(now, phase[l], heartbeat),
-                        seq,
-                        K_HEARTBEAT,
-                        0,
-                        l,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                    )
-                    seq += 1
+                    q = _post(q, _arm_at(now, phase[l], heartbeat), K_HEARTBEAT, 0, l, 0, 0, 0, 0, 0)
                 lm_counts[l, L_REPARTITIONS] += repart
                 if n_acc:
                     # _start_tasks: the workers start them one launch delay from now
@@ -699,10 +691,7 @@ def run_lean(
                             if not at >= now:
                                 status = UNSUPPORTED
                                 break
-                            ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                                ht, hs, hm, hn, msg, m_free, n_mfree, n_msg, at, seq, K_END, 0, l, gi, 0, 0, 0, 0
-                            )
-                            seq += 1
+                            q = _post(q, at, K_END, 0, l, gi, 0, 0, 0, 0)
                         else:
                             next_in_group[g_last[gi]] = t
                             next_in_group[t] = -1
@@ -754,27 +743,7 @@ def run_lean(
                         comm_ids[n_comm] = rs_t[tb[x]]
                         comm_d[n_comm] = d_lg
                         n_comm += 1
-                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                        ht,
-                        hs,
-                        hm,
-                        hn,
-                        msg,
-                        m_free,
-                        n_mfree,
-                        n_msg,
-                        now + d_lg,
-                        seq,
-                        K_REPLY,
-                        g,
-                        l,
-                        p_rej,
-                        n_rej,
-                        ma,
-                        p_delta,
-                        n_delta,
-                    )
-                    seq += 1
+                    q = _post(q, now + d_lg, K_REPLY, g, l, p_rej, n_rej, ma, p_delta, n_delta)
             elif kind == K_END:
                 # ---- LM l: the tasks ending at one instant on its workers ----
                 gi = ma
@@ -808,27 +777,7 @@ def run_lean(
                 counts[C_FINISHED] += 1
                 if not armed[l]:
                     armed[l] = True
-                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                        ht,
-                        hs,
-                        hm,
-                        hn,
-                        msg,
-                        m_free,
-                        n_mfree,
-                        n_msg,
-                        _arm_at(now, phase[l], heartbeat),
-                        seq,
-                        K_HEARTBEAT,
-                        0,
-                        l,
-                        0,
-                        0,
-                        0,
-                        0,
-                        0,
-                    )
-                    seq += 1
+                    q = _post(q, _arm_at(now, phase[l], heartbeat), K_HEARTBEAT, 0, l, 0, 0, 0, 0, 0)
                 if n_done > tb.shape[0]:
                     tb = _grow(tb, n_done)
                 for x in range(n_done):
@@ -866,27 +815,7 @@ def run_lean(
                     n_pl += cnt
                     live_pl += 1
                     counts[C_TASK_DONE] += 1
-                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                        ht,
-                        hs,
-                        hm,
-                        hn,
-                        msg,
-                        m_free,
-                        n_mfree,
-                        n_msg,
-                        now + d_lg,
-                        seq,
-                        K_DONE,
-                        og,
-                        l,
-                        p0,
-                        cnt,
-                        processed[l, og],
-                        0,
-                        0,
-                    )
-                    seq += 1
+                    q = _post(q, now + d_lg, K_DONE, og, l, p0, cnt, processed[l, og], 0, 0)
                     tb[x] = -1
             elif kind == K_HEARTBEAT:
                 # ---- LM l's heartbeat: the changes since each GM was last told, except the GM's own ----
@@ -954,27 +883,9 @@ def run_lean(
                             n_sent += 1
                             counts[C_STATE_DELTA] += 1
                             live_pl += 1
-                            ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                                ht,
-                                hs,
-                                hm,
-                                hn,
-                                msg,
-                                m_free,
-                                n_mfree,
-                                n_msg,
-                                now + d_lg,
-                                seq,
-                                K_DELTA,
-                                g2,
-                                l,
-                                p0,
-                                n_new,
-                                processed[l, g2],
-                                1 if byset[g2] else 0,
-                                0,
+                            q = _post(
+                                q, now + d_lg, K_DELTA, g2, l, p0, n_new, processed[l, g2], 1 if byset[g2] else 0, 0
                             )
-                            seq += 1
                         lm_counts[l, L_UPDATES_SENT] += n_sent
                     else:
                         for g2 in range(G):
@@ -1000,27 +911,7 @@ def run_lean(
                                     n_pl += 1
                             n_pl += cnt
                             live_pl += 1
-                            ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                                ht,
-                                hs,
-                                hm,
-                                hn,
-                                msg,
-                                m_free,
-                                n_mfree,
-                                n_msg,
-                                now + d_lg,
-                                seq,
-                                K_DELTA,
-                                g2,
-                                l,
-                                p0,
-                                cnt,
-                                processed[l, g2],
-                                0,
-                                0,
-                            )
-                            seq += 1
+                            q = _post(q, now + d_lg, K_DELTA, g2, l, p0, cnt, processed[l, g2], 0, 0)
                 else:
                     for g2 in range(G):
                         sent[l, g2] = sq_now
@@ -1282,27 +1173,7 @@ def run_lean(
                         dec_t[n_dec] = now
                         n_dec += 1
                     counts[C_LAUNCH_REQ] += 1
-                    ht, hs, hm, hn, msg, n_mfree, n_msg = _post(
-                        ht,
-                        hs,
-                        hm,
-                        hn,
-                        msg,
-                        m_free,
-                        n_mfree,
-                        n_msg,
-                        now + d_gl,
-                        seq,
-                        K_LAUNCH,
-                        g,
-                        lm,
-                        req,
-                        p0,
-                        cnt,
-                        0,
-                        0,
-                    )
-                    seq += 1
+                    q = _post(q, now + d_gl, K_LAUNCH, g, lm, req, p0, cnt, 0, 0)
                 n_bk[lm] = 0
             n_dirty = 0
             if outstanding <= 0:
