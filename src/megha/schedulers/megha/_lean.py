@@ -84,6 +84,7 @@ def lean_runner(
             return None
 
     def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        """The runner's hook: the compiled run if the switch allows it (True when it completed the run)."""
         if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
             return False
         done = _run(ctx, layout, gms, lms, route, engine, source, stall_timeout)
@@ -103,6 +104,8 @@ def _run(
     source: Any,
     stall: float,
 ) -> bool:
+    """Run the deployment in the compiled loop; False (nothing recorded) when it does not model this run. Raises the
+    ledger's over-commit error if the loop reports one."""
     from megha.model.constraints import NUM_CONSTRAINTS
     from megha.schedulers.megha import _lean_kernel as K
 

@@ -81,6 +81,7 @@ def lean_runner(
         return None
 
     def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        """The runner's hook: the compiled run if the switch allows it (True when it completed the run)."""
         if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
             return False
         done = _run(ctx, monitors, scheds, route, engine, source, stall_timeout)
@@ -99,6 +100,8 @@ def _run(
     source: Any,
     stall: float,
 ) -> bool:
+    """Run the deployment in the compiled loop; False (nothing recorded) when it does not reproduce this run. Raises
+    the ledger's over-commit error if the loop reports one."""
     if getattr(engine, "processing", True) is not None or engine._started:
         return False
     dm = engine.delay_model
