@@ -122,3 +122,48 @@ def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: p
     want = r"^\S+/workers[0-2]: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
     with pytest.raises(SimulationError, match=want):
         simulate(cfg)
+
+
+def test_event_queue_order_and_growth() -> None:
+    """The compiled loop's event queue (``_post``, ``_take``) hands out events as a heap of (time, posting order)
+    does, each with its message's fields, through the heap's and the message table's growth and the reuse of freed
+    rows."""
+    import heapq
+
+    import numpy as np
+
+    from megha.schedulers.megha._lean_kernel import Q_FREE, Q_HEAP, Q_ROWS, Q_SEQ, _post, _take
+
+    rng = np.random.default_rng(1)
+    q = (
+        np.empty(4),
+        np.empty(4, dtype=np.int64),
+        np.empty(4, dtype=np.int64),
+        np.zeros((4, 8), dtype=np.int64),
+        np.empty(4, dtype=np.int64),
+        0,
+        0,
+        0,
+        0,
+    )
+    ref: list[tuple[float, int]] = []  # (time, posting order): the engine's order
+    posted = 0
+    for _ in range(60):
+        for _ in range(int(rng.integers(0, 40))):
+            t = float(rng.integers(0, 20))  # many ties
+            q = _post(q, t, 3, 1, 2, posted, posted + 1, 0, 0, 0)
+            heapq.heappush(ref, (t, posted))
+            posted += 1
+        for _ in range(int(rng.integers(0, 40))):
+            if not ref:
+                assert q[Q_HEAP] == 0
+                break
+            t, row, q = _take(q)
+            msg = q[3]
+            assert (t, int(msg[row, 3])) == heapq.heappop(ref)
+            assert msg[row, 0] == 3 and msg[row, 4] == msg[row, 3] + 1
+    while ref:
+        t, row, q = _take(q)
+        assert (t, int(q[3][row, 3])) == heapq.heappop(ref)
+    assert q[Q_HEAP] == 0 and q[Q_SEQ] == posted
+    assert q[Q_FREE] == q[Q_ROWS] and 4 < q[Q_ROWS] < posted  # the table grew, and freed rows were reused
