@@ -26,6 +26,20 @@ def test_two_resource_forms_match_the_general_ones() -> None:
             assert _same(getattr(TWO, name)(a, b), getattr(GENERAL, name)(a, b)), (name, a, b)
         for name in ("room_for", "room_min"):
             assert getattr(TWO, name)(a, b, c) == getattr(GENERAL, name)(a, b, c), (name, a, b, c)
+        assert _same(TWO.place(a, b, c), GENERAL.place(a, b, c)), ("place", a, b, c)
+        d = [float(x) for x in rng.choice(values, 2)]
+        two, gen = TWO.beat(a, b, c, d), GENERAL.beat(a, b, c, d)
+        assert all(_same(x, y) for x, y in zip(two, gen, strict=True)), ("beat", a, b, c, d)
+
+
+def test_fused_forms_are_the_single_steps() -> None:
+    """``beat`` is (diff, plus, has_free) and ``place`` is room_for then plus, for both forms."""
+    cap, bg, used, need, d = [1.0, 2.0], [0.5, 0.25], [0.25, 1.5], [0.1, 0.1], [0.5, 0.5]
+    for ops in (TWO, GENERAL):
+        free = ops.diff(cap, used)
+        assert ops.beat(cap, bg, used, need) == (free, ops.plus(bg, used), ops.has_free(free, need))
+        assert ops.place(cap, used, d) == ops.plus(used, d)
+        assert ops.place(cap, used, [0.5, 0.6]) is None
 
 
 def test_max_keeps_the_first_of_equal_values() -> None:

@@ -98,38 +98,16 @@ def k_assign_masked(
             keep[best] = False
             continue
         if p < 0:  # its entry: the one with its key before this placement (keys are distinct: positions)
-            lo = 0
-            hi = n
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if oload[mid] < was or (oload[mid] == was and order[mid] < best):
-                    lo = mid + 1
-                else:
-                    hi = mid
-            p = lo
+            p = _first_not_below(oload, order, 0, n, was, best)
         # to its new key's place: after every smaller (load, position), before every larger one (the order is
         # sorted: a binary search on each side, then one shift)
         if p + 1 < n and (oload[p + 1] < m or (oload[p + 1] == m and order[p + 1] < best)):
-            lo = p + 1
-            hi = n
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if oload[mid] < m or (oload[mid] == m and order[mid] < best):
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _first_not_below(oload, order, p + 1, n, m, best)
             order[p : lo - 1] = order[p + 1 : lo]
             oload[p : lo - 1] = oload[p + 1 : lo]
             p = lo - 1
         elif p > 0 and (oload[p - 1] > m or (oload[p - 1] == m and order[p - 1] > best)):
-            lo = 0
-            hi = p
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if oload[mid] < m or (oload[mid] == m and order[mid] < best):
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = _first_not_below(oload, order, 0, p, m, best)
             order[lo + 1 : p + 1] = order[lo:p].copy()
             oload[lo + 1 : p + 1] = oload[lo:p].copy()
             p = lo
@@ -138,6 +116,19 @@ def k_assign_masked(
         if p < head:
             head = p
     return out
+
+
+@njit(cache=True, nogil=True)
+def _first_not_below(oload: np.ndarray, order: np.ndarray, lo: int, hi: int, key: float, pos: int) -> int:
+    """The first entry in ``lo .. hi - 1`` of the sorted order whose ``(load, position)`` is not below ``(key, pos)``
+    (``hi`` if none): a binary search."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if oload[mid] < key or (oload[mid] == key and order[mid] < pos):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit(cache=True, nogil=True)
@@ -169,14 +160,7 @@ def _assign_scan(
     load = np.empty(k)
     gone = np.zeros(k, dtype=np.bool_)
     for j in range(k):
-        m = -np.inf
-        fits = True
-        for x in range(r):
-            v = (cap[j, x] - free[j, x]) / safe[j, x]
-            if x == 0 or v > m:
-                m = v
-            if not free[j, x] + _EPS >= d[x]:
-                fits = False
+        m, fits = _load_fits(free, cap, safe, d, j)
         load[j] = m
         gone[j] = not fits
     out = np.full(masks.size, -1, dtype=np.int64)
@@ -195,16 +179,9 @@ def _assign_scan(
         if best < 0:
             continue
         out[t] = best
-        m = -np.inf
-        fits = True
         for x in range(r):
-            f = free[best, x] - d[x]
-            free[best, x] = f
-            v = (cap[best, x] - f) / safe[best, x]
-            if x == 0 or v > m:
-                m = v
-            if not f + _EPS >= d[x]:
-                fits = False
+            free[best, x] = free[best, x] - d[x]
+        m, fits = _load_fits(free, cap, safe, d, best)
         load[best] = m
         if one or not fits:
             gone[best] = True

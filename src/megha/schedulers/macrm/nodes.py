@@ -28,7 +28,7 @@ Every node keeps its own state and follows the per-node rules exactly:
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from heapq import heappush
 from typing import Any
 
@@ -409,32 +409,36 @@ class NodeManagers(Component):
         self.light[i] = True
         return True
 
-    def _release_sampling(self, i: int, token: tuple, now: float) -> None:
-        if self.pending[i] is None or self.pending[i] != token:
-            return
-        self.pending[i] = None
-        h = self.hold[i]
-        if h is not None:
-            self._unhold(i, h)
-        if self.light[i]:  # released unchanged while dormant: a new dormant spell (_resleep), same ticks and chain
-            self.light[i] = False
-            cad = self.cad
-            if cad.eager or self.central or not self.alive[i] or self.missed[i]:
-                self._wake(i, now)  # (not reached: faults and the switch to centralized mode wake light nodes)
-                return
-            cad._rank += 1
-            self.rank[i] = cad._rank
-            if i in self.wheel.where:
-                tr = cad.trackers[self.group]
-                if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
-                    tr.vf_added(i, now)
-            return
-        if self.missed[i] and self.alive[i]:
-            self._send_hb(i, now)
-        elif self._clean:
-            tick = self._clean.pop(i, None)
-            if tick is not None and tick > now:
-                self._resleep(i, tick, now)
+    def _release_sampling(self, nodes: Iterable[int], token: tuple, now: float) -> None:
+        """The sampling ``token`` ends on each of ``nodes`` (local indices, in order) that it is still pending on."""
+        pending, hold, light = self.pending, self.hold, self.light
+        for i in nodes:
+            p = pending[i]
+            if p is None or p != token:
+                continue
+            pending[i] = None
+            h = hold[i]
+            if h is not None:
+                self._unhold(i, h)
+            if light[i]:  # released unchanged while dormant: a new dormant spell (_resleep), same ticks and chain
+                light[i] = False
+                cad = self.cad
+                if cad.eager or self.central or not self.alive[i] or self.missed[i]:
+                    self._wake(i, now)  # (not reached: faults and the switch to centralized mode wake light nodes)
+                    continue
+                cad._rank += 1
+                self.rank[i] = cad._rank
+                if i in self.wheel.where:
+                    tr = cad.trackers[self.group]
+                    if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
+                        tr.vf_added(i, now)
+                continue
+            if self.missed[i] and self.alive[i]:
+                self._send_hb(i, now)
+            elif self._clean:
+                tick = self._clean.pop(i, None)
+                if tick is not None and tick > now:
+                    self._resleep(i, tick, now)
 
     def _resleep(self, i: int, tick: float, now: float) -> None:
         """Node ``i`` answered a sampling that left it unchanged: its heartbeat at ``tick`` (the real timer a sampling
@@ -464,10 +468,9 @@ class NodeManagers(Component):
         if len(c):
             self._start(c, now, from_arbitrator=False)
         lo = self.lo
-        for node in c.nodes:
-            self._release_sampling(node - lo, msg.token, now)
-        for node in msg.cancel:
-            self._release_sampling(node - lo, msg.token, now)
+        self._release_sampling([node - lo for node in c.nodes], msg.token, now)
+        if len(msg.cancel):
+            self._release_sampling([node - lo for node in msg.cancel], msg.token, now)
 
     def _unhold(self, i: int, batch: list) -> None:
         """Node ``i`` no longer waits for its response timeout (``batch``); the timer goes when no node does."""
@@ -488,7 +491,7 @@ class NodeManagers(Component):
             if pending[i] is None or pending[i] != token:
                 continue
             self.stats["hold_timeouts"] += 1
-            self._release_sampling(i, token, now)
+            self._release_sampling((i,), token, now)
             self._flush(now)
 
     # --- heartbeats --------------------------------------------------------------------------------------------
@@ -526,9 +529,7 @@ class NodeManagers(Component):
         self.waiting[i] += 1
         self.wait_since[i] = now
         self.stats["heartbeats"] += 1
-        u = self.used[i]
-        ops = self.ops
-        free = ops.diff(self.capl[i], u)
+        free, row, has_free = self.ops.beat(self.capl[i], self.bgl[i], self.used[i], self._need)
         route = self.port.route(self.tracker, "on_message_hb1", Heartbeat) if not self.track_users else False
         if route:  # the tracker's handler of one node's heartbeat, without the message object (same event)
             append, handler, d, seq, cell, _ = route
@@ -537,7 +538,7 @@ class NodeManagers(Component):
                     now + d,
                     seq(),
                     handler,
-                    (self.lo + i, free, ops.plus(self.bgl[i], u), self.arb_seq[i], None),
+                    (self.lo + i, free, row, self.arb_seq[i], None),
                 )
             )
             cell[0] += 1
@@ -553,7 +554,7 @@ class NodeManagers(Component):
         self.rank[i] = cad._rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        if ops.has_free(free, self._need):  # _has_free(i)
+        if has_free:  # _has_free(i)
             self.wheel.add(i, a)
             tr = cad.trackers[self.group]
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
@@ -621,7 +622,7 @@ class NodeManagers(Component):
         track_users = self.track_users
         fail_p = self.fail_p
         ops = self.ops
-        room_for, plus, over = ops.room_for, ops.plus, ops.over
+        place, over = ops.place, ops.over
         tq = self._tq
         if tq is None and self.cad is not None:
             tq = self._tq = timer_queue_of(self.port)
@@ -644,14 +645,14 @@ class NodeManagers(Component):
             if t >= 0 and (job_attempt.get(job, 0) > att or t in containers):
                 rejected.append(k)  # stale job manager attempt (fenced) or already running here
                 continue
-            row = used[i]
             cap = capl[i]
-            if not room_for(cap, row, d):
+            row = place(cap, used[i], d)
+            if row is None:
                 rejected.append(k)
                 continue
             if dormant[i] and (news[i] is None or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
-                self._wake(i, now, True)
-            used[i] = row = plus(row, d)
+                self._wake(i, now, True)  # (a heartbeat in flight carries the row before this container)
+            used[i] = row
             if over(row, cap):
                 raise SimulationError(
                     f"{self.address}: node {node} over-committed at t={now:.6f}: used {row} > capacity {cap}"
@@ -1138,9 +1139,7 @@ class NodeManagers(Component):
         if cell is None:
             cell = self._hb_cell = cad.cell(Heartbeat)
         cell[0] += 1
-        u = self.used[i]
-        ops = self.ops
-        free = ops.diff(self.capl[i], u)
+        free, row, has_free = self.ops.beat(self.capl[i], self.bgl[i], self.used[i], self._need)
         a = t + self.hb
         self.anchor[i] = a
         self._memo[i] = (0, a)
@@ -1149,7 +1148,6 @@ class NodeManagers(Component):
         self.rank[i] = rank
         self.fwd_tick[i] = None
         self.fwd_count[i] = 0
-        has_free = ops.has_free(free, self._need)
         tr = cad.trackers[self.group]
         if has_free:
             wheel = self.wheel  # wheel.add(i, a)
@@ -1159,7 +1157,6 @@ class NodeManagers(Component):
             wheel.size += 1
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
                 tr.vf_added(i, now)
-        row = ops.plus(self.bgl[i], u)
         node = self.lo + i
         if tr.n_dead:
             forwarded = tr.heard(node, free, row, self.arb_seq[i], has_free, now)

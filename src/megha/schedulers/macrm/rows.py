@@ -52,6 +52,18 @@ def has_free_n(free: list[float], need: list[float]) -> bool:
     return all(map(ge, free, need)) and max(free) > EPS
 
 
+def beat_n(cap: list[float], bg: list[float], used: list[float], need: list[float]) -> tuple[list, list, bool]:
+    """What a node's heartbeat carries: ``(free, used row, has_free)`` — :func:`diff_n` of ``cap`` and ``used``,
+    :func:`plus_n` of ``bg`` and ``used``, and :func:`has_free_n` of the free row (one call instead of three)."""
+    free = diff_n(cap, used)
+    return free, plus_n(bg, used), has_free_n(free, need)
+
+
+def place_n(cap: list[float], used: list[float], d: list[float]) -> list[float] | None:
+    """``used + d`` if ``d`` fits (:func:`room_for_n`), else None (a container starting on a node)."""
+    return plus_n(used, d) if room_for_n(cap, used, d) else None
+
+
 def diff_2(a: list[float], b: list[float]) -> list[float]:
     """:func:`diff_n` of two resources."""
     return [a[0] - b[0], a[1] - b[1]]
@@ -90,6 +102,23 @@ def has_free_2(free: list[float], need: list[float]) -> bool:
     return a >= need[0] and b >= need[1] and (b if b > a else a) > EPS
 
 
+def beat_2(cap: list[float], bg: list[float], used: list[float], need: list[float]) -> tuple[list, list, bool]:
+    """:func:`beat_n` of two resources."""
+    u0, u1 = used
+    a = cap[0] - u0
+    b = cap[1] - u1
+    return [a, b], [bg[0] + u0, bg[1] + u1], a >= need[0] and b >= need[1] and (b if b > a else a) > EPS
+
+
+def place_2(cap: list[float], used: list[float], d: list[float]) -> list[float] | None:
+    """:func:`place_n` of two resources."""
+    u0, u1 = used
+    d0, d1 = d
+    if (cap[0] - u0) + EPS >= d0 and (cap[1] - u1) + EPS >= d1:
+        return [u0 + d0, u1 + d1]
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class RowOps:
     """The row operations for one row length."""
@@ -101,10 +130,12 @@ class RowOps:
     room_min: Callable[[list[float], list[float], list[float]], bool]
     over: Callable[[list[float], list[float]], bool]
     has_free: Callable[[list[float], list[float]], bool]
+    beat: Callable[[list[float], list[float], list[float], list[float]], tuple[list, list, bool]]
+    place: Callable[[list[float], list[float], list[float]], list[float] | None]
 
 
-GENERAL = RowOps(diff_n, plus_n, minus_clip_n, room_for_n, room_min_n, over_n, has_free_n)
-TWO = RowOps(diff_2, plus_2, minus_clip_2, room_for_2, room_min_2, over_2, has_free_2)
+GENERAL = RowOps(diff_n, plus_n, minus_clip_n, room_for_n, room_min_n, over_n, has_free_n, beat_n, place_n)
+TWO = RowOps(diff_2, plus_2, minus_clip_2, room_for_2, room_min_2, over_2, has_free_2, beat_2, place_2)
 
 
 def row_ops(n_res: int) -> RowOps:
