@@ -679,8 +679,8 @@ class NodeManagers(Component):
             lst = ends.get(end)
             if lst is None:
                 ends[end] = [t]
-                if tq is not None:  # self.port.set_timer(end - now, ("end", end)) with _end_due as its handler
-                    heappush(tq.heap, (now + (end - now), tq.next_seq(), self._end_due, end))
+                if tq is not None:  # self.port.set_timer(end - now, ("end", end)) with _ends_at as its handler
+                    heappush(tq.heap, (now + (end - now), tq.next_seq(), self._ends_at, end))
                 else:
                     self.port.set_timer(end - now, ("end", end))
             else:
@@ -731,13 +731,9 @@ class NodeManagers(Component):
                 del uu[e[5]]
         return e
 
-    def _end_due(self, key: float, now: float) -> None:
-        """The timer of the containers ending at ``key`` (:meth:`on_timer` with ``("end", key)``, directly)."""
-        self._ends_at(key, now)
-        if self._hb_out:
-            self._flush(now)
-
     def _ends_at(self, key: float, now: float) -> None:
+        """The containers ending at ``key`` end (the timer ``("end", key)``; with fast-forward its event calls this
+        directly), and the heartbeats they trigger leave."""
         tasks = self._ends.pop(key, ())
         if len(tasks) == 1 and self.cad is not None:  # one task ends (the common case): the loop below, step for step
             t = tasks[0]
@@ -771,6 +767,8 @@ class NodeManagers(Component):
                     cell[0] += 1
                 else:
                     self.port.send(owner, Finished([t], [self.lo + i]))
+                if self._hb_out:
+                    self._flush(now)
                 return
         done: dict[str, tuple[list, list]] = {}
         failed: dict[str, tuple[list, list]] = {}
@@ -806,6 +804,8 @@ class NodeManagers(Component):
             self.port.send(owner, Finished(ts, ns))
         for owner, (ts, ns) in failed.items():
             self.port.send(owner, TaskFailed(ts, ns))
+        if self._hb_out:
+            self._flush(now)
 
     def _fail_now(self, tasks: list[int], now: float) -> None:
         """Injected task failures: the processes die now."""
