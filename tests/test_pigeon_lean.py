@@ -272,3 +272,49 @@ def test_random_pick_is_the_masters_pick() -> None:
             s2 = np.concatenate([pad, static])
             assert take_random(a2, s2, 3, 3 + n_words, u) == one_group(a1, static, u)
             assert np.array_equal(a2[3:], a1)
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: pytest.MonkeyPatch, busy: bool) -> None:
+    """The compiled loop launches tasks through the ledger's compiled claim: a worker that runs a task already (here
+    every worker of a hand-made ledger runs task 10**9 from the start) is the ledger's over-commit error, with the
+    launching master's group's name (as ``SimPigeonMaster`` raises it), raised from the compiled run (not a
+    fall-back to the components)."""
+    from megha.errors import SimulationError
+    from megha.schedulers.common.ledger import WorkerLedger
+    from megha.schedulers.pigeon import _lean
+
+    class Busy(WorkerLedger):
+        def __init__(self, *args: object, **kw: object) -> None:
+            super().__init__(*args, **kw)
+            if busy:
+                self.task[:] = 10**9
+
+    monkeypatch.setattr(_lean, "WorkerLedger", Busy)
+    monkeypatch.setenv("PIGEON_LEAN", "1")
+    cfg = RunConfig(scheduler="pigeonc", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
+    if not busy:  # the hand-made ledger itself changes nothing
+        assert simulate(cfg).extras.get("compiled_run") is True
+        return
+    want = (
+        r"^pigeonc/workers\d+: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
+    )
+    with pytest.raises(SimulationError, match=want):
+        simulate(cfg)
+
+
+def test_over_commit_names_the_group_of_the_worker() -> None:
+    """The error names the master's group (its own ledger's owner) and the task the worker runs in the loop's ledger;
+    workers are global ids, a group's rows start at its lowest worker."""
+    from megha.errors import SimulationError
+    from megha.schedulers.common.ledger import WorkerLedger
+    from megha.schedulers.pigeon._lean import _raise_over_commit
+    from megha.schedulers.pigeon.workers import group_ledger
+
+    led = WorkerLedger("pigeon/workers", 10, slot_array=True)
+    led.task[7] = 4
+    group = group_ledger("pigeonc/workers1", np.arange(5, 10))
+    with pytest.raises(SimulationError, match=r"^pigeonc/workers1: worker 7 over-committed at t=1\.500000: task 9 "):
+        _raise_over_commit(led, group, 7, 9, 1.5)
+    with pytest.raises(SimulationError, match=r"launched while it runs task 4$"):
+        _raise_over_commit(led, group, 7, 9, 1.5)

@@ -9,6 +9,11 @@ fingerprint), the event count, the end time, the message counts and the counters
 still built (their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up
 before it touches the recorder, and the runner then runs the components as usual.
 
+What each worker runs is kept in a :class:`~megha.schedulers.common.ledger.WorkerLedger` of the whole datacenter
+(``slot_array=True``; its ``task`` array is the loop's), started and ended through the ledger's compiled checks; an
+over-commit inside the loop raises the ledger's error with the launching master's group's name
+(:meth:`WorkerLedger.part` of the group's rows, named as the master's own ledger), as the components do.
+
 The compiled loop takes a while to compile the first time (numba then caches it next to the module), so by default
 (``PIGEON_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's cache) or the
 run has at least :data:`COLD_MIN_TASKS` tasks; ``PIGEON_LEAN=1`` always uses it, ``PIGEON_LEAN=0`` never.
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -26,6 +31,7 @@ from megha.metrics.recorder import TaskRecorder
 from megha.model.constraints import MASK_DTYPE
 from megha.model.matching import Policy
 from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
 from megha.schedulers.pigeon.distributor import PigeonDistributor
 from megha.schedulers.pigeon.messages import Ended, Start, TaskBatch, TaskDone, TasksDone
@@ -94,6 +100,7 @@ def lean_runner(
             return None
 
     def run(engine: Any, source: Any, stall_timeout: float) -> bool:
+        """The runner's hook: the compiled run if the switch allows it (True when it completed the run)."""
         if any((d.health is not None and d.health.degraded) or d.parked for d in dists) or any(m.dead for m in masters):
             return False  # failures are the components' business
         if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
@@ -138,6 +145,8 @@ def _run(
     source: Any,
     stall: float,
 ) -> bool:
+    """Run the deployment in the compiled loop; False (nothing recorded) when it does not reproduce this run. Raises
+    the ledger's over-commit error if the loop reports one."""
     if getattr(engine, "processing", True) is not None or engine._started:
         return False
     dm = engine.delay_model
@@ -194,6 +203,7 @@ def _run(
     m_off = np.zeros(n_m + 1, dtype=np.int64)
     np.cumsum([m.workers.size for m in masters], out=m_off[1:])
     worker_masks = np.ascontiguousarray(ctx.datacenter.worker_masks, dtype=np.int64)
+    n_w = worker_masks.size
     weights = dists[0].weights
     if weights.reference:
         ref = (weights._ref_keys, weights._ref_counts, weights._ref_owner)
@@ -205,7 +215,8 @@ def _run(
         counts = np.zeros(K.N_COUNTS, dtype=np.int64)
         m_stats = np.zeros((n_m, 4), dtype=np.int64)
         d_jobs = np.zeros((n_d, 2), dtype=np.int64)
-        end = np.zeros(1)
+        end = np.zeros(2)
+        ledger = WorkerLedger("pigeon/workers", n_w, slot_array=True)  # what each worker runs (a fresh one per try)
         status, logs_n, *logs = K.run_lean(
             np.ascontiguousarray(source.order, dtype=np.int64),
             np.ascontiguousarray(w.job_arrival, dtype=np.float64),
@@ -240,6 +251,7 @@ def _run(
             float(m0.launch_delay),
             float(m0.report_delay),
             float(stall),
+            ledger.task,
             counts,
             m_stats,
             d_jobs,
@@ -248,6 +260,9 @@ def _run(
         if status != K.NEED_UNIFORMS or n_uni >= n_f + _BLOCK:
             break
         n_uni = min(2 * n_uni, n_f + _BLOCK)
+    if status == K.OVER_COMMIT:
+        m = masters[int(counts[K.C_OVER_MASTER])]
+        _raise_over_commit(ledger, m.ledger, int(counts[K.C_OVER_WORKER]), int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
     n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()
@@ -286,3 +301,9 @@ def _run(
     source.pos = c[K.C_POS]
     source.skipped_jobs += c[K.C_SKIPPED]
     return True
+
+
+def _raise_over_commit(ledger: WorkerLedger, group: WorkerLedger, w: int, t: int, at: float) -> NoReturn:
+    """The master's over-commit error (``SimPigeonMaster._launch``'s): task ``t`` launched at ``at`` on worker ``w``
+    of the master whose own ledger is ``group``, which runs a task in ``ledger`` (the compiled loop's)."""
+    ledger.part(group.owner, group.first, group.n_workers).over_slot(w, t, at)

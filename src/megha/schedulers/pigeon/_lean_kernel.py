@@ -9,9 +9,15 @@ queuing, the in-process workers' ends — in one call, as the components do on t
 the same random draws (each distributor's and each master's generator, drawn ahead by the caller) and the events in
 the same order (one queue ordered by time, then by the engine's sequence number, taken in the order the components
 take theirs). It returns the recorder's logs; it fills the message counts and the counters. Anything it cannot
-reproduce (a stall the watchdog would report, a run that runs out of events, a choice past the last master, an
-over-commit) makes it stop with :data:`GAVE_UP` and the caller runs the components instead; a master that ran out of
-the uniform numbers drawn for it stops it with :data:`NEED_UNIFORMS`.
+reproduce (a stall the watchdog would report, a run that runs out of events, a choice past the last master) makes it
+stop with :data:`GAVE_UP` and the caller runs the components instead; a master that ran out of the uniform numbers
+drawn for it stops it with :data:`NEED_UNIFORMS`.
+
+What each worker runs is a :class:`~megha.schedulers.common.ledger.WorkerLedger`'s: the caller passes its ``task``
+array (``slot_array=True``, global worker ids) and the loop starts and ends tasks through the ledger's compiled
+checks (:mod:`megha.schedulers.common._ledger_kernels`). A launch on a worker that runs a task already stops the loop
+with :data:`OVER_COMMIT` (the master, the worker and the task in ``counts``, the instant in ``end[1]``), and the
+caller raises the ledger's error with that master's group's name, as the components do.
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from megha.schedulers.common._ledger_kernels import claim_slot, release_slot
+
 OK = 0
 GAVE_UP = 1
 NEED_UNIFORMS = 2
+OVER_COMMIT = 3  # a launch on a worker that runs a task (C_OVER_MASTER, C_OVER_WORKER, C_OVER_TASK, end[1])
 
 # event kinds
 E_SRC, E_WD, E_JOB, E_BATCH, E_END, E_DONE = range(6)
@@ -38,7 +47,10 @@ C_TASKSDONE = 7  # TasksDone
 C_EVENTS = 8
 C_SKIPPED = 9  # jobs without a feasible task
 C_POS = 10  # the source's position in its arrival order
-N_COUNTS = 11
+C_OVER_MASTER = 11  # OVER_COMMIT: the master that launched
+C_OVER_WORKER = 12  # OVER_COMMIT: the worker
+C_OVER_TASK = 13  # OVER_COMMIT: the task launched on it
+N_COUNTS = 14
 
 # worker choice of the masters (Policy)
 P_RANDOM, P_MIN_CONSTRAINTS, P_FIRST = range(3)
@@ -149,6 +161,7 @@ def _send(in_lane: bool, t: float, k: int, a: int, b: int, hq: np.ndarray, ht: n
 # --- the masters' groups of tasks ending at the same instant: (master, end) -> group, open addressing -------------
 @njit(cache=True, inline="always")
 def _end_home(size: int, m: int, e: float) -> int:
+    """The home slot of (master ``m``, end ``e``) in a table of ``size`` (a power of two) entries."""
     h = (np.uint64(np.int64(e * 1048576.0)) + np.uint64(m) * np.uint64(0x632BE59BD9B4E019)) * np.uint64(
         0x9E3779B97F4A7C15
     )
@@ -204,6 +217,7 @@ def end_del(end_t: np.ndarray, end_m: np.ndarray, end_g: np.ndarray, m: int, e: 
 # --- the masters' state ------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _popcount(x: np.uint64) -> int:
+    """The number of set bits of ``x``."""
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -410,7 +424,7 @@ def take_head(q: int, p: int, q_cnt: np.ndarray, qd_mask: np.ndarray, qd_seq: np
 @njit(cache=True)
 def group_words(umask: np.ndarray, worker_masks: np.ndarray, m_workers: np.ndarray, m_off: np.ndarray,
                 m_word: np.ndarray, ref_keys: np.ndarray, ref_counts: np.ndarray, ref_owner: np.ndarray,
-                reference: bool) -> tuple:  # fmt: skip
+                reference: bool) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Per mask number: the packed set of workers having every constraint of the mask (each master's group from
     its word ``m_word[g]``, in the group's bit order: its workers as listed), and per master the cumulative count
     (over masters) of those workers — :meth:`~megha.schedulers.pigeon.distributor.MasterWeights.cumulative` with
@@ -517,6 +531,7 @@ def run_lean(
     launch_delay: float,
     report_delay: float,
     timeout: float,
+    on_worker: np.ndarray,
     counts: np.ndarray,
     m_stats: np.ndarray,
     d_jobs: np.ndarray,
@@ -530,9 +545,11 @@ def run_lean(
     distributor draws per job, ``d_int`` from ``d_ioff[d]``); ``w_res``: the workers reserved for short tasks;
     ``ref_*``: the reference's constraint-set table when ``reference`` (see :func:`group_words`);
     ``d_*``/``*_lane``: the links' delays (source → distributor, distributor → master, master → distributor) and
-    whether they take the engine's lane. Fills ``counts`` (``C_*``), ``m_stats`` (``S_*`` per master), ``d_jobs``
-    (short and long jobs per distributor) and ``end[0]`` (the last event's time); returns ``(status, log sizes,
-    decided ids, times, comm ids, delays, started ids, times, workers, finished ids, times, known ids, times)``."""
+    whether they take the engine's lane; ``on_worker``: the ledger's ``task`` array (every worker free), the task
+    each worker runs. Fills ``counts`` (``C_*``), ``m_stats`` (``S_*`` per master), ``d_jobs`` (short and long jobs
+    per distributor), ``end[0]`` (the last event's time) and on :data:`OVER_COMMIT` ``end[1]`` (its instant);
+    returns ``(status, log sizes, decided ids, times, comm ids, delays, started ids, times, workers, finished ids,
+    times, known ids, times)``."""
     n_jobs = order.size
     n_f = ftasks.size
     n_w = worker_masks.size
@@ -583,7 +600,6 @@ def run_lean(
     w_weight = np.empty(m_workers.size, dtype=np.int64)  # constraints of each worker, as the masters list them
     for i in range(m_workers.size):
         w_weight[i] = _popcount(np.uint64(wm[m_workers[i]] & 0xFFFFFFFF))
-    on_worker = np.full(n_w, -1, dtype=np.int64)
     m_ucur = np.zeros(n_m, dtype=np.int64)
     n_uni = m_uni.shape[1]
     d_ucur = d_uoff.copy()
@@ -697,7 +713,7 @@ def run_lean(
                 t = t_enext[t]
             for i in range(n_it):
                 t = items[i]
-                on_worker[run_w[t]] = -1
+                release_slot(on_worker, run_w[t], 0)
                 fin_ids[n_fin] = t
                 fin_t[n_fin] = tp
                 n_fin += 1
@@ -973,10 +989,13 @@ def run_lean(
             for i in range(n_launch):
                 t = lt_t[i]
                 w = lt_w[i]
-                if on_worker[w] >= 0:  # an over-commit: the components raise it
-                    status = GAVE_UP
+                if not claim_slot(on_worker, w, t, 0):  # an over-commit: the caller raises the ledger's error
+                    status = OVER_COMMIT
+                    counts[C_OVER_MASTER] = g
+                    counts[C_OVER_WORKER] = w
+                    counts[C_OVER_TASK] = t
+                    end[1] = at
                     break
-                on_worker[w] = t
                 run_w[t] = w
                 dec_ids[n_dec] = t
                 dec_t[n_dec] = now
