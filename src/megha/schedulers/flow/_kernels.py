@@ -553,7 +553,9 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
     """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
 
     Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
-    and augments along the path. Returns the units moved (0 if no such node is reachable).
+    and augments along the path. Returns the units moved (0 if no such node is reachable). A target reached at
+    the distance of the node being scanned ends the scan at once: reduced costs are non-negative, so no later arc
+    of that node can give any label below it (the search then stops at the next pop; same labels, same result).
     """
     M[M_STAMP] += 1
     cur = M[M_STAMP]
@@ -599,6 +601,8 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
                         if N[N_EXC, w] < 0:
                             ub = nd
                             best = w
+                            if nd == d:  # no label below d is left: the rest of u's arcs cannot improve on it
+                                break
                         else:
                             n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
                 h = H[H_NEXT, h]
@@ -623,6 +627,8 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
                         if N[N_EXC, w] > 0:
                             ub = nd
                             best = w
+                            if nd == d:  # no label below d is left: the rest of u's arcs cannot improve on it
+                                break
                         else:
                             n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
                 h = H[H_NEXT, h]
