@@ -146,6 +146,8 @@ def _cfg(**opts) -> RunConfig:
         {"interval": 0.5, "slots_per_machine": 4, "rack_size": 3, "verify": True},
         {"interval": 1.0, "solver": "ortools"},
         {"interval": 1.0, "placement_cost": 2000, "unscheduled_cost": 10, "period": 1.0, "verify": True},
+        {"verify": True, "tie_break": "lifo"},
+        {"interval": 0.2, "verify": True, "tie_break": "lifo-hub", "cost_model": "quincy+priority+placement"},
     ],
 )
 def test_compiled_rounds_complete_every_task(opts: dict) -> None:

@@ -43,7 +43,13 @@ def _random_arc(rng: np.random.Generator, nodes: np.ndarray) -> tuple[int, int, 
 
 
 def _run_sequence(
-    seed: int, n_nodes: int, n_steps: int, bulk_units: int = 0, bulk_work: float = 0.0, lazy: bool = False
+    seed: int,
+    n_nodes: int,
+    n_steps: int,
+    bulk_units: int = 0,
+    bulk_work: float = 0.0,
+    lazy: bool = False,
+    tie_break: str = "degree",
 ) -> None:
     rng = np.random.default_rng(seed)
     net = FlowNetwork(node_capacity=4, arc_capacity=4)  # tiny: exercises growth
@@ -57,7 +63,7 @@ def _run_sequence(
     # a cheap-to-reach-feasible backbone: a cycle of generous arcs with a high cost
     for i in range(n_nodes):
         arcs.append(net.add_arc(int(nodes[i]), int(nodes[(i + 1) % n_nodes]), 40, 30))
-    sol = IncrementalSolver(bulk_units=bulk_units, bulk_work=bulk_work, lazy_potentials=lazy)
+    sol = IncrementalSolver(bulk_units=bulk_units, bulk_work=bulk_work, lazy_potentials=lazy, tie_break=tie_break)
     _assert_agrees(net, sol)
     live_nodes = list(nodes.tolist())
     for _ in range(n_steps):
@@ -112,6 +118,28 @@ def test_incremental_matches_ortools_after_every_change(seed: int, n_nodes: int,
 
 def test_long_sequence_on_a_bigger_graph() -> None:
     _run_sequence(12345, 40, 300)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_nodes=st.integers(2, 9),
+    n_steps=st.integers(1, 25),
+    tie=st.sampled_from(["lifo", "lifo-hub"]),
+)
+def test_every_tie_break_matches_ortools(seed: int, n_nodes: int, n_steps: int, tie: str) -> None:
+    """Another order of the nodes at equal distance may pick another optimal flow, never a dearer one."""
+    _run_sequence(seed, n_nodes, n_steps, tie_break=tie)
+
+
+@pytest.mark.parametrize("tie", ["lifo", "lifo-hub"])
+def test_tie_breaks_on_a_long_sequence(tie: str) -> None:
+    _run_sequence(12345, 40, 300, tie_break=tie)
+
+
+def test_unknown_tie_break_is_named() -> None:
+    with pytest.raises(InputError, match="tie_break"):
+        IncrementalSolver(tie_break="random")
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

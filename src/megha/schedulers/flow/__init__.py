@@ -50,6 +50,15 @@ class FlowOptions(SchedulerOptions):
             "0 = never (the benchmarks use 32)"
         ),
     )
+    tie_break: Literal["degree", "lifo", "lifo-hub"] = Field(
+        "degree",
+        description=(
+            "incremental solver: order of the nodes at equal distance in each shortest-path search; every order "
+            "gives an optimal flow, but where several flows are optimal each may pick another placement. degree = "
+            "lowest degree first; lifo = the node reached last first (depth first: fewer nodes settled); lifo-hub "
+            "= lifo with nodes of more than 256 arcs last"
+        ),
+    )
     slots_per_machine: int = Field(1, ge=1, description="K consecutive workers form one machine of K slots")
     rack_size: int = Field(0, ge=0, description="machines per rack aggregator under the cluster aggregator (0: none)")
     interval: float = Field(
@@ -181,7 +190,7 @@ def build_scheduler(
             rng=rng,
         )
     if graph is not None:
-        solver = make_solver(o.solver, bulk_work=o.bulk_work)
+        solver = make_solver(o.solver, bulk_work=o.bulk_work, tie_break=o.tie_break)
         if isinstance(solver, IncrementalSolver):
             solver.compute_cost = o.verify  # the round's cost is only needed to check it
         warm_up()  # numba compilation (or cache load) before the first round, outside any timed region

@@ -475,8 +475,33 @@ def k_reset_solution(N, A, H, M, DN, DA):
 
 
 # ------------------------------------------------------------------------------------------------ heap
-# entries are (distance, tie, node); among equal distances the node of lowest degree comes first, so a
-# search that can finish through a small node never scans a hub (an aggregator or the sink) at that distance
+# entries are (distance, tie, node); the tie key orders nodes at equal distance (see TIE_*): any order keeps
+# the search a Dijkstra (every answer optimal), but it decides how much of a level is settled before the
+# target turns up, and which of several optimal paths is taken
+TIE_DEGREE = 0
+"""Among equal distances the node of lowest degree comes first, so a search that can finish through a small node
+never scans a hub (an aggregator or the sink) at that distance. The default."""
+TIE_LIFO = 1
+"""Among equal distances the node reached last comes first (depth first along zero reduced costs)."""
+TIE_LIFO_HUB = 2
+"""As ``TIE_LIFO``, except that nodes above ``HUB_DEGREE`` arcs come after every other node of their distance
+(lowest degree first among them)."""
+TIE_NAMES = {"degree": TIE_DEGREE, "lifo": TIE_LIFO, "lifo-hub": TIE_LIFO_HUB}
+HUB_DEGREE = 256
+_HUB_KEY = np.int64(1) << np.int64(40)
+
+
+@njit(cache=True)
+def _tie_key(N, w, tie, seq):
+    """Heap tie key of node ``w`` reached as the ``seq``-th label of its search (see ``TIE_*``)."""
+    deg = N[N_DEG, w]
+    if tie == TIE_DEGREE:
+        return deg
+    if tie == TIE_LIFO_HUB and deg > HUB_DEGREE:
+        return _HUB_KEY + deg
+    return -seq
+
+
 @njit(cache=True)
 def _hpush(hd, ht, hv, n, d, t, v):
     i = n
@@ -549,7 +574,7 @@ def _push_half(N, A, H, h, delta):
 
 
 @njit(cache=True)
-def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
+def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie):
     """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
 
     Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
@@ -568,6 +593,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
     best = -1
     ns = 0
     scans = 0
+    seq = 0
     while n > 0:
         d = hd[0]
         u = hv[0]
@@ -604,7 +630,8 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
                             if nd == d:  # no label below d is left: the rest of u's arcs cannot improve on it
                                 break
                         else:
-                            n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
+                            seq += 1
+                            n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
         else:
             while h >= 0:
@@ -630,7 +657,8 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward):
                             if nd == d:  # no label below d is left: the rest of u's arcs cannot improve on it
                                 break
                         else:
-                            n = _hpush(hd, ht, hv, n, nd, N[N_DEG, w], w)
+                            seq += 1
+                            n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
     M[M_SCANS] += scans
     M[M_SETTLED] += ns
@@ -788,10 +816,11 @@ def _fix_arc(N, A, H, M, DN, a):
 
 
 @njit(cache=True)
-def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget):
+def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget, tie=TIE_DEGREE):
     """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal),
     or −1 if the searches scanned more than ``budget`` arcs (``budget`` ≤ 0: no limit) before all imbalances were
-    gone: the state is then valid (reduced-cost optimal, the imbalances left recorded as changes) but unsolved."""
+    gone: the state is then valid (reduced-cost optimal, the imbalances left recorded as changes) but unsolved.
+    ``tie`` orders the nodes of equal distance in each search (``TIE_*``; every order gives an optimal flow)."""
     # 1. price new nodes
     nd = M[M_NDN]
     for i in range(nd):
@@ -836,7 +865,7 @@ def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget):
         if stop:
             continue
         while N[N_EXC, v] != 0:
-            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0)
+            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0, tie)
             if moved == 0:
                 break
             if budget > 0 and M[M_SCANS] > limit:

@@ -83,6 +83,7 @@ class IncrementalSolver(Solver):
         bulk_units: int = BULK_UNITS,
         bulk_work: float = BULK_WORK,
         lazy_potentials: bool = False,
+        tie_break: str = "degree",
     ) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
         self._cap = (0, 0)
@@ -95,6 +96,12 @@ class IncrementalSolver(Solver):
         # a bulk solve too); see _potentials.py. False (default): computed at once, as before.
         self.lazy_potentials = lazy_potentials
         self._stale: FlowNetwork | None = None  # the network whose potentials a bulk solve left to be computed
+        # order of the nodes at equal distance in a search (K.TIE_NAMES): every order gives an optimal flow, but
+        # among several optimal flows each may pick another one, and each settles a different number of nodes
+        if tie_break not in K.TIE_NAMES:
+            raise InputError(f"unknown tie_break {tie_break!r}; known: {', '.join(K.TIE_NAMES)}")
+        self.tie_break = tie_break
+        self._tie = K.TIE_NAMES[tie_break]
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
         cap = (net.N.shape[1], net.A.shape[1])
@@ -130,7 +137,7 @@ class IncrementalSolver(Solver):
         before = M[_STATS].copy()
         hd, ht, hv, settled, active = self._arrays(net)
         budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
-        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hd, ht, hv, settled, active, budget)
+        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hd, ht, hv, settled, active, budget, self._tie)
         net.solution_owner = self.name
         if left < 0:  # over budget: the state is valid but unsolved; finish from scratch
             self._over_ndn = max(ndn, 2)
@@ -255,13 +262,14 @@ class OrToolsSolver(Solver):
 SOLVERS = {"incremental": IncrementalSolver, "ortools": OrToolsSolver}
 
 
-def make_solver(name: str, bulk_work: float = BULK_WORK) -> Solver:
-    """A solver by name: ``incremental`` (finishing in bulk past ``bulk_work`` arc scans per arc) or ``ortools``."""
+def make_solver(name: str, bulk_work: float = BULK_WORK, tie_break: str = "degree") -> Solver:
+    """A solver by name: ``incremental`` (finishing in bulk past ``bulk_work`` arc scans per arc, ordering equal
+    distances by ``tie_break``) or ``ortools``."""
     cls = SOLVERS.get(name)
     if cls is None:
         raise InputError(f"unknown flow solver {name!r}; known: {', '.join(SOLVERS)}")
     if cls is IncrementalSolver:
-        return IncrementalSolver(bulk_work=bulk_work)
+        return IncrementalSolver(bulk_work=bulk_work, tie_break=tie_break)
     return cls()
 
 
