@@ -574,13 +574,15 @@ def _push_half(N, A, H, h, delta):
 
 
 @njit(cache=True)
-def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie):
+def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
     """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
 
     Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
     and augments along the path. Returns the units moved (0 if no such node is reachable). A target reached at
     the distance of the node being scanned ends the scan at once: reduced costs are non-negative, so no later arc
     of that node can give any label below it (the search then stops at the next pop; same labels, same result).
+    With ``TIE_LIFO`` the nodes labelled at the distance being settled go on ``stack`` instead of the heap (the
+    same order as the heap's: they were labelled after every heap entry of that distance, the last one first).
     """
     M[M_STAMP] += 1
     cur = M[M_STAMP]
@@ -594,10 +596,17 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie):
     ns = 0
     scans = 0
     seq = 0
-    while n > 0:
-        d = hd[0]
-        u = hv[0]
-        n = _hpop(hd, ht, hv, n)
+    sp = 0
+    lifo = tie == TIE_LIFO
+    d = 0
+    while n > 0 or sp > 0:
+        if sp > 0:  # labelled at the current distance d
+            sp -= 1
+            u = stack[sp]
+        else:
+            d = hd[0]
+            u = hv[0]
+            n = _hpop(hd, ht, hv, n)
         if d >= ub:
             break
         if N[N_DONE, u] == cur or N[N_DIST, u] != d:
@@ -631,7 +640,11 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie):
                                 break
                         else:
                             seq += 1
-                            n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
+                            if lifo and nd == d:
+                                stack[sp] = w
+                                sp += 1
+                            else:
+                                n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
         else:
             while h >= 0:
@@ -658,7 +671,11 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie):
                                 break
                         else:
                             seq += 1
-                            n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
+                            if lifo and nd == d:
+                                stack[sp] = w
+                                sp += 1
+                            else:
+                                n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
     M[M_SCANS] += scans
     M[M_SETTLED] += ns
@@ -859,13 +876,15 @@ def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget, tie=TIE_DEG
     left = 0
     stop = False
     limit = M[M_SCANS] + budget
+    # each node goes on the stack at most once per search (its label there is the least it can get)
+    stack = np.empty(N.shape[1] if tie == TIE_LIFO and k > 0 else 1, dtype=np.int64)
     for i in range(k):
         v = active[i]
         N[N_FLAG, v] &= ~F_ACTIVE
         if stop:
             continue
         while N[N_EXC, v] != 0:
-            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0, tie)
+            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0, tie, stack)
             if moved == 0:
                 break
             if budget > 0 and M[M_SCANS] > limit:
