@@ -102,7 +102,9 @@ def _mark_arc(A, M, DA, a):
 
 
 @njit(cache=True)
-def k_add_nodes(N, M, FN, DN, supplies, out):
+def k_add_nodes(
+    N: np.ndarray, M: np.ndarray, FN: np.ndarray, DN: np.ndarray, supplies: np.ndarray, out: np.ndarray
+) -> None:
     """Allocate one node per supply; ids written to ``out``."""
     for i in range(supplies.size):
         if M[M_NFREE] > 0:
@@ -181,7 +183,21 @@ def _add_arc(N, A, H, M, FA, DN, DA, u, w, lo, up, cost):
 
 
 @njit(cache=True)
-def k_add_arcs(N, A, H, M, FA, DN, DA, tails, heads, lowers, uppers, costs, out):
+def k_add_arcs(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    tails: np.ndarray,
+    heads: np.ndarray,
+    lowers: np.ndarray,
+    uppers: np.ndarray,
+    costs: np.ndarray,
+    out: np.ndarray,
+) -> int:
     """Allocate arcs ``tails[i] → heads[i]`` with bounds ``[lowers, uppers]`` and unit costs; ids to ``out``.
 
     Returns −1 on success, else the index of the first invalid arc (dead endpoint or lower > upper);
@@ -219,7 +235,9 @@ def _remove_arc(N, A, H, M, FA, DN, a):
 
 
 @njit(cache=True)
-def k_remove_arcs(N, A, H, M, FA, DN, ids):
+def k_remove_arcs(
+    N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray, FA: np.ndarray, DN: np.ndarray, ids: np.ndarray
+) -> None:
     """Remove arcs (ids of dead arcs are ignored). Their flow turns into imbalance at their endpoints."""
     for i in range(ids.size):
         a = ids[i]
@@ -242,7 +260,16 @@ def _remove_node(N, A, H, M, FN, FA, DN, v):
 
 
 @njit(cache=True)
-def k_remove_nodes(N, A, H, M, FN, FA, DN, ids):
+def k_remove_nodes(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    ids: np.ndarray,
+) -> None:
     """Remove nodes with all their arcs (ids of dead nodes are ignored)."""
     for i in range(ids.size):
         v = ids[i]
@@ -252,7 +279,16 @@ def k_remove_nodes(N, A, H, M, FN, FA, DN, ids):
 
 
 @njit(cache=True)
-def k_unwind(N, A, H, M, DN, DA, ids, max_len):
+def k_unwind(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    ids: np.ndarray,
+    max_len: int,
+) -> None:
     """Take each node's supply back out of the flow before the node is removed.
 
     For every unit of positive supply of a node, follow arcs carrying flow above their lower bound down to a
@@ -292,7 +328,7 @@ def k_unwind(N, A, H, M, DN, DA, ids, max_len):
 
 
 @njit(cache=True)
-def k_set_costs(A, M, DA, ids, costs):
+def k_set_costs(A: np.ndarray, M: np.ndarray, DA: np.ndarray, ids: np.ndarray, costs: np.ndarray) -> None:
     for i in range(ids.size):
         a = ids[i]
         if A[A_COST, a] != costs[i]:
@@ -324,7 +360,17 @@ def _set_bound(N, A, H, M, DN, DA, a, lo, up):
 
 
 @njit(cache=True)
-def k_set_bounds(N, A, H, M, DN, DA, ids, lowers, uppers):
+def k_set_bounds(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    ids: np.ndarray,
+    lowers: np.ndarray,
+    uppers: np.ndarray,
+) -> int:
     """New bounds of arcs; returns −1, or the index of the first invalid pair (lower > upper or < 0)."""
     for i in range(ids.size):
         lo = lowers[i]
@@ -346,7 +392,7 @@ def _set_supply(N, M, DN, v, s):
 
 
 @njit(cache=True)
-def k_set_supplies(N, M, DN, ids, supplies):
+def k_set_supplies(N: np.ndarray, M: np.ndarray, DN: np.ndarray, ids: np.ndarray, supplies: np.ndarray) -> None:
     for i in range(ids.size):
         _set_supply(N, M, DN, ids[i], supplies[i])
 
@@ -372,14 +418,23 @@ def _add_flow(N, A, H, M, DN, DA, a, delta):
 
 
 @njit(cache=True)
-def k_add_flow(N, A, H, M, DN, DA, ids, deltas):
+def k_add_flow(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    ids: np.ndarray,
+    deltas: np.ndarray,
+) -> None:
     """Change the flow of arcs by ``deltas`` (clamped to the bounds); imbalances are repaired by the next solve."""
     for i in range(ids.size):
         _add_flow(N, A, H, M, DN, DA, ids[i], deltas[i])
 
 
 @njit(cache=True)
-def k_out_flow_arcs(N, A, H, nodes, out):
+def k_out_flow_arcs(N: np.ndarray, A: np.ndarray, H: np.ndarray, nodes: np.ndarray, out: np.ndarray) -> None:
     """For each node, the first outgoing arc carrying positive true flow (−1 if none)."""
     for i in range(nodes.size):
         v = nodes[i]
@@ -395,7 +450,20 @@ def k_out_flow_arcs(N, A, H, nodes, out):
 
 
 @njit(cache=True)
-def k_decompose(N, A, H, roots, role, task_role, cursor, used, touched, out_task, out_root, out_arcs):
+def k_decompose(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    roots: np.ndarray,
+    role: np.ndarray,
+    task_role: int,
+    cursor: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    out_task: np.ndarray,
+    out_root: np.ndarray,
+    out_arcs: np.ndarray,
+) -> int:
     """Decompose the flow reaching ``roots`` (machines) into unit paths back to task nodes.
 
     The graph is acyclic from tasks to machines (task → aggregators → machine), so following, from a root,
@@ -454,7 +522,9 @@ def k_decompose(N, A, H, roots, role, task_role, cursor, used, touched, out_task
 
 
 @njit(cache=True)
-def k_reset_solution(N, A, H, M, DN, DA):
+def k_reset_solution(
+    N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray, DN: np.ndarray, DA: np.ndarray
+) -> None:
     """Forget the flow and potentials (cold start): every node new, every arc dirty."""
     for v in range(M[M_NHW]):
         if N[N_ALIVE, v] == 1:
@@ -833,7 +903,21 @@ def _fix_arc(N, A, H, M, DN, a):
 
 
 @njit(cache=True)
-def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget, tie=TIE_DEGREE):
+def k_solve(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    hd: np.ndarray,
+    ht: np.ndarray,
+    hv: np.ndarray,
+    settled: np.ndarray,
+    active: np.ndarray,
+    budget: int,
+    tie: int = TIE_DEGREE,
+) -> int:
     """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal),
     or −1 if the searches scanned more than ``budget`` arcs (``budget`` ≤ 0: no limit) before all imbalances were
     gone: the state is then valid (reduced-cost optimal, the imbalances left recorded as changes) but unsolved.
@@ -902,7 +986,7 @@ def k_solve(N, A, H, M, DN, DA, hd, ht, hv, settled, active, budget, tie=TIE_DEG
 
 
 @njit(cache=True)
-def k_check(N, A, H, M):
+def k_check(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) -> tuple[int, int]:
     """Verify bounds, conservation and reduced-cost optimality; returns an error code (0 = fine) and an id."""
     nhw = M[M_NHW]
     bal = np.zeros(nhw, dtype=np.int64)

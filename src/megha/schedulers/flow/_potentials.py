@@ -45,7 +45,9 @@ from megha.schedulers.flow._kernels import (
 
 
 @njit(cache=True)
-def k_residual_potentials(N, A, H, M, queue, inq, skip_dirty):
+def k_residual_potentials(
+    N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray, queue: np.ndarray, inq: np.ndarray, skip_dirty: bool
+) -> int:
     """Potentials making every residual arc reduced-cost optimal — of the arcs not marked dirty if ``skip_dirty``
     (module docstring). ``queue`` (node capacity + 1) and ``inq`` (node capacity) are scratch. Returns the work
     (half-arc scans), or −1 if it exceeded the Bellman–Ford bound (a negative residual cycle among those arcs: the
@@ -131,14 +133,25 @@ def k_residual_potentials(N, A, H, M, queue, inq, skip_dirty):
 
 
 @njit(cache=True)
-def k_deferred_potentials(N, A, H, M, queue, inq):
+def k_deferred_potentials(
+    N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray, queue: np.ndarray, inq: np.ndarray
+) -> int:
     """Potentials making every residual arc of an arc not marked dirty reduced-cost optimal (module docstring);
     returns the work, or −1 past the Bellman–Ford bound."""
     return k_residual_potentials(N, A, H, M, queue, inq, True)
 
 
 @njit(cache=True)
-def k_install_potentials(N, A, H, M, DN, DA, queue, inq):
+def k_install_potentials(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    queue: np.ndarray,
+    inq: np.ndarray,
+) -> int:
     """After a balanced optimal flow was written from elsewhere (a bulk solve): potentials that make it
     reduced-cost optimal over every arc, no excess, no new node, and (if that worked) no recorded change left.
     Returns the work (half-arc scans), or −1 past the Bellman–Ford bound (the flow was not optimal)."""
