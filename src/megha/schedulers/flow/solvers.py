@@ -9,7 +9,10 @@
   optimal computed by one label-correcting pass over the residual network (OR-Tools does not return its
   duals); the rounds after it are incremental again. A solve whose searches scan more than ``bulk_work`` times
   the live arcs (overloaded graphs at Google scale, where each search settles a share of the graph) stops there
-  and finishes with a bulk solve too (see :data:`BULK_WORK`).
+  and finishes with a bulk solve too (see :data:`BULK_WORK`). ``tie_break`` orders the nodes at equal distance
+  in each search (``degree``: lowest degree first, the default; ``lifo``: the node labelled last first, which
+  settles fewer nodes on the traces; ``lifo-hub``): every order gives an optimal flow, but where several flows
+  are optimal each may find another one (other placements, same total cost).
 * :class:`OrToolsSolver` (``ortools``) — the baseline: OR-Tools ``SimpleMinCostFlow`` built and solved from
   scratch on an export of the network each time (OR-Tools never warm-starts).
 
