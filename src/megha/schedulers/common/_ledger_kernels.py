@@ -6,8 +6,10 @@ the global id of row 0. A claim returns the position of the first offending entr
 raising — compiled code cannot build the error text; the caller raises it with
 :meth:`~megha.schedulers.common.ledger.WorkerLedger.over_slot` or
 :meth:`~megha.schedulers.common.ledger.WorkerLedger.over_row` (or counts it, as the live runtime's worker does).
-Plain ``@njit`` functions: numba compiles them into the compiled loops that call them (the claim of a start is a
-load, a compare and a store there, as a hand-written check is). Imported lazily so the command line starts fast.
+Plain ``@njit`` functions: numba compiles them into the compiled loops that call them, where LLVM inlines the
+single-worker ones (a start's claim is a load, a compare and a store there, as a hand-written check is). numba's cache
+of a calling module does not notice a change here: after changing one, touch the callers.
+Imported lazily so the command line starts fast.
 """
 
 from __future__ import annotations

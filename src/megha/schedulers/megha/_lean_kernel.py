@@ -25,7 +25,8 @@ loop's ``ctask``, as :class:`~megha.schedulers.megha.lm.LocalMaster`'s cluster i
 It writes the recorder's reports as flat logs in the order the components append them, so the recorder's columns
 come out the same. ``NEED_UNIFORMS`` asks the caller for more of a GM's uniform numbers (it runs again from the
 start); ``UNSUPPORTED`` means something happened that the components would handle differently (the caller runs
-them instead).
+them instead). The ledger's checks and :mod:`._kernels`' functions are compiled into :func:`run_lean`, and numba's
+cache of this module does not notice a change there: after changing them, touch this file.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ checks (:mod:`megha.schedulers.common._ledger_kernels`). A task sent to a worker
 holds no request, stops the loop with :data:`OVER_COMMIT` (the worker, the task and the instant in ``counts`` and
 ``end``), and the caller raises the ledger's error.
 
-The compiled sampler (:func:`~megha.schedulers.common._sampling_kernels.sample_groups`) is compiled into
-:func:`run_lean`, and numba's cache of this module does not notice a change there: after changing it, touch this file.
+The compiled sampler (:func:`~megha.schedulers.common._sampling_kernels.sample_groups`) and the ledger's checks
+(:mod:`megha.schedulers.common._ledger_kernels`) are compiled into :func:`run_lean`, and numba's cache of this module
+does not notice a change there: after changing them, touch this file.
 """
 
 from __future__ import annotations
