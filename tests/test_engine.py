@@ -255,3 +255,66 @@ def test_a_route_to_a_suspended_component_is_held_for_its_handler():
     assert e.resume("a") == 2
     e.run()
     assert log == [(1.0005, "direct", 1), (1.0005, "msg", 2)]
+
+
+class Counter(Component):
+    """Re-arms a timer (cancelling a decoy each time) and pings a peer; stops the engine at its ``stop_at``-th event."""
+
+    kind = "counter"
+
+    def __init__(self, address, peer, log, stop_at=None):
+        super().__init__(address)
+        self.peer = peer
+        self.log = log
+        self.stop_at = stop_at
+        self.engine = None
+
+    def on_start(self, now):
+        self.port.set_timer(0.25, 0)
+
+    def on_timer(self, key, now):
+        self.tick(now, ("timer", key))
+        if key < 20:
+            self.port.cancel_timer(self.port.set_timer(0.1, -1))  # a cancelled timer: skipped, not an event
+            self.port.set_timer(0.25, key + 1)
+            self.port.send(self.peer, key)
+
+    def on_message(self, msg, now):
+        self.tick(now, ("msg", msg))
+
+    def tick(self, now, what):
+        self.log.append((round(now, 9), self.address, what))
+        if self.stop_at is not None and len(self.log) == self.stop_at:
+            self.engine.stop()
+
+
+def _counter_engine(stop_at=None):
+    log = []
+    e = Engine()
+    c = e.add(Counter("c", "d", log, stop_at))
+    c.engine = e
+    e.add(Logger("d", log))
+    return e, log
+
+
+def test_stop_ends_the_run_after_the_current_event_and_the_next_run_goes_on():
+    full_e, full = _counter_engine()
+    full_e.run()
+    assert full_e.events == len(full) == 41  # 21 timers and 20 messages; the 20 cancelled timers are no events
+    e, log = _counter_engine(stop_at=7)
+    e.run()
+    assert e.events == 7 and log == full[:7] and e.now == log[-1][0]
+    e.run()
+    assert e.events == 41 and log == full
+
+
+def test_progress_reports_every_n_events_and_until_stops_at_a_time():
+    e, log = _counter_engine()
+    seen = []
+    e.run(until=2.0, progress=lambda t: seen.append((e.events, t)), progress_every=4)
+    assert all(t <= 2.0 for t, _, _ in log) and e.events == len(log) and e.now == log[-1][0]
+    assert seen == [(4 * (i + 1), log[4 * i + 3][0]) for i in range(len(log) // 4)]
+    e.run()
+    full_e, full = _counter_engine()
+    full_e.run()
+    assert log == full and e.events == full_e.events

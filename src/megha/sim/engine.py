@@ -17,12 +17,14 @@ busy component (framework queuing) and everything it sends leaves after the cost
 
 from __future__ import annotations
 
+import functools
 import gc
 import heapq
 import itertools
 import math
+import operator
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,7 @@ from megha.sim.seeding import named_stream
 # ``on_message`` or ``on_timer``; the sequence number breaks ties in insertion order and is a timer's handle.
 _heappush = heapq.heappush
 _GC_GEN0 = 100_000  # allocations between young-generation collections while running
+_CHUNK = 1 << 16  # events the lean loop runs between its bookkeeping when no progress report is asked for
 
 
 @dataclass
@@ -88,8 +91,10 @@ class SimPort:
         "_heap",
         "_lane",
         "_lane_append",
+        "_links",
         "_next",
         "_on_timer",
+        "_plain",
         "_routes",
         "_types",
         "comp",
@@ -102,6 +107,8 @@ class SimPort:
         self.comp = comp
         self.rng = rng
         self._delays: dict[Address, tuple[Component, float, bool]] = {}
+        self._links: dict[Address, tuple[Callable, Callable, float]] = {}  # see _send
+        self._plain = engine._plain
         self._routes: dict[tuple[Address, str], tuple | bool] = {}  # see route(); emptied when a target changes
         self._heap = engine._heap  # never rebound (Engine.replace edits it in place)
         self._lane = engine._lane
@@ -117,14 +124,32 @@ class SimPort:
             raise KeyError(f"{self.comp.address} sent a message to unknown address {dst!r}")
         d = e.delay_model.delay(self.comp.kind, target.kind)
         hit = self._delays[dst] = (target.on_message, d, d == e._lane_delay)
+        if e.processing is None:
+            self._links[dst] = (self._lane_append if hit[2] else e._heap_push, hit[0], d)
         return hit
 
     def _type_info(self, cls: type) -> list:
         e = self.engine
         info = self._types[cls] = [0, e.recorder is not None and hasattr(cls, "alloc_tasks")]
+        if not info[1]:
+            e._plain[cls] = info
         return info
 
     def send(self, dst: Address, msg: Any) -> None:
+        link = self._links.get(dst)
+        cell = self._plain.get(type(msg))
+        if link is None or cell is None:
+            self._send(dst, msg)
+            return
+        cell[0] += 1
+        push, handler, d = link
+        push((self.engine.now + d, self._next(), handler, msg))
+
+    def _send(self, dst: Address, msg: Any) -> None:
+        """:meth:`send` in general. Without a processing model (no send offset), :meth:`send` takes a link of
+        ``self._links`` (``(push onto the lane or the heap, handler, delay)``, filled by :meth:`_resolve`) for a
+        message type of ``self._plain`` (the count cells of the types whose latency the recorder does not take) by
+        itself: the same event, without this call."""
         hit = self._delays.get(dst)
         if hit is None:
             if dst not in self.engine.components:
@@ -256,12 +281,14 @@ class Engine:
         self.recorder = recorder
         self.components: dict[Address, Component] = {}
         self._types: dict[type, list] = {}  # message type -> [count sent, carries alloc_tasks]
+        self._plain: dict[type, list] = {}  # the entries of _types that do not carry alloc_tasks (see SimPort._send)
         self.events = 0
         self._heap: list[tuple] = []
         # messages with the default network delay, in send order (= time order); off with a processing model,
         # whose send offsets would break that order
         self._lane: deque[tuple] = deque()
         self._lane_delay = self.delay_model.network_delay if self.processing is None else math.nan
+        self._heap_push = functools.partial(_heappush, self._heap)
         self._seq = itertools.count()
         self._cancelled: set[int] = set()
         self._send_offset = 0.0
@@ -269,10 +296,18 @@ class Engine:
         self.seed = int(seed)
         self._started = False
         self._stopping = False
+        self._chunk: Iterator[None] | None = None  # the lean loop's running chunk (see _run)
+        self._stop_left = 0  # the items of that chunk stop() took away
 
     def stop(self) -> None:
         """Stop :meth:`run` after the current event (e.g. when every task is done)."""
         self._stopping = True
+        chunk = self._chunk
+        if chunk is not None:  # empty the running chunk: its loop ends after this event (see _run)
+            left = operator.length_hint(chunk)
+            if left:
+                self._stop_left = left
+                deque(chunk, maxlen=0)
 
     def add(self, comp: Component) -> Component:
         """Register a component; it gets a port and its own random generator (the stream named by its address)."""
@@ -326,6 +361,7 @@ class Engine:
             if isinstance(port, SimPort):
                 port._delays.pop(old.address, None)
                 port._routes.clear()
+                port._links.pop(old.address, None)
 
         def rebind(h: Callable) -> Callable:
             if getattr(h, "__self__", None) is not old:
@@ -390,6 +426,7 @@ class Engine:
         try:
             return self._run(until, progress, progress_every)
         finally:
+            self._chunk = None
             gc.set_threshold(*old)
 
     def _run(self, until: float, progress: Callable[[float], None] | None, progress_every: int) -> float:
@@ -397,46 +434,34 @@ class Engine:
             self._started = True
             for comp in list(self.components.values()):
                 comp.on_start(self.now)
+        n = self.events
+        self._stopping = False
+        if self.processing is None:
+            # the common case, kept lean: no processing model, so no busy components and no send offset. Events run
+            # in chunks (up to the next progress report): a chunk is an iterator the loop takes one item of per event,
+            # so the loop neither counts events nor tests the stop flag — stop() empties the chunk instead.
+            drain = self._drain if until == math.inf else self._drain_until
+            next_progress = n + progress_every if progress is not None else -1
+            while True:
+                size = next_progress - n if progress is not None else _CHUNK
+                chunk = self._chunk = itertools.repeat(None, size)
+                self._stop_left = 0
+                skipped, dry = drain(chunk, until)
+                taken = size - self._stop_left - operator.length_hint(chunk)
+                n += taken - skipped - dry  # the item a dry chunk ended on ran no event
+                if progress is not None and n >= next_progress:
+                    self.events = n
+                    progress(self.now)
+                    next_progress = n + progress_every
+                if dry or self._stopping:
+                    break
+            self.events = n
+            return self.now
         heap = self._heap
         pop = heapq.heappop
         cancelled = self._cancelled
         proc = self.processing
-        n = self.events
         next_progress = n + progress_every if progress is not None else math.inf
-        self._stopping = False
-        if proc is None:
-            # the common case, kept lean: no processing model, so no busy components and no send offset
-            lane = self._lane
-            popleft = lane.popleft
-            while True:
-                if lane and (not heap or lane[0] < heap[0]):
-                    # a message of the lane: never a cancelled timer (only timers' handles are ever cancelled)
-                    t, seq, handler, payload = popleft()
-                    if t > until:
-                        lane.appendleft((t, seq, handler, payload))
-                        break
-                elif heap:
-                    t, seq, handler, payload = pop(heap)
-                    if t > until:
-                        heapq.heappush(heap, (t, seq, handler, payload))
-                        break
-                    if cancelled and seq in cancelled:
-                        cancelled.discard(seq)
-                        continue
-                else:
-                    break
-                self.now = t
-                n += 1
-                handler(payload, t)
-                if n >= next_progress or self._stopping:
-                    if n >= next_progress:
-                        self.events = n
-                        progress(t)
-                        next_progress = n + progress_every
-                    if self._stopping:
-                        break
-            self.events = n
-            return self.now
         busy = self._busy_until
         rec = self.recorder
         while heap and not self._stopping:
@@ -472,6 +497,59 @@ class Engine:
                 next_progress = n + progress_every
         self.events = n
         return self.now
+
+    def _drain(self, chunk: Iterator[None], until: float) -> tuple[int, bool]:
+        """Run one event per item of ``chunk`` (no time limit); returns the cancelled timers skipped (each took an
+        item) and whether the queues ran dry (the last item taken then ran no event)."""
+        heap = self._heap
+        lane = self._lane
+        pop = heapq.heappop
+        popleft = lane.popleft
+        cancelled = self._cancelled
+        skipped = 0
+        for _ in chunk:
+            if heap and (not lane or heap[0] < lane[0]):
+                t, seq, handler, payload = pop(heap)
+                if cancelled and seq in cancelled:
+                    cancelled.discard(seq)
+                    skipped += 1
+                    continue
+            else:
+                # a message of the lane: never a cancelled timer (only timers' handles are ever cancelled)
+                try:
+                    t, _, handler, payload = popleft()
+                except IndexError:  # the lane is empty too
+                    return skipped, True
+            self.now = t
+            handler(payload, t)
+        return skipped, False
+
+    def _drain_until(self, chunk: Iterator[None], until: float) -> tuple[int, bool]:
+        """:meth:`_drain` for events with time ≤ ``until``: the queues count as dry at the first later event."""
+        heap = self._heap
+        lane = self._lane
+        pop = heapq.heappop
+        popleft = lane.popleft
+        cancelled = self._cancelled
+        skipped = 0
+        for _ in chunk:
+            if heap and (not lane or heap[0] < lane[0]):
+                if heap[0][0] > until:
+                    return skipped, True
+                t, seq, handler, payload = pop(heap)
+                if cancelled and seq in cancelled:
+                    cancelled.discard(seq)
+                    skipped += 1
+                    continue
+            elif lane:
+                if lane[0][0] > until:
+                    return skipped, True
+                t, _, handler, payload = popleft()
+            else:
+                return skipped, True
+            self.now = t
+            handler(payload, t)
+        return skipped, False
 
     def message_counts(self) -> dict[str, int]:
         """Messages sent, by message type name."""
