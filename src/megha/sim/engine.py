@@ -4,7 +4,8 @@ Ordering is deterministic: events run by time, then by insertion order. Messages
 network delay (most of them) go to a FIFO lane instead of the heap: sent at a non-decreasing clock with one
 constant delay, they arrive in the order they were sent, so the lane is already sorted and the next event is the
 earlier of the lane's head and the heap's top — the same order, without a heap operation for most messages.
-Every component gets its own
+Timers (and messages on links with a delay of their own) take the heap: popping it costs about log2(pending) tuple
+comparisons, so with thousands pending a timer costs more than a lane message. Every component gets its own
 :class:`numpy.random.Generator`, the stream named by its address under the engine's seed
 (:func:`megha.sim.seeding.named_stream`), so the same configuration and seed give the same results and adding a
 component changes no other component's random numbers.
@@ -107,7 +108,7 @@ class SimPort:
         self.comp = comp
         self.rng = rng
         self._delays: dict[Address, tuple[Component, float, bool]] = {}
-        self._links: dict[Address, tuple[Callable, Callable, float]] = {}  # see _send
+        self._links: dict[Address, tuple[Callable, Callable, float]] = {}  # see _LeanPort
         self._plain = engine._plain
         self._routes: dict[tuple[Address, str], tuple | bool] = {}  # see route(); emptied when a target changes
         self._heap = engine._heap  # never rebound (Engine.replace edits it in place)
@@ -136,20 +137,6 @@ class SimPort:
         return info
 
     def send(self, dst: Address, msg: Any) -> None:
-        link = self._links.get(dst)
-        cell = self._plain.get(type(msg))
-        if link is None or cell is None:
-            self._send(dst, msg)
-            return
-        cell[0] += 1
-        push, handler, d = link
-        push((self.engine.now + d, self._next(), handler, msg))
-
-    def _send(self, dst: Address, msg: Any) -> None:
-        """:meth:`send` in general. Without a processing model (no send offset), :meth:`send` takes a link of
-        ``self._links`` (``(push onto the lane or the heap, handler, delay)``, filled by :meth:`_resolve`) for a
-        message type of ``self._plain`` (the count cells of the types whose latency the recorder does not take) by
-        itself: the same event, without this call."""
         hit = self._delays.get(dst)
         if hit is None:
             if dst not in self.engine.components:
@@ -265,6 +252,33 @@ class SimPort:
         self.engine._cancelled.add(handle)
 
 
+class _LeanPort(SimPort):
+    """The port of an engine without a processing model, where nothing is ever sent or set at an offset from now:
+    :meth:`send` takes a cached link of ``self._links`` (``(push onto the lane or the heap, handler, delay)``,
+    filled by :meth:`_resolve`) for a message type of ``self._plain`` (the count cells of the types whose latency
+    the recorder does not take) by itself — the event :meth:`SimPort.send` queues, in fewer steps — and
+    :meth:`set_timer` leaves the (zero) offset out."""
+
+    __slots__ = ()
+
+    def send(self, dst: Address, msg: Any) -> None:
+        link = self._links.get(dst)
+        cell = self._plain.get(type(msg))
+        if link is None or cell is None:
+            SimPort.send(self, dst, msg)
+            return
+        cell[0] += 1
+        push, handler, d = link
+        push((self.engine.now + d, self._next(), handler, msg))
+
+    def set_timer(self, delay: float, key: Hashable) -> int:
+        if not delay >= 0:  # negative or NaN
+            raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
+        tid = self._next()
+        _heappush(self._heap, (self.engine.now + delay, tid, self._on_timer, key))
+        return tid
+
+
 class Engine:
     """A deterministic discrete-event loop over sans-I/O components."""
 
@@ -281,7 +295,7 @@ class Engine:
         self.recorder = recorder
         self.components: dict[Address, Component] = {}
         self._types: dict[type, list] = {}  # message type -> [count sent, carries alloc_tasks]
-        self._plain: dict[type, list] = {}  # the entries of _types that do not carry alloc_tasks (see SimPort._send)
+        self._plain: dict[type, list] = {}  # the entries of _types that do not carry alloc_tasks (see _LeanPort)
         self.events = 0
         self._heap: list[tuple] = []
         # messages with the default network delay, in send order (= time order); off with a processing model,
@@ -313,7 +327,8 @@ class Engine:
         """Register a component; it gets a port and its own random generator (the stream named by its address)."""
         if comp.address in self.components:
             raise ValueError(f"duplicate component address {comp.address!r}")
-        comp.attach(SimPort(self, comp, named_stream(self.seed, comp.address)))
+        port = SimPort if self.processing is not None else _LeanPort
+        comp.attach(port(self, comp, named_stream(self.seed, comp.address)))
         self.components[comp.address] = comp
         if self._started:
             comp.on_start(self.now)
