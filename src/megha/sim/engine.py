@@ -97,6 +97,7 @@ class SimPort:
         "_on_timer",
         "_plain",
         "_routes",
+        "_seq",
         "_types",
         "comp",
         "engine",
@@ -115,6 +116,7 @@ class SimPort:
         self._lane = engine._lane
         self._lane_append = engine._lane.append
         self._types = engine._types
+        self._seq = engine._seq
         self._next = engine._seq.__next__
         self._on_timer = comp.on_timer
 
@@ -269,12 +271,12 @@ class _LeanPort(SimPort):
             return
         cell[0] += 1
         push, handler, d = link
-        push((self.engine.now + d, self._next(), handler, msg))
+        push((self.engine.now + d, next(self._seq), handler, msg))  # next(): cheaper than calling count.__next__
 
     def set_timer(self, delay: float, key: Hashable) -> int:
         if not delay >= 0:  # negative or NaN
             raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
-        tid = self._next()
+        tid = next(self._seq)
         _heappush(self._heap, (self.engine.now + delay, tid, self._on_timer, key))
         return tid
 
