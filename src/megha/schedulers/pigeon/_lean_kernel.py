@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from megha.schedulers.common._event_heap import heap_insert, heap_pop
 from megha.schedulers.common._ledger_kernels import claim_slot, release_slot
 
 OK = 0
@@ -82,53 +83,7 @@ def _push(hq: np.ndarray, ht: np.ndarray, ev: np.ndarray, evx: np.ndarray, st: n
     evx[slot] = x
     q = st[2]
     st[2] += 1
-    i = st[0]
-    st[0] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        tp = ht[p]
-        if t < tp or (t == tp and q < hq[p, 0]):
-            ht[i] = tp
-            hq[i, 0] = hq[p, 0]
-            hq[i, 1] = hq[p, 1]
-            i = p
-        else:
-            break
-    ht[i] = t
-    hq[i, 0] = q
-    hq[i, 1] = slot
-
-
-@njit(cache=True)
-def _pop(hq: np.ndarray, ht: np.ndarray, st: np.ndarray) -> int:
-    """Take the heap's first entry (its time: ``ht[0]`` before the call); returns its slot, free again once read."""
-    top = hq[0, 1]
-    n = st[0] - 1
-    st[0] = n
-    if n > 0:
-        lt = ht[n]
-        lq = hq[n, 0]
-        ls = hq[n, 1]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hq[c + 1, 0] < hq[c, 0])):
-                c += 1
-            if ht[c] < lt or (ht[c] == lt and hq[c, 0] < lq):
-                ht[i] = ht[c]
-                hq[i, 0] = hq[c, 0]
-                hq[i, 1] = hq[c, 1]
-                i = c
-            else:
-                break
-        ht[i] = lt
-        hq[i, 0] = lq
-        hq[i, 1] = ls
-    hq[ht.size + st[1], 1] = top
-    st[1] += 1
-    return top
+    heap_insert(hq, ht, st, t, q, slot)
 
 
 @njit(cache=True)
@@ -692,7 +647,7 @@ def run_lean(
             ls[1] -= 1
         else:
             now = ht[0]
-            slot = _pop(hq, ht, st)
+            slot = heap_pop(hq, ht, st)
             k = ev[slot, 0]
             a = ev[slot, 1]
             b = ev[slot, 2]

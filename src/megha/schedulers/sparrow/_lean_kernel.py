@@ -27,6 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
+from megha.schedulers.common._event_heap import heap_insert, heap_pop
 from megha.schedulers.common._ledger_kernels import claim_slot, release_slot
 from megha.schedulers.common._sampling_kernels import sample_groups
 
@@ -82,21 +83,7 @@ def _push(heap: np.ndarray, hkt: np.ndarray, evi: np.ndarray, evf: np.ndarray, s
     evf[slot, 1] = x
     q = st[2]
     st[2] += 1
-    i = st[0]
-    st[0] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        tp = hkt[p]
-        if t < tp or (t == tp and q < heap[p, 0]):
-            hkt[i] = tp
-            heap[i, 0] = heap[p, 0]
-            heap[i, 1] = heap[p, 1]
-            i = p
-        else:
-            break
-    hkt[i] = t
-    heap[i, 0] = q
-    heap[i, 1] = slot
+    heap_insert(heap, hkt, st, t, q, slot)
 
 
 @njit(cache=True, inline="always")
@@ -204,38 +191,6 @@ def _lane(lane_i: np.ndarray, lane_f: np.ndarray, ls: np.ndarray, st: np.ndarray
     lane_i[i, _C] = c
     lane_f[i, 0] = t
     lane_f[i, 1] = x
-
-
-@njit(cache=True)
-def _pop(heap: np.ndarray, hkt: np.ndarray, st: np.ndarray) -> int:
-    """Take the first timer off the heap (its time: ``hkt[0]`` before); returns its slot, free again once read."""
-    top = heap[0, 1]
-    n = st[0] - 1
-    st[0] = n
-    if n > 0:
-        lt = hkt[n]
-        lq = heap[n, 0]
-        lslot = heap[n, 1]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and (hkt[c + 1] < hkt[c] or (hkt[c + 1] == hkt[c] and heap[c + 1, 0] < heap[c, 0])):
-                c += 1
-            if hkt[c] < lt or (hkt[c] == lt and heap[c, 0] < lq):
-                hkt[i] = hkt[c]
-                heap[i, 0] = heap[c, 0]
-                heap[i, 1] = heap[c, 1]
-                i = c
-            else:
-                break
-        hkt[i] = lt
-        heap[i, 0] = lq
-        heap[i, 1] = lslot
-    heap[hkt.size + st[1], 1] = top
-    st[1] += 1
-    return top
 
 
 _DEBRUIJN = 0x03F79D71B4CB0A89
@@ -534,7 +489,7 @@ def run_lean(
             ls[1] -= 1
         else:
             now = hkt[0]
-            slot = _pop(heap, hkt, st)
+            slot = heap_pop(heap, hkt, st)
             x = evf[slot, 1]
             k = evi[slot, _K]
             a = evi[slot, _A]
