@@ -256,7 +256,7 @@ def test_end_table_against_a_dict() -> None:
 def test_random_pick_is_the_masters_pick() -> None:
     """The compiled loop's pick over one master's words is the masters' compiled pick (same bit, same clearing)."""
     from megha.schedulers.pigeon._kernels import take_random as one_group
-    from megha.schedulers.pigeon._lean_kernel import take_random
+    from megha.schedulers.pigeon._kernels import take_random_in as take_random
 
     rng = np.random.default_rng(11)
     for n_words in (1, 2, 5):

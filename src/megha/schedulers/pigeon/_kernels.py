@@ -19,14 +19,21 @@ def take_random(avail: np.ndarray, static: np.ndarray, u: float) -> int:
     :class:`~megha.model.matching.FastRandom` draws ``u`` (the caller consumes ``u`` only when a bit is found, as
     ``pick`` draws only then), without building the candidate vector.
     """
-    n = avail.size
+    return take_random_in(avail, static, 0, avail.size, u)
+
+
+@njit(cache=True, nogil=True)
+def take_random_in(avail: np.ndarray, static: np.ndarray, lo: int, hi: int, u: float) -> int:
+    """:func:`take_random` on the words ``lo:hi`` of ``avail`` and ``static``: the position (from word ``lo``) of
+    the chosen bit, cleared in ``avail``; -1 (nothing changed) when none. The compiled Pigeon loop keeps every
+    master's bit vector in rows of one table and calls this on a master's row."""
     total = 0
-    for i in range(n):
+    for i in range(lo, hi):
         total += _popcount(avail[i] & static[i])
     if total == 0:
         return -1
     r = min(int(u * total), total - 1)
-    for i in range(n):
+    for i in range(lo, hi):
         w = avail[i] & static[i]
         c = _popcount(w)
         if r < c:
@@ -36,6 +43,6 @@ def take_random(avail: np.ndarray, static: np.ndarray, u: float) -> int:
             while not (w >> np.uint64(b)) & _ONE:
                 b += 1
             avail[i] &= ~(_ONE << np.uint64(b))
-            return i * 64 + b
+            return (i - lo) * 64 + b
         r -= c
     return -1

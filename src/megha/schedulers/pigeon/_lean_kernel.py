@@ -25,8 +25,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from megha.model._kernels import popcount64 as _popcount
 from megha.schedulers.common._event_heap import heap_insert, heap_pop
 from megha.schedulers.common._ledger_kernels import claim_slot, release_slot
+from megha.schedulers.pigeon._kernels import take_random_in
 
 OK = 0
 GAVE_UP = 1
@@ -171,40 +173,6 @@ def end_del(end_t: np.ndarray, end_m: np.ndarray, end_g: np.ndarray, m: int, e: 
 
 # --- the masters' state ------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _popcount(x: np.uint64) -> int:
-    """The number of set bits of ``x``."""
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@njit(cache=True)
-def take_random(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, u: float) -> int:
-    """A uniformly random set bit of ``avail & stat`` in words ``[lo, hi)`` (local bit index from word ``lo``),
-    cleared in ``avail``; -1 when there is none: the pick of :func:`megha.schedulers.pigeon._kernels.take_random`."""
-    total = 0
-    for i in range(lo, hi):
-        total += _popcount(avail[i] & stat[i])
-    if total == 0:
-        return -1
-    r = min(int(u * total), total - 1)
-    for i in range(lo, hi):
-        w = avail[i] & stat[i]
-        c = _popcount(w)
-        if r < c:
-            for _ in range(r):
-                w &= w - _ONE
-            b = 0
-            while not (w >> np.uint64(b)) & _ONE:
-                b += 1
-            avail[i] &= ~(_ONE << np.uint64(b))
-            return (i - lo) * 64 + b
-        r -= c
-    return -1
-
-
-@njit(cache=True)
 def take_fewest(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, weight: np.ndarray, base: int,
                 first: bool) -> int:  # fmt: skip
     """The set bit of ``avail & stat`` in words ``[lo, hi)`` whose worker has the fewest constraints
@@ -237,8 +205,9 @@ def take_fewest(avail: np.ndarray, stat: np.ndarray, lo: int, hi: int, weight: n
 @njit(cache=True)
 def pick_among(avail: np.ndarray, stat: np.ndarray, extra: np.ndarray, lo: int, hi: int, policy: int, u: float,
                weight: np.ndarray, base: int) -> int:  # fmt: skip
-    """:func:`take_random` (``u``) or :func:`take_fewest` (by ``policy``) among the set bits of
-    ``avail & stat & extra`` (a master with reserved workers: ``extra`` is its reserved or its other workers)."""
+    """:func:`~megha.schedulers.pigeon._kernels.take_random_in` (``u``) or :func:`take_fewest` (by ``policy``)
+    among the set bits of ``avail & stat & extra`` (a master with reserved workers: ``extra`` is its reserved or
+    its other workers)."""
     if policy == P_RANDOM:
         total = 0
         for i in range(lo, hi):
@@ -825,7 +794,7 @@ def run_lean(
                     if c >= n_uni:
                         status = NEED_UNIFORMS
                         break
-                    bit = take_random(avail, stat[mid], lo, hi, m_uni[g, c])
+                    bit = take_random_in(avail, stat[mid], lo, hi, m_uni[g, c])
                     if bit >= 0:
                         m_ucur[g] = c + 1
                         n_free[g] -= 1
