@@ -11,9 +11,10 @@ import typer
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 
-def list_table() -> Any:
+def list_table() -> Table:
     """The ``--list`` table: id, paper (title, figures, citation) and what the experiment runs."""
     from rich.table import Table
 

@@ -187,6 +187,6 @@ def load_state(data: bytes) -> dict[str, Any]:
     return {str(k): _dec(v) for k, v in items}
 
 
-def component_state(comp: Any) -> dict[str, Any]:
+def component_state(comp: Component) -> dict[str, Any]:
     """A component's own attributes (those its constructor rebuilds from the configuration are left out)."""
     return {k: v for k, v in vars(comp).items() if k not in SKIP}

@@ -23,16 +23,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
-from megha.model.faults import FaultEvent, FaultSchedule, load_schedule, parse_schedule
+from megha.model.faults import FaultEvent, FaultHandler, FaultSchedule, load_schedule, parse_schedule
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload, fits_some_worker
 from megha.sim.component import Address, Component
 from megha.sim.engine import Engine
+
+if TYPE_CHECKING:
+    from megha.schedulers.registry import Deployment
 
 CRASH = (
     "down for down_for seconds (what reaches it waits), then it recovers and handles what waited; tasks on "
@@ -59,7 +62,7 @@ def crash_targets(components: list[Component]) -> dict[str, list[Address]]:
     return out
 
 
-def fault_kinds(components: list[Component], handler: Any) -> dict[str, str]:
+def fault_kinds(components: list[Component], handler: FaultHandler | None) -> dict[str, str]:
     """Every fault kind a deployment offers -> what happens on such a fault."""
     kinds = {k: CRASH for k in crash_targets(components)}
     if handler is not None:
@@ -78,7 +81,7 @@ class FaultDriver(Component):
         events: list[FaultEvent],
         engine: Engine,
         crashes: dict[str, list[Address]],
-        handler: Any,
+        handler: FaultHandler | None,
         strand: Strand | None = None,
     ) -> None:
         super().__init__("faults")
@@ -202,7 +205,7 @@ def install(
     schedule: FaultSchedule,
     scheduler: str,
     engine: Engine,
-    deployment: Any,
+    deployment: Deployment,
     start: float,
     end: float,
     n_workers: int,

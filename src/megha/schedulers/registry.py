@@ -23,7 +23,7 @@ import pkgutil
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -34,6 +34,9 @@ from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
 from megha.sim.component import Address, Component, Host
+
+if TYPE_CHECKING:
+    from megha.sim.engine import DelayModel, ProcessingModel
 
 
 class SchedulerOptions(BaseModel):
@@ -75,12 +78,12 @@ class BuildContext:
         return self.host.delay_model.delay(src_kind, dst_kind)
 
     @property
-    def delay_model(self) -> Any:
+    def delay_model(self) -> DelayModel:
         """The run's :class:`~megha.sim.engine.DelayModel` (network delay, per-link delays)."""
         return self.host.delay_model
 
     @property
-    def processing(self) -> Any:
+    def processing(self) -> ProcessingModel | None:
         """The processing-cost model, or None when components run in zero time (fast paths may rely on it)."""
         return self.host.processing
 

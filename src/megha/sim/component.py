@@ -22,9 +22,12 @@ a :class:`RecordingPort`); never reach past them into the engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from megha.sim.engine import DelayModel, ProcessingModel
 
 Address = str
 
@@ -66,7 +69,7 @@ class TimerQueue(NamedTuple):
     next_seq: Callable[[], int]
 
 
-def timer_queue_of(port: Any) -> TimerQueue:
+def timer_queue_of(port: Port) -> TimerQueue:
     """The port's :class:`TimerQueue` (:meth:`SimHooks.timer_queue`), or ``TimerQueue(None, None)`` on a port
     without it (the live runtime, a :class:`RecordingPort`): the one lookup every in-process timer path makes."""
     tq = getattr(port, "timer_queue", None)
@@ -125,9 +128,9 @@ class Host(Protocol):
     #: the components by address (read only: change them with add / replace / suspend / resume)
     components: Mapping[Address, Any]
     #: one-way delays between component kinds (:class:`megha.sim.engine.DelayModel`)
-    delay_model: Any
+    delay_model: DelayModel
     #: the processing-cost model, or None when components run in zero time
-    processing: Any
+    processing: ProcessingModel | None
 
     def add(self, comp: Component) -> Component:
         """Register a component (it gets its port and its own random stream, named by its address)."""

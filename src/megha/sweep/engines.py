@@ -26,6 +26,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from megha.errors import InputError
@@ -157,7 +158,7 @@ def _path(runs_dir: str, rid: str) -> Path:
     return Path(runs_dir) / rid
 
 
-def import_ray() -> Any:
+def import_ray() -> ModuleType:
     """``import ray`` with a clear error when it is not installed."""
     try:
         import ray

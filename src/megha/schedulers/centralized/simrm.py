@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class SimResourceManager(ResourceManager):
     """:class:`ResourceManager` with its node managers in-process (simulator only, slot mode; needs
     ``port.set_timer_at``)."""
 
-    def __init__(self, *args, launch_delay: float = 0.0005, **kw) -> None:
+    def __init__(self, *args: Any, launch_delay: float = 0.0005, **kw: Any) -> None:
         """``launch_delay``: RM → node managers (the heartbeat's latency back is ``heartbeat_latency``)."""
         super().__init__(*args, **kw)
         if self.resource:

@@ -54,7 +54,8 @@ from megha.errors import SimulationError
 from megha.metrics.recorder import FLUSH_EVERY, TaskRecorder
 from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
-from megha.schedulers.packing.component import PackingScheduler
+from megha.schedulers.packing.component import PackingScheduler, TaskSizer
+from megha.schedulers.packing.policies import PackingPolicy
 from megha.sim.component import Port, timer_queue_of
 
 _INF = math.inf
@@ -123,8 +124,8 @@ class InProcessPackingScheduler(PackingScheduler):
         address: str,
         pool: str,
         recorder: TaskRecorder,
-        policy: Any,
-        sizer: Any,
+        policy: PackingPolicy | None,
+        sizer: TaskSizer,
         n_tasks: int,
         slot: float,
         worker_masks: np.ndarray | None = None,

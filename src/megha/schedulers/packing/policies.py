@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -324,7 +324,7 @@ class FifoFF(_BestFitFamily):
     name = "fifo-ff"
     needs = ("index", "fifo")
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         self._blocked = False
 
@@ -510,7 +510,7 @@ class VQS(_VirtualQueues):
 
     name = "vqs"
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         n = self.n
         self.vq: list[deque[int]] = [deque() for _ in range(self.T)]
@@ -867,7 +867,7 @@ class VQSBF(_VirtualQueues):
 
     name = "vqs-bf"
 
-    def __init__(self, *a, **kw) -> None:
+    def __init__(self, *a: Any, **kw: Any) -> None:
         super().__init__(*a, **kw)
         # keys by size, oldest first (unconstrained runs; with constraints the masked queue holds the jobs)
         self.vq: list[SortedList] = [SortedList() for _ in range(self.T)]
