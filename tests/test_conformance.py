@@ -20,6 +20,7 @@ Examples are derandomized so CI sees the same cases every time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -234,6 +235,39 @@ def test_same_seed_same_results(name: str, mode: str, tmp_path: Path) -> None:
 
 def test_every_registered_scheduler_is_covered() -> None:
     assert {n for n, _ in CASES} == set(registry.names())
+
+
+PLUGIN_SRC = Path(__file__).resolve().parents[1] / "examples" / "plugin" / "src"
+
+
+@pytest.fixture
+def example_plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The example plug-in (examples/plugin: ``random-fifo``) registered as if installed (unless it is), with every
+    other plug-in; the registry is restored afterwards. Yields the plug-ins' names."""
+    import sys
+
+    registry.names()  # the built-in families and installed plug-ins, loaded once per process
+    saved = dict(registry._REGISTRY)
+    monkeypatch.syspath_prepend(str(PLUGIN_SRC))
+    if "random-fifo" not in registry._REGISTRY:
+        sys.modules.pop("megha_random_fifo", None)
+        import megha_random_fifo  # noqa: F401 - its import registers random-fifo
+
+        registry._REGISTRY["random-fifo"].plugin = "megha_random_fifo"
+    yield [n for n in registry.names() if registry.get(n).plugin is not None]
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(saved)
+    sys.modules.pop("megha_random_fifo", None)
+
+
+def test_plugins_pass_the_same_conformance_checks(example_plugin: list[str], tmp_path: Path) -> None:
+    """A plug-in is held to the suite as a built-in scheduler is: the example plug-in runs the same property test
+    and same-seed test in every mode it registers (an installed plug-in is also among ``CASES``)."""
+    assert "random-fifo" in example_plugin
+    for name in example_plugin:
+        for mode in registry.get(name).modes:
+            test_conformance(name, mode, tmp_path)
+            test_same_seed_same_results(name, mode, tmp_path)
 
 
 def test_the_checks_catch_overallocation_and_constraint_violations(tmp_path: Path) -> None:
