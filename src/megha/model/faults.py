@@ -92,6 +92,7 @@ class FaultSchedule:
 
     @property
     def kinds(self) -> set[str]:
+        """The fault kinds the schedule uses (listed faults and random ones)."""
         return {f.kind for f in self.faults} | {r.kind for r in self.random}
 
     def check_kinds(self, scheduler: str, available: dict[str, str]) -> None:

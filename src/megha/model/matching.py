@@ -158,12 +158,15 @@ class SegmentedIndex:
 
     # --- availability helpers -------------------------------------------------------------------------
     def all_available(self) -> np.ndarray:
+        """A fresh bit vector with every worker of the index set."""
         return self.valid.copy()
 
     def none_available(self) -> np.ndarray:
+        """A fresh bit vector with no worker set."""
         return np.zeros(self.n_words, dtype=np.uint64)
 
     def set_worker(self, vec: np.ndarray, worker: int, value: bool) -> None:
+        """Set (``value`` true) or clear worker ``worker``'s bit in ``vec``."""
         b = int(self.bit_of_worker[worker])
         if value:
             bitset.set_bit(vec, b)
@@ -171,6 +174,7 @@ class SegmentedIndex:
             bitset.clear_bit(vec, b)
 
     def has_worker(self, vec: np.ndarray, worker: int) -> bool:
+        """Whether worker ``worker``'s bit is set in ``vec``."""
         return bitset.test_bit(vec, int(self.bit_of_worker[worker]))
 
     def pack_workers(self, workers_bool: np.ndarray) -> np.ndarray:
@@ -249,6 +253,7 @@ class WaitQueue:
         return s
 
     def push_back(self, entry: Any, mask: int) -> None:
+        """Queue ``entry`` (placement constraint ``mask``) behind every entry."""
         s = self._slot(int(mask))
         self._back += 1
         b = self._buckets[s]
@@ -259,6 +264,7 @@ class WaitQueue:
         self._len += 1
 
     def push_front(self, entry: Any, mask: int) -> None:
+        """Queue ``entry`` (placement constraint ``mask``) ahead of every entry."""
         s = self._slot(int(mask))
         self._front -= 1
         b = self._buckets[s]

@@ -53,10 +53,12 @@ class Datacenter:
 
     @property
     def n_workers(self) -> int:
+        """The number of workers."""
         return int(self.worker_masks.size)
 
     @property
     def resource_mode(self) -> bool:
+        """Whether the workers have capacity vectors (resource mode) rather than one slot each."""
         return self.capacity is not None
 
     def with_resources(self, capacity: dict[str, float] | None = None) -> Datacenter:

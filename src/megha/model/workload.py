@@ -45,14 +45,17 @@ class Workload:
 
     @property
     def n_jobs(self) -> int:
+        """The number of jobs."""
         return int(self.job_arrival.size)
 
     @property
     def n_tasks(self) -> int:
+        """The number of tasks."""
         return int(self.task_duration.size)
 
     @property
     def task_arrival(self) -> np.ndarray:
+        """Each task's arrival time (its job's)."""
         return self.job_arrival[self.task_job]
 
     @property
@@ -61,6 +64,7 @@ class Workload:
         return self.task_mask if self.task_mask is not None else np.zeros(self.n_tasks, dtype=MASK_DTYPE)
 
     def tasks_of(self, job: int) -> range:
+        """The task ids of job ``job`` (consecutive)."""
         lo = int(self.job_first_task[job])
         return range(lo, lo + int(self.job_num_tasks[job]))
 
@@ -69,6 +73,7 @@ class Workload:
         return replace(self, task_mask=synthesize_task_constraints(self.n_tasks, rng))
 
     def with_demands(self, demand: np.ndarray, names: tuple[str, ...]) -> Workload:
+        """A copy whose tasks request ``demand`` (one row per task, one column per resource of ``names``)."""
         return replace(self, task_demand=np.asarray(demand, dtype=np.float64), resource_names=names)
 
     def ideal_job_duration(self) -> np.ndarray:

@@ -190,9 +190,12 @@ class Component:
         stateless GM rebuilds its view from its LMs)."""
 
     def on_message(self, msg: Any, now: float) -> None:
+        """Handle a message delivered at ``now`` (every component that receives messages overrides it)."""
         raise NotImplementedError(f"{type(self).__name__} does not handle {type(msg).__name__}")
 
     def on_timer(self, key: Hashable, now: float) -> None:
+        """Handle the timer ``key`` set with ``port.set_timer``, fired at ``now`` (overridden by components with
+        timers)."""
         raise NotImplementedError(f"{type(self).__name__} has no timers")
 
 
@@ -219,14 +222,17 @@ class RecordingPort:
         self._next = 0
 
     def send(self, dst: Address, msg: Any) -> None:
+        """Record ``msg`` as sent to ``dst`` (see :meth:`take`)."""
         self.sent.append((dst, msg))
 
     def set_timer(self, delay: float, key: Hashable) -> int:
+        """Record a timer of ``key`` due in ``delay`` seconds; returns its handle."""
         self._next += 1
         self.timers[self._next] = (delay, key)
         return self._next
 
     def cancel_timer(self, handle: int) -> None:
+        """Forget the recorded timer ``handle`` (no error if it is gone)."""
         self.timers.pop(handle, None)
 
     def take(self, kind: type | None = None) -> list[tuple[Address, Any]]:

@@ -49,6 +49,8 @@ class DelayModel:
     links: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def delay(self, src_kind: str, dst_kind: str) -> float:
+        """The one-way delay from a component of kind ``src_kind`` to one of kind ``dst_kind``: the link's own, else
+        a wildcard link's (``(src, "*")``, then ``("*", dst)``), else ``network_delay``."""
         d = self.links.get((src_kind, dst_kind))
         if d is None:
             d = self.links.get((src_kind, "*"), self.links.get(("*", dst_kind), self.network_delay))
@@ -63,6 +65,8 @@ class ProcessingModel:
     per_item: dict[str, float] = field(default_factory=dict)
 
     def cost(self, kind: str, msg: Any) -> float:
+        """The processing time a component of kind ``kind`` spends on ``msg``: its base cost plus its per-item cost
+        times the message's length."""
         c = self.base.get(kind, 0.0)
         k = self.per_item.get(kind, 0.0)
         if k:
@@ -71,6 +75,7 @@ class ProcessingModel:
 
     @property
     def active(self) -> bool:
+        """Whether any kind has a non-zero cost (otherwise components run in zero time)."""
         return any(self.base.values()) or any(self.per_item.values())
 
 
@@ -139,6 +144,8 @@ class SimPort:
         return info
 
     def send(self, dst: Address, msg: Any) -> None:
+        """Deliver ``msg`` to ``dst`` after the link's one-way delay, counted by message type (an unknown address is
+        a ``KeyError``)."""
         hit = self._delays.get(dst)
         if hit is None:
             if dst not in self.engine.components:
@@ -204,6 +211,7 @@ class SimPort:
         return self._routes
 
     def set_timer(self, delay: float, key: Hashable) -> int:
+        """Fire ``on_timer(key)`` of this component ``delay`` (>= 0) seconds from now; returns the timer's handle."""
         if not delay >= 0:  # negative or NaN
             raise ValueError(f"{self.comp.address}: timer delay must be >= 0, got {delay}")
         e = self.engine
@@ -251,6 +259,7 @@ class SimPort:
         return TimerQueue(self._heap, self._next)
 
     def cancel_timer(self, handle: int) -> None:
+        """Cancel the timer ``handle`` (a timer that already fired is ignored)."""
         self.engine._cancelled.add(handle)
 
 

@@ -80,11 +80,14 @@ class LocalPool:
         return pool
 
     def submit(self, plan: dict[str, Any]) -> Future:
+        """Start the run ``plan`` in a worker process; returns its future (the plan attached as ``.plan``)."""
         fut = self._pool.submit(worker.execute, plan, self.runs_dir, self.plots, self.csv)
         fut.plan = plan  # type: ignore[attr-defined]
         return fut
 
     def wait(self, handles: list[Future], timeout: float) -> list[tuple[Hashable, dict[str, Any]]]:
+        """Wait up to ``timeout`` seconds for at least one of ``handles``; returns ``(handle, outcome)`` of every
+        finished run (a broken pool is rebuilt and its runs retried or failed)."""
         done, _ = futures_wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
         out: list[tuple[Hashable, dict[str, Any]]] = []
         broken = False
@@ -216,11 +219,14 @@ class RayPool:
         self._plans: dict[Any, dict[str, Any]] = {}
 
     def submit(self, plan: dict[str, Any]) -> Any:
+        """Start the run ``plan`` as a Ray task; returns its object reference."""
         ref = self._remote.remote(plan, None, self.plots, self.csv)
         self._plans[ref] = plan
         return ref
 
     def wait(self, handles: list[Any], timeout: float) -> list[tuple[Hashable, dict[str, Any]]]:
+        """Wait up to ``timeout`` seconds for one of ``handles``; returns ``(handle, outcome)`` of the finished runs,
+        their files written under the runs directory."""
         ray = self.ray
         ready, _ = ray.wait(list(handles), num_returns=1, timeout=timeout)
         out = []
@@ -240,6 +246,7 @@ class RayPool:
         return out
 
     def close(self, cancel: bool = False) -> None:
+        """Cancel the runs in flight if ``cancel``, and shut Ray down if this pool started it."""
         if cancel:
             for ref in list(self._plans):
                 with contextlib.suppress(Exception):

@@ -51,6 +51,7 @@ class Figure:
 
     @property
     def b64(self) -> str:
+        """The PNG as base64 text (for an inline ``<img>``)."""
         return base64.b64encode(self.png).decode("ascii")
 
 

@@ -61,10 +61,12 @@ class RunPlan:
     config: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
+        """The plan as a JSON-ready dict (read back by :meth:`from_json`)."""
         return {"index": self.index, "id": self.id, "params": self.params, "config": self.config}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> RunPlan:
+        """The plan written by :meth:`to_json`."""
         return RunPlan(int(d["index"]), str(d["id"]), dict(d["params"]), dict(d["config"]))
 
 

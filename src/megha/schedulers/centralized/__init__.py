@@ -81,6 +81,8 @@ def node_managers_in_process(ctx: BuildContext) -> bool:
     counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Wire a ``yarn`` deployment: one resource manager and the node managers (in-process when
+    :func:`node_managers_in_process`), heartbeats drawn from the build's stream."""
     opts = ctx.options
     dc = ctx.datacenter
     lag = HEARTBEAT_LAG if opts.scan == "rotate" else 0.0

@@ -54,12 +54,15 @@ class YarnFaults:
         self.n_nodes = n_nodes
 
     def population(self, kind: str) -> int:
+        """How many nodes a fault can take down."""
         return self.n_nodes
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        """The workers a node fault takes down: the targeted nodes themselves."""
         return list(targets)
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """The nodes ``targets`` fail at ``now``; the RM learns of their lost containers through its inbox."""
         if self.nm is None:
             assert isinstance(self.rm, SimResourceManager)
             lost = self.rm.fail_nodes(list(targets), now)
@@ -69,6 +72,7 @@ class YarnFaults:
             self.engine.inject(now, self.rm.address, lost)
 
     def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """The nodes ``targets`` come back at ``now`` and register with the RM again."""
         if self.nm is None:
             back = self.rm.restore_nodes(list(targets), now)
             if back.nodes:

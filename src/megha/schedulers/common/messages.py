@@ -42,6 +42,8 @@ class Launch:
 
     @property
     def alloc_tasks(self) -> np.ndarray:
+        """The tasks whose allocation path this message is on (the engine adds its delay to their communication
+        time)."""
         return self.tasks
 
     def __len__(self) -> int:

@@ -49,6 +49,7 @@ class IdealScheduler(Component):
     counters=CounterSet("ideal"),  # counts nothing
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Wire the ``ideal`` bound: one scheduler and a worker pool without capacity limits."""
     pool = WorkerPool("ideal/pool", 0, ctx.recorder, unlimited=True)
     sched = IdealScheduler("ideal/scheduler", pool.address, ctx.recorder)
     ctx.add(pool)

@@ -43,6 +43,7 @@ class OracleOptions(SchedulerOptions):
     counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Wire an ``oracle`` deployment: one scheduler with the whole datacenter's state and no delays."""
     opts = ctx.options
     dc = ctx.datacenter
     oracle = Oracle("oracle/scheduler", dc.worker_masks, ctx.recorder, dc.capacity, opts.policy, opts.queue)

@@ -57,9 +57,12 @@ class TaskSizer:
 
     @property
     def vector(self) -> int:
+        """The number of resources of a vector size (``multi="tetris"`` in resource mode), else 0 (scalar sizes)."""
         return 0 if self.cap is None or self.multi != "tetris" else int(self.cap.size)
 
     def sizes(self, msg: JobArrival) -> list:
+        """The policy size of each task of ``msg``: ``UNIT`` in slot mode, the largest demand share in units, or a
+        tuple of units per resource (tetris)."""
         n = msg.tasks.size
         if self.cap is None or msg.demands is None:
             return [UNIT] * n

@@ -57,16 +57,20 @@ class VectorServers:
         self.njobs = [0] * n
 
     def room(self, s: int) -> np.ndarray:
+        """Free units of server ``s``, per resource."""
         return UNIT - self.used[s]
 
     def fits(self, s: int, x: np.ndarray) -> bool:
+        """Whether a job of size ``x`` fits server ``s`` in every resource."""
         return bool((self.used[s] + np.asarray(x) <= UNIT).all())
 
     def add(self, s: int, x: np.ndarray) -> None:
+        """Place a job of size ``x`` on server ``s``."""
         self.used[s] += np.asarray(x, dtype=np.int64)
         self.njobs[s] += 1
 
     def sub(self, s: int, x: np.ndarray) -> None:
+        """Remove a job of size ``x`` from server ``s``."""
         self.used[s] -= np.asarray(x, dtype=np.int64)
         self.njobs[s] -= 1
 
@@ -94,6 +98,7 @@ class VectorServers:
         return -1
 
     def first_fit(self, x: np.ndarray, lo: int = 0, accept: Accept = None) -> int:
+        """The lowest-index server at or after ``lo`` where ``x`` fits (and ``accept`` allows), or -1."""
         ok = self._feasible(x)
         ok[:lo] = False
         for s in np.flatnonzero(ok):
@@ -102,6 +107,7 @@ class VectorServers:
         return -1
 
     def first_room(self, x: np.ndarray, lo: int = 0) -> int:
+        """The lowest-index server at or after ``lo`` where ``x`` fits, or -1."""
         return self.first_fit(x, lo)
 
 
@@ -125,6 +131,7 @@ class VectorJobs:
         return self.count
 
     def add(self, job: int, x: np.ndarray) -> None:
+        """Queue job ``job`` of size ``x`` behind the others."""
         if self.top >= self.ids.size:
             self._rebuild()
         p = self.top
@@ -138,17 +145,21 @@ class VectorJobs:
     append = add
 
     def remove(self, job: int, x: np.ndarray | None = None) -> None:
+        """Take job ``job`` out of the queue (``x`` unused: the signature of the other queues)."""
         p = self.pos.pop(job)
         self.alive[p] = False
         self.count -= 1
 
     def position(self, job: int) -> int:
+        """The queue position (row) of job ``job``."""
         return self.pos[job]
 
     def job_at(self, p: int) -> int:
+        """The job at queue position ``p``."""
         return int(self.ids[p])
 
     def min_size(self) -> np.ndarray:
+        """The smallest queued size per resource (the queue must not be empty)."""
         a = self.alive[: self.top]
         return self.D[: self.top][a].min(axis=0)
 
@@ -158,6 +169,7 @@ class VectorJobs:
         return np.flatnonzero(ok) + lo
 
     def first_fitting(self, room: np.ndarray, lo: int = 0) -> int:
+        """The first queue position at or after ``lo`` whose job fits ``room``, or -1."""
         idx = self._fitting(room, lo)
         return int(idx[0]) if idx.size else -1
 

@@ -85,6 +85,7 @@ class Partition:
 
     @property
     def n_types(self) -> int:
+        """The number of job types (intervals)."""
         return len(self.cuts) + 1
 
     def upper(self, k: int) -> float:
@@ -92,6 +93,7 @@ class Partition:
         return 1.0 if k == 0 else self.cuts[k - 1]
 
     def lower(self, k: int) -> float:
+        """Lower end of interval ``k`` (0 for the last)."""
         return self.cuts[k] if k < len(self.cuts) else 0.0
 
     def lower_units(self, k: int) -> int:
@@ -108,9 +110,11 @@ class Partition:
         return m if units < m else units
 
     def type_of_real(self, x: float) -> int:
+        """Type of a job of real size ``x`` (quantized first)."""
         return self.type_of(quantize(x))
 
     def describe(self) -> list[str]:
+        """Each type's interval as text, ``(lower, upper]``."""
         return [f"({self.lower(k):.4g}, {self.upper(k):.4g}]" for k in range(self.n_types)]
 
 
@@ -149,6 +153,7 @@ class Config:
     space: int
 
     def label(self, p: Partition) -> str:
+        """The configuration as text: how many jobs of which interval, the reserved type marked."""
         parts = []
         if self.res >= 0:
             parts.append(f"{self.k_res}×{p.describe()[self.res]}(reserved)")
@@ -208,6 +213,8 @@ class ConfigSet:
         return len(self.configs)
 
     def weight(self, c: int, q: list[int]) -> int:
+        """The weight of configuration ``c`` under queue lengths ``q``: Σ jobs of a type it holds × that type's queue
+        length."""
         r = self._res[c]
         w = self._ko[c] * q[self._oth[c]]
         if r >= 0:

@@ -116,9 +116,11 @@ class PackingPolicy:
         return out
 
     def queue_len(self) -> int:
+        """The number of queued jobs."""
         return self.nqueued
 
     def describe(self) -> dict:
+        """The policy's settings, for the run's description."""
         return {"policy": self.name}
 
     # --- to implement -------------------------------------------------------------------------------
@@ -132,6 +134,7 @@ class PackingPolicy:
         raise NotImplementedError
 
     def residual(self, s: int) -> Size:
+        """Free capacity of server ``s`` (units, or units per resource)."""
         raise NotImplementedError
 
     # --- helpers ------------------------------------------------------------------------------------

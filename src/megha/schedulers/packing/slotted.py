@@ -75,6 +75,7 @@ class SlotWorkload:
 
     @property
     def n(self) -> int:
+        """The number of jobs."""
         return int(self.arrival.size)
 
     def offered_load(self, n_servers: int, horizon: int | None = None, clip: bool = False) -> float:
@@ -134,10 +135,13 @@ class SlottedResult:
 
     @property
     def utilization(self) -> float:
+        """Mean fraction of the servers' capacity in use over the run's slots."""
         span = max(self.t1 - self.t0, 1)
         return self.busy_integral / (span * self.n_servers)
 
     def summary(self) -> dict:
+        """The run's figures as a JSON-ready dict: policy, servers, slots, queue sizes, job counts, utilization, wall
+        time."""
         q = self.queue
         return {
             "policy": self.policy,

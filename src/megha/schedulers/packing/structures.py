@@ -103,9 +103,11 @@ class MaxTree:
         self.t = t
 
     def get(self, i: int) -> int:
+        """The value at index ``i``."""
         return self.t[self.size + i]
 
     def set(self, i: int, v: int) -> None:
+        """Set the value at index ``i`` to ``v`` (updates the maxima above it)."""
         t = self.t
         i += self.size
         t[i] = v
@@ -119,6 +121,7 @@ class MaxTree:
             i >>= 1
 
     def max(self) -> int:
+        """The largest value."""
         return self.t[1]
 
     def find_first(self, x: int, lo: int = 0) -> int:
@@ -187,6 +190,7 @@ class LineServers:
         self.tree = None  # and so is first fit
 
     def residual(self, s: int) -> int:
+        """Free capacity of server ``s`` in units."""
         return UNIT - self.used[s]
 
     def room(self, s: int) -> int:
@@ -194,6 +198,7 @@ class LineServers:
         return UNIT - self.used[s]
 
     def fits(self, s: int, x: int) -> bool:
+        """Whether a job of ``x`` units fits server ``s``."""
         return self.used[s] + x <= UNIT
 
     def _move(self, s: int, old_res: int, new_res: int) -> None:
@@ -239,6 +244,7 @@ class LineServers:
         self._move(s, old, old + x)
 
     def max_room(self) -> int:
+        """The largest free capacity of any server (a job above it fits nowhere)."""
         if self.sorted is not None:
             return self.sorted[-1] >> _SERVER_BITS
         return self.tree.max()
@@ -295,6 +301,7 @@ def size_key(x: int, job: int) -> int:
 
 
 def key_job(key: int) -> int:
+    """The job of a sort key made by :func:`size_key`."""
     return _JOB_MASK - (key & _JOB_MASK)
 
 
@@ -310,9 +317,11 @@ class SizeQueue:
         return len(self.sl)
 
     def add(self, job: int, x: int) -> None:
+        """Queue job ``job`` of ``x`` units."""
         self.sl.add(size_key(x, job))
 
     def remove(self, job: int, x: int) -> None:
+        """Take job ``job`` of ``x`` units out of the queue."""
         self.sl.remove(size_key(x, job))
 
     def min_size(self) -> int:
@@ -320,6 +329,7 @@ class SizeQueue:
         return self.sl[0] >> _JOB_BITS
 
     def max_job(self) -> int:
+        """The largest queued job (oldest among equals); the queue must not be empty."""
         return key_job(self.sl[-1])
 
     def best_for(self, room: int, used: int | None = None, accept: Accept = None) -> int:
@@ -356,6 +366,7 @@ class ArrivalOrder:
         return self.alive
 
     def append(self, job: int, x: int) -> None:
+        """Queue job ``job`` of ``x`` units behind the others."""
         if len(self.jobs) >= self.tree.n:
             self._rebuild()
         p = len(self.jobs)
@@ -365,12 +376,14 @@ class ArrivalOrder:
         self.alive += 1
 
     def remove(self, job: int) -> None:
+        """Take job ``job`` out of the queue."""
         p = self.pos.pop(job)
         self.jobs[p] = -1
         self.tree.set(p, NEG)
         self.alive -= 1
 
     def position(self, job: int) -> int:
+        """The queue position of job ``job``."""
         return self.pos[job]
 
     def first_fitting(self, room: int, lo: int = 0) -> int:
@@ -378,6 +391,7 @@ class ArrivalOrder:
         return self.tree.find_first(-room, lo)
 
     def job_at(self, p: int) -> int:
+        """The job at queue position ``p`` (-1 if it left)."""
         return self.jobs[p]
 
     def _rebuild(self) -> None:
@@ -403,9 +417,11 @@ class Constraints:
         self.mask: dict[int, int] = {}
 
     def set(self, jobs: Iterable[int], masks: Iterable[int]) -> None:
+        """Record the constraint masks of ``jobs``."""
         self.mask.update(zip(jobs, (int(m) for m in masks), strict=True))
 
     def forget(self, job: int) -> None:
+        """Drop job ``job``'s mask (it was placed)."""
         self.mask.pop(job, None)
 
     def __call__(self, job: int, server: int) -> bool:
@@ -453,34 +469,42 @@ class MaskedJobs:
     # views of the per-position rows (read-only use: tests and numpy scans)
     @property
     def size(self) -> np.ndarray:
+        """Size of the job at each queue position (a row of ``P``)."""
         return self.P[0]
 
     @property
     def mask(self) -> np.ndarray:
+        """Constraint mask of the job at each queue position (a row of ``P``)."""
         return self.P[1]
 
     @property
     def typ(self) -> np.ndarray:
+        """Type of the job at each queue position (a row of ``P``)."""
         return self.P[2]
 
     @property
     def ids(self) -> np.ndarray:
+        """Job id at each queue position (a row of ``P``)."""
         return self.P[3]
 
     @property
     def alive(self) -> np.ndarray:
+        """Whether each queue position still holds a queued job (a row of ``P``)."""
         return self.P[4]
 
     @property
     def top(self) -> int:
+        """The next free queue position."""
         return int(self.st[0])
 
     @property
     def lo(self) -> int:
+        """The lowest position that may hold a live job (none below it)."""
         return int(self.st[1])
 
     @property
     def nact(self) -> int:
+        """The number of non-empty groups."""
         return int(self.st[2])
 
     def _groups_init(self, cap: int) -> None:

@@ -37,6 +37,7 @@ def geometric_service(mean: float, n: int, rng: np.random.Generator) -> np.ndarr
 
 
 def fixed_service(slots: int, n: int) -> np.ndarray:
+    """Service times of ``slots`` (>= 1) slots for ``n`` jobs."""
     if slots < 1:
         raise InputError(f"fixed service: must be >= 1 slot, got {slots}")
     return np.full(n, int(slots), dtype=np.int64)
