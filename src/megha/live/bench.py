@@ -72,6 +72,8 @@ def bench_config(
     state_dir: str | None = None,
     lm_standby: bool = False,
 ) -> LiveConfig:
+    """The bench's deployment: ``workers`` workers without constraints, ``gms`` × ``lms`` masters, ``hosts`` worker
+    hosts, on a broker of ``broker`` kind."""
     return LiveConfig(
         name="bench",
         broker={"kind": broker, "port": port},
@@ -130,6 +132,7 @@ class CpuMeter:
         self.names = names or []
 
     def read(self) -> dict[str, float]:
+        """CPU seconds so far: the broker's, the services' (total and each) and this process's."""
         each = [_proc_cpu(p) for p in self.services] if self.services else []
         return {
             "broker": _proc_cpu(self.broker),
@@ -398,6 +401,7 @@ def _ensure_nats(cfg: LiveConfig) -> subprocess.Popen | None:
 
 
 def format_row(row: dict) -> str:
+    """One rate's result as a line of text."""
     out = (
         f"rate {row['rate']:>7,.0f}/s  achieved {row['achieved_rate']:>8,.0f}/s  "
         f"p50 {row['p50_ms']:6.2f} ms  p99 {row['p99_ms']:7.2f} ms  max {row['max_ms']:7.1f} ms  "
@@ -443,6 +447,8 @@ def main(
     hops: bool = False,
     workers: int = 0,
 ) -> list[dict]:
+    """Run the bench at each rate in ``rates`` for ``seconds`` and print one line per rate and the highest sustained
+    rate; returns the rows."""
     logging.basicConfig(level=logging.WARNING)
     t = time.perf_counter()
     rows = asyncio.run(

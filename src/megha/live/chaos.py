@@ -333,6 +333,8 @@ def overcommitted_workers(run: LiveRun) -> list[int]:
 
 
 def main(seconds: float, seed: int, as_json: bool, rate: float = 20.0, scenario: str = "plain") -> int:
+    """Run one chaos test of ``seconds`` (``scenario``, ``seed``); prints the report (as JSON if ``as_json``) and
+    returns the exit status."""
     import logging
 
     logging.basicConfig(level=logging.ERROR)

@@ -223,10 +223,12 @@ class LiveClient:
         await self.transport.subscribe(self.rt.subject(STATUS), self._on_status)
 
     async def close(self) -> None:
+        """Close the client's runtime."""
         if self.rt is not None:
             await self.rt.close()
 
     def send(self, dst: str, msg: Any) -> None:
+        """Send ``msg`` to ``dst`` with this client's next sequence number."""
         s = self._seq.get(dst, 0) + 1
         self._seq[dst] = s
         self.rt.send_raw(dst, wire.encode(msg, f"{self.address}/{self.epoch}", dst, self.epoch, s, 0))
@@ -281,6 +283,8 @@ class LiveClient:
         return probs
 
     async def wait_ready(self, timeout: float = 30.0, run: int | None = None) -> None:
+        """Wait until the deployment can take work (:meth:`ready_problems` is empty); a ``TimeoutError`` after
+        ``timeout`` seconds names what is not ready."""
         end = time.monotonic() + timeout
         while True:
             probs = self.ready_problems(run)

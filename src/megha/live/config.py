@@ -67,6 +67,7 @@ class BrokerConfig(_Strict):
         return 1 if (os.cpu_count() or 1) <= 2 else None
 
     def resolved_url(self) -> str:
+        """The broker's URL: ``url`` if set, else ``nats://`` (``tls://`` with TLS) at ``bind:port``."""
         scheme = "tls" if self.tls_ca or self.tls_cert else "nats"
         return self.url or f"{scheme}://{self.bind}:{self.port}"
 

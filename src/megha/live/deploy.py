@@ -296,9 +296,11 @@ class LocalDeployment:
     hosts: dict[int, Runtime] = field(default_factory=dict)
 
     def transport(self, who: str) -> Transport:
+        """A new transport for the service ``who`` (over the deployment's in-process bus or its broker)."""
         return make_transport(self.cfg, who, self.broker)
 
     async def start(self) -> LocalDeployment:
+        """Start the deployment: fresh streams on NATS, then the LMs (standbys first), the GMs and the worker hosts."""
         if self.cfg.broker.kind == "inproc" and self.broker is None:
             self.broker = InProcBroker()
         elif self.cfg.broker.kind == "nats":  # a new deployment: empty streams
@@ -319,6 +321,7 @@ class LocalDeployment:
         return self
 
     def component(self, rt: Runtime) -> Component:
+        """The component a runtime hosts (its first)."""
         return next(iter(rt.hosted.values())).comp
 
     async def kill_host(self, h: int) -> None:
@@ -328,16 +331,20 @@ class LocalDeployment:
         await rt.close()
 
     async def restart_host(self, h: int) -> None:
+        """Start worker host ``h`` again (after :meth:`kill_host`)."""
         self.hosts[h] = await start_host(self.cfg, h, self.transport(f"host{h}"), self.layout)
 
     async def kill_gm(self, g: int) -> None:
+        """GM ``g`` dies: its runtime closes."""
         rt = self.gms.pop(g)
         await rt.close()
 
     async def restart_gm(self, g: int) -> None:
+        """Start GM ``g`` again (stateless: it rebuilds its view from the LMs)."""
         self.gms[g] = await start_gm(self.cfg, g, self.transport(f"gm{g}"), self.layout)
 
     async def kill_lm(self, lm: int, role: str = "active") -> None:
+        """The ``role`` instance of LM ``lm`` dies: its runtime closes."""
         rt = self.lms.pop((lm, role))
         await rt.close()
 
@@ -356,6 +363,7 @@ class LocalDeployment:
         return next(iter(rt.hosted.values())).role
 
     async def close(self) -> None:
+        """Stop every service: worker hosts, GMs and LMs."""
         for rt in [*self.hosts.values(), *self.gms.values(), *self.lms.values()]:
             try:
                 comp = self.component(rt)

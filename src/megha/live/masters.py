@@ -407,6 +407,8 @@ class LiveGlobalMaster(GlobalMaster):
         }
 
     def status_info(self) -> dict:
+        """The GM's figures for status reports: queue, unacknowledged launches, running tasks, free workers in its
+        view, synced LMs, ages, counters."""
         view = self.view
         free = int(view.n_free) if hasattr(view, "n_free") else int((view.free[:, 0] > 1e-9).sum())
         return {
@@ -924,6 +926,8 @@ class LiveLocalMaster(LocalMaster):
             raise ValueError(f"an LM does not handle {type(msg).__name__}")
 
     def status_info(self) -> dict:
+        """The LM's figures for status reports: its workers (busy, down, without a host), hosts, running tasks,
+        pending relaunches, counters."""
         c = self.cluster
         n = self.hi - self.lo
         busy = (

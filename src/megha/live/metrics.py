@@ -101,6 +101,7 @@ class _Collector:
 
 
 def placement_histogram(registry: CollectorRegistry) -> Histogram:
+    """The GM's placement-latency histogram (job arrival to launch request, per task), registered in ``registry``."""
     from prometheus_client import Histogram
 
     return Histogram(

@@ -138,18 +138,23 @@ class ForwardingRecorder:
         self.last_progress = 0.0
 
     def decided(self, ids: TaskIds, t: float) -> None:
+        """The scheduler decided where the tasks go: queued as a ``decided`` event for their clients."""
         self.items.append(["decided", t, _ids(ids), [], ""])
 
     def started(self, ids: TaskIds, t: float, workers: WorkerIds) -> None:
+        """Tasks started on ``workers``: queued as a ``started`` event."""
         self.items.append(["started", t, _ids(ids), _ids(workers), ""])
 
     def finished(self, ids: TaskIds, t: float, codes: list[int] | None = None) -> None:
+        """Tasks finished (with their exit ``codes`` if known): queued as a ``finished`` event."""
         self.items.append(["finished", t, _ids(ids), codes or [], ""])
 
     def completion_known(self, ids: TaskIds, t: float) -> None:
+        """The scheduler learned that the tasks finished: queued as a ``known`` event."""
         self.items.append(["known", t, _ids(ids), [], ""])
 
     def preempted(self, ids: TaskIds, t: float) -> None:
+        """Tasks were killed to make room (preemption): queued as a ``lost`` event noted ``preempted``."""
         self.items.append(["lost", t, _ids(ids), [], "preempted"])
 
     def lost(self, ids: TaskIds, t: float, note: str) -> None:
@@ -157,27 +162,35 @@ class ForwardingRecorder:
         self.items.append(["lost", t, _ids(ids), [], note])
 
     def failed(self, ids: TaskIds, t: float, codes: list[int], note: str) -> None:
+        """Task runs failed (``codes``, ``note``): queued as a ``failed`` event."""
         self.items.append(["failed", t, _ids(ids), list(codes), note])
 
     def output(self, task: int, t: float, text: str) -> None:
+        """The tail (2,000 characters) of a task's output: queued as an ``output`` event."""
         self.items.append(["output", t, [int(task)], [], text[-2000:]])
 
     def add_comm(self, ids: TaskIds, d: object) -> None:
+        """Communication delay is a simulator measure: ignored live."""
         pass
 
     def add_proc(self, ids: TaskIds, d: object) -> None:
+        """Processing delay is a simulator measure: ignored live."""
         pass
 
     def add_worker_queue(self, ids: TaskIds, d: object) -> None:
+        """Worker queuing delay is a simulator measure: ignored live."""
         pass
 
     def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the counter ``name``."""
         self.counters[name] += n
 
     def expect(self, n: int) -> None:
+        """The simulator's count of outstanding tasks: ignored live."""
         pass
 
     def take(self) -> list[list]:
+        """The queued events, oldest first (the queue is emptied)."""
         out, self.items = self.items, []
         return out
 
@@ -199,6 +212,8 @@ class LivePort:
         self.sent = 0
 
     def send(self, dst: str, msg: Any) -> None:
+        """Encode ``msg`` for ``dst`` with this sender's next sequence number and publish it (kept in the replication
+        ring; not published while muted)."""
         s = self.seq.get(dst, 0) + 1
         self.seq[dst] = s
         data = wire.encode(msg, self.h.address, dst, self.epoch, s, self.term)
@@ -212,6 +227,8 @@ class LivePort:
                 self.rt.send_raw(dst, data)
 
     def set_timer(self, delay: float, key: Hashable) -> int:
+        """Fire the component's ``on_timer(key)`` ``delay`` seconds from now on the event loop (recorded but not
+        armed while muted); returns its handle."""
         self._n += 1
         h = self._n
         due = self.h.now + max(0.0, delay)
@@ -222,6 +239,7 @@ class LivePort:
         return h
 
     def cancel_timer(self, handle: int) -> None:
+        """Cancel the timer ``handle`` (no error if it already fired)."""
         e = self._timers.pop(handle, None)
         if e is not None and e[0] is not None:
             e[0].cancel()
@@ -257,6 +275,7 @@ class LivePort:
             e[0] = self.rt.loop.call_later(max(0.0, e[2] - now), self._fire, h)
 
     def close(self) -> None:
+        """Cancel every pending timer."""
         for e in self._timers.values():
             if e[0] is not None:
                 e[0].cancel()
@@ -343,10 +362,13 @@ class Hosted:
 
     @property
     def term_key(self) -> str:
+        """The key of this component's term (leadership) in the transport's terms bucket."""
         return self.address.replace("/", ".")
 
     # --- inputs ----------------------------------------------------------------------------------------
     def on_data(self, data: bytes, pos: int = 0) -> None:
+        """One message from the component's inbox at stream position ``pos``: decoded, checked for its address, and
+        delivered in order exactly once (malformed or misaddressed ones are rejected)."""
         try:
             env = wire.decode(data)
         except wire.WireError as e:
@@ -361,16 +383,20 @@ class Hosted:
             self.deliver(e, raw, p)
 
     def deliver(self, env: wire.Envelope, data: bytes, pos: int) -> None:
+        """Hand an admitted message to the component (an active replica logs it for its standby first)."""
         if self.role == "active":
             self._replicate("msg", "", data, self.rt.resume_from(pos))
         self.handle(env)
 
     def reject(self, why: str) -> None:
+        """Count and log a message that is not handled."""
         self.counters["rejected_messages"] += 1
         self.rt.counters["rejected_messages"] += 1
         log.warning("%s: rejected %s", self.address, why)
 
     def handle(self, env: wire.Envelope, now: float | None = None) -> None:
+        """Validate ``env``'s message and run the component's ``on_message`` at ``now`` (the wall clock by default);
+        a handler's error is counted and logged, then pending task events are sent."""
         if self.validate is not None:
             try:
                 self.validate(env.msg)
@@ -387,6 +413,8 @@ class Hosted:
         self.flush_events()
 
     def timer(self, key: Hashable, now: float | None = None) -> None:
+        """Run the component's ``on_timer(key)`` at ``now`` (an active replica logs the firing first); errors are
+        counted and logged."""
         if self.role == "active":
             self._replicate("timer", str(key), b"")
         self.now = time.time() if now is None else now
@@ -409,6 +437,8 @@ class Hosted:
             self.flush_events()
 
     async def start(self) -> None:
+        """Start the component in its role: claim the term (active; a lost claim makes it a standby), run
+        ``on_start`` and open its inbox, or follow the active's replication log (standby)."""
         tr = self.rt.transport
         if self.role == "active" and not await tr.claim(self.term_key, 1):
             log.warning("%s: another instance already holds this LM: starting as a standby", self.address)
@@ -625,6 +655,8 @@ class Hosted:
             self.depose(f"a standby took over (term {env.term})")
 
     def depose(self, why: str) -> None:
+        """Step down (another instance holds the term, or the log cannot be written): mute the port, stop the tasks,
+        leave the inbox and report the new role."""
         if self.role == "deposed":
             return
         log.error("%s: %s: this instance steps down", self.address, why)
@@ -662,6 +694,7 @@ class Hosted:
                 self.depose(f"term {cur} was claimed by another instance")
 
     def on_alive(self, data: bytes) -> None:
+        """Standby: an active replica's heartbeat (resets the failover clock)."""
         if self.role != "standby":
             return
         try:
@@ -917,6 +950,7 @@ class Hosted:
         return None
 
     def close(self) -> None:
+        """Stop the component's tasks and timers."""
         for t in self._tasks:
             t.cancel()
         self.port.close()
@@ -976,9 +1010,11 @@ class Runtime:
         return subject_of(self.ns, "q/" + address)
 
     def repl_subject(self, address: str) -> str:
+        """The subject of the replication log of the component at ``address``."""
         return subject_of(self.ns, "r/" + address)
 
     def send_raw(self, dst: str, data: bytes) -> None:
+        """Publish encoded bytes to ``dst``: on its core subject for a fan-out address, else on its durable inbox."""
         if dst in CORE:
             self.transport.publish(self.subject(dst), data)
         else:
@@ -1091,6 +1127,8 @@ class Runtime:
             self.streams[(src, dst)] = st
 
     def seen(self, env: wire.Envelope) -> bool:
+        """Whether ``env`` was delivered already (its epoch is older, or its sequence number at most the stream's
+        highest)."""
         st = self.streams.get((env.src, env.dst))
         return st is not None and (env.epoch < st.epoch or (env.epoch == st.epoch and env.seq <= st.hwm))
 
@@ -1117,12 +1155,14 @@ class Runtime:
         return h
 
     async def start(self) -> None:
+        """Start every hosted component, then the periodic status reports."""
         for h in self.hosted.values():
             await h.start()
         self._tasks.append(asyncio.ensure_future(self._status_loop()))
         self.publish_status_now()
 
     def publish_status_now(self) -> None:
+        """Publish one status report per hosted component (its role, epoch, ``status_info`` and counters)."""
         if self.closed:
             return
         for h in self.hosted.values():
@@ -1156,6 +1196,7 @@ class Runtime:
                 log.exception("status report failed")
 
     async def close(self) -> None:
+        """Stop the runtime: its tasks, every hosted component, its subscriptions."""
         self.closed = True
         for t in self._tasks:
             t.cancel()

@@ -43,6 +43,7 @@ def identities(cfg: LiveConfig) -> list[tuple[str, str, int]]:
 
 
 def auth_dir(cfg: LiveConfig) -> Path:
+    """Where the deployment's credentials and certificates are kept."""
     return Path(cfg.state_dir) / "auth"
 
 
@@ -147,6 +148,7 @@ def nats_config(cfg: LiveConfig, creds: dict[str, dict[str, str]] | None, store_
 
 
 def write_nats_config(cfg: LiveConfig, creds: dict | None, store_dir: Path) -> Path:
+    """Write the broker's configuration (mode 0600) in the state directory; returns its path."""
     path = Path(cfg.state_dir) / "nats.conf"
     _write_private(path, nats_config(cfg, creds, store_dir))
     return path

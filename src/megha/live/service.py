@@ -77,6 +77,8 @@ async def serve(cfg: LiveConfig, kind: str, index: int, role: str = "solo", metr
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``python -m megha.live.service KIND``: run one service (gm, lm or worker host) of the configured deployment
+    until it is stopped."""
     p = argparse.ArgumentParser(prog="megha-live-service")
     p.add_argument("kind", choices=KINDS)
     p.add_argument("--config", default=None)

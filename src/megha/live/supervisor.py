@@ -37,6 +37,7 @@ def nats_server_binary(cfg: LiveConfig) -> str | None:
 
 
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
+    """Whether something accepts TCP connections at ``host:port``."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True
@@ -76,6 +77,7 @@ def service_specs(cfg: LiveConfig, config_path: str | None) -> list[tuple[str, l
 
 
 def standby_argv(cfg: LiveConfig, config_path: str | None, lm: int) -> list[str]:
+    """The command line of one more standby of LM ``lm``."""
     cfgarg = ["--config", str(config_path)] if config_path else []
     return [sys.executable, "-m", "megha.live.service", "lm", *cfgarg, "--index", str(lm), "--role", "standby"]
 
@@ -171,6 +173,7 @@ class Supervisor:
         asyncio.run(go())
 
     def start(self) -> None:
+        """Start the broker (unless joining one), create the streams, start every service and save the state file."""
         self.start_broker()
         self.prepare_streams()
         for name, (argv, _) in self.specs.items():
@@ -178,6 +181,8 @@ class Supervisor:
         self._save()
 
     def watch(self) -> None:
+        """Until stopped: restart the broker and the services that exit (an LM with standbys gets a new standby
+        instead), except those held down."""
         while not self.stopping:
             time.sleep(0.2)
             broker_down = self.broker is not None and self.broker.poll() is not None
@@ -233,9 +238,12 @@ class Supervisor:
         return False
 
     def stop(self, *_: object) -> None:
+        """Ask :meth:`watch` to return (the SIGTERM/SIGINT handler)."""
         self.stopping = True
 
     def shutdown(self) -> None:
+        """Terminate every service (killed after 5 s) and the broker this supervisor started; remove the state and
+        pid files."""
         for p in self.procs.values():
             if p.poll() is None:
                 p.terminate()
@@ -256,6 +264,8 @@ class Supervisor:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``python -m megha.live.supervisor [CONFIG]``: run a deployment's processes until SIGTERM (log, pid and errors
+    in its state directory)."""
     argv = sys.argv[1:] if argv is None else argv
     config_path = argv[0] if argv else None
     cfg = load_config(config_path)
@@ -282,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def supervisor_pid(cfg: LiveConfig) -> int | None:
+    """The pid of the deployment's running supervisor, or None."""
     p = Path(cfg.state_dir) / "supervisor.pid"
     try:
         pid = int(p.read_text())

@@ -130,7 +130,8 @@ class Transport(ABC):
         return await self.subscribe(subject, lambda data: handler(data, 0))
 
     @abstractmethod
-    async def unsubscribe(self, token: object) -> None: ...
+    async def unsubscribe(self, token: object) -> None:
+        """Stop the subscription or consumer ``token`` (as returned by :meth:`subscribe` or :meth:`consume`)."""
 
     async def flush(self, timeout: float = 2.0) -> None:  # noqa: B027 - optional hook
         """Wait until queued messages have left this process."""
@@ -170,6 +171,7 @@ class Transport(ABC):
 
     @property
     def connected(self) -> bool:
+        """Whether the transport is connected to its broker now (always, in process)."""
         return True
 
     @property
@@ -195,6 +197,7 @@ class InProcBroker:
         self.drop: Callable[[str, bytes], bool] | None = None  # fault injection: return True to drop
 
     def transport(self) -> InProcTransport:
+        """A new connection to this bus."""
         return InProcTransport(self)
 
 
@@ -364,6 +367,7 @@ def private_inbox(user: str) -> str:
 
 
 def terms_bucket(ns: str) -> str:
+    """The name of namespace ``ns``'s key-value bucket of terms (leadership claims)."""
     return f"MEGHA_{_BAD.sub('_', ns).upper() or '_'}_TERMS"
 
 
@@ -553,6 +557,7 @@ class NatsTransport(Transport):
         self._prefix_user: str | None = None  # the identity this connection's reply subjects belong to
 
     def stream_of(self, subject: str) -> str:
+        """The JetStream stream that keeps ``subject`` (by exact subject, then by prefix)."""
         name = self._exact.get(subject)
         if name is not None:
             return name
@@ -716,6 +721,7 @@ class NatsTransport(Transport):
         self._fire_reconnect()
 
     def schedule_reopen(self, c: _Consumer) -> None:
+        """Re-create the durable consumer ``c`` at its position, retrying in the background until it works or closes."""
         self._spawn(self._reopen(c))
 
     async def _reopen(self, c: _Consumer) -> None:

@@ -193,6 +193,7 @@ class WorkerHost(Component):
             raise TypeError(f"{self.address}: unexpected message {type(msg).__name__}")
 
     def validate(self, msg: Any) -> None:
+        """Refuse a launch for workers this host does not serve or with bad durations, before it is handled."""
         if isinstance(msg, Launch | HostLaunch):
             ws = msg.workers if isinstance(msg.workers, list) else msg.workers.tolist()
             if not self.mine.issuperset(ws):
@@ -472,6 +473,7 @@ class WorkerHost(Component):
         self._ends.clear()
 
     def status_info(self) -> dict:
+        """The host's figures for status reports: workers, running tasks, latest runs, counters."""
         return {
             "workers": len(self.workers),
             "running": len(self.running),
