@@ -35,6 +35,7 @@ class Claim:
     value: float | bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The claim as a JSON-ready dict (a non-finite value as None)."""
         d = asdict(self)
         if isinstance(self.value, float) and not math.isfinite(self.value):
             d["value"] = None
@@ -42,6 +43,7 @@ class Claim:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Claim:
+        """The claim written by :meth:`to_dict` (unknown keys ignored)."""
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
 
 
@@ -67,6 +69,7 @@ def fmt_pct(x: float | None) -> str:
 
 
 def fmt_number(x: float | None) -> str:
+    """A number as text (the project's formatter; missing when not a finite number)."""
     return F.number(_num(x))
 
 
@@ -217,6 +220,7 @@ def is_true(
 
 # --- summaries and tables ----------------------------------------------------------------------------------------
 def verdict(holds: bool | None) -> str:
+    """The word for a claim's outcome: holds, does not hold, not measured."""
     return {True: "holds", False: "does not hold", None: "not measured"}[holds]
 
 

@@ -83,6 +83,8 @@ def run_check(
 
 
 def attach(app: typer.Typer) -> None:
+    """Add the ``reproduce`` command to the CLI application ``app``."""
+
     @app.command()
     def reproduce(
         experiment: Annotated[str | None, typer.Argument(help="experiment id (see --list)")] = None,

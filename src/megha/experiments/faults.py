@@ -204,6 +204,7 @@ def table_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     claims=lambda doc, ctx: fault_claims(doc),
 )
 def run(ctx: ReproContext) -> dict:
+    """Experiment ``megha20-faults``: what faults cost to Megha, PigeonC, Sparrow and YARN (§IV-D)."""
     from megha.metrics.format import markdown_table
     from megha.metrics.tables import write_csv
 

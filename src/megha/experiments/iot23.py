@@ -127,6 +127,7 @@ def run_case(ctx: ReproContext, cfg: RunConfig, label: str) -> dict:
 
 
 def fmt(x: float | None) -> str:
+    """A duration as text (the project's formatter)."""
     from megha.metrics.format import duration
 
     return duration(x)
@@ -149,6 +150,7 @@ def write_table(rows: list[dict], path: Path, cols: list[str]) -> None:
 
 
 def delay_row(group: str, run: dict) -> dict:
+    """The table row of one run's job-delay percentiles."""
     d = run["delay"]
     return {
         "workload": group,
@@ -165,12 +167,14 @@ def delay_row(group: str, run: dict) -> dict:
 
 
 def utilization_cdf(series: dict[str, np.ndarray], path: Path, title: str) -> None:
+    """Plot the CDFs of the runs' utilization series to ``path``."""
     from megha.metrics.report import plot_cdfs
 
     plot_cdfs(series, path, title=title, xlabel="utilization (fraction of workers busy)", log=False)
 
 
 def bars(values: dict[str, float], path: Path, title: str, ylabel: str, ref: float | None = 1.0) -> None:
+    """Plot ``values`` as a bar chart to ``path`` (a dashed line at ``ref`` if given)."""
     from megha.metrics.plots import new_figure, save
 
     fig, ax = new_figure(6.4, 4.0, dpi=120)
@@ -484,6 +488,7 @@ def _ratio(a: float | None, b: float | None) -> float:
     claims=lambda doc, ctx: iot23_claims(doc, ctx, "Fig. 6"),
 )
 def run_synthetic(ctx: ReproContext) -> dict:
+    """Experiment ``iot23-synthetic``: Megha vs PigeonC on syn_250/500/1000 (Figs. 6, 9, 10)."""
     jobs = 100 if ctx.quick else None
     workloads = [(n, f"sample:{n}", jobs, None) for n in ("syn_250", "syn_500", "syn_1000")]
     return compare_workloads(ctx, workloads, "fig6")
@@ -497,6 +502,7 @@ def run_synthetic(ctx: ReproContext) -> dict:
     claims=lambda doc, ctx: iot23_claims(doc, ctx, "Fig. 8"),
 )
 def run_google(ctx: ReproContext) -> dict:
+    """Experiment ``iot23-google``: Megha vs PigeonC on the Google sub-trace (Figs. 8, 9, 10)."""
     jobs = 1500 if ctx.quick else None
     workers = int(ctx.extra.get("workers", GOOGLE_WORKERS))
     if workers < 1:

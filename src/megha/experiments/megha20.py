@@ -57,6 +57,8 @@ PAPER_CENTRAL = "1 GM x 1 LM: very high allocation times compared with decentral
 
 
 def percentiles(values: np.ndarray) -> dict[str, float | None]:
+    """The finite values' statistics named in ``PERCENTILES`` (percentiles, and the mean where no percentile is
+    given); None for each when there are none."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size == 0:
@@ -99,6 +101,7 @@ def _ratio(a: float | None, b: float | None) -> float:
     claims=lambda doc, ctx: sparrow_claims(doc),
 )
 def run_sparrow(ctx: ReproContext) -> dict:
+    """Experiment ``megha20-sparrow``: allocation time and delay percentiles, Megha vs Sparrow (Figs. 3-4)."""
     from megha.metrics.report import plot_cdfs
 
     workloads = [
@@ -224,6 +227,7 @@ def _central_params(ctx: ReproContext) -> tuple[list[str], float, float]:
     claims=lambda doc, ctx: central_claims(doc),
 )
 def run_central(ctx: ReproContext) -> dict:
+    """Experiment ``megha20-central``: decentralized Megha vs one GM and LM (and a YARN-like RM) (Fig. 6)."""
     from megha.metrics.report import plot_cdfs
 
     trace = "sample:synthetic_FB_sub_2000jobs"

@@ -117,6 +117,7 @@ WORKLOADS = {"light": 25, "heavy": 150}
     claims=lambda doc, ctx: fairness_claims(doc),
 )
 def run(ctx: ReproContext) -> dict:
+    """Experiment ``megha20-fairness``: fairness with preemption, 4 users on 3 GMs (Figs. 10-11)."""
     sizes = [200, 500] if ctx.quick else [200, 500, 1500]
     workloads = dict(WORKLOADS)
     if ctx.quick:

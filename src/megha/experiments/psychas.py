@@ -171,6 +171,7 @@ def _instability(
     quick_note="500,000 slots × 2 seeds instead of 1,000,000 × 3",
 )
 def unstable_vqs(ctx: ReproContext) -> dict:
+    """Experiment ``psychas-unstable-vqs``: one server, sizes 0.4/0.6, where VQS is unstable (Fig. 3(a))."""
     mu = 0.1
     rate = 0.17
     horizon = 500_000 if ctx.quick else 1_000_000
@@ -209,6 +210,8 @@ def unstable_vqs(ctx: ReproContext) -> dict:
     quick_note="1,000,000 slots × 2 seeds, 4 policies instead of 2,000,000 × 3, 6",
 )
 def unstable_bf(ctx: ReproContext) -> dict:
+    """Experiment ``psychas-unstable-bf``: one server, sizes 0.2/0.45, where BF-J/S and VQS-BF are unstable (Fig.
+    3(b))."""
     T = 10
     rate = 3.2 / T
     horizon = 1_000_000 if ctx.quick else 2_000_000
@@ -252,6 +255,7 @@ def unstable_bf(ctx: ReproContext) -> dict:
     quick_note="200,000 slots and 4 intensities instead of 1,000,000 and 8",
 )
 def uniform(ctx: ReproContext) -> dict:
+    """Experiment ``psychas-uniform``: average queue size vs traffic intensity, uniform sizes (Fig. 4)."""
     L = 10
     mean_service = 100.0
     horizon = 200_000 if ctx.quick else 1_000_000
@@ -373,6 +377,7 @@ def _window(wl: SlotWorkload, first: int, frac: float) -> SlotWorkload:
     quick_note="first half of the trace's busy period and 3 scalings instead of all of it and 6",
 )
 def google(ctx: ReproContext) -> dict:
+    """Experiment ``psychas-google``: queue size vs traffic scaling on the Google trace (Fig. 5)."""
     slot = 0.001
     servers = int(ctx.extra.get("servers", 1000))
     scales = [1.0, 1.5, 2.0] if ctx.quick else [0.75, 1.0, 1.5, 2.0, 2.5, 3.0]

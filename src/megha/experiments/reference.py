@@ -137,6 +137,7 @@ def _median(rows: list[dict], key: str) -> float | None:
     claims=lambda doc, ctx: reference_claims(doc),
 )
 def run(ctx: ReproContext) -> dict:
+    """Experiment ``authors-results``: the fidelity profiles against the authors' shipped result files."""
     from megha.metrics.format import markdown_table
     from megha.metrics.tables import write_csv
 

@@ -159,11 +159,13 @@ def _load_all() -> None:
 
 
 def all_experiments() -> list[Experiment]:
+    """Every registered experiment, by id."""
     _load_all()
     return sorted(_EXPERIMENTS.values(), key=lambda e: e.id)
 
 
 def get(id: str) -> Experiment:
+    """The experiment ``id`` (an unknown id is an ``InputError`` with a suggestion)."""
     _load_all()
     if id not in _EXPERIMENTS:
         from megha.errors import did_you_mean
@@ -199,6 +201,7 @@ def evaluate_claims(exp: Experiment, doc: dict[str, Any], ctx: ReproContext) -> 
 
 
 def paper_doc(exp: Experiment) -> dict[str, Any]:
+    """The paper an experiment reproduces, for its ``results.json`` (short name, title, citation, figures)."""
     p = exp.source
     if p is None:
         return {"paper": exp.paper}

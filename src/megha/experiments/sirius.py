@@ -162,6 +162,8 @@ def _random_queue_round(
     quick_note="2 machine counts × 2 task counts, 6 rounds each",
 )
 def latency(ctx: ReproContext) -> dict:
+    """Experiment ``sirius-latency``: round latency of the flow solvers at 5,000 and 10,000 machines (§4.3.1, Figs.
+    12-13)."""
     from megha.schedulers.flow.solvers import IncrementalSolver, solve_ortools, warm_up
     from megha.schedulers.flow.synthetic import ChurnGraph
 
@@ -307,6 +309,7 @@ def _fairness_workloads(ctx: ReproContext) -> dict[str, str]:
     quick_note="fewer jobs, shorter arrival span",
 )
 def fairness(ctx: ReproContext) -> dict:
+    """Experiment ``sirius-fairness``: max-min fairness of Sirius/quincy vs Random (§4.2.1, Fig. 7)."""
     loads = _fairness_workloads(ctx)
     policies = {
         "Sirius/quincy": {"cost_model": "quincy"},
@@ -415,6 +418,8 @@ def _quiet(cfg: RunConfig) -> RunResult:
     quick_note="fewer random seeds and task counts for the latency curve",
 )
 def placement(ctx: ReproContext) -> dict:
+    """Experiment ``sirius-placement``: GPU placement, Random vs Swarm-like greedy vs Sirius/alsched (§4.2.2, Figs.
+    8-9)."""
     masks = np.r_[np.full(10, GPU), np.zeros(10)].astype(np.uint32)  # rack 1: 10 GPU machines; rack 2: none
     cluster = _cluster(ctx.out / "workloads" / "gpu_cluster.json", masks)
     policies = ["Random", "Swarm/alsched", "Sirius/alsched"]
@@ -517,6 +522,7 @@ def _priority_workload(ctx: ReproContext, distinct: bool) -> str:
     quick_note="24 jobs per workload instead of 48",
 )
 def priority(ctx: ReproContext) -> dict:
+    """Experiment ``sirius-priority``: priorities, Kubernetes-like greedy vs Sirius/borg (§4.2.3, Figs. 10-11)."""
     policies = {
         "Kubernetes/borg": {"policy": "greedy", "cost_model": "priority"},
         # priority dominates; the growing waiting cost (no fair shares) keeps equals first-come first-served

@@ -179,6 +179,7 @@ def _name(p: str) -> str:
     claims=lambda doc, ctx: size_claims(doc),
 )
 def run_size(ctx: ReproContext) -> dict:
+    """Experiment ``megha20-size``: allocation time vs datacenter size, as a sweep (Fig. 8)."""
     from megha.experiments.iot23 import write_table
 
     sizes = [
@@ -260,6 +261,8 @@ def run_size(ctx: ReproContext) -> dict:
     claims=lambda doc, ctx: gm_lm_claims(doc),
 )
 def run_gm_lm(ctx: ReproContext) -> dict:
+    """Experiment ``megha20-gm-lm``: allocation time vs the numbers of GMs and LMs at 30,000 workers, as a sweep
+    (Fig. 9)."""
     from megha.experiments.iot23 import write_table
 
     n = int(ctx.extra.get("size", 30000))

@@ -46,6 +46,7 @@ from megha.metrics.plots import new_panels, save
     quick_note="loads 70/80/90 %, bursts 5 or 20 jobs of 10 or 40 tasks, one set",
 )
 def run_burst(ctx: ReproContext) -> dict:
+    """Experiment ``macrm-burst``: maximum service time of job bursts (Fig. 4.3, Appendix A)."""
     n_nodes = int(ctx.extra.get("nodes", 500))
     if ctx.quick:
         loads, n_jobs, n_tasks, sets = [0.7, 0.8, 0.9], [5, 20], [10, 40], 1

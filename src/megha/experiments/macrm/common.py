@@ -195,6 +195,7 @@ def _table(rows: list[dict], path: Path, cols: list[str]) -> None:
 
 
 def fmt_ms(x: float | None) -> str:
+    """A duration as text (the project's formatter)."""
     from megha.metrics.format import duration
 
     return duration(x)

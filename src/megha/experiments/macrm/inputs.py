@@ -294,6 +294,7 @@ def service_times(res: RunResult) -> np.ndarray:
 
 
 def shift(w: Workload, by: float) -> Workload:
+    """A copy of ``w`` whose jobs arrive ``by`` seconds later."""
     return replace(w, job_arrival=w.job_arrival + by)
 
 

@@ -47,6 +47,8 @@ SAMPLING_VARIANTS = {
     quick_note="6 loads, 60 jobs per point",
 )
 def run_sampling(ctx: ReproContext) -> dict:
+    """Experiment ``macrm-sampling``: average service time vs load for MACRM's sampling variants (Figs. 3.4, 3.5,
+    3.7, 3.8)."""
     loads = [0.6, 0.7, 0.8, 0.85, 0.9, 0.95] if ctx.quick else [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
     n_jobs = int(ctx.extra.get("jobs", 60 if ctx.quick else 100))
     n_nodes, cores = 200, 4

@@ -87,6 +87,7 @@ def _group_inputs(
     quick_note="one set of jobs per load group",
 )
 def run_service_time(ctx: ReproContext) -> dict:
+    """Experiment ``macrm-service-time``: average service time of MACRM, YARN and Sparrow at 70-90 % load (Fig. 4.2)."""
     n_nodes = int(ctx.extra.get("nodes", 500))
     sets = int(ctx.extra.get("sets", 1 if ctx.quick else 3))
     max_jobs = int(ctx.extra.get("jobs", 250 if ctx.quick else 400))

@@ -47,6 +47,7 @@ class ConvertReport:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict (the first 20 input files named)."""
         return {
             "format": self.format,
             "inputs": self.inputs[:20],
@@ -61,6 +62,7 @@ class ConvertReport:
         }
 
     def describe(self) -> str:
+        """The report as text: what was read and written, what was dropped, the machines written, the notes."""
         lines = [
             f"{self.format}: read {self.records:,} records from {len(self.inputs)} file(s) in "
             f"{self.seconds:.1f} s; wrote {self.jobs:,} jobs / {self.tasks:,} tasks to {self.out}"

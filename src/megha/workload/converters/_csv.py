@@ -38,6 +38,7 @@ class Col:
     aliases: tuple[str, ...] = ()
 
     def arrow_type(self) -> pa.DataType:
+        """The column's Arrow type."""
         import pyarrow as pa
 
         return {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}[self.kind]
@@ -53,12 +54,14 @@ class Schema:
     header: bool = False
 
     def col(self, name: str) -> Col:
+        """The column ``name`` (a ``KeyError`` if the schema has none)."""
         for c in self.columns:
             if c.name == name:
                 return c
         raise KeyError(name)
 
     def describe(self) -> str:
+        """The column names, comma-separated."""
         return ", ".join(c.name for c in self.columns)
 
 
@@ -164,10 +167,12 @@ class Progress:
         self.bar.start()
 
     def update(self, done_bytes: int, info: str = "") -> None:
+        """Show ``done_bytes`` read so far (and ``info``) on the progress bar, if there is one."""
         if self.bar is not None:
             self.bar.update(self.task, completed=done_bytes, info=info)
 
     def close(self) -> None:
+        """Stop the progress bar."""
         if self.bar is not None:
             self.bar.stop()
             self.bar = None

@@ -60,10 +60,12 @@ MACHINE_META = Schema(
 
 
 def task_files(source: Path) -> list[Path]:
+    """The ``batch_task`` CSV files of an Alibaba 2018 trace at ``source`` (a file or a directory)."""
     return _csv.find_files(source, ["batch_task.csv.gz", "batch_task.csv", "batch_task*.csv*"], "batch_task")
 
 
 def machine_files(source: Path) -> list[Path]:
+    """The trace's ``machine_meta`` CSV file beside ``source``, if there is one."""
     d = source.parent if source.is_file() else source
     return [p for p in (d / "machine_meta.csv.gz", d / "machine_meta.csv") if p.is_file()][:1]
 

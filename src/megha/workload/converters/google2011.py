@@ -66,12 +66,15 @@ MACHINE_ADD, MACHINE_REMOVE, MACHINE_UPDATE = 0, 1, 2
 
 
 def task_files(source: Path) -> list[Path]:
+    """The ``task_events`` CSV files of a Google 2011 trace at ``source`` (a file, the directory, or the trace's
+    root)."""
     if source.is_dir() and (source / "task_events").is_dir():
         source = source / "task_events"
     return _csv.find_files(source, ["part-*.csv.gz", "part-*.csv", "*.csv.gz", "*.csv"], "task_events")
 
 
 def machine_files(source: Path) -> list[Path]:
+    """The trace's ``machine_events`` CSV files beside ``source`` (none if not found)."""
     if source.is_file():
         source = source.parent
     for d in (source / "machine_events", source.parent / "machine_events"):
@@ -87,6 +90,7 @@ class UserCodes:
         self.codes: dict[str, int] = {}
 
     def encode(self, arr: pa.Array) -> np.ndarray:
+        """Each user name of ``arr`` as its integer code (new names get the next codes; a missing name is -1)."""
         import pyarrow.compute as pc
 
         enc = pc.dictionary_encode(arr)
@@ -100,6 +104,7 @@ class UserCodes:
 
 
 def feed_events(matcher: EventMatcher, files: list[Path], progress: _csv.Progress | None, users: UserCodes) -> None:
+    """Feed every task event of ``files`` to ``matcher`` (users coded by ``users``)."""
     for _path, _rec, b in _csv.stream(files, TASK_EVENTS, progress, "task_events"):
         matcher.feed(
             t=_csv.column(b, "timestamp", "int"),

@@ -83,12 +83,14 @@ MACHINE_EVENTS = Schema(
 
 
 def task_files(source: Path) -> list[Path]:
+    """The ``instance_events`` CSV files of a Google 2019 trace at ``source``."""
     return _csv.find_files(
         source, ["instance_events*.csv.gz", "instance_events*.csv", "*.csv.gz", "*.csv"], "instance_events"
     )
 
 
 def machine_files(source: Path) -> list[Path]:
+    """The trace's ``machine_events`` CSV files beside ``source``."""
     d = source.parent if source.is_file() else source
     return sorted(p for p in d.glob("machine_events*.csv*") if p.is_file())
 
@@ -115,6 +117,7 @@ def event_types(arr: pa.Array, path: Path) -> np.ndarray:
 
 
 def feed_events(matcher: EventMatcher, files: list[Path], progress: _csv.Progress | None, users: UserCodes) -> None:
+    """Feed every instance event of ``files`` to ``matcher`` (users coded by ``users``)."""
     for path, _rec, b in _csv.stream(files, INSTANCE_EVENTS, progress, "instance_events"):
         typ = event_types(b.column(b.schema.get_field_index("type")), path)
         ctype = _csv.column(b, "collection_type", "int", fill=0)

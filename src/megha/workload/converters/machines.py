@@ -47,6 +47,7 @@ class MachineTable:
 
     @property
     def n(self) -> int:
+        """The number of machines."""
         return len(self.ids)
 
 
