@@ -607,9 +607,6 @@ class VQS(_VirtualQueues):
             self._head(int(oth[s]))
             i = p + 1
 
-    def _avail(self, s: int) -> int:
-        return self.cs.configs[self.cfg[s]].space - self.occ[s]
-
     def _set_avail(self, s: int, old: int, new: int) -> None:
         if self._used_np is not None:  # constrained runs find these servers in the mirrored arrays
             return

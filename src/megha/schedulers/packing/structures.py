@@ -300,11 +300,6 @@ def size_key(x: int, job: int) -> int:
     return (x << _JOB_BITS) | (_JOB_MASK - job)
 
 
-def key_job(key: int) -> int:
-    """The job of a sort key made by :func:`size_key`."""
-    return _JOB_MASK - (key & _JOB_MASK)
-
-
 class SizeQueue:
     """Queued jobs sorted by size: largest job that fits a room, smallest queued size."""
 
@@ -327,10 +322,6 @@ class SizeQueue:
     def min_size(self) -> int:
         """Smallest queued size (the queue must not be empty)."""
         return self.sl[0] >> _JOB_BITS
-
-    def max_job(self) -> int:
-        """The largest queued job (oldest among equals); the queue must not be empty."""
-        return key_job(self.sl[-1])
 
     def best_for(self, room: int, used: int | None = None, accept: Accept = None) -> int:
         """The largest queued job of size ≤ ``room`` (oldest among equals), or -1."""
