@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from megha.metrics.recorder import TaskRecorder
+from megha.metrics.recorder import Recorder
 from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, Kill, Killed, Launch, LaunchFailed
 from megha.sim.component import Component
@@ -33,7 +33,7 @@ class WorkerPool(Component):
         self,
         address: str,
         n_workers: int,
-        recorder: TaskRecorder,
+        recorder: Recorder,
         capacity: np.ndarray | None = None,
         unlimited: bool = False,
     ) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from megha.metrics.recorder import TaskRecorder
+from megha.metrics.recorder import Recorder
 from megha.model import bitset
 from megha.model.matching import Policy, SegmentedIndex, WaitQueue
 from megha.schedulers.common.fewest import FewestTasksQueue
@@ -39,7 +39,7 @@ class Oracle(Component):
         self,
         address: str,
         worker_masks: np.ndarray,
-        recorder: TaskRecorder,
+        recorder: Recorder,
         capacity: np.ndarray | None = None,
         policy: Policy = Policy.RANDOM,
         queue: str = "fifo",
