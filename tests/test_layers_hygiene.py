@@ -6,6 +6,10 @@
 * Every public function and method has a docstring of its own, or inherits one from a base class that documents
   it (``on_message`` of a :class:`~megha.sim.component.Component` …). The packages not documented yet are listed in
   ``NOT_YET_DOCUMENTED`` (to be emptied, never extended).
+* One seeding convention in the simulator: the engine and the scheduler families make no random generator of their
+  own — components draw from ``port.rng`` (the stream named by their address), builders from ``BuildContext.rng``
+  (:mod:`megha.sim.seeding`). The few placeholders (a generator replaced when the component is attached, a fallback
+  for a structure built without one) are listed in ``OWN_GENERATORS``.
 * The tests share one trace writer and one job strategy (``tests/tracegen.py``): no test module defines its own
   copy of ``write_trace`` or ``job_strategy`` (the per-scheduler copies were merged into the conformance suite).
 """
@@ -111,6 +115,54 @@ def test_public_functions_have_docstrings() -> None:
             if not _documented_by_a_base(module, qual):
                 bad.append(f"{rel}:{fn.lineno} {qual}")
     assert not bad, "public functions without a docstring:\n" + "\n".join(bad)
+
+
+#: module (under src/megha) -> how many generators it may make itself, and why
+OWN_GENERATORS = {
+    "sim/seeding.py": 2,  # named_stream: default_rng(SeedSequence(...)), the convention itself
+    "sim/component.py": 2,  # RecordingPort, the test port: seeded by its caller
+    "schedulers/megha/gm.py": 1,  # a placeholder until attach() gives the GM port.rng
+    "schedulers/flow/graph.py": 1,  # fallback of a graph built without a generator (tests, benchmarks)
+    "schedulers/flow/compiled.py": 1,  # the same, for the compiled graph
+}
+
+
+def _own_generators(tree: ast.Module) -> list[int]:
+    """Lines that make a random generator or use numpy's global one: every ``np.random.<name>(...)`` call
+    (``default_rng``, ``SeedSequence``, ``seed``, ``rand`` …; ``np.random.Generator`` aside) and every import of the
+    ``random`` module."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            if "random" in mods:
+                out.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            np_random = (
+                isinstance(owner, ast.Attribute)
+                and owner.attr == "random"
+                and isinstance(owner.value, ast.Name)
+                and owner.value.id in ("np", "numpy")
+            )
+            if np_random and node.func.attr != "Generator":
+                out.append(node.lineno)
+    return out
+
+
+def test_the_simulator_draws_only_from_named_streams() -> None:
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if not rel.startswith(("sim/", "schedulers/")):
+            continue
+        lines = _own_generators(ast.parse(path.read_text()))
+        allowed = OWN_GENERATORS.get(rel, 0)
+        if len(lines) > allowed:
+            bad.append(f"{rel}: makes {len(lines)} generator(s) at lines {lines} (allowed {allowed})")
+    assert not bad, "draw from port.rng or BuildContext.rng (megha.sim.seeding), not a generator of your own:\n" + (
+        "\n".join(bad)
+    )
 
 
 def test_one_trace_writer_and_job_strategy_for_the_tests() -> None:
