@@ -27,7 +27,7 @@ import operator
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -55,6 +55,17 @@ class DelayModel:
         if d is None:
             d = self.links.get((src_kind, "*"), self.links.get(("*", dst_kind), self.network_delay))
         return d
+
+
+class DelayRecorder(Protocol):
+    """What the engine reports to a run's recorder, when it has one: the modelled delays on the tasks' allocation
+    path (:class:`megha.metrics.recorder.Recorder` has both; the engine does not import it)."""
+
+    def add_comm(self, ids: list[int] | np.ndarray, d: float) -> None:
+        """Communication delay ``d`` of a message carrying tasks ``ids`` (its ``alloc_tasks``)."""
+
+    def add_proc(self, ids: list[int] | np.ndarray, d: float) -> None:
+        """Processing delay ``d`` of a message carrying tasks ``ids``."""
 
 
 @dataclass
@@ -298,7 +309,7 @@ class Engine:
         seed: int = 0,
         delay_model: DelayModel | None = None,
         processing: ProcessingModel | None = None,
-        recorder: Any = None,
+        recorder: DelayRecorder | None = None,
     ) -> None:
         self.now = 0.0
         self.delay_model = delay_model or DelayModel()
