@@ -175,3 +175,19 @@ def test_one_trace_writer_and_job_strategy_for_the_tests() -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in shared:
                 bad.append(f"{path.name}:{node.lineno} defines {node.name} (import it from tests.tracegen)")
     assert not bad, "\n".join(bad)
+
+
+def test_the_engines_recorder_protocol_is_part_of_the_recorder_protocol() -> None:
+    """The engine (which may not import metrics) names what it calls on a recorder in its own protocol; every method
+    of it is one of :class:`megha.metrics.recorder.Recorder`'s, with the same parameters."""
+    import inspect
+
+    from megha.metrics.recorder import Recorder
+    from megha.sim.engine import DelayRecorder
+
+    names = [n for n, v in vars(DelayRecorder).items() if callable(v) and not n.startswith("_")]
+    assert names
+    for n in names:
+        have = list(inspect.signature(getattr(DelayRecorder, n)).parameters)
+        want = list(inspect.signature(getattr(Recorder, n)).parameters)
+        assert have == want, f"DelayRecorder.{n}{have} differs from Recorder.{n}{want}"
