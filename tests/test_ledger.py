@@ -245,3 +245,60 @@ def test_claim_or_report_resource_records_and_reports(track_free: bool) -> None:
 def test_claim_or_report_unlimited_reports_nothing() -> None:
     led = WorkerLedger("ideal", 1, unlimited=True)
     assert led.claim_or_report(1, 0, 0.0) is None and led.claim_or_report(2, 0, 0.0) is None
+
+
+def test_row_lists_add_in_order_as_the_arrays_do() -> None:
+    rng = np.random.default_rng(3)
+    cap = rng.random((3, 2)) * 4.0 + 4.0
+    arr = WorkerLedger("pool", 3, cap, first=10)
+    lst = WorkerLedger("pool", 3, cap, first=10, row_lists=True)
+    assert lst.resource_mode and lst.row_lists and lst.cap_rows == cap.tolist()
+    for _ in range(20):
+        w = rng.integers(10, 13, size=4)
+        d = rng.random((4, 2)) * 0.3
+        arr.claim([0] * 4, w, 0.0, d)
+        lst.claim([0] * 4, w.tolist(), 0.0, d)
+        assert np.array_equal(np.array(lst.used), arr.used)  # bit for bit: the same additions, in order
+        arr.release(w[:2], d[:2])
+        lst.release(w[:2].tolist(), d[:2])
+        assert np.array_equal(np.array(lst.used), arr.used)
+    assert np.array_equal(lst.room(), arr.room())
+    assert lst.fits(11, np.array([0.0, 0.0])) and not lst.fits(11, np.array([100.0, 0.0]))
+    assert list(lst.over_rows(np.array([0, 1, 2]))) == [False, False, False]
+
+
+def test_row_lists_over_commit_raises_the_one_error_with_its_tolerance() -> None:
+    cap = np.array([[1.0, 1.0], [2.0, 2.0]])
+    led = WorkerLedger("pool", 2, cap, row_lists=True, over_eps=1e-7)
+    led.claim([0], [1], 0.0, np.array([[2.0 + 5e-8, 1.0]]))  # within the tolerance: no over-commit
+    assert led.used[1] == [2.0 + 5e-8, 1.0] and not led.row_over(1)
+    with pytest.raises(SimulationError, match=OVER.format(w=0, t="1.000000") + r"used \[1.5, 0.5\] > capacity"):
+        led.claim([1], [0], 1.0, np.array([[1.5, 0.5]]))
+    text = led.claim_or_report(2, 1, 2.0, np.array([0.5, 0.0]))
+    assert text is not None and text.startswith("pool: worker 1 over-committed at t=2.000000")
+    led.used[0] = [1.0, 1.0 + 1e-6]  # a hot path replacing the row, then applying the check inline
+    with pytest.raises(SimulationError, match=OVER.format(w=0, t="3.000000")):
+        led.over_row(0, 3.0)
+    led.clear([0])
+    assert led.used[0] == [0.0, 0.0]
+
+
+def test_clip_release_never_goes_below_zero() -> None:
+    cap = np.array([[1.0, 1.0]])
+    for row_lists in (False, True):
+        led = WorkerLedger("pool", 1, cap, row_lists=row_lists, clip_release=True)
+        led.claim([0], [0], 0.0, np.array([[0.1 + 0.2, 0.5]]))
+        led.release([0], np.array([[0.3 + 1e-12, 0.5]]))
+        assert np.array(led.used).tolist() == [[0.0, 0.0]]
+    plain = WorkerLedger("pool", 1, cap, row_lists=True)
+    plain.claim([0], [0], 0.0, np.array([[0.1 + 0.2, 0.5]]))
+    plain.release([0], np.array([[0.3 + 1e-12, 0.5]]))
+    assert plain.used[0][0] < 0.0
+
+
+def test_row_lists_have_no_parts_and_no_free_tracking() -> None:
+    cap = np.ones((2, 1))
+    with pytest.raises(ValueError, match="no parts"):
+        WorkerLedger("pool", 2, cap, row_lists=True).part("lm", 0, 1)
+    with pytest.raises(ValueError, match="track_free"):
+        WorkerLedger("pool", 2, cap, row_lists=True, track_free=True)

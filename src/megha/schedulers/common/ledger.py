@@ -12,13 +12,19 @@ that bookkeeping, written once:
   (``float64``, the same shape as :attr:`WorkerLedger.capacity`) — or, with ``track_free=True``,
   :attr:`WorkerLedger.free` holds ``capacity`` minus those requests, subtracted one by one, for families whose
   scheduler decides on the very same free vector (the oracle): ``capacity - used`` is not bit-identical to it;
+  or, with ``row_lists=True``, :attr:`WorkerLedger.used` is a Python list of per-worker rows (lists of floats) and
+  :attr:`WorkerLedger.cap_rows` the capacities as such rows, for families whose per-event Python paths do row
+  arithmetic on one worker at a time (MACRM's node managers: a list row is several times cheaper to read and
+  replace there than a numpy row; the same IEEE additions in the same order, so sums are bit-identical to the array
+  form). Rows are replaced, never changed in place, so a row handed out (in a heartbeat) stays as it was;
 * :meth:`WorkerLedger.claim` and :meth:`WorkerLedger.release` take many workers at once (resource mode and array
   slots: vectorized; sums are added in the order given, as ``np.add.at`` does, so results are bit-identical
   to a loop); :meth:`WorkerLedger.claim_one` is the single-task form for per-task hot paths;
 * workers that failed (:attr:`WorkerLedger.dead`) for the families that refuse launches to them.
 
-A worker is over-committed when a slot that holds a task is claimed again, or when ``used > capacity +``
-:data:`OVER_EPS` (``free < -OVER_EPS``) in any resource. The error is always :func:`over_committed`'s
+A worker is over-committed when a slot that holds a task is claimed again, or when ``used > capacity + over_eps``
+(``free < -over_eps``) in any resource; ``over_eps`` is :data:`OVER_EPS` unless the ledger is made with another
+(MACRM's node managers allow 1e-7, their rows' rounding over long runs). The error is always :func:`over_committed`'s
 :class:`~megha.errors.SimulationError` ``"<owner>: worker <w> over-committed at t=<now>: <what>"`` (``what``:
 :func:`slot_taken` or :func:`over_capacity`), so tests and users match one text whichever family raised it.
 A live service that must not crash on a scheduler's bug claims with :meth:`WorkerLedger.claim_or_report`, which
@@ -26,7 +32,9 @@ records the claim all the same and returns that error's text instead of raising 
 
 The check is the ledger's whatever the caller: per-task hot paths of the simulator may apply the slot test inline on
 the ledger's own list (``if ledger.task[k] >= 0: ledger.over_slot(w, t, now)``, then ``ledger.task[k] = t``) to
-save a Python call per batch or task — the same rule, state and error.
+save a Python call per batch or task — the same rule, state and error; so may the resource test on list rows
+(``ledger.used[k] = row``, then ``if`` some ``row[r] > ledger.cap_rows[k][r] + ledger.over_eps:
+ledger.over_row(k, now)``).
 
 Workers are numbered globally; a ledger may hold a contiguous range of them (an LM's cluster): ``first`` is the
 global id of its row 0 and every method takes global ids. Compiled kernels use the same check on the same arrays
@@ -93,16 +101,28 @@ class WorkerLedger:
         slot_array: bool = False,
         track_free: bool = False,
         unlimited: bool = False,
+        row_lists: bool = False,
+        over_eps: float = OVER_EPS,
+        clip_release: bool = False,
     ) -> None:
         self.owner = owner
         self.n_workers = int(n_workers)
         self.first = int(first)
         self.unlimited = bool(unlimited)
         self.resource_mode = capacity is not None
+        #: resource mode: the tolerance of the over-commit check (``used > capacity + over_eps``)
+        self.over_eps = float(over_eps)
+        #: resource mode with ``row_lists``: :attr:`used` and :attr:`cap_rows` are lists of per-worker rows
+        self.row_lists = bool(row_lists) and capacity is not None
+        #: resource mode: a release never takes a resource below zero (``max(used - demand, 0.0)``)
+        self.clip_release = bool(clip_release)
+        #: resource mode with ``row_lists``: each worker's capacity as a list of floats
+        self.cap_rows: list[list[float]] | None = None
         #: resource mode: each worker's capacity (``float64 [n, R]``; the caller's array when it is one already)
         self.capacity: np.ndarray | None = None
-        #: resource mode: the summed requests of each worker's running tasks (None with ``track_free``)
-        self.used: np.ndarray | None = None
+        #: resource mode: the summed requests of each worker's running tasks (None with ``track_free``; a list of
+        #: rows with ``row_lists``)
+        self.used: np.ndarray | list[list[float]] | None = None
         #: resource mode with ``track_free``: each worker's capacity minus the requests of its running tasks
         self.free: np.ndarray | None = None
         #: slot mode: the task each worker runs, ``FREE`` if none (list, or ``int64`` array with ``slot_array``)
@@ -111,7 +131,13 @@ class WorkerLedger:
             self.capacity = np.asarray(capacity, dtype=np.float64)
             if self.capacity.ndim != 2 or self.capacity.shape[0] != self.n_workers:
                 raise ValueError(f"{owner}: capacity must be [{self.n_workers}, R], got {self.capacity.shape}")
-            if track_free:
+            if self.row_lists:
+                if track_free:
+                    raise ValueError(f"{owner}: row_lists keeps used rows; it does not go with track_free")
+                self.cap_rows = self.capacity.tolist()
+                r = self.capacity.shape[1]
+                self.used = [[0.0] * r for _ in range(self.n_workers)]
+            elif track_free:
                 self.free = self.capacity.copy()
             else:
                 self.used = np.zeros_like(self.capacity)
@@ -166,6 +192,9 @@ class WorkerLedger:
                     self.over_slot(w, t, now)
                 slot[w] = t
             return
+        if self.row_lists:
+            self._claim_lists(workers, demands, now)
+            return
         if self.resource_mode:
             idx = self.rows(workers)
             if self.free is None:
@@ -189,6 +218,28 @@ class WorkerLedger:
         if not isinstance(rows, list):
             rows = np.asarray(rows).tolist()
         self._claim_loop(tasks, rows, now, ended)
+
+    def _claim_lists(self, workers: Sequence[int] | np.ndarray, demands: np.ndarray, now: float) -> None:
+        """:meth:`claim` of a ledger with list rows: every demand added in order, then the first offender raised."""
+        used = self.used
+        lo = self.first
+        ks = [int(w) - lo for w in workers]
+        drows = demands.tolist() if isinstance(demands, np.ndarray) else [list(d) for d in demands]
+        for k, d in zip(ks, drows, strict=True):
+            used[k] = [u + x for u, x in zip(used[k], d, strict=True)]
+        for k in ks:
+            if self.row_over(k):
+                self.over_row(k, now)
+
+    def row_over(self, row: int) -> bool:
+        """Resource mode: whether the worker at ``row`` (its index in this ledger) exceeds its capacity in some
+        resource (``used > capacity + over_eps``)."""
+        eps = self.over_eps
+        if self.row_lists:
+            return any(u > c + eps for u, c in zip(self.used[row], self.cap_rows[row], strict=True))
+        if self.free is not None:
+            return bool((self.free[row] < -eps).any())
+        return bool((self.used[row] > self.capacity[row] + eps).any())
 
     def _claim_loop(self, tasks: list[int], rows: list[int], now: float, ended: Callable[[int], bool] | None) -> None:
         slot = self.task
@@ -219,15 +270,20 @@ class WorkerLedger:
             cur = int(slot[k])
             slot[k] = task
             return None if cur < 0 else over_commit_text(self.owner, worker, now, slot_taken(task, cur))
+        if self.row_lists:
+            self.used[k] = [u + float(x) for u, x in zip(self.used[k], demand, strict=True)]
+            if self.row_over(k):
+                return over_commit_text(self.owner, worker, now, over_capacity(self.used[k], self.capacity[k]))
+            return None
         if self.free is None:
             used = self.used[k]
             used += demand
-            if (used > self.capacity[k] + OVER_EPS).any():
+            if (used > self.capacity[k] + self.over_eps).any():
                 return over_commit_text(self.owner, worker, now, over_capacity(used, self.capacity[k]))
             return None
         free = self.free[k]
         free -= demand
-        if (free < -OVER_EPS).any():
+        if (free < -self.over_eps).any():
             return over_commit_text(self.owner, worker, now, over_capacity(self.capacity[k] - free, self.capacity[k]))
         return None
 
@@ -241,14 +297,28 @@ class WorkerLedger:
         only if it still runs ``tasks[i]`` (a later launch may have taken it already)."""
         if self.unlimited:
             return
+        if self.row_lists:
+            used = self.used
+            lo = self.first
+            drows = demands.tolist() if isinstance(demands, np.ndarray) else [list(d) for d in demands]
+            clip = self.clip_release
+            for w, d in zip(workers, drows, strict=True):
+                k = int(w) - lo
+                row = [u - x for u, x in zip(used[k], d, strict=True)]
+                used[k] = [0.0 if v < 0.0 else v for v in row] if clip else row
+            return
         if self.resource_mode:
             idx = np.asarray(workers, dtype=np.int64)  # self.rows(workers), inline (a call per batch less)
             if self.first:
                 idx = idx - self.first
             if self.free is None:
                 np.subtract.at(self.used, idx, demands)
+                if self.clip_release:
+                    self.used[idx] = np.maximum(self.used[idx], 0.0)
             else:
                 np.add.at(self.free, idx, demands)
+                if self.clip_release:
+                    self.free[idx] = np.minimum(self.free[idx], self.capacity[idx])
             return
         slot = self.task
         if isinstance(slot, np.ndarray):
@@ -269,9 +339,14 @@ class WorkerLedger:
     # --- resource checks ----------------------------------------------------------------------------------------
     def over_rows(self, rows: np.ndarray) -> np.ndarray:
         """Resource mode: for each of ``rows``, whether its worker exceeds its capacity in some resource."""
+        eps = self.over_eps
+        if self.row_lists:
+            rows = np.asarray(rows, dtype=np.int64)
+            used = np.array([self.used[k] for k in rows.tolist()], dtype=np.float64).reshape(rows.size, -1)
+            return (used > self.capacity[rows] + eps).any(axis=1)
         if self.free is not None:
-            return (self.free[rows] < -OVER_EPS).any(axis=1)
-        return (self.used[rows] > self.capacity[rows] + OVER_EPS).any(axis=1)
+            return (self.free[rows] < -eps).any(axis=1)
+        return (self.used[rows] > self.capacity[rows] + eps).any(axis=1)
 
     def check_rows(self, rows: np.ndarray, now: float) -> None:
         """Resource mode: raise the error of the first of ``rows`` whose worker exceeds its capacity."""
@@ -282,12 +357,17 @@ class WorkerLedger:
     def fits(self, worker: int, demand: np.ndarray) -> bool:
         """Resource mode: whether ``demand`` fits in ``worker``'s free resources (with the check's tolerance)."""
         k = worker - self.first
+        eps = self.over_eps
+        if self.row_lists:
+            return all(u + float(x) <= c + eps for u, x, c in zip(self.used[k], demand, self.cap_rows[k], strict=True))
         if self.free is not None:
-            return bool((self.free[k] + OVER_EPS >= demand).all())
-        return bool((self.used[k] + demand <= self.capacity[k] + OVER_EPS).all())
+            return bool((self.free[k] + eps >= demand).all())
+        return bool((self.used[k] + demand <= self.capacity[k] + eps).all())
 
     def room(self) -> np.ndarray:
         """Resource mode: each worker's free resources (a new array; ``capacity - used`` without ``track_free``)."""
+        if self.row_lists:
+            return self.capacity - np.array(self.used, dtype=np.float64).reshape(self.capacity.shape)
         return self.capacity - self.used if self.free is None else self.free.copy()
 
     # --- state --------------------------------------------------------------------------------------------------
@@ -307,7 +387,11 @@ class WorkerLedger:
         if self.unlimited:
             return
         rows = slice(None) if workers is None else self.rows(list(workers))
-        if self.free is not None:
+        if self.row_lists:
+            r = self.capacity.shape[1]
+            for k in range(self.n_workers) if workers is None else rows.tolist():
+                self.used[k] = [0.0] * r
+        elif self.free is not None:
             self.free[rows] = self.capacity[rows]
         elif self.used is not None:
             self.used[rows] = 0.0
@@ -345,8 +429,8 @@ class WorkerLedger:
         lo = first - self.first
         if lo < 0 or n_workers < 0 or lo + n_workers > self.n_workers:
             raise ValueError(f"{self.owner}: workers {first}..{first + n_workers - 1} are not all in this ledger")
-        if isinstance(self.task, list):
-            raise ValueError(f"{self.owner}: a ledger with list slots has no parts (use slot_array=True)")
+        if isinstance(self.task, list) or self.row_lists:
+            raise ValueError(f"{self.owner}: a ledger with list slots or rows has no parts (use arrays)")
         sub = copy.copy(self)
         sub.owner = owner
         sub.first = int(first)

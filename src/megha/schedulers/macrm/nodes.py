@@ -16,8 +16,10 @@ Every node keeps its own state and follows the per-node rules exactly:
   resources at its periodic tick skips it once and re-checks after half an interval, then sends.
 * **Containers**: task and job-manager containers start only if they fit the node (allocatable capacity =
   ``capacity``; ``background`` is load held by processes outside the scheduler, reported in heartbeats as used).
-  What does not fit is rejected back to its sender, so a stale view never over-commits a node; an independent
-  invariant check raises :class:`~megha.errors.SimulationError` if a node ever holds more than its capacity.
+  What does not fit is rejected back to its sender, so a stale view never over-commits a node; what each node holds
+  is kept in the shared :class:`~megha.schedulers.common.ledger.WorkerLedger` (resource mode with list rows), whose
+  over-commit check (tolerance 1e-7) raises its one :class:`~megha.errors.SimulationError` if a node ever holds
+  more than its capacity.
 * **Failures**: a task may fail mid-run (``task_failure_prob``, or injected); the node manager reports it to the job
   manager. A crashed node drops everything: its tasks' runs are recorded as lost (a fault), its job managers are
   terminated, and it answers nothing (the trackers detect it by missing heartbeats).
@@ -34,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.macrm.cadence import Cadence, FreeWheel
 from megha.schedulers.macrm.messages import (
@@ -61,7 +63,7 @@ from megha.schedulers.macrm.messages import (
     Terminate,
     select_containers,
 )
-from megha.schedulers.macrm.rows import row_ops
+from megha.schedulers.macrm.rows import OVER, row_ops
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
 _EPS = 1e-9
@@ -106,10 +108,14 @@ class NodeManagers(Component):
         self.cap = cap  # allocatable
         self.bg = bg  # held outside the scheduler (initial load)
         self.phys = cap + bg  # physical capacity (load = (bg + used) / phys)
-        # per-node rows as lists of floats (the same IEEE additions as numpy rows, without numpy's per-call cost)
-        self.capl: list[list[float]] = cap.tolist()
+        # what each node holds: the shared worker ledger (resource mode, per-node rows as lists of floats: the same
+        # IEEE additions as numpy rows without numpy's per-call cost; rows.py's tolerance and clipped release)
+        self.ledger = WorkerLedger(
+            address, self.n, cap, first=self.lo, row_lists=True, over_eps=OVER, clip_release=True
+        )
+        self.capl: list[list[float]] = self.ledger.cap_rows  # (the ledger's rows, bound here for the hot paths)
+        self.used: list[list[float]] = self.ledger.used
         self.bgl: list[list[float]] = bg.tolist()
-        self.used: list[list[float]] = [[0.0] * cap.shape[1] for _ in range(cap.shape[0])]
         self.ops = row_ops(cap.shape[1])  # row arithmetic (rows.py: unrolled for two resources)
         self.rec = recorder
         self.tracker = tracker
@@ -652,11 +658,9 @@ class NodeManagers(Component):
                 continue
             if dormant[i] and (news[i] is None or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
                 self._wake(i, now, True)  # (a heartbeat in flight carries the row before this container)
-            used[i] = row
-            if over(row, cap):
-                raise SimulationError(
-                    f"{self.address}: node {node} over-committed at t={now:.6f}: used {row} > capacity {cap}"
-                )
+            used[i] = row  # the ledger's row (self.ledger.used)
+            if over(row, cap):  # the ledger's check, inline (OVER is its tolerance)
+                self.ledger.over_row(i, now)
             user = c.users[k]
             if track_users:  # per-user usage is read only for heartbeats that carry it
                 uu = self.users[i]
@@ -887,7 +891,7 @@ class NodeManagers(Component):
             for key in [k for k, v in self.jm_containers.items() if v[0] == i]:
                 _, _, owner, _ = self.jm_containers.pop(key)
                 self.port.send(self.runtime, Terminate(owner))
-            self.used[i] = [0.0] * len(self.used[i])
+            self.ledger.clear((node,))
             self.users[i] = {}
         if lost:
             self.stats["tasks_lost_on_nodes"] += len(lost)
