@@ -1,7 +1,8 @@
 """Benchmark: MACRM's simulation throughput (tasks and events per second) in distributed and centralized mode.
 
-Scenarios (each printed with simulated tasks per second of wall time and of process CPU time, events per second and the
-mean service time, and yarn / sparrow on the same input for the ratio):
+Scenarios (each printed with simulated tasks per second of wall time and of process CPU time, events per second and per
+task, the mean service time and the fingerprint of the per-task outputs (:mod:`megha.metrics.fingerprint`: a speed
+change must leave it as it was), and yarn / sparrow on the same input for the ratio):
 
 * ``google``    — the Google sub-trace's first jobs on 500 nodes of the Google machine mix at 60 % initial load,
                   Table 4.3 requests (distributed mode: sampling);
@@ -37,6 +38,7 @@ from megha.experiments.macrm import (
     simulate_inputs,
     slot_background,
 )
+from megha.metrics.fingerprint import fingerprint
 from megha.runner import simulate
 
 
@@ -91,6 +93,7 @@ def run(name: str, sched: str, jobs: int, repeat: int) -> dict:
             "sim_s": res.end_time,
             "service_ms": 1000 * float(np.nanmean(st)),
             "done": res.unfinished_reason is None,
+            "fp": fingerprint(res),
         }
         if best is None or out["cpu"] < best["cpu"]:
             best = out
@@ -106,7 +109,7 @@ def main() -> None:
     default_jobs = {"google": 1000, "ch3-60": 300, "ch3-95": 300, "syn1000": 60}
     print(
         f"{'scenario':10} {'scheduler':8} {'tasks':>7} {'sim s':>7} {'events':>9} {'tasks/s wall':>13} "
-        f"{'tasks/s cpu':>12} {'events/s cpu':>13} {'service':>10}  vs macrm (cpu)"
+        f"{'tasks/s cpu':>12} {'events/s cpu':>13} {'ev/task':>7} {'service':>10} {'fingerprint':>16}  vs macrm (cpu)"
     )
     for sc in a.scenarios:
         jobs = a.jobs or default_jobs[sc]
@@ -126,7 +129,8 @@ def main() -> None:
             print(
                 f"{sc:10} {sched:8} {r['tasks']:7d} {r['sim_s']:7.1f} {r['events']:9d} "
                 f"{r['tasks'] / r['wall']:13,.0f} {r['tasks'] / r['cpu']:12,.0f} "
-                f"{r['events'] / r['cpu']:13,.0f} {r['service_ms']:8.2f}ms  "
+                f"{r['events'] / r['cpu']:13,.0f} {r['events'] / max(r['tasks'], 1):7.2f} {r['service_ms']:8.2f}ms "
+                f"{r['fp']:>16}  "
                 f"{ratio}{'' if r['done'] else '  (incomplete)'}",
                 flush=True,
             )

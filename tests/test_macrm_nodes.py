@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.schedulers.common.messages import Finished
 from megha.schedulers.macrm.messages import (
@@ -264,3 +266,16 @@ def test_adopt_redirects_running_tasks_and_fences_the_old_attempt():
     nm.on_timer(("end", 5.0), 5.0)
     (fin,) = port.take(Finished)
     assert fin[0] == "jm4.1"
+
+
+def test_what_nodes_hold_is_kept_in_the_worker_ledger():
+    nm, _, _ = make(cap=2.0)
+    led = nm.ledger
+    assert led.row_lists and led.used is nm.used and led.cap_rows is nm.capl and led.over_eps == 1e-7
+    nm.on_message(SampleDecision(("A", 1), tasks([0, 1], [1, 2], dem=0.75), []), 0.0)
+    assert led.used == [[0.75], [0.75], [0.0]]
+    nm.on_timer(("end", 1.0), 1.0)
+    assert led.used == [[0.0], [0.0], [0.0]]
+    led.used[2] = [2.0 + 1e-6]  # what the inline check after a start raises: the ledger's one error
+    with pytest.raises(SimulationError, match=r"^nm: worker 2 over-committed at t=1\.500000: used \[2\.000001\]"):
+        led.over_row(2, 1.5)
