@@ -10,14 +10,11 @@ from __future__ import annotations
 import pytest
 
 from megha.config import RunConfig
-from tests.compiled_paths import assert_same_run, run_both
+from megha.schedulers.megha import _lean
+from tests.leanutil import assert_busy_ledger_error, assert_cold_threshold, both_ways
+from tests.leanutil import assert_same_run as _same
 
-
-def _both(monkeypatch: pytest.MonkeyPatch, cfg: RunConfig) -> tuple:
-    return run_both(monkeypatch, cfg, "MEGHA_LEAN")
-
-
-_same = assert_same_run
+_both = both_ways("MEGHA_LEAN")
 
 
 @pytest.mark.parametrize("max_jobs", [40, 400])
@@ -102,26 +99,9 @@ def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: p
     every worker of a hand-made ledger runs task 10**9 from the start; the LMs' own records still say free) is the
     ledger's over-commit error, named by the worker's LM's pool as SimLocalMaster's, raised from the compiled run
     (not a fall-back to the components)."""
-    from megha.errors import SimulationError
-    from megha.runner import simulate
-    from megha.schedulers.common.ledger import WorkerLedger
-    from megha.schedulers.megha import _lean
-
-    class Busy(WorkerLedger):
-        def __init__(self, *args: object, **kw: object) -> None:
-            super().__init__(*args, **kw)
-            if busy:
-                self.task[:] = 10**9
-
-    monkeypatch.setattr(_lean, "WorkerLedger", Busy)
-    monkeypatch.setenv("MEGHA_LEAN", "1")
     cfg = RunConfig(scheduler="megha", trace="sample:GOOG_subtrace", workers=300, gms=2, lms=3, max_jobs=20)
-    if not busy:  # the hand-made ledger itself changes nothing
-        assert simulate(cfg).extras.get("compiled_run") is True
-        return
     want = r"^\S+/workers[0-2]: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
-    with pytest.raises(SimulationError, match=want):
-        simulate(cfg)
+    assert_busy_ledger_error(monkeypatch, _lean, busy, cfg, want)
 
 
 def test_event_queue_order_and_growth() -> None:
@@ -167,3 +147,9 @@ def test_event_queue_order_and_growth() -> None:
         assert (t, int(q[3][row, 3])) == heapq.heappop(ref)
     assert q[Q_HEAP] == 0 and q[Q_SEQ] == posted
     assert q[Q_FREE] == q[Q_ROWS] and 4 < q[Q_ROWS] < posted  # the table grew, and freed rows were reused
+
+
+def test_cold_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MEGHA_LEAN=0`` never builds the compiled run; unset, a small run uses it only when it is compiled."""
+    cfg = RunConfig(scheduler="megha", trace="sample:GOOG_subtrace", workers=200, gms=2, lms=2, max_jobs=20)
+    assert_cold_threshold(monkeypatch, _lean.SWITCH, cfg)

@@ -11,17 +11,12 @@ import numpy as np
 import pytest
 
 from megha.config import RunConfig
-from megha.metrics.fingerprint import fingerprint
-from megha.runner import simulate
-from tests.compiled_paths import assert_same_run, run_both
+from megha.schedulers.pigeon import _lean
+from tests.leanutil import assert_busy_ledger_error, assert_cold_threshold, both_ways
+from tests.leanutil import assert_same_run as _same
 from tests.tracegen import write_trace
 
-
-def _both(monkeypatch: pytest.MonkeyPatch, cfg: RunConfig) -> tuple:
-    return run_both(monkeypatch, cfg, "PIGEON_LEAN")
-
-
-_same = assert_same_run
+_both = both_ways("PIGEON_LEAN")
 
 
 @pytest.mark.parametrize(
@@ -187,16 +182,11 @@ def test_random_traces(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
 def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch, sched: str, extra: dict) -> None:
     """Configurations the compiled loop does not model run the components."""
     cfg = RunConfig(scheduler=sched, trace="sample:GOOG_subtrace", workers=300, max_jobs=60, **extra)
-    fast, slow = _both(monkeypatch, cfg)
-    assert not fast.extras.get("compiled_run", False)
-    assert fingerprint(fast) == fingerprint(slow)
-    assert fast.events == slow.events
+    _same(*_both(monkeypatch, cfg), compiled=False)
 
 
 def test_masters_short_of_uniform_numbers_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A master that uses up the uniform numbers drawn for it makes the loop run again with more, same results."""
-    from megha.schedulers.pigeon import _lean
-
     draws = []
     uniforms = _lean._uniforms
 
@@ -216,16 +206,8 @@ def test_masters_short_of_uniform_numbers_run_again(monkeypatch: pytest.MonkeyPa
 
 def test_cold_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """``PIGEON_LEAN=0`` never builds the compiled run; unset, a small run uses it only when it is compiled."""
-    from megha.schedulers.pigeon import _lean
-
-    monkeypatch.setenv("PIGEON_LEAN", "1")
     cfg = RunConfig(scheduler="pigeonc", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
-    assert simulate(cfg).extras.get("compiled_run") is True
-    assert _lean._kernel_ready()
-    monkeypatch.delenv("PIGEON_LEAN")
-    assert simulate(cfg).extras.get("compiled_run") is True  # compiled in this process
-    monkeypatch.setattr(_lean, "_kernel_ready", lambda: False)
-    assert "compiled_run" not in simulate(cfg).extras  # small and not compiled: the components
+    assert_cold_threshold(monkeypatch, _lean.SWITCH, cfg)
 
 
 def test_end_table_against_a_dict() -> None:
@@ -280,27 +262,11 @@ def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: p
     every worker of a hand-made ledger runs task 10**9 from the start) is the ledger's over-commit error, with the
     launching master's group's name (as ``SimPigeonMaster`` raises it), raised from the compiled run (not a
     fall-back to the components)."""
-    from megha.errors import SimulationError
-    from megha.schedulers.common.ledger import WorkerLedger
-    from megha.schedulers.pigeon import _lean
-
-    class Busy(WorkerLedger):
-        def __init__(self, *args: object, **kw: object) -> None:
-            super().__init__(*args, **kw)
-            if busy:
-                self.task[:] = 10**9
-
-    monkeypatch.setattr(_lean, "WorkerLedger", Busy)
-    monkeypatch.setenv("PIGEON_LEAN", "1")
     cfg = RunConfig(scheduler="pigeonc", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
-    if not busy:  # the hand-made ledger itself changes nothing
-        assert simulate(cfg).extras.get("compiled_run") is True
-        return
     want = (
         r"^pigeonc/workers\d+: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
     )
-    with pytest.raises(SimulationError, match=want):
-        simulate(cfg)
+    assert_busy_ledger_error(monkeypatch, _lean, busy, cfg, want)
 
 
 def test_over_commit_names_the_group_of_the_worker() -> None:

@@ -10,16 +10,11 @@ from __future__ import annotations
 import pytest
 
 from megha.config import RunConfig
-from megha.metrics.fingerprint import fingerprint
-from megha.runner import simulate
-from tests.compiled_paths import assert_same_run, run_both
+from megha.schedulers.sparrow import _lean
+from tests.leanutil import assert_busy_ledger_error, assert_cold_threshold, both_ways
+from tests.leanutil import assert_same_run as _same
 
-
-def _both(monkeypatch: pytest.MonkeyPatch, cfg: RunConfig) -> tuple:
-    return run_both(monkeypatch, cfg, "SPARROW_LEAN")
-
-
-_same = assert_same_run
+_both = both_ways("SPARROW_LEAN")
 
 
 @pytest.mark.parametrize(("gms", "seed"), [(1, 0), (3, 5), (10, 0), (7, 11)])
@@ -89,24 +84,13 @@ def test_other_network_delays(monkeypatch: pytest.MonkeyPatch, delay: float) -> 
 def test_not_dispatched_elsewhere(monkeypatch: pytest.MonkeyPatch, extra: dict) -> None:
     """Configurations the compiled loop does not model run the components."""
     cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=300, max_jobs=60, **extra)
-    fast, slow = _both(monkeypatch, cfg)
-    assert not fast.extras.get("compiled_run", False)
-    assert fingerprint(fast) == fingerprint(slow)
-    assert fast.events == slow.events
+    _same(*_both(monkeypatch, cfg), compiled=False)
 
 
 def test_cold_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """``SPARROW_LEAN=0`` never builds the compiled run; unset, a small run uses it only when it is compiled."""
-    from megha.schedulers.sparrow import _lean
-
-    monkeypatch.setenv("SPARROW_LEAN", "1")
     cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
-    assert simulate(cfg).extras.get("compiled_run") is True
-    assert _lean._kernel_ready()
-    monkeypatch.delenv("SPARROW_LEAN")
-    assert simulate(cfg).extras.get("compiled_run") is True  # compiled in this process
-    monkeypatch.setattr(_lean, "_kernel_ready", lambda: False)
-    assert "compiled_run" not in simulate(cfg).extras  # small and not compiled: the components
+    assert_cold_threshold(monkeypatch, _lean.SWITCH, cfg)
 
 
 def test_end_table_against_a_dict() -> None:
@@ -160,25 +144,9 @@ def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: p
     """The compiled loop starts tasks through the ledger's compiled claim: a worker that runs a task already (here
     every worker of a hand-made ledger runs task 10**9 from the start) is the ledger's over-commit error, with the
     node monitors' name, raised from the compiled run (not a fall-back to the components)."""
-    from megha.errors import SimulationError
-    from megha.schedulers.common.ledger import WorkerLedger
-    from megha.schedulers.sparrow import _lean
-
-    class Busy(WorkerLedger):
-        def __init__(self, *args: object, **kw: object) -> None:
-            super().__init__(*args, **kw)
-            if busy:
-                self.task[:] = 10**9
-
-    monkeypatch.setattr(_lean, "WorkerLedger", Busy)
-    monkeypatch.setenv("SPARROW_LEAN", "1")
     cfg = RunConfig(scheduler="sparrow", trace="sample:GOOG_subtrace", workers=200, max_jobs=20)
-    if not busy:  # the hand-made ledger itself changes nothing
-        assert simulate(cfg).extras.get("compiled_run") is True
-        return
     want = r"^sparrow/monitors: worker \d+ over-committed at t=\d+\.\d{6}: task \d+ launched while it runs task 10{9}$"
-    with pytest.raises(SimulationError, match=want):
-        simulate(cfg)
+    assert_busy_ledger_error(monkeypatch, _lean, busy, cfg, want)
 
 
 def test_over_commit_text_of_a_worker_without_request() -> None:

@@ -1,7 +1,8 @@
 """Whether a run takes a family's compiled event loop: one environment switch and one compile-cost rule.
 
-A family whose common configuration can run in one compiled call (Megha's lean loop, Sparrow's) keeps one
-:class:`CompiledSwitch` naming its environment variable and its compiled entry point. The loop costs tens of CPU
+A family whose common configuration can run in one compiled call (Megha's, Sparrow's and Pigeon's loops; the rest of
+their runners' scaffolding is :mod:`megha.schedulers.common.compiled_loop`) keeps one :class:`CompiledSwitch` naming
+its environment variable and its compiled entry point. The loop costs tens of CPU
 seconds to compile the first time (numba then caches it next to its module), so a run with the variable unset uses
 it only when it is compiled already — in this process or in numba's cache for this source tree — or when the run
 has at least ``cold_min_tasks`` tasks, enough to earn the compile back. The variable set to ``"1"`` always uses it,

@@ -3,32 +3,34 @@
 In the lean configuration — slot mode, in-process workers, no processing model, one FIFO queue per GM with offer
 matching and retried rejections, policy random with round-robin partitions, no fairness, hand-over, state pulls,
 replies to every batch or faults; the ``paper`` profile's defaults, any number of GMs and LMs — the whole event loop
-runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and event order as the
+runs in one compiled call (:func:`._lean_kernel.run_lean`) with the same results as the
 :class:`~megha.schedulers.megha.gm.GlobalMaster` and :class:`~megha.schedulers.megha.simlm.SimLocalMaster`
-components, so the recorder's per-task columns (and the fingerprint) are the same. The components are still built
-(their counters are reported) but not run. Anything the compiled core does not model makes it give up before it
-touches the recorder, and the runner then runs the components as usual.
+components, dispatched, checked and handed back as every compiled loop is
+(:mod:`megha.schedulers.common.compiled_loop`; ``MEGHA_LEAN`` switches it; it costs about a minute of CPU to
+compile once).
 
 What each worker runs is kept in a :class:`~megha.schedulers.common.ledger.WorkerLedger` of all the workers
 (``slot_array=True``; its ``task`` array is the loop's), claimed and freed through the ledger's compiled checks; an
 over-commit inside the loop raises the ledger's error from the LM's share of it (:meth:`WorkerLedger.part`: the
 worker's LM's pool names it), as :class:`~megha.schedulers.megha.simlm.SimLocalMaster`'s own ledger does.
-
-The compiled loop takes about a minute of CPU to compile the first time (numba then caches it next to the module),
-so by default (``MEGHA_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's
-cache) or the run has at least :data:`COLD_MIN_TASKS` tasks; ``MEGHA_LEAN=1`` always uses it, ``MEGHA_LEAN=0``
-never.
 """
 
 from __future__ import annotations
 
-import copy
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from megha.metrics.recorder import TaskRecorder
+from megha.schedulers.common.compiled_loop import (
+    absorb_logs,
+    count_messages,
+    dispatch_hook,
+    plain_configuration,
+    settle_engine,
+    uniform_blocks,
+)
 from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
 from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
@@ -42,15 +44,8 @@ if TYPE_CHECKING:
     from megha.schedulers.registry import BuildContext
 
 _BLOCK = 4096  # FastRandom's block of uniform numbers
-#: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
-COLD_MIN_TASKS = 100_000
 #: ``MEGHA_LEAN`` and the compiled loop it switches (:mod:`megha.schedulers.common.compiled_switch`)
-SWITCH = CompiledSwitch("MEGHA_LEAN", "megha.schedulers.megha._lean_kernel", "run_lean", COLD_MIN_TASKS)
-
-
-def _kernel_ready() -> bool:
-    """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
-    return SWITCH.ready()
+SWITCH = CompiledSwitch("MEGHA_LEAN", "megha.schedulers.megha._lean_kernel")
 
 
 def lean_runner(
@@ -61,11 +56,9 @@ def lean_runner(
     mode = SWITCH.mode()
     if mode == NEVER:
         return None
-    eng = ctx.host
     if (
-        layout.capacity is not None
-        or ctx.faults
-        or getattr(eng, "processing", True) is not None
+        not plain_configuration(ctx)
+        or layout.capacity is not None
         or not opts.in_process_workers
         or opts.shares
         or opts.handoff_after is not None
@@ -73,7 +66,6 @@ def lean_runner(
         or opts.pull_overwrites
         or opts.reply_always
         or opts.reject != "retry"
-        or type(ctx.recorder) is not TaskRecorder
     ):
         return None
     for gm in gms:
@@ -82,16 +74,7 @@ def lean_runner(
     for lm in lms:
         if type(lm) is not SimLocalMaster or lm.usage is not None or lm.reply_always:
             return None
-
-    def run(engine: Any, source: Any, stall_timeout: float) -> bool:
-        """The runner's hook: the compiled run if the switch allows it (True when it completed the run)."""
-        if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
-            return False
-        done = _run(ctx, layout, gms, lms, route, engine, source, stall_timeout)
-        extras["compiled_run"] = done
-        return done
-
-    return run
+    return dispatch_hook(SWITCH, mode, ctx, functools.partial(_run, ctx, layout, gms, lms, route), extras)
 
 
 def _run(
@@ -137,11 +120,7 @@ def _run(
     blocks = n_f // _BLOCK + 2
     while True:
         # each GM's uniform numbers, drawn from a copy of its generator (the components keep theirs)
-        ubuf = np.empty((G, blocks * _BLOCK))
-        for g, gm in enumerate(gms):
-            rng = copy.deepcopy(gm.rnd.rng)
-            for b in range(blocks):
-                ubuf[g, b * _BLOCK : (b + 1) * _BLOCK] = rng.random(_BLOCK)
+        ubuf = uniform_blocks([gm.rnd.rng for gm in gms], blocks, _BLOCK)
         counts = np.zeros(K.N_COUNTS, dtype=np.int64)
         gm_counts = np.zeros((G, 3), dtype=np.int64)
         lm_counts = np.zeros((L, 3), dtype=np.int64)
@@ -200,30 +179,22 @@ def _run(
         part.over_slot(w_over, int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
-    n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()
-    dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t = logs
-    # the recorder's logs, in the order the components report them
-    ctx.recorder.absorb(
-        (dec_ids[:n_dec], dec_t[:n_dec]),
-        (comm_ids[:n_comm], comm_d[:n_comm]),
-        (st_ids[:n_st], st_t[:n_st], st_w[:n_st]),
-        (fin_ids[:n_fin], fin_t[:n_fin]),
-        (kn_ids[:n_kn], kn_t[:n_kn]),
-    )
+    absorb_logs(ctx.recorder, logs_n, logs)
     t_end = float(end[0])
     # the messages modelled, the counters, the engine's clock and events (the watchdog's timers included)
     c = counts.tolist()
-    for cls, n in (
-        (LaunchRequest, c[K.C_LAUNCH_REQ]),
-        (LaunchReply, c[K.C_LAUNCH_REPLY]),
-        (StateDelta, c[K.C_STATE_DELTA]),
-        (TaskDone, c[K.C_TASK_DONE]),
-        (Launch, c[K.C_LAUNCH]),
-        (Finished, c[K.C_FINISHED]),
-        (JobArrival, c[K.C_JOB_ARRIVAL]),
-    ):
-        if n:
-            source.port.message_counter(cls)[0] += n
+    count_messages(
+        source.port,
+        (
+            (LaunchRequest, c[K.C_LAUNCH_REQ], False),
+            (LaunchReply, c[K.C_LAUNCH_REPLY], False),
+            (StateDelta, c[K.C_STATE_DELTA], False),
+            (TaskDone, c[K.C_TASK_DONE], False),
+            (Launch, c[K.C_LAUNCH], False),
+            (Finished, c[K.C_FINISHED], False),
+            (JobArrival, c[K.C_JOB_ARRIVAL], False),
+        ),
+    )
     for g, gm in enumerate(gms):
         for name, k in (
             ("repartition_requests", K.G_REPART_REQ),
@@ -240,8 +211,6 @@ def _run(
         ):
             if lm_counts[l, k]:
                 lm.counters[name] += int(lm_counts[l, k])
-    engine.now = t_end
-    engine.events += c[K.C_EVENTS] + c[K.C_WATCHDOG]
-    source.pos = int(np.searchsorted(w.job_arrival[source.order], t_end, side="right"))
-    source.skipped_jobs += c[K.C_SKIPPED]
+    pos = int(np.searchsorted(w.job_arrival[source.order], t_end, side="right"))
+    settle_engine(engine, source, t_end, c[K.C_EVENTS] + c[K.C_WATCHDOG], pos, c[K.C_SKIPPED])
     return True

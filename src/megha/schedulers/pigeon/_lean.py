@@ -2,34 +2,38 @@
 
 In the common configurations — ``pigeonc`` (exact or reference master weights) or ``pigeon`` (even spread,
 reserved workers), any worker choice, in-process workers (no processing model), no fault schedule, slot mode — the
-whole event loop runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws and
-event order as the :class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
-:class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster` components, so the recorder's per-task columns (and the
-fingerprint), the event count, the end time, the message counts and the counters are the same. The components are
-still built (their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up
-before it touches the recorder, and the runner then runs the components as usual.
+whole event loop runs in one compiled call (:func:`._lean_kernel.run_lean`) with the same results as the
+:class:`~megha.schedulers.pigeon.distributor.PigeonDistributor` and
+:class:`~megha.schedulers.pigeon.simmaster.SimPigeonMaster` components, dispatched, checked and handed back as
+every compiled loop is (:mod:`megha.schedulers.common.compiled_loop`; ``PIGEON_LEAN`` switches it).
 
 What each worker runs is kept in a :class:`~megha.schedulers.common.ledger.WorkerLedger` of the whole datacenter
 (``slot_array=True``; its ``task`` array is the loop's), started and ended through the ledger's compiled checks; an
 over-commit inside the loop raises the ledger's error with the launching master's group's name
 (:meth:`WorkerLedger.part` of the group's rows, named as the master's own ledger), as the components do.
-
-The compiled loop takes a while to compile the first time (numba then caches it next to the module), so by default
-(``PIGEON_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's cache) or the
-run has at least :data:`COLD_MIN_TASKS` tasks; ``PIGEON_LEAN=1`` always uses it, ``PIGEON_LEAN=0`` never.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from megha.metrics.recorder import TaskRecorder
 from megha.model.constraints import MASK_DTYPE
 from megha.model.matching import Policy
+from megha.schedulers.common.compiled_loop import (
+    absorb_logs,
+    count_messages,
+    dispatch_hook,
+    feasible_job_spans,
+    fresh_engine,
+    plain_configuration,
+    settle_engine,
+    uniform_blocks,
+)
 from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
 from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Launch
@@ -40,20 +44,13 @@ from megha.schedulers.pigeon.simmaster import SimPigeonMaster
 if TYPE_CHECKING:
     from megha.schedulers.registry import BuildContext
 
-#: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
-COLD_MIN_TASKS = 100_000
 #: ``PIGEON_LEAN`` and the compiled loop it switches (:mod:`megha.schedulers.common.compiled_switch`)
-SWITCH = CompiledSwitch("PIGEON_LEAN", "megha.schedulers.pigeon._lean_kernel", "run_lean", COLD_MIN_TASKS)
+SWITCH = CompiledSwitch("PIGEON_LEAN", "megha.schedulers.pigeon._lean_kernel")
 #: the largest (queues × constraint masks) table of queue slots the compiled loop allocates
 MAX_QUEUE_SLOTS = 1 << 22
 _BLOCK = 4096  # FastRandom's block of uniform numbers
 #: the masters' worker choices the compiled loop makes, by its number for them (``_lean_kernel.P_*``)
 _POLICIES = {Policy.RANDOM: 0, Policy.MIN_CONSTRAINTS: 1, Policy.FIRST: 2}
-
-
-def _kernel_ready() -> bool:
-    """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
-    return SWITCH.ready()
 
 
 def lean_runner(
@@ -68,15 +65,7 @@ def lean_runner(
     mode = SWITCH.mode()
     if mode == NEVER:
         return None
-    if (
-        ctx.datacenter.capacity is not None
-        or ctx.faults
-        or ctx.processing is not None
-        or type(ctx.recorder) is not TaskRecorder
-        or np.dtype(MASK_DTYPE) != np.uint32
-        or not dists
-        or not masters
-    ):
+    if not plain_configuration(ctx) or np.dtype(MASK_DTYPE) != np.uint32 or not dists or not masters:
         return None
     weights = dists[0].weights
     for i, d in enumerate(dists):
@@ -99,17 +88,13 @@ def lean_runner(
         ):
             return None
 
-    def run(engine: Any, source: Any, stall_timeout: float) -> bool:
-        """The runner's hook: the compiled run if the switch allows it (True when it completed the run)."""
-        if any((d.health is not None and d.health.degraded) or d.parked for d in dists) or any(m.dead for m in masters):
-            return False  # failures are the components' business
-        if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
-            return False
-        done = _run(ctx, dists, masters, engine, source, stall_timeout)
-        extras["compiled_run"] = done
-        return done
+    def healthy() -> bool:
+        """No distributor degraded or parked, no master dead: failures are the components' business."""
+        return not (
+            any((d.health is not None and d.health.degraded) or d.parked for d in dists) or any(m.dead for m in masters)
+        )
 
-    return run
+    return dispatch_hook(SWITCH, mode, ctx, functools.partial(_run, ctx, dists, masters), extras, healthy)
 
 
 def first_uniforms(n_tasks: int, n_masters: int) -> int:
@@ -128,13 +113,7 @@ def _starts(rng: np.random.Generator, n_jobs: int, n_masters: int) -> list[int]:
 def _uniforms(rngs: list[np.random.Generator], n: int) -> np.ndarray:
     """The first ``n`` uniform numbers of each generator (drawn from copies: the components keep theirs), in blocks
     of :data:`_BLOCK` as :class:`~megha.model.matching.FastRandom` draws them."""
-    blocks = -(-n // _BLOCK)
-    out = np.empty((len(rngs), blocks * _BLOCK))
-    for i, r in enumerate(rngs):
-        rng = copy.deepcopy(r)
-        for b in range(blocks):
-            out[i, b * _BLOCK : (b + 1) * _BLOCK] = rng.random(_BLOCK)
-    return out
+    return uniform_blocks(rngs, -(-n // _BLOCK), _BLOCK)
 
 
 def _run(
@@ -147,7 +126,7 @@ def _run(
 ) -> bool:
     """Run the deployment in the compiled loop; False (nothing recorded) when it does not reproduce this run. Raises
     the ledger's over-commit error if the loop reports one."""
-    if getattr(engine, "processing", True) is not None or engine._started:
+    if not fresh_engine(engine):
         return False
     dm = engine.delay_model
     lane = engine._lane_delay
@@ -169,11 +148,7 @@ def _run(
     n_f = int(feasible.sum())
     masks = np.asarray(w.masks).astype(np.int64)
     ftasks = np.flatnonzero(feasible).astype(np.int64)
-    cum = np.zeros(feasible.size + 1, dtype=np.int64)
-    np.cumsum(feasible, out=cum[1:])
-    first = np.asarray(w.job_first_task, dtype=np.int64)
-    f_off = cum[first]
-    f_n = cum[first + np.asarray(w.job_num_tasks, dtype=np.int64)] - f_off
+    f_off, f_n = feasible_job_spans(w, feasible)
     umask, task_mid = np.unique(masks, return_inverse=True)
     if 2 * n_m * umask.size > MAX_QUEUE_SLOTS:
         return False
@@ -265,30 +240,22 @@ def _run(
         _raise_over_commit(ledger, m.ledger, int(counts[K.C_OVER_WORKER]), int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
-    n_dec, n_comm, n_st, n_fin, n_kn = logs_n.tolist()
-    dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t = logs
-    ctx.recorder.absorb(
-        (dec_ids[:n_dec], dec_t[:n_dec]),
-        (comm_ids[:n_comm], comm_d[:n_comm]),
-        (st_ids[:n_st], st_t[:n_st], st_w[:n_st]),
-        (fin_ids[:n_fin], fin_t[:n_fin]),
-        (kn_ids[:n_kn], kn_t[:n_kn]),
-    )
+    absorb_logs(ctx.recorder, logs_n, logs)
     c = counts.tolist()
-    port = source.port
     # the message counts (the masters count Start, Ended and TaskDone from their start, even if none)
-    for cls, n, always in (
-        (JobArrival, c[K.C_JOB], False),
-        (TaskBatch, c[K.C_BATCH], False),
-        (Start, c[K.C_START], True),
-        (Launch, c[K.C_LAUNCH], False),
-        (Ended, c[K.C_ENDED], True),
-        (Finished, c[K.C_FINISHED], False),
-        (TaskDone, c[K.C_TASKDONE], True),
-        (TasksDone, c[K.C_TASKSDONE], False),
-    ):
-        if n or always:
-            port.message_counter(cls)[0] += n
+    count_messages(
+        source.port,
+        (
+            (JobArrival, c[K.C_JOB], False),
+            (TaskBatch, c[K.C_BATCH], False),
+            (Start, c[K.C_START], True),
+            (Launch, c[K.C_LAUNCH], False),
+            (Ended, c[K.C_ENDED], True),
+            (Finished, c[K.C_FINISHED], False),
+            (TaskDone, c[K.C_TASKDONE], True),
+            (TasksDone, c[K.C_TASKSDONE], False),
+        ),
+    )
     for i, d in enumerate(dists):
         d.jobs_short += int(d_jobs[i, 0])
         d.jobs_long += int(d_jobs[i, 1])
@@ -296,10 +263,7 @@ def _run(
     for g, m in enumerate(masters):
         for k, key in enumerate(keys):
             m.stats[key] += int(m_stats[g, k])
-    engine.now = float(end[0])
-    engine.events += c[K.C_EVENTS]
-    source.pos = c[K.C_POS]
-    source.skipped_jobs += c[K.C_SKIPPED]
+    settle_engine(engine, source, float(end[0]), c[K.C_EVENTS], c[K.C_POS], c[K.C_SKIPPED])
     return True
 
 

@@ -2,33 +2,36 @@
 
 In the common configuration — slot mode, no processing model, no fault schedule, every scheduler–monitor link on
 the engine's default delay (the one where the node monitors skip known no-ops and answers start tasks directly) —
-the whole event loop runs in one compiled call (:func:`._lean_kernel.run_lean`): the same decisions, random draws
-and event order as the :class:`~megha.schedulers.sparrow.scheduler.SparrowScheduler` and
-:class:`~megha.schedulers.sparrow.monitors.SparrowMonitors` components, so the recorder's per-task columns (and the
-fingerprint), the event count, the message counts and the counters are the same. The components are still built
-(their counters are reported) but not run. Anything the compiled loop does not reproduce makes it give up before it
-touches the recorder, and the runner then runs the components as usual.
+the whole event loop runs in one compiled call (:func:`._lean_kernel.run_lean`) with the same results as the
+:class:`~megha.schedulers.sparrow.scheduler.SparrowScheduler` and
+:class:`~megha.schedulers.sparrow.monitors.SparrowMonitors` components, dispatched, checked and handed back as
+every compiled loop is (:mod:`megha.schedulers.common.compiled_loop`; ``SPARROW_LEAN`` switches it).
 
 What each worker runs is kept in a :class:`~megha.schedulers.common.ledger.WorkerLedger` of the node monitors
 (``slot_array=True``; its ``task`` array is the loop's), started and ended through the ledger's compiled checks; an
 over-commit inside the loop raises the ledger's error, with the node monitors' name, as the components do.
-
-The compiled loop takes a while to compile the first time (numba then caches it next to the module), so by default
-(``SPARROW_LEAN`` unset) a run uses it only when it is compiled already (in this process or numba's cache) or the
-run has at least :data:`COLD_MIN_TASKS` tasks; ``SPARROW_LEAN=1`` always uses it, ``SPARROW_LEAN=0`` never.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from megha.metrics.recorder import TaskRecorder
 from megha.model.constraints import MASK_DTYPE
+from megha.schedulers.common.compiled_loop import (
+    absorb_logs,
+    count_messages,
+    dispatch_hook,
+    feasible_job_spans,
+    fresh_engine,
+    plain_configuration,
+    settle_engine,
+)
 from megha.schedulers.common.compiled_switch import NEVER, CompiledSwitch
 from megha.schedulers.common.ledger import WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival
@@ -39,15 +42,8 @@ from megha.schedulers.sparrow.scheduler import SparrowScheduler
 if TYPE_CHECKING:
     from megha.schedulers.registry import BuildContext
 
-#: without a compiled loop at hand, runs with fewer tasks than this use the components (not worth the compile)
-COLD_MIN_TASKS = 100_000
 #: ``SPARROW_LEAN`` and the compiled loop it switches (:mod:`megha.schedulers.common.compiled_switch`)
-SWITCH = CompiledSwitch("SPARROW_LEAN", "megha.schedulers.sparrow._lean_kernel", "run_lean", COLD_MIN_TASKS)
-
-
-def _kernel_ready() -> bool:
-    """Whether the compiled loop needs no compiling: loaded in this process, or in numba's cache for this source."""
-    return SWITCH.ready()
+SWITCH = CompiledSwitch("SPARROW_LEAN", "megha.schedulers.sparrow._lean_kernel")
 
 
 def lean_runner(
@@ -63,10 +59,7 @@ def lean_runner(
     if mode == NEVER:
         return None
     if (
-        ctx.datacenter.capacity is not None
-        or ctx.faults
-        or ctx.processing is not None
-        or type(ctx.recorder) is not TaskRecorder
+        not plain_configuration(ctx)
         or np.dtype(MASK_DTYPE) != np.uint32
         or monitors.done_delay is None
         or monitors.resource
@@ -79,16 +72,7 @@ def lean_runner(
             return None
     if type(monitors) is not SparrowMonitors or monitors._peers is None:
         return None
-
-    def run(engine: Any, source: Any, stall_timeout: float) -> bool:
-        """The runner's hook: the compiled run if the switch allows it (True when it completed the run)."""
-        if not SWITCH.use(mode, int(ctx.feasible.sum()), _kernel_ready):
-            return False
-        done = _run(ctx, monitors, scheds, route, engine, source, stall_timeout)
-        extras["compiled_run"] = done
-        return done
-
-    return run
+    return dispatch_hook(SWITCH, mode, ctx, functools.partial(_run, ctx, monitors, scheds, route), extras)
 
 
 def _run(
@@ -102,7 +86,7 @@ def _run(
 ) -> bool:
     """Run the deployment in the compiled loop; False (nothing recorded) when it does not reproduce this run. Raises
     the ledger's over-commit error if the loop reports one."""
-    if getattr(engine, "processing", True) is not None or engine._started:
+    if not fresh_engine(engine):
         return False
     dm = engine.delay_model
     d_sm = float(dm.delay(SparrowScheduler.kind, SparrowMonitors.kind))
@@ -129,11 +113,7 @@ def _run(
     n_f = int(feasible.sum())
     masks = np.asarray(w.masks)
     ftasks = np.flatnonzero(feasible).astype(np.int64)
-    cum = np.zeros(feasible.size + 1, dtype=np.int64)
-    np.cumsum(feasible, out=cum[1:])
-    first = np.asarray(w.job_first_task, dtype=np.int64)
-    f_off = cum[first]
-    f_n = cum[first + np.asarray(w.job_num_tasks, dtype=np.int64)] - f_off
+    f_off, f_n = feasible_job_spans(w, feasible)
     # the masks a group can have (its tasks' mask, or 0), numbered; the compiled loop counts and lists their eligible
     # workers as the sampler does when a group first needs them
     umask = np.unique(np.concatenate([masks[feasible].astype(np.int64), np.zeros(1, dtype=np.int64)]))
@@ -183,34 +163,25 @@ def _run(
         _raise_over_commit(ledger, int(counts[K.C_OVER_WORKER]), int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
-    n_dec, n_comm, n_st, n_fin, n_kn, n_wq = logs_n.tolist()
-    dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t, wq_ids, wq_v = logs
-    rec = ctx.recorder
-    rec.absorb(
-        (dec_ids[:n_dec], dec_t[:n_dec]),
-        (comm_ids[:n_comm], comm_d[:n_comm]),
-        (st_ids[:n_st], st_t[:n_st], st_w[:n_st]),
-        (fin_ids[:n_fin], fin_t[:n_fin]),
-        (kn_ids[:n_kn], kn_t[:n_kn]),
-    )
+    (n_wq,), (wq_ids, wq_v) = absorb_logs(ctx.recorder, logs_n, logs)
     if n_wq:
-        rec.add_worker_queue(wq_ids[:n_wq], wq_v[:n_wq])
+        ctx.recorder.add_worker_queue(wq_ids[:n_wq], wq_v[:n_wq])
     c = counts.tolist()
     unsent, unanswered = c[K.C_UNSENT], c[K.C_UNANSWERED]
-    port = source.port
     # the message counts (Done, Request and Grant are counted from the start on the common path, even if none)
-    for cls, n, always in (
-        (JobArrival, c[K.C_JOB], False),
-        (Probes, c[K.C_PROBES], False),
-        (Done, c[K.C_DONE], True),
-        (Request, c[K.C_REQ] - unsent, True),
-        (Grant, c[K.C_GRANT] - unanswered, True),
-        (GetTask, c[K.C_GETTASK], False),
-        (TaskReply, c[K.C_REPLY], False),
-        (Finished, c[K.C_FIN], False),
-    ):
-        if n or always:
-            port.message_counter(cls)[0] += n
+    count_messages(
+        source.port,
+        (
+            (JobArrival, c[K.C_JOB], False),
+            (Probes, c[K.C_PROBES], False),
+            (Done, c[K.C_DONE], True),
+            (Request, c[K.C_REQ] - unsent, True),
+            (Grant, c[K.C_GRANT] - unanswered, True),
+            (GetTask, c[K.C_GETTASK], False),
+            (TaskReply, c[K.C_REPLY], False),
+            (Finished, c[K.C_FIN], False),
+        ),
+    )
     for i, s in enumerate(scheds):
         s.probes += int(sched_counts[i, 0])
         s.requests += int(sched_counts[i, 1])
@@ -218,10 +189,7 @@ def _run(
     monitors.queued_probes += c[K.C_QUEUED]
     monitors.max_queue = max(monitors.max_queue, c[K.C_MAXQ])
     monitors._settled = (unsent, unanswered)
-    engine.now = float(end[0])
-    engine.events += c[K.C_EVENTS]
-    source.pos = c[K.C_POS]
-    source.skipped_jobs += c[K.C_SKIPPED]
+    settle_engine(engine, source, float(end[0]), c[K.C_EVENTS], c[K.C_POS], c[K.C_SKIPPED])
     return True
 
 
