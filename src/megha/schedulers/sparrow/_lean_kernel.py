@@ -468,6 +468,8 @@ def run_lean(
     now = 0.0
     status = OK
     stop = False
+    over_w = over_t = -1  # OVER_COMMIT: the worker, the task sent to it, the instant
+    over_at = 0.0
 
     # on_start: the source's first timer, then the watchdog's
     if n_jobs:
@@ -524,10 +526,10 @@ def run_lean(
                 # SparrowMonitors.start_answered(s, w, t, dur, waited, now + d)
                 at = now + d_sm
                 if free_w[w] or not claim_slot(on_worker, w, t, 0):
-                    status = OVER_COMMIT
-                    counts[C_OVER_WORKER] = w
-                    counts[C_OVER_TASK] = t
-                    end[1] = at
+                    status = OVER_COMMIT  # reported after the loop, from over_*
+                    over_w = w
+                    over_t = t
+                    over_at = at
                     break
                 egc = _start(t, w, s, at, at + durations[t], run_w, run_s, t_next, eg_head, eg_tail, eg_n, egc, end_t,
                              end_g, heap, hkt, evi, evf, st)  # fmt: skip
@@ -800,10 +802,10 @@ def run_lean(
                         n_out += 1
                     continue
                 if free_w[w] or not claim_slot(on_worker, w, t, 0):
-                    status = OVER_COMMIT
-                    counts[C_OVER_WORKER] = w
-                    counts[C_OVER_TASK] = t
-                    end[1] = now
+                    status = OVER_COMMIT  # reported after the loop, from over_*
+                    over_w = w
+                    over_t = t
+                    over_at = now
                     break
                 egc = _start(t, w, s, now, e, run_w, run_s, t_next, eg_head, eg_tail, eg_n, egc, end_t, end_g, heap,
                              hkt, evi, evf, st)  # fmt: skip
@@ -979,6 +981,10 @@ def run_lean(
     if status == OK and not stop:
         status = GAVE_UP  # out of events with tasks unfinished: the components report it
     end[0] = now
+    if status == OVER_COMMIT:
+        counts[C_OVER_WORKER] = over_w
+        counts[C_OVER_TASK] = over_t
+        end[1] = over_at
     if status == OK:
         # SparrowMonitors.settle_skipped: skipped round trips the run's end cut off
         unsent = 0
