@@ -63,6 +63,12 @@ class ChurnGraph:
         self.job_arc: dict[int, int] = {}  # job -> U→S arc
         self.job_tasks: dict[int, list[int]] = {}
         self.task_job: dict[int, int] = {}
+        # the live tasks in insertion order (the order of task_job's keys), without a Python pass per round: every
+        # task ever added at its position in _order, _live marks those still here, _pos maps a task to its position
+        self._order = np.zeros(max(16, n_tasks), dtype=np.int64)
+        self._live = np.zeros(max(16, n_tasks), dtype=bool)
+        self._pos = np.full(net.node_capacity, -1, dtype=np.int64)
+        self._n_order = 0
         self.next_job = 0
         self._add_tasks(n_tasks)
         self._update_jobs(set(self.job_tasks))
@@ -106,6 +112,7 @@ class ChurnGraph:
             self.job_tasks[j] = tasks.tolist()
             for t in self.job_tasks[j]:
                 self.task_job[t] = j
+            self._append(tasks)
             if self._durations is not None and self._durations.size:
                 d = self._durations[rng.integers(0, self._durations.size, size)]
                 for t, e in zip(tasks.tolist(), (self.clock + d).tolist(), strict=True):
@@ -113,6 +120,36 @@ class ChurnGraph:
             jobs.add(j)
             self.last_arrived = np.concatenate([self.last_arrived, tasks])
         return jobs
+
+    def _append(self, tasks: np.ndarray) -> None:
+        """Record new tasks at the end of the insertion order (compacting it when it is mostly departed tasks)."""
+        n = self._n_order
+        if n + tasks.size > self._order.size:
+            keep = self._live[:n]
+            live = self._order[:n][keep]
+            if live.size + tasks.size > self._order.size // 2:  # grow
+                size = 2 * (live.size + tasks.size) + 16
+                self._order = np.zeros(size, dtype=np.int64)
+                self._live = np.zeros(size, dtype=bool)
+            self._order[: live.size] = live
+            self._live[: live.size] = True
+            self._live[live.size :] = False
+            n = live.size
+            self._pos[live] = np.arange(n, dtype=np.int64)
+        top = int(tasks.max()) if tasks.size else -1
+        if top >= self._pos.size:
+            pos = np.full(max(2 * self._pos.size, top + 1), -1, dtype=np.int64)
+            pos[: self._pos.size] = self._pos
+            self._pos = pos
+        self._order[n : n + tasks.size] = tasks
+        self._live[n : n + tasks.size] = True
+        self._pos[tasks] = np.arange(n, n + tasks.size, dtype=np.int64)
+        self._n_order = n + tasks.size
+
+    def live_tasks(self) -> np.ndarray:
+        """The tasks present, in the order they were added (the order of ``task_job``'s keys)."""
+        n = self._n_order
+        return self._order[:n][self._live[:n]]
 
     def _update_jobs(self, jobs: set[int]) -> None:
         """Fairness bounds and waiting costs of the given jobs (all jobs when shares move)."""
@@ -149,10 +186,10 @@ class ChurnGraph:
             gone = np.array(gone_l, dtype=np.int64)
             n = gone.size
         else:
-            all_tasks = np.fromiter(self.task_job.keys(), dtype=np.int64, count=self.n_tasks)
-            gone = rng.choice(all_tasks, n, replace=False)
+            gone = rng.choice(self.live_tasks(), n, replace=False)
         self.last_left = gone
         self.last_arrived = np.zeros(0, dtype=np.int64)
+        self._live[self._pos[gone]] = False
         touched: set[int] = set()
         for t in gone.tolist():
             j = self.task_job.pop(t)
