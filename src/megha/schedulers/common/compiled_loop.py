@@ -33,26 +33,36 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from megha.metrics.recorder import TaskRecorder
+from megha.model.topology import Datacenter
 from megha.schedulers.common.compiled_switch import CompiledSwitch
-
-if TYPE_CHECKING:
-    from megha.schedulers.registry import BuildContext
 
 #: how many of a loop's logs the recorder takes (:func:`absorb_logs`): decided, comm, started, finished, known
 N_RECORDER_LOGS = 5
 #: the arrays of those logs: (ids, times), (ids, delays), (ids, times, workers), (ids, times), (ids, times)
 _LOG_WIDTHS = (2, 2, 3, 2, 2)
 
+
+class LoopContext(Protocol):
+    """What a compiled loop reads of the builder's context (the registry's ``BuildContext`` has it; this layer may
+    not import the registry)."""
+
+    datacenter: Datacenter
+    faults: bool
+    host: Any
+    recorder: Any
+    feasible: np.ndarray
+
+
 #: a runner's compiled run: ``run(engine, source, stall_timeout)``, True when it completed the run
 RunHook = Callable[[Any, Any, float], bool]
 
 
-def plain_configuration(ctx: BuildContext) -> bool:
+def plain_configuration(ctx: LoopContext) -> bool:
     """Whether the run is in the configuration every compiled loop needs: slot mode (no worker capacities), no
     fault schedule, no processing model, the simulator's own recorder."""
     return (
@@ -66,7 +76,7 @@ def plain_configuration(ctx: BuildContext) -> bool:
 def dispatch_hook(
     switch: CompiledSwitch,
     mode: str,
-    ctx: BuildContext,
+    ctx: LoopContext,
     run: RunHook,
     extras: dict,
     allowed: Callable[[], bool] | None = None,
