@@ -191,3 +191,17 @@ def test_the_engines_recorder_protocol_is_part_of_the_recorder_protocol() -> Non
         have = list(inspect.signature(getattr(DelayRecorder, n)).parameters)
         want = list(inspect.signature(getattr(Recorder, n)).parameters)
         assert have == want, f"DelayRecorder.{n}{have} differs from Recorder.{n}{want}"
+
+
+def test_the_extension_contract_is_one_import() -> None:
+    """A scheduler family (or plug-in) finds its whole contract in :mod:`megha.schedulers.registry`: the builder's
+    context and result, registration, options, counters, the component, its ports, the host and the recorder."""
+    from megha.metrics.recorder import Recorder
+    from megha.schedulers import registry
+    from megha.sim import component
+
+    contract = {"BuildContext", "Deployment", "register", "SchedulerOptions", "CounterSet", "Component", "Port"}
+    contract |= {"SimHooks", "Host", "Recorder"}
+    assert contract <= set(registry.__all__)
+    assert all(hasattr(registry, n) for n in registry.__all__)
+    assert registry.Component is component.Component and registry.Recorder is Recorder

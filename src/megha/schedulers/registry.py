@@ -14,6 +14,12 @@ built-in families, so they appear in ``megha schedulers`` and run wherever a sch
 (``megha simulate``, ``compare``, sweeps on local processes or Ray, the Python API). A plug-in cannot replace a
 built-in name; one that fails to load is reported (a warning, and in ``megha schedulers``) and skipped.
 ``examples/plugin/`` is a complete plug-in package.
+
+**The extension contract in one import.** Besides its own names, this module re-exports what a builder and its
+components are written against: :class:`~megha.sim.component.Component` and its :class:`~megha.sim.component.Port`
+(with the simulator-only :class:`~megha.sim.component.SimHooks`), the :class:`~megha.sim.component.Host` that fault
+models get, the :class:`~megha.metrics.recorder.Recorder` protocol components report to, and
+:class:`~megha.metrics.counters.CounterSet` (``__all__`` lists them).
 """
 
 from __future__ import annotations
@@ -30,13 +36,35 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from megha.errors import InputError, did_you_mean
 from megha.metrics.counters import RUN_COUNTERS, CounterSet
-from megha.metrics.recorder import TaskRecorder
+from megha.metrics.recorder import Recorder, TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
-from megha.sim.component import Address, Component, Host
+from megha.sim.component import Address, Component, Host, Port, SimHooks
 
 if TYPE_CHECKING:
     from megha.sim.engine import DelayModel, ProcessingModel
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PLUGIN_ERRORS",
+    "Address",
+    "BuildContext",
+    "Component",
+    "CounterSet",
+    "Deployment",
+    "Host",
+    "Port",
+    "Recorder",
+    "SchedulerOptions",
+    "SchedulerSpec",
+    "SimHooks",
+    "find",
+    "get",
+    "names",
+    "parse_options",
+    "register",
+]
 
 
 class SchedulerOptions(BaseModel):
