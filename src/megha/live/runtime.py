@@ -655,8 +655,8 @@ class Hosted:
             self.depose(f"a standby took over (term {env.term})")
 
     def depose(self, why: str) -> None:
-        """Step down (another instance holds the term, or the log cannot be written): mute the port, stop the tasks,
-        leave the inbox and report the new role."""
+        """Step down: another instance took over (it claimed a newer term, or the replication log moved on without
+        this one). Mute the port, stop the tasks, leave the inbox and report the new role."""
         if self.role == "deposed":
             return
         log.error("%s: %s: this instance steps down", self.address, why)
