@@ -43,7 +43,7 @@ def identities(cfg: LiveConfig) -> list[tuple[str, str, int]]:
 
 
 def auth_dir(cfg: LiveConfig) -> Path:
-    """Where the deployment's credentials and certificates are kept."""
+    """Where the deployment's generated credentials are kept (``state_dir/auth``, one file per role)."""
     return Path(cfg.state_dir) / "auth"
 
 
