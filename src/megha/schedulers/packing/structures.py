@@ -412,7 +412,7 @@ class Constraints:
         self.mask.update(zip(jobs, (int(m) for m in masks), strict=True))
 
     def forget(self, job: int) -> None:
-        """Drop job ``job``'s mask (it was placed)."""
+        """Drop job ``job``'s mask (it finished)."""
         self.mask.pop(job, None)
 
     def __call__(self, job: int, server: int) -> bool:
