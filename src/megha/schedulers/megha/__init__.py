@@ -355,6 +355,7 @@ def build_megha(ctx: BuildContext, central: bool = False) -> Deployment:
     counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Wire a ``megha`` deployment: G GMs and L LMs over the datacenter's partitions (:func:`build_megha`)."""
     return build_megha(ctx)
 
 
@@ -367,4 +368,5 @@ def build(ctx: BuildContext) -> Deployment:
     counters=COUNTERS,
 )
 def build_central(ctx: BuildContext) -> Deployment:
+    """Wire ``megha-central``: the same GM and LM code with 1 GM × 1 LM, the papers' centralized configuration."""
     return build_megha(ctx, central=True)

@@ -34,6 +34,7 @@ class FairShare:
 
     @property
     def n_users(self) -> int:
+        """How many users (user queues) have a configured share."""
         return int(self.shares.size)
 
     def violation(self, usage: np.ndarray) -> np.ndarray:
@@ -41,6 +42,8 @@ class FairShare:
         return usage / self.total - self.shares
 
     def under_share(self, user: int, usage: np.ndarray) -> bool:
+        """Whether ``user`` uses less than its share (``usage[user]`` units over the datacenter's total); only such a
+        user's tasks may ask for a preemption (Algorithm 2)."""
         return bool(usage[user] / self.total < self.shares[user] - 1e-12)
 
     def victims(self, user: int, usage: np.ndarray, units: float = 0.0) -> list[int]:
@@ -122,11 +125,13 @@ class SingleQueue:
         return len(self.q)
 
     def push_back(self, e: tuple) -> None:
+        """Queue task entry ``e`` at the tail (a new task)."""
         self.q.push_back(e, e[E_MASK])
         if e[E_DEMAND] is not None:
             self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def push_front(self, e: tuple) -> None:
+        """Queue task entry ``e`` at the head (a task that comes back, e.g. after an inconsistency)."""
         self.q.push_front(e, e[E_MASK])
         if e[E_DEMAND] is not None:
             self.dmin = _lower(self.dmin, e[E_DEMAND])
@@ -138,11 +143,15 @@ class SingleQueue:
         usage: np.ndarray | None = None,
         inv: int | None = None,
     ) -> tuple | None:
+        """Take the oldest entry whose constraints worker mask ``wmask`` satisfies (``inv``: the mask already inverted)
+        and that ``accept`` takes, if given (resource mode: it fits); None if none. ``usage`` is unused without
+        fairness."""
         if accept is None:
             return self.q.pop_first_fitting(wmask) if inv is None else self.q.pop_first_fitting_inv(inv)
         return self.q.pop_first_fitting_where(wmask, accept)
 
     def heads(self, k: int) -> list[tuple]:
+        """The first ``k`` entries of the queue, oldest first (not removed)."""
         return self.q.entries()[:k]
 
     def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
@@ -152,6 +161,7 @@ class SingleQueue:
         return drain_queue(self.q, place, set(), None, key)
 
     def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
+        """Remove and return the entries for which ``pred`` holds."""
         return self.q.remove_where(pred)
 
 
@@ -170,11 +180,13 @@ class FairQueues:
         return sum(len(q) for q in self.qs.values())
 
     def push_back(self, e: tuple) -> None:
+        """Queue task entry ``e`` at the tail of its user's queue."""
         self.qs[e[E_USER]].push_back(e, e[E_MASK])
         if e[E_DEMAND] is not None:
             self.dmin = _lower(self.dmin, e[E_DEMAND])
 
     def push_front(self, e: tuple) -> None:
+        """Queue task entry ``e`` at the head of its user's queue (a task that comes back)."""
         self.qs[e[E_USER]].push_front(e, e[E_MASK])
         if e[E_DEMAND] is not None:
             self.dmin = _lower(self.dmin, e[E_DEMAND])
@@ -194,6 +206,9 @@ class FairQueues:
         usage: np.ndarray | None = None,
         inv: int | None = None,
     ) -> tuple | None:
+        """Take the oldest fitting entry (worker mask ``wmask``, ``accept`` if given) of the first user queue in
+        round-robin order that has one, users under their share (by ``usage``) first; the round robin then moves past
+        that user. None if no queue has one."""
         for u in self._order(usage):
             q = self.qs[u]
             if not len(q):
@@ -205,12 +220,14 @@ class FairQueues:
         return None
 
     def heads(self, k: int) -> list[tuple]:
+        """The first ``k`` entries of every user's queue (not removed)."""
         out = []
         for u in self.users:
             out.extend(self.qs[u].entries()[:k])
         return out
 
     def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
+        """Remove and return the entries of every user's queue for which ``pred`` holds."""
         out = []
         for q in self.qs.values():
             out.extend(q.remove_where(pred))

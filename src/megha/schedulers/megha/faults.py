@@ -48,6 +48,7 @@ class MeghaFaults:
         self.kinds = dict(KINDS) if self.in_process else {"gm": KINDS["gm"]}
 
     def population(self, kind: str) -> int:
+        """How many targets of ``kind`` the deployment has: workers, partitions (LM clusters) or GMs."""
         return {"worker": self.layout.n_workers, "partition": self.layout.n_lms, "gm": len(self.gms)}[kind]
 
     def _workers(self, kind: str, targets: tuple[int, ...]) -> dict[int, list[int]]:
@@ -62,11 +63,14 @@ class MeghaFaults:
         return out
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        """The workers a fault of ``kind`` on ``targets`` takes down (a GM crash takes none)."""
         if kind not in ("worker", "partition"):
             return []  # a GM crash takes no worker down
         return [w for ws in self._workers(kind, targets).values() for w in ws]
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets fail at ``now``: a GM is suspended; the LMs of failed workers relaunch their tasks through the GMs
+        that placed them (in-process LM workers only)."""
         if kind == "gm":
             for g in targets:
                 self.engine.suspend(self.gms[g].address)
@@ -82,6 +86,8 @@ class MeghaFaults:
             self.lms[lm].fail_workers(ws, now, task_info)
 
     def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets come back at ``now``: a GM restarts as a successor that rebuilds its view from the LMs (its counters
+        kept, ``restarts`` + 1); workers are usable again."""
         if kind == "gm":
             for g in targets:
                 old = self.gms[g]

@@ -40,6 +40,7 @@ class AgedQueue:
         return self._len
 
     def push(self, key: int, seq: int, entry: object, mask: int) -> None:
+        """Queue ``entry`` (constraint mask ``mask``) by age ``key``, ties by ``seq``."""
         s = self._slot_of.get(mask)
         if s is None:
             s = self._n

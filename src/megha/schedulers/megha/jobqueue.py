@@ -95,9 +95,12 @@ class FewestTasksQueue:
         self._order.add((j.count, j.tie, job))
 
     def push_back(self, e: tuple) -> None:
+        """Queue task entry ``e`` at the tail of its job's tasks (its job's key rises by one)."""
         self._push(e, False)
 
     def push_front(self, e: tuple) -> None:
+        """Queue task entry ``e`` at the head of its job's tasks (a task that comes back; its job's key rises by
+        one)."""
         self._push(e, True)
 
     def _taken(self, key: tuple, e: tuple) -> tuple:
@@ -174,6 +177,7 @@ class FewestTasksQueue:
         return {int(m) for m, s in a._slot_of.items() if a._buckets[s]}
 
     def heads(self, k: int) -> list[tuple]:
+        """The first ``k`` entries in queue order (jobs by fewest queued tasks), not removed."""
         out = []
         for e in self.in_order():
             if len(out) >= k:
@@ -182,6 +186,7 @@ class FewestTasksQueue:
         return out
 
     def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
+        """Remove and return the entries for which ``pred`` holds; their jobs' keys drop accordingly."""
         out = []
         for job, j in list(self._jobs.items()):
             gone = j.q.remove_where(pred)

@@ -35,6 +35,8 @@ class MeghaLayout:
 
     @classmethod
     def build(cls, dc: Datacenter, n_lms: int | None, n_gms: int | None, prefix: str = "megha") -> MeghaLayout:
+        """The layout of ``dc`` with ``n_lms`` LMs and ``n_gms`` GMs (None: the datacenter's own), addresses under
+        ``prefix``; raises InputError when an LM's workers are not contiguous or a partition gets no worker."""
         lm_of, part_of, L, G = dc.megha_layout(n_lms, n_gms)
         if np.any(np.diff(lm_of) < 0):
             raise InputError("Megha needs each LM's workers to be contiguous in the datacenter's worker order")
@@ -65,13 +67,17 @@ class MeghaLayout:
 
     @property
     def n_workers(self) -> int:
+        """How many workers the datacenter has."""
         return int(self.lm_of.size)
 
     def gm_address(self, g: int) -> str:
+        """The address of GM ``g``."""
         return f"{self.prefix}/gm{g}"
 
     def lm_address(self, lm: int) -> str:
+        """The address of LM ``lm``."""
         return f"{self.prefix}/lm{lm}"
 
     def pool_address(self, lm: int) -> str:
+        """The address of LM ``lm``'s worker pool."""
         return f"{self.prefix}/workers{lm}"

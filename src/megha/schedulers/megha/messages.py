@@ -42,6 +42,8 @@ class LaunchRequest:
 
     @property
     def alloc_tasks(self) -> list[int]:
+        """The tasks of the batch (on their allocation path: the engine adds this message's delay to their communication
+        time)."""
         return self.tasks
 
     def __len__(self) -> int:
@@ -62,6 +64,7 @@ class LaunchReply:
 
     @property
     def alloc_tasks(self) -> list[int]:
+        """The rejected tasks (their way back to the GM is on their allocation path)."""
         return self.rejected
 
     def __len__(self) -> int:
@@ -117,6 +120,7 @@ class Handoff:
 
     @property
     def alloc_tasks(self) -> list[int]:
+        """The handed-over tasks (on their allocation path)."""
         return self.tasks
 
     def __len__(self) -> int:
@@ -162,6 +166,7 @@ class PreemptRequest:
 
     @property
     def alloc_tasks(self) -> np.ndarray:
+        """The candidate tasks (on their allocation path)."""
         return self.tasks
 
     def __len__(self) -> int:
@@ -190,6 +195,7 @@ class PreemptReply:
 
     @property
     def alloc_tasks(self) -> np.ndarray | None:
+        """The launched task, if the preemption was verified (on its allocation path); else None."""
         return np.array([self.task], dtype=np.int64) if self.task >= 0 else None
 
 

@@ -136,6 +136,8 @@ class FewestRemainingQueue(FewestTasksQueue):
                 stale.add(job)
 
     def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
+        """Remove and return the entries for which ``pred`` holds; they no longer count as their jobs' unfinished
+        tasks."""
         out = []
         for job, j in list(self._jobs.items()):
             gone = j.q.remove_where(pred)

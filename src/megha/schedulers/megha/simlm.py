@@ -74,9 +74,10 @@ class SimLocalMaster(LocalMaster):
         reply_always: bool = False,
         launch_delay: float = 0.0005,
         report_delay: float = 0.0,
-        **kw,
+        *,
+        phase: float | None = None,
     ) -> None:
-        super().__init__(l, layout, recorder, heartbeat, fair, reply_always, **kw)
+        super().__init__(l, layout, recorder, heartbeat, fair, reply_always, phase=phase)
         self.launch_delay = launch_delay
         self.report_delay = report_delay
         lo, hi = self.lo, self.hi
@@ -423,6 +424,7 @@ class SimLocalMaster(LocalMaster):
             self._on_killed(self._killed.pop(key), now)
 
     def running_tasks(self) -> int:
+        """How many tasks run on this LM's workers."""
         return len(self._running)
 
     # --- worker failures (fault schedules) --------------------------------------------------------------------

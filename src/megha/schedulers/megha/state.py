@@ -49,6 +49,7 @@ class SlotView:
         return self.idx.candidates(self.avail, mask)
 
     def is_free(self, w: int) -> bool:
+        """Whether worker ``w`` is free in the view."""
         return bool(self._flag[w])
 
     def _set(self, w: int, free: bool) -> None:
@@ -79,6 +80,7 @@ class SlotView:
             inflight[w] -= 1
 
     def fits(self, w: int, demand: np.ndarray | None) -> bool:
+        """Always True: in slot mode a free worker fits any task."""
         return True
 
     def apply_truth(self, w: int, truth: bool) -> bool:
@@ -153,28 +155,36 @@ class ResourceView:
         return np.bitwise_and(self.idx.pack_workers(fits), self.idx.static_vector(mask))
 
     def is_free(self, w: int) -> bool:
+        """Whether worker ``w`` has any free resource in the view."""
         return bool((self.free[w] > _EPS).any())
 
     def take(self, w: int, demand: np.ndarray) -> None:
+        """The GM books ``demand`` on ``w`` for one of its tasks (a launch request is about to be sent)."""
         self.free[w] -= demand
         self.inflight[w] += demand
         self._sync(w)
 
     def release(self, w: int, demand: np.ndarray | None) -> None:
+        """Nothing to do in resource mode: the resources are back already (:meth:`give_back`, :meth:`apply_truth`)."""
         pass  # resources were already added by give_back / apply_truth
 
     def give_back(self, w: int, demand: np.ndarray) -> None:
+        """A task of this GM on ``w`` finished: its ``demand`` is free in the view again."""
         self.free[w] += demand
         self._sync(w)
 
     def acked(self, workers: list[int], demands: np.ndarray) -> None:
+        """The LM processed a request: its reservations (``demands`` on ``workers``) are no longer in flight."""
         np.subtract.at(self.inflight, np.asarray(workers, dtype=np.int64), demands)
         np.maximum(self.inflight, 0.0, out=self.inflight)
 
     def fits(self, w: int, demand: np.ndarray) -> bool:
+        """Whether ``demand`` fits in what ``w`` has free in the view."""
         return bool((demand <= self.free[w] + _EPS).all())
 
     def apply_truth(self, w: int, truth: np.ndarray) -> bool:
+        """Set the view of ``w`` to the LM's free resources minus own reservations in flight; True when ``w`` gained
+        room (offer it)."""
         new = truth - self.inflight[w]
         gained = bool((new > self.free[w] + _EPS).any())
         self.free[w] = new
@@ -182,6 +192,7 @@ class ResourceView:
         return gained
 
     def forget(self, w: int) -> None:
+        """Mark ``w`` as having nothing free in the view (used when rebuilding)."""
         self.free[w] = 0.0
         self._sync(w)
 
@@ -198,6 +209,8 @@ class SlotCluster:
         self.user = [-1] * n
 
     def try_place(self, w: int, task: int, demand: np.ndarray | None, gm: int, user: int) -> bool:
+        """Start ``task`` (of GM ``gm``, user ``user``) on worker ``w`` if it is idle; False if it is busy (an
+        inconsistency)."""
         i = w - self.lo
         if self.task[i] >= 0:
             return False
@@ -216,6 +229,7 @@ class SlotCluster:
         return gm, user
 
     def truth(self, workers: list[int]) -> list[bool]:
+        """Whether each of ``workers`` is idle (the LM's truth sent in state updates)."""
         lo = self.lo
         task = self.task
         return [task[w - lo] < 0 for w in workers]
@@ -228,6 +242,7 @@ class SlotCluster:
         return None
 
     def usage_units(self, demand: np.ndarray | None) -> float:
+        """Fairness units of a task: one running task."""
         return 1.0
 
 
@@ -249,6 +264,8 @@ class ResourceCluster:
         self.logical: dict[int, tuple[int, int]] = {}  # task -> (worker, gm) for carved logical nodes
 
     def try_place(self, w: int, task: int, demand: np.ndarray, gm: int, user: int) -> bool:
+        """Start ``task`` (of GM ``gm``, user ``user``) on node ``w`` if ``demand`` fits in its free resources; False if
+        not (an inconsistency)."""
         i = w - self.lo
         if (demand > self.free[i] + _EPS).any():
             return False
@@ -262,6 +279,7 @@ class ResourceCluster:
         self.logical[task] = (w, gm)
 
     def remove(self, w: int, task: int, demand: np.ndarray | None) -> tuple[int, int]:
+        """Free the resources of a finished/killed task (and its logical node, if carved); returns (owner GM, user)."""
         i = w - self.lo
         gm, user, d = self.tasks_on[i].pop(task)
         self.free[i] += d
@@ -270,11 +288,14 @@ class ResourceCluster:
         return gm, user
 
     def truth(self, workers: list[int]) -> np.ndarray:
+        """Free resources of each of ``workers`` (``[n, R]``, the LM's truth sent in state updates)."""
         if not workers:
             return np.zeros((0, self.free.shape[1]))
         return self.free[np.asarray(workers, dtype=np.int64) - self.lo].copy()
 
     def victims_on(self, w: int, victim: int, demand: np.ndarray) -> list[int] | None:
+        """Tasks of ``victim`` on ``w``, in start order, whose preemption frees room for ``demand``; None if all of them
+        are not enough."""
         i = w - self.lo
         have = self.free[i].copy()
         chosen = []
@@ -287,4 +308,5 @@ class ResourceCluster:
         return None
 
     def usage_units(self, demand: np.ndarray) -> float:
+        """Fairness units of a task: its CPU request (the first resource)."""
         return float(demand[0])
