@@ -28,7 +28,6 @@ TESTS = Path(__file__).parent
 #: (module path under src/megha, or that path + ":" + qualified name) still without annotations
 NOT_YET_ANNOTATED = {
     "schedulers/flow/_graph_kernels.py",  # the flow graph's compiled kernels (their arrays' roles are in comments)
-    "schedulers/pigeon/simmaster.py:SimPigeonMaster.__init__",  # *args, **kw passed on to PigeonMaster
 }
 
 
@@ -85,7 +84,6 @@ def test_the_exceptions_still_exist() -> None:
 NOT_YET_DOCUMENTED = (
     "schedulers/flow/",
     "schedulers/macrm/",
-    "schedulers/pigeon/",
     "metrics/",
     "samples.py",
 )

@@ -247,6 +247,8 @@ def _build(ctx: BuildContext, name: str, weighted: bool, reserve: float) -> Depl
     counters=COUNTERS,
 )
 def build_pigeonc(ctx: BuildContext) -> Deployment:
+    """Wire a ``pigeonc`` deployment: distributors that pick masters weighted by suitable workers, masters with WFQ
+    short/long queues, no reserved workers."""
     return _build(ctx, "pigeonc", weighted=True, reserve=0.0)
 
 
@@ -257,4 +259,6 @@ def build_pigeonc(ctx: BuildContext) -> Deployment:
     counters=COUNTERS,
 )
 def build_pigeon(ctx: BuildContext) -> Deployment:
+    """Wire a ``pigeon`` deployment: a job's tasks spread evenly over the masters, a ``reserve`` fraction of each
+    group's workers kept for short tasks."""
     return _build(ctx, "pigeon", weighted=False, reserve=ctx.options.reserve)

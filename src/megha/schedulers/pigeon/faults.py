@@ -57,6 +57,8 @@ class Health:
         self._alive_vec: np.ndarray | None = None
 
     def changed(self) -> None:
+        """Recompute after a failure or recovery whether anything is down (``degraded``) and, if so, the packed vector
+        of live workers the distributors choose masters by."""
         self.degraded = not (self.alive.all() and self.master_up.all())
         self._alive_vec = self.weights.index.pack_workers(self.alive) if self.degraded else None
 
@@ -95,6 +97,8 @@ class PigeonFaults:
         self.kinds = dict(KINDS) if self.in_process else {"master": KINDS["master"]}
 
     def population(self, kind: str) -> int:
+        """How many targets of ``kind`` the deployment has: workers, or masters (``partition`` and ``master``: one per
+        worker group)."""
         return {"worker": int(self.group_of.size), "partition": len(self.masters), "master": len(self.masters)}[kind]
 
     def _by_master(self, kind: str, targets: tuple[int, ...]) -> dict[int, list[int]]:
@@ -106,6 +110,8 @@ class PigeonFaults:
         return out
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        """The workers a fault of ``kind`` on ``targets`` takes down (a whole group for ``partition``; none for a master
+        crash)."""
         if kind == "master":
             return []
         return [w for ws in self._by_master(kind, targets).values() for w in ws]
@@ -116,6 +122,9 @@ class PigeonFaults:
         return float(w.task_duration[t]), int(w.masks[t]), bool(w.job_mean_duration[w.task_job[t]] < self.cutoff)
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets fail at ``now``: a crashed master is suspended and the distributors route around it; dead workers are
+        marked for the distributors, and their masters requeue the lost tasks (at the head) or hand back those no live
+        worker of the group can run."""
         h = self.health
         if kind == "master":
             for g in targets:
@@ -131,6 +140,8 @@ class PigeonFaults:
             self.masters[g].fail_workers(ws, now, self.task_info)
 
     def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets come back at ``now``: a master resumes with its queues; workers come back idle and the distributors
+        learn their groups can run more."""
         h = self.health
         if kind == "master":
             for g in targets:

@@ -20,6 +20,8 @@ class TaskBatch:
 
     @property
     def alloc_tasks(self) -> np.ndarray:
+        """The tasks of the batch (on their allocation path: the engine adds this message's delay to their communication
+        time)."""
         return self.tasks
 
     def __len__(self) -> int:
@@ -46,6 +48,7 @@ class Start:
 
     @property
     def alloc_tasks(self) -> int:
+        """The started task (on its allocation path)."""
         return self.task
 
     def __len__(self) -> int:

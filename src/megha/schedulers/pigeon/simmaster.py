@@ -28,6 +28,8 @@ from typing import NoReturn
 import numpy as np
 
 from megha.errors import SimulationError
+from megha.metrics.recorder import TaskRecorder
+from megha.model.matching import Policy
 from megha.schedulers.common.ledger import FREE
 from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.master import Entry, PigeonMaster
@@ -57,11 +59,28 @@ class SimPigeonMaster(PigeonMaster):
     """:class:`PigeonMaster` with its workers in-process (simulator only; needs ``port.set_timer_at``)."""
 
     def __init__(
-        self, *args, launch_delay: float = 0.0005, report_delay: float = 0.0, known_delay: float = 0.0005, **kw
+        self,
+        address: str,
+        workers: np.ndarray,
+        worker_masks: np.ndarray,
+        pool: str,
+        recorder: TaskRecorder,
+        distributors: list[str],
+        policy: Policy = Policy.RANDOM,
+        fqw: int = 20,
+        reserved: np.ndarray | None = None,
+        fq_inclusive: bool = False,
+        *,
+        launch_delay: float = 0.0005,
+        report_delay: float = 0.0,
+        known_delay: float = 0.0005,
     ) -> None:
-        """``launch_delay``: master → workers; ``report_delay``: workers → master; ``known_delay``: master →
-        distributor (the links' latencies in the multi-component form)."""
-        super().__init__(*args, **kw)
+        """The parameters before ``launch_delay`` are :class:`PigeonMaster`'s. ``launch_delay``: master → workers;
+        ``report_delay``: workers → master; ``known_delay``: master → distributor (the links' latencies in the
+        multi-component form)."""
+        super().__init__(
+            address, workers, worker_masks, pool, recorder, distributors, policy, fqw, reserved, fq_inclusive
+        )
         self.launch_delay = float(launch_delay)
         self.report_delay = float(report_delay)
         self.known_delay = float(known_delay)
