@@ -193,6 +193,10 @@ def _jm_demand(opts: MacrmOptions, names: tuple[str, ...]) -> np.ndarray:
     counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Wire a ``macrm`` deployment (resource mode): the node-manager groups and their resource trackers, the resource
+    arbitrator, the supervisor, the container runtime, the users' client and one job-manager address per job, with the
+    fast-forward of periodic traffic (:mod:`.cadence`) when it is exact; raises InputError for a datacenter or options
+    MACRM cannot run."""
     opts: MacrmOptions = ctx.options
     dc = ctx.datacenter
     if dc.capacity is None:

@@ -190,6 +190,7 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
 
     @property
     def central(self) -> bool:
+        """Whether the arbitrator allocates in centralized mode (the mode switch, thesis §3.1.5)."""
         return self.switch.central
 
     def on_start(self, now: float) -> None:
@@ -385,10 +386,13 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
         self.load = cluster_load(used, total, self.load_metric)
 
     def go_eager(self, now: float) -> None:
+        """Fast-forward ends: the arbitrator's virtual alive signals become a real timer (:meth:`Cadence.go_eager
+        <megha.schedulers.macrm.cadence.Cadence.go_eager>`)."""
         if self.alive_chain is not None:
             eager_alive(self, self.alive_chain, self.cad.d_as, now)
 
     def settle(self, now: float) -> None:
+        """Count the virtual alive signals sent up to ``now`` (end of the run)."""
         if self.alive_chain is not None:
             self.cad.count(Alive, self.alive_chain.count_le(now))
 
@@ -399,4 +403,5 @@ class ResourceArbitrator(AdmissionActor, QueueActor, SchedulerActors, JMSampling
             self._central_since = now
 
     def queued(self) -> int:
+        """How many requests wait in the central queue."""
         return self.n_queued

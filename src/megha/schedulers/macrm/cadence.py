@@ -64,15 +64,18 @@ class FreeWheel:
         self.size = 0
 
     def bucket(self, t: float) -> int:
+        """The phase bucket of a heartbeat tick at ``t``."""
         return int((math.fmod(t, self.h) / self.h) * self.nb) % self.nb
 
     def add(self, node: int, tick: float) -> None:
+        """A dormant node with free resources joins the wheel, in the bucket of its next virtual tick ``tick``."""
         b = self.bucket(tick)
         self.buckets[b].add(node)
         self.where[node] = b
         self.size += 1
 
     def discard(self, node: int) -> None:
+        """Remove ``node`` from the wheel, if it is there."""
         b = self.where.pop(node, None)
         if b is not None:
             self.buckets[b].discard(node)
@@ -128,6 +131,7 @@ class Chain:
         return k0 + j, t
 
     def count_le(self, at: float) -> int:
+        """How many virtual ticks of the chain fall at or before ``at``."""
         r = self.last_le(at)
         return 0 if r is None else r[0] + 1
 
@@ -184,9 +188,11 @@ class Cadence:
 
     # --- registration -----------------------------------------------------------------------------------------
     def add_group(self, nm: NodeManagers) -> None:
+        """Register a node-manager group (its nodes' heartbeats may be virtual)."""
         self.groups.append(nm)
 
     def add_tracker(self, tr: ResourceTracker) -> None:
+        """Register a resource tracker (its alive signals may be virtual; it takes part in go_eager and settle)."""
         self.trackers.append(tr)
         self.others.append(tr)
 
@@ -196,10 +202,12 @@ class Cadence:
 
     # --- job managers: their tracker hears from them while they run ---------------------------------------------
     def jm_started(self, jm: JobManager) -> None:
+        """A job-manager process started: its tracker hears from it while it runs."""
         self.live_jms[jm.address] = jm
         self.trackers[jm.group].jm_covered(jm.address)
 
     def jm_exited(self, jm: JobManager) -> None:
+        """A job-manager process exited: it no longer heartbeats its tracker."""
         if self.live_jms.get(jm.address) is jm:
             del self.live_jms[jm.address]
 
@@ -215,6 +223,7 @@ class Cadence:
 
     @property
     def nodes_lazy(self) -> bool:
+        """Whether nodes may still be dormant (fast-forward on and no fault injected yet)."""
         return not self.eager
 
     def count(self, cls: type, n: int) -> None:

@@ -59,6 +59,7 @@ class MacrmFaultHandler:
         self.n_jobs = int(n_jobs)
 
     def population(self, kind: str) -> int:
+        """How many targets of ``kind`` the deployment has: nodes, jobs (``jm``), trackers, or the one arbitrator."""
         if kind in ("node", "worker"):
             return self.n_nodes
         if kind == "jm":
@@ -68,9 +69,12 @@ class MacrmFaultHandler:
         return 1  # arbitrator
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
+        """The workers a fault of ``kind`` takes down: the nodes themselves for ``node``/``worker``, none otherwise."""
         return list(targets) if kind in ("node", "worker") else []
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Targets fail at ``now`` (thesis §4.2.4): nodes crash, or the job manager, a tracker or the arbitrator dies
+        (the supervisor and the arbitrator recover them)."""
         f = self.f
         if kind in ("node", "worker"):
             f.kill_node([int(t) for t in targets])

@@ -202,10 +202,12 @@ class Supervisor(Component):
             self.check_chain = Chain(Period(self.check_interval), now + self.check_interval)
 
     def go_eager(self, now: float) -> None:
+        """Fast-forward ends: the supervisor's liveness checks become a real timer again."""
         if self.check_chain is not None:
             self.port.set_timer_at(self.check_chain.close(now), ("check",))
 
     def settle(self, now: float) -> None:
+        """Nothing to count: the supervisor's checks send no message."""
         pass
 
     def on_message(self, msg: Any, now: float) -> None:
@@ -298,6 +300,8 @@ class Runtime(Component):
                 e.cancel_timer(seq)
 
     def kill(self, address: str) -> bool:
+        """Kill the process at ``address`` (a job manager's leaves its address empty, another agent becomes
+        :class:`Crashed`); False if nothing was running there."""
         comp = self.engine.components.get(address)
         if isinstance(comp, JMSlot):
             if comp.current is None:
@@ -381,11 +385,13 @@ class MacrmFaults:
         return True
 
     def kill_tracker(self, index: int = 0) -> None:
+        """Resource tracker ``index`` dies now (the supervisor detects it and restarts it)."""
         self._eager()
         self.runtime.kill(self.trackers[index])
         self.log.append((self.engine.now, "tracker", index))
 
     def kill_arbitrator(self) -> None:
+        """The resource arbitrator dies now (the supervisor restarts it from the replicated store)."""
         self._eager()
         self.runtime.kill(self.arbitrator)
         self.log.append((self.engine.now, "arbitrator", None))

@@ -75,6 +75,7 @@ class KnownLedger:
         self.seen = bytearray(n_tasks)
 
     def known(self, tasks: list[int], now: float) -> None:
+        """Report to the recorder the completions of ``tasks`` not reported before."""
         seen = self.seen
         new = [t for t in tasks if not seen[t]]
         if new:

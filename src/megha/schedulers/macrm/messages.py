@@ -57,10 +57,13 @@ class Containers:
 
     @property
     def alloc_tasks(self) -> list[int]:
+        """The task containers (job-manager containers aside): on their tasks' allocation path, the engine adds this
+        message's delay to their communication time."""
         return [t for t in self.tasks if t >= 0]
 
 
 def empty_containers(n_res: int) -> Containers:
+    """A :class:`Containers` with no container, for ``n_res`` resources."""
     return Containers([], [], [], [], [], [], np.zeros((0, n_res)), [], [], [])
 
 
@@ -146,6 +149,7 @@ class HeartbeatReply:
 
     @property
     def alloc_tasks(self) -> list[int] | None:
+        """The tasks of the containers the reply starts, if any (on their allocation path)."""
         return None if self.containers is None else self.containers.alloc_tasks
 
 
@@ -160,6 +164,7 @@ class Allocate:
 
     @property
     def alloc_tasks(self) -> list[int]:
+        """The tasks of the allocated containers (on their allocation path)."""
         return self.containers.alloc_tasks
 
 
@@ -227,6 +232,7 @@ class SampleDecision:
 
     @property
     def alloc_tasks(self) -> list[int]:
+        """The tasks of the containers sent to the chosen responders (on their allocation path)."""
         return self.containers.alloc_tasks
 
 

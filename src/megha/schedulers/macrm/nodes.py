@@ -1197,6 +1197,8 @@ class NodeManagers(Component):
             cell[0] += 1  # cad.count(HeartbeatReply, 1)
 
     def wake_all(self, now: float) -> None:
+        """Every dormant node goes back to real heartbeat timers at ``now`` (centralized mode, whose heartbeats are
+        hybrid; the end of fast-forward before a fault)."""
         for i in range(self.n):
             if self.dormant[i]:
                 self._wake(i, now)
@@ -1226,5 +1228,6 @@ class NodeManagers(Component):
         return sorted(t for t, e in self.containers.items() if e[0] == i)
 
     def free_of(self, node: int) -> np.ndarray:
+        """The free resources of ``node``: its allocatable capacity (background aside) minus what its containers use."""
         i = node - self.lo
         return np.array(self.ops.diff(self.capl[i], self.used[i]))

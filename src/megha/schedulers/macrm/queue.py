@@ -56,12 +56,14 @@ class Item:
     sampling: tuple | None = None  # token of the sampling placing this job-manager container (jm_placement)
 
     def refresh(self) -> None:
+        """Recompute the request's smallest demand and the constraints common to its tasks (after its tasks changed)."""
         self.min_dem = self.demands.min(axis=0)
         m = int(np.bitwise_and.reduce(self.masks)) if self.masks.size else 0
         self.and_mask = m
 
     @property
     def is_jm(self) -> bool:
+        """Whether the request is a job-manager container."""
         return self.tasks[0] < 0
 
 

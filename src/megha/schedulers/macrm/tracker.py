@@ -579,6 +579,7 @@ class ResourceTracker(Component):
         self.port.set_timer_at(self.check_chain.next_after(now), ("check",))
 
     def settle(self, now: float) -> None:
+        """Count the virtual alive signals sent up to ``now`` (end of the run)."""
         if self.alive_chain is not None:
             self.cad.count(Alive, self.alive_chain.count_le(now))
 

@@ -58,6 +58,7 @@ class FreeView:
         return grew
 
     def fits(self, node: int, demand: np.ndarray) -> bool:
+        """Whether ``demand`` fits in what the view holds free on ``node`` (a node not heard from fits nothing)."""
         return bool(self.present[node] and (self.free[node] + _EPS >= demand).all())
 
     def assign(self, node: int, demand: np.ndarray) -> int:
@@ -84,6 +85,7 @@ class FreeView:
         return grew
 
     def kill(self, node: int) -> None:
+        """``node`` failed: it holds nothing from now on and its allocations in flight are dropped."""
         self.n_dead += not self.dead[node]
         self.dead[node] = True
         self.present[node] = False
@@ -91,6 +93,7 @@ class FreeView:
         self.inflight[node] = None
 
     def usable(self) -> np.ndarray:
+        """The nodes the scheduler actors may match against: heard from and alive."""
         return self.present & ~self.dead
 
     def commit(self, nodes: np.ndarray, demands: np.ndarray, all_or_nothing: bool) -> np.ndarray:
