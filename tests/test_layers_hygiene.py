@@ -84,7 +84,6 @@ def test_the_exceptions_still_exist() -> None:
 NOT_YET_DOCUMENTED = (
     "schedulers/flow/",
     "metrics/",
-    "samples.py",
 )
 
 

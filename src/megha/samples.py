@@ -40,6 +40,7 @@ PAPER_WORKERS = {"sample:GOOG_subtrace": 20000}
 
 
 def data_dir() -> Path:
+    """The directory of the bundled sample traces and datacenters (the package's ``data``)."""
     return Path(str(resources.files("megha") / "data"))
 
 
