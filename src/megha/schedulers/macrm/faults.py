@@ -73,8 +73,8 @@ class MacrmFaultHandler:
         return list(targets) if kind in ("node", "worker") else []
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
-        """Targets fail at ``now`` (thesis §4.2.4): nodes crash, or the job manager, a tracker or the arbitrator dies
-        (the supervisor and the arbitrator recover them)."""
+        """Targets fail at ``now`` (thesis §4.2.4): nodes crash for good; a dead job manager is replaced by a new
+        attempt from the arbitrator; a dead tracker or arbitrator is restarted by the supervisor."""
         f = self.f
         if kind in ("node", "worker"):
             f.kill_node([int(t) for t in targets])

@@ -143,15 +143,15 @@ class SingleQueue:
         usage: np.ndarray | None = None,
         inv: int | None = None,
     ) -> tuple | None:
-        """Take the oldest entry whose constraints worker mask ``wmask`` satisfies (``inv``: the mask already inverted)
-        and that ``accept`` takes, if given (resource mode: it fits); None if none. ``usage`` is unused without
-        fairness."""
+        """Take the first entry (in queue order) whose constraints worker mask ``wmask`` satisfies (``inv``: the mask
+        already inverted) and that ``accept`` takes, if given (resource mode: it fits); None if none. ``usage`` is
+        unused without fairness."""
         if accept is None:
             return self.q.pop_first_fitting(wmask) if inv is None else self.q.pop_first_fitting_inv(inv)
         return self.q.pop_first_fitting_where(wmask, accept)
 
     def heads(self, k: int) -> list[tuple]:
-        """The first ``k`` entries of the queue, oldest first (not removed)."""
+        """The first ``k`` entries of the queue, in queue order (not removed)."""
         return self.q.entries()[:k]
 
     def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
@@ -206,7 +206,7 @@ class FairQueues:
         usage: np.ndarray | None = None,
         inv: int | None = None,
     ) -> tuple | None:
-        """Take the oldest fitting entry (worker mask ``wmask``, ``accept`` if given) of the first user queue in
+        """Take the first fitting entry (worker mask ``wmask``, ``accept`` if given) of the first user queue in
         round-robin order that has one, users under their share (by ``usage``) first; the round robin then moves past
         that user. None if no queue has one."""
         for u in self._order(usage):
