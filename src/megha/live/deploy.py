@@ -24,7 +24,7 @@ from megha.live.transport import InProcBroker, NatsTransport, Transport
 from megha.live.worker import WorkerHost
 from megha.model import topology
 from megha.model.topology import Datacenter
-from megha.runner.inputs import STREAM_DATACENTER, stream
+from megha.runner.inputs import STREAM_DATACENTER, STREAM_ENGINE, stream
 from megha.samples import resolve
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.wiring import MeghaParts, megha_layout, megha_parts
@@ -45,6 +45,14 @@ def datacenter_of(cfg: LiveConfig) -> Datacenter:
     if d.resources:
         dc = dc.with_resources(d.capacity)
     return dc
+
+
+def components_seed(cfg: LiveConfig) -> int:
+    """The seed the deployment's components are hosted with: the one ``megha simulate`` gives its engine for the
+    same run seed (``datacenter.seed``). Each component draws from the stream named by this seed and its address
+    (:func:`megha.sim.seeding.named_stream`), so a live GM or LM draws what the simulated one of its address draws,
+    and adding a component changes no other component's draws."""
+    return int(stream(cfg.datacenter.seed, STREAM_ENGINE).integers(2**63))
 
 
 def layout_of(cfg: LiveConfig, dc: Datacenter | None = None) -> MeghaLayout:
@@ -222,7 +230,7 @@ async def start_gm(cfg: LiveConfig, g: int, transport: Transport, layout: MeghaL
     from megha.live.runtime import ForwardingRecorder
 
     gm = parts_of(cfg, layout).gm(g, ForwardingRecorder(), cls=LiveGlobalMaster, req_base=_req_base())
-    await rt.host(gm, seed=cfg.datacenter.seed * 1000 + g, hold_timers_offline=True)
+    await rt.host(gm, seed=components_seed(cfg), hold_timers_offline=True)
     await rt.start()
     return rt
 
@@ -245,7 +253,7 @@ async def start_lm(
     comp = parts_of(cfg, layout).lm(lm, ForwardingRecorder(), cls=LiveLocalMaster, host_timeout=cfg.ha.host_timeout)
     await rt.host(
         comp,
-        seed=cfg.datacenter.seed * 1000 + 500 + lm,
+        seed=components_seed(cfg),  # active and standbys alike: they replay the same inputs with the same draws
         role=role,
         failover_timeout=cfg.ha.failover_timeout,
         hold_timers_offline=True,
@@ -278,7 +286,7 @@ async def start_host(
         lease=0.8 * cfg.ha.host_timeout,
         allowed_commands=w.allowed_commands,
     )
-    hosted = await rt.host(comp, seed=h, extra_subjects=(HOSTS,))
+    hosted = await rt.host(comp, seed=components_seed(cfg), extra_subjects=(HOSTS,))
     comp.flush_events = hosted.flush_events
     await rt.start()
     return rt

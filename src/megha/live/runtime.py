@@ -2,8 +2,10 @@
 
 A :class:`Runtime` is one service's side of the bus: it hosts components (a GM, an LM, a worker host) at their
 logical addresses, gives each a :class:`LivePort` (``send`` → encode + publish, ``set_timer`` → asyncio
-``call_later``, a seeded ``rng``), decodes and checks every incoming envelope, and calls ``on_message(msg,
-now)`` with ``now`` = wall-clock seconds (``time.time()``: one clock for every process of a machine).
+``call_later``, an ``rng``: the stream :func:`~megha.sim.seeding.named_stream` names by the seed the component is
+hosted with and its address, as the simulator's engine gives it), decodes and checks every incoming envelope, and
+calls ``on_message(msg, now)`` with ``now`` = wall-clock seconds (``time.time()``: one clock for every process of a
+machine).
 
 **Durable, ordered, exactly-once links.** Every point-to-point message and every task event is published on a
 durable subject (the broker keeps it in a JetStream stream; the transport re-publishes it until the broker
@@ -57,6 +59,7 @@ from megha.live.messages import Control, Events, Repl, ReplBatch, Status
 from megha.live.transport import Transport, subject_of
 from megha.metrics.recorder import TaskIds, WorkerIds
 from megha.sim.component import Component
+from megha.sim.seeding import named_stream
 
 log = logging.getLogger("megha.live.runtime")
 
@@ -327,7 +330,9 @@ class Hosted:
         self.address = comp.address
         self.role = role
         self.replicated = role in ("active", "standby")
-        self.port = LivePort(rt, self, np.random.default_rng(seed), ring=ring if self.replicated else 0)
+        # the stream named by the address, not by the instance: an active and its standbys replay the same inputs
+        # with the same draws, and a restarted component draws what it drew before
+        self.port = LivePort(rt, self, named_stream(seed, self.address), ring=ring if self.replicated else 0)
         self.port.muted = role == "standby"
         self.validate = validate or getattr(comp, "validate", None)
         self.hold_timers_offline = hold_timers_offline
@@ -1143,7 +1148,9 @@ class Runtime:
         hold_timers_offline: bool = False,
         compact_every: int = 0,
     ) -> Hosted:
-        """Attach ``comp``; its inbox is read when the runtime starts. ``compact_every``: a replicated component
+        """Attach ``comp``; its inbox is read when the runtime starts. It draws from the stream
+        ``named_stream(seed, comp.address)`` — with the simulator's engine seed, what the simulated component of that
+        address draws (see :func:`megha.live.deploy.components_seed`). ``compact_every``: a replicated component
         writes a snapshot into its replication log every so many records and purges the records before it."""
         h = Hosted(self, comp, seed, role, failover_timeout=failover_timeout, hold_timers_offline=hold_timers_offline)
         h.compact_every = compact_every if h.replicated else 0
