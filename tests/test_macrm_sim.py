@@ -11,34 +11,10 @@ from hypothesis import strategies as st
 from megha.config import RunConfig
 from megha.experiments.macrm import cluster, poisson_jobs, shift, simulate_inputs, slot_background
 from megha.runner import simulate
+from tests.test_conformance import assert_no_overallocation
 from tests.tracegen import job_strategy, write_trace
 
 job_st = job_strategy()
-
-
-def usage_never_exceeds_capacity(r) -> bool:
-    """Rebuild every run (finished or cut short) from the recorder and check each node's demand over time."""
-    rec = r.recorder
-    dem = r.workload.task_demand
-    cap = r.datacenter.capacity
-    runs = []
-    ok = np.isfinite(rec.start) & (rec.worker >= 0)
-    for t in np.flatnonzero(ok):
-        runs.append((int(rec.worker[t]), float(rec.start[t]), float(rec.end[t]), dem[t]))
-    for ids, starts, workers, stop in rec.preempted_runs:
-        for t, s, w in zip(ids.tolist(), starts.tolist(), workers.tolist(), strict=True):
-            runs.append((int(w), float(s), float(stop), dem[t]))
-    by_node: dict[int, list] = {}
-    for w, s, e, d in runs:
-        by_node.setdefault(w, []).append((s, e, d))
-    for w, iv in by_node.items():
-        ev = sorted([(s, 1, d) for s, _, d in iv] + [(e, 0, d) for _, e, d in iv], key=lambda x: (x[0], x[1]))
-        used = np.zeros(cap.shape[1])
-        for _, kind, d in ev:
-            used = used + d if kind else used - d
-            if (used > cap[w] + 1e-7).any():
-                return False
-    return True
 
 
 # --- failures (thesis §4.2.4, Table 4.5) ------------------------------------------------------------------------------
@@ -78,7 +54,7 @@ def _fault_run(fault: str, central: bool, at: float = 6.0):
     assert r.unfinished_reason is None
     rec = r.recorder
     assert (rec.finishes[r.feasible] == 1).all()  # exactly one successful completion per task
-    assert usage_never_exceeds_capacity(r)
+    assert_no_overallocation(r)
     assert r.counters["macrm_arb_central_at_end"] == int(central)
     return r, killed
 
@@ -155,7 +131,7 @@ def test_random_task_failures_and_all_faults_together(jm_placement):
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()
     assert r.counters["macrm_nm_task_failures"] > 0
-    assert usage_never_exceeds_capacity(r)
+    assert_no_overallocation(r)
 
 
 def _stranded_by(r, dead: list[int]) -> np.ndarray:
@@ -228,7 +204,7 @@ def test_faults_through_simulate_actions_on_a_run_config(seed):
         assert r.unfinished_reason.startswith(f"{n_never} task(s) never completed")
     else:
         assert r.unfinished_reason is None
-    assert usage_never_exceeds_capacity(r)
+    assert_no_overallocation(r)
     assert c["macrm_tracker_nodes_lost"] == 1 and c["macrm_tracker_restarts"] == 1
     assert c["macrm_arbitrator_restarts"] == 1 and c["macrm_arb_recoveries"] == 1
     attempts = [jm.attempt for jm in r.extras["macrm"].runtime.jms if jm.job == done["jm"]]
@@ -300,4 +276,4 @@ def test_faults_at_any_time_lose_no_task(jobs, faults, central, jm_placement, se
     r = simulate(cfg, actions=[(t, action(k)) for t, k in faults])
     assert r.unfinished_reason is None
     assert (r.recorder.finishes[r.feasible] == 1).all()
-    assert usage_never_exceeds_capacity(r)
+    assert_no_overallocation(r)
