@@ -17,7 +17,7 @@ from megha.metrics.report import summarize
 from megha.runner import simulate, simulate_inputs
 from megha.runner.faults import crash_targets, fault_kinds
 from megha.schedulers.macrm.faults import KINDS
-from tests.test_macrm_sim import usage_never_exceeds_capacity
+from tests.test_conformance import assert_no_overallocation
 
 AT = 6.0  # absolute time of the faults below (the workload starts at 2.5 s + its first gap)
 
@@ -50,7 +50,7 @@ def _run(inputs, faults=None, actions=None):
     r = simulate_inputs(cfg, w, dc, actions=actions)
     assert r.unfinished_reason is None, r.unfinished_reason
     assert (r.recorder.finishes[r.feasible] == 1).all()
-    assert usage_never_exceeds_capacity(r)
+    assert_no_overallocation(r)
     return r
 
 
