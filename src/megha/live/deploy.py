@@ -24,7 +24,7 @@ from megha.live.transport import InProcBroker, NatsTransport, Transport
 from megha.live.worker import WorkerHost
 from megha.model import topology
 from megha.model.topology import Datacenter
-from megha.runner.inputs import STREAM_DATACENTER, STREAM_ENGINE, stream
+from megha.runner.inputs import STREAM_DATACENTER, engine_seed, stream
 from megha.samples import resolve
 from megha.schedulers.megha.layout import MeghaLayout
 from megha.schedulers.megha.wiring import MeghaParts, megha_layout, megha_parts
@@ -52,7 +52,7 @@ def components_seed(cfg: LiveConfig) -> int:
     same run seed (``datacenter.seed``). Each component draws from the stream named by this seed and its address
     (:func:`megha.sim.seeding.named_stream`), so a live GM or LM draws what the simulated one of its address draws,
     and adding a component changes no other component's draws."""
-    return int(stream(cfg.datacenter.seed, STREAM_ENGINE).integers(2**63))
+    return engine_seed(cfg.datacenter.seed)
 
 
 def layout_of(cfg: LiveConfig, dc: Datacenter | None = None) -> MeghaLayout:

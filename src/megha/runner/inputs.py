@@ -29,6 +29,13 @@ def stream(seed: int, which: int | str) -> np.random.Generator:
     return named_stream(seed, which)
 
 
+def engine_seed(seed: int) -> int:
+    """The seed the engine of a run with seed ``seed`` gets; each component draws from the stream named by it and
+    the component's address (:class:`megha.sim.engine.Engine`). The live deployment hosts its components with the
+    same seed, so a live GM or LM draws what its simulated twin draws."""
+    return int(stream(seed, STREAM_ENGINE).integers(2**63))
+
+
 def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
     """Workload and datacenter of a run, with constraints and resources as configured."""
     w = load_workload(resolve(cfg.trace, "trace"), truncate=cfg.truncate_durations, dephase=cfg.dephase)

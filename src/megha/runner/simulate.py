@@ -23,7 +23,7 @@ from megha.metrics.result import RunResult
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload, eligible_worker_counts
 from megha.runner.drivers import Injector, TraceSource, Watchdog
-from megha.runner.inputs import STREAM_ENGINE, STREAM_SCHEDULER, load_inputs, stream
+from megha.runner.inputs import STREAM_SCHEDULER, engine_seed, load_inputs, stream
 from megha.schedulers import registry
 from megha.sim.engine import DelayModel, Engine, ProcessingModel
 
@@ -178,7 +178,7 @@ def _build(
         ) from None
     processing = ProcessingModel(base=base, per_item=per_item)
     engine = Engine(
-        seed=int(stream(cfg.seed, STREAM_ENGINE).integers(2**63)),
+        seed=engine_seed(cfg.seed),
         delay_model=delay_model,
         processing=processing,
         recorder=rec,
