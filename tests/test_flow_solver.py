@@ -50,6 +50,7 @@ def _run_sequence(
     bulk_work: float = 0.0,
     lazy: bool = False,
     tie_break: str = "degree",
+    bulk_mode: str = "scratch",
 ) -> None:
     rng = np.random.default_rng(seed)
     net = FlowNetwork(node_capacity=4, arc_capacity=4)  # tiny: exercises growth
@@ -63,7 +64,9 @@ def _run_sequence(
     # a cheap-to-reach-feasible backbone: a cycle of generous arcs with a high cost
     for i in range(n_nodes):
         arcs.append(net.add_arc(int(nodes[i]), int(nodes[(i + 1) % n_nodes]), 40, 30))
-    sol = IncrementalSolver(bulk_units=bulk_units, bulk_work=bulk_work, lazy_potentials=lazy, tie_break=tie_break)
+    sol = IncrementalSolver(
+        bulk_units=bulk_units, bulk_work=bulk_work, lazy_potentials=lazy, tie_break=tie_break, bulk=bulk_mode
+    )
     _assert_agrees(net, sol)
     live_nodes = list(nodes.tolist())
     for _ in range(n_steps):

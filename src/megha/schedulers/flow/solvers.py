@@ -12,7 +12,9 @@
   and finishes with a bulk solve too (see :data:`BULK_WORK`). ``tie_break`` orders the nodes at equal distance
   in each search (``degree``: lowest degree first, the default; ``lifo``: the node labelled last first, which
   settles fewer nodes on the traces; ``lifo-hub``): every order gives an optimal flow, but where several flows
-  are optimal each may find another one (other placements, same total cost).
+  are optimal each may find another one (other placements, same total cost). ``bulk="residual"`` runs each bulk
+  solve on the residual network of the current flow instead (only the imbalances routed: about 20 % less CPU at
+  Google scale; same cost, possibly another optimal flow); the default ``scratch`` keeps the results as they were.
 * :class:`OrToolsSolver` (``ortools``) — the baseline: OR-Tools ``SimpleMinCostFlow`` built and solved from
   scratch on an export of the network each time (OR-Tools never warm-starts).
 
@@ -44,6 +46,9 @@ BULK_UNITS = 50_000
 """A solve whose changed nodes carry at least this many units of imbalance (a cold start, a large burst: about one
 search per unit) is seeded by a bulk solve: OR-Tools from scratch, then potentials from one label-correcting pass,
 then incremental as usual."""
+BULK_MODES = ("scratch", "residual")
+"""How a bulk solve runs: OR-Tools on the whole network from scratch, or on the residual network of the current
+flow with the imbalances as supplies (see :func:`solve_ortools_residual`)."""
 BULK_WORK = 32.0
 """An incremental solve whose searches scan more than this many times the live arcs stops and finishes with a bulk
 solve (a from-scratch solve plus potentials costs about 25 arc scans per arc). Successive shortest paths cost one
@@ -88,6 +93,7 @@ class IncrementalSolver(Solver):
         bulk_work: float = BULK_WORK,
         lazy_potentials: bool = False,
         tie_break: str = "degree",
+        bulk: str = "scratch",
     ) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
         self._cap = (0, 0)
@@ -95,6 +101,12 @@ class IncrementalSolver(Solver):
         self.bulk_units = bulk_units  # imbalance from which a solve starts with a bulk solve (0: never)
         self.bulk_work = bulk_work  # arc scans per live arc after which a solve finishes in bulk (0: never)
         self.bulk_solves = 0
+        # how a bulk solve runs (BULK_MODES): "scratch" (default) OR-Tools on the whole network from scratch;
+        # "residual" OR-Tools on the residual network of the current flow, with the imbalances as supplies (same
+        # cost; where several flows are optimal it may install another one than "scratch")
+        if bulk not in BULK_MODES:
+            raise InputError(f"unknown bulk mode {bulk!r}; known: {', '.join(BULK_MODES)}")
+        self.bulk = bulk
         self._over_ndn = 0  # changed nodes of the last solve that went over its work budget (0: none since)
         # True: a bulk solve leaves the potentials to the next incremental solve (not computed if the next solve is
         # a bulk solve too); see _potentials.py. False (default): computed at once, as before.
@@ -171,12 +183,22 @@ class IncrementalSolver(Solver):
         return int(np.abs(net.N[K.N_EXC, net.DN[:ndn]]).sum())
 
     def _bulk(self, net: FlowNetwork, t0: float, before: dict[str, int] | None = None) -> SolveResult:
-        """Solve from scratch with OR-Tools, install its flow and matching potentials (see the module docstring)."""
-        ex = net.export()
-        status, cost, flows = solve_ortools(ex)
-        if status != OPTIMAL:
-            return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net, before))
-        net.write_flows(ex.arc_ids, flows, self.name)
+        """Solve with OR-Tools (from scratch, or on the residual network: ``bulk``), install its flow and matching
+        potentials (see the module docstring)."""
+        if self.bulk == "residual":
+            status, arcs, delta = solve_ortools_residual(net)
+            if status != OPTIMAL:
+                return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net, before))
+            net.A[K.A_FLOW, arcs] += delta
+            net.N[K.N_EXC, net.alive_nodes()] = 0
+            net.solution_owner = self.name
+            cost = total_cost(net) if self.compute_cost else 0
+        else:
+            ex = net.export()
+            status, cost, flows = solve_ortools(ex)
+            if status != OPTIMAL:
+                return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net, before))
+            net.write_flows(ex.arc_ids, flows, self.name)
         if self.lazy_potentials:
             _forget_changes(net)
             self._stale = net
@@ -252,6 +274,53 @@ def solve_ortools(ex: Exported) -> tuple[str, int, np.ndarray]:
     f = np.asarray(smcf.flows(np.arange(ex.n_arcs, dtype=np.int32)), dtype=np.int64) + ex.lower
     cost = int(smcf.optimal_cost()) + int(np.dot(ex.lower, ex.cost))
     return OPTIMAL, cost, f
+
+
+def solve_ortools_residual(net: FlowNetwork) -> tuple[str, np.ndarray, np.ndarray]:
+    """Solve with OR-Tools the min-cost flow problem on the residual network of ``net``'s current flow (any flow
+    within the bounds: optimal or not, balanced or not), whose supplies are the nodes' imbalances; returns (status,
+    arc ids, flow change per arc). The current flow plus that change is an optimal flow of ``net``. Costs are the
+    reduced costs under the stored potentials, whatever they are (a shift of the objective by a constant), so they
+    are mostly ≥ 0 when the potentials are those of the last optimum; only the imbalances (a round's changes, not
+    every task) are routed."""
+    from ortools.graph.python import min_cost_flow
+
+    arcs = net.alive_arcs()
+    nodes = net.alive_nodes()
+    if arcs.size == 0 or nodes.size == 0:
+        ok = not net.N[K.N_EXC, nodes].any()
+        return (OPTIMAL if ok else INFEASIBLE), arcs, np.zeros(arcs.size, dtype=np.int64)
+    A, N, H = net.A, net.N, net.H
+    tail = H[K.H_TO, 2 * arcs + 1]
+    head = H[K.H_TO, 2 * arcs]
+    cap = A[K.A_CAP, arcs]
+    flow = A[K.A_FLOW, arcs]
+    rc = A[K.A_COST, arcs] + N[K.N_POT, tail] - N[K.N_POT, head]
+    fw = np.flatnonzero(cap > flow)  # forward residual arcs
+    bw = np.flatnonzero(flow > 0)  # backward residual arcs
+    index = np.full(int(net.M[K.M_NHW]), -1, dtype=np.int64)
+    index[nodes] = np.arange(nodes.size, dtype=np.int64)
+    sup = N[K.N_EXC, nodes]
+    delta = np.zeros(arcs.size, dtype=np.int64)
+    if not sup.any():
+        return OPTIMAL, arcs, delta
+    smcf = min_cost_flow.SimpleMinCostFlow()
+    smcf.add_arcs_with_capacity_and_unit_cost(
+        np.concatenate([index[tail[fw]], index[head[bw]]]).astype(np.int32),
+        np.concatenate([index[head[fw]], index[tail[bw]]]).astype(np.int32),
+        np.concatenate([cap[fw] - flow[fw], flow[bw]]),
+        np.concatenate([rc[fw], -rc[bw]]),
+    )
+    smcf.set_nodes_supplies(np.arange(nodes.size, dtype=np.int32), sup)
+    status = smcf.solve()
+    if status != smcf.OPTIMAL:
+        if status in (smcf.INFEASIBLE, smcf.UNBALANCED):
+            return INFEASIBLE, arcs, delta
+        raise RuntimeError(f"OR-Tools min-cost flow failed with status {status}")
+    d = np.asarray(smcf.flows(np.arange(fw.size + bw.size, dtype=np.int32)), dtype=np.int64)
+    delta[fw] += d[: fw.size]
+    delta[bw] -= d[fw.size :]
+    return OPTIMAL, arcs, delta
 
 
 class OrToolsSolver(Solver):
