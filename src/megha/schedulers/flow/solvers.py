@@ -35,6 +35,7 @@ from megha.errors import InputError
 from megha.schedulers.flow import _kernels as K
 from megha.schedulers.flow._cost import k_total_cost
 from megha.schedulers.flow._potentials import k_deferred_potentials, k_install_potentials
+from megha.schedulers.flow._residual import k_add_residual_flow, k_residual_arcs
 from megha.schedulers.flow.network import Exported, FlowNetwork
 
 OPTIMAL = "optimal"
@@ -186,10 +187,9 @@ class IncrementalSolver(Solver):
         """Solve with OR-Tools (from scratch, or on the residual network: ``bulk``), install its flow and matching
         potentials (see the module docstring)."""
         if self.bulk == "residual":
-            status, arcs, delta = solve_ortools_residual(net)
+            status = solve_ortools_residual(net)
             if status != OPTIMAL:
                 return SolveResult(status, 0, time.perf_counter() - t0, _bulk_stats(net, before))
-            net.A[K.A_FLOW, arcs] += delta
             net.N[K.N_EXC, net.alive_nodes()] = 0
             net.solution_owner = self.name
             cost = total_cost(net) if self.compute_cost else 0
@@ -276,51 +276,41 @@ def solve_ortools(ex: Exported) -> tuple[str, int, np.ndarray]:
     return OPTIMAL, cost, f
 
 
-def solve_ortools_residual(net: FlowNetwork) -> tuple[str, np.ndarray, np.ndarray]:
+def solve_ortools_residual(net: FlowNetwork) -> str:
     """Solve with OR-Tools the min-cost flow problem on the residual network of ``net``'s current flow (any flow
-    within the bounds: optimal or not, balanced or not), whose supplies are the nodes' imbalances; returns (status,
-    arc ids, flow change per arc). The current flow plus that change is an optimal flow of ``net``. Costs are the
-    reduced costs under the stored potentials, whatever they are (a shift of the objective by a constant), so they
+    within the bounds: optimal or not, balanced or not), whose supplies are the nodes' imbalances, and add the flow
+    found to ``net``'s (left unchanged unless the status is optimal): the sum is an optimal flow of ``net``. Costs are
+    the reduced costs under the stored potentials, whatever they are (a shift of the objective by a constant), so they
     are mostly ≥ 0 when the potentials are those of the last optimum; only the imbalances (a round's changes, not
-    every task) are routed."""
+    every task) are routed. Returns the status; excesses and potentials are the caller's to update."""
     from ortools.graph.python import min_cost_flow
 
-    arcs = net.alive_arcs()
     nodes = net.alive_nodes()
-    if arcs.size == 0 or nodes.size == 0:
-        ok = not net.N[K.N_EXC, nodes].any()
-        return (OPTIMAL if ok else INFEASIBLE), arcs, np.zeros(arcs.size, dtype=np.int64)
-    A, N, H = net.A, net.N, net.H
-    tail = H[K.H_TO, 2 * arcs + 1]
-    head = H[K.H_TO, 2 * arcs]
-    cap = A[K.A_CAP, arcs]
-    flow = A[K.A_FLOW, arcs]
-    rc = A[K.A_COST, arcs] + N[K.N_POT, tail] - N[K.N_POT, head]
-    fw = np.flatnonzero(cap > flow)  # forward residual arcs
-    bw = np.flatnonzero(flow > 0)  # backward residual arcs
-    index = np.full(int(net.M[K.M_NHW]), -1, dtype=np.int64)
-    index[nodes] = np.arange(nodes.size, dtype=np.int64)
-    sup = N[K.N_EXC, nodes]
-    delta = np.zeros(arcs.size, dtype=np.int64)
+    sup = net.N[K.N_EXC, nodes]
     if not sup.any():
-        return OPTIMAL, arcs, delta
+        return OPTIMAL
+    index = np.full(int(net.M[K.M_NHW]), -1, dtype=np.int32)
+    index[nodes] = np.arange(nodes.size, dtype=np.int32)
+    m = 2 * net.n_arcs
+    tails = np.empty(m, dtype=np.int32)
+    heads = np.empty(m, dtype=np.int32)
+    caps = np.empty(m, dtype=np.int64)
+    costs = np.empty(m, dtype=np.int64)
+    refs = np.empty(m, dtype=np.int64)
+    k = k_residual_arcs(net.N, net.A, net.H, net.M, index, tails, heads, caps, costs, refs)
+    if k == 0:
+        return INFEASIBLE
     smcf = min_cost_flow.SimpleMinCostFlow()
-    smcf.add_arcs_with_capacity_and_unit_cost(
-        np.concatenate([index[tail[fw]], index[head[bw]]]).astype(np.int32),
-        np.concatenate([index[head[fw]], index[tail[bw]]]).astype(np.int32),
-        np.concatenate([cap[fw] - flow[fw], flow[bw]]),
-        np.concatenate([rc[fw], -rc[bw]]),
-    )
+    smcf.add_arcs_with_capacity_and_unit_cost(tails[:k], heads[:k], caps[:k], costs[:k])
     smcf.set_nodes_supplies(np.arange(nodes.size, dtype=np.int32), sup)
     status = smcf.solve()
     if status != smcf.OPTIMAL:
         if status in (smcf.INFEASIBLE, smcf.UNBALANCED):
-            return INFEASIBLE, arcs, delta
+            return INFEASIBLE
         raise RuntimeError(f"OR-Tools min-cost flow failed with status {status}")
-    d = np.asarray(smcf.flows(np.arange(fw.size + bw.size, dtype=np.int32)), dtype=np.int64)
-    delta[fw] += d[: fw.size]
-    delta[bw] -= d[fw.size :]
-    return OPTIMAL, arcs, delta
+    flows = np.asarray(smcf.flows(np.arange(k, dtype=np.int32)), dtype=np.int64)
+    k_add_residual_flow(net.A, refs[:k], flows)
+    return OPTIMAL
 
 
 class OrToolsSolver(Solver):
@@ -376,3 +366,11 @@ def warm_up() -> None:
     net.remove_nodes(s[1:2])
     sol.solve(net)
     net.reset_solution()
+
+
+def warm_up_residual() -> None:
+    """Compile (or load from the numba cache) the kernels of the residual bulk solve (``bulk="residual"``)."""
+    net = FlowNetwork(balance_node=None)
+    s = net.add_nodes([2, 0, -2])
+    net.add_arcs([s[0], s[1]], [s[1], s[2]], [1, 1], [3, 3], [0, 0])
+    IncrementalSolver(bulk_units=1, bulk="residual").solve(net)
