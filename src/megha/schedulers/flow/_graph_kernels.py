@@ -97,7 +97,9 @@ GM_NGFREE = 7  # recycled group ids
 GM_NFREED = 8  # machines in freed_buf (freed up at the last k_machines)
 GM_NPEND = 9  # machines in the pending list (see k_wake)
 GM_STAMP = 10  # k_wake's marking stamp
-GMF = 11
+GM_NDS = 11  # demands in the sorted demand list of k_jobs
+GM_NUNST = 12  # classes in the starved list that stopped being starved since k_wake last dropped such entries
+GMF = 13
 
 BIG = np.int64(1) << np.int64(40)
 LOW = np.int64(1) << np.int64(50)  # how far below the sink a potential may be lowered where nothing binds it
@@ -234,6 +236,7 @@ def k_machines(
                             if CT[CT_WAIT, c] > 0:
                                 if CT[CT_FLAG, c] & CF_MISSED != 0:  # look at every free machine again
                                     CT[CT_FLAG, c] &= ~(CF_STARVED | CF_MISSED)
+                                    GM[GM_NUNST] += 1
                                 _mark_class(CT, cdirty, GM, c)
             h = nxt
     GM[GM_NMD] = 0
@@ -278,6 +281,7 @@ def _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, jnode, cdi
                 CT[CT_FLAG, c] |= CF_KEYSTALE
                 if wake and CT[CT_FLAG, c] & CF_MISSED != 0:
                     CT[CT_FLAG, c] &= ~(CF_STARVED | CF_MISSED)
+                    GM[GM_NUNST] += 1
                     _mark_class(CT, cdirty, GM, c)
         h = H[H_NEXT, h]
 
@@ -285,7 +289,7 @@ def _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, jnode, cdi
 @njit(cache=True)
 def k_wake(
     N, A, H, M, FA, DN, DA, GM, CT, starved, pend, m_pend, cmark, node_role, node_ref, group_role, ec_role, GT, JT,
-    t_mach, t_arc, arc_pos, m_node, m_arc, m_mask, m_wasfree, m_slots, fanout, spare, fanin,
+    t_mach, t_arc, arc_pos, m_node, m_arc, m_mask, m_wasfree, m_slots, fanout, spare, fanin, smask,
 ):  # fmt: skip
     """Offer the pending machines (free machines that starved classes may still want) to the starved classes.
 
@@ -299,26 +303,27 @@ def k_wake(
     that may change (a target fills up, tasks arrive, the job may place again) and then look at every free
     machine. Returns the number of arcs added (room reserved by the caller: ``fanin`` per pending machine).
     """
-    # the starved list without the classes that emptied meanwhile
+    # the starved list without the classes that stopped being starved meanwhile (``smask[i]``: the mask of
+    # ``starved[i]``, the scan's first test, kept beside the list); nothing to drop while GM_NUNST is 0
     nst = GM[GM_NST]
-    k = 0
-    for i in range(nst):
-        c = starved[i]
-        if CT[CT_FLAG, c] & CF_STARVED == 0:
-            CT[CT_FLAG, c] &= ~CF_LISTED
-            continue
-        starved[k] = c
-        k += 1
-    nst = k
-    GM[GM_NST] = nst
+    if GM[GM_NUNST] != 0:
+        k = 0
+        for i in range(nst):
+            c = starved[i]
+            if CT[CT_FLAG, c] & CF_STARVED == 0:
+                CT[CT_FLAG, c] &= ~CF_LISTED
+                continue
+            starved[k] = c
+            smask[k] = smask[i]
+            k += 1
+        nst = k
+        GM[GM_NST] = nst
+        GM[GM_NUNST] = 0
     npd = GM[GM_NPEND]
     cap = fanin if fanin > 0 else max(nst, 1)
     top_c = np.empty(cap, dtype=np.int64)
     top_k = np.empty(cap, dtype=np.int64)
     skip = np.empty(nst, dtype=np.int64)  # classes passed over for the current machine
-    smask = np.empty(nst, dtype=np.int64)  # the starved classes' masks side by side (the scan's first test)
-    for i in range(nst):
-        smask[i] = CT[CT_MASK, starved[i]]
     added = 0
     kept = 0
     for x in range(npd):
@@ -400,24 +405,50 @@ def k_wake(
 
 
 @njit(cache=True)
-def _max_min(d, capacity, out):
-    """Max-min fair shares of demands ``d`` in ``capacity`` (the algorithm of ``fairness.max_min_shares``)."""
+def _sorted_update(ds, nds, rem, nrem, ins, nins):
+    """The sorted multiset ``ds[:nds]`` without the values ``rem[:nrem]`` (each one present) and with
+    ``ins[:nins]``; returns its new size (``ds`` holds room for it)."""
+    r = np.sort(rem[:nrem])
+    a = np.sort(ins[:nins])
+    out = np.empty(nds - nrem + nins, dtype=np.int64)
+    x = 0
+    y = 0
+    k = 0
+    for i in range(nds):
+        v = ds[i]
+        if x < nrem and r[x] == v:
+            x += 1
+            continue
+        while y < nins and a[y] < v:
+            out[k] = a[y]
+            k += 1
+            y += 1
+        out[k] = v
+        k += 1
+    while y < nins:
+        out[k] = a[y]
+        k += 1
+        y += 1
+    ds[:k] = out
+    return k
+
+
+@njit(cache=True)
+def _max_min_sorted(d, ds, capacity, tot, out):
+    """Max-min fair shares of demands ``d`` in ``capacity`` (the algorithm of ``fairness.max_min_shares``), with
+    the demands' sorted values ``ds`` and their sum ``tot`` given (the level depends on the sorted values only)."""
     n = d.size
-    tot = 0
-    for i in range(n):
-        tot += d[i]
     if tot <= capacity:
         for i in range(n):
             out[i] = d[i]
         return
-    ratio = d.astype(np.float64)
-    order = np.argsort(ratio, kind="mergesort")
     left = float(capacity)
     wsum = float(n)
     level = 0.0
-    for i in order:
-        if ratio[i] * wsum <= left:
-            left -= d[i]
+    for i in range(n):
+        v = ds[i]
+        if float(v) * wsum <= left:
+            left -= v
             wsum -= 1.0
         else:
             level = left / wsum
@@ -438,7 +469,8 @@ def _max_min(d, capacity, out):
 
 @njit(cache=True)
 def k_jobs(
-    N, A, H, M, DN, DA, JT, act, GM, capacity, unplaceable, fair, node_role, node_ref, group_role, GT, CT, cdirty
+    N, A, H, M, DN, DA, JT, act, GM, capacity, unplaceable, fair, node_role, node_ref, group_role, GT, CT, cdirty,
+    jdem, dsorted,
 ):  # fmt: skip
     """Fairness bounds ``[N_j − A_j, N_j]`` of ``U_j → S`` (paper eq. 1–2, shares net of running tasks).
 
@@ -448,13 +480,24 @@ def k_jobs(
     to demand that cannot run, else a job could hold a share it cannot use while another job's runnable units
     wait, with no later event to end it). They stay in the graph, held on ``U_j`` by the lower bound.
     Drops jobs that left the graph from the active list (kept in job-id order) first.
+
+    The demands' sorted values are kept between calls (``dsorted[:GM[GM_NDS]]``, ``jdem[j]``: job ``j``'s demand
+    in it, −1 if none): a call re-sorts only the demands that changed (a placement leaves a demand as it was;
+    completions and arrivals change a few) instead of every active job's.
     """
     k = 0
-    for i in range(GM[GM_NACT]):
+    nact = GM[GM_NACT]
+    rem = np.empty(2 * nact + 1, dtype=np.int64)
+    nrem = 0
+    for i in range(nact):
         j = act[i]
         if JT[JT_ALIVE, j] == 1:
             act[k] = j
             k += 1
+        elif jdem[j] >= 0:
+            rem[nrem] = jdem[j]
+            nrem += 1
+            jdem[j] = -1
     GM[GM_NACT] = k
     n_in = np.empty(k, dtype=np.int64)
     lower = np.zeros(k, dtype=np.int64)
@@ -462,13 +505,29 @@ def k_jobs(
         n_in[i] = JT[JT_IN, act[i]]
     if fair:
         d = np.empty(k, dtype=np.int64)
+        ins = np.empty(k, dtype=np.int64)
+        nins = 0
+        tot = 0
         for i in range(k):
-            d[i] = n_in[i] + JT[JT_RUN, act[i]]
-        if unplaceable.size:
-            for i in range(k):
-                d[i] -= unplaceable[act[i]]
+            j = act[i]
+            v = n_in[i] + JT[JT_RUN, j]
+            if unplaceable.size:
+                v -= unplaceable[j]
+            d[i] = v
+            tot += v
+            if v != jdem[j]:
+                if jdem[j] >= 0:
+                    rem[nrem] = jdem[j]
+                    nrem += 1
+                ins[nins] = v
+                nins += 1
+                jdem[j] = v
+        nds = GM[GM_NDS]
+        if nrem or nins:
+            nds = _sorted_update(dsorted, nds, rem, nrem, ins, nins)
+            GM[GM_NDS] = nds
         share = np.empty(k, dtype=np.int64)
-        _max_min(d, capacity, share)
+        _max_min_sorted(d, dsorted[:nds], capacity, tot, share)
         for i in range(k):
             allowed = max(share[i] - JT[JT_RUN, act[i]], 0)
             lower[i] = max(n_in[i] - allowed, 0)
@@ -506,7 +565,7 @@ def k_tick(N, A, M, DA, JT, act, GM, sink, m_arc, delta):
 @njit(cache=True)
 def k_refresh(
     N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, fit_pool, t_mach, t_arc, scratch,
-    m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, arc_pos, fanout, spare, arc_room,
+    m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, arc_pos, fanout, spare, arc_room, smask,
 ):  # fmt: skip
     """Keep each dirty partial class connected to enough free machines it fits (random ones, never twice).
 
@@ -526,6 +585,8 @@ def k_refresh(
         t0 = CT[CT_T0, c]
         node = CT[CT_NODE, c]
         if wait <= 0:
+            if flag & CF_STARVED != 0:
+                GM[GM_NUNST] += 1
             for x in range(CT[CT_TN, c]):
                 _remove_arc(N, A, H, M, FA, DN, t_arc[t0 + x])
             CT[CT_TN, c] = 0
@@ -610,6 +671,7 @@ def k_refresh(
         if found < k:  # every free machine the class fits is a target now: wait until another frees up
             if CT[CT_FLAG, c] & CF_LISTED == 0:
                 starved[GM[GM_NST]] = c
+                smask[GM[GM_NST]] = q
                 GM[GM_NST] += 1
             CT[CT_FLAG, c] = (CT[CT_FLAG, c] | CF_STARVED | CF_LISTED) & ~CF_MISSED
         if found == 0:
@@ -651,6 +713,59 @@ def k_unserved(CT, cdirty, GM):
         if CT[CT_WAIT, c] > 0 and CT[CT_FLAG, c] & CF_STARVED == 0:
             return True
     return False
+
+
+UPD_ADDED = 0  # k_update's out: arcs added
+UPD_STAGE = 1  # 0: done; 1: stopped before k_wake (arc room); 2: k_refresh stopped (arc room)
+UPD_REFRESH = 2  # 1: the caller must finish with the class refresh
+UPD_F = 3
+
+
+@njit(cache=True)
+def k_update(
+    N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, smask, node_role, node_ref, group_role, ec_role, GT, JT,
+    m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
+    t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, refresh, out,
+):  # fmt: skip
+    """One call for the graph update between solves: :func:`k_machines` (if a machine is dirty), :func:`k_wake`
+    (if machines are pending and classes starved), then :func:`k_refresh` when ``refresh`` is 1, or, when it is 2,
+    if :func:`k_unserved` held before the machines were applied (as after a pass).
+
+    The same steps in the same order as calling them one by one; it stops where the arc table is short of room
+    (``out[UPD_STAGE]`` 1: before ``k_wake``, 2: inside ``k_refresh``, which resumes where it stopped), so the
+    caller grows the table and finishes with the step-by-step calls. ``out[UPD_ADDED]``: arcs added so far;
+    ``out[UPD_REFRESH]``: whether the refresh is due.
+    """
+    do_refresh = refresh == 1 or (refresh == 2 and k_unserved(CT, cdirty, GM))
+    out[UPD_REFRESH] = 1 if do_refresh else 0
+    out[UPD_ADDED] = 0
+    out[UPD_STAGE] = 0
+    if GM[GM_NMD] != 0:
+        k_machines(
+            N, A, H, M, DN, DA, GM, CT, cdirty, starved, node_role, node_ref, ec_role,
+            m_free, m_mask, m_arc, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf, True,
+            FA, t_mach, t_arc, arc_pos, pend, m_pend,
+        )  # fmt: skip
+    npd = GM[GM_NPEND]
+    nst = GM[GM_NST]
+    if npd != 0 and nst != 0:
+        need = npd * (min(fanin, nst) if fanin > 0 else nst) + 64
+        if M[M_AFREE] + A.shape[1] - M[M_AHW] < need:
+            out[UPD_STAGE] = 1
+            return
+        out[UPD_ADDED] += k_wake(
+            N, A, H, M, FA, DN, DA, GM, CT, starved, pend, m_pend, cmark, node_role, node_ref, group_role, ec_role,
+            GT, JT, t_mach, t_arc, arc_pos, m_node, m_arc, m_mask, m_wasfree, m_slots, fanout, spare, fanin, smask,
+        )  # fmt: skip
+    if do_refresh and GM[GM_NCD] != 0:
+        r = k_refresh(
+            N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, fit_pool, t_mach, t_arc, scratch,
+            m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, arc_pos, fanout, spare, 0, smask,
+        )  # fmt: skip
+        if r < 0:
+            out[UPD_STAGE] = 2
+            return
+        out[UPD_ADDED] += r
 
 
 @njit(cache=True)

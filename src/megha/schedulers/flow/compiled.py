@@ -142,6 +142,7 @@ class CompiledGraph:
         self._cmark = np.zeros(0, dtype=np.int64)
         self._arc_pos = np.zeros(0, dtype=np.int64)
         self._scratch = np.zeros(nm, dtype=np.int8)
+        self._upd = np.zeros(GK.UPD_F, dtype=np.int64)  # k_update's out
         self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
         self.GM = np.zeros(GK.GMF, dtype=np.int64)
         self.GM[GK.GM_RNG] = int(self.rng.integers(1, 2**62))
@@ -154,10 +155,13 @@ class CompiledGraph:
         self.job_arrival = np.zeros(0, dtype=np.float64)
         self.JT = np.zeros((GK.JTF, 0), dtype=np.int64)
         self._act = np.zeros(64, dtype=np.int64)
+        self._jdem = np.zeros(0, dtype=np.int64)  # per job: its demand in the sorted demands (-1: none; see k_jobs)
+        self._dsorted = np.zeros(64, dtype=np.int64)
         # classes
         self.CT = np.zeros((GK.CTF, 0), dtype=np.int64)
         self._cdirty = np.zeros(0, dtype=np.int64)
         self._starved = np.zeros(0, dtype=np.int64)
+        self._smask = np.zeros(0, dtype=np.int64)  # the mask of each class in the starved list (see GK.k_wake)
         self._class_of: dict[int, int] = {}
         self._fit_pool = np.zeros(0, dtype=np.int64)
         self._fit_used = 0
@@ -230,6 +234,7 @@ class CompiledGraph:
             self.JT = _grow2(self.JT, hi, 0)
             self.JT[GK.JT_NODE, n0:] = -1
             self.JT[GK.JT_ARC, n0:] = -1
+            self._jdem = _grow1(self._jdem, self.JT.shape[1], -1)
 
     def _class(self, mask: int) -> int:
         c = self._class_of.get(mask)
@@ -241,6 +246,7 @@ class CompiledGraph:
             self.CT = _grow2(self.CT, c + 1, 0)
             self._cdirty = _grow1(self._cdirty, self.CT.shape[1], 0)
             self._starved = _grow1(self._starved, self.CT.shape[1], 0)
+            self._smask = _grow1(self._smask, self.CT.shape[1], 0)
             self._cmark = _grow1(self._cmark, self.CT.shape[1], 0)
         node = self.net.add_node(0)
         self._roles(np.array([node]), ROLE_EC, np.array([c]))
@@ -369,6 +375,7 @@ class CompiledGraph:
         self.CT[GK.CT_FLAG, classes] |= GK.CF_KEYSTALE
         missed = classes[(self.CT[GK.CT_FLAG, classes] & GK.CF_MISSED) != 0]
         self.CT[GK.CT_FLAG, missed] &= ~(GK.CF_STARVED | GK.CF_MISSED)  # they want more: look at every free machine
+        self.GM[GK.GM_NUNST] += missed.size
         GK.k_mark_classes(self.CT, self._cdirty, self.GM, classes)
         JT[GK.JT_IN, job] += n
         self.GM[GK.GM_JOBS] = 1
@@ -392,6 +399,7 @@ class CompiledGraph:
         n = int(self.GM[GK.GM_NACT])
         if n + 1 > self._act.size:
             self._act = _grow1(self._act, n + 1, 0)
+            self._dsorted = _grow1(self._dsorted, self._act.size, 0)
         if n and self._act[n - 1] >= job:  # keep job-id order (fair shares break ties by it)
             live = self._act[:n]
             p = int(np.searchsorted(live, job))
@@ -499,7 +507,8 @@ class CompiledGraph:
             )
             self._g_applied = g
         if self.GM[GK.GM_JOBS]:
-            capacity = int(self.machine_slots[~self.machine_failed].sum())
+            ms = self.machine_slots
+            capacity = int(ms.sum() if self._n_failed == 0 else ms[~self.machine_failed].sum())
             unplaceable = self._no_dead if self._class_up is None else self._unplaceable()
             GK.k_jobs(
                 net.N,
@@ -520,9 +529,10 @@ class CompiledGraph:
                 self.GT,
                 self.CT,
                 self._cdirty,
+                self._jdem,
+                self._dsorted,
             )
-        self._machines()
-        self._refresh()
+        self._update(1)
 
     def _count_up(self, changed: np.ndarray, failed: bool) -> None:
         """Machines ``changed`` failed (or came back): keep, while some machine is failed, the number of machines up
@@ -566,6 +576,67 @@ class CompiledGraph:
         out = np.zeros(self.JT.shape[1], dtype=np.int64)
         np.add.at(out, self.GT[GK.GT_JOB, sel], gn[sel])
         return out
+
+    def _update(self, refresh: int) -> int:
+        """Apply the dirty machines, offer the pending ones, then refresh the class targets (``refresh`` 1), or
+        (2) refresh them if some class was unserved before (see ``GK.k_update``); returns the arcs added."""
+        if self._machine_costs_vary:  # the cost model prices the dirty machines in Python
+            unserved = refresh == 1 or self.unserved()
+            added = self._machines()
+            return added + self._refresh() if unserved else added
+        net = self.net
+        out = self._upd
+        GK.k_update(
+            net.N,
+            net.A,
+            net.H,
+            net.M,
+            net.FA,
+            net.DN,
+            net.DA,
+            self.GM,
+            self.CT,
+            self._cdirty,
+            self._starved,
+            self._smask,
+            self.node_role,
+            self.node_ref,
+            ROLE_TASK,
+            ROLE_EC,
+            self.GT,
+            self.JT,
+            self.machine_free,
+            self._mmask,
+            self.machine_arc,
+            self.machine_node,
+            self.machine_slots,
+            self._wasfree,
+            self._mflag,
+            self._fpos,
+            self._mdirty,
+            self._free_list,
+            self._freed,
+            self._t_mach,
+            self._t_arc,
+            self._arc_pos_for(net),
+            self._pend,
+            self._mpend,
+            self._cmark,
+            self._fit_pool,
+            self._scratch,
+            self.ec_fanout,
+            self.spare,
+            self.ec_fanin,
+            refresh,
+            out,
+        )
+        added = int(out[GK.UPD_ADDED])
+        stage = out[GK.UPD_STAGE]
+        if stage == 1:  # the arc table was short of room for the pending machines' arcs
+            added += self._wake()
+        if stage and out[GK.UPD_REFRESH]:
+            added += self._refresh()
+        return added
 
     def _machines(self) -> int:
         """Apply the dirty machines, then offer the pending ones to starved classes; returns the arcs added."""
@@ -654,6 +725,7 @@ class CompiledGraph:
                 self.ec_fanout,
                 self.spare,
                 self.ec_fanin,
+                self._smask,
             )
         )
 
@@ -689,6 +761,7 @@ class CompiledGraph:
                 self.ec_fanout,
                 self.spare,
                 0,
+                self._smask,
             )
             if r >= 0:
                 added += r
@@ -748,11 +821,7 @@ class CompiledGraph:
 
     def pass_again(self) -> bool:
         """After a pass that placed tasks: update machines and class targets; True if another pass may help."""
-        unserved = self.unserved()
-        added = self._machines()
-        if unserved:
-            added += self._refresh()
-        return added > 0
+        return self._update(2) > 0
 
     # ---------------------------------------------------------------------------------------- queries
     @property
