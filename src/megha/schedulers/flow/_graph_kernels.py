@@ -854,26 +854,29 @@ def k_place(
 
 
 @njit(cache=True)
-def k_take_workers(machines, ptr, workers, busy, out):
-    """One free worker of each machine (lowest index first), marked busy; returns −1 or the first failing row."""
+def k_take_workers(
+    machines: np.ndarray, tasks: np.ndarray, ptr: np.ndarray, workers: np.ndarray, slot: np.ndarray, out: np.ndarray
+) -> int:
+    """One free worker of each machine (lowest index first) starts ``tasks[i]`` on the worker ledger's slots
+    (``slot``: the task per worker, −1 free); returns −1 or the first row whose machine has no free worker."""
     for i in range(machines.size):
         m = machines[i]
         w = -1
         for x in range(ptr[m], ptr[m + 1]):
-            if not busy[workers[x]]:
+            if slot[workers[x]] < 0:
                 w = workers[x]
                 break
         if w < 0:
             return i
-        busy[w] = True
+        slot[w] = tasks[i]
         out[i] = w
     return -1
 
 
 @njit(cache=True)
-def k_free_workers(workers, busy, of_worker, free):
-    """Finished tasks release their workers (and a slot of their machines)."""
+def k_free_workers(workers: np.ndarray, slot: np.ndarray, of_worker: np.ndarray, free: np.ndarray) -> None:
+    """Finished tasks release their workers' ledger slots (and a slot of their machines)."""
     for i in range(workers.size):
         w = workers[i]
-        busy[w] = False
+        slot[w] = -1
         free[of_worker[w]] += 1

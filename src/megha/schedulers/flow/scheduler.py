@@ -34,7 +34,7 @@ import numpy as np
 from megha.errors import SimulationError
 from megha.metrics.recorder import TaskRecorder
 from megha.model.topology import Datacenter
-from megha.schedulers.common.ledger import WorkerLedger
+from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch, LaunchFailed
 from megha.schedulers.flow import _graph_kernels as GK
 from megha.schedulers.flow.compiled import CompiledGraph
@@ -126,15 +126,19 @@ class FlowScheduler(Component):
         self.solver = solver if solver is not None else IncrementalSolver()
         self.s = settings
         n_workers = int(machines.of_worker.size)
-        self.worker_busy = np.zeros(n_workers, dtype=bool)
         self.free = machines.slots.copy()  # actual free slots per machine (resource mode: free units)
         # resource mode: one machine per worker; a machine's flow capacity is the number of the largest task
         # seen so far (per resource) that its free resources hold — conservative, so never an over-commit
         self.capacity = capacity
         # resource mode: the workers' free resources on the shared worker ledger (track_free: capacity minus the
         # running tasks' requests, subtracted in launch order); machine m is worker m there (one worker per machine)
-        self.ledger = None if capacity is None else WorkerLedger(address, n_workers, capacity, track_free=True)
-        self.res_free = None if self.ledger is None else self.ledger.free
+        # slot mode: what each worker runs on the shared worker ledger (slot_array: the task per worker, FREE = -1);
+        # a flow machine is a group of workers (Machines.ptr/workers), so it holds one ledger row per slot
+        if capacity is None:
+            self.ledger = WorkerLedger(address, n_workers, slot_array=True)
+        else:
+            self.ledger = WorkerLedger(address, n_workers, capacity, track_free=True)
+        self.res_free = None if capacity is None else self.ledger.free
         self.dmax = None if capacity is None else np.zeros(self.res_free.shape[1])
         self.demand = None if capacity is None else np.zeros((n_tasks, self.res_free.shape[1]))
         self.state = np.zeros(n_tasks, dtype=np.int8)
@@ -203,6 +207,11 @@ class FlowScheduler(Component):
             self.free[ms[self.down[ms]]] = 0
         if self.g is not None:
             self.g.set_free(ms, self.free[ms])
+
+    def _free_slots(self, workers: np.ndarray) -> None:
+        """Slot mode: the workers' slots on the ledger are free again (resource mode releases demands instead)."""
+        if self.res_free is None:
+            self.ledger.release(workers)
 
     def _request_round(self, now: float) -> None:
         if self._round_timer is not None:
@@ -274,7 +283,7 @@ class FlowScheduler(Component):
                 self._request_round(now)
             return
         self.state[tasks] = DONE
-        self.worker_busy[workers] = False
+        self._free_slots(workers)
         ms = self.m.of_worker[workers]
         np.add.at(self.free, ms, 1)
         self.machine[tasks] = -1
@@ -295,7 +304,7 @@ class FlowScheduler(Component):
     def _killed(self, msg: Killed, now: float) -> None:
         tasks, workers = msg.tasks, msg.workers
         if tasks.size:
-            self.worker_busy[workers] = False
+            self._free_slots(workers)
             ms = self.m.of_worker[workers]
             np.add.at(self.free, ms, 1)
             self.state[tasks] = WAITING
@@ -381,9 +390,8 @@ class FlowScheduler(Component):
         self.machine[tasks] = -1
         ms = self.m.of_worker[workers]
         if self.res_free is None:
-            GK.k_free_workers(workers, self.worker_busy, self.m.of_worker, self.free)
+            GK.k_free_workers(workers, self.ledger.task, self.m.of_worker, self.free)
         else:
-            self.worker_busy[workers] = False
             np.add.at(self.free, ms, 1)
         self.g.finished_outside(tasks, ms)
         if self.res_free is not None:
@@ -456,7 +464,7 @@ class FlowScheduler(Component):
             self.port.send(self.pool, Kill(kills, self.address))
 
     def _take_workers(self, tasks: np.ndarray, machines: np.ndarray, now: float) -> np.ndarray:
-        """One free worker of each task's machine (lowest index first); marks them busy."""
+        """One free worker of each task's machine (lowest index first), its slot claimed on the worker ledger."""
         workers = np.empty(tasks.size, dtype=np.int64)
         m = self.m
         if self.down is not None and self.down[machines].any():
@@ -467,7 +475,8 @@ class FlowScheduler(Component):
                 self.ledger.claim(tasks, workers, now, self.demand[tasks])  # raises the ledger's over-commit error
                 self._sync_units(machines)
             return workers
-        bad = GK.k_take_workers(np.asarray(machines, dtype=np.int64), m.ptr, m.workers, self.worker_busy, workers)
+        ms = np.asarray(machines, dtype=np.int64)
+        bad = GK.k_take_workers(ms, np.asarray(tasks, dtype=np.int64), m.ptr, m.workers, self.ledger.task, workers)
         if bad >= 0:
             raise SimulationError(
                 f"{self.address}: machine {int(machines[bad])} has no free slot for task {int(tasks[bad])}"
@@ -593,7 +602,7 @@ class FlowScheduler(Component):
         else:
             m = self.m
             for k in machines.tolist():
-                self.free[k] = int((~self.worker_busy[m.workers[m.ptr[k] : m.ptr[k + 1]]]).sum())
+                self.free[k] = int((self.ledger.task[m.workers[m.ptr[k] : m.ptr[k + 1]]] == FREE).sum())
             if self.g is not None:
                 self.g.set_free(machines, self.free[machines])
         if self.g is not None:
@@ -619,7 +628,7 @@ class FlowScheduler(Component):
         if self.compiled:
             self._apply_finished()  # the batch first: one order of bookkeeping
         ms = self.m.of_worker[workers]
-        self.worker_busy[workers] = False
+        self._free_slots(workers)
         np.add.at(self.free, ms, 1)
         self.state[tasks] = WAITING
         self.machine[tasks] = -1
