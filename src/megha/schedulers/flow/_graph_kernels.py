@@ -131,13 +131,25 @@ def _mark_class(CT, cdirty, GM, c):
 
 
 @njit(cache=True)
-def k_mark_classes(CT, cdirty, GM, classes):
+def k_mark_classes(
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    GM: np.ndarray,
+    classes: np.ndarray,
+) -> None:
+    """Mark classes dirty (listed once in ``cdirty`` until the next refresh)."""
     for i in range(classes.size):
         _mark_class(CT, cdirty, GM, classes[i])
 
 
 @njit(cache=True)
-def k_mark_machines(m_flag, mdirty, GM, machines):
+def k_mark_machines(
+    m_flag: np.ndarray,
+    mdirty: np.ndarray,
+    GM: np.ndarray,
+    machines: np.ndarray,
+) -> None:
+    """Mark machines dirty (listed once in ``mdirty`` until the next ``k_machines``)."""
     for i in range(machines.size):
         _mark_machine(m_flag, mdirty, GM, machines[i])
 
@@ -157,7 +169,22 @@ def _drop_target(N, A, H, M, FA, DN, CT, t_mach, t_arc, arc_pos, c, a):
 
 
 @njit(cache=True)
-def k_finish(N, A, H, M, FN, FA, DN, JT, GM, m_free, m_flag, mdirty, machines, jobs):
+def k_finish(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    JT: np.ndarray,
+    GM: np.ndarray,
+    m_free: np.ndarray,
+    m_flag: np.ndarray,
+    mdirty: np.ndarray,
+    machines: np.ndarray,
+    jobs: np.ndarray,
+) -> None:
     """Running tasks finished outside the graph: their slots are free again; empty jobs leave the graph."""
     for i in range(machines.size):
         m = machines[i]
@@ -177,10 +204,36 @@ def k_finish(N, A, H, M, FN, FA, DN, JT, GM, m_free, m_flag, mdirty, machines, j
 
 @njit(cache=True)
 def k_machines(
-    N, A, H, M, DN, DA, GM, CT, cdirty, starved, node_role, node_ref, ec_role,
-    m_free, m_mask, m_arc, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf, limit_capacity,
-    FA, t_mach, t_arc, arc_pos, pend, m_pend,
-):  # fmt: skip
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    starved: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    ec_role: int,
+    m_free: np.ndarray,
+    m_mask: np.ndarray,
+    m_arc: np.ndarray,
+    m_wasfree: np.ndarray,
+    m_flag: np.ndarray,
+    m_fpos: np.ndarray,
+    mdirty: np.ndarray,
+    free_list: np.ndarray,
+    freed_buf: np.ndarray,
+    limit_capacity: bool,
+    FA: np.ndarray,
+    t_mach: np.ndarray,
+    t_arc: np.ndarray,
+    arc_pos: np.ndarray,
+    pend: np.ndarray,
+    m_pend: np.ndarray,
+) -> int:
     """Apply the dirty machines: sink-arc capacities, the free list, live target counts, woken classes.
 
     A machine that filled up stops being a target of the classes aiming at it and makes them dirty (they may
@@ -288,9 +341,38 @@ def _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, jnode, cdi
 
 @njit(cache=True)
 def k_wake(
-    N, A, H, M, FA, DN, DA, GM, CT, starved, pend, m_pend, cmark, node_role, node_ref, group_role, ec_role, GT, JT,
-    t_mach, t_arc, arc_pos, m_node, m_arc, m_mask, m_wasfree, m_slots, fanout, spare, fanin, smask,
-):  # fmt: skip
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    starved: np.ndarray,
+    pend: np.ndarray,
+    m_pend: np.ndarray,
+    cmark: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    group_role: int,
+    ec_role: int,
+    GT: np.ndarray,
+    JT: np.ndarray,
+    t_mach: np.ndarray,
+    t_arc: np.ndarray,
+    arc_pos: np.ndarray,
+    m_node: np.ndarray,
+    m_arc: np.ndarray,
+    m_mask: np.ndarray,
+    m_wasfree: np.ndarray,
+    m_slots: np.ndarray,
+    fanout: int,
+    spare: int,
+    fanin: int,
+    smask: np.ndarray,
+) -> int:
     """Offer the pending machines (free machines that starved classes may still want) to the starved classes.
 
     A starved class reaches every free machine it fits through a target arc, except pending machines and, when
@@ -469,9 +551,27 @@ def _max_min_sorted(d, ds, capacity, tot, out):
 
 @njit(cache=True)
 def k_jobs(
-    N, A, H, M, DN, DA, JT, act, GM, capacity, unplaceable, fair, node_role, node_ref, group_role, GT, CT, cdirty,
-    jdem, dsorted,
-):  # fmt: skip
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    JT: np.ndarray,
+    act: np.ndarray,
+    GM: np.ndarray,
+    capacity: int,
+    unplaceable: np.ndarray,
+    fair: bool,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    group_role: int,
+    GT: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    jdem: np.ndarray,
+    dsorted: np.ndarray,
+) -> None:
     """Fairness bounds ``[N_j − A_j, N_j]`` of ``U_j → S`` (paper eq. 1–2, shares net of running tasks).
 
     A job's demand is its running tasks plus its waiting units that some machine up can run: ``unplaceable[j]``
@@ -544,7 +644,18 @@ def k_jobs(
 
 
 @njit(cache=True)
-def k_tick(N, A, M, DA, JT, act, GM, sink, m_arc, delta):
+def k_tick(
+    N: np.ndarray,
+    A: np.ndarray,
+    M: np.ndarray,
+    DA: np.ndarray,
+    JT: np.ndarray,
+    act: np.ndarray,
+    GM: np.ndarray,
+    sink: int,
+    m_arc: np.ndarray,
+    delta: int,
+) -> None:
     """Every waiting cost grew by ``delta``: raise the job arcs' costs and the sink's potential alike.
 
     Reduced costs of ``U_j → S`` stay as they were; only machine arcs with room left (whose reduced cost fell by
@@ -564,9 +675,33 @@ def k_tick(N, A, M, DA, JT, act, GM, sink, m_arc, delta):
 
 @njit(cache=True)
 def k_refresh(
-    N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, fit_pool, t_mach, t_arc, scratch,
-    m_node, m_arc, m_mask, m_wasfree, m_slots, free_list, arc_pos, fanout, spare, arc_room, smask,
-):  # fmt: skip
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    starved: np.ndarray,
+    fit_pool: np.ndarray,
+    t_mach: np.ndarray,
+    t_arc: np.ndarray,
+    scratch: np.ndarray,
+    m_node: np.ndarray,
+    m_arc: np.ndarray,
+    m_mask: np.ndarray,
+    m_wasfree: np.ndarray,
+    m_slots: np.ndarray,
+    free_list: np.ndarray,
+    arc_pos: np.ndarray,
+    fanout: int,
+    spare: int,
+    arc_room: int,
+    smask: np.ndarray,
+) -> int:
     """Keep each dirty partial class connected to enough free machines it fits (random ones, never twice).
 
     ``want = min(waiting + 8, fanout)`` live targets (``fanout`` 0: no limit); targets on busy machines are
@@ -706,7 +841,11 @@ def k_refresh(
 
 
 @njit(cache=True)
-def k_unserved(CT, cdirty, GM):
+def k_unserved(
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    GM: np.ndarray,
+) -> bool:
     """Some dirty class still has waiting units and is not starved (another pass may place more)."""
     for i in range(GM[GM_NCD]):
         c = cdirty[i]
@@ -723,10 +862,49 @@ UPD_F = 3
 
 @njit(cache=True)
 def k_update(
-    N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, smask, node_role, node_ref, group_role, ec_role, GT, JT,
-    m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
-    t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, refresh, out,
-):  # fmt: skip
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    starved: np.ndarray,
+    smask: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    group_role: int,
+    ec_role: int,
+    GT: np.ndarray,
+    JT: np.ndarray,
+    m_free: np.ndarray,
+    m_mask: np.ndarray,
+    m_arc: np.ndarray,
+    m_node: np.ndarray,
+    m_slots: np.ndarray,
+    m_wasfree: np.ndarray,
+    m_flag: np.ndarray,
+    m_fpos: np.ndarray,
+    mdirty: np.ndarray,
+    free_list: np.ndarray,
+    freed_buf: np.ndarray,
+    t_mach: np.ndarray,
+    t_arc: np.ndarray,
+    arc_pos: np.ndarray,
+    pend: np.ndarray,
+    m_pend: np.ndarray,
+    cmark: np.ndarray,
+    fit_pool: np.ndarray,
+    scratch: np.ndarray,
+    fanout: int,
+    spare: int,
+    fanin: int,
+    refresh: int,
+    out: np.ndarray,
+) -> None:
     """One call for the graph update between solves: :func:`k_machines` (if a machine is dirty), :func:`k_wake`
     (if machines are pending and classes starved), then :func:`k_refresh` when ``refresh`` is 1, or, when it is 2,
     if :func:`k_unserved` held before the machines were applied (as after a pass).
@@ -770,9 +948,34 @@ def k_update(
 
 @njit(cache=True)
 def k_place(
-    N, A, H, M, FN, FA, DN, DA, GM, CT, cdirty, JT, GT, order, node_role, node_ref, group_role,
-    cursor, used, touched, m_node, m_arc, m_free, m_flag, mdirty, gfree, free_list,
-):  # fmt: skip
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    JT: np.ndarray,
+    GT: np.ndarray,
+    order: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    group_role: int,
+    cursor: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    m_node: np.ndarray,
+    m_arc: np.ndarray,
+    m_free: np.ndarray,
+    m_flag: np.ndarray,
+    mdirty: np.ndarray,
+    gfree: np.ndarray,
+    free_list: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Decompose the flow on the machines into unit paths back to task groups and commit every unit.
 
     A committed unit leaves the graph: its flow is taken back along its path (no imbalance is left), its
