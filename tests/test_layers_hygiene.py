@@ -26,9 +26,7 @@ SRC = Path(megha.__file__).parent
 TESTS = Path(__file__).parent
 
 #: (module path under src/megha, or that path + ":" + qualified name) still without annotations
-NOT_YET_ANNOTATED = {
-    "schedulers/flow/_graph_kernels.py",  # the flow graph's compiled kernels (their arrays' roles are in comments)
-}
+NOT_YET_ANNOTATED: set[str] = set()
 
 
 def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
