@@ -54,6 +54,7 @@ class Stats:
     ymax: float = 0.0
 
     def add(self, x: float, y: float) -> None:
+        """Add one sample: a message of ``x`` items that took ``y`` CPU ns."""
         self.n += 1
         self.sx += x
         self.sy += y
@@ -63,6 +64,7 @@ class Stats:
             self.ymax = y
 
     def merge(self, o: Stats) -> None:
+        """Add the samples of ``o`` (another profiler's or component's statistics) to these."""
         self.n += o.n
         self.sx += o.sx
         self.sy += o.sy

@@ -456,6 +456,7 @@ class TaskRecorder:
 
     # --- allocation-time components ----------------------------------------------------------------
     def add_comm(self, ids: TaskIds, d: float) -> None:
+        """Communication delay of the tasks ``ids`` at allocation time (one number for all of them)."""
         log = self._commlog
         if type(ids) is list:
             log.ids.extend(ids)
@@ -469,6 +470,7 @@ class TaskRecorder:
         self._comm_vals.append(d)
 
     def add_proc(self, ids: TaskIds, d: float) -> None:
+        """Scheduler processing delay of the tasks ``ids`` at allocation time (one number for all of them)."""
         self._logs["proc"].add(ids, d)
 
     def add_worker_queue(self, ids: TaskIds, d: float | np.ndarray) -> None:
@@ -476,4 +478,5 @@ class TaskRecorder:
         self._logs["wq"].add(ids, d)
 
     def count(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to the run-level counter ``name``."""
         self.counters[name] += n

@@ -45,4 +45,5 @@ class RunResult:
 
     @property
     def scheduler(self) -> str:
+        """Name of the scheduler that made this run (the config's)."""
         return self.config.scheduler

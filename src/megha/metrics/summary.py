@@ -237,6 +237,7 @@ def eligible_buckets(n_workers: int) -> list[tuple[int, int]]:
 
 
 def bucket_label(lo: int, hi: int) -> str:
+    """Label of an eligible-worker bucket ``(lo, hi)``: ``"1"``, ``"2-10"``, ``"1,001-10,000"`` …"""
     return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
 
 
