@@ -221,6 +221,7 @@ def build_scheduler(
     counters=COUNTERS,
 )
 def build(ctx: BuildContext) -> Deployment:
+    """Build a flow deployment: one worker pool and one :class:`FlowScheduler` that every job is routed to."""
     o: FlowOptions = ctx.options
     pool = WorkerPool("flow/pool", ctx.datacenter.n_workers, ctx.recorder, capacity=ctx.datacenter.capacity)
     sched = build_scheduler(

@@ -329,6 +329,7 @@ def k_unwind(
 
 @njit(cache=True)
 def k_set_costs(A: np.ndarray, M: np.ndarray, DA: np.ndarray, ids: np.ndarray, costs: np.ndarray) -> None:
+    """New unit costs of the arcs ``ids``; the arcs whose cost changes are marked dirty for the next solve."""
     for i in range(ids.size):
         a = ids[i]
         if A[A_COST, a] != costs[i]:
@@ -393,6 +394,7 @@ def _set_supply(N, M, DN, v, s):
 
 @njit(cache=True)
 def k_set_supplies(N: np.ndarray, M: np.ndarray, DN: np.ndarray, ids: np.ndarray, supplies: np.ndarray) -> None:
+    """New supplies of the nodes ``ids``; the supply sum and excesses follow, changed nodes are marked dirty."""
     for i in range(ids.size):
         _set_supply(N, M, DN, ids[i], supplies[i])
 

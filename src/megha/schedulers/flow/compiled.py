@@ -774,6 +774,7 @@ class CompiledGraph:
         return bool(GK.k_unserved(self.CT, self._cdirty, self.GM))
 
     def solve(self, solver: Solver) -> SolveResult:
+        """Run ``solver`` on the graph's network: the min-cost flow whose task arcs are this round's placements."""
         return solver.solve(self.net)
 
     def place(self) -> tuple[np.ndarray, np.ndarray]:
@@ -832,10 +833,12 @@ class CompiledGraph:
 
     @property
     def job_in_graph(self) -> np.ndarray:
+        """Per job id, its waiting units in the graph (``N_j``)."""
         return self.JT[GK.JT_IN]
 
     @property
     def job_running(self) -> np.ndarray:
+        """Per job id, its running tasks."""
         return self.JT[GK.JT_RUN]
 
     def class_waiting(self) -> dict[int, int]:

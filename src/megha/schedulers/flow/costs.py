@@ -53,15 +53,20 @@ class CostModel:
     fair_shares = False
 
     def unscheduled(self, g: GraphView, jobs: np.ndarray, now: float) -> np.ndarray:
+        """Cost per waiting task of each of ``jobs`` at ``now``, on its arc ``U_j → S`` (left unscheduled)."""
         return np.zeros(jobs.size, dtype=np.int64)
 
     def task_cost(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
+        """Cost added to every placement arc of each of ``tasks`` (to a machine or an aggregator)."""
         return np.zeros(tasks.size, dtype=np.int64)
 
     def pair_cost(self, g: GraphView, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
+        """Cost added to the direct arc of each task of ``tasks`` to the machine at the same position of
+        ``machines``."""
         return np.zeros(tasks.size, dtype=np.int64)
 
     def machine_cost(self, g: GraphView, machines: np.ndarray) -> np.ndarray:
+        """Cost on each machine's arc ``M → S``, paid by every task placed on it."""
         return np.zeros(machines.size, dtype=np.int64)
 
     def has_preferences(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
@@ -96,6 +101,7 @@ class Quincy(CostModel):
     fair_shares: bool = True  # False keeps only the growing waiting cost (FIFO-like among equals)
 
     def unscheduled(self, g: GraphView, jobs: np.ndarray, now: float) -> np.ndarray:
+        """The waiting cost: ``wait_weight`` per second each job has waited, in steps of ``wait_quantum``."""
         if self.wait_weight <= 0:
             return np.zeros(jobs.size, dtype=np.int64)
         waited = np.maximum(now - g.job_arrival[jobs], 0.0)
@@ -115,6 +121,7 @@ class Placement(CostModel):
     name: str = "placement"
 
     def pair_cost(self, g: GraphView, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
+        """``−utility`` on machines that hold all of the task's soft constraints, 0 elsewhere."""
         soft = g.task_soft[tasks]
         ok = (soft != 0) & ((g.machine_mask[machines] & soft) == soft)
         return np.where(ok, -round(self.utility * UNIT), 0).astype(np.int64)
@@ -145,13 +152,16 @@ class Priority(CostModel):
             raise InputError("priority weight must exceed the load weight (the priority term dominates)")
 
     def level(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
+        """Each task's priority level in ``[0, levels − 1]``, 0 the most urgent (whatever ``order``)."""
         p = np.clip(g.job_priority[g.task_job[tasks]].astype(np.int64), 0, self.levels - 1)
         return p if self.order == "lower-first" else (self.levels - 1) - p
 
     def task_cost(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
+        """``weight`` per priority level: a more urgent task is cheaper to place."""
         return self.weight * self.level(g, tasks)
 
     def machine_cost(self, g: GraphView, machines: np.ndarray) -> np.ndarray:
+        """``load_weight`` times the machine's busy fraction of slots (spreads load)."""
         slots = np.maximum(g.machine_slots[machines], 1)
         busy = (g.machine_slots[machines] - g.machine_free[machines]) / slots
         return np.round(self.load_weight * busy).astype(np.int64)
@@ -181,15 +191,19 @@ class Combined(CostModel):
         return any(p.fair_shares for p in self.parts)
 
     def unscheduled(self, g: GraphView, jobs: np.ndarray, now: float) -> np.ndarray:
+        """The sum of the parts' waiting costs."""
         return sum((p.unscheduled(g, jobs, now) for p in self.parts), np.zeros(jobs.size, dtype=np.int64))
 
     def task_cost(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:
+        """The sum of the parts' task costs."""
         return sum((p.task_cost(g, tasks) for p in self.parts), np.zeros(tasks.size, dtype=np.int64))
 
     def pair_cost(self, g: GraphView, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
+        """The sum of the parts' preference costs."""
         return sum((p.pair_cost(g, tasks, machines) for p in self.parts), np.zeros(tasks.size, dtype=np.int64))
 
     def machine_cost(self, g: GraphView, machines: np.ndarray) -> np.ndarray:
+        """The sum of the parts' machine costs."""
         return sum((p.machine_cost(g, machines) for p in self.parts), np.zeros(machines.size, dtype=np.int64))
 
     def has_preferences(self, g: GraphView, tasks: np.ndarray) -> np.ndarray:

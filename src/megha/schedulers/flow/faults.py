@@ -38,6 +38,7 @@ class FlowFaults:
         self.n_workers = int(sched.m.of_worker.size)
 
     def population(self, kind: str) -> int:
+        """How many targets a fault of ``kind`` picks from: the workers."""
         return self.n_workers
 
     def workers(self, kind: str, targets: tuple[int, ...]) -> list[int]:
@@ -50,6 +51,8 @@ class FlowFaults:
         return np.unique(self.sched.m.of_worker[np.asarray(workers, dtype=np.int64)])
 
     def fail(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Fail the targets' machines at ``now``: their workers die and the scheduler takes the machines out of the
+        graph and requeues the tasks lost."""
         ws = self.workers(kind, targets)
         lost = self.pool.fail_workers(ws, now)
         tasks = np.array([t for t, _, _ in lost], dtype=np.int64)
@@ -57,6 +60,7 @@ class FlowFaults:
         self.sched.fail_machines(self._machines(ws), tasks, where, now)
 
     def restore(self, kind: str, targets: tuple[int, ...], now: float) -> None:
+        """Bring the targets' machines back at ``now``: their workers rejoin the pool and the machines the graph."""
         ws = self.workers(kind, targets)
         self.pool.restore_workers(ws)
         self.sched.restore_machines(self._machines(ws), now)

@@ -521,6 +521,7 @@ class SchedulingGraph:
         return any(self.classes[q].waiting > 0 and q not in self._starved for q in self._dirty)
 
     def solve(self, solver: Solver) -> SolveResult:
+        """Run ``solver`` on the graph's network: the min-cost flow whose task arcs are this round's placements."""
         return solver.solve(self.net)
 
     def task_nodes(self) -> np.ndarray:

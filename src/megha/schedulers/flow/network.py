@@ -55,10 +55,12 @@ class Exported:
 
     @property
     def n_nodes(self) -> int:
+        """Number of compact nodes."""
         return int(self.node_ids.size)
 
     @property
     def n_arcs(self) -> int:
+        """Number of compact arcs."""
         return int(self.arc_ids.size)
 
 
@@ -83,10 +85,12 @@ class FlowNetwork:
     # ------------------------------------------------------------------------------------ capacity
     @property
     def node_capacity(self) -> int:
+        """Node columns allocated (they grow on demand)."""
         return int(self.N.shape[1])
 
     @property
     def arc_capacity(self) -> int:
+        """Arc columns allocated (they grow on demand)."""
         return int(self.A.shape[1])
 
     def _reserve_nodes(self, k: int) -> None:
@@ -122,6 +126,7 @@ class FlowNetwork:
         return out
 
     def add_node(self, supply: int = 0) -> int:
+        """Add one node of the given supply; returns its id."""
         return int(self.add_nodes(np.array([supply]))[0])
 
     def add_arcs(
@@ -145,9 +150,11 @@ class FlowNetwork:
         return out
 
     def add_arc(self, tail: int, head: int, cost: int, upper: int, lower: int = 0) -> int:
+        """Add one arc ``tail → head`` with unit ``cost`` and bounds ``[lower, upper]``; returns its id."""
         return int(self.add_arcs([tail], [head], [cost], [upper], [lower])[0])
 
     def remove_arcs(self, ids: ArrayLike) -> None:
+        """Remove arcs (dead ids are ignored); their flow turns into imbalance at their endpoints for the next solve."""
         K.k_remove_arcs(self.N, self.A, self.H, self.M, self.FA, self.DN, _i64(ids, name="arc ids"))
 
     def remove_nodes(self, ids: ArrayLike, unwind: bool = True) -> None:
@@ -163,10 +170,13 @@ class FlowNetwork:
         K.k_remove_nodes(self.N, self.A, self.H, self.M, self.FN, self.FA, self.DN, i)
 
     def set_costs(self, ids: ArrayLike, costs: ArrayLike) -> None:
+        """New unit costs of live arcs."""
         i = self._live_arcs(ids)
         K.k_set_costs(self.A, self.M, self.DA, i, _i64(costs, i.size, "costs"))
 
     def set_bounds(self, ids: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> None:
+        """New bounds ``[lower, upper]`` of live arcs (flow above a new upper bound is cut back); raises on an
+        invalid pair."""
         i = self._live_arcs(ids)
         lo = _i64(lower, i.size, "lower bounds")
         up = _i64(upper, i.size, "upper bounds")
@@ -175,6 +185,7 @@ class FlowNetwork:
             raise InputError(f"flow network: arc {int(i[bad])}: bounds [{int(lo[bad])}, {int(up[bad])}] are invalid")
 
     def set_supplies(self, ids: ArrayLike, supplies: ArrayLike) -> None:
+        """New supplies of live nodes."""
         i = self._live_nodes(ids)
         K.k_set_supplies(self.N, self.M, self.DN, i, _i64(supplies, i.size, "supplies"))
 
@@ -225,24 +236,30 @@ class FlowNetwork:
     # ------------------------------------------------------------------------------------ queries
     @property
     def n_nodes(self) -> int:
+        """Number of live nodes."""
         return int(self.M[K.M_NALIVE])
 
     @property
     def n_arcs(self) -> int:
+        """Number of live arcs."""
         return int(self.M[K.M_AALIVE])
 
     def alive_nodes(self) -> np.ndarray:
+        """Ids of the live nodes, ascending."""
         hw = int(self.M[K.M_NHW])
         return np.flatnonzero(self.N[K.N_ALIVE, :hw] == 1)
 
     def alive_arcs(self) -> np.ndarray:
+        """Ids of the live arcs, ascending."""
         hw = int(self.M[K.M_AHW])
         return np.flatnonzero(self.A[K.A_ALIVE, :hw] == 1)
 
     def tails(self, ids: ArrayLike) -> np.ndarray:
+        """Tail nodes of arcs."""
         return self.H[K.H_TO, 2 * np.asarray(ids, dtype=np.int64) + 1].copy()
 
     def heads(self, ids: ArrayLike) -> np.ndarray:
+        """Head nodes of arcs."""
         return self.H[K.H_TO, 2 * np.asarray(ids, dtype=np.int64)].copy()
 
     def flows(self, ids: ArrayLike) -> np.ndarray:
@@ -251,22 +268,28 @@ class FlowNetwork:
         return self.A[K.A_FLOW, i] + self.A[K.A_LOW, i]
 
     def costs(self, ids: ArrayLike) -> np.ndarray:
+        """Unit costs of arcs."""
         return self.A[K.A_COST, np.asarray(ids, dtype=np.int64)].copy()
 
     def uppers(self, ids: ArrayLike) -> np.ndarray:
+        """Upper bounds of arcs."""
         i = np.asarray(ids, dtype=np.int64)
         return self.A[K.A_CAP, i] + self.A[K.A_LOW, i]
 
     def lowers(self, ids: ArrayLike) -> np.ndarray:
+        """Lower bounds of arcs."""
         return self.A[K.A_LOW, np.asarray(ids, dtype=np.int64)].copy()
 
     def supplies(self, ids: ArrayLike) -> np.ndarray:
+        """Supplies of nodes."""
         return self.N[K.N_SUP, np.asarray(ids, dtype=np.int64)].copy()
 
     def potentials(self, ids: ArrayLike) -> np.ndarray:
+        """Potentials ``π(v)`` of nodes (from the last solve)."""
         return self.N[K.N_POT, np.asarray(ids, dtype=np.int64)].copy()
 
     def excess(self, ids: ArrayLike) -> np.ndarray:
+        """Excesses of nodes: supply + true inflow − true outflow (0 everywhere after a solve)."""
         return self.N[K.N_EXC, np.asarray(ids, dtype=np.int64)].copy()
 
     def out_flow_arcs(self, nodes: ArrayLike) -> np.ndarray:

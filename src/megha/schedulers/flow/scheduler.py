@@ -60,6 +60,8 @@ class Machines:
 
     @classmethod
     def build(cls, dc: Datacenter, slots_per_machine: int) -> Machines:
+        """Group the datacenter's workers into machines: ``slots_per_machine`` consecutive workers, split by
+        constraint mask."""
         n = dc.n_workers
         k = max(1, int(slots_per_machine))
         block = np.arange(n, dtype=np.int64) // k
@@ -81,6 +83,7 @@ class Machines:
 
     @property
     def n(self) -> int:
+        """Number of machines (machine nodes of the graph)."""
         return int(self.mask.size)
 
 

@@ -70,6 +70,7 @@ class SolveResult:
 
     @property
     def optimal(self) -> bool:
+        """Whether the solve ended with an optimal flow."""
         return self.status == OPTIMAL
 
 
@@ -79,6 +80,7 @@ class Solver:
     name = "solver"
 
     def solve(self, net: FlowNetwork) -> SolveResult:
+        """Install an optimal flow in ``net`` (its supplies balanced first) and report the outcome."""
         raise NotImplementedError
 
 
@@ -135,6 +137,8 @@ class IncrementalSolver(Solver):
         return self._scratch
 
     def solve(self, net: FlowNetwork) -> SolveResult:
+        """Repair the previous optimum of ``net`` after its edits, or solve in bulk with OR-Tools when the change or
+        the work is large."""
         t0 = time.perf_counter()
         net.sync_balance()
         if net.solution_owner not in (None, self.name):
@@ -319,6 +323,7 @@ class OrToolsSolver(Solver):
     name = "ortools"
 
     def solve(self, net: FlowNetwork) -> SolveResult:
+        """Export ``net``, solve it from scratch with OR-Tools and install the flow found."""
         t0 = time.perf_counter()
         net.sync_balance()
         ex = net.export()

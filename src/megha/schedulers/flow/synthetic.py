@@ -76,6 +76,7 @@ class ChurnGraph:
 
     @property
     def n_tasks(self) -> int:
+        """Tasks in the graph now."""
         return len(self.task_job)
 
     def _job_size(self) -> int:
@@ -211,6 +212,7 @@ class ChurnGraph:
         self.net.set_costs(self.machine_arcs[ids], np.full(len(ids), cost))
 
     def machine_slots(self) -> int:
+        """Slots of all machines together."""
         return self.n_machines * self.slots
 
 
