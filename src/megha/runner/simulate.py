@@ -194,6 +194,7 @@ def _build(
         n_gms=cfg.gms,
         n_lms=cfg.lms,
         faults=cfg.faults is not None,
+        seed=cfg.seed,
     )
     deployment = spec.build(ctx)
     return engine, rec, deployment, feasible, options, eligible

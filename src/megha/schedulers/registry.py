@@ -40,6 +40,7 @@ from megha.metrics.recorder import Recorder, TaskRecorder
 from megha.model.topology import Datacenter
 from megha.model.workload import Workload
 from megha.sim.component import Address, Component, Host, Port, SimHooks
+from megha.sim.seeding import named_stream
 
 if TYPE_CHECKING:
     from megha.sim.engine import DelayModel, ProcessingModel
@@ -79,7 +80,8 @@ class BuildContext:
 
     A builder adds its components with :meth:`add`, reads one-way delays with :meth:`delay` (or the whole
     :attr:`delay_model`), whether components have processing costs with :attr:`processing` and whether a fault
-    schedule applies with :attr:`faults`, and draws any build-time randomness from :attr:`rng`. Its fault models get
+    schedule applies with :attr:`faults`, and draws any build-time randomness from :attr:`rng` (or from a stream of
+    its own, :meth:`stream`, so one purpose's draws never shift another's). Its fault models get
     :attr:`host` (the :class:`~megha.sim.component.Host` protocol: suspend, resume, replace, inject …), never the
     engine itself.
     """
@@ -96,10 +98,20 @@ class BuildContext:
     extra: dict = field(default_factory=dict)
     #: a fault schedule will be applied to the run (components may crash): fast paths that assume none stay off
     faults: bool = False
+    #: the run's seed (what :meth:`stream` derives its streams from); None when the context was made by hand
+    seed: int | None = None
 
     def add(self, comp: Component) -> Component:
         """Add a component to the simulation (it gets its port and its named random stream); returns it."""
         return self.host.add(comp)
+
+    def stream(self, name: str) -> np.random.Generator:
+        """A build-time random stream of its own, named ``name``, from the run's seed
+        (:func:`megha.sim.seeding.named_stream`): drawing from it changes no other stream, unlike :attr:`rng`,
+        which every build-time purpose of the builder shares."""
+        if self.seed is None:
+            raise ValueError("BuildContext.stream needs the run's seed (BuildContext(seed=...))")
+        return named_stream(self.seed, "build", name)
 
     def delay(self, src_kind: str, dst_kind: str) -> float:
         """The one-way delay of a message from a component of kind ``src_kind`` to one of kind ``dst_kind``."""
