@@ -841,9 +841,5 @@ class CompiledGraph:
         """Per job id, its running tasks."""
         return self.JT[GK.JT_RUN]
 
-    def class_waiting(self) -> dict[int, int]:
-        """Waiting units per hard-constraint mask."""
-        return {q: int(self.CT[GK.CT_WAIT, c]) for q, c in self._class_of.items()}
-
 
 __all__ = ["CompiledGraph", "K"]

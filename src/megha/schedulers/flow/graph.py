@@ -281,26 +281,6 @@ class SchedulingGraph:
         key = pc.astype(np.float64) - free * 1e15 + self.rng.random(ms.size)
         return ms[np.argsort(key, kind="stable")[: self.max_arcs]]
 
-    def remove_tasks(self, tasks: np.ndarray) -> None:
-        """Tasks leave the graph (finished while running under preemption, or withdrawn)."""
-        tasks = np.asarray(tasks, dtype=np.int64)
-        nodes = self.task_node[tasks]
-        keep = nodes >= 0
-        tasks, nodes = tasks[keep], nodes[keep]
-        if tasks.size == 0:
-            return
-        for t in tasks.tolist():
-            j = int(self.task_job[t])
-            self.job_in_graph[j] -= 1
-            if self.task_machine[t] < 0:
-                c = self.classes[int(self.task_hard[t])]
-                c.waiting -= 1
-                self._touch(c)
-        self.net.remove_nodes(nodes, unwind=True)
-        self.task_node[tasks] = -1
-        self.task_direct[tasks] = -1
-
-    # ---------------------------------------------------------------------------------------- machines
     def set_free(self, machines: np.ndarray, free: np.ndarray) -> None:
         """Record the machines' free slots (applied to the graph at the next :meth:`prepare`)."""
         self.machine_free[machines] = free

@@ -221,11 +221,6 @@ class Cadence:
         self._rank += 1
         return self._rank
 
-    @property
-    def nodes_lazy(self) -> bool:
-        """Whether nodes may still be dormant (fast-forward on and no fault injected yet)."""
-        return not self.eager
-
     def count(self, cls: type, n: int) -> None:
         """Count ``n`` messages of type ``cls`` as sent (virtual messages)."""
         if n:

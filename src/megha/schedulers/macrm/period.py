@@ -138,10 +138,3 @@ class Period:
         if t > at:
             return 0
         return self.last_le(t, at)[0] + 1
-
-    def first_gt(self, t: float, at: float) -> tuple[int, float]:
-        """``(k, t_k)`` for the first tick ``t_k > at`` counting from ``t = t_0``."""
-        if t > at:
-            return 0, t
-        k, tk = self.last_le(t, at)
-        return k + 1, tk + self.h
