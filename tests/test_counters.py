@@ -17,7 +17,7 @@ from megha.config import RunConfig
 from megha.metrics import counters as C
 from megha.metrics.report import compare_rows, summarize
 from megha.runner import simulate
-from megha.runner.faults import fault_kinds_of
+from megha.runner.simulate import fault_kinds_of
 from megha.schedulers import registry
 from tests.tracegen import write_trace
 

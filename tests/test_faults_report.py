@@ -48,7 +48,7 @@ def test_faults_reproduction_runs_every_scheduler_and_checks_the_papers_claims(t
 
 
 def test_schedulers_lists_the_fault_kinds_a_schedule_can_name():
-    from megha.runner.faults import fault_kinds_of
+    from megha.runner.simulate import fault_kinds_of
 
     assert list(fault_kinds_of("megha")) == ["gm", "lm", "worker", "partition"]
     assert "rm" in fault_kinds_of("yarn")

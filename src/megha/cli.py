@@ -549,7 +549,7 @@ def _show_counters(spec: Any, detail: bool) -> None:
 def _fault_kinds(name: str) -> list[str]:
     """The kinds a fault schedule can name for ``name`` (none listed when it cannot be wired on a tiny datacenter,
     as a plug-in may not be)."""
-    from megha.runner.faults import fault_kinds_of
+    from megha.runner.simulate import fault_kinds_of
 
     try:
         return list(fault_kinds_of(name))

@@ -230,27 +230,3 @@ def install(
 def fault_log(driver: FaultDriver | None) -> list[dict[str, Any]] | None:
     """The faults a run injected (None when it had no schedule)."""
     return None if driver is None else list(driver.log)
-
-
-def fault_kinds_of(scheduler: str, options: dict | None = None) -> dict[str, str]:
-    """The fault kinds a scheduler offers (component crashes and its family's faults) -> what happens on each,
-    found by wiring it on a tiny datacenter (what ``megha schedulers`` lists). Its slot mode when it has one."""
-    from megha.config import RunConfig
-    from megha.runner.inputs import load_inputs
-    from megha.runner.simulate import build
-    from megha.schedulers import registry
-
-    spec = registry.get(scheduler)
-    cfg = RunConfig(
-        scheduler=scheduler,
-        trace="sample:YH_small",
-        workers=16,
-        gms=2,
-        lms=2,
-        max_jobs=1,
-        resources="slot" not in spec.modes,
-        options=options or {},
-    )
-    workload, dc = load_inputs(cfg)
-    _, _, deployment, _, _ = build(cfg, workload, dc)
-    return fault_kinds(deployment.components, deployment.faults)
