@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Hashable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
 from megha.errors import SimulationError
-from megha.metrics.recorder import TaskRecorder
-from megha.model.matching import Policy
 from megha.schedulers.common.ledger import FREE
 from megha.schedulers.common.messages import Finished, Launch
 from megha.schedulers.pigeon.master import Entry, PigeonMaster
@@ -60,27 +58,16 @@ class SimPigeonMaster(PigeonMaster):
 
     def __init__(
         self,
-        address: str,
-        workers: np.ndarray,
-        worker_masks: np.ndarray,
-        pool: str,
-        recorder: TaskRecorder,
-        distributors: list[str],
-        policy: Policy = Policy.RANDOM,
-        fqw: int = 20,
-        reserved: np.ndarray | None = None,
-        fq_inclusive: bool = False,
-        *,
+        *args: Any,
         launch_delay: float = 0.0005,
         report_delay: float = 0.0,
         known_delay: float = 0.0005,
+        **kw: Any,
     ) -> None:
-        """The parameters before ``launch_delay`` are :class:`PigeonMaster`'s. ``launch_delay``: master → workers;
-        ``report_delay``: workers → master; ``known_delay``: master → distributor (the links' latencies in the
-        multi-component form)."""
-        super().__init__(
-            address, workers, worker_masks, pool, recorder, distributors, policy, fqw, reserved, fq_inclusive
-        )
+        """``args``/``kw``: :class:`PigeonMaster`'s parameters (its signature is the one place they are declared).
+        ``launch_delay``: master → workers; ``report_delay``: workers → master; ``known_delay``: master →
+        distributor (the links' latencies in the multi-component form)."""
+        super().__init__(*args, **kw)
         self.launch_delay = float(launch_delay)
         self.report_delay = float(report_delay)
         self.known_delay = float(known_delay)
