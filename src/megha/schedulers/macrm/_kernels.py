@@ -100,16 +100,18 @@ def k_assign_masked(
         if p < 0:  # its entry: the one with its key before this placement (keys are distinct: positions)
             p = _first_not_below(oload, order, 0, n, was, best)
         # to its new key's place: after every smaller (load, position), before every larger one (the order is
-        # sorted: a binary search on each side, then one shift)
+        # sorted: a binary search on each side, then one shift, in place)
         if p + 1 < n and (oload[p + 1] < m or (oload[p + 1] == m and order[p + 1] < best)):
             lo = _first_not_below(oload, order, p + 1, n, m, best)
-            order[p : lo - 1] = order[p + 1 : lo]
-            oload[p : lo - 1] = oload[p + 1 : lo]
+            for q in range(p, lo - 1):  # (element by element: a slice copy of overlapping ranges allocates)
+                order[q] = order[q + 1]
+                oload[q] = oload[q + 1]
             p = lo - 1
         elif p > 0 and (oload[p - 1] > m or (oload[p - 1] == m and order[p - 1] > best)):
             lo = _first_not_below(oload, order, 0, p, m, best)
-            order[lo + 1 : p + 1] = order[lo:p].copy()
-            oload[lo + 1 : p + 1] = oload[lo:p].copy()
+            for q in range(p, lo, -1):
+                order[q] = order[q - 1]
+                oload[q] = oload[q - 1]
             p = lo
         order[p] = best
         oload[p] = m
