@@ -41,3 +41,21 @@ def test_no_responders_or_no_tasks() -> None:
     f = np.ones((2, 2))
     out = k_assign_masked(f, f, f, np.zeros(2, np.uint32), np.ones(2), np.zeros(0, np.uint32), False)
     assert out.tolist() == []
+
+
+def test_many_responders_and_tasks_place_as_the_scan_does() -> None:
+    """Rounds large enough for the load order's blocks to fill, split and empty."""
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        k = int(rng.integers(100, 1200))
+        t = int(rng.integers(100, 1500))
+        free, cap, safe, wm, d, masks = _case(rng, k, t, int(rng.integers(1, 8)))
+        free = free * 8.0  # room for several tasks per responder: placed responders move along the order
+        cap = cap * 8.0
+        safe = np.where(cap > 0, cap, 1.0)
+        for one in (False, True):
+            f1, f2 = free.copy(), free.copy()
+            ref = _assign_scan(f1, cap, safe, wm, d, masks, one)
+            got = k_assign_masked(f2, cap, safe, wm, d, masks, one)
+            assert got.tolist() == ref.tolist()
+            assert np.array_equal(f1, f2)

@@ -11,6 +11,7 @@ from numba import njit
 
 _EPS = 1e-9
 _FEW = 64  # a mask allowing at most this many responders: its tasks scan those (k_assign_masked)
+_BLOCK = 64  # entries per block of the load order (k_assign_masked)
 
 
 @njit(cache=True, nogil=True)
@@ -30,9 +31,9 @@ def k_assign_masked(
 
     Instead of a scan of every responder per task (:func:`_assign_scan`, the reference): a mask that allows at most
     ``_FEW`` responders has their list, which its tasks scan; the others look at the responders with room kept in
-    ``(load, position)`` order, from the least loaded on, and stop at the first their mask allows. A placed responder
-    moves to its new place in the order, or leaves it when full; a load the scan never picks (NaN, inf) is never
-    a candidate."""
+    ``(load, position)`` order (a list of blocks), from the least loaded on, and stop at the first their mask allows.
+    A placed responder moves to its new place in the order, or leaves it when full; a load the scan never picks
+    (NaN, inf) is never a candidate."""
     k, r = free.shape
     load = np.empty(k)
     keep = np.zeros(k, dtype=np.bool_)
@@ -57,80 +58,138 @@ def k_assign_masked(
                 few[g, c] = j
                 c += 1
         n_few[g] = c
-    # a responder leaves the order by losing ``keep`` (its entry stays, with its key then: the order stays sorted);
-    # ``oload`` holds each entry's load as it was sorted, ``head`` the first entry still kept
-    oload = load[order]
-    head = 0
+    # the responders with room in (load, position) order, as a list of blocks of at most _BLOCK entries: a placed
+    # responder leaves its block and goes back in at its new key, shifting entries of one block only
+    nb_max = n // (_BLOCK // 2) + n + 2  # (every block holds an entry; a split leaves two half-full blocks)
+    bpos = np.empty((nb_max, _BLOCK), dtype=np.int64)
+    bload = np.empty((nb_max, _BLOCK))
+    bcnt = np.zeros(nb_max, dtype=np.int64)
+    blist = np.empty(nb_max, dtype=np.int64)  # the blocks in order
+    at = np.full(k, -1, dtype=np.int64)  # the block of each responder in the order
+    nbl = 0
+    half = _BLOCK // 2
+    for s in range(0, n, half):
+        e = min(n, s + half)
+        for q in range(s, e):
+            o = order[q]
+            bpos[nbl, q - s] = o
+            bload[nbl, q - s] = load[o]
+            at[o] = nbl
+        bcnt[nbl] = e - s
+        blist[nbl] = nbl
+        nbl += 1
+    n_used = nbl  # block ids handed out (ids of emptied blocks are reused)
+    spare = np.empty(nb_max, dtype=np.int64)
+    n_spare = 0
     out = np.full(masks.size, -1, dtype=np.int64)
     for t in range(masks.size):
         mt = masks[t]
         g = np.searchsorted(uniq, mt)
-        p = -1
+        best = -1
         if n_few[g] >= 0:  # the mask's own responders: the least loaded with room (first on ties)
-            best = -1
             bv = np.inf
             for c in range(n_few[g]):
                 j = few[g, c]
                 if keep[j] and load[j] < bv:
                     bv = load[j]
                     best = j
-            if best < 0:
-                continue
-        else:
-            while head < n and not keep[order[head]]:
-                head += 1
-            p = head
-            while p < n:
-                o = order[p]
-                if keep[o] and (mt & ~wm[o]) == 0:
+        else:  # the first responder in the order that the mask allows
+            for x in range(nbl):
+                b = blist[x]
+                for q in range(bcnt[b]):
+                    o = bpos[b, q]
+                    if (mt & ~wm[o]) == 0:
+                        best = o
+                        break
+                if best >= 0:
                     break
-                p += 1
-            if p == n:
-                continue
-            best = order[p]
+        if best < 0:
+            continue
         out[t] = best
-        was = load[best]
         for x in range(r):
             free[best, x] = free[best, x] - d[x]
         m, fits = _load_fits(free, cap, safe, d, best)
         load[best] = m
+        # out of its block ...
+        b = at[best]
+        c = bcnt[b]
+        q = 0
+        while bpos[b, q] != best:
+            q += 1
+        for y in range(q, c - 1):
+            bpos[b, y] = bpos[b, y + 1]
+            bload[b, y] = bload[b, y + 1]
+        bcnt[b] = c - 1
+        at[best] = -1
+        if c == 1:  # the block is empty: it leaves the list
+            x = 0
+            while blist[x] != b:
+                x += 1
+            for y in range(x, nbl - 1):
+                blist[y] = blist[y + 1]
+            nbl -= 1
+            spare[n_spare] = b
+            n_spare += 1
         if one or not fits or not m < np.inf:
             keep[best] = False
             continue
-        if p < 0:  # its entry: the one with its key before this placement (keys are distinct: positions)
-            p = _first_not_below(oload, order, 0, n, was, best)
-        # to its new key's place: after every smaller (load, position), before every larger one (the order is
-        # sorted: a binary search on each side, then one shift, in place)
-        if p + 1 < n and (oload[p + 1] < m or (oload[p + 1] == m and order[p + 1] < best)):
-            lo = _first_not_below(oload, order, p + 1, n, m, best)
-            for q in range(p, lo - 1):  # (element by element: a slice copy of overlapping ranges allocates)
-                order[q] = order[q + 1]
-                oload[q] = oload[q + 1]
-            p = lo - 1
-        elif p > 0 and (oload[p - 1] > m or (oload[p - 1] == m and order[p - 1] > best)):
-            lo = _first_not_below(oload, order, 0, p, m, best)
-            for q in range(p, lo, -1):
-                order[q] = order[q - 1]
-                oload[q] = oload[q - 1]
-            p = lo
-        order[p] = best
-        oload[p] = m
-        if p < head:
-            head = p
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _first_not_below(oload: np.ndarray, order: np.ndarray, lo: int, hi: int, key: float, pos: int) -> int:
-    """The first entry in ``lo .. hi - 1`` of the sorted order whose ``(load, position)`` is not below ``(key, pos)``
-    (``hi`` if none): a binary search."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if oload[mid] < key or (oload[mid] == key and order[mid] < pos):
-            lo = mid + 1
+        # ... and back in at its new key: the first block whose last key is not below it (else the last block)
+        lo = 0
+        hi = nbl
+        while lo < hi:
+            mid = (lo + hi) // 2
+            bm = blist[mid]
+            z = bcnt[bm] - 1
+            if bload[bm, z] < m or (bload[bm, z] == m and bpos[bm, z] < best):
+                lo = mid + 1
+            else:
+                hi = mid
+        if nbl == 0:  # no block left: a new one
+            if n_spare:
+                n_spare -= 1
+                b = spare[n_spare]
+            else:
+                b = n_used
+                n_used += 1
+            bcnt[b] = 0
+            blist[0] = b
+            nbl = 1
+            x = 0
         else:
-            hi = mid
-    return lo
+            x = lo if lo < nbl else nbl - 1
+            b = blist[x]
+        if bcnt[b] == _BLOCK:  # full: its upper half moves to a new block right after it
+            if n_spare:
+                n_spare -= 1
+                nb = spare[n_spare]
+            else:
+                nb = n_used
+                n_used += 1
+            for y in range(half, _BLOCK):
+                o = bpos[b, y]
+                bpos[nb, y - half] = o
+                bload[nb, y - half] = bload[b, y]
+                at[o] = nb
+            bcnt[nb] = _BLOCK - half
+            bcnt[b] = half
+            for y in range(nbl, x + 1, -1):
+                blist[y] = blist[y - 1]
+            blist[x + 1] = nb
+            nbl += 1
+            z = half - 1  # the new key goes to the upper half if it is above the lower half's last key
+            if bload[b, z] < m or (bload[b, z] == m and bpos[b, z] < best):
+                b = nb
+        c = bcnt[b]
+        q = c
+        while q > 0 and (bload[b, q - 1] > m or (bload[b, q - 1] == m and bpos[b, q - 1] > best)):
+            bpos[b, q] = bpos[b, q - 1]
+            bload[b, q] = bload[b, q - 1]
+            q -= 1
+        bpos[b, q] = best
+        bload[b, q] = m
+        bcnt[b] = c + 1
+        at[best] = b
+    return out
 
 
 @njit(cache=True, nogil=True)
