@@ -15,15 +15,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
 
 from megha.cli_common import console, out_console, parse_opts, parse_pairs
 from megha.cli_common import fail as _fail
-from megha.config import RunConfig
 from megha.errors import MeghaError
+
+if TYPE_CHECKING:  # pydantic is loaded by the commands that build a run, not by `megha --help`
+    from megha.config import RunConfig
 
 _app = typer.Typer(
     name="megha",
@@ -724,9 +726,11 @@ def main() -> None:
     _lighter_gc()
     if len(sys.argv) < 2 or sys.argv[1] not in _CORE_COMMANDS:
         _register_optional_commands()
-    from megha.metrics import plots
+    import megha.metrics
 
-    plots.LEAN_IMPORT = True  # this process writes its figures to files (see plots.LEAN_IMPORT)
+    # this process writes its figures to files (see megha.metrics.plots.LEAN_IMPORT); set on the package, which loads
+    # nothing, so that `megha --help` does not load numpy with the plots module
+    megha.metrics.lean_plot_import = True
     try:
         _app()
     except MeghaError as e:

@@ -59,7 +59,8 @@ def log_axis(ax: Any, which: str = "x") -> None:
 
 
 #: import Matplotlib without the documentation of its artist classes (:func:`_figure_class`); the ``megha`` command
-#: sets it: its figures go to files, nobody reads ``help(Line2D.set)`` or ``help(Axes.plot)`` in that process
+#: asks for it (through :data:`megha.metrics.lean_plot_import`): its figures go to files, nobody reads
+#: ``help(Line2D.set)`` or ``help(Axes.plot)`` in that process
 LEAN_IMPORT = False
 
 
@@ -72,7 +73,9 @@ def _figure_class() -> Any:
     (``set()`` takes the same keywords, every function the same arguments); the figures are the same pixels."""
     import sys
 
-    if LEAN_IMPORT and "matplotlib.figure" not in sys.modules:
+    import megha.metrics
+
+    if (LEAN_IMPORT or megha.metrics.lean_plot_import) and "matplotlib.figure" not in sys.modules:
         import matplotlib
         from matplotlib import _docstring
         from matplotlib.artist import Artist
