@@ -116,10 +116,13 @@ def utilization_series(
         s.sort()
         e.sort()
         times = np.concatenate([s, e])
-        times.sort()
-        t = times[np.r_[times[1:] != times[:-1], True]]
-        held = np.searchsorted(s, t, side="right") - np.searchsorted(e, t, side="right")
-        return t, np.clip(held.astype(np.float64) / total, 0.0, None)
+        order = np.argsort(times, kind="stable")  # merges the two sorted halves
+        times = times[order]
+        # +1 per start, -1 per end in time order: at the last entry of each instant t the running sum counts every
+        # start and end up to t (and none after)
+        held = np.cumsum(np.where(order < s.size, 1, -1))
+        last = np.r_[times[1:] != times[:-1], True]
+        return times[last], np.clip(held[last].astype(np.float64) / total, 0.0, None)
     times = np.concatenate([s, e])
     delta = np.concatenate([ww, -ww])
     order = np.argsort(times, kind="stable")
