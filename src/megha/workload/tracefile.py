@@ -241,16 +241,21 @@ def read_columnar(path: str | Path) -> Workload:
     """Read a Parquet workload written by :func:`write_columnar` or a trace converter."""
     import pyarrow.parquet as pq
 
+    from megha.workload.arrow import numpy_array
+
     p = Path(path)
     try:
-        table = pq.read_table(str(p))
+        # one file through its own reader: pq.read_table goes through pyarrow.dataset, whose import also loads
+        # pandas (~0.3 CPU-s, more than reading a 20,000-task workload); a directory (a partitioned dataset) still
+        # goes through it
+        table = pq.read_table(str(p)) if p.is_dir() else pq.ParquetFile(str(p)).read()
     except (OSError, ValueError) as e:
         raise InputError(f"{p}: cannot read Parquet workload: {e}") from e
     names = set(table.column_names)
     missing = {"job", "arrival", "duration"} - names
     if missing:
         raise InputError(f"{p}: missing column(s) {sorted(missing)}; found {sorted(names)}")
-    job = table.column("job").to_numpy()
+    job = numpy_array(table.column("job"))
     if job.size == 0:
         raise InputError(f"{p}: the workload is empty")
     order = np.argsort(job, kind="stable")
@@ -259,7 +264,7 @@ def read_columnar(path: str | Path) -> Workload:
         raise InputError(f"{p}: column 'job' is not sortable")
 
     def col(name: str) -> np.ndarray:
-        return table.column(name).to_numpy()[order]
+        return numpy_array(table.column(name))[order]
 
     for name in ("arrival", "duration"):
         v = col(name).astype(np.float64)
