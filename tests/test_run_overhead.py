@@ -177,3 +177,22 @@ def test_slot_mode_utilization_series_equals_the_weighted_sweep():
         got = S.utilization_series(rec, total)
         want = S.utilization_series(rec, total, np.ones(n))
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), trial
+
+
+def test_megha_help_loads_neither_numpy_nor_pydantic():
+    """``megha --help`` lists the commands (optional ones included) without loading what only a run needs; the
+    ``megha`` process collects garbage in larger batches (cli._lighter_gc)."""
+    code = (
+        "import atexit, gc, sys\n"
+        "import megha.cli as c\n"
+        "atexit.register(lambda: print('numpy' in sys.modules, 'pydantic' in sys.modules, gc.get_threshold()[0],"
+        " file=sys.stderr))\n"
+        "sys.argv = ['megha', '--help']\n"
+        "c.main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0
+    assert "simulate" in out.stdout and "reproduce" in out.stdout
+    from megha.cli import GC_YOUNG_THRESHOLD
+
+    assert out.stderr.split() == ["False", "False", str(GC_YOUNG_THRESHOLD)]
