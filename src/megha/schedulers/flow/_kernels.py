@@ -470,12 +470,16 @@ def k_decompose(
 
     The graph is acyclic from tasks to machines (task → aggregators → machine), so following, from a root,
     any in-arc with unused flow leads to a task. One row per unit: the task node, the root and up to four
-    arcs (task side first, −1 padded). Per-node cursors make each adjacency list scanned once in total.
-    Returns the number of rows.
+    arcs (task side first, −1 padded). Per-node cursors make each adjacency list scanned once in total; at the
+    end the cursors of the touched nodes and ``used`` of the arcs taken are reset. Returns the number of rows.
     """
     nt = 0
     rows = 0
     path = np.empty(8, dtype=np.int64)
+    # the arcs whose ``used`` left 0, reset at the end (not every arc of every touched list): a walk uses at most
+    # 8 arcs and ends in a row or in the end of its root's walks
+    nu = 0
+    used_list = np.empty(8 * (out_task.size + roots.size), dtype=np.int64)
     for i in range(roots.size):
         r = roots[i]
         while True:
@@ -498,6 +502,9 @@ def k_decompose(
                 if h < 0:
                     break
                 a = h >> 1
+                if used[a] == 0:
+                    used_list[nu] = a
+                    nu += 1
                 used[a] += 1
                 path[k] = a
                 k += 1
@@ -514,12 +521,9 @@ def k_decompose(
                 out_arcs[rows, j] = path[k - 1 - j] if j < k else -1
             rows += 1
     for j in range(nt):
-        x = touched[j]
-        cursor[x] = -2
-        h = N[N_FIRST, x]
-        while h >= 0:
-            used[h >> 1] = 0
-            h = H[H_NEXT, h]
+        cursor[touched[j]] = -2
+    for j in range(nu):
+        used[used_list[j]] = 0
     return rows
 
 
@@ -646,7 +650,7 @@ def _push_half(N, A, H, h, delta):
 
 
 @njit(cache=True)
-def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
+def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack, top):
     """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
 
     Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
@@ -654,7 +658,8 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
     the distance of the node being scanned ends the scan at once: reduced costs are non-negative, so no later arc
     of that node can give any label below it (the search then stops at the next pop; same labels, same result).
     With ``TIE_LIFO`` the nodes labelled at the distance being settled go on ``stack`` instead of the heap (the
-    same order as the heap's: they were labelled after every heap entry of that distance, the last one first).
+    same order as the heap's: they were labelled after every heap entry of that distance, the last one first);
+    the stack grows down from ``stack[top]`` (it may share the heap's node array: see :func:`k_solve`).
     """
     M[M_STAMP] += 1
     cur = M[M_STAMP]
@@ -674,7 +679,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
     while n > 0 or sp > 0:
         if sp > 0:  # labelled at the current distance d
             sp -= 1
-            u = stack[sp]
+            u = stack[top - sp]
         else:
             d = hd[0]
             u = hv[0]
@@ -692,13 +697,9 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
             while h >= 0:
                 scans += 1
                 a = h >> 1
-                if h & 1 == 0:
-                    res = A[A_CAP, a] - A[A_FLOW, a]
-                    c = A[A_COST, a]
-                else:
-                    res = A[A_FLOW, a]
-                    c = -A[A_COST, a]
-                if res > 0:  # the neighbour is read only for a residual half-arc
+                res = A[A_CAP, a] - A[A_FLOW, a] if h & 1 == 0 else A[A_FLOW, a]
+                if res > 0:  # the cost and the neighbour are read only for a residual half-arc
+                    c = A[A_COST, a] if h & 1 == 0 else -A[A_COST, a]
                     w = H[H_TO, h]
                     nd = d + c + pu - N[N_POT, w]
                     if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
@@ -713,7 +714,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
                         else:
                             seq += 1
                             if lifo and nd == d:
-                                stack[sp] = w
+                                stack[top - sp] = w
                                 sp += 1
                             else:
                                 n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
@@ -723,13 +724,9 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
                 scans += 1
                 hh = h ^ 1  # the half-arc w → u
                 a = hh >> 1
-                if hh & 1 == 0:
-                    res = A[A_CAP, a] - A[A_FLOW, a]
-                    c = A[A_COST, a]
-                else:
-                    res = A[A_FLOW, a]
-                    c = -A[A_COST, a]
+                res = A[A_CAP, a] - A[A_FLOW, a] if hh & 1 == 0 else A[A_FLOW, a]
                 if res > 0:
+                    c = A[A_COST, a] if hh & 1 == 0 else -A[A_COST, a]
                     w = H[H_TO, h]
                     nd = d + c + N[N_POT, w] - pu
                     if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
@@ -744,7 +741,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack):
                         else:
                             seq += 1
                             if lifo and nd == d:
-                                stack[sp] = w
+                                stack[top - sp] = w
                                 sp += 1
                             else:
                                 n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
@@ -962,15 +959,21 @@ def k_solve(
     left = 0
     stop = False
     limit = M[M_SCANS] + budget
-    # each node goes on the stack at most once per search (its label there is the least it can get)
-    stack = np.empty(N.shape[1] if tie == TIE_LIFO and k > 0 else 1, dtype=np.int64)
+    # the LIFO stack of a search shares hv with its heap, growing down from the top: every heap entry and every
+    # stack entry is a label set by a scan of a distinct residual half-arc (each node is settled once), plus the
+    # source's, so together they never exceed 2·(live arcs) + 1 entries; a smaller hv gets an array of its own
+    # (each node goes on the stack at most once per search: its label there is the least it can get)
+    stack = hv
+    if hv.size < 2 * M[M_AALIVE] + 2:
+        stack = np.empty(N.shape[1] if tie == TIE_LIFO and k > 0 else 1, dtype=np.int64)
+    top = stack.size - 1
     for i in range(k):
         v = active[i]
         N[N_FLAG, v] &= ~F_ACTIVE
         if stop:
             continue
         while N[N_EXC, v] != 0:
-            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0, tie, stack)
+            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0, tie, stack, top)
             if moved == 0:
                 break
             if budget > 0 and M[M_SCANS] > limit:
