@@ -329,3 +329,37 @@ def test_bad_input_is_named() -> None:
     net.set_supplies([s], [2])
     with pytest.raises(InputError, match="sum to 1"):
         IncrementalSolver().solve(net)
+
+
+def test_decompose_paths_and_scratch_reset() -> None:
+    """k_decompose gives one row per unit of flow into each root (task side first) and leaves its scratch
+    (per-arc ``used``, per-node cursors) as it found it, so the next call starts clean."""
+    from megha.schedulers.flow import _kernels as K
+
+    net = FlowNetwork(balance_node=None)
+    t1, t2, t3 = (net.add_node(1) for _ in range(3))
+    agg, m1, m2 = net.add_node(), net.add_node(), net.add_node()
+    sink = net.add_node(-3)
+    net.add_arcs([t1, t2, t3, agg, agg, m1, m2], [agg, agg, m2, m1, m2, sink, sink], [0] * 7, [1, 1, 1, 1, 1, 5, 5])
+    assert IncrementalSolver().solve(net).status == OPTIMAL
+    n = net.node_capacity
+    role = np.zeros(n, dtype=np.int64)
+    role[[t1, t2, t3]] = 1  # tasks
+    role[[agg, m1, m2]] = 2
+    cursor = np.full(n, -2, dtype=np.int64)
+    used = np.zeros(net.arc_capacity, dtype=np.int64)
+    touched = np.zeros(n, dtype=np.int64)
+    out_task = np.zeros(8, dtype=np.int64)
+    out_root = np.zeros(8, dtype=np.int64)
+    out_arcs = np.zeros((8, 4), dtype=np.int64)
+    roots = np.array([m1, m2], dtype=np.int64)
+    for _ in range(2):  # the second call must see the same clean scratch
+        rows = K.k_decompose(net.N, net.A, net.H, roots, role, 1, cursor, used, touched, out_task, out_root, out_arcs)
+        assert rows == 3
+        assert sorted(out_task[:rows].tolist()) == [t1, t2, t3]
+        assert out_root[:rows].tolist().count(m1) == 1 and out_root[:rows].tolist().count(m2) == 2
+        for r in range(rows):
+            arcs = [a for a in out_arcs[r].tolist() if a >= 0]
+            assert int(net.tails(arcs[:1])[0]) == out_task[r] and int(net.heads(arcs[-1:])[0]) == out_root[r]
+        assert not used.any()
+        assert (cursor == -2).all()
