@@ -320,18 +320,47 @@ def _class_key(N, A, H, node_role, node_ref, group_role, GT, JT, node):
     return best
 
 
+KEYS_STALE = 0  # _stale_job_classes: mark the classes' urgencies stale (recomputed when next read)
+KEYS_JOIN = 1  # the job's groups join their classes' urgencies (the job may place again): fold their terms in
+KEYS_LEAVE = 2  # the job's groups leave them (it reached its fair share): stale only where one held the largest
+
+
 @njit(cache=True)
-def _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, jnode, cdirty, GM, wake):
-    """The classes of a job's groups must recompute their urgency (the job's fair-share allowance changed);
-    ``wake``: the job may place again, so its starved classes look at every free machine (not only pending ones).
+def _group_key(N, A, H, JT, gnode, cnode, j):
+    """A group's term of its class's urgency (:func:`_class_key`): its job's waiting cost minus the cost of its
+    arc to the class node ``cnode``."""
+    h = N[N_FIRST, gnode]
+    while h >= 0:
+        if h & 1 == 0 and H[H_TO, h] == cnode:
+            return A[A_COST, JT[JT_ARC, j]] - A[A_COST, h >> 1]
+        h = H[H_NEXT, h]
+    return NOKEY
+
+
+@njit(cache=True)
+def _stale_job_classes(N, A, H, node_role, node_ref, group_role, GT, JT, CT, j, cdirty, GM, wake, keys):
+    """The urgencies of the classes of job ``j``'s groups after its fair-share allowance changed (``keys``: see
+    ``KEYS_*``; ``KEYS_JOIN``/``KEYS_LEAVE`` keep a cached urgency exact where the arc costs never change, i.e.
+    with the waiting-cost clock frozen); ``wake``: the job may place again, so its starved classes look at every
+    free machine (not only pending ones).
     """
-    h = N[N_FIRST, jnode]
+    h = N[N_FIRST, JT[JT_NODE, j]]
     while h >= 0:
         if h & 1 == 1:
             u = H[H_TO, h]
             if node_role[u] == group_role:
-                c = GT[GT_CLASS, node_ref[u]]
-                CT[CT_FLAG, c] |= CF_KEYSTALE
+                g = node_ref[u]
+                c = GT[GT_CLASS, g]
+                f = CT[CT_FLAG, c]
+                if keys == KEYS_STALE:
+                    CT[CT_FLAG, c] = f | CF_KEYSTALE
+                elif f & CF_KEYSTALE == 0 and GT[GT_N, g] > 0:
+                    gk = _group_key(N, A, H, JT, u, CT[CT_NODE, c], j)
+                    if keys == KEYS_JOIN:
+                        if gk > CT[CT_KEY, c]:
+                            CT[CT_KEY, c] = gk
+                    elif gk >= CT[CT_KEY, c]:
+                        CT[CT_FLAG, c] = f | CF_KEYSTALE
                 if wake and CT[CT_FLAG, c] & CF_MISSED != 0:
                     CT[CT_FLAG, c] &= ~(CF_STARVED | CF_MISSED)
                     GM[GM_NUNST] += 1
@@ -571,6 +600,7 @@ def k_jobs(
     cdirty: np.ndarray,
     jdem: np.ndarray,
     dsorted: np.ndarray,
+    exact_keys: bool,
 ) -> None:
     """Fairness bounds ``[N_j − A_j, N_j]`` of ``U_j → S`` (paper eq. 1–2, shares net of running tasks).
 
@@ -584,6 +614,9 @@ def k_jobs(
     The demands' sorted values are kept between calls (``dsorted[:GM[GM_NDS]]``, ``jdem[j]``: job ``j``'s demand
     in it, −1 if none): a call re-sorts only the demands that changed (a placement leaves a demand as it was;
     completions and arrivals change a few) instead of every active job's.
+
+    ``exact_keys`` (the waiting-cost clock is frozen): a job held back or let go by its fair share updates its
+    classes' cached urgencies (see ``_stale_job_classes``) instead of marking them all stale.
     """
     k = 0
     nact = GM[GM_NACT]
@@ -636,7 +669,8 @@ def k_jobs(
         if lower[i] != JT[JT_LOWER, j] or n_in[i] != JT[JT_UPPER, j]:
             held = n_in[i] <= lower[i]
             if (n_in[i] <= JT[JT_LOWER, j]) != held:  # held back by its fair share before xor now
-                _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, JT[JT_NODE, j], cdirty, GM, not held)
+                keys = KEYS_STALE if not exact_keys else (KEYS_LEAVE if held else KEYS_JOIN)
+                _stale_job_classes(N, A, H, node_role, node_ref, group_role, GT, JT, CT, j, cdirty, GM, not held, keys)
             _set_bound(N, A, H, M, DN, DA, JT[JT_ARC, j], lower[i], n_in[i])
             JT[JT_LOWER, j] = lower[i]
             JT[JT_UPPER, j] = n_in[i]
@@ -975,12 +1009,18 @@ def k_place(
     mdirty: np.ndarray,
     gfree: np.ndarray,
     free_list: np.ndarray,
+    exact_keys: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Decompose the flow on the machines into unit paths back to task groups and commit every unit.
 
     A committed unit leaves the graph: its flow is taken back along its path (no imbalance is left), its
     group's supply drops by one (the group node goes when it is empty), the machine's sink arc loses one slot
     of capacity, and the next task of the group (lowest id first) is the one placed. Returns (tasks, machines).
+
+    ``exact_keys`` (the waiting-cost clock is frozen: no arc cost changes): a placement marks its class's urgency
+    (:func:`_class_key`) stale only where it may lower it (its group emptied while its job could place, and the
+    group's term was the largest), and a job reaching its fair share only where its groups held the largest;
+    otherwise every placement marks its class stale.
     """
     nm = m_arc.size
     total = 0
@@ -1029,14 +1069,22 @@ def k_place(
         GT[GT_CUR, g] += 1
         machines[r] = m
         j = GT[GT_JOB, g]
+        could_place = JT[JT_IN, j] > JT[JT_LOWER, j]
         JT[JT_IN, j] -= 1
         JT[JT_RUN, j] += 1
         c = GT[GT_CLASS, g]
         CT[CT_WAIT, c] -= 1
-        CT[CT_FLAG, c] |= CF_KEYSTALE
+        if not exact_keys or (
+            GT[GT_N, g] == 0
+            and could_place
+            and CT[CT_FLAG, c] & CF_KEYSTALE == 0
+            and _group_key(N, A, H, JT, gn, CT[CT_NODE, c], j) >= CT[CT_KEY, c]
+        ):
+            CT[CT_FLAG, c] |= CF_KEYSTALE
         _mark_class(CT, cdirty, GM, c)
         if JT[JT_IN, j] == JT[JT_LOWER, j]:  # the job reached its fair share: its other classes lose urgency
-            _stale_job_classes(N, H, node_role, node_ref, group_role, GT, CT, JT[JT_NODE, j], cdirty, GM, False)
+            keys = KEYS_LEAVE if exact_keys else KEYS_STALE
+            _stale_job_classes(N, A, H, node_role, node_ref, group_role, GT, JT, CT, j, cdirty, GM, False, keys)
         if GT[GT_N, g] == 0:
             empty[n_empty] = g
             n_empty += 1

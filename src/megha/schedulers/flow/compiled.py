@@ -435,16 +435,19 @@ class CompiledGraph:
             if JT[GK.JT_ALIVE, j] == 1:
                 GK._stale_job_classes(
                     net.N,
+                    net.A,
                     net.H,
                     self.node_role,
                     self.node_ref,
                     ROLE_TASK,
                     self.GT,
+                    JT,
                     self.CT,
-                    JT[GK.JT_NODE, j],
+                    j,
                     self._cdirty,
                     self.GM,
                     True,
+                    GK.KEYS_STALE,
                 )
         self.GM[GK.GM_JOBS] = 1
 
@@ -531,6 +534,7 @@ class CompiledGraph:
                 self._cdirty,
                 self._jdem,
                 self._dsorted,
+                self.frozen_clock,
             )
         self._update(1)
 
@@ -816,6 +820,7 @@ class CompiledGraph:
             self._mdirty,
             self._gfree,
             self._free_list,
+            self.frozen_clock,
         )
         self.waiting_total -= int(tasks.size)
         return tasks, machines
