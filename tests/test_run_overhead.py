@@ -62,8 +62,9 @@ def test_lean_matplotlib_import_draws_the_same_pixels(tmp_path):
     lean (no ``set()`` signatures, no docstring substitutions) or as usual."""
     code = (
         "import sys, numpy as np\n"
+        "import megha.metrics\n"
         "from megha.metrics import plots, report\n"
-        "plots.LEAN_IMPORT = sys.argv[1] == '1'\n"
+        "megha.metrics.lean_plot_import = sys.argv[1] == '1'\n"
         "out = sys.argv[2]\n"
         "rng = np.random.default_rng(0)\n"
         "plots.save_cdfs({'a': rng.lognormal(size=500)}, out + '/cdf.png', title='t')\n"
@@ -75,7 +76,7 @@ def test_lean_matplotlib_import_draws_the_same_pixels(tmp_path):
         "b = [{'workers': w, 'jobs': 3, 'p50': p, 'p99': 10 * p} for w, p in rows]\n"
         "report.plot_starvation({'a': {'buckets': b}}, out + '/starv.png', title='t')\n"
         "import matplotlib.lines\n"
-        "print(plots.LEAN_IMPORT == ('%(' in (matplotlib.lines.Line2D.__init__.__doc__ or '')))\n"
+        "print(megha.metrics.lean_plot_import == ('%(' in (matplotlib.lines.Line2D.__init__.__doc__ or '')))\n"
     )
     figures = []
     for lean in ("0", "1"):

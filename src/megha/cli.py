@@ -728,8 +728,7 @@ def main() -> None:
         _register_optional_commands()
     import megha.metrics
 
-    # this process writes its figures to files (see megha.metrics.plots.LEAN_IMPORT); set on the package, which loads
-    # nothing, so that `megha --help` does not load numpy with the plots module
+    # this process writes its figures to files (see megha.metrics.lean_plot_import)
     megha.metrics.lean_plot_import = True
     try:
         _app()

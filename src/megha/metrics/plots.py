@@ -58,24 +58,19 @@ def log_axis(ax: Any, which: str = "x") -> None:
         ax.yaxis.set_major_formatter(_Decades())
 
 
-#: import Matplotlib without the documentation of its artist classes (:func:`_figure_class`); the ``megha`` command
-#: asks for it (through :data:`megha.metrics.lean_plot_import`): its figures go to files, nobody reads
-#: ``help(Line2D.set)`` or ``help(Axes.plot)`` in that process
-LEAN_IMPORT = False
-
-
 def _figure_class() -> Any:
-    """:class:`matplotlib.figure.Figure`. With :data:`LEAN_IMPORT`, the first import skips what Matplotlib does to
-    document its classes and methods as it defines them: the signature and docstring of each of its ~100 artist
-    classes' ``set()``, built from every setter's docstring (about a quarter of Matplotlib's import, 0.1 CPU-s), and
-    the ``%(...)s`` substitutions in docstrings (the property tables of ``%(Line2D:kwdoc)s`` and the like, the
-    ``data`` parameter's note; about a sixth of what is left, ~0.18 G instructions). Only introspection reads them
-    (``set()`` takes the same keywords, every function the same arguments); the figures are the same pixels."""
+    """:class:`matplotlib.figure.Figure`. With :data:`megha.metrics.lean_plot_import` (the ``megha`` command sets it),
+    the first import skips what Matplotlib does to document its classes and methods as it defines them: the
+    signature and docstring of each of its ~100 artist classes' ``set()``, built from every setter's docstring (about
+    a quarter of Matplotlib's import, 0.1 CPU-s), and the ``%(...)s`` substitutions in docstrings (the property tables
+    of ``%(Line2D:kwdoc)s`` and the like, the ``data`` parameter's note; about a sixth of what is left, ~0.18 G
+    instructions). Only introspection reads them (``set()`` takes the same keywords, every function the same
+    arguments); the figures are the same pixels."""
     import sys
 
     import megha.metrics
 
-    if (LEAN_IMPORT or megha.metrics.lean_plot_import) and "matplotlib.figure" not in sys.modules:
+    if megha.metrics.lean_plot_import and "matplotlib.figure" not in sys.modules:
         import matplotlib
         from matplotlib import _docstring
         from matplotlib.artist import Artist
