@@ -140,17 +140,12 @@ def k_assign_masked(
             mid = (lo + hi) // 2
             bm = blist[mid]
             z = bcnt[bm] - 1
-            if bload[bm, z] < m or (bload[bm, z] == m and bpos[bm, z] < best):
+            if _key_below(bload[bm, z], bpos[bm, z], m, best):
                 lo = mid + 1
             else:
                 hi = mid
         if nbl == 0:  # no block left: a new one
-            if n_spare:
-                n_spare -= 1
-                b = spare[n_spare]
-            else:
-                b = n_used
-                n_used += 1
+            b, n_spare, n_used = _new_block(spare, n_spare, n_used)
             bcnt[b] = 0
             blist[0] = b
             nbl = 1
@@ -159,12 +154,7 @@ def k_assign_masked(
             x = lo if lo < nbl else nbl - 1
             b = blist[x]
         if bcnt[b] == _BLOCK:  # full: its upper half moves to a new block right after it
-            if n_spare:
-                n_spare -= 1
-                nb = spare[n_spare]
-            else:
-                nb = n_used
-                n_used += 1
+            nb, n_spare, n_used = _new_block(spare, n_spare, n_used)
             for y in range(half, _BLOCK):
                 o = bpos[b, y]
                 bpos[nb, y - half] = o
@@ -177,11 +167,11 @@ def k_assign_masked(
             blist[x + 1] = nb
             nbl += 1
             z = half - 1  # the new key goes to the upper half if it is above the lower half's last key
-            if bload[b, z] < m or (bload[b, z] == m and bpos[b, z] < best):
+            if _key_below(bload[b, z], bpos[b, z], m, best):
                 b = nb
         c = bcnt[b]
         q = c
-        while q > 0 and (bload[b, q - 1] > m or (bload[b, q - 1] == m and bpos[b, q - 1] > best)):
+        while q > 0 and _key_below(m, best, bload[b, q - 1], bpos[b, q - 1]):
             bpos[b, q] = bpos[b, q - 1]
             bload[b, q] = bload[b, q - 1]
             q -= 1
@@ -190,6 +180,22 @@ def k_assign_masked(
         bcnt[b] = c + 1
         at[best] = b
     return out
+
+
+@njit(cache=True, nogil=True)
+def _key_below(load_a: float, pos_a: int, load_b: float, pos_b: int) -> bool:
+    """Key ``(load_a, pos_a)`` comes before ``(load_b, pos_b)`` in the load order (k_assign_masked)."""
+    return load_a < load_b or (load_a == load_b and pos_a < pos_b)
+
+
+@njit(cache=True, nogil=True)
+def _new_block(spare: np.ndarray, n_spare: int, n_used: int) -> tuple[int, int, int]:
+    """A block id for k_assign_masked's load order: the last spare (emptied) block if there is one, else the next
+    unused id; returns ``(block, n_spare, n_used)`` with the counts updated."""
+    if n_spare:
+        n_spare -= 1
+        return spare[n_spare], n_spare, n_used
+    return n_used, n_spare, n_used + 1
 
 
 @njit(cache=True, nogil=True)
