@@ -13,12 +13,24 @@ change must leave it as it was), and yarn / sparrow on the same input for the ra
 
     python benchmarks/bench_macrm.py               # all scenarios, best of 3
     python benchmarks/bench_macrm.py google --jobs 3000 --repeat 1
+
+``--event-runs`` instead measures how batchable the event stream of ``megha simulate -s macrm --resources`` on
+GOOG_subtrace (10,000 workers, the first ``--jobs`` jobs, default 2,000) is, a deterministic measure for moving handler
+families into compiled kernels that each take a run of consecutive events: per handler (a message handler by message
+type, a timer by its key's kind) its events, the mean length of its runs of consecutive events (any component, and
+one component), and the same for families of handlers (one kernel would take their events in order). It runs the
+engine's loop with a recorder (same events, fingerprint and event count as ``megha simulate``; CPU times are not
+comparable)::
+
+    python benchmarks/bench_macrm.py --event-runs --jobs 2000
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -100,12 +112,115 @@ def run(name: str, sched: str, jobs: int, repeat: int) -> dict:
     return best
 
 
+# handler families a compiled kernel could take as one batch (names as event_name gives them)
+_NODE_SIDE = ("_deliver", "_ends_at", "tmr:hb", "tmr:vhb", "on_message_hb1", "msg:HeartbeatReply")
+FAMILIES = {
+    "news deliveries and container ends": ("_deliver", "_ends_at"),
+    "node side (+ heartbeats, forwards, replies)": _NODE_SIDE,
+    "node side + job managers' finished tasks": (*_NODE_SIDE, "on_message_finished_one"),
+}
+
+
+def event_name(handler: object, payload: object) -> str:
+    """A name for an event's handler: ``msg:<type>`` for ``on_message``, ``tmr:<kind>`` for ``on_timer`` (the key's
+    first field), else the handler's own name (direct handlers: ``_deliver``, ``_ends_at``, ``on_message_hb1``...)."""
+    name = getattr(handler, "__name__", None) or type(handler).__name__
+    if name == "on_message":
+        return "msg:" + type(payload).__name__
+    if name == "on_timer":
+        return "tmr:" + str(payload[0] if isinstance(payload, tuple) else payload)
+    return name
+
+
+def record_events(engine: object, out: list) -> None:
+    """Make ``engine`` append ``(handler name, component address)`` to ``out`` for every event it runs: its drain
+    loop (``Engine._drain``: the heap and the message lane by ``(time, seq)``, cancelled timers skipped) with a
+    recorder, set on the instance (used as a ``simulate(..., instrument=...)`` hook)."""
+    heap = engine._heap
+    lane = engine._lane
+    cancelled = engine._cancelled
+
+    def drain(chunk: object, until: float) -> tuple[int, bool]:
+        skipped = 0
+        for _ in chunk:
+            if heap and (not lane or heap[0] < lane[0]):
+                if heap[0][0] > until:
+                    return skipped, True
+                t, seq, handler, payload = heapq.heappop(heap)
+                if cancelled and seq in cancelled:
+                    cancelled.discard(seq)
+                    skipped += 1
+                    continue
+            elif lane:
+                if lane[0][0] > until:
+                    return skipped, True
+                t, _, handler, payload = lane.popleft()
+            else:
+                return skipped, True
+            out.append((event_name(handler, payload), getattr(getattr(handler, "__self__", None), "address", "?")))
+            engine.now = t
+            handler(payload, t)
+        return skipped, False
+
+    engine._drain = drain
+    engine._drain_until = drain
+
+
+def run_lengths(names: list[str], members: set[str]) -> list[int]:
+    """Lengths of the runs of consecutive events whose name is in ``members``."""
+    runs = []
+    n = 0
+    for name in names:
+        if name in members:
+            n += 1
+        elif n:
+            runs.append(n)
+            n = 0
+    if n:
+        runs.append(n)
+    return runs
+
+
+def event_runs(jobs: int) -> None:
+    """Print the batchability of the GOOG_subtrace event stream (first ``jobs`` jobs, see the module docstring)."""
+    events: list[tuple[str, str]] = []
+    cfg = RunConfig(
+        scheduler="macrm", trace="sample:GOOG_subtrace", workers=10000, resources=True, max_jobs=jobs, seed=0
+    )
+    res = simulate(cfg, instrument=lambda engine: record_events(engine, events))
+    names = [n for n, _ in events]
+    print(
+        f"macrm on GOOG_subtrace, first {jobs} jobs: {res.workload.n_tasks:,} tasks, {res.events:,} events "
+        f"({res.events / res.workload.n_tasks:.2f} per task), fingerprint {fingerprint(res)}"
+    )
+    print(f"{'handler':40} {'events':>9} {'per task':>8} {'mean run':>9} {'mean run, one component':>24}")
+    for name, k in Counter(names).most_common(20):
+        runs = run_lengths(names, {name})
+        own = 0  # runs of the handler on one component
+        prev = None
+        for ev in events:
+            if ev[0] == name and ev != prev:
+                own += 1
+            prev = ev
+        print(f"{name:40} {k:9,} {k / res.workload.n_tasks:8.2f} {k / len(runs):9.2f} {k / own:24.2f}")
+    print(f"{'family':45} {'events':>9} {'share':>6} {'mean run':>9} {'in runs of >= 4':>16}")
+    for fam, members in FAMILIES.items():
+        runs = run_lengths(names, set(members))
+        tot = sum(runs)
+        long = sum(r for r in runs if r >= 4)
+        print(f"{fam:45} {tot:9,} {tot / len(names):6.1%} {tot / len(runs):9.2f} {long / tot:16.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("scenarios", nargs="*", default=["google", "ch3-60", "ch3-95", "syn1000"])
     ap.add_argument("--jobs", type=int, default=None, help="jobs per scenario")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--event-runs", action="store_true", help="the event stream's batchability (module docstring)")
     a = ap.parse_args()
+    if a.event_runs:
+        event_runs(a.jobs or 2000)
+        return
     default_jobs = {"google": 1000, "ch3-60": 300, "ch3-95": 300, "syn1000": 60}
     print(
         f"{'scenario':10} {'scheduler':8} {'tasks':>7} {'sim s':>7} {'events':>9} {'tasks/s wall':>13} "
