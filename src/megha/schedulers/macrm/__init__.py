@@ -35,6 +35,31 @@ Choices where the thesis leaves room (also listed in the module docstrings):
 * The thesis keeps the arbitrator's hard state in ZooKeeper and calls tracker state soft (§3.1.1); §4.2.4 swaps the
   two in one sentence — we follow §3.1.1. Restarts are by a supervisor that watches periodic ``Alive`` messages.
 * Network partitions (Table 4.5's last column) are not simulated.
+
+Simulation speed, the plan in progress (issue #14: GOOG_subtrace on 10,000 nodes at 10,000 tasks per CPU-second or
+more; 6.6k-8.1k now). The profile is flat over Python handlers that share one per-node state (news heartbeats
+``NodeManagers._deliver``, ``_wake``, container ends, the tracker's free wheel and forwarding, the calm bound), so
+fewer Python calls do not help and one handler moved to numpy while the others read the state from Python is
+slower. What ``benchmarks/bench_macrm.py --event-runs`` measures (first 2,000 jobs, 5.08 events per task): news
+deliveries 1.77 per task in runs of 5.2 consecutive events across node-manager groups but 1.1 within one group,
+container ends and the job managers' finished tasks 1.00 each; those, heartbeats, forwards and replies are 86 % of
+the events, in runs of 20.8. Hence, in bit-identical steps:
+
+1. one state for every group, indexed by global node, in numpy arrays (anchor, tick memo, rank, forwarded tick and
+   count, reply waits, news sequence number, flags, used rows through the ledger's array mode, the trackers' view
+   rows, the free wheel as per-bucket linked lists, the rank counter and message counts, the calm bound and its undo
+   log as a ring buffer), with ``@njit(cache=True)`` kernels for every handler that touches it, each taking a whole
+   message (an inquiry's nodes, a decision's containers) or one event. Packed into a few 2-D arrays: a compiled call
+   costs about 1 us with three array arguments but 9-10 us with twenty (a news delivery in Python costs about 15 us),
+   and a numpy element read from Python about 0.5 us against 0.07 us for a list element;
+2. news deliveries, container ends, heartbeat and forwarding timers and finished tasks in one compiled event queue
+   (engine sequence numbers kept), run in ``(time, seq)`` order as long as its head precedes the engine's next event
+   (needs a simulator hook to peek at that key); the pushes a batch makes (messages, timers) come back as records in
+   order and Python makes them; a push that precedes the queue's next event ends the batch;
+3. the job managers' task completions (state per task, the known ledger, the recorder's counts) in that queue.
+
+Exactness rests on the same float operations in the same order, the rank counter shared in event order, the
+``Period`` memo being only a cache, and engine sequence numbers taken in the order Python would take them.
 """
 
 from __future__ import annotations
