@@ -42,6 +42,7 @@ from megha.schedulers.flow._kernels import (
     _remove_node,
     _set_bound,
     _set_supply,
+    k_add_nodes,
     k_decompose,
 )
 
@@ -1131,3 +1132,184 @@ def k_free_workers(workers: np.ndarray, slot: np.ndarray, of_worker: np.ndarray,
         w = workers[i]
         slot[w] = -1
         free[of_worker[w]] += 1
+
+
+@njit(cache=True)
+def k_new_class(
+    CT: np.ndarray,
+    c: int,
+    mask: int,
+    full: bool,
+    m_mask: np.ndarray,
+    fit_pool: np.ndarray,
+    fit_used: int,
+    t_used: int,
+    fanout: int,
+) -> tuple[int, int]:
+    """Columns of a new class ``c`` of hard-constraint ``mask`` (no node yet: ``CT_NODE`` −1). ``full`` (every
+    machine fits it and racks are configured): flagged ``CF_FULL``, no targets. Otherwise the machines it fits go
+    to ``fit_pool[fit_used:]`` (room for every machine reserved by the caller) and its target slice starts at
+    ``t_used``. Returns (the new ``fit_used``, the target capacity it reserves)."""
+    for r in range(CTF):
+        CT[r, c] = 0
+    CT[CT_NODE, c] = -1
+    CT[CT_MASK, c] = mask
+    if full:
+        CT[CT_FLAG, c] = CF_FULL
+        return fit_used, 0
+    k = 0
+    for m in range(m_mask.size):
+        if m_mask[m] & mask == mask:
+            fit_pool[fit_used + k] = m
+            k += 1
+    CT[CT_FIT0, c] = fit_used
+    CT[CT_FITN, c] = k
+    want_max = k if fanout <= 0 else min(k, fanout)
+    tcap = min(k, 3 * want_max + 24)
+    CT[CT_T0, c] = t_used
+    CT[CT_TCAP, c] = tcap
+    return fit_used + k, tcap
+
+
+@njit(cache=True)
+def k_group(hard: np.ndarray, soft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tasks with the same (hard, soft) masks form a group: ``order`` lists the tasks' positions group by group
+    (groups in mask order, tasks in their given order within each), ``starts`` where each group begins in it."""
+    n = hard.size
+    key = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        key[i] = (np.uint64(hard[i]) << np.uint64(32)) | np.uint64(soft[i])
+    order = np.argsort(key, kind="mergesort")
+    ng = 0
+    for x in range(n):
+        if x == 0 or key[order[x]] != key[order[x - 1]]:
+            ng += 1
+    starts = np.empty(ng, dtype=np.int64)
+    ng = 0
+    for x in range(n):
+        if x == 0 or key[order[x]] != key[order[x - 1]]:
+            starts[ng] = x
+            ng += 1
+    return order.astype(np.int64), starts
+
+
+@njit(cache=True)
+def k_add_tasks(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    JT: np.ndarray,
+    GT: np.ndarray,
+    gfree: np.ndarray,
+    order_pool: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    job_role: int,
+    group_role: int,
+    ec_role: int,
+    rack_nodes: np.ndarray,
+    big: int,
+    job: int,
+    new_job: bool,
+    job_cost: int,
+    sink: int,
+    tasks: np.ndarray,
+    order: np.ndarray,
+    starts: np.ndarray,
+    classes: np.ndarray,
+    tcost: np.ndarray,
+    pref_group: np.ndarray,
+    pref_node: np.ndarray,
+    pref_cost: np.ndarray,
+    n_groups: int,
+    order_used: int,
+) -> int:
+    """Tasks of ``job`` enter the graph (room reserved by the caller): the job's unscheduled aggregator and its
+    arc to the sink if ``new_job``, one node per group (``order``/``starts`` from :func:`k_group`; group ids
+    recycled first), the nodes of the groups' classes that have none yet (with their arcs to the racks when every
+    machine fits them), the class and job bookkeeping, then the arcs group → job, group → class (``tcost``) and
+    the preference arcs (``pref_*``: group index, machine node, cost). Returns the new number of group ids.
+    """
+    one = np.zeros(1, dtype=np.int64)
+    out1 = np.empty(1, dtype=np.int64)
+    if new_job:
+        k_add_nodes(N, M, FN, DN, one, out1)
+        u = out1[0]
+        node_role[u] = job_role
+        node_ref[u] = job
+        JT[JT_NODE, job] = u
+        JT[JT_ARC, job] = _add_arc(N, A, H, M, FA, DN, DA, u, sink, 0, 0, job_cost)
+    n = tasks.size
+    ng = starts.size
+    sizes = np.empty(ng, dtype=np.int64)
+    for i in range(ng):
+        end = starts[i + 1] if i + 1 < ng else n
+        sizes[i] = end - starts[i]
+    for x in range(n):
+        order_pool[order_used + x] = tasks[order[x]]
+    gids = np.empty(ng, dtype=np.int64)
+    nfree = GM[GM_NGFREE]
+    take = min(nfree, ng)
+    for i in range(take):
+        gids[i] = gfree[nfree - take + i]
+    GM[GM_NGFREE] = nfree - take
+    for i in range(take, ng):
+        gids[i] = n_groups + i - take
+    nodes = np.empty(ng, dtype=np.int64)
+    k_add_nodes(N, M, FN, DN, sizes, nodes)
+    for i in range(ng):
+        node_role[nodes[i]] = group_role
+        node_ref[nodes[i]] = gids[i]
+    for i in range(ng):  # new classes: their nodes, in the order their first groups come
+        c = classes[i]
+        if CT[CT_NODE, c] < 0:
+            k_add_nodes(N, M, FN, DN, one, out1)
+            v = out1[0]
+            node_role[v] = ec_role
+            node_ref[v] = c
+            CT[CT_NODE, c] = v
+            if CT[CT_FLAG, c] & CF_FULL != 0:
+                for r in range(rack_nodes.size):
+                    _add_arc(N, A, H, M, FA, DN, DA, v, rack_nodes[r], 0, big, 0)
+    missed = np.zeros(ng, dtype=np.bool_)
+    for i in range(ng):
+        g = gids[i]
+        c = classes[i]
+        GT[GT_NODE, g] = nodes[i]
+        GT[GT_JOB, g] = job
+        GT[GT_CLASS, g] = c
+        GT[GT_N, g] = sizes[i]
+        GT[GT_START, g] = order_used + starts[i]
+        GT[GT_CUR, g] = 0
+        CT[CT_WAIT, c] += sizes[i]
+        CT[CT_FLAG, c] |= CF_KEYSTALE
+    nmiss = 0
+    for i in range(ng):
+        if CT[CT_FLAG, classes[i]] & CF_MISSED != 0:
+            missed[i] = True
+            nmiss += 1
+    for i in range(ng):  # they want more: look at every free machine
+        if missed[i]:
+            CT[CT_FLAG, classes[i]] &= ~(CF_STARVED | CF_MISSED)
+    GM[GM_NUNST] += nmiss
+    for i in range(ng):
+        _mark_class(CT, cdirty, GM, classes[i])
+    JT[JT_IN, job] += n
+    GM[GM_JOBS] = 1
+    jn = JT[JT_NODE, job]
+    for i in range(ng):
+        _add_arc(N, A, H, M, FA, DN, DA, nodes[i], jn, 0, sizes[i], 0)
+    for i in range(ng):
+        _add_arc(N, A, H, M, FA, DN, DA, nodes[i], CT[CT_NODE, classes[i]], 0, sizes[i], tcost[i])
+    for k in range(pref_group.size):
+        i = pref_group[k]
+        _add_arc(N, A, H, M, FA, DN, DA, nodes[i], pref_node[k], 0, sizes[i], pref_cost[k])
+    return n_groups + ng - take

@@ -59,6 +59,9 @@ from megha.schedulers.flow.graph import (
 from megha.schedulers.flow.network import BIG, FlowNetwork
 from megha.schedulers.flow.solvers import Solver, SolveResult
 
+_EMPTY = np.zeros(0, dtype=np.int64)
+_ZERO1 = np.zeros(1, dtype=np.int64)
+
 FROZEN_G = 1 << 36
 """The waiting-cost clock's stand-in when it is frozen (far above any placement cost, far below overflow)."""
 
@@ -163,6 +166,7 @@ class CompiledGraph:
         self._starved = np.zeros(0, dtype=np.int64)
         self._smask = np.zeros(0, dtype=np.int64)  # the mask of each class in the starved list (see GK.k_wake)
         self._class_of: dict[int, int] = {}
+        self._n_new_classes = 0  # classes registered by the current add_tasks (their nodes still to add)
         self._fit_pool = np.zeros(0, dtype=np.int64)
         self._fit_used = 0
         self._t_mach = np.zeros(0, dtype=np.int64)
@@ -237,6 +241,8 @@ class CompiledGraph:
             self._jdem = _grow1(self._jdem, self.JT.shape[1], -1)
 
     def _class(self, mask: int) -> int:
+        """The class of a hard-constraint mask; a new one is registered without its node (``CT_NODE`` −1), which
+        :func:`GK.k_add_tasks` adds after the group nodes of the tasks that brought it."""
         c = self._class_of.get(mask)
         if c is not None:
             return c
@@ -248,32 +254,19 @@ class CompiledGraph:
             self._starved = _grow1(self._starved, self.CT.shape[1], 0)
             self._smask = _grow1(self._smask, self.CT.shape[1], 0)
             self._cmark = _grow1(self._cmark, self.CT.shape[1], 0)
-        node = self.net.add_node(0)
-        self._roles(np.array([node]), ROLE_EC, np.array([c]))
-        ct = self.CT
-        ct[:, c] = 0
-        ct[GK.CT_NODE, c] = node
-        ct[GK.CT_MASK, c] = mask
-        if (mask & ~self.all_mask) == 0 and self.machine_rack is not None:
-            ct[GK.CT_FLAG, c] = GK.CF_FULL
-            self.net.add_arcs(np.full(self.rack_node.size, node), self.rack_node, 0, BIG)
-            return c
-        fit = np.flatnonzero((self.machine_mask & np.uint32(mask)) == np.uint32(mask)).astype(np.int64)
-        need = self._fit_used + fit.size
-        if need > self._fit_pool.size:
-            self._fit_pool = _grow1(self._fit_pool, need, 0)
-        self._fit_pool[self._fit_used : need] = fit
-        ct[GK.CT_FIT0, c] = self._fit_used
-        ct[GK.CT_FITN, c] = fit.size
-        self._fit_used = need
-        want_max = fit.size if self.ec_fanout <= 0 else min(fit.size, self.ec_fanout)
-        tcap = min(fit.size, 3 * want_max + 24)
+        self._n_new_classes += 1
+        full = (mask & ~self.all_mask) == 0 and self.machine_rack is not None
+        nm = self.machine_mask.size
+        if not full and self._fit_used + nm > self._fit_pool.size:
+            self._fit_pool = _grow1(self._fit_pool, self._fit_used + nm, 0)
+        # its columns (node −1: it comes with the tasks, see GK.k_add_tasks) and its fitting machines
+        self._fit_used, tcap = GK.k_new_class(
+            self.CT, c, mask, full, self._mmask, self._fit_pool, self._fit_used, self._t_used, self.ec_fanout
+        )
         need = self._t_used + tcap
         if need > self._t_mach.size:
             self._t_mach = _grow1(self._t_mach, need, 0)
             self._t_arc = _grow1(self._t_arc, need, 0)
-        ct[GK.CT_T0, c] = self._t_used
-        ct[GK.CT_TCAP, c] = tcap
         self._t_used = need
         return c
 
@@ -303,9 +296,9 @@ class CompiledGraph:
         self._ensure_jobs(job + 1)
         net = self.net
         JT = self.JT
-        if JT[GK.JT_ALIVE, job] == 0:
-            u = net.add_node(0)
-            self._roles(np.array([u]), ROLE_JOB, np.array([job]))
+        new_job = JT[GK.JT_ALIVE, job] == 0
+        jcost = 0
+        if new_job:
             self.job_priority[job] = priority
             self.job_arrival[job] = arrival
             cost = (
@@ -320,80 +313,63 @@ class CompiledGraph:
                 cost += FROZEN_G + self._g0  # waiting stays dearer than any placement
             else:
                 cost += self._g_applied
-            JT[:, job] = 0
-            JT[GK.JT_NODE, job] = u
-            JT[GK.JT_ARC, job] = net.add_arc(u, self.sink, int(cost), 0, 0)
-            JT[GK.JT_ALIVE, job] = 1
-            self._activate(job)
+            jcost = int(cost)
         self.task_job[tasks] = job
         self.task_hard[tasks] = hard
         self.task_soft[tasks] = soft
         # groups: same (hard, soft) masks, tasks in id order within each
-        key = (hard.astype(np.uint64) << np.uint64(32)) | soft.astype(np.uint64)
         if n > 1:
-            order = np.argsort(key, kind="stable")
-            ks = key[order]
-            starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+            order, starts = GK.k_group(hard, soft)
         else:
-            order = np.zeros(1, dtype=np.int64)
-            starts = np.zeros(1, dtype=np.int64)
-        sizes = np.diff(np.append(starts, n))
+            order = starts = _ZERO1
         ng = starts.size
-        pos = order[starts]  # first task of each group (its position in ``tasks``)
-        first = tasks[pos]
-        # task order pool
-        need = self._order_used + n
-        if need > self._order.size:
-            self._order = _grow1(self._order, need, 0)
-        self._order[self._order_used : need] = tasks[order]
-        gstart = self._order_used + starts
-        self._order_used = need
-        # group ids (recycled)
-        nfree = int(self.GM[GK.GM_NGFREE])
-        take = min(nfree, ng)
-        gids = np.empty(ng, dtype=np.int64)
-        if take:
-            gids[:take] = self._gfree[nfree - take : nfree]
-            self.GM[GK.GM_NGFREE] = nfree - take
-        if ng > take:
-            gids[take:] = np.arange(self._n_groups, self._n_groups + ng - take)
-            self._n_groups += ng - take
-            if self._n_groups > self.GT.shape[1]:
-                self.GT = _grow2(self.GT, self._n_groups, 0)
-                self._gfree = _grow1(self._gfree, self.GT.shape[1], 0)
-        nodes = net.add_nodes(sizes.astype(np.int64))
-        self._roles(nodes, ROLE_TASK, gids)
-        classes = np.array([self._class(int(q)) for q in hard[pos].tolist()], dtype=np.int64)
-        GT = self.GT
-        GT[GK.GT_NODE, gids] = nodes
-        GT[GK.GT_JOB, gids] = job
-        GT[GK.GT_CLASS, gids] = classes
-        GT[GK.GT_N, gids] = sizes
-        GT[GK.GT_START, gids] = gstart
-        GT[GK.GT_CUR, gids] = 0
-        np.add.at(self.CT[GK.CT_WAIT], classes, sizes)
-        self.CT[GK.CT_FLAG, classes] |= GK.CF_KEYSTALE
-        missed = classes[(self.CT[GK.CT_FLAG, classes] & GK.CF_MISSED) != 0]
-        self.CT[GK.CT_FLAG, missed] &= ~(GK.CF_STARVED | GK.CF_MISSED)  # they want more: look at every free machine
-        self.GM[GK.GM_NUNST] += missed.size
-        GK.k_mark_classes(self.CT, self._cdirty, self.GM, classes)
-        JT[GK.JT_IN, job] += n
-        self.GM[GK.GM_JOBS] = 1
-        self.waiting_total += n
+        first = tasks[order[starts]]  # first task of each group
+        self._n_new_classes = 0
+        get = self._class_of.get
+        classes = np.array(
+            [c if (c := get(q)) is not None else self._class(q) for q in hard[order[starts]].tolist()], dtype=np.int64
+        )
         tcost = np.asarray(self.cm.task_cost(self, first), dtype=np.int64) + self.placement_cost
-        tails = [nodes, nodes]
-        heads = [np.full(ng, JT[GK.JT_NODE, job]), self.CT[GK.CT_NODE, classes]]
-        costs = [np.zeros(ng, dtype=np.int64), tcost]
-        caps = [sizes, sizes]
         pref = self.cm.has_preferences(self, first)
+        pidx: list[np.ndarray] = []
+        pmach: list[np.ndarray] = []
+        pcost: list[np.ndarray] = []
         for i in np.flatnonzero(pref).tolist():
             ms = self._preferred(int(first[i]))
             if ms.size:
-                tails.append(np.full(ms.size, nodes[i]))
-                heads.append(self.machine_node[ms])
-                costs.append(tcost[i] + self.cm.pair_cost(self, np.full(ms.size, first[i]), ms))
-                caps.append(np.full(ms.size, sizes[i]))
-        net.add_arcs(np.concatenate(tails), np.concatenate(heads), np.concatenate(costs), np.concatenate(caps))
+                pidx.append(np.full(ms.size, i, dtype=np.int64))
+                pmach.append(self.machine_node[ms])
+                pcost.append(tcost[i] + self.cm.pair_cost(self, np.full(ms.size, first[i]), ms))
+        if pidx:
+            p_i, p_m, p_c = (np.concatenate(x).astype(np.int64) for x in (pidx, pmach, pcost))
+        else:
+            p_i = p_m = p_c = _EMPTY
+        # room: group nodes, new class nodes (and their rack arcs), the job's node and arc, the task arcs
+        n_new = self._n_new_classes
+        net._reserve_nodes(ng + n_new + 1)
+        net._reserve_arcs(2 * ng + p_i.size + n_new * self.rack_node.size + 1)
+        if self.node_role.size < net.node_capacity:
+            self._roles(_EMPTY, ROLE_SINK, _EMPTY)
+        if self._n_groups + ng > self.GT.shape[1]:
+            self.GT = _grow2(self.GT, self._n_groups + ng, 0)
+            self._gfree = _grow1(self._gfree, self.GT.shape[1], 0)
+        need = self._order_used + n
+        if need > self._order.size:
+            self._order = _grow1(self._order, need, 0)
+        if new_job:
+            JT[:, job] = 0
+            JT[GK.JT_ALIVE, job] = 1
+        self._n_groups = GK.k_add_tasks(
+            net.N, net.A, net.H, net.M, net.FN, net.FA, net.DN, net.DA,
+            self.GM, self.CT, self._cdirty, JT, self.GT, self._gfree, self._order, self.node_role, self.node_ref,
+            ROLE_JOB, ROLE_TASK, ROLE_EC, self.rack_node, BIG,
+            job, new_job, jcost, self.sink, tasks, order, starts, classes, tcost, p_i, p_m, p_c,
+            self._n_groups, self._order_used,
+        )  # fmt: skip
+        self._order_used = need
+        if new_job:
+            self._activate(job)
+        self.waiting_total += n
 
     def _activate(self, job: int) -> None:
         n = int(self.GM[GK.GM_NACT])
