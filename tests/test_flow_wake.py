@@ -139,9 +139,53 @@ def _stepwise_for(wake):
     return update
 
 
+def _prepare_for(update):
+    """``k_prepare`` as its two steps, calling ``update`` (a Python callable) for its ``k_update`` step."""
+
+    def prepare(*a):
+        N, A, H, M, DN, DA, GM, CT, cdirty = a[0], a[1], a[2], a[3], a[5], a[6], a[7], a[8], a[9]
+        node_role, node_ref, group_role, GT, JT, out = a[12], a[13], a[14], a[16], a[17], a[40]
+        do_jobs, act, capacity, unplaceable, fair, jdem, dsorted, exact_keys = a[41:]
+        if do_jobs:
+            GK.k_jobs(
+                N, A, H, M, DN, DA, JT, act, GM, capacity, unplaceable, fair, node_role, node_ref, group_role, GT, CT,
+                cdirty, jdem, dsorted, exact_keys,
+            )  # fmt: skip
+        update(*a[:40], 1, out)
+
+    return prepare
+
+
+def _place_update_for(update):
+    """``k_place_update`` as its two steps, calling ``update`` (a Python callable) for its ``k_update`` step."""
+
+    def place_update(*a):
+        (N, A, H, M, FN, FA, DN, DA, GM, CT, cdirty, JT, GT, order, node_role, node_ref, group_role, ec_role,
+         cursor, used, touched, m_node, m_arc, m_free, m_flag, mdirty, gfree, free_list, exact_keys, starved, smask,
+         m_mask, m_slots, m_wasfree, m_fpos, freed_buf, t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool,
+         scratch, fanout, spare, fanin, out) = a  # fmt: skip
+        tasks, machines = GK.k_place(
+            N, A, H, M, FN, FA, DN, DA, GM, CT, cdirty, JT, GT, order, node_role, node_ref, group_role, cursor, used,
+            touched, m_node, m_arc, m_free, m_flag, mdirty, gfree, free_list, exact_keys,
+        )  # fmt: skip
+        out[:] = 0
+        if tasks.size:
+            update(
+                N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, smask, node_role, node_ref, group_role, ec_role, GT,
+                JT, m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
+                t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, 2, out,
+            )  # fmt: skip
+        return tasks, machines
+
+    return place_update
+
+
 def _run(monkeypatch, wake, **opts) -> None:
     monkeypatch.setattr(GK, "k_wake", wake)  # the stage-by-stage fallback of CompiledGraph._update calls it too
-    monkeypatch.setattr(GK, "k_update", _stepwise_for(wake))
+    update = _stepwise_for(wake)
+    monkeypatch.setattr(GK, "k_update", update)
+    monkeypatch.setattr(GK, "k_prepare", _prepare_for(update))  # the fused calls take the same steps
+    monkeypatch.setattr(GK, "k_place_update", _place_update_for(update))
     simulate(RunConfig(scheduler="flow", trace="sample:GOOG_subtrace", workers=400, max_jobs=40, options=opts))
 
 

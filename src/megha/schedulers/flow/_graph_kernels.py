@@ -1106,6 +1106,76 @@ def k_place(
 
 
 @njit(cache=True)
+def k_place_update(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    JT: np.ndarray,
+    GT: np.ndarray,
+    order: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    group_role: int,
+    ec_role: int,
+    cursor: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    m_node: np.ndarray,
+    m_arc: np.ndarray,
+    m_free: np.ndarray,
+    m_flag: np.ndarray,
+    mdirty: np.ndarray,
+    gfree: np.ndarray,
+    free_list: np.ndarray,
+    exact_keys: bool,
+    starved: np.ndarray,
+    smask: np.ndarray,
+    m_mask: np.ndarray,
+    m_slots: np.ndarray,
+    m_wasfree: np.ndarray,
+    m_fpos: np.ndarray,
+    freed_buf: np.ndarray,
+    t_mach: np.ndarray,
+    t_arc: np.ndarray,
+    arc_pos: np.ndarray,
+    pend: np.ndarray,
+    m_pend: np.ndarray,
+    cmark: np.ndarray,
+    fit_pool: np.ndarray,
+    scratch: np.ndarray,
+    fanout: int,
+    spare: int,
+    fanin: int,
+    out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`k_place`, then, if it placed tasks, :func:`k_update` with ``refresh`` 2 (the update after a pass), in
+    one call; ``out`` as for :func:`k_update` (all 0 when nothing was placed)."""
+    tasks, machines = k_place(
+        N, A, H, M, FN, FA, DN, DA, GM, CT, cdirty, JT, GT, order, node_role, node_ref, group_role,
+        cursor, used, touched, m_node, m_arc, m_free, m_flag, mdirty, gfree, free_list, exact_keys,
+    )  # fmt: skip
+    if tasks.size == 0:
+        out[UPD_ADDED] = 0
+        out[UPD_STAGE] = 0
+        out[UPD_REFRESH] = 0
+        return tasks, machines
+    k_update(
+        N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, smask, node_role, node_ref, group_role, ec_role, GT, JT,
+        m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
+        t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, 2, out,
+    )  # fmt: skip
+    return tasks, machines
+
+
+@njit(cache=True)
 def k_take_workers(
     machines: np.ndarray, tasks: np.ndarray, ptr: np.ndarray, workers: np.ndarray, slot: np.ndarray, out: np.ndarray
 ) -> int:
@@ -1313,3 +1383,123 @@ def k_add_tasks(
         i = pref_group[k]
         _add_arc(N, A, H, M, FA, DN, DA, nodes[i], pref_node[k], 0, sizes[i], pref_cost[k])
     return n_groups + ng - take
+
+
+@njit(cache=True)
+def k_start_tasks(
+    machines: np.ndarray,
+    tasks: np.ndarray,
+    ptr: np.ndarray,
+    workers: np.ndarray,
+    slot: np.ndarray,
+    out: np.ndarray,
+    free: np.ndarray,
+    state: np.ndarray,
+    machine: np.ndarray,
+    running: int,
+) -> int:
+    """:func:`k_take_workers`, then each task is ``running`` on its machine (``state``/``machine`` per task), which
+    has one free slot fewer (``free``); returns −1 or the first row whose machine has no free worker (then nothing
+    after the workers is recorded)."""
+    bad = k_take_workers(machines, tasks, ptr, workers, slot, out)
+    if bad >= 0:
+        return bad
+    for i in range(machines.size):
+        m = machines[i]
+        t = tasks[i]
+        free[m] -= 1
+        state[t] = running
+        machine[t] = m
+    return -1
+
+
+@njit(cache=True)
+def k_finished_slots(
+    tasks: np.ndarray,
+    workers: np.ndarray,
+    state: np.ndarray,
+    machine: np.ndarray,
+    done: int,
+    slot: np.ndarray,
+    of_worker: np.ndarray,
+    free: np.ndarray,
+    ms_out: np.ndarray,
+) -> None:
+    """Finished tasks are ``done`` and on no machine; their workers' ledger slots and a slot of their machines are
+    free again (:func:`k_free_workers`); ``ms_out[i]``: the machine of ``workers[i]``."""
+    for i in range(tasks.size):
+        t = tasks[i]
+        state[t] = done
+        machine[t] = -1
+    for i in range(workers.size):
+        w = workers[i]
+        slot[w] = -1
+        m = of_worker[w]
+        free[m] += 1
+        ms_out[i] = m
+
+
+@njit(cache=True)
+def k_prepare(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    cdirty: np.ndarray,
+    starved: np.ndarray,
+    smask: np.ndarray,
+    node_role: np.ndarray,
+    node_ref: np.ndarray,
+    group_role: int,
+    ec_role: int,
+    GT: np.ndarray,
+    JT: np.ndarray,
+    m_free: np.ndarray,
+    m_mask: np.ndarray,
+    m_arc: np.ndarray,
+    m_node: np.ndarray,
+    m_slots: np.ndarray,
+    m_wasfree: np.ndarray,
+    m_flag: np.ndarray,
+    m_fpos: np.ndarray,
+    mdirty: np.ndarray,
+    free_list: np.ndarray,
+    freed_buf: np.ndarray,
+    t_mach: np.ndarray,
+    t_arc: np.ndarray,
+    arc_pos: np.ndarray,
+    pend: np.ndarray,
+    m_pend: np.ndarray,
+    cmark: np.ndarray,
+    fit_pool: np.ndarray,
+    scratch: np.ndarray,
+    fanout: int,
+    spare: int,
+    fanin: int,
+    out: np.ndarray,
+    do_jobs: bool,
+    act: np.ndarray,
+    capacity: int,
+    unplaceable: np.ndarray,
+    fair: bool,
+    jdem: np.ndarray,
+    dsorted: np.ndarray,
+    exact_keys: bool,
+) -> None:
+    """The graph update before a round's first solve in one call: :func:`k_jobs` (if ``do_jobs``), then
+    :func:`k_update` with ``refresh`` 1 (``out`` as for it)."""
+    if do_jobs:
+        k_jobs(
+            N, A, H, M, DN, DA, JT, act, GM, capacity, unplaceable, fair, node_role, node_ref, group_role, GT, CT,
+            cdirty, jdem, dsorted, exact_keys,
+        )  # fmt: skip
+    k_update(
+        N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, smask, node_role, node_ref, group_role, ec_role, GT, JT,
+        m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
+        t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, 1, out,
+    )  # fmt: skip

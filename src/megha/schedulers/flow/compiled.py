@@ -485,34 +485,32 @@ class CompiledGraph:
                 g - self._g_applied,
             )
             self._g_applied = g
-        if self.GM[GK.GM_JOBS]:
+        do_jobs = bool(self.GM[GK.GM_JOBS])
+        capacity = 0
+        unplaceable = self._no_dead
+        if do_jobs:
             ms = self.machine_slots
             capacity = int(ms.sum() if self._n_failed == 0 else ms[~self.machine_failed].sum())
             unplaceable = self._no_dead if self._class_up is None else self._unplaceable()
-            GK.k_jobs(
-                net.N,
-                net.A,
-                net.H,
-                net.M,
-                net.DN,
-                net.DA,
-                self.JT,
-                self._act,
-                self.GM,
-                capacity,
-                unplaceable,
-                self._fair_shares,
-                self.node_role,
-                self.node_ref,
-                ROLE_TASK,
-                self.GT,
-                self.CT,
-                self._cdirty,
-                self._jdem,
-                self._dsorted,
-                self.frozen_clock,
-            )
-        self._update(1)
+        if self._machine_costs_vary:  # the machines' costs are priced in Python between the two steps
+            if do_jobs:
+                GK.k_jobs(
+                    net.N, net.A, net.H, net.M, net.DN, net.DA, self.JT, self._act, self.GM, capacity, unplaceable,
+                    self._fair_shares, self.node_role, self.node_ref, ROLE_TASK, self.GT, self.CT, self._cdirty,
+                    self._jdem, self._dsorted, self.frozen_clock,
+                )  # fmt: skip
+            self._update(1)
+            return
+        GK.k_prepare(
+            net.N, net.A, net.H, net.M, net.FA, net.DN, net.DA, self.GM, self.CT, self._cdirty, self._starved,
+            self._smask, self.node_role, self.node_ref, ROLE_TASK, ROLE_EC, self.GT, self.JT, self.machine_free,
+            self._mmask, self.machine_arc, self.machine_node, self.machine_slots, self._wasfree, self._mflag,
+            self._fpos, self._mdirty, self._free_list, self._freed, self._t_mach, self._t_arc,
+            self._arc_pos_for(net), self._pend, self._mpend, self._cmark, self._fit_pool, self._scratch,
+            self.ec_fanout, self.spare, self.ec_fanin, self._upd,
+            do_jobs, self._act, capacity, unplaceable, self._fair_shares, self._jdem, self._dsorted, self.frozen_clock,
+        )  # fmt: skip
+        self._update_rest()
 
     def _count_up(self, changed: np.ndarray, failed: bool) -> None:
         """Machines ``changed`` failed (or came back): keep, while some machine is failed, the number of machines up
@@ -610,6 +608,12 @@ class CompiledGraph:
             refresh,
             out,
         )
+        return self._update_rest()
+
+    def _update_rest(self) -> int:
+        """After ``GK.k_update`` (alone or after a placement): the steps it left for want of arc room; returns every
+        arc it and they added."""
+        out = self._upd
         added = int(out[GK.UPD_ADDED])
         stage = out[GK.UPD_STAGE]
         if stage == 1:  # the arc table was short of room for the pending machines' arcs
@@ -800,6 +804,35 @@ class CompiledGraph:
         )
         self.waiting_total -= int(tasks.size)
         return tasks, machines
+
+    def place_pass(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """:meth:`place`, then, if it placed tasks, :meth:`pass_again` (in one kernel call where the machine costs
+        are fixed): (tasks, machines, whether another pass may help)."""
+        if self._machine_costs_vary:
+            t, m = self.place()
+            return t, m, bool(t.size) and self.pass_again()
+        net = self.net
+        cap = net.N.shape[1]
+        if self._cursor.size < cap:
+            self._cursor = np.full(cap, -2, dtype=np.int64)
+            self._touched = np.zeros(cap, dtype=np.int64)
+        if self._used.size < net.A.shape[1]:
+            self._used = np.zeros(net.A.shape[1], dtype=np.int64)
+        if self.node_role.size < cap:
+            self._roles(_EMPTY, ROLE_SINK, _EMPTY)
+        tasks, machines = GK.k_place_update(
+            net.N, net.A, net.H, net.M, net.FN, net.FA, net.DN, net.DA, self.GM, self.CT, self._cdirty, self.JT,
+            self.GT, self._order, self.node_role, self.node_ref, ROLE_TASK, ROLE_EC, self._cursor, self._used,
+            self._touched, self.machine_node, self.machine_arc, self.machine_free, self._mflag, self._mdirty,
+            self._gfree, self._free_list, self.frozen_clock, self._starved, self._smask, self._mmask,
+            self.machine_slots, self._wasfree, self._fpos, self._freed, self._t_mach, self._t_arc,
+            self._arc_pos_for(net), self._pend, self._mpend, self._cmark, self._fit_pool, self._scratch,
+            self.ec_fanout, self.spare, self.ec_fanin, self._upd,
+        )  # fmt: skip
+        if tasks.size == 0:
+            return tasks, machines, False
+        self.waiting_total -= int(tasks.size)
+        return tasks, machines, self._update_rest() > 0
 
     def pass_again(self) -> bool:
         """After a pass that placed tasks: update machines and class targets; True if another pass may help."""

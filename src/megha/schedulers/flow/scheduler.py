@@ -356,9 +356,12 @@ class FlowScheduler(Component):
         self.round_solve.append(solve_s)
         self.round_tasks.append(int(tasks.size))
         self.counts["rounds"] += 1
-        workers = self._take_workers(tasks, machines, now)
-        self.state[tasks] = RUNNING
-        self.machine[tasks] = machines
+        if self.compiled and self.res_free is None:
+            workers = self._start_tasks(tasks, machines)
+        else:
+            workers = self._take_workers(tasks, machines, now)
+            self.state[tasks] = RUNNING
+            self.machine[tasks] = machines
         self.rec.decided(tasks, now)
         self.counts["launched"] += int(tasks.size)
         if self.g is not None and self.s.preemption and tasks.size:
@@ -389,12 +392,15 @@ class FlowScheduler(Component):
         workers = np.array(self._fin_workers, dtype=np.int64)
         self._fin_tasks = []
         self._fin_workers = []
-        self.state[tasks] = DONE
-        self.machine[tasks] = -1
-        ms = self.m.of_worker[workers]
         if self.res_free is None:
-            GK.k_free_workers(workers, self.ledger.task, self.m.of_worker, self.free)
+            ms = np.empty(workers.size, dtype=np.int64)
+            GK.k_finished_slots(
+                tasks, workers, self.state, self.machine, DONE, self.ledger.task, self.m.of_worker, self.free, ms
+            )
         else:
+            self.state[tasks] = DONE
+            self.machine[tasks] = -1
+            ms = self.m.of_worker[workers]
             np.add.at(self.free, ms, 1)
         self.g.finished_outside(tasks, ms)
         if self.res_free is not None:
@@ -421,11 +427,11 @@ class FlowScheduler(Component):
             self.counts["settled"] += int(res.stats.get("settled", 0))
             if self.s.verify:
                 self._verify(res, now)
-            t, m = g.place()
+            t, m, again = g.place_pass()
             if t.size:
                 ts.append(t)
                 ms.append(m)
-            if t.size == 0 or not g.pass_again():
+            if not again:
                 break
         net = g.net
         self.counts["max_nodes"] = max(self.counts["max_nodes"], net.n_nodes)
@@ -486,6 +492,21 @@ class FlowScheduler(Component):
             )
         if machines.size:
             np.subtract.at(self.free, machines, 1)
+        return workers
+
+    def _start_tasks(self, tasks: np.ndarray, machines: np.ndarray) -> np.ndarray:
+        """Compiled graph, slot mode: :meth:`_take_workers`, and the tasks run on their machines, in one call."""
+        if self.down is not None and self.down[machines].any():
+            raise SimulationError(f"{self.address}: a task was placed on a machine that is down")
+        workers = np.empty(tasks.size, dtype=np.int64)
+        m = self.m
+        bad = GK.k_start_tasks(
+            machines, tasks, m.ptr, m.workers, self.ledger.task, workers, self.free, self.state, self.machine, RUNNING
+        )
+        if bad >= 0:
+            raise SimulationError(
+                f"{self.address}: machine {int(machines[bad])} has no free slot for task {int(tasks[bad])}"
+            )
         return workers
 
     def _flow_round(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, float]:
