@@ -29,3 +29,6 @@ def k_total_cost(A: np.ndarray, M: np.ndarray) -> tuple[int, bool]:
                 flows = 0
             top = max(top, abs(c))
     return total, not over and float(flows) * float(top) < 2.0**62
+
+
+# numba cache stamp: megha.schedulers.flow._kernels=c647c71cd784

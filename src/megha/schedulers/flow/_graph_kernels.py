@@ -1503,3 +1503,6 @@ def k_prepare(
         m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
         t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, 1, out,
     )  # fmt: skip
+
+
+# numba cache stamp: megha.schedulers.flow._kernels=c647c71cd784

@@ -169,3 +169,6 @@ def k_install_potentials(
         A[A_FLAG, DA[i]] &= ~F_DIRTY
     M[M_NDA] = 0
     return work
+
+
+# numba cache stamp: megha.schedulers.flow._kernels=c647c71cd784

@@ -71,3 +71,6 @@ def k_add_residual_flow(A: np.ndarray, refs: np.ndarray, flows: np.ndarray) -> i
                 A[A_FLOW, a] -= d
             n += 1
     return n
+
+
+# numba cache stamp: megha.schedulers.flow._kernels=c647c71cd784

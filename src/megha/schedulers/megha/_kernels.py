@@ -228,3 +228,6 @@ def place_tasks(
         out[i] = b
         i += 1
     return i, rr_int, rr_ext, n_free, upos, n_rep, n_failed
+
+
+# numba cache stamp: megha.model._kernels=36d6c6c71883

@@ -1188,3 +1188,7 @@ def run_lean(
     logs_n[3] = n_fin
     logs_n[4] = n_kn
     return status, logs_n, dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t
+
+
+# numba cache stamp: megha.schedulers.common._ledger_kernels=2ca82caf9a23
+# numba cache stamp: megha.schedulers.megha._kernels=660b87b18083

@@ -67,3 +67,6 @@ def pick_min_weight(avail: np.ndarray, static: np.ndarray, weight_at_bit: np.nda
                 best = b
             w &= w - np.uint64(1)
     return best
+
+
+# numba cache stamp: megha.model._kernels=36d6c6c71883

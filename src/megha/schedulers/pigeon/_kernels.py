@@ -46,3 +46,6 @@ def take_random_in(avail: np.ndarray, static: np.ndarray, lo: int, hi: int, u: f
             return (i - lo) * 64 + b
         r -= c
     return -1
+
+
+# numba cache stamp: megha.model._kernels=36d6c6c71883

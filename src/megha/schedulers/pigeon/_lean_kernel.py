@@ -976,3 +976,9 @@ def run_lean(
         kn_ids,
         kn_t,
     )
+
+
+# numba cache stamp: megha.model._kernels=36d6c6c71883
+# numba cache stamp: megha.schedulers.common._event_heap=db7406567ed5
+# numba cache stamp: megha.schedulers.common._ledger_kernels=2ca82caf9a23
+# numba cache stamp: megha.schedulers.pigeon._kernels=0a2b8ee08fd8

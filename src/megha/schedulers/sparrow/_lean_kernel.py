@@ -1027,3 +1027,8 @@ def run_lean(
         wq_ids,
         wq_v,
     )
+
+
+# numba cache stamp: megha.schedulers.common._event_heap=db7406567ed5
+# numba cache stamp: megha.schedulers.common._ledger_kernels=2ca82caf9a23
+# numba cache stamp: megha.schedulers.common._sampling_kernels=1a0e1bd7b704
