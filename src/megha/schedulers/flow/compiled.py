@@ -761,8 +761,8 @@ class CompiledGraph:
         """Run ``solver`` on the graph's network: the min-cost flow whose task arcs are this round's placements."""
         return solver.solve(self.net)
 
-    def place(self) -> tuple[np.ndarray, np.ndarray]:
-        """Commit the current flow's placements: (tasks, machines); they leave the graph (see ``k_place``)."""
+    def _place_scratch(self) -> FlowNetwork:
+        """Size the placement kernels' scratch (cursors, arc marks, node roles) to the network; returns it."""
         net = self.net
         cap = net.N.shape[1]
         if self._cursor.size < cap:
@@ -771,7 +771,12 @@ class CompiledGraph:
         if self._used.size < net.A.shape[1]:
             self._used = np.zeros(net.A.shape[1], dtype=np.int64)
         if self.node_role.size < cap:
-            self._roles(np.zeros(0, dtype=np.int64), ROLE_SINK, np.zeros(0, dtype=np.int64))
+            self._roles(_EMPTY, ROLE_SINK, _EMPTY)
+        return net
+
+    def place(self) -> tuple[np.ndarray, np.ndarray]:
+        """Commit the current flow's placements: (tasks, machines); they leave the graph (see ``k_place``)."""
+        net = self._place_scratch()
         tasks, machines = GK.k_place(
             net.N,
             net.A,
@@ -811,15 +816,7 @@ class CompiledGraph:
         if self._machine_costs_vary:
             t, m = self.place()
             return t, m, bool(t.size) and self.pass_again()
-        net = self.net
-        cap = net.N.shape[1]
-        if self._cursor.size < cap:
-            self._cursor = np.full(cap, -2, dtype=np.int64)
-            self._touched = np.zeros(cap, dtype=np.int64)
-        if self._used.size < net.A.shape[1]:
-            self._used = np.zeros(net.A.shape[1], dtype=np.int64)
-        if self.node_role.size < cap:
-            self._roles(_EMPTY, ROLE_SINK, _EMPTY)
+        net = self._place_scratch()
         tasks, machines = GK.k_place_update(
             net.N, net.A, net.H, net.M, net.FN, net.FA, net.DN, net.DA, self.GM, self.CT, self._cdirty, self.JT,
             self.GT, self._order, self.node_role, self.node_ref, ROLE_TASK, ROLE_EC, self._cursor, self._used,
