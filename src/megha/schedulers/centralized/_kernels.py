@@ -65,3 +65,37 @@ def first_fit_min(masks: np.ndarray, heads: np.ndarray, n: int, not_worker_mask:
         if heads[i] == best:
             return i
     return -1
+
+
+@njit(cache=True, nogil=True)
+def claim_scan(
+    idle: np.ndarray,
+    statics: np.ndarray,
+    which: np.ndarray,
+    starts: np.ndarray,
+    worker_at_bit: np.ndarray,
+    nodes: np.ndarray,
+) -> int:
+    """An arriving job's node scan, task by task in order: ``nodes[i]`` is the node of the first set bit of
+    ``idle & statics[which[i]]`` at or after bit ``starts[i]``, wrapping (:func:`first_and_from`), and that bit is
+    cleared in ``idle`` (the task is booked there); -1 when there is none. Returns how many were booked.
+
+    The same bookings as one :func:`first_and_from` and one cleared bit per task: a mask that found nothing finds
+    nothing for the job's later tasks either (bits are only cleared), so it is not scanned again.
+    """
+    found = 0
+    failed = np.zeros(statics.shape[0], dtype=np.bool_)
+    for i in range(which.size):
+        k = which[i]
+        if failed[k]:
+            nodes[i] = -1
+            continue
+        bit = first_and_from(idle, statics[k], starts[i])
+        if bit < 0:
+            failed[k] = True
+            nodes[i] = -1
+        else:
+            idle[bit >> 6] &= ~(np.uint64(1) << np.uint64(bit & 63))
+            nodes[i] = worker_at_bit[bit]
+            found += 1
+    return found

@@ -48,6 +48,7 @@ from megha.schedulers.common.messages import JobArrival, Launch
 from megha.sim.component import Component
 
 _first_and_from = None  # the compiled node scan, imported on first use so the CLI starts fast
+_claim_scan = None  # the compiled node scan of a job's tasks
 
 
 def _load_scan() -> Callable[[np.ndarray, np.ndarray, int], int]:
@@ -56,6 +57,14 @@ def _load_scan() -> Callable[[np.ndarray, np.ndarray, int], int]:
 
     _first_and_from = first_and_from
     return first_and_from
+
+
+def _load_claim_scan() -> Callable[..., int]:
+    global _claim_scan
+    from megha.schedulers.centralized._kernels import claim_scan
+
+    _claim_scan = claim_scan
+    return claim_scan
 
 
 _EPS = 1e-9
@@ -193,21 +202,42 @@ class ResourceManager(Component):
         held: list = []
         held_masks: list[int] = []
         fewest = self.queue_policy == "fewest-tasks"
-        # slot mode: _claim_bit inlined (the cached static vector, then the compiled scan)
-        scan = None if self.resource else (_first_and_from or _load_scan())
-        static = self.index._cache
-        idle = self.idle
-        for i, (t, d, m) in enumerate(zip(msg.tasks.tolist(), msg.durations.tolist(), msg.masks.tolist(), strict=True)):
+        tasks = msg.tasks.tolist()
+        durations = msg.durations.tolist()
+        masks = msg.masks.tolist()
+        if self.resource:
+            nodes = None
+        else:  # slot mode: the job's node scan in one compiled call (_claim_bit and _take's cleared bit, per task)
+            index = self.index
+            which_of = {m: k for k, m in enumerate(dict.fromkeys(masks))}
+            which = [which_of[m] for m in masks]
+            static = index._cache
+            statics = np.empty((len(which_of), index.n_words), dtype=np.uint64)
+            for m, k in which_of.items():
+                v = static.get(m)
+                statics[k] = index.static_vector(m) if v is None else v
+            if random_start:
+                starts = np.array([self._rnd.below(n_bits) for _ in range(len(tasks))], dtype=np.int64)
+            else:
+                starts = np.full(len(tasks), start, dtype=np.int64)
+            out = np.empty(len(tasks), dtype=np.int64)
+            found = (_claim_scan or _load_claim_scan())(
+                self.idle, statics, np.array(which, dtype=np.int64), starts, index.worker_at_bit, out
+            )
+            nodes = out.tolist() if found else None
+        for i, (t, d, m) in enumerate(zip(tasks, durations, masks, strict=True)):
             dem = None if demands is None else demands[i]
             entry = (t, d, dem, user)
-            if random_start:
-                start = self._rnd.below(n_bits)
-            if scan is None:
+            if nodes is not None:
+                node = nodes[i]
+            elif self.resource:
+                if random_start:
+                    start = self._rnd.below(n_bits)
                 bit = self._claim_bit(m, dem, start)
+                node = -1 if bit < 0 else int(self.index.worker_at_bit[bit])
             else:
-                v = static.get(m)
-                bit = scan(idle, self.index.static_vector(m) if v is None else v, start)
-            if bit < 0:
+                node = -1
+            if node < 0:
                 if fewest:
                     held.append(entry)
                     held_masks.append(m)
@@ -223,8 +253,10 @@ class ResourceManager(Component):
                     b.append((q._back, entry))
                     q._len += 1
                 queued += 1
+            elif nodes is None:
+                self._claim(node, entry, now)
             else:
-                self._claim(int(self.index.worker_at_bit[bit]), entry, now)
+                self._claim(node, entry, now, booked=True)
         if held:
             q.push_job(msg.job, held, held_masks)
         if queued:
@@ -251,8 +283,15 @@ class ResourceManager(Component):
         j = int(ok.argmax())
         return int(bits[j]) if ok[j] else -1
 
-    def _claim(self, node: int, entry: Entry, now: float) -> None:
-        self._take(node, entry)
+    def _claim(self, node: int, entry: Entry, now: float, booked: bool = False) -> None:
+        """Book ``entry`` on ``node`` for its next heartbeat (``booked``: its idle bit is cleared already)."""
+        if booked:  # _take, slot mode, without the idle bit
+            self.busy[node] = True
+            if self.queue_policy == "fair":
+                self.running_by_user[entry[3]] += 1
+                self.user_of[entry[0]] = entry[3]
+        else:
+            self._take(node, entry)
         lst = self.claims.get(node)
         if lst is None:
             self.claims[node] = [entry]

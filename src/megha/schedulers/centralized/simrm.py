@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Hashable
+from heapq import heappush
 from typing import Any
 
 import numpy as np
 
+from megha.metrics.recorder import FLUSH_EVERY, TaskRecorder
 from megha.schedulers.centralized.messages import NodeHeartbeat, NodesLost, NodesRegistered
 from megha.schedulers.centralized.rm import ResourceManager
 from megha.schedulers.common.ledger import WorkerLedger
@@ -70,6 +72,7 @@ class SimResourceManager(ResourceManager):
         self._heap = None
         self._next = None
         self._fifo_fast = False  # the common path of _nm_due is set up (on_start, in the simulator's engine)
+        self._due_cb = self._nm_due  # the heartbeat timers' handler (one bound method for the run)
 
     def attach(self, port: Port) -> None:
         super().attach(port)
@@ -87,12 +90,26 @@ class SimResourceManager(ResourceManager):
         bits = idx.bit_of_worker.tolist()
         self._idle_word = [b >> 6 for b in bits]
         self._idle_bit = [np.uint64(1 << (b & 63)) for b in bits]
-        self._idle_clear = [np.uint64(~(1 << (b & 63)) & 0xFFFFFFFFFFFFFFFF) for b in bits]
         port = self.port
         counter = getattr(port, "message_counter", None)
         self._n_hb = counter(NodeHeartbeat) if counter is not None else None
         self._n_launch = counter(Launch) if counter is not None else None
-        self._fifo_fast = self.queue_policy == "fifo" and self._heap is not None and self._n_hb is not None
+        self._fifo_fast = (
+            self.queue_policy == "fifo"
+            and self._heap is not None
+            and self._n_hb is not None
+            and type(self.rec) is TaskRecorder
+        )
+        if self._fifo_fast:  # the recorder's one-task logs, appended to directly (TaskRecorder.inline_logs)
+            logs = self.rec.inline_logs()
+            self._fin_i, self._fin_v = logs.finished_ids.append, logs.finished_times.append
+            self._known_i, self._known_v = logs.known_ids.append, logs.known_times.append
+            self._dec_i, self._dec_v = logs.decided_ids.append, logs.decided_times.append
+            self._comm_i, self._comm_v = logs.comm_ids.append, logs.comm_delays.append
+            self._st_i, self._st_v = logs.started_ids.append, logs.started_times.append
+            self._st_w = logs.started_workers.append
+        self._ph = self.schedule._ph
+        self._period = self.schedule.period
 
     def on_timer(self, key: Hashable, now: float) -> None:
         if type(key) is float:  # a heartbeat timer held while the RM was down (see Engine.suspend)
@@ -103,74 +120,84 @@ class SimResourceManager(ResourceManager):
             super().on_timer(key, now)
 
     def _nm_due(self, tick: float, now: float) -> None:
-        """The node managers' heartbeat of ``tick`` reaches the RM (the engine calls it directly)."""
+        """The node managers' heartbeat of ``tick`` reaches the RM (the engine calls it directly).
+
+        The common case — one container on one node, FIFO queue, no faults, nothing booked on the node, the
+        simulator's recorder — runs inline: :meth:`_due_group`, :meth:`ResourceManager._fill`,
+        :meth:`ResourceManager._pop`, :meth:`WaitQueue._take` of the head entry, :meth:`_flush` of the one launch and
+        the recorder's one-task reports (:meth:`TaskRecorder.inline_logs`), the queue's first fit by the compiled
+        kernel. The node ran the container, so the RM's view has it busy and its idle bit clear: a launch leaves the
+        bit as it is, a node left without work gets it set."""
         g = self._due.pop(tick)
         if len(g) == 2 and self._fifo_fast and self.nm_ver is None and not self._guard:
             t, w, e = g[1]
             if w not in self.claims and not self._launch[0]:
-                self._one_fifo(t, w, e, now)
+                on_node = self.on_node
+                on_node[w] = -1
+                rec = self.rec
+                self._fin_i(t)  # rec.finished_one(t, e)
+                self._fin_v(e)
+                rec.running -= 1
+                rec.last_progress = e
+                self.nm_heartbeats += 1
+                self._n_hb[0] += 1
+                stats = self.stats
+                stats["heartbeats"] += 1
+                self._known_i(t)  # rec.completion_known_one(t, now)
+                self._known_v(now)
+                rec.outstanding -= 1
+                if not rec.outstanding & FLUSH_EVERY or rec.outstanding <= 0:
+                    rec.known_done()
+                busy = self.busy
+                busy[w] = False
+                if self._queued:
+                    q = self.queues[0]
+                    s = (
+                        (_first_fit_min or _load_fit())(q._masks, q._heads, q._n_slots, self._inv_mask[w])
+                        if q._len
+                        else -1
+                    )
+                    if s >= 0:
+                        b = q._buckets[s]  # q._take(s) of the head entry
+                        entry = b.popleft()[1]
+                        q._len -= 1
+                        if b:
+                            q._heads[s] = b[0][0]
+                        else:
+                            q._heads[s] = _INF
+                            q._empty_slots += 1
+                            if q._empty_slots > 64 and q._empty_slots * 2 > q._n_slots:
+                                q._compact()
+                        self._queued -= 1
+                        stats["allocated_from_queue"] += 1
+                        busy[w] = True
+                        t = entry[0]  # the launch: _flush of one task (the node is empty: no over-commit)
+                        self._dec_i(t)  # rec.decided_one(t, now)
+                        self._dec_v(now)
+                        d = self.launch_delay
+                        self._n_launch[0] += 1
+                        t1 = now + d  # when the node managers get the launch
+                        on_node[w] = t
+                        self._comm_i(t)  # rec.launched_one(t, d, t1, w)
+                        self._comm_v(d)
+                        self._st_i(t)
+                        self._st_v(t1)
+                        self._st_w(w)
+                        rec.running += 1
+                        rec.last_progress = t1
+                        e = t1 + entry[1]
+                        tick = e + (self._ph[w] - e) % self._period  # HeartbeatSchedule.next_tick
+                        g = self._due.get(tick)
+                        if g is None:
+                            fire = t1 + (tick - t1)  # the instant the node managers' timer would fire
+                            self._due[tick] = [fire, (t, w, e)]
+                            heappush(self._heap, (fire + self.hb_latency, self._next(), self._due_cb, tick))
+                        else:
+                            g.append((t, w, e))
+                        return
+                self.idle[self._idle_word[w]] |= self._idle_bit[w]
                 return
         self._due_group(g, now)
-
-    def _one_fifo(self, t: int, w: int, e: float, now: float) -> None:
-        """One container on one node, FIFO queue, no faults, nothing booked on the node (the common case):
-        :meth:`_due_group`, :meth:`ResourceManager._fill`, :meth:`ResourceManager._pop` and :meth:`_flush`
-        inlined, the queue's first fit by the vectorized kernel."""
-        self.on_node[w] = -1
-        rec = self.rec
-        rec.finished_one(t, e)
-        self.nm_heartbeats += 1
-        self._n_hb[0] += 1
-        stats = self.stats
-        stats["heartbeats"] += 1
-        rec.completion_known_one(t, now)
-        busy = self.busy
-        busy[w] = False
-        if self._queued:
-            q = self.queues[0]
-            s = (_first_fit_min or _load_fit())(q._masks, q._heads, q._n_slots, self._inv_mask[w]) if q._len else -1
-            if s >= 0:
-                # q._take(s) of the head entry, inlined
-                b = q._buckets[s]
-                entry = b.popleft()[1]
-                q._len -= 1
-                if b:
-                    q._heads[s] = b[0][0]
-                else:
-                    q._heads[s] = _INF
-                    q._empty_slots += 1
-                    if q._empty_slots > 64 and q._empty_slots * 2 > q._n_slots:
-                        q._compact()
-                self._queued -= 1
-                stats["allocated_from_queue"] += 1
-                busy[w] = True
-                self.idle[self._idle_word[w]] &= self._idle_clear[w]
-                self._launch_one(entry[0], w, entry[1], now)
-                return
-        self.idle[self._idle_word[w]] |= self._idle_bit[w]
-
-    def _launch_one(self, t: int, w: int, dur: float, now: float) -> None:
-        """:meth:`_flush` of one launch (no faults)."""
-        rec = self.rec
-        rec.decided_one(t, now)
-        d = self.launch_delay
-        self._n_launch[0] += 1
-        t1 = now + d  # when the node managers get the launch
-        on_node = self.on_node
-        if on_node[w] >= 0:
-            self.ledger.over_slot(w, t, t1)
-        on_node[w] = t
-        rec.launched_one(t, d, t1, w)  # add_comm_one and started_one in one call
-        e = t1 + dur
-        sch = self.schedule
-        tick = e + (sch._ph[w] - e) % sch.period  # HeartbeatSchedule.next_tick
-        g = self._due.get(tick)
-        if g is None:
-            fire = t1 + (tick - t1)  # the instant the node managers' timer would fire
-            self._due[tick] = [fire, (t, w, e)]
-            heapq.heappush(self._heap, (fire + self.hb_latency, self._next(), self._nm_due, tick))
-        else:
-            g.append((t, w, e))
 
     def _due_group(self, g: list, now: float) -> None:
         items = g[1:]
@@ -244,7 +271,7 @@ class SimResourceManager(ResourceManager):
             at = port.set_timer_at
         else:
             nxt = self._next
-            due_cb = self._nm_due
+            due_cb = self._due_cb
         for t, w, dur in zip(lt, lw, ld, strict=True):
             e = t1 + dur
             tick = next_tick(w, e)
