@@ -32,6 +32,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from megha.schedulers.centralized._lean import lean_runner
 from megha.schedulers.centralized.counters import COUNTERS
 from megha.schedulers.centralized.faults import YarnFaults, task_info
 from megha.schedulers.centralized.heartbeats import HEARTBEAT_LAG, HeartbeatSchedule
@@ -125,6 +126,13 @@ def build(ctx: BuildContext) -> Deployment:
         "mode": "resource" if dc.capacity is not None else "slot",
     }
     faults = YarnFaults(ctx.host, rm, nm, dc.n_workers)
+    extras: dict = {}
     return Deployment(
-        route=lambda job: rm.address, counters=counters, describe=describe, components=components, faults=faults
+        route=lambda job: rm.address,
+        counters=counters,
+        describe=describe,
+        components=components,
+        faults=faults,
+        extras=extras,
+        run=lean_runner(ctx, rm, extras) if nm is None else None,
     )
