@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from megha.model.constraints import MASK_DTYPE
+from megha.model.constraints import MASK_DTYPE, NUM_CONSTRAINTS
 from megha.schedulers.centralized.messages import NodeHeartbeat
 from megha.schedulers.centralized.simrm import SimResourceManager
 from megha.schedulers.common.compiled_loop import (
@@ -73,10 +73,13 @@ def _run(ctx: BuildContext, rm: SimResourceManager, engine: Any, source: Any, st
     f_off, f_n = feasible_job_spans(w, feasible)
     umask = np.unique(masks[feasible])
     task_mid = np.searchsorted(umask, masks).astype(np.int64)
+    if umask.size and int(umask[-1]) >> NUM_CONSTRAINTS:
+        return False  # a constraint no node has (such a task is infeasible)
     index = rm.index
-    statics = np.empty((umask.size, index.n_words), dtype=np.uint64)
-    for k, m in enumerate(umask.tolist()):
-        statics[k] = index.static_vector(m)
+    has = (umask[:, None] >> np.arange(NUM_CONSTRAINTS, dtype=np.int64)) & 1  # each mask's constraints
+    kb_off = np.zeros(umask.size + 1, dtype=np.int64)
+    np.cumsum(has.sum(axis=1), out=kb_off[1:])
+    kb = np.nonzero(has)[1].astype(np.int64)
     worker_masks = np.asarray(rm.mask_of, dtype=np.int64)
     sch = rm.schedule
     idle = rm.idle.copy()
@@ -93,7 +96,10 @@ def _run(ctx: BuildContext, rm: SimResourceManager, engine: Any, source: Any, st
         np.ascontiguousarray(w.task_duration, dtype=np.float64),
         task_mid,
         umask,
-        statics,
+        np.ascontiguousarray(index.valid, dtype=np.uint64),
+        np.ascontiguousarray(index.constraint_vectors, dtype=np.uint64),
+        kb,
+        kb_off,
         ~worker_masks & 0xFFFFFFFF,
         idle,
         np.ascontiguousarray(index.worker_at_bit, dtype=np.int64),

@@ -12,7 +12,7 @@ the caller runs the components instead. A launch to a node that runs a container
 :data:`OVER_COMMIT` (the node, the task and the instant in ``counts`` and ``end``); the caller raises the node
 managers' ledger error.
 
-The node scan (:func:`~megha.schedulers.centralized._kernels.first_and_from`) and the event heap
+The node scan's lowest-bit helper (:mod:`megha.schedulers.centralized._kernels`) and the event heap
 (:mod:`megha.schedulers.common._event_heap`) are compiled into :func:`run_lean`, and numba's cache of this module
 does not notice a change there (the stamps at the end of the file tell it; see ``docs/extending.md``).
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from megha.schedulers.centralized._kernels import first_and_from
+from megha.schedulers.centralized._kernels import _low_bit
 from megha.schedulers.common._event_heap import heap_insert, heap_pop
 
 OK = 0
@@ -122,6 +122,32 @@ def _tick_rebuild(tab_t: np.ndarray, tab_s: np.ndarray, pend: np.ndarray) -> int
 
 
 @njit(cache=True)
+def _scan(idle: np.ndarray, valid: np.ndarray, cv: np.ndarray, kb: np.ndarray, k0: int, k1: int, start: int) -> int:
+    """The bit of the first node with room whose mask has constraints ``kb[k0:k1]`` at or after bit ``start``,
+    wrapping; -1 if none: :func:`~megha.schedulers.centralized._kernels.first_and_from` on ``idle`` and the mask's
+    :meth:`~megha.model.matching.SegmentedIndex.static_vector` (``valid`` and the constraints' vectors ``cv``),
+    the words of the static vector made only where ``idle`` has a bit."""
+    n = idle.size
+    wi = start >> 6
+    off = np.uint64(start & 63)
+    for step in range(n + 1):  # the start word's high bits, the words after it, then from word 0 to the start word
+        i = wi + step
+        if i >= n:
+            i -= n
+        x = idle[i]
+        if x == 0:
+            continue
+        x &= valid[i]
+        for j in range(k0, k1):
+            x &= cv[kb[j], i]
+        if step == 0:
+            x = (x >> off) << off
+        if x:
+            return i * 64 + _low_bit(x)
+    return -1
+
+
+@njit(cache=True)
 def run_lean(
     order: np.ndarray,
     job_arrival: np.ndarray,
@@ -131,7 +157,10 @@ def run_lean(
     durations: np.ndarray,
     task_mid: np.ndarray,
     umask: np.ndarray,
-    statics: np.ndarray,
+    valid: np.ndarray,
+    cv: np.ndarray,
+    kb: np.ndarray,
+    kb_off: np.ndarray,
     inv_mask: np.ndarray,
     idle: np.ndarray,
     worker_at_bit: np.ndarray,
@@ -150,7 +179,8 @@ def run_lean(
     end: np.ndarray,
 ) -> tuple:
     """The whole run (see the module's docstring). ``ftasks[f_off[j]:f_off[j] + f_n[j]]``: job ``j``'s feasible
-    tasks; ``task_mid``: each task's mask's number, ``umask`` the masks by number and ``statics`` their nodes (bit
+    tasks; ``task_mid``: each task's mask's number, ``umask`` the masks by number, ``kb[kb_off[m]:kb_off[m + 1]]``
+    the constraints of mask number ``m``; ``valid`` and ``cv``: the index's nodes and each constraint's nodes (bit
     vectors in heartbeat order, as ``idle``, the RM's nodes with room, updated in place); ``inv_mask``: each node's
     mask complemented (32 bits); ``phases``/``sorted_phases``/``period``: the heartbeat schedule; ``on_node``: the
     node managers' container per node (-1 none) and ``busy`` the RM's view, both updated in place. Fills ``counts``
@@ -319,7 +349,7 @@ def run_lean(
                 m = task_mid[tk]
                 bit = -1
                 if failed[m] != j + 1:
-                    bit = first_and_from(idle, statics[m], start)
+                    bit = _scan(idle, valid, cv, kb, kb_off[m], kb_off[m + 1], start)
                     if bit < 0:
                         failed[m] = j + 1
                 if bit >= 0:  # booked on the node: ResourceManager._claim
