@@ -21,6 +21,11 @@ trace's whole-second arrivals is 2,851 s; shifting every arrival by 0.25 s or 0.
 each job's arrival uniformly within its second gives 2,622–2,715 s: spreading simultaneous jobs over the second
 makes the workload less bursty, which is a property of the arrivals, not of the heartbeat phase.
 
+The common configuration — slot mode with the node managers in-process, FIFO queue, ``rotate`` or ``first`` scan,
+no application-master overhead, no processing model, no faults — runs as one compiled event loop with the same
+results (:mod:`megha.schedulers.centralized._lean`; about 7 CPU-s to compile once; ``YARN_LEAN=1`` always, ``0``
+never, unset: when it is compiled already or the run has at least 100,000 tasks).
+
 Faults (``megha simulate --faults``): ``worker`` (nodes die: their containers are asked for again, launches on
 their way are refused) and ``rm`` (the RM restarts; ``recovery``: work-preserving, its view rebuilt from the node
 managers' re-registration, or kept). See :mod:`megha.schedulers.centralized.faults`.
