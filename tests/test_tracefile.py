@@ -100,3 +100,50 @@ def test_fast_and_line_by_line_parses_agree(tmp_path):
     for a, b in zip(fast, slow, strict=True):
         assert a.dtype == b.dtype and a.tolist() == b.tolist()
     assert fast[1].tolist() == [2, 1, 3] and fast[3].tolist() == [1.0, 2.0, 3.0, 0.1, 0.0, 1000.0]
+
+
+def _first_jobs(w, n):
+    n_t = int(w.job_num_tasks[:n].sum())
+    return w.job_arrival[:n], w.job_num_tasks[:n], w.job_mean_duration[:n], w.task_duration[:n_t]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7, 100])
+@pytest.mark.parametrize("suffix", [".tr", ".tr.gz"])
+def test_max_jobs_reads_the_first_jobs_of_the_whole_trace(tmp_path, n, suffix):
+    # repeated arrivals (dephased), comments, blank lines, CRLF and a vertical tab (a line break for splitlines)
+    text = "# header\n0.5 1 1 1\r\n\n0.5 2 2 1 3\n# note\n0.5 1 4 4\x0b1.0 1 5 5\n0.5 1 6 6\n2 1 7 7\n2 1 8 8\n"
+    p = tmp_path / f"t{suffix}"
+    p.write_bytes(gzip.compress(text.encode()) if suffix.endswith(".gz") else text.encode())
+    for truncate, dephase in [(False, True), (True, False)]:
+        whole = read_tr(p, truncate=truncate, dephase=dephase)
+        first = read_tr(p, truncate=truncate, dephase=dephase, max_jobs=n)
+        got = (first.job_arrival, first.job_num_tasks, first.job_mean_duration, first.task_duration)
+        for a, b in zip(got, _first_jobs(whole, n), strict=True):
+            assert np.array_equal(a, b)
+        assert first.name == whole.name and first.meta == whole.meta
+    assert read_tr(p, max_jobs=3).job_arrival.tolist() == pytest.approx([0.5, 0.51, 0.52])
+
+
+def test_max_jobs_on_the_bundled_trace_is_its_first_jobs():
+    path = resolve("sample:GOOG_subtrace", "trace")
+    whole = read_tr(path)
+    for n in (1, 5, 1000, 9999, 10000, 20000):
+        first = load_workload(path, max_jobs=n)
+        got = (first.job_arrival, first.job_num_tasks, first.job_mean_duration, first.task_duration)
+        for a, b in zip(got, _first_jobs(whole, n), strict=True):
+            assert np.array_equal(a, b)
+
+
+def test_max_jobs_checks_the_lines_it_reads_and_not_the_rest(tmp_path):
+    p = tmp_path / "t.tr"
+    p.write_text("0 1 1 1\n1 1 1 -3\n2 1 1 zz\n")
+    assert read_tr(p, max_jobs=1).task_duration.tolist() == [1.0]
+    with pytest.raises(InputError, match=r"t\.tr:2: field 'duration 1'"):
+        read_tr(p, max_jobs=2)
+    with pytest.raises(InputError, match=r"t\.tr:2: field 'duration 1'"):
+        read_tr(p)
+    bad = tmp_path / "b.tr"
+    bad.write_bytes(b"0 1 1 1\n1 1 1 \xff\n")
+    assert read_tr(bad, max_jobs=1).n_jobs == 1
+    with pytest.raises(InputError, match="not a text file"):
+        read_tr(bad, max_jobs=2)

@@ -38,7 +38,9 @@ def engine_seed(seed: int) -> int:
 
 def load_inputs(cfg: RunConfig) -> tuple[Workload, Datacenter]:
     """Workload and datacenter of a run, with constraints and resources as configured."""
-    w = load_workload(resolve(cfg.trace, "trace"), truncate=cfg.truncate_durations, dephase=cfg.dephase)
+    w = load_workload(
+        resolve(cfg.trace, "trace"), truncate=cfg.truncate_durations, dephase=cfg.dephase, max_jobs=cfg.max_jobs
+    )
     if cfg.max_jobs is not None and cfg.max_jobs < w.n_jobs:
         n_t = int(w.job_num_tasks[: cfg.max_jobs].sum())
         w = replace(

@@ -81,16 +81,49 @@ def dephase_arrivals(arrival: np.ndarray, step: float = 0.01) -> np.ndarray:
     return out
 
 
-def read_tr(path: str | Path, truncate: bool = False, dephase: bool = True) -> Workload:
-    """Read a ``.tr`` trace (optionally gzipped) into a :class:`Workload`."""
+def _first_jobs_text(path: Path, max_jobs: int) -> str | None:
+    """The text of a ``.tr`` file from its start to the end of its ``max_jobs``-th job line (all of it when it has
+    fewer), read line by line without decompressing or splitting the rest; None when something in that part needs
+    the whole file's read to be reported (a file that cannot be read, bad gzip data, bytes that are not UTF-8).
+
+    The lines are those of the whole text's ``splitlines()`` (every line break, not only ``\\n``), so the jobs, their
+    line numbers in error messages and their dephased arrivals (a job's shift counts only earlier jobs) are those
+    of the whole trace's first ``max_jobs`` jobs."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    pieces: list[bytes] = []
+    jobs = 0
+    try:
+        with opener(path, "rb") as f:
+            for raw in f:
+                pieces.append(raw)
+                for line in raw.decode("utf-8").splitlines():
+                    toks = line.split()
+                    if toks and not toks[0].startswith("#"):
+                        jobs += 1
+                if jobs >= max_jobs:
+                    break
+    except (OSError, EOFError, UnicodeDecodeError):
+        return None
+    return b"".join(pieces).decode("utf-8")
+
+
+def read_tr(path: str | Path, truncate: bool = False, dephase: bool = True, max_jobs: int | None = None) -> Workload:
+    """Read a ``.tr`` trace (optionally gzipped) into a :class:`Workload`; with ``max_jobs``, only its first
+    ``max_jobs`` jobs (the same jobs, durations and dephased arrivals as the whole trace's first ones; the lines
+    after them are neither read nor checked)."""
     p = Path(path)
-    text = _read_text(p)
+    text = None if max_jobs is None else _first_jobs_text(p, max_jobs)
+    if text is None:
+        text = _read_text(p)
     try:
         arrivals, counts, means, dur = _parse_tr_fast(text)
     except _NeedsChecks:
         arrivals, counts, means, dur = _parse_tr_checked(p, text)  # raises an error naming the line and field
     if counts.size == 0:
         raise InputError(f"{p}: the trace is empty (no job lines)")
+    if max_jobs is not None and counts.size > max_jobs:  # the whole text was read, or a line held several jobs
+        arrivals, means, dur = arrivals[:max_jobs], means[:max_jobs], dur[: int(counts[:max_jobs].sum())]
+        counts = counts[:max_jobs]
     if truncate:
         dur = np.trunc(dur)
     arr = arrivals
@@ -298,8 +331,12 @@ def read_columnar(path: str | Path) -> Workload:
     )
 
 
-def load_workload(path: str | Path, truncate: bool = False, dephase: bool = True) -> Workload:
-    """Load a trace by suffix: ``.tr``/``.tr.gz``/``.txt`` text, or ``.parquet`` columnar."""
+def load_workload(
+    path: str | Path, truncate: bool = False, dephase: bool = True, max_jobs: int | None = None
+) -> Workload:
+    """Load a trace by suffix: ``.tr``/``.tr.gz``/``.txt`` text, or ``.parquet`` columnar. ``max_jobs`` lets a text
+    trace be read only up to its ``max_jobs``-th job (:func:`read_tr`); a columnar one is read whole, so the caller
+    still keeps the first ``max_jobs`` jobs itself."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such trace file")
@@ -310,4 +347,4 @@ def load_workload(path: str | Path, truncate: bool = False, dephase: bool = True
 
             w = replace(w, task_duration=np.trunc(w.task_duration))
         return w
-    return read_tr(p, truncate=truncate, dephase=dephase)
+    return read_tr(p, truncate=truncate, dephase=dephase, max_jobs=max_jobs)
