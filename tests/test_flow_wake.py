@@ -186,6 +186,8 @@ def _run(monkeypatch, wake, **opts) -> None:
     monkeypatch.setattr(GK, "k_update", update)
     monkeypatch.setattr(GK, "k_prepare", _prepare_for(update))  # the fused calls take the same steps
     monkeypatch.setattr(GK, "k_place_update", _place_update_for(update))
+    for name in ("k_update_packed", "k_prepare_packed", "k_place_update_packed"):  # unpack in Python: they call the
+        monkeypatch.setattr(GK, name, getattr(GK, name).py_func)  # step-by-step versions above
     simulate(RunConfig(scheduler="flow", trace="sample:GOOG_subtrace", workers=400, max_jobs=40, options=opts))
 
 

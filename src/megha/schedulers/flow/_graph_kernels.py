@@ -100,7 +100,40 @@ GM_NPEND = 9  # machines in the pending list (see k_wake)
 GM_STAMP = 10  # k_wake's marking stamp
 GM_NDS = 11  # demands in the sorted demand list of k_jobs
 GM_NUNST = 12  # classes in the starved list that stopped being starved since k_wake last dropped such entries
-GMF = 13
+# settings of the graph, fixed at its creation, read by the packed entry points (k_*_packed)
+GM_FANOUT = 13  # ec_fanout
+GM_SPARE = 14  # targets wanted beyond the waiting units of a class
+GM_FANIN = 15  # ec_fanin
+GM_EXACT = 16  # 1: exact class keys (the waiting-cost clock is frozen)
+GM_FAIR = 17  # 1: fair shares
+GM_GROLE = 18  # node role of a task group
+GM_EROLE = 19  # node role of a class aggregator
+GM_UPD = 20  # k_update's out (UPD_F fields from here: GM[GM_UPD + UPD_*])
+GMF = 23
+
+# machine table MT (rows, one column per machine): the per-machine arrays of the update kernels in one array
+MT_FREE = 0  # free slots
+MT_MASK = 1  # constraint mask
+MT_ARC = 2  # sink arc
+MT_NODE = 3  # node
+MT_SLOTS = 4  # slots
+MT_WASFREE = 5  # 1: free at the last accounting (k_machines)
+MT_FLAG = 6  # 1: listed dirty
+MT_FPOS = 7  # position in the free list (−1: not free)
+MT_DIRTY = 8  # the dirty-machine list (GM_NMD entries)
+MT_FREELIST = 9  # the free list (GM_NFREE entries)
+MT_FREED = 10  # machines freed at the last k_machines (GM_NFREED entries)
+MT_PEND = 11  # the pending list (GM_NPEND entries)
+MT_MPEND = 12  # 1: in the pending list
+MT_SCRATCH = 13  # k_refresh's marks
+MTF = 14
+
+# class lists CX (rows, one column per class id): the per-class lists of the update kernels in one array
+CX_DIRTY = 0  # the dirty-class list (GM_NCD entries)
+CX_STARVED = 1  # the starved list (GM_NST entries)
+CX_SMASK = 2  # the mask of each class in the starved list
+CX_MARK = 3  # k_wake's marks
+CXF = 4
 
 BIG = np.int64(1) << np.int64(40)
 LOW = np.int64(1) << np.int64(50)  # how far below the sink a potential may be lowered where nothing binds it
@@ -893,6 +926,7 @@ UPD_ADDED = 0  # k_update's out: arcs added
 UPD_STAGE = 1  # 0: done; 1: stopped before k_wake (arc room); 2: k_refresh stopped (arc room)
 UPD_REFRESH = 2  # 1: the caller must finish with the class refresh
 UPD_F = 3
+assert GM_UPD + UPD_F <= GMF
 
 
 @njit(cache=True)
@@ -1502,6 +1536,112 @@ def k_prepare(
         N, A, H, M, FA, DN, DA, GM, CT, cdirty, starved, smask, node_role, node_ref, group_role, ec_role, GT, JT,
         m_free, m_mask, m_arc, m_node, m_slots, m_wasfree, m_flag, m_fpos, mdirty, free_list, freed_buf,
         t_mach, t_arc, arc_pos, pend, m_pend, cmark, fit_pool, scratch, fanout, spare, fanin, 1, out,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def k_update_packed(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    CX: np.ndarray,
+    NR: np.ndarray,
+    GT: np.ndarray,
+    JT: np.ndarray,
+    MT: np.ndarray,
+    TT: np.ndarray,
+    arc_pos: np.ndarray,
+    fit_pool: np.ndarray,
+    refresh: int,
+) -> None:
+    """:func:`k_update` with its arrays packed (``CX``: class lists, ``NR``: node roles and refs, ``MT``: machine
+    table, ``TT``: target machines and arcs; the settings and ``out`` in ``GM``): 18 arguments instead of 43, the
+    same steps."""
+    k_update(
+        N, A, H, M, FA, DN, DA, GM, CT, CX[CX_DIRTY], CX[CX_STARVED], CX[CX_SMASK], NR[0], NR[1], GM[GM_GROLE],
+        GM[GM_EROLE], GT, JT, MT[MT_FREE], MT[MT_MASK], MT[MT_ARC], MT[MT_NODE], MT[MT_SLOTS], MT[MT_WASFREE],
+        MT[MT_FLAG], MT[MT_FPOS], MT[MT_DIRTY], MT[MT_FREELIST], MT[MT_FREED], TT[0], TT[1], arc_pos, MT[MT_PEND],
+        MT[MT_MPEND], CX[CX_MARK], fit_pool, MT[MT_SCRATCH], GM[GM_FANOUT], GM[GM_SPARE], GM[GM_FANIN], refresh,
+        GM[GM_UPD : GM_UPD + UPD_F],
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def k_prepare_packed(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    CX: np.ndarray,
+    NR: np.ndarray,
+    GT: np.ndarray,
+    JT: np.ndarray,
+    MT: np.ndarray,
+    TT: np.ndarray,
+    arc_pos: np.ndarray,
+    fit_pool: np.ndarray,
+    do_jobs: bool,
+    act: np.ndarray,
+    capacity: int,
+    unplaceable: np.ndarray,
+    jdem: np.ndarray,
+    dsorted: np.ndarray,
+) -> None:
+    """:func:`k_prepare` with its arrays packed as for :func:`k_update_packed` (23 arguments instead of 48)."""
+    k_prepare(
+        N, A, H, M, FA, DN, DA, GM, CT, CX[CX_DIRTY], CX[CX_STARVED], CX[CX_SMASK], NR[0], NR[1], GM[GM_GROLE],
+        GM[GM_EROLE], GT, JT, MT[MT_FREE], MT[MT_MASK], MT[MT_ARC], MT[MT_NODE], MT[MT_SLOTS], MT[MT_WASFREE],
+        MT[MT_FLAG], MT[MT_FPOS], MT[MT_DIRTY], MT[MT_FREELIST], MT[MT_FREED], TT[0], TT[1], arc_pos, MT[MT_PEND],
+        MT[MT_MPEND], CX[CX_MARK], fit_pool, MT[MT_SCRATCH], GM[GM_FANOUT], GM[GM_SPARE], GM[GM_FANIN],
+        GM[GM_UPD : GM_UPD + UPD_F], do_jobs, act, capacity, unplaceable, GM[GM_FAIR] != 0, jdem, dsorted,
+        GM[GM_EXACT] != 0,
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def k_place_update_packed(
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    DA: np.ndarray,
+    GM: np.ndarray,
+    CT: np.ndarray,
+    CX: np.ndarray,
+    NR: np.ndarray,
+    GT: np.ndarray,
+    JT: np.ndarray,
+    MT: np.ndarray,
+    TT: np.ndarray,
+    order: np.ndarray,
+    cursor: np.ndarray,
+    used: np.ndarray,
+    touched: np.ndarray,
+    gfree: np.ndarray,
+    arc_pos: np.ndarray,
+    fit_pool: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`k_place_update` with its arrays packed as for :func:`k_update_packed` (23 arguments instead of 48)."""
+    return k_place_update(
+        N, A, H, M, FN, FA, DN, DA, GM, CT, CX[CX_DIRTY], JT, GT, order, NR[0], NR[1], GM[GM_GROLE], GM[GM_EROLE],
+        cursor, used, touched, MT[MT_NODE], MT[MT_ARC], MT[MT_FREE], MT[MT_FLAG], MT[MT_DIRTY], gfree,
+        MT[MT_FREELIST], GM[GM_EXACT] != 0, CX[CX_STARVED], CX[CX_SMASK], MT[MT_MASK], MT[MT_SLOTS], MT[MT_WASFREE],
+        MT[MT_FPOS], MT[MT_FREED], TT[0], TT[1], arc_pos, MT[MT_PEND], MT[MT_MPEND], CX[CX_MARK], fit_pool,
+        MT[MT_SCRATCH], GM[GM_FANOUT], GM[GM_SPARE], GM[GM_FANIN], GM[GM_UPD : GM_UPD + UPD_F],
     )  # fmt: skip
 
 

@@ -127,28 +127,41 @@ class CompiledGraph:
         self._fair_shares = bool(cost_model.fair_shares)
         nm = int(machine_mask.size)
         self.machine_mask = np.asarray(machine_mask, dtype=np.uint32)
-        self.machine_slots = np.asarray(machine_slots, dtype=np.int64).copy()
-        self.machine_free = self.machine_slots.copy()
+        # the per-machine arrays of the kernels: rows of one table (GK.MT_*), so a kernel call passes one array
+        self.MT = MT = np.zeros((GK.MTF, nm), dtype=np.int64)
+        MT[GK.MT_SLOTS] = np.asarray(machine_slots, dtype=np.int64)
+        MT[GK.MT_FREE] = MT[GK.MT_SLOTS]
+        MT[GK.MT_MASK] = self.machine_mask
+        MT[GK.MT_FPOS] = -1
+        self.machine_slots = MT[GK.MT_SLOTS]
+        self.machine_free = MT[GK.MT_FREE]
         self.machine_failed = np.zeros(nm, dtype=bool)
         self._n_failed = 0
         self._class_up: np.ndarray | None = None  # per class: machines up that fit it, while some machine is failed
         self._no_dead = np.zeros(0, dtype=np.int64)
-        self._mmask = self.machine_mask.astype(np.int64)
-        self._wasfree = np.zeros(nm, dtype=np.int8)
-        self._mflag = np.zeros(nm, dtype=np.int8)
-        self._fpos = np.full(nm, -1, dtype=np.int64)
-        self._mdirty = np.zeros(nm, dtype=np.int64)
-        self._free_list = np.zeros(nm, dtype=np.int64)
-        self._freed = np.zeros(nm, dtype=np.int64)
-        self._pend = np.zeros(nm, dtype=np.int64)  # pending machines (see GK.k_wake)
-        self._mpend = np.zeros(nm, dtype=np.int8)
-        self._cmark = np.zeros(0, dtype=np.int64)
+        self._mmask = MT[GK.MT_MASK]
+        self._wasfree = MT[GK.MT_WASFREE]
+        self._mflag = MT[GK.MT_FLAG]
+        self._fpos = MT[GK.MT_FPOS]
+        self._mdirty = MT[GK.MT_DIRTY]
+        self._free_list = MT[GK.MT_FREELIST]
+        self._freed = MT[GK.MT_FREED]
+        self._pend = MT[GK.MT_PEND]  # pending machines (see GK.k_wake)
+        self._mpend = MT[GK.MT_MPEND]
         self._arc_pos = np.zeros(0, dtype=np.int64)
-        self._scratch = np.zeros(nm, dtype=np.int8)
-        self._upd = np.zeros(GK.UPD_F, dtype=np.int64)  # k_update's out
+        self._scratch = MT[GK.MT_SCRATCH]
         self.all_mask = int(np.bitwise_and.reduce(self.machine_mask)) if nm else 0
         self.GM = np.zeros(GK.GMF, dtype=np.int64)
         self.GM[GK.GM_RNG] = int(self.rng.integers(1, 2**62))
+        self._upd = self.GM[GK.GM_UPD : GK.GM_UPD + GK.UPD_F]  # k_update's out
+        GM = self.GM
+        GM[GK.GM_FANOUT] = self.ec_fanout
+        GM[GK.GM_SPARE] = self.spare
+        GM[GK.GM_FANIN] = self.ec_fanin
+        GM[GK.GM_EXACT] = int(self.frozen_clock)
+        GM[GK.GM_FAIR] = int(self._fair_shares)
+        GM[GK.GM_GROLE] = ROLE_TASK
+        GM[GK.GM_EROLE] = ROLE_EC
         # tasks (columns read by cost models)
         self.task_job = np.zeros(0, dtype=np.int64)
         self.task_soft = np.zeros(0, dtype=np.uint32)
@@ -162,15 +175,15 @@ class CompiledGraph:
         self._dsorted = np.zeros(64, dtype=np.int64)
         # classes
         self.CT = np.zeros((GK.CTF, 0), dtype=np.int64)
-        self._cdirty = np.zeros(0, dtype=np.int64)
-        self._starved = np.zeros(0, dtype=np.int64)
-        self._smask = np.zeros(0, dtype=np.int64)  # the mask of each class in the starved list (see GK.k_wake)
+        self.CX = np.zeros((GK.CXF, 0), dtype=np.int64)  # the class lists (GK.CX_*)
+        self._class_lists()
         self._class_of: dict[int, int] = {}
         self._n_new_classes = 0  # classes registered by the current add_tasks (their nodes still to add)
         self._fit_pool = np.zeros(0, dtype=np.int64)
         self._fit_used = 0
-        self._t_mach = np.zeros(0, dtype=np.int64)
-        self._t_arc = np.zeros(0, dtype=np.int64)
+        self.TT = np.zeros((2, 0), dtype=np.int64)  # the classes' target machines (row 0) and arcs (row 1)
+        self._t_mach = self.TT[0]
+        self._t_arc = self.TT[1]
         self._t_used = 0
         # groups
         self.GT = np.zeros((GK.GTF, 0), dtype=np.int64)
@@ -186,13 +199,16 @@ class CompiledGraph:
         self.net = net
         self.sink = net.add_node(0)
         net.balance_node = self.sink
-        self.node_role = np.zeros(net.node_capacity, dtype=np.int64)
-        self.node_ref = np.zeros(net.node_capacity, dtype=np.int64)
+        self.NR = np.zeros((2, net.node_capacity), dtype=np.int64)  # each node's role (row 0) and reference (row 1)
+        self.node_role = self.NR[0]
+        self.node_ref = self.NR[1]
         self.node_role[self.sink] = ROLE_SINK
-        self.machine_node = net.add_nodes(np.zeros(nm, dtype=np.int64))
+        MT[GK.MT_NODE] = net.add_nodes(np.zeros(nm, dtype=np.int64))
+        self.machine_node = MT[GK.MT_NODE]
         self._roles(self.machine_node, ROLE_MACHINE, np.arange(nm))
         mcost = np.asarray(self.cm.machine_cost(self, np.arange(nm)), dtype=np.int64)
-        self.machine_arc = net.add_arcs(self.machine_node, np.full(nm, self.sink), mcost, self.machine_slots)
+        MT[GK.MT_ARC] = net.add_arcs(self.machine_node, np.full(nm, self.sink), mcost, self.machine_slots)
+        self.machine_arc = MT[GK.MT_ARC]
         self.machine_cost = mcost
         GK.k_mark_machines(self._mflag, self._mdirty, self.GM, np.arange(nm, dtype=np.int64))
         self.rack_node = np.zeros(0, dtype=np.int64)
@@ -210,11 +226,20 @@ class CompiledGraph:
     # ---------------------------------------------------------------------------------------- helpers
     def _roles(self, nodes: np.ndarray, role: int, ref: np.ndarray) -> None:
         cap = self.net.node_capacity
-        if self.node_role.size < cap:
-            self.node_role = _grow1(self.node_role, cap, 0)
-            self.node_ref = _grow1(self.node_ref, cap, 0)
+        if self.NR.shape[1] < cap:
+            self.NR = _grow2(self.NR, cap, 0)
+            self.node_role = self.NR[0]
+            self.node_ref = self.NR[1]
         self.node_role[nodes] = role
         self.node_ref[nodes] = ref
+
+    def _class_lists(self) -> None:
+        """The names of the class lists' rows (after ``CX`` grew)."""
+        CX = self.CX
+        self._cdirty = CX[GK.CX_DIRTY]
+        self._starved = CX[GK.CX_STARVED]
+        self._smask = CX[GK.CX_SMASK]  # the mask of each class in the starved list (see GK.k_wake)
+        self._cmark = CX[GK.CX_MARK]
 
     def _g(self, t: float) -> int:
         """``G(t)``: the global part of the waiting cost at time ``t``."""
@@ -250,10 +275,8 @@ class CompiledGraph:
         self._class_of[mask] = c
         if c >= self.CT.shape[1]:
             self.CT = _grow2(self.CT, c + 1, 0)
-            self._cdirty = _grow1(self._cdirty, self.CT.shape[1], 0)
-            self._starved = _grow1(self._starved, self.CT.shape[1], 0)
-            self._smask = _grow1(self._smask, self.CT.shape[1], 0)
-            self._cmark = _grow1(self._cmark, self.CT.shape[1], 0)
+            self.CX = _grow2(self.CX, self.CT.shape[1], 0)
+            self._class_lists()
         self._n_new_classes += 1
         full = (mask & ~self.all_mask) == 0 and self.machine_rack is not None
         nm = self.machine_mask.size
@@ -264,9 +287,10 @@ class CompiledGraph:
             self.CT, c, mask, full, self._mmask, self._fit_pool, self._fit_used, self._t_used, self.ec_fanout
         )
         need = self._t_used + tcap
-        if need > self._t_mach.size:
-            self._t_mach = _grow1(self._t_mach, need, 0)
-            self._t_arc = _grow1(self._t_arc, need, 0)
+        if need > self.TT.shape[1]:
+            self.TT = _grow2(self.TT, need, 0)
+            self._t_mach = self.TT[0]
+            self._t_arc = self.TT[1]
         self._t_used = need
         return c
 
@@ -501,14 +525,10 @@ class CompiledGraph:
                 )  # fmt: skip
             self._update(1)
             return
-        GK.k_prepare(
-            net.N, net.A, net.H, net.M, net.FA, net.DN, net.DA, self.GM, self.CT, self._cdirty, self._starved,
-            self._smask, self.node_role, self.node_ref, ROLE_TASK, ROLE_EC, self.GT, self.JT, self.machine_free,
-            self._mmask, self.machine_arc, self.machine_node, self.machine_slots, self._wasfree, self._mflag,
-            self._fpos, self._mdirty, self._free_list, self._freed, self._t_mach, self._t_arc,
-            self._arc_pos_for(net), self._pend, self._mpend, self._cmark, self._fit_pool, self._scratch,
-            self.ec_fanout, self.spare, self.ec_fanin, self._upd,
-            do_jobs, self._act, capacity, unplaceable, self._fair_shares, self._jdem, self._dsorted, self.frozen_clock,
+        GK.k_prepare_packed(
+            net.N, net.A, net.H, net.M, net.FA, net.DN, net.DA, self.GM, self.CT, self.CX, self.NR, self.GT, self.JT,
+            self.MT, self.TT, self._arc_pos_for(net), self._fit_pool,
+            do_jobs, self._act, capacity, unplaceable, self._jdem, self._dsorted,
         )  # fmt: skip
         self._update_rest()
 
@@ -563,51 +583,10 @@ class CompiledGraph:
             added = self._machines()
             return added + self._refresh() if unserved else added
         net = self.net
-        out = self._upd
-        GK.k_update(
-            net.N,
-            net.A,
-            net.H,
-            net.M,
-            net.FA,
-            net.DN,
-            net.DA,
-            self.GM,
-            self.CT,
-            self._cdirty,
-            self._starved,
-            self._smask,
-            self.node_role,
-            self.node_ref,
-            ROLE_TASK,
-            ROLE_EC,
-            self.GT,
-            self.JT,
-            self.machine_free,
-            self._mmask,
-            self.machine_arc,
-            self.machine_node,
-            self.machine_slots,
-            self._wasfree,
-            self._mflag,
-            self._fpos,
-            self._mdirty,
-            self._free_list,
-            self._freed,
-            self._t_mach,
-            self._t_arc,
-            self._arc_pos_for(net),
-            self._pend,
-            self._mpend,
-            self._cmark,
-            self._fit_pool,
-            self._scratch,
-            self.ec_fanout,
-            self.spare,
-            self.ec_fanin,
-            refresh,
-            out,
-        )
+        GK.k_update_packed(
+            net.N, net.A, net.H, net.M, net.FA, net.DN, net.DA, self.GM, self.CT, self.CX, self.NR, self.GT, self.JT,
+            self.MT, self.TT, self._arc_pos_for(net), self._fit_pool, refresh,
+        )  # fmt: skip
         return self._update_rest()
 
     def _update_rest(self) -> int:
@@ -817,14 +796,10 @@ class CompiledGraph:
             t, m = self.place()
             return t, m, bool(t.size) and self.pass_again()
         net = self._place_scratch()
-        tasks, machines = GK.k_place_update(
-            net.N, net.A, net.H, net.M, net.FN, net.FA, net.DN, net.DA, self.GM, self.CT, self._cdirty, self.JT,
-            self.GT, self._order, self.node_role, self.node_ref, ROLE_TASK, ROLE_EC, self._cursor, self._used,
-            self._touched, self.machine_node, self.machine_arc, self.machine_free, self._mflag, self._mdirty,
-            self._gfree, self._free_list, self.frozen_clock, self._starved, self._smask, self._mmask,
-            self.machine_slots, self._wasfree, self._fpos, self._freed, self._t_mach, self._t_arc,
-            self._arc_pos_for(net), self._pend, self._mpend, self._cmark, self._fit_pool, self._scratch,
-            self.ec_fanout, self.spare, self.ec_fanin, self._upd,
+        tasks, machines = GK.k_place_update_packed(
+            net.N, net.A, net.H, net.M, net.FN, net.FA, net.DN, net.DA, self.GM, self.CT, self.CX, self.NR, self.GT,
+            self.JT, self.MT, self.TT, self._order, self._cursor, self._used, self._touched, self._gfree,
+            self._arc_pos_for(net), self._fit_pool,
         )  # fmt: skip
         if tasks.size == 0:
             return tasks, machines, False

@@ -211,7 +211,7 @@ class FlowNetwork:
     def sync_balance(self) -> None:
         """Set the balance node's supply to minus the sum of the other supplies (no-op without one)."""
         b = self.balance_node
-        if b is None:
+        if b is None or self.M[K.M_SUPSUM] == 0:  # balanced already (the sum includes the balance node's supply)
             return
         own = int(self.N[K.N_SUP, b])
         others = int(self.M[K.M_SUPSUM]) - own

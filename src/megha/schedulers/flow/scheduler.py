@@ -37,6 +37,7 @@ from megha.model.topology import Datacenter
 from megha.schedulers.common.ledger import FREE, WorkerLedger
 from megha.schedulers.common.messages import Finished, JobArrival, Kill, Killed, Launch, LaunchFailed
 from megha.schedulers.flow import _graph_kernels as GK
+from megha.schedulers.flow import _kernels as K
 from megha.schedulers.flow.compiled import CompiledGraph
 from megha.schedulers.flow.costs import CostModel
 from megha.schedulers.flow.graph import SchedulingGraph
@@ -45,6 +46,8 @@ from megha.sim.component import Component
 
 WAITING, RUNNING, DONE, KILLING = 1, 2, 3, 4
 _EMPTY = np.zeros(0, dtype=np.int64)
+_SOLVE_STATS = np.array([K.M_SEARCHES, K.M_SCANS, K.M_SETTLED])
+"""The solver's cumulative counters in a network's ``M`` that a round reports (searches, arc scans, settled)."""
 
 
 @dataclass
@@ -162,6 +165,8 @@ class FlowScheduler(Component):
         self.round_tasks: list[int] = []
         self.round_sim_cost: list[float] = []
         self.compiled = isinstance(graph, CompiledGraph)
+        # compiled rounds with the incremental solver and no verification solve through its quick path
+        self._quick = self.compiled and isinstance(self.solver, IncrementalSolver) and not settings.verify
         self.down: np.ndarray | None = None  # machines down (worker faults, faults.py); None until the first fault
         self._fin_tasks: list = []  # compiled graph: completions since the last round (applied by the round)
         self._fin_workers: list = []
@@ -413,6 +418,8 @@ class FlowScheduler(Component):
         """Passes of solve and commit at one instant while they place tasks and classes may reach more."""
         g = self.g
         g.prepare(now)
+        if self._quick:
+            return self._quick_passes(g)
         solve_s = 0.0
         ts: list[np.ndarray] = []
         ms: list[np.ndarray] = []
@@ -433,14 +440,57 @@ class FlowScheduler(Component):
                 ms.append(m)
             if not again:
                 break
+        return self._round_end(g, ts, ms, solve_s)
+
+    def _quick_passes(self, g: CompiledGraph) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """The passes of :meth:`_compiled_round` with the incremental solver and no verification: the same solves
+        and placements, the solver's counters read once per round from the network (``K.M_*``)."""
+        M = g.net.M
+        before = M[_SOLVE_STATS].tolist()
+        solve = self.solver.solve_quick
         net = g.net
-        self.counts["max_nodes"] = max(self.counts["max_nodes"], net.n_nodes)
-        self.counts["max_arcs"] = max(self.counts["max_arcs"], net.n_arcs)
+        place_pass = g.place_pass
+        solve_s = 0.0
+        passes = 0
+        ts: list[np.ndarray] = []
+        ms: list[np.ndarray] = []
+        while True:
+            sec = solve(net)
+            if sec < 0:
+                raise SimulationError(f"{self.address}: the scheduling graph has no feasible flow (infeasible)")
+            solve_s += sec
+            passes += 1
+            t, m, again = place_pass()
+            if t.size:
+                ts.append(t)
+                ms.append(m)
+            if not again:
+                break
+        counts = self.counts
+        counts["passes"] += passes
+        after = M[_SOLVE_STATS].tolist()
+        counts["searches"] += after[0] - before[0]
+        counts["arc_scans"] += after[1] - before[1]
+        counts["settled"] += after[2] - before[2]
+        return self._round_end(g, ts, ms, solve_s)
+
+    def _round_end(
+        self, g: CompiledGraph, ts: list[np.ndarray], ms: list[np.ndarray], solve_s: float
+    ) -> tuple[np.ndarray, np.ndarray, float, int]:
+        """A compiled round's placements in one pair of arrays, and the graph's size counters."""
+        net = g.net
+        counts = self.counts
+        nn = net.n_nodes
+        na = net.n_arcs
+        if nn > counts["max_nodes"]:
+            counts["max_nodes"] = nn
+        if na > counts["max_arcs"]:
+            counts["max_arcs"] = na
         if not ts:
-            return _EMPTY, _EMPTY, solve_s, net.n_nodes
+            return _EMPTY, _EMPTY, solve_s, nn
         if len(ts) == 1:
-            return ts[0], ms[0], solve_s, net.n_nodes
-        return np.concatenate(ts), np.concatenate(ms), solve_s, net.n_nodes
+            return ts[0], ms[0], solve_s, nn
+        return np.concatenate(ts), np.concatenate(ms), solve_s, nn
 
     def _verify(self, res, now: float) -> None:
         status, cost, _ = solve_ortools(self.g.net.export())

@@ -170,6 +170,34 @@ class IncrementalSolver(Solver):
         cost = total_cost(net) if left == 0 and self.compute_cost else 0
         return SolveResult(status, cost, seconds, stats)
 
+    def solve_quick(self, net: FlowNetwork) -> float:
+        """:meth:`solve` without its result: the same steps and the same flow, but no cost, no per-solve counters
+        (the caller reads the cumulative ones in ``net.M``) and no result object, for callers that solve many
+        times per round. Returns the seconds it took, or −1.0 if no feasible flow exists."""
+        M = net.M
+        if (
+            self._over_ndn or self._stale is not None or net.solution_owner not in (None, self.name)
+        ):  # a bulk solve or a reset may be due: the general path
+            res = self.solve(net)
+            return res.seconds if res.status == OPTIMAL else -1.0
+        t0 = time.perf_counter()
+        net.sync_balance()
+        if M[K.M_SUPSUM] != 0:
+            _check_balanced(net)
+        ndn = int(M[K.M_NDN])
+        if self.bulk_units > 0 and ndn >= self.bulk_units:  # the balance node's change made it a large one
+            res = self.solve(net)
+            return res.seconds if res.status == OPTIMAL else -1.0
+        hd, ht, hv, settled, active = self._arrays(net)
+        budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
+        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hd, ht, hv, settled, active, budget, self._tie)
+        net.solution_owner = self.name
+        if left < 0:  # over budget: finish from scratch (as solve)
+            self._over_ndn = max(ndn, 2)
+            res = self._bulk(net, t0)
+            return res.seconds if res.status == OPTIMAL else -1.0
+        return time.perf_counter() - t0 if left == 0 else -1.0
+
     def _price(self, net: FlowNetwork) -> bool:
         """Compute the potentials a lazy bulk solve left out (over the arcs not edited since); False if that failed
         (a negative residual cycle among them: then the caller solves in bulk again)."""
