@@ -1061,23 +1061,25 @@ def k_place(
     total = 0
     nroots = 0
     nfl = GM[GM_NFREE]  # only a machine with a free slot can carry flow to the sink
-    for i in range(nfl):
-        m = free_list[i]
+    # with most machines free, every machine in machine order (their sink arcs were added in that order: one
+    # sequential pass) finds the same machines as the free list in its own order (scattered reads)
+    every = 2 * nfl > nm
+    n_scan = nm if every else nfl
+    found = np.empty(n_scan, dtype=np.int64)  # the machines carrying flow, in one pass
+    for i in range(n_scan):
+        m = i if every else free_list[i]
         f = A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]]
         if f > 0:
             total += f
+            found[nroots] = m
             nroots += 1
     tasks = np.empty(total, dtype=np.int64)
     machines = np.empty(total, dtype=np.int64)
     if total == 0:
         return tasks, machines
     roots = np.empty(nroots, dtype=np.int64)
-    k = 0
-    for i in range(nfl):
-        m = free_list[i]
-        if A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]] > 0:
-            roots[k] = m_node[m]
-            k += 1
+    for k in range(nroots):
+        roots[k] = m_node[found[k]]
     roots.sort()  # machine order (machine nodes are numbered in machine order), whatever the free list's order
     out_task = np.empty(total, dtype=np.int64)
     out_root = np.empty(total, dtype=np.int64)
@@ -1471,6 +1473,38 @@ def k_finished_slots(
         m = of_worker[w]
         free[m] += 1
         ms_out[i] = m
+
+
+@njit(cache=True)
+def k_finished_graph(
+    tasks: np.ndarray,
+    workers: np.ndarray,
+    state: np.ndarray,
+    machine: np.ndarray,
+    done: int,
+    slot: np.ndarray,
+    of_worker: np.ndarray,
+    free: np.ndarray,
+    ms_out: np.ndarray,
+    N: np.ndarray,
+    A: np.ndarray,
+    H: np.ndarray,
+    M: np.ndarray,
+    FN: np.ndarray,
+    FA: np.ndarray,
+    DN: np.ndarray,
+    JT: np.ndarray,
+    GM: np.ndarray,
+    MT: np.ndarray,
+    task_job: np.ndarray,
+) -> None:
+    """:func:`k_finished_slots` (the scheduler's side of the finished tasks), then :func:`k_finish` (the compiled
+    graph's: ``MT`` its machine table, ``task_job`` its tasks' jobs) in one call."""
+    k_finished_slots(tasks, workers, state, machine, done, slot, of_worker, free, ms_out)
+    jobs = np.empty(tasks.size, dtype=np.int64)
+    for i in range(tasks.size):
+        jobs[i] = task_job[tasks[i]]
+    k_finish(N, A, H, M, FN, FA, DN, JT, GM, MT[MT_FREE], MT[MT_FLAG], MT[MT_DIRTY], ms_out, jobs)
 
 
 @njit(cache=True)

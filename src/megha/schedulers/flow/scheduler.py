@@ -397,22 +397,24 @@ class FlowScheduler(Component):
         workers = np.array(self._fin_workers, dtype=np.int64)
         self._fin_tasks = []
         self._fin_workers = []
-        if self.res_free is None:
+        g = self.g
+        if self.res_free is None:  # slot mode: the scheduler's and the graph's bookkeeping in one call
             ms = np.empty(workers.size, dtype=np.int64)
-            GK.k_finished_slots(
-                tasks, workers, self.state, self.machine, DONE, self.ledger.task, self.m.of_worker, self.free, ms
-            )
-        else:
-            self.state[tasks] = DONE
-            self.machine[tasks] = -1
-            ms = self.m.of_worker[workers]
-            np.add.at(self.free, ms, 1)
-        self.g.finished_outside(tasks, ms)
-        if self.res_free is not None:
-            self.ledger.release(ms, self.demand[tasks])
-            self._sync_units(ms)
-        elif self.down is not None:
-            self._hold_down(ms)
+            net = g.net
+            GK.k_finished_graph(
+                tasks, workers, self.state, self.machine, DONE, self.ledger.task, self.m.of_worker, self.free, ms,
+                net.N, net.A, net.H, net.M, net.FN, net.FA, net.DN, g.JT, g.GM, g.MT, g.task_job,
+            )  # fmt: skip
+            if self.down is not None:
+                self._hold_down(ms)
+            return
+        self.state[tasks] = DONE
+        self.machine[tasks] = -1
+        ms = self.m.of_worker[workers]
+        np.add.at(self.free, ms, 1)
+        g.finished_outside(tasks, ms)
+        self.ledger.release(ms, self.demand[tasks])
+        self._sync_units(ms)
 
     def _compiled_round(self, now: float) -> tuple[np.ndarray, np.ndarray, float, int]:
         """Passes of solve and commit at one instant while they place tasks and classes may reach more."""
