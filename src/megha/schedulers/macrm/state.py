@@ -1,0 +1,328 @@
+"""MACRM's per-node state in packed numpy arrays, for compiled handlers (simulation speed plan, step 1; prototype).
+
+Not wired into the simulation yet: :func:`pack` copies the state of a running deployment (every node-manager group,
+its tracker, the cadence) into a :class:`NodeState`, and :func:`k_deliver` is ``NodeManagers._deliver`` (a news
+heartbeat reaching its tracker) on that state, step for step and with the same float operations in the same order,
+for the case it covers (forwarding off and no virtual heartbeat armed at the node's tracker, no dead node, a calm
+bound that stays below the threshold); it returns :data:`FALLBACK` without changing anything otherwise.
+``tests/test_macrm_state.py`` runs it beside the Python handler on a packed copy at every news delivery of whole
+simulations and compares the states.
+
+Layout (global node index ``node``; ``R`` resources; a few arrays, since every array argument costs a compiled call
+about 0.4 us):
+
+* ``f`` float64 ``[n, F_COLS + 4 R]``: the float columns below, then capacity, background, used and the tracker's
+  view of used (``CAP``, ``BG``, ``USED``, ``TR_USED`` + resource);
+* ``k`` int64 ``[n, K_COLS]``: the int columns below (flags as bits of ``K_FLAGS``);
+* ``g`` float64: run-wide floats (``G_*``; the smallest allocation minus EPS from ``G_NEED``, the calm bound's sum
+  from ``G_BSUM``, the total capacity from ``G_TOTAL``);
+* ``c`` int64: run-wide counters and switches (``C_*``);
+* ``gr`` int64 ``[groups, GR_COLS]``: per group (node managers and their tracker) counters and switches;
+* ``wheel`` int64 ``[groups, buckets]``: the first node of each free-wheel bucket (-1: empty); nodes are linked
+  through ``K_WNEXT`` / ``K_WPREV``, ``K_WB`` is a node's bucket (-1: not in the wheel);
+* ``undo`` float64 ``[groups, cap, 3 + R]``: each tracker's undo log of the calm bound as a ring buffer of
+  ``(time, node, known, old row...)`` (``GR_UHEAD``, ``GR_ULEN``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from megha.schedulers.macrm.rows import EPS
+
+# float columns of f
+F_ANCHOR, F_MEMO_T, F_FWD_TICK, F_VWAIT, F_WAIT_SINCE, F_LAST_SEEN, F_CLEAN = range(7)
+F_COLS = 7
+# int columns of k
+K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_FLAGS, K_WB, K_WNEXT, K_WPREV, K_GROUP = range(10)
+K_COLS = 10
+# bits of K_FLAGS
+B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT = 1, 2, 4, 8, 16
+# g
+G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN = range(8)
+G_NEED = 8  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
+# c
+C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB = range(6)
+C_COLS = 6
+METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
+# gr
+GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
+GR_COLS = 11
+
+FALLBACK = 1  # k_deliver: not covered, nothing changed (run the Python handler)
+UNDO_CAP = 4096  # entries of each tracker's undo ring (a full ring falls back)
+
+
+class NodeState:
+    """The packed arrays (module docstring) and their shape parameters."""
+
+    def __init__(self, n: int, n_res: int, groups: int, buckets: int) -> None:
+        self.n_res = n_res
+        self.f = np.zeros((n, F_COLS + 4 * n_res))
+        self.k = np.zeros((n, K_COLS), dtype=np.int64)
+        self.g = np.zeros(G_NEED + 3 * n_res)
+        self.c = np.zeros(C_COLS, dtype=np.int64)
+        self.gr = np.zeros((groups, GR_COLS), dtype=np.int64)
+        self.wheel = np.full((groups, buckets), -1, dtype=np.int64)
+        self.undo = np.zeros((groups, UNDO_CAP, 3 + n_res))
+
+    def args(self) -> tuple:
+        """The arrays in the order the kernels take them."""
+        return self.f, self.k, self.g, self.c, self.gr, self.wheel, self.undo
+
+
+def _col(base: int, n_res: int, which: int) -> int:
+    """First column of row block ``which`` (0 capacity, 1 background, 2 used, 3 tracker's view) in ``f``."""
+    return base + which * n_res
+
+
+def pack(cad: Any) -> NodeState:
+    """A :class:`NodeState` copied from a running deployment's cadence (its node-manager groups and trackers)."""
+    groups = cad.groups
+    n = sum(nm.n for nm in groups)
+    n_res = groups[0].cap.shape[1]
+    nb = max(nm.wheel.nb for nm in groups)
+    st = NodeState(n, n_res, len(groups), nb)
+    f, k, g, c, gr, wheel, undo = st.args()
+    cap0, bg0, us0, tu0 = (_col(F_COLS, n_res, w) for w in range(4))
+    g[G_HB] = groups[0].hb
+    g[G_D_NT] = cad.d_nt
+    g[G_D_TN] = cad.d_tn
+    g[G_WHEEL_H] = groups[0].wheel.h
+    g[G_STATS_H] = cad.stats_period.h if cad.stats_period is not None else math.nan
+    g[G_LIM] = math.nan if cad._lim_max is None else cad._lim_max
+    g[G_THR] = cad.threshold
+    g[G_MARGIN] = cad.margin
+    g[G_NEED : G_NEED + n_res] = groups[0]._need
+    if cad._bound_sum is not None:
+        g[G_NEED + n_res : G_NEED + 2 * n_res] = cad._bound_sum
+    if cad._total_sum is not None:
+        g[G_NEED + 2 * n_res : G_NEED + 3 * n_res] = cad._total_sum
+    c[C_RANK] = cad._rank
+    c[C_CALM] = int(cad.calm)
+    metric = cad.arbitrator.load_metric if cad.arbitrator is not None else "max"
+    c[C_METRIC] = METRIC_MAX if metric == "max" else METRIC_CPU if metric == "cpu" else METRIC_MEAN
+    c[C_NB] = nb
+    for gi, nm in enumerate(groups):
+        tr = cad.trackers[gi]
+        lo = nm.lo
+        gr[gi, GR_NM_HB] = nm.stats["heartbeats"]
+        gr[gi, GR_TR_HB] = tr.stats["heartbeats"]
+        gr[gi, GR_TR_ANSWERED] = tr.stats["answered"]
+        gr[gi, GR_WSIZE] = nm.wheel.size
+        gr[gi, GR_FORWARD] = int(tr.forward)
+        gr[gi, GR_VF] = int(tr._vf is not None)
+        gr[gi, GR_DEAD] = tr.n_dead
+        gr[gi, GR_LO] = lo
+        gr[gi, GR_NB] = nm.wheel.nb
+        if len(tr.undo) > UNDO_CAP:
+            raise ValueError("undo log longer than the ring")
+        for q, (t, node, row, kn) in enumerate(tr.undo):
+            undo[gi, q, 0] = t
+            undo[gi, q, 1] = node
+            undo[gi, q, 2] = float(kn)
+            undo[gi, q, 3 : 3 + n_res] = row
+        gr[gi, GR_UHEAD] = 0
+        gr[gi, GR_ULEN] = len(tr.undo)
+        for b, members in enumerate(nm.wheel.buckets):
+            for i in sorted(members):  # (the order within a bucket is not state: lookups take a minimum)
+                x = lo + i
+                k[x, K_WB] = b
+                head = wheel[gi, b]
+                k[x, K_WNEXT] = head
+                k[x, K_WPREV] = -1
+                if head >= 0:
+                    k[head, K_WPREV] = x
+                wheel[gi, b] = x
+        for i in range(nm.n):
+            x = lo + i
+            if i not in nm.wheel.where:
+                k[x, K_WB] = -1
+            f[x, F_ANCHOR] = nm.anchor[i]
+            mk, mt = nm._memo[i]
+            k[x, K_MEMO_K] = mk
+            f[x, F_MEMO_T] = mt
+            f[x, F_FWD_TICK] = math.nan if nm.fwd_tick[i] is None else nm.fwd_tick[i]
+            f[x, F_VWAIT] = nm.vwait[i]
+            f[x, F_WAIT_SINCE] = nm.wait_since[i]
+            f[x, F_CLEAN] = nm._clean.get(i, math.nan)
+            j = x - tr.lo
+            f[x, F_LAST_SEEN] = tr.last_seen[j]
+            f[x, cap0 : cap0 + n_res] = nm.capl[i]
+            f[x, bg0 : bg0 + n_res] = nm.bgl[i]
+            f[x, us0 : us0 + n_res] = nm.used[i]
+            f[x, tu0 : tu0 + n_res] = tr.used[j]
+            k[x, K_RANK] = nm.rank[i]
+            k[x, K_FWD_COUNT] = nm.fwd_count[i]
+            k[x, K_WAITING] = nm.waiting[i]
+            k[x, K_NEWS] = -1 if nm.news[i] is None else nm.news[i]
+            k[x, K_GROUP] = gi
+            flags = 0
+            if nm.halved[i]:
+                flags |= B_HALVED
+            if nm.missed[i]:
+                flags |= B_MISSED
+            if tr.known[j]:
+                flags |= B_KNOWN
+            if tr.fwd_free[j]:
+                flags |= B_FWD_FREE
+            if nm.dormant[i]:
+                flags |= B_DORMANT
+            k[x, K_FLAGS] = flags
+    return st
+
+
+@njit(cache=True, nogil=True)
+def _bound_crosses(g: np.ndarray, c: np.ndarray, bsum: np.ndarray, n_res: int) -> bool:
+    """``Cadence.content_change``'s test after a raise: the bound sum ``bsum`` is not below the threshold."""
+    tot0 = G_NEED + 2 * n_res
+    lim = g[G_LIM]
+    if not math.isnan(lim):  # the largest fraction: every fraction below the limit
+        for r in range(n_res):
+            t = g[tot0 + r]
+            v = bsum[r] / t if t > 0 else 0.0
+            if not v < lim:
+                return True
+        return False
+    if g[G_THR] == math.inf:
+        return False
+    m = c[C_METRIC]
+    load = 0.0
+    for r in range(n_res):
+        t = g[tot0 + r]
+        v = bsum[r] / t if t > 0 else 0.0
+        if m == METRIC_MAX:
+            if r == 0 or v > load:  # max() keeps the first of equal values
+                load = v
+        elif m == METRIC_CPU:
+            if r == 0:
+                load = v
+        else:
+            load = v if r == 0 else load + v
+    if m == METRIC_MEAN:
+        load = load / n_res
+    return not load < g[G_THR] - g[G_MARGIN]
+
+
+@njit(cache=True, nogil=True)
+def k_deliver(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    undo: np.ndarray,
+    x: int,
+    now: float,
+) -> int:
+    """``NodeManagers._deliver`` of global node ``x`` at ``now`` (module docstring); 0 when done, or
+    :data:`FALLBACK` with nothing changed."""
+    n_res = (f.shape[1] - F_COLS) // 4
+    cap0 = F_COLS
+    bg0 = F_COLS + n_res
+    us0 = F_COLS + 2 * n_res
+    tu0 = F_COLS + 3 * n_res
+    gi = k[x, K_GROUP]
+    if gr[gi, GR_DEAD] or gr[gi, GR_FORWARD] or gr[gi, GR_VF]:
+        return FALLBACK
+    # what the heartbeat carries (rows.beat): free = cap - used, row = bg + used, has_free
+    has_free = True
+    big = 0.0
+    for r in range(n_res):
+        a = f[x, cap0 + r] - f[x, us0 + r]
+        if not a >= g[G_NEED + r]:
+            has_free = False
+        if r == 0 or a > big:
+            big = a
+    if not big > EPS:
+        has_free = False
+    flags = k[x, K_FLAGS]
+    calm = c[C_CALM] != 0
+    change = False
+    bsum = np.empty(n_res)
+    if calm:
+        known = (flags & B_KNOWN) != 0
+        if not known:
+            change = True
+        else:
+            for r in range(n_res):
+                if f[x, tu0 + r] != f[x, bg0 + r] + f[x, us0 + r]:
+                    change = True
+        if change:
+            raised = False
+            for r in range(n_res):
+                bsum[r] = g[G_NEED + n_res + r]
+                a = f[x, bg0 + r] + f[x, us0 + r]
+                if not known:
+                    bsum[r] += a
+                    raised = True
+                elif a > f[x, tu0 + r]:
+                    bsum[r] += a - f[x, tu0 + r]
+                    raised = True
+            if raised and _bound_crosses(g, c, bsum, n_res):
+                return FALLBACK
+            if gr[gi, GR_ULEN] >= undo.shape[1]:
+                return FALLBACK
+    # --- committed from here on
+    k[x, K_NEWS] = -1
+    t = f[x, F_ANCHOR]
+    f[x, F_CLEAN] = np.nan
+    flags &= ~(B_HALVED | B_MISSED)
+    gr[gi, GR_NM_HB] += 1
+    c[C_HB_CELL] += 1
+    a = t + g[G_HB]
+    f[x, F_ANCHOR] = a
+    k[x, K_MEMO_K] = 0
+    f[x, F_MEMO_T] = a
+    c[C_RANK] += 1
+    k[x, K_RANK] = c[C_RANK]
+    f[x, F_FWD_TICK] = np.nan
+    k[x, K_FWD_COUNT] = 0
+    if has_free:  # wheel.add(i, a)
+        h = g[G_WHEEL_H]
+        nb = gr[gi, GR_NB]
+        b = int((np.fmod(a, h) / h) * nb) % nb  # (fmod is exact: any correct one gives math.fmod's)
+        head = wheel[gi, b]
+        k[x, K_WNEXT] = head
+        k[x, K_WPREV] = -1
+        if head >= 0:
+            k[head, K_WPREV] = x
+        wheel[gi, b] = x
+        k[x, K_WB] = b
+        gr[gi, GR_WSIZE] += 1
+    # the tracker hears it (ResourceTracker.heard, forwarding off)
+    gr[gi, GR_TR_HB] += 1
+    f[x, F_LAST_SEEN] = now
+    if change:  # Cadence.content_change: log the old row, keep what the last two ticks need, raise the bound
+        cap = undo.shape[1]
+        q = (gr[gi, GR_UHEAD] + gr[gi, GR_ULEN]) % cap
+        undo[gi, q, 0] = now
+        undo[gi, q, 1] = x - gr[gi, GR_LO]
+        undo[gi, q, 2] = 1.0 if (flags & B_KNOWN) != 0 else 0.0
+        for r in range(n_res):
+            undo[gi, q, 3 + r] = f[x, tu0 + r]
+        gr[gi, GR_ULEN] += 1
+        if gr[gi, GR_ULEN] > 64:
+            horizon = now - 3 * g[G_STATS_H]
+            while undo[gi, gr[gi, GR_UHEAD], 0] < horizon:
+                gr[gi, GR_UHEAD] = (gr[gi, GR_UHEAD] + 1) % cap
+                gr[gi, GR_ULEN] -= 1
+        for r in range(n_res):
+            g[G_NEED + n_res + r] = bsum[r]
+    for r in range(n_res):
+        f[x, tu0 + r] = f[x, bg0 + r] + f[x, us0 + r]
+    flags |= B_KNOWN
+    if has_free:
+        flags |= B_FWD_FREE
+    else:
+        flags &= ~B_FWD_FREE
+    gr[gi, GR_TR_ANSWERED] += 1
+    f[x, F_VWAIT] = now + g[G_D_TN]
+    c[C_REP_CELL] += 1
+    k[x, K_FLAGS] = flags
+    return 0

@@ -1,0 +1,112 @@
+"""The packed per-node state (macrm/state.py): its compiled news delivery against ``NodeManagers._deliver``.
+
+At every news delivery of whole simulations, the deployment's state is packed, :func:`k_deliver` runs on the
+copy, the Python handler runs on the deployment, and the copy must equal the deployment's state packed again
+(every array, bit for bit) — or the kernel declined (``FALLBACK``) and left the copy as it was.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from megha.config import RunConfig
+from megha.runner import simulate
+from megha.schedulers.macrm.nodes import NodeManagers
+from megha.schedulers.macrm.state import FALLBACK, k_deliver, pack
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal arrays, NaN equal to NaN, -0.0 told from 0.0."""
+    if a.dtype.kind == "f":
+        return a.tobytes() == b.tobytes() or bool(
+            np.all((a == b) & (np.signbit(a) == np.signbit(b)) | (np.isnan(a) & np.isnan(b)))
+        )
+    return bool(np.array_equal(a, b))
+
+
+def _wheel_sets(st) -> list[list[set[int]]]:
+    """The free wheel's buckets as sets of global nodes (the linked lists' order is not state)."""
+    out = []
+    for gi in range(st.wheel.shape[0]):
+        rows = []
+        for b in range(st.wheel.shape[1]):
+            s = set()
+            x = st.wheel[gi, b]
+            while x >= 0:
+                s.add(int(x))
+                x = st.k[x, 7]  # K_WNEXT
+            rows.append(s)
+        out.append(rows)
+    return out
+
+
+def _check(st_k, st_p) -> None:
+    for name in ("f", "g", "c"):
+        assert _same(getattr(st_k, name), getattr(st_p, name)), name
+    cols = [c for c in range(st_k.gr.shape[1]) if c != 7]  # (the ring's head: where its live entries start)
+    assert np.array_equal(st_k.gr[:, cols], st_p.gr[:, cols])
+    # k: links differ (order within a bucket); compare every column but the links
+    keep = [c for c in range(st_k.k.shape[1]) if c not in (7, 8)]
+    assert np.array_equal(st_k.k[:, keep], st_p.k[:, keep])
+    assert _wheel_sets(st_k) == _wheel_sets(st_p)
+    # undo rings: the live entries in order
+    for gi in range(st_k.gr.shape[0]):
+        assert _same(_undo_live(st_k, gi), _undo_live(st_p, gi)), gi
+
+
+def _undo_live(st, gi: int) -> np.ndarray:
+    """Tracker ``gi``'s undo ring, its live entries in order."""
+    h, n = st.gr[gi, 7], st.gr[gi, 8]
+    cap = st.undo.shape[1]
+    return np.array([st.undo[gi, (h + q) % cap] for q in range(n)]).reshape(n, st.undo.shape[2])
+
+
+def _run(cfg: RunConfig) -> tuple[int, int, int]:
+    counts = [0, 0, 0]  # kernel while calm, kernel otherwise, fallback
+
+    def hook(engine) -> None:
+        for comp in list(engine.components.values()):
+            if isinstance(comp, NodeManagers) and comp.cad is not None:
+                py = comp._deliver
+                nm = comp
+
+                def wrapped(i: int, now: float, nm=nm, py=py) -> None:
+                    cad = nm.cad
+                    st = pack(cad)
+                    for tr in cad.trackers:
+                        assert tr.lo == cad.groups[tr.index].lo
+                    before = st.gr.copy()
+                    code = k_deliver(*st.args(), nm.lo + i, now)
+                    py(i, now)
+                    # the Python counters the kernel does not keep (cells) are taken from the packed copy's deltas
+                    after = pack(cad)
+                    after.c[1:3] = st.c[1:3]
+                    if code == FALLBACK:
+                        counts[2] += 1
+                        assert np.array_equal(st.gr, before)
+                        return
+                    counts[0 if st.c[3] else 1] += 1
+                    _check(st, after)
+
+                comp._deliver = wrapped
+
+    simulate(cfg, instrument=hook)
+    return counts[0], counts[1], counts[2]
+
+
+@pytest.mark.parametrize(
+    ("workers", "jobs", "metric"), [(120, 40, "max"), (48, 60, "max"), (48, 60, "cpu"), (48, 60, "mean")]
+)
+def test_k_deliver_matches_python(workers: int, jobs: int, metric: str) -> None:
+    cfg = RunConfig(
+        scheduler="macrm",
+        trace="sample:GOOG_subtrace",
+        workers=workers,
+        resources=True,
+        max_jobs=jobs,
+        seed=0,
+        options={"load_metric": metric},
+    )
+    calm, other, fell_back = _run(cfg)
+    assert calm + other > 100, (calm, other, fell_back)
