@@ -41,18 +41,20 @@ F_COLS = 7
 K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_FLAGS, K_WB, K_WNEXT, K_WPREV, K_GROUP = range(10)
 K_COLS = 10
 # bits of K_FLAGS
-B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT = 1, 2, 4, 8, 16
+B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT, B_LIGHT, B_VR = 1, 2, 4, 8, 16, 32, 64  # B_VR: replies due
 # g
-G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN = range(8)
-G_NEED = 8  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
+G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G_FAST_HI, G_FAST_D, G_OUT = range(12)
+G_NEED = 12  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
 # c
-C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB = range(6)
-C_COLS = 6
+C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK = range(7)
+C_COLS = 7
 METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
 # gr
 GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
 GR_COLS = 11
 
+WAKE_QUIET = 0  # k_wake_news: done, no event to make
+WAKE_PUSH = 2  # k_wake_news: done; push the news delivery of the tick g[G_OUT] (k_wake_news)
 FALLBACK = 1  # k_deliver: not covered, nothing changed (run the Python handler)
 UNDO_CAP = 4096  # entries of each tracker's undo ring (a full ring falls back)
 
@@ -107,6 +109,9 @@ def pack(cad: Any) -> NodeState:
     metric = cad.arbitrator.load_metric if cad.arbitrator is not None else "max"
     c[C_METRIC] = METRIC_MAX if metric == "max" else METRIC_CPU if metric == "cpu" else METRIC_MEAN
     c[C_NB] = nb
+    c[C_NEWS_OK] = int(groups[0]._news_ok)
+    fast = cad.hb._fast
+    g[G_FAST_LO], g[G_FAST_HI], g[G_FAST_D] = (math.nan, math.nan, math.nan) if fast is None else fast
     for gi, nm in enumerate(groups):
         tr = cad.trackers[gi]
         lo = nm.lo
@@ -172,6 +177,10 @@ def pack(cad: Any) -> NodeState:
                 flags |= B_FWD_FREE
             if nm.dormant[i]:
                 flags |= B_DORMANT
+            if nm.light[i]:
+                flags |= B_LIGHT
+            if nm._vr[i]:
+                flags |= B_VR
             k[x, K_FLAGS] = flags
     return st
 
@@ -326,3 +335,107 @@ def k_deliver(
     c[C_REP_CELL] += 1
     k[x, K_FLAGS] = flags
     return 0
+
+
+@njit(cache=True, nogil=True)
+def k_wake_news(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    undo: np.ndarray,
+    x: int,
+    now: float,
+) -> int:
+    """``NodeManagers._wake(i, now, news=True)`` of dormant global node ``x`` (its content is about to change) for
+    the case it covers: news heartbeats in use, no virtual reply due, forwarding off and nothing armed at its
+    tracker, the tick lookup in the cached binade (``Period._fast``), no virtual heartbeat in flight. Returns
+    :data:`WAKE_QUIET` (its next heartbeat carries the news anyway), :data:`WAKE_PUSH` (its next tick is ``g[G_OUT]``,
+    the caller's ``_next_tick``: the caller cancels the pending news delivery whose sequence number is in ``K_NEWS``
+    if there is one, pushes the new one at ``g[G_OUT] + d_nt`` with the engine's next sequence number and records
+    that in ``K_NEWS``) or :data:`FALLBACK` with nothing changed."""
+    gi = k[x, K_GROUP]
+    flags = k[x, K_FLAGS]
+    pend = k[x, K_NEWS]
+    a = f[x, F_ANCHOR]
+    if pend >= 0 and a > now:
+        k[x, K_FLAGS] = flags & ~B_LIGHT
+        return WAKE_QUIET
+    if c[C_NEWS_OK] == 0 or (flags & B_VR) != 0 or gr[gi, GR_FORWARD] or gr[gi, GR_VF]:
+        return FALLBACK
+    hb = g[G_HB]
+    d_nt = g[G_D_NT]
+    if a > now:  # no virtual heartbeat yet: the news heartbeat at the anchor
+        if k[x, K_WB] >= 0:
+            _wheel_remove(k, gr, wheel, x, gi)
+        f[x, F_FWD_TICK] = np.nan
+        k[x, K_FWD_COUNT] = 0
+        k[x, K_FLAGS] = (flags & ~B_LIGHT) | B_DORMANT
+        k[x, K_MEMO_K] = 0
+        f[x, F_MEMO_T] = a
+        g[G_OUT] = a
+        return WAKE_PUSH
+    k0 = k[x, K_MEMO_K]
+    t0 = f[x, F_MEMO_T]
+    if t0 > now:
+        k0 = 0
+        t0 = a
+    if not (g[G_FAST_LO] <= t0 and now + hb < g[G_FAST_HI]):  # (NaN when no binade is cached: not covered)
+        return FALLBACK
+    delta = g[G_FAST_D]
+    j = int((now - t0) / delta)
+    while j > 0 and t0 + j * delta > now:
+        j -= 1
+    while t0 + (j + 1) * delta <= now:
+        j += 1
+    tv = t0 + j * delta
+    kk = k0 + j
+    sent = kk + 1
+    arrival = tv + d_nt
+    arrived = sent if arrival <= now and pend < 0 else kk
+    if arrived < sent:  # the latest virtual heartbeat is in flight: a message of its own (not covered)
+        return FALLBACK
+    # --- committed from here on
+    if k[x, K_WB] >= 0:
+        _wheel_remove(k, gr, wheel, x, gi)
+    answered = arrived - k[x, K_FWD_COUNT]
+    gr[gi, GR_NM_HB] += sent
+    c[C_HB_CELL] += sent
+    gr[gi, GR_TR_HB] += answered
+    gr[gi, GR_TR_ANSWERED] += answered
+    c[C_REP_CELL] += answered
+    f[x, F_LAST_SEEN] = arrival
+    if f[x, F_FWD_TICK] == tv:  # forwarded: the arbitrator's (real) reply is to come
+        k[x, K_WAITING] += 1
+        f[x, F_WAIT_SINCE] = tv
+    else:
+        f[x, F_VWAIT] = arrival + g[G_D_TN]
+    f[x, F_FWD_TICK] = np.nan
+    k[x, K_FWD_COUNT] = 0
+    nxt = tv + hb
+    k[x, K_FLAGS] = (flags & ~B_LIGHT) | B_DORMANT
+    f[x, F_ANCHOR] = nxt
+    k[x, K_MEMO_K] = 0
+    f[x, F_MEMO_T] = nxt
+    g[G_OUT] = nxt
+    return WAKE_PUSH
+
+
+@njit(cache=True, nogil=True)
+def _wheel_remove(k: np.ndarray, gr: np.ndarray, wheel: np.ndarray, x: int, gi: int) -> None:
+    """Node ``x`` leaves its group's free wheel (``FreeWheel.discard``)."""
+    b = k[x, K_WB]
+    nx = k[x, K_WNEXT]
+    pv = k[x, K_WPREV]
+    if pv >= 0:
+        k[pv, K_WNEXT] = nx
+    else:
+        wheel[gi, b] = nx
+    if nx >= 0:
+        k[nx, K_WPREV] = pv
+    k[x, K_WB] = -1
+    k[x, K_WNEXT] = -1
+    k[x, K_WPREV] = -1
+    gr[gi, GR_WSIZE] -= 1
