@@ -22,6 +22,7 @@ from megha.schedulers.macrm.state import (
     K_NEWS,
     WAKE_PUSH,
     WAKE_QUIET,
+    k_container_end,
     k_deliver,
     k_wake_news,
     pack,
@@ -171,4 +172,54 @@ def test_k_wake_news_matches_python(workers: int, jobs: int) -> None:
         scheduler="macrm", trace="sample:GOOG_subtrace", workers=workers, resources=True, max_jobs=jobs, seed=0
     )
     quiet, pushed, fell_back = _run_wake(cfg)
+    assert pushed > 100 and quiet > 0, (quiet, pushed, fell_back)
+
+
+def _run_end(cfg: RunConfig) -> tuple[int, int, int]:
+    counts = [0, 0, 0]  # no wake, pushed, fallback
+
+    def hook(engine) -> None:
+        for comp in list(engine.components.values()):
+            if isinstance(comp, NodeManagers) and comp.cad is not None:
+                py = comp._ends_at
+                nm = comp
+
+                def wrapped(key: float, now: float, nm=nm, py=py, engine=engine) -> None:
+                    tasks = nm._ends.get(key, ())
+                    e = nm.containers.get(tasks[0]) if len(tasks) == 1 else None
+                    if e is None or e[1] != key or e[7] or nm.track_users:
+                        py(key, now)
+                        return
+                    i = e[0]
+                    st = pack(nm.cad)
+                    before = [a.copy() for a in st.args()]
+                    code = k_container_end(*st.args(), nm.lo + i, np.array(e[6], dtype=np.float64), now)
+                    py(key, now)
+                    after = pack(nm.cad)
+                    after.c[1:3] = st.c[1:3]
+                    if code == FALLBACK:
+                        counts[2] += 1
+                        for a, b in zip(before, st.args(), strict=True):
+                            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+                        return
+                    if code == WAKE_PUSH:
+                        counts[1] += 1
+                        seq = nm.news[i]
+                        at = [e[0] for e in engine._heap if e[1] == seq]
+                        assert at == [st.g[G_OUT] + st.g[G_D_NT]]
+                        st.k[nm.lo + i, K_NEWS] = seq
+                    else:
+                        counts[0] += 1
+                    st.g[G_OUT] = after.g[G_OUT]
+                    _check(st, after)
+
+                comp._ends_at = wrapped
+
+    simulate(cfg, instrument=hook)
+    return counts[0], counts[1], counts[2]
+
+
+def test_k_container_end_matches_python() -> None:
+    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=60, seed=0)
+    quiet, pushed, fell_back = _run_end(cfg)
     assert pushed > 100 and quiet > 0, (quiet, pushed, fell_back)

@@ -51,7 +51,8 @@ C_COLS = 7
 METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
 # gr
 GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
-GR_COLS = 11
+GR_CENTRAL = 11
+GR_COLS = 12
 
 WAKE_QUIET = 0  # k_wake_news: done, no event to make
 WAKE_PUSH = 2  # k_wake_news: done; push the news delivery of the tick g[G_OUT] (k_wake_news)
@@ -124,6 +125,7 @@ def pack(cad: Any) -> NodeState:
         gr[gi, GR_DEAD] = tr.n_dead
         gr[gi, GR_LO] = lo
         gr[gi, GR_NB] = nm.wheel.nb
+        gr[gi, GR_CENTRAL] = int(nm.central)
         if len(tr.undo) > UNDO_CAP:
             raise ValueError("undo log longer than the ring")
         for q, (t, node, row, kn) in enumerate(tr.undo):
@@ -356,6 +358,14 @@ def k_wake_news(
     the caller's ``_next_tick``: the caller cancels the pending news delivery whose sequence number is in ``K_NEWS``
     if there is one, pushes the new one at ``g[G_OUT] + d_nt`` with the engine's next sequence number and records
     that in ``K_NEWS``) or :data:`FALLBACK` with nothing changed."""
+    return _wake_news(f, k, g, c, gr, wheel, x, now)
+
+
+@njit(cache=True, nogil=True)
+def _wake_news(
+    f: np.ndarray, k: np.ndarray, g: np.ndarray, c: np.ndarray, gr: np.ndarray, wheel: np.ndarray, x: int, now: float
+) -> int:
+    """:func:`k_wake_news` (the kernels that wake a node call this)."""
     gi = k[x, K_GROUP]
     flags = k[x, K_FLAGS]
     pend = k[x, K_NEWS]
@@ -439,3 +449,37 @@ def _wheel_remove(k: np.ndarray, gr: np.ndarray, wheel: np.ndarray, x: int, gi: 
     k[x, K_WNEXT] = -1
     k[x, K_WPREV] = -1
     gr[gi, GR_WSIZE] -= 1
+
+
+@njit(cache=True, nogil=True)
+def k_container_end(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    undo: np.ndarray,
+    x: int,
+    d: np.ndarray,
+    now: float,
+) -> int:
+    """A container of demand ``d`` ends on global node ``x`` (``NodeManagers._ends_at`` of one task, the node's side:
+    the sampling-clean mark goes, a dormant node whose news heartbeat is not still to come wakes with news
+    (:func:`k_wake_news`), ``used`` drops by ``d``, never below zero; distributed mode). Returns what
+    :func:`k_wake_news` returns (:data:`WAKE_QUIET` when the node needed no wake), :data:`FALLBACK` with nothing
+    changed."""
+    flags = k[x, K_FLAGS]
+    if gr[k[x, K_GROUP], GR_CENTRAL]:  # an event-driven heartbeat follows (centralized mode): not covered
+        return FALLBACK
+    code = WAKE_QUIET
+    if (flags & B_DORMANT) != 0 and (k[x, K_NEWS] < 0 or f[x, F_ANCHOR] <= now):
+        code = _wake_news(f, k, g, c, gr, wheel, x, now)
+        if code == FALLBACK:
+            return FALLBACK
+    f[x, F_CLEAN] = np.nan
+    us0 = F_COLS + 2 * ((f.shape[1] - F_COLS) // 4)
+    for r in range(d.shape[0]):
+        v = f[x, us0 + r] - d[r]
+        f[x, us0 + r] = 0.0 if v < 0.0 else v
+    return code
