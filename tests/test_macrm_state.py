@@ -20,9 +20,13 @@ from megha.schedulers.macrm.state import (
     G_D_NT,
     G_OUT,
     K_NEWS,
+    S_DEAD,
+    S_OVER,
+    S_REJECT,
     WAKE_PUSH,
     WAKE_QUIET,
     k_container_end,
+    k_container_start,
     k_deliver,
     k_wake_news,
     pack,
@@ -223,3 +227,62 @@ def test_k_container_end_matches_python() -> None:
     cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=60, seed=0)
     quiet, pushed, fell_back = _run_end(cfg)
     assert pushed > 100 and quiet > 0, (quiet, pushed, fell_back)
+
+
+def _run_start(cfg: RunConfig) -> tuple[int, int, int]:
+    counts = [0, 0, 0]  # containers started, rejected, messages that fell back
+
+    def hook(engine) -> None:
+        for comp in list(engine.components.values()):
+            if isinstance(comp, NodeManagers) and comp.cad is not None:
+                py = comp._start
+                nm = comp
+
+                def wrapped(c, now: float, from_arbitrator: bool, nm=nm, py=py, engine=engine) -> None:
+                    st = pack(nm.cad)
+                    running = set(nm.containers)
+                    pushes = []
+                    fell_back = False
+                    started = rejected = 0
+                    for q, node in enumerate(c.nodes):
+                        t = c.tasks[q]
+                        fenced = t >= 0 and (nm.job_attempt.get(c.jobs[q], 0) > c.attempts[q] or t in running)
+                        d = np.asarray(c.demands[q], dtype=np.float64)
+                        code = k_container_start(*st.args(), node, d, c.seqs[q], fenced, now)
+                        if code == FALLBACK:
+                            fell_back = True
+                            break
+                        assert not code & S_OVER
+                        if code & WAKE_PUSH:
+                            pushes.append((node - nm.lo, st.g[G_OUT]))
+                        if code & (S_DEAD | S_REJECT):
+                            rejected += 1
+                        elif t >= 0:
+                            running.add(t)
+                            started += 1
+                    py(c, now, from_arbitrator)
+                    if fell_back:
+                        counts[2] += 1
+                        return
+                    counts[0] += started
+                    counts[1] += rejected
+                    after = pack(nm.cad)
+                    after.c[1:3] = st.c[1:3]
+                    for i, tick in pushes:
+                        seq = nm.news[i]
+                        at = [e[0] for e in engine._heap if e[1] == seq]
+                        assert at == [tick + st.g[G_D_NT]]
+                        st.k[nm.lo + i, K_NEWS] = seq
+                    st.g[G_OUT] = after.g[G_OUT]
+                    _check(st, after)
+
+                comp._start = wrapped
+
+    simulate(cfg, instrument=hook)
+    return counts[0], counts[1], counts[2]
+
+
+def test_k_container_start_matches_python() -> None:
+    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=60, seed=0)
+    started, rejected, fell_back = _run_start(cfg)
+    assert started > 100, (started, rejected, fell_back)

@@ -32,16 +32,16 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from megha.schedulers.macrm.rows import EPS
+from megha.schedulers.macrm.rows import EPS, OVER
 
 # float columns of f
 F_ANCHOR, F_MEMO_T, F_FWD_TICK, F_VWAIT, F_WAIT_SINCE, F_LAST_SEEN, F_CLEAN = range(7)
 F_COLS = 7
 # int columns of k
-K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_FLAGS, K_WB, K_WNEXT, K_WPREV, K_GROUP = range(10)
-K_COLS = 10
-# bits of K_FLAGS
-B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT, B_LIGHT, B_VR = 1, 2, 4, 8, 16, 32, 64  # B_VR: replies due
+K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_FLAGS, K_WB, K_WNEXT, K_WPREV, K_GROUP, K_ARB_SEQ = range(11)
+K_COLS = 11
+# bits of K_FLAGS (B_VR: virtual replies due, B_DEAD: the node is down)
+B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT, B_LIGHT, B_VR, B_DEAD = 1, 2, 4, 8, 16, 32, 64, 128
 # g
 G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G_FAST_HI, G_FAST_D, G_OUT = range(12)
 G_NEED = 12  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
@@ -56,6 +56,8 @@ GR_COLS = 12
 
 WAKE_QUIET = 0  # k_wake_news: done, no event to make
 WAKE_PUSH = 2  # k_wake_news: done; push the news delivery of the tick g[G_OUT] (k_wake_news)
+# k_container_start's result bits (with WAKE_PUSH = 2)
+S_DEAD, S_REJECT, S_OVER = 4, 8, 16
 FALLBACK = 1  # k_deliver: not covered, nothing changed (run the Python handler)
 UNDO_CAP = 4096  # entries of each tracker's undo ring (a full ring falls back)
 
@@ -168,6 +170,7 @@ def pack(cad: Any) -> NodeState:
             k[x, K_WAITING] = nm.waiting[i]
             k[x, K_NEWS] = -1 if nm.news[i] is None else nm.news[i]
             k[x, K_GROUP] = gi
+            k[x, K_ARB_SEQ] = nm.arb_seq[i]
             flags = 0
             if nm.halved[i]:
                 flags |= B_HALVED
@@ -183,6 +186,8 @@ def pack(cad: Any) -> NodeState:
                 flags |= B_LIGHT
             if nm._vr[i]:
                 flags |= B_VR
+            if not nm.alive[i]:
+                flags |= B_DEAD
             k[x, K_FLAGS] = flags
     return st
 
@@ -482,4 +487,70 @@ def k_container_end(
     for r in range(d.shape[0]):
         v = f[x, us0 + r] - d[r]
         f[x, us0 + r] = 0.0 if v < 0.0 else v
+    return code
+
+
+@njit(cache=True, nogil=True)
+def k_container_start(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    undo: np.ndarray,
+    x: int,
+    d: np.ndarray,
+    seq: int,
+    fenced: bool,
+    now: float,
+) -> int:
+    """The node's side of one container of ``NodeManagers._start`` on global node ``x`` (demand ``d``, arbitrator
+    allocation number ``seq``; ``fenced``: a stale job-manager attempt or a task already running here, which the
+    caller looks up): the sampling-clean mark goes, a light node wakes with news, a dead node loses it
+    (:data:`S_DEAD`), a newer allocation number wakes a dormant node and is recorded, a fenced container or one that
+    does not fit is rejected (:data:`S_REJECT`), else a dormant node whose news heartbeat is not still to come wakes
+    with news and ``used`` grows by ``d`` (:data:`S_OVER`: over its capacity, the ledger's error). Returns those bits
+    with :data:`WAKE_PUSH` when a wake asks for a news delivery (of tick ``g[G_OUT]``; at most one per call), or
+    :data:`FALLBACK` with nothing changed (a wake not covered, :func:`k_wake_news`)."""
+    n_res = (f.shape[1] - F_COLS) // 4
+    cap0 = F_COLS
+    us0 = F_COLS + 2 * n_res
+    clean = f[x, F_CLEAN]
+    arb = k[x, K_ARB_SEQ]
+    f[x, F_CLEAN] = np.nan
+    code = 0
+    if (k[x, K_FLAGS] & B_LIGHT) != 0:
+        r = _wake_news(f, k, g, c, gr, wheel, x, now)
+        if r == FALLBACK:  # (the first wake of the call: nothing else changed yet)
+            f[x, F_CLEAN] = clean
+            return FALLBACK
+        code |= r
+    if (k[x, K_FLAGS] & B_DEAD) != 0:
+        return code | S_DEAD
+    if seq > arb:
+        if (k[x, K_FLAGS] & B_DORMANT) != 0:
+            r = _wake_news(f, k, g, c, gr, wheel, x, now)
+            if r == FALLBACK:  # (a wake after an earlier one of this call is quiet: this is the first)
+                f[x, F_CLEAN] = clean
+                return FALLBACK
+            code |= r
+        k[x, K_ARB_SEQ] = seq
+    if fenced:
+        return code | S_REJECT
+    for r in range(n_res):
+        if not (f[x, cap0 + r] - f[x, us0 + r]) + EPS >= d[r]:
+            return code | S_REJECT
+    if (k[x, K_FLAGS] & B_DORMANT) != 0 and (k[x, K_NEWS] < 0 or f[x, F_ANCHOR] <= now):
+        r = _wake_news(f, k, g, c, gr, wheel, x, now)
+        if r == FALLBACK:
+            f[x, F_CLEAN] = clean
+            k[x, K_ARB_SEQ] = arb
+            return FALLBACK
+        code |= r
+    for r in range(n_res):
+        u = f[x, us0 + r] + d[r]
+        f[x, us0 + r] = u
+        if u > f[x, cap0 + r] + OVER:
+            code |= S_OVER
     return code
