@@ -124,7 +124,9 @@ def test_k_deliver_matches_python(workers: int, jobs: int, metric: str) -> None:
         options={"load_metric": metric},
     )
     calm, other, fell_back = _run(cfg)
-    assert calm + other > 100, (calm, other, fell_back)
+    assert calm > 100, (calm, other, fell_back)
+    if workers == 48:  # overloaded: calm spells end, deliveries outside them are covered too
+        assert other > 100, (calm, other, fell_back)
 
 
 def _run_wake(cfg: RunConfig) -> tuple[int, int, int]:
@@ -170,7 +172,7 @@ def _run_wake(cfg: RunConfig) -> tuple[int, int, int]:
     return counts[0], counts[1], counts[2]
 
 
-@pytest.mark.parametrize(("workers", "jobs"), [(48, 60)])
+@pytest.mark.parametrize(("workers", "jobs"), [(48, 30)])
 def test_k_wake_news_matches_python(workers: int, jobs: int) -> None:
     cfg = RunConfig(
         scheduler="macrm", trace="sample:GOOG_subtrace", workers=workers, resources=True, max_jobs=jobs, seed=0
@@ -224,7 +226,7 @@ def _run_end(cfg: RunConfig) -> tuple[int, int, int]:
 
 
 def test_k_container_end_matches_python() -> None:
-    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=60, seed=0)
+    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=30, seed=0)
     quiet, pushed, fell_back = _run_end(cfg)
     assert pushed > 100 and quiet > 0, (quiet, pushed, fell_back)
 
