@@ -9,6 +9,8 @@ for is the one the handler pushed) — or the kernel declined (``FALLBACK``) and
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,9 @@ from megha.config import RunConfig
 from megha.runner import simulate
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.state import (
+    E_CANCEL_NEWS,
+    E_HB_TIMER,
+    E_HOLD_TIMER,
     FALLBACK,
     G_D_NT,
     G_OUT,
@@ -28,6 +33,7 @@ from megha.schedulers.macrm.state import (
     k_container_end,
     k_container_start,
     k_deliver,
+    k_inquiry,
     k_wake_news,
     pack,
 )
@@ -288,3 +294,78 @@ def test_k_container_start_matches_python() -> None:
     cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=60, seed=0)
     started, rejected, fell_back = _run_start(cfg)
     assert started > 100, (started, rejected, fell_back)
+
+
+def _run_inquiry(cfg: RunConfig) -> tuple[int, int, int]:
+    counts = [0, 0, 0]  # node inquiries covered, answered among them, messages left (partly) to Python
+    tokens: dict = {}
+
+    def hook(engine) -> None:
+        for comp in list(engine.components.values()):
+            if isinstance(comp, NodeManagers) and comp.cad is not None:
+                py = comp._inquiry
+                nm = comp
+
+                def wrapped(msg, now: float, nm=nm, py=py, engine=engine) -> None:
+                    if not nm.hb_blocks or nm.track_users:
+                        py(msg, now)
+                        return
+                    st = pack(nm.cad, tokens)
+                    xs = np.array(msg.nodes, dtype=np.int64)
+                    out = np.zeros(xs.size, dtype=np.int64)
+                    cnt = np.zeros(6, dtype=np.int64)
+                    ev = np.zeros((2 * xs.size + 1, 3))
+                    stats0 = dict(nm.stats)
+                    token = tokens.setdefault(msg.token, len(tokens))
+                    n_ev = k_inquiry(*st.args(), xs, msg.need - 1e-9, token, now, out, cnt, ev)
+                    py(msg, now)
+                    if n_ev < 0:
+                        counts[2] += 1
+                        return
+                    counts[0] += xs.size
+                    counts[1] += int(cnt[4])
+                    st_ = nm.stats
+                    assert st_["ignored_waiting"] - stats0["ignored_waiting"] == cnt[0]
+                    assert st_["ignored_pending"] - stats0["ignored_pending"] == cnt[1]
+                    assert st_["ignored_full"] - stats0["ignored_full"] == cnt[2]
+                    assert st_["hb_reply_timeouts"] - stats0["hb_reply_timeouts"] == cnt[3]
+                    assert st_["answered"] - stats0["answered"] == cnt[4]
+                    after = pack(nm.cad, tokens)
+                    after.c[1:3] = st.c[1:3]
+                    times = {e[1]: e[0] for e in engine._heap}
+                    for kind, pos, t in ev[:n_ev]:
+                        i = msg.nodes[int(pos)] - nm.lo
+                        if kind == E_HB_TIMER:
+                            assert times[nm.hb_timer[i]] == t
+                        elif kind == E_HOLD_TIMER:
+                            assert times[nm.hold[i][0]] == t
+                        else:
+                            assert kind == E_CANCEL_NEWS and int(t) in engine._cancelled
+                    _check(st, after)
+
+                comp._inquiry = wrapped
+
+    simulate(cfg, instrument=hook)
+    return counts[0], counts[1], counts[2]
+
+
+def test_k_inquiry_matches_python() -> None:
+    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=30, seed=0)
+    covered, answered, left = _run_inquiry(cfg)
+    assert answered > 100, (covered, answered, left)
+
+
+def test_last_le_pow2_matches_period() -> None:
+    from megha.schedulers.macrm.period import Period
+    from megha.schedulers.macrm.state import _last_le_pow2
+
+    rng = np.random.default_rng(0)
+    for h in (1.0, 0.5, 2.0, 0.25, 8.0):
+        per = Period(h)
+        starts = [float(rng.random() * 10 ** rng.uniform(-3, 6)) for _ in range(3000)]
+        starts += [math.ldexp(1.0, e) for e in range(-2, 22)]  # binade edges
+        starts += [math.nextafter(math.ldexp(1.0, e), 0.0) for e in range(22)]
+        for t0 in starts:
+            at = t0 + float(rng.random() * 10 ** rng.uniform(-2, 6.5))
+            for a in (at, per.advance(t0, int(rng.integers(0, 50))), t0):
+                assert _last_le_pow2(t0, a, h) == (True, *per.last_le(t0, a)), (h, t0, a)

@@ -36,18 +36,24 @@ from megha.schedulers.macrm.rows import EPS, OVER
 
 # float columns of f
 F_ANCHOR, F_MEMO_T, F_FWD_TICK, F_VWAIT, F_WAIT_SINCE, F_LAST_SEEN, F_CLEAN = range(7)
-F_COLS = 7
+F_VR = 7  # VR_SLOTS columns: when the tracker's virtual replies arrive (the first K_VR_N in use)
+VR_SLOTS = 4
+F_COLS = F_VR + VR_SLOTS
 # int columns of k
 K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_FLAGS, K_WB, K_WNEXT, K_WPREV, K_GROUP, K_ARB_SEQ = range(11)
-K_COLS = 11
-# bits of K_FLAGS (B_VR: virtual replies due, B_DEAD: the node is down)
+K_PENDING = 11  # the pending sampling's token number (-1: none; pack's tokens)
+K_VR_N = 12
+K_COLS = 13
+# bits of K_FLAGS (B_VR: more virtual replies due than VR_SLOTS, B_DEAD: the node is down)
 B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT, B_LIGHT, B_VR, B_DEAD = 1, 2, 4, 8, 16, 32, 64, 128
 # g
 G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G_FAST_HI, G_FAST_D, G_OUT = range(12)
-G_NEED = 12  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
+G_HOLD, G_HB_REPLY = 12, 13  # the response timeout, the heartbeat reply timeout
+G_POW2 = 14  # 1.0: the heartbeat period is a power of two (ticks are walked exactly by _last_le_pow2)
+G_NEED = 15  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
 # c
-C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK = range(7)
-C_COLS = 7
+C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK, C_EAGER = range(8)
+C_COLS = 8
 METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
 # gr
 GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
@@ -85,8 +91,11 @@ def _col(base: int, n_res: int, which: int) -> int:
     return base + which * n_res
 
 
-def pack(cad: Any) -> NodeState:
-    """A :class:`NodeState` copied from a running deployment's cadence (its node-manager groups and trackers)."""
+def pack(cad: Any, tokens: dict | None = None) -> NodeState:
+    """A :class:`NodeState` copied from a running deployment's cadence (its node-manager groups and trackers);
+    sampling tokens (tuples) are numbered through ``tokens`` (token -> number, extended as needed)."""
+    if tokens is None:
+        tokens = {}
     groups = cad.groups
     n = sum(nm.n for nm in groups)
     n_res = groups[0].cap.shape[1]
@@ -113,6 +122,10 @@ def pack(cad: Any) -> NodeState:
     c[C_METRIC] = METRIC_MAX if metric == "max" else METRIC_CPU if metric == "cpu" else METRIC_MEAN
     c[C_NB] = nb
     c[C_NEWS_OK] = int(groups[0]._news_ok)
+    c[C_EAGER] = int(cad.eager)
+    g[G_HOLD] = groups[0].hold_timeout
+    g[G_POW2] = 1.0 if math.frexp(cad.hb.h)[0] == 0.5 else 0.0
+    g[G_HB_REPLY] = groups[0].hb_reply_timeout
     fast = cad.hb._fast
     g[G_FAST_LO], g[G_FAST_HI], g[G_FAST_D] = (math.nan, math.nan, math.nan) if fast is None else fast
     for gi, nm in enumerate(groups):
@@ -171,6 +184,8 @@ def pack(cad: Any) -> NodeState:
             k[x, K_NEWS] = -1 if nm.news[i] is None else nm.news[i]
             k[x, K_GROUP] = gi
             k[x, K_ARB_SEQ] = nm.arb_seq[i]
+            p = nm.pending[i]
+            k[x, K_PENDING] = -1 if p is None else tokens.setdefault(p, len(tokens))
             flags = 0
             if nm.halved[i]:
                 flags |= B_HALVED
@@ -184,8 +199,13 @@ def pack(cad: Any) -> NodeState:
                 flags |= B_DORMANT
             if nm.light[i]:
                 flags |= B_LIGHT
-            if nm._vr[i]:
+            vr = nm._vr[i]
+            if len(vr) > VR_SLOTS:
                 flags |= B_VR
+            else:
+                f[x, F_VR : F_VR + VR_SLOTS] = math.nan
+                f[x, F_VR : F_VR + len(vr)] = vr
+                k[x, K_VR_N] = len(vr)
             if not nm.alive[i]:
                 flags |= B_DEAD
             k[x, K_FLAGS] = flags
@@ -357,8 +377,9 @@ def k_wake_news(
     now: float,
 ) -> int:
     """``NodeManagers._wake(i, now, news=True)`` of dormant global node ``x`` (its content is about to change) for
-    the case it covers: news heartbeats in use, no virtual reply due, forwarding off and nothing armed at its
-    tracker, the tick lookup in the cached binade (``Period._fast``), no virtual heartbeat in flight. Returns
+    the case it covers: news heartbeats in use, at most VR_SLOTS virtual replies due, forwarding off and nothing
+    armed at its tracker, the tick lookup in the cached binade (``Period._fast``) or with a power-of-two period,
+    no virtual heartbeat in flight. Returns
     :data:`WAKE_QUIET` (its next heartbeat carries the news anyway), :data:`WAKE_PUSH` (its next tick is ``g[G_OUT]``,
     the caller's ``_next_tick``: the caller cancels the pending news delivery whose sequence number is in ``K_NEWS``
     if there is one, pushes the new one at ``g[G_OUT] + d_nt`` with the engine's next sequence number and records
@@ -383,6 +404,7 @@ def _wake_news(
     hb = g[G_HB]
     d_nt = g[G_D_NT]
     if a > now:  # no virtual heartbeat yet: the news heartbeat at the anchor
+        _replies_in(f, k, x, now)
         if k[x, K_WB] >= 0:
             _wheel_remove(k, gr, wheel, x, gi)
         f[x, F_FWD_TICK] = np.nan
@@ -392,27 +414,20 @@ def _wake_news(
         f[x, F_MEMO_T] = a
         g[G_OUT] = a
         return WAKE_PUSH
-    k0 = k[x, K_MEMO_K]
-    t0 = f[x, F_MEMO_T]
-    if t0 > now:
-        k0 = 0
-        t0 = a
-    if not (g[G_FAST_LO] <= t0 and now + hb < g[G_FAST_HI]):  # (NaN when no binade is cached: not covered)
+    mk = k[x, K_MEMO_K]
+    mt = f[x, F_MEMO_T]
+    ok, kk, tv = _tick_le(f, k, g, x, now)  # (the memo it sets is replaced below)
+    if not ok:
         return FALLBACK
-    delta = g[G_FAST_D]
-    j = int((now - t0) / delta)
-    while j > 0 and t0 + j * delta > now:
-        j -= 1
-    while t0 + (j + 1) * delta <= now:
-        j += 1
-    tv = t0 + j * delta
-    kk = k0 + j
     sent = kk + 1
     arrival = tv + d_nt
     arrived = sent if arrival <= now and pend < 0 else kk
     if arrived < sent:  # the latest virtual heartbeat is in flight: a message of its own (not covered)
+        k[x, K_MEMO_K] = mk
+        f[x, F_MEMO_T] = mt
         return FALLBACK
     # --- committed from here on
+    _replies_in(f, k, x, now)
     if k[x, K_WB] >= 0:
         _wheel_remove(k, gr, wheel, x, gi)
     answered = arrived - k[x, K_FWD_COUNT]
@@ -436,6 +451,24 @@ def _wake_news(
     f[x, F_MEMO_T] = nxt
     g[G_OUT] = nxt
     return WAKE_PUSH
+
+
+@njit(cache=True, nogil=True)
+def _replies_in(f: np.ndarray, k: np.ndarray, x: int, now: float) -> None:
+    """``NodeManagers._replies_in``: the tracker's virtual replies to node ``x`` that arrived by ``now`` end a wait
+    each (while it waits)."""
+    n = k[x, K_VR_N]
+    q = 0
+    while q < n and f[x, F_VR + q] <= now:
+        q += 1
+        if k[x, K_WAITING]:
+            k[x, K_WAITING] -= 1
+    if q:
+        for r in range(n - q):
+            f[x, F_VR + r] = f[x, F_VR + q + r]
+        for r in range(n - q, n):
+            f[x, F_VR + r] = np.nan
+        k[x, K_VR_N] = n - q
 
 
 @njit(cache=True, nogil=True)
@@ -554,3 +587,265 @@ def k_container_start(
         if u > f[x, cap0 + r] + OVER:
             code |= S_OVER
     return code
+
+
+# k_inquiry's node outcomes
+Q_DEAD, Q_WAITING, Q_PENDING, Q_FULL, Q_ANSWERED = 0, 1, 2, 3, 4
+# k_inquiry's counters (cnt)
+N_WAITING, N_PENDING, N_FULL, N_TIMEOUTS, N_ANSWERED = 0, 1, 2, 3, 4
+# k_inquiry's events (ev rows: kind, local position, time)
+E_HB_TIMER, E_HOLD_TIMER, E_CANCEL_NEWS = 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _tick_le(f: np.ndarray, k: np.ndarray, g: np.ndarray, x: int, now: float) -> tuple[bool, int, float]:
+    """``(covered, k, t_k)``: dormant node ``x``'s last virtual tick at or before ``now`` (``anchor <= now``) in the
+    cached binade, the memo updated (``NodeManagers._last_tick``); not covered outside it (nothing changed)."""
+    k0 = k[x, K_MEMO_K]
+    t0 = f[x, F_MEMO_T]
+    if t0 > now:
+        k0 = 0
+        t0 = f[x, F_ANCHOR]
+    if g[G_FAST_LO] <= t0 and now + g[G_HB] < g[G_FAST_HI]:  # Period.last_le's first case
+        delta = g[G_FAST_D]
+        j = int((now - t0) / delta)
+        while j > 0 and t0 + j * delta > now:
+            j -= 1
+        while t0 + (j + 1) * delta <= now:
+            j += 1
+        tv = t0 + j * delta
+    elif g[G_POW2] == 1.0:
+        ok, j, tv = _last_le_pow2(t0, now, g[G_HB])
+        if not ok:
+            return False, 0, 0.0
+    else:
+        return False, 0, 0.0
+    k[x, K_MEMO_K] = k0 + j
+    f[x, F_MEMO_T] = tv
+    return True, k0 + j, tv
+
+
+@njit(cache=True, nogil=True)
+def _last_le_pow2(t: float, at: float, h: float) -> tuple[bool, int, float]:
+    """``(covered, k, t_k)``: ``Period(h).last_le(t, at)`` for a power-of-two period ``h``, the same walk over
+    binades with the same float operations: within a binade whose ulp ``u`` is at most ``h`` every tick adds ``h``
+    exactly (``δ = h``) until the one that leaves it, a rounded ``t + h``; the count of exact steps is the integer
+    arithmetic of ``Period._in_binade`` done exactly in floats (every quantity a power of two times an integer
+    below 2^53). Not covered when ``h`` is below a binade's ulp (ticks would not advance)."""
+    k = 0
+    while True:
+        n = 0
+        if t > 0.0:
+            e = math.frexp(t)[1]
+            lo = math.ldexp(1.0, e - 1)
+            u = math.ldexp(1.0, e - 53)
+            if h < u:
+                return False, 0, 0.0
+            if h < lo:
+                c = h / u
+                num = (9007199254740992.0 - t / u) - c  # (2^53 - t/u) - h/u
+                if num > 0.0:
+                    n = math.ceil(num / c)
+        if n == 0:  # one rounded step
+            nt = t + h
+            if nt > at:
+                return True, k, t
+            t = nt
+            k += 1
+            continue
+        last = t + n * h
+        if at < last:
+            j = int((at - t) / h)
+            while j > 0 and t + j * h > at:
+                j -= 1
+            while j < n and t + (j + 1) * h <= at:
+                j += 1
+            return True, k + j, t + j * h
+        t = last
+        k += n
+        nt = t + h  # the step that leaves the binade
+        if nt > at:
+            return True, k, t
+        t = nt
+        k += 1
+
+
+@njit(cache=True, nogil=True)
+def _wake_plain(
+    f: np.ndarray, k: np.ndarray, g: np.ndarray, c: np.ndarray, gr: np.ndarray, wheel: np.ndarray, x: int, now: float
+) -> float:
+    """``NodeManagers._wake(i, now)`` (back to a real heartbeat timer) of dormant node ``x`` for the covered case
+    (as :func:`k_wake_news`, and the pending news delivery, if any, is not in flight): returns the tick of its real
+    timer (the caller cancels the pending news delivery first, then sets the timer), or NaN with nothing changed."""
+    gi = k[x, K_GROUP]
+    flags = k[x, K_FLAGS]
+    if (flags & B_VR) != 0 or gr[gi, GR_FORWARD] or gr[gi, GR_VF]:
+        return np.nan
+    pend = k[x, K_NEWS]
+    a = f[x, F_ANCHOR]
+    hb = g[G_HB]
+    d_nt = g[G_D_NT]
+    if a > now:
+        _replies_in(f, k, x, now)
+        if k[x, K_WB] >= 0:
+            _wheel_remove(k, gr, wheel, x, gi)
+        k[x, K_NEWS] = -1
+        k[x, K_FLAGS] = flags & ~(B_LIGHT | B_DORMANT)
+        f[x, F_FWD_TICK] = np.nan
+        k[x, K_FWD_COUNT] = 0
+        return a
+    mk = k[x, K_MEMO_K]
+    mt = f[x, F_MEMO_T]
+    ok, kk, tv = _tick_le(f, k, g, x, now)
+    if not ok:
+        return np.nan
+    sent = kk + 1
+    arrival = tv + d_nt
+    arrived = sent if arrival <= now and pend < 0 else kk
+    if arrived < sent:  # in flight: a message of its own (not covered)
+        k[x, K_MEMO_K] = mk
+        f[x, F_MEMO_T] = mt
+        return np.nan
+    _replies_in(f, k, x, now)
+    if k[x, K_WB] >= 0:
+        _wheel_remove(k, gr, wheel, x, gi)
+    k[x, K_NEWS] = -1
+    k[x, K_FLAGS] = flags & ~(B_LIGHT | B_DORMANT)
+    answered = arrived - k[x, K_FWD_COUNT]
+    gr[gi, GR_NM_HB] += sent
+    c[C_HB_CELL] += sent
+    gr[gi, GR_TR_HB] += answered
+    gr[gi, GR_TR_ANSWERED] += answered
+    c[C_REP_CELL] += answered
+    f[x, F_LAST_SEEN] = arrival
+    if f[x, F_FWD_TICK] == tv:
+        k[x, K_WAITING] += 1
+        f[x, F_WAIT_SINCE] = tv
+    else:
+        f[x, F_VWAIT] = arrival + g[G_D_TN]
+    f[x, F_FWD_TICK] = np.nan
+    k[x, K_FWD_COUNT] = 0
+    return tv + hb
+
+
+@njit(cache=True, nogil=True)
+def k_inquiry(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    undo: np.ndarray,
+    xs: np.ndarray,
+    need: np.ndarray,
+    token: int,
+    now: float,
+    out: np.ndarray,
+    cnt: np.ndarray,
+    ev: np.ndarray,
+) -> int:
+    """``NodeManagers._inquiry`` on global nodes ``xs`` in order (heartbeats block sampling, no per-user usage;
+    ``need`` is the inquiry's need minus EPS): each node's outcome in ``out`` (``Q_*``), the counters in ``cnt``
+    (``N_*``) and, in ``ev``, the events to make in order (``E_*`` rows ``(kind, position, time)``: a woken node's
+    pending news delivery cancelled and its real heartbeat timer, the shared response timeout at the first answer).
+    Returns the number of events, or ``-(p + 1)`` when node ``p`` is not covered: the nodes before it are done
+    (their events are the first ``cnt[5]`` rows of ``ev``), node ``p`` (at most its due virtual replies applied,
+    which the caller's pass repeats as a no-op) and the later ones are left to the caller. ``cnt`` has six entries,
+    ``ev`` at least ``2 len(xs) + 1`` rows."""
+    n_ev = 0
+    hb = g[G_HB]
+    d_nt = g[G_D_NT]
+    d_tn = g[G_D_TN]
+    n_res = (f.shape[1] - F_COLS) // 4
+    cap0 = F_COLS
+    us0 = F_COLS + 2 * n_res
+    for p in range(xs.size):
+        x = xs[p]
+        flags = k[x, K_FLAGS]
+        if (flags & B_DEAD) != 0:
+            out[p] = Q_DEAD
+            continue
+        if (flags & B_VR) != 0:  # more virtual replies to apply than the slots hold (not covered)
+            cnt[5] = n_ev
+            return -(p + 1)
+        _replies_in(f, k, x, now)
+        dormant = (flags & B_DORMANT) != 0
+        have_tv = False
+        tv = 0.0
+        if dormant and f[x, F_ANCHOR] <= now:
+            ok, _, tv = _tick_le(f, k, g, x, now)
+            if not ok:
+                cnt[5] = n_ev
+                return -(p + 1)
+            have_tv = True
+            if f[x, F_FWD_TICK] == tv or now < tv + d_nt + d_tn:
+                cnt[N_WAITING] += 1
+                out[p] = Q_WAITING
+                continue
+        elif now < f[x, F_VWAIT]:
+            cnt[N_WAITING] += 1
+            out[p] = Q_WAITING
+            continue
+        if k[x, K_WAITING]:
+            if now - f[x, F_WAIT_SINCE] > g[G_HB_REPLY]:
+                k[x, K_WAITING] = 0
+                cnt[N_TIMEOUTS] += 1
+            else:
+                cnt[N_WAITING] += 1
+                out[p] = Q_WAITING
+                continue
+        if k[x, K_PENDING] >= 0:
+            cnt[N_PENDING] += 1
+            out[p] = Q_PENDING
+            continue
+        room = True
+        for r in range(n_res):
+            if not f[x, cap0 + r] - f[x, us0 + r] >= need[r]:
+                room = False
+        if not room:
+            cnt[N_FULL] += 1
+            out[p] = Q_FULL
+            continue
+        if dormant:
+            stays = False
+            if c[C_EAGER] == 0 and math.isnan(f[x, F_FWD_TICK]):
+                a = f[x, F_ANCHOR]
+                if a > now:
+                    nxt = a
+                else:
+                    if not have_tv:  # (not reached: the wait check looked it up)
+                        cnt[5] = n_ev
+                        return -(p + 1)
+                    nxt = tv + hb if not tv + d_nt > now else -np.inf
+                if nxt > now + 2 * g[G_HOLD]:
+                    k[x, K_FLAGS] = k[x, K_FLAGS] | B_LIGHT
+                    stays = True
+            if not stays:
+                was_news = k[x, K_NEWS] >= 0
+                pend = k[x, K_NEWS]
+                tick = _wake_plain(f, k, g, c, gr, wheel, x, now)
+                if math.isnan(tick):
+                    cnt[5] = n_ev
+                    return -(p + 1)
+                if pend >= 0:
+                    ev[n_ev, 0] = E_CANCEL_NEWS
+                    ev[n_ev, 1] = p
+                    ev[n_ev, 2] = pend
+                    n_ev += 1
+                ev[n_ev, 0] = E_HB_TIMER
+                ev[n_ev, 1] = p
+                ev[n_ev, 2] = tick
+                n_ev += 1
+                if not was_news:
+                    f[x, F_CLEAN] = tick
+        k[x, K_PENDING] = token
+        if cnt[N_ANSWERED] == 0:
+            ev[n_ev, 0] = E_HOLD_TIMER
+            ev[n_ev, 1] = p
+            ev[n_ev, 2] = now + g[G_HOLD]
+            n_ev += 1
+        cnt[N_ANSWERED] += 1
+        out[p] = Q_ANSWERED
+    cnt[5] = n_ev
+    return n_ev
