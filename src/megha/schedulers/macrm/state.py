@@ -1,12 +1,16 @@
 """MACRM's per-node state in packed numpy arrays, for compiled handlers (simulation speed plan, step 1; prototype).
 
 Not wired into the simulation yet: :func:`pack` copies the state of a running deployment (every node-manager group,
-its tracker, the cadence) into a :class:`NodeState`, and :func:`k_deliver` is ``NodeManagers._deliver`` (a news
-heartbeat reaching its tracker) on that state, step for step and with the same float operations in the same order,
-for the case it covers (forwarding off and no virtual heartbeat armed at the node's tracker, no dead node, a calm
-bound that stays below the threshold); it returns :data:`FALLBACK` without changing anything otherwise.
-``tests/test_macrm_state.py`` runs it beside the Python handler on a packed copy at every news delivery of whole
-simulations and compares the states.
+its tracker, the cadence) into a :class:`NodeState`, and the kernels are node-manager handlers on that state, step
+for step and with the same float operations in the same order: :func:`k_deliver` (``_deliver``, a news heartbeat
+reaching its tracker), :func:`k_wake_news` (``_wake`` with news), :func:`k_container_end` and
+:func:`k_container_start` (the node's side of ``_ends_at`` and ``_start``), :func:`k_inquiry` (``_inquiry``, a
+whole message). Each covers the common case (forwarding off and nothing armed at the tracker, no dead node, a calm
+bound that stays below the threshold, distributed mode, a power-of-two period or the cached binade) and otherwise
+returns :data:`FALLBACK` (or stops at the node it does not cover) without changing anything; the events a handler
+makes (news deliveries, timers, cancellations) come back for the caller to make, in order, with the engine's
+sequence numbers. ``tests/test_macrm_state.py`` runs each beside the Python handler on a packed copy at every call
+in whole simulations and compares the states and the events.
 
 Layout (global node index ``node``; ``R`` resources; a few arrays, since every array argument costs a compiled call
 about 0.4 us):
