@@ -83,6 +83,7 @@ from megha.schedulers.macrm.multicast import Multicast
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.policy import ADAPTIVE_FROM, ModeSwitch, adaptive_rate
+from megha.schedulers.macrm.state import share
 from megha.schedulers.macrm.tracker import ResourceTracker
 from megha.schedulers.registry import BuildContext, Deployment, SchedulerOptions, register
 from megha.sim.component import Component
@@ -365,6 +366,7 @@ def build(ctx: BuildContext) -> Deployment:
         )
         for g in range(n_tr)
     ]
+    share(nms)  # one packed per-node state for every group (state.py)
     tracker_comps = [make_tracker(g)() for g in range(n_tr)]
     comps = [runtime, supervisor, client, arbitrator, *tracker_comps, *nms]
     for c in comps:

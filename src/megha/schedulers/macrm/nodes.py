@@ -64,6 +64,28 @@ from megha.schedulers.macrm.messages import (
     select_containers,
 )
 from megha.schedulers.macrm.rows import OVER, row_ops
+from megha.schedulers.macrm.state import (
+    F_ANCHOR,
+    F_FWD_TICK,
+    F_MEMO_T,
+    F_VWAIT,
+    F_WAIT_SINCE,
+    K_ARB_SEQ,
+    K_DORMANT,
+    K_FWD_COUNT,
+    K_HALVED,
+    K_LIGHT,
+    K_MEMO_K,
+    K_MISSED,
+    K_NEWS,
+    K_RANK,
+    K_WAITING,
+    NM_F_COLS,
+    NM_F_INIT,
+    NM_K_COLS,
+    NM_K_INIT,
+    NodeState,
+)
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
 _EPS = 1e-9
@@ -134,12 +156,7 @@ class NodeManagers(Component):
         self.pending: list[tuple | None] = [None] * n  # token of the pending sampling service
         # its response-timeout timer: shared by the nodes that answered one inquiry, [handle, nodes still holding]
         self.hold: list[list | None] = [None] * n
-        self.waiting = [0] * n  # heartbeats sent whose reply has not come
-        self.wait_since = [0.0] * n
-        self.missed = [False] * n
-        self.halved = [False] * n
         self.hb_timer: list[int | None] = [None] * n
-        self.arb_seq = [0] * n  # last arbitrator allocation number received
         self.users: list[dict[int, np.ndarray]] = [{} for _ in range(n)]  # per-user usage of each node
         # task -> [local node, end, owner, job, attempt, user, demand, fails]
         # (a node's and a job's running tasks are looked up from it when needed: tasks_on, on faults only)
@@ -153,25 +170,18 @@ class NodeManagers(Component):
         self._hb_set: set[int] = set()
         # fast-forward (cadence.py): a dormant node's heartbeats are virtual from ``anchor`` on, every ``hb``
         self.cad: Cadence | None = None
-        self.dormant = [False] * n
-        self.light = [False] * n  # dormant while a sampling it answered is pending (_stays_dormant)
-        self.anchor = [0.0] * n  # a dormant node's first virtual heartbeat
-        self._memo: list[tuple[int, float]] = [(0, 0.0)] * n  # (k, tick k) of the last tick looked up
-        self.rank = [0] * n  # order in which dormant spells began (ties between virtual heartbeats)
-        self.vwait = [-math.inf] * n  # the tracker's reply to a virtual heartbeat arrives then
-        self.fwd_tick: list[float | None] = [None] * n  # a virtual heartbeat the tracker forwarded, reply to come
-        self.fwd_count = [0] * n  # virtual heartbeats of the dormant spell the tracker forwarded
         self._to_sleep: set[int] = set()  # heartbeats of this event after which the node may fall dormant
         # nodes a sampling inquiry woke whose heartbeat content has not changed since: node -> its next (real) tick
         self._clean: dict[int, float] = {}
         self._vr: list[list[float]] = [[] for _ in range(n)]  # when the tracker's (virtual) replies arrive
-        # a dormant node whose next heartbeat (at ``anchor``) carries news: the handle of its delivery (_news_at)
-        self.news: list[int | None] = [None] * n
         self._news_ok = False  # news heartbeats in use (fast-forward, no per-user usage in heartbeats)
         self._tq: TimerQueue | None = None
         self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | None = None
         self._hb_cell: list | None = None  # the engine's count cell of Heartbeat messages
+        # the per-node scalars live in packed arrays (state.py), read and written here through memoryviews
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None
+        self.bind_state(NodeState(n, cap.shape[1], 1, 1), 0)
         self._rep_cell: list | None = None  # ... and of HeartbeatReply messages
         self._next_tick = 0.0  # the real heartbeat tick the last _wake set
         self.stats: dict[str, int] = {
@@ -194,6 +204,48 @@ class NodeManagers(Component):
             "nodes_crashed": 0,
             "jms_started": 0,
         }
+
+    def bind_state(self, st: NodeState, x0: int) -> None:
+        """Keep this group's per-node scalars in rows ``x0 .. x0 + n - 1`` of ``st`` (the packed arrays the compiled
+        handlers work on; their current values move there), read and written here through memoryviews:
+
+        * ``waiting``: heartbeats sent whose reply has not come; ``wait_since``: since when;
+        * ``missed``, ``halved``: a heartbeat was missed (sampling pending), skipped (full node; 0/1);
+        * ``arb_seq``: the last arbitrator allocation number received;
+        * fast-forward (cadence.py): ``dormant`` (0/1; a dormant node's heartbeats are virtual from ``anchor`` on,
+          every ``hb``), ``light`` (0/1; dormant while a sampling it answered is pending, _stays_dormant),
+          ``memo_k``, ``memo_t`` (k and tick k of the last tick looked up), ``rank`` (the order in which dormant
+          spells began: ties between virtual heartbeats), ``vwait`` (the tracker's reply to a virtual heartbeat
+          arrives then), ``fwd_tick`` (a virtual heartbeat the tracker forwarded whose reply is to come; NaN: none),
+          ``fwd_count`` (virtual heartbeats of the dormant spell the tracker forwarded), ``news`` (a dormant node
+          whose next heartbeat, at ``anchor``, carries news: the handle of its delivery, _news_at; -1: none)."""
+        n = self.n
+        f = st.f[x0 : x0 + n]
+        k = st.k[x0 : x0 + n]
+        if self._rows is None:
+            f[:, NM_F_COLS] = NM_F_INIT
+            k[:, NM_K_COLS] = NM_K_INIT
+        else:
+            f[:, NM_F_COLS] = self._rows[0][:, NM_F_COLS]
+            k[:, NM_K_COLS] = self._rows[1][:, NM_K_COLS]
+        self._rows = (f, k)
+        self.state = st
+        self.x0 = x0
+        self.anchor = memoryview(f[:, F_ANCHOR])
+        self.memo_t = memoryview(f[:, F_MEMO_T])
+        self.fwd_tick = memoryview(f[:, F_FWD_TICK])
+        self.vwait = memoryview(f[:, F_VWAIT])
+        self.wait_since = memoryview(f[:, F_WAIT_SINCE])
+        self.memo_k = memoryview(k[:, K_MEMO_K])
+        self.rank = memoryview(k[:, K_RANK])
+        self.fwd_count = memoryview(k[:, K_FWD_COUNT])
+        self.waiting = memoryview(k[:, K_WAITING])
+        self.news = memoryview(k[:, K_NEWS])
+        self.arb_seq = memoryview(k[:, K_ARB_SEQ])
+        self.halved = memoryview(k[:, K_HALVED])
+        self.missed = memoryview(k[:, K_MISSED])
+        self.dormant = memoryview(k[:, K_DORMANT])
+        self.light = memoryview(k[:, K_LIGHT])
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
@@ -306,7 +358,7 @@ class NodeManagers(Component):
         hb_blocks, track_users = self.hb_blocks, self.track_users
         cad = self.cad
         hold = self.hold
-        memo = self._memo
+        memo_k, memo_t = self.memo_k, self.memo_t
         room_min = self.ops.room_min
         if cad is not None:
             per = cad.hb
@@ -319,7 +371,8 @@ class NodeManagers(Component):
                 if vr[i]:
                     self._replies_in(i, now)
                 if dormant[i] and anchor[i] <= now:
-                    k0, t0 = memo[i]  # tv = self._last_tick(i, now)[1], inlined
+                    k0 = memo_k[i]  # tv = self._last_tick(i, now)[1], inlined
+                    t0 = memo_t[i]
                     if t0 > now:
                         k0, t0 = 0, anchor[i]
                     fast = per._fast
@@ -333,7 +386,8 @@ class NodeManagers(Component):
                         tv = t0 + j * delta
                     else:
                         j, tv = per.last_le(t0, now)
-                    memo[i] = (k0 + j, tv)
+                    memo_k[i] = k0 + j
+                    memo_t[i] = tv
                     # forwarded (the arbitrator's reply is to come) or the tracker's reply is to come
                     if fwd_tick[i] == tv or now < tv + cad.d_nt + cad.d_tn:
                         st["ignored_waiting"] += 1
@@ -357,7 +411,7 @@ class NodeManagers(Component):
             if dormant[i]:
                 # self._stays_dormant(i, now), inlined (with the tick looked up above)
                 stays = False
-                if not track_users and not cad.eager and fwd_tick[i] is None:
+                if not track_users and not cad.eager and fwd_tick[i] != fwd_tick[i]:
                     a = anchor[i]
                     if a > now:
                         nxt = a
@@ -368,7 +422,7 @@ class NodeManagers(Component):
                     if nxt > now + 2 * self.hold_timeout:
                         self.light[i] = stays = True
                 if not stays:
-                    was_news = self.news[i] is not None
+                    was_news = self.news[i] >= 0
                     self._wake(i, now)
                     if not track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
                         self._clean[i] = self._next_tick
@@ -396,17 +450,19 @@ class NodeManagers(Component):
         released unchanged, it begins a new dormant spell (rank) as :meth:`_resleep` does (:meth:`_release_sampling`).
         """
         cad = self.cad
-        if cad.eager or self.fwd_tick[i] is not None:
+        if cad.eager or self.fwd_tick[i] == self.fwd_tick[i]:
             return False
         a = self.anchor[i]
         if a > now:
             nxt = a
         else:
-            k0, t0 = self._memo[i]  # _last_tick(i, now)
+            k0 = self.memo_k[i]  # _last_tick(i, now)
+            t0 = self.memo_t[i]
             if t0 > now:
                 k0, t0 = 0, a
             j, tv = cad.hb.last_le(t0, now)
-            self._memo[i] = (k0 + j, tv)
+            self.memo_k[i] = k0 + j
+            self.memo_t[i] = tv
             if tv + cad.d_nt > now:
                 return False
             nxt = tv + self.hb
@@ -460,10 +516,11 @@ class NodeManagers(Component):
         self.hb_timer[i] = None
         self.dormant[i] = True
         self.anchor[i] = tick
-        self._memo[i] = (0, tick)
+        self.memo_k[i] = 0
+        self.memo_t[i] = tick
         cad._rank += 1
         self.rank[i] = cad._rank
-        self.fwd_tick[i] = None
+        self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         if self._has_free(i):
             self.wheel.add(i, tick)
@@ -555,10 +612,11 @@ class NodeManagers(Component):
         a = now + self.hb
         self.dormant[i] = True
         self.anchor[i] = a
-        self._memo[i] = (0, a)
+        self.memo_k[i] = 0
+        self.memo_t[i] = a
         cad._rank += 1
         self.rank[i] = cad._rank
-        self.fwd_tick[i] = None
+        self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         if has_free:  # _has_free(i)
             self.wheel.add(i, a)
@@ -605,8 +663,8 @@ class NodeManagers(Component):
                 self._replies_in(i, now)
             if self.waiting[i]:
                 self.waiting[i] -= 1
-            elif self.fwd_tick[i] is not None:
-                self.fwd_tick[i] = None
+            elif self.fwd_tick[i] == self.fwd_tick[i]:  # (NaN: none)
+                self.fwd_tick[i] = math.nan
         if msg.containers is not None and len(msg.containers):
             self._start(msg.containers, now, from_arbitrator=True)
 
@@ -656,7 +714,7 @@ class NodeManagers(Component):
             if row is None:
                 rejected.append(k)
                 continue
-            if dormant[i] and (news[i] is None or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
+            if dormant[i] and (news[i] < 0 or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
                 self._wake(i, now, True)  # (a heartbeat in flight carries the row before this container)
             used[i] = row  # the ledger's row (self.ledger.used)
             if over(row, cap):  # the ledger's check, inline (OVER is its tolerance)
@@ -722,7 +780,7 @@ class NodeManagers(Component):
         i = e[0]
         if self._clean:
             self._clean.pop(i, None)
-        if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
+        if self.dormant[i] and (self.news[i] < 0 or self.anchor[i] <= now):
             self._wake(i, now, True)
         d = e[6]
         self.used[i] = self.ops.minus_clip(self.used[i], d)
@@ -752,7 +810,7 @@ class NodeManagers(Component):
                     del self.containers[t]
                     if self._clean:
                         self._clean.pop(i, None)
-                    if self.dormant[i] and (self.news[i] is None or self.anchor[i] <= now):
+                    if self.dormant[i] and (self.news[i] < 0 or self.anchor[i] <= now):
                         self._wake(i, now, True)
                     self.used[i] = self.ops.minus_clip(self.used[i], e[6])
                 fl = self.finished_by_job.get(e[3])
@@ -949,10 +1007,11 @@ class NodeManagers(Component):
         a = now + self.hb
         self.dormant[i] = True
         self.anchor[i] = a
-        self._memo[i] = (0, a)
+        self.memo_k[i] = 0
+        self.memo_t[i] = a
         cad._rank += 1  # cad.rank()
         self.rank[i] = cad._rank
-        self.fwd_tick[i] = None
+        self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         if self._has_free(i):
             self.wheel.add(i, a)
@@ -960,7 +1019,8 @@ class NodeManagers(Component):
 
     def _last_tick(self, i: int, now: float) -> tuple[int, float]:
         """``(k, t_k)``: the last virtual heartbeat of dormant node ``i`` at or before ``now`` (``anchor <= now``)."""
-        k0, t0 = self._memo[i]
+        k0 = self.memo_k[i]
+        t0 = self.memo_t[i]
         if t0 > now:
             k0, t0 = 0, self.anchor[i]
         per = self.cad.hb
@@ -975,7 +1035,8 @@ class NodeManagers(Component):
             t = t0 + j * delta
         else:
             j, t = per.last_le(t0, now)
-        self._memo[i] = (k0 + j, t)
+        self.memo_k[i] = k0 + j
+        self.memo_t[i] = t
         return k0 + j, t
 
     def next_virtual(self, i: int, y: float) -> float:
@@ -991,7 +1052,7 @@ class NodeManagers(Component):
         if a > now:
             return 0, 0, -math.inf
         k, tv = self._last_tick(i, now)
-        arrived = k + 1 if tv + self.cad.d_nt <= now and self.news[i] is None else k
+        arrived = k + 1 if tv + self.cad.d_nt <= now and self.news[i] < 0 else k
         return k + 1, arrived, tv
 
     def _count_virtual(self, i: int, sent: int, arrived: int) -> None:
@@ -1012,12 +1073,12 @@ class NodeManagers(Component):
         is still to come changes again at no cost (that heartbeat reads its content when it is due)."""
         cad = self.cad
         pend = self.news[i]
-        if pend is not None:
+        if pend >= 0:
             if news and self.anchor[i] > now:
                 self.light[i] = False
                 return  # its next heartbeat carries the news anyway
             self.port.cancel_timer(pend)  # its tick is past (the heartbeat is in flight) or back to a real timer
-            self.news[i] = None
+            self.news[i] = -1
         news = news and self._news_ok
         self.dormant[i] = False
         self.light[i] = False
@@ -1033,7 +1094,7 @@ class NodeManagers(Component):
                 tr.vf_removed(i, now)
         a = self.anchor[i]
         if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
-            self.fwd_tick[i] = None
+            self.fwd_tick[i] = math.nan
             self.fwd_count[i] = 0
             self._next_tick = a
             if news:
@@ -1041,7 +1102,8 @@ class NodeManagers(Component):
             else:
                 self.hb_timer[i] = self.port.set_timer_at(a, ("hb", i))
             return
-        k0, t0 = self._memo[i]  # _last_tick(i, now)
+        k0 = self.memo_k[i]  # _last_tick(i, now)
+        t0 = self.memo_t[i]
         if t0 > now:
             k0, t0 = 0, a
         per = cad.hb
@@ -1058,11 +1120,12 @@ class NodeManagers(Component):
             j, tv = per.last_le(t0, now)
         k = k0 + j
         if not news:
-            self._memo[i] = (k, tv)  # (a news heartbeat sets the next spell's memo below)
+            self.memo_k[i] = k  # (a news heartbeat sets the next spell's memo below)
+            self.memo_t[i] = tv
         sent = k + 1
         arrival = tv + cad.d_nt
         # a news heartbeat (tick 0 of its spell) not yet delivered is in flight, whatever the time
-        arrived = sent if arrival <= now and pend is None else k
+        arrived = sent if arrival <= now and pend < 0 else k
         # _count_virtual(i, sent, arrived)
         answered = arrived - self.fwd_count[i]  # forwarded ones were real at the tracker
         self.stats["heartbeats"] += sent
@@ -1091,13 +1154,14 @@ class NodeManagers(Component):
                 self.wait_since[i] = tv
             else:
                 self.vwait[i] = arrival + cad.d_tn
-        self.fwd_tick[i] = None
+        self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         self._next_tick = nxt = tv + self.hb
         if news:  # self._news_at(i, nxt), inlined
             self.dormant[i] = True
             self.anchor[i] = nxt
-            self._memo[i] = (0, nxt)
+            self.memo_k[i] = 0
+            self.memo_t[i] = nxt
             tq = self._tq
             if tq is None:
                 tq = self._tq = timer_queue_of(self.port)
@@ -1119,7 +1183,8 @@ class NodeManagers(Component):
         (the same caveat as every virtual event, cadence.py)."""
         self.dormant[i] = True
         self.anchor[i] = tick
-        self._memo[i] = (0, tick)
+        self.memo_k[i] = 0
+        self.memo_t[i] = tick
         tq = self._tq
         if tq is None:
             tq = self._tq = timer_queue_of(self.port)
@@ -1131,7 +1196,7 @@ class NodeManagers(Component):
         """Node ``i``'s news heartbeat (tick ``anchor``) reaches its tracker: the node's side of :meth:`_hb_sleep` at
         the tick (counted, the next spell's first tick) and the tracker's handling of the heartbeat
         (``ResourceTracker.heard``, inlined but for a tracker with dead nodes), in one event."""
-        self.news[i] = None
+        self.news[i] = -1
         cad = self.cad
         t = self.anchor[i]
         if self._clean:
@@ -1146,11 +1211,12 @@ class NodeManagers(Component):
         free, row, has_free = self.ops.beat(self.capl[i], self.bgl[i], self.used[i], self._need)
         a = t + self.hb
         self.anchor[i] = a
-        self._memo[i] = (0, a)
+        self.memo_k[i] = 0
+        self.memo_t[i] = a
         rank = cad._rank + 1
         cad._rank = rank
         self.rank[i] = rank
-        self.fwd_tick[i] = None
+        self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         tr = cad.trackers[self.group]
         if has_free:

@@ -47,9 +47,11 @@ F_COLS = F_VR + VR_SLOTS
 K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_FLAGS, K_WB, K_WNEXT, K_WPREV, K_GROUP, K_ARB_SEQ = range(11)
 K_PENDING = 11  # the pending sampling's token number (-1: none; pack's tokens)
 K_VR_N = 12
-K_COLS = 13
+# 0/1 columns the node managers read and write through memoryviews (NodeManagers.bind_state)
+K_HALVED, K_MISSED, K_DORMANT, K_LIGHT = 13, 14, 15, 16
+K_COLS = 17
 # bits of K_FLAGS (B_VR: more virtual replies due than VR_SLOTS, B_DEAD: the node is down)
-B_HALVED, B_MISSED, B_KNOWN, B_FWD_FREE, B_DORMANT, B_LIGHT, B_VR, B_DEAD = 1, 2, 4, 8, 16, 32, 64, 128
+B_KNOWN, B_FWD_FREE, B_VR, B_DEAD = 4, 8, 64, 128
 # g
 G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G_FAST_HI, G_FAST_D, G_OUT = range(12)
 G_HOLD, G_HB_REPLY = 12, 13  # the response timeout, the heartbeat reply timeout
@@ -63,6 +65,12 @@ METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
 GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
 GR_CENTRAL = 11
 GR_COLS = 12
+
+# the node managers' columns (NodeManagers.bind_state) and their values before the run
+NM_F_COLS = [F_ANCHOR, F_MEMO_T, F_FWD_TICK, F_VWAIT, F_WAIT_SINCE]
+NM_F_INIT = [0.0, 0.0, math.nan, -math.inf, 0.0]
+NM_K_COLS = [K_MEMO_K, K_RANK, K_FWD_COUNT, K_WAITING, K_NEWS, K_ARB_SEQ, K_HALVED, K_MISSED, K_DORMANT, K_LIGHT]
+NM_K_INIT = [0, 0, 0, 0, -1, 0, 0, 0, 0, 0]
 
 WAKE_QUIET = 0  # k_wake_news: done, no event to make
 WAKE_PUSH = 2  # k_wake_news: done; push the news delivery of the tick g[G_OUT] (k_wake_news)
@@ -88,6 +96,17 @@ class NodeState:
     def args(self) -> tuple:
         """The arrays in the order the kernels take them."""
         return self.f, self.k, self.g, self.c, self.gr, self.wheel, self.undo
+
+
+def share(groups: list) -> NodeState:
+    """One :class:`NodeState` for every node-manager group of a deployment (global node ``lo + i`` for the group's
+    local node ``i``): each group's per-node scalars move there (``NodeManagers.bind_state``)."""
+    n = sum(nm.n for nm in groups)
+    st = NodeState(n, groups[0].cap.shape[1], len(groups), 1)
+    for gi, nm in enumerate(groups):
+        nm.bind_state(st, nm.lo)
+        st.k[nm.lo : nm.lo + nm.n, K_GROUP] = gi
+    return st
 
 
 def _col(base: int, n_res: int, which: int) -> int:
@@ -169,10 +188,10 @@ def pack(cad: Any, tokens: dict | None = None) -> NodeState:
             if i not in nm.wheel.where:
                 k[x, K_WB] = -1
             f[x, F_ANCHOR] = nm.anchor[i]
-            mk, mt = nm._memo[i]
+            mk, mt = nm.memo_k[i], nm.memo_t[i]
             k[x, K_MEMO_K] = mk
             f[x, F_MEMO_T] = mt
-            f[x, F_FWD_TICK] = math.nan if nm.fwd_tick[i] is None else nm.fwd_tick[i]
+            f[x, F_FWD_TICK] = nm.fwd_tick[i]
             f[x, F_VWAIT] = nm.vwait[i]
             f[x, F_WAIT_SINCE] = nm.wait_since[i]
             f[x, F_CLEAN] = nm._clean.get(i, math.nan)
@@ -185,24 +204,20 @@ def pack(cad: Any, tokens: dict | None = None) -> NodeState:
             k[x, K_RANK] = nm.rank[i]
             k[x, K_FWD_COUNT] = nm.fwd_count[i]
             k[x, K_WAITING] = nm.waiting[i]
-            k[x, K_NEWS] = -1 if nm.news[i] is None else nm.news[i]
+            k[x, K_NEWS] = nm.news[i]
             k[x, K_GROUP] = gi
             k[x, K_ARB_SEQ] = nm.arb_seq[i]
             p = nm.pending[i]
             k[x, K_PENDING] = -1 if p is None else tokens.setdefault(p, len(tokens))
             flags = 0
-            if nm.halved[i]:
-                flags |= B_HALVED
-            if nm.missed[i]:
-                flags |= B_MISSED
+            k[x, K_HALVED] = int(nm.halved[i])
+            k[x, K_MISSED] = int(nm.missed[i])
             if tr.known[j]:
                 flags |= B_KNOWN
             if tr.fwd_free[j]:
                 flags |= B_FWD_FREE
-            if nm.dormant[i]:
-                flags |= B_DORMANT
-            if nm.light[i]:
-                flags |= B_LIGHT
+            k[x, K_DORMANT] = int(nm.dormant[i])
+            k[x, K_LIGHT] = int(nm.light[i])
             vr = nm._vr[i]
             if len(vr) > VR_SLOTS:
                 flags |= B_VR
@@ -312,7 +327,8 @@ def k_deliver(
     k[x, K_NEWS] = -1
     t = f[x, F_ANCHOR]
     f[x, F_CLEAN] = np.nan
-    flags &= ~(B_HALVED | B_MISSED)
+    k[x, K_HALVED] = 0
+    k[x, K_MISSED] = 0
     gr[gi, GR_NM_HB] += 1
     c[C_HB_CELL] += 1
     a = t + g[G_HB]
@@ -401,7 +417,7 @@ def _wake_news(
     pend = k[x, K_NEWS]
     a = f[x, F_ANCHOR]
     if pend >= 0 and a > now:
-        k[x, K_FLAGS] = flags & ~B_LIGHT
+        k[x, K_LIGHT] = 0
         return WAKE_QUIET
     if c[C_NEWS_OK] == 0 or (flags & B_VR) != 0 or gr[gi, GR_FORWARD] or gr[gi, GR_VF]:
         return FALLBACK
@@ -413,7 +429,8 @@ def _wake_news(
             _wheel_remove(k, gr, wheel, x, gi)
         f[x, F_FWD_TICK] = np.nan
         k[x, K_FWD_COUNT] = 0
-        k[x, K_FLAGS] = (flags & ~B_LIGHT) | B_DORMANT
+        k[x, K_LIGHT] = 0
+        k[x, K_DORMANT] = 1
         k[x, K_MEMO_K] = 0
         f[x, F_MEMO_T] = a
         g[G_OUT] = a
@@ -449,7 +466,8 @@ def _wake_news(
     f[x, F_FWD_TICK] = np.nan
     k[x, K_FWD_COUNT] = 0
     nxt = tv + hb
-    k[x, K_FLAGS] = (flags & ~B_LIGHT) | B_DORMANT
+    k[x, K_LIGHT] = 0
+    k[x, K_DORMANT] = 1
     f[x, F_ANCHOR] = nxt
     k[x, K_MEMO_K] = 0
     f[x, F_MEMO_T] = nxt
@@ -511,11 +529,10 @@ def k_container_end(
     (:func:`k_wake_news`), ``used`` drops by ``d``, never below zero; distributed mode). Returns what
     :func:`k_wake_news` returns (:data:`WAKE_QUIET` when the node needed no wake), :data:`FALLBACK` with nothing
     changed."""
-    flags = k[x, K_FLAGS]
     if gr[k[x, K_GROUP], GR_CENTRAL]:  # an event-driven heartbeat follows (centralized mode): not covered
         return FALLBACK
     code = WAKE_QUIET
-    if (flags & B_DORMANT) != 0 and (k[x, K_NEWS] < 0 or f[x, F_ANCHOR] <= now):
+    if k[x, K_DORMANT] != 0 and (k[x, K_NEWS] < 0 or f[x, F_ANCHOR] <= now):
         code = _wake_news(f, k, g, c, gr, wheel, x, now)
         if code == FALLBACK:
             return FALLBACK
@@ -557,7 +574,7 @@ def k_container_start(
     arb = k[x, K_ARB_SEQ]
     f[x, F_CLEAN] = np.nan
     code = 0
-    if (k[x, K_FLAGS] & B_LIGHT) != 0:
+    if k[x, K_LIGHT] != 0:
         r = _wake_news(f, k, g, c, gr, wheel, x, now)
         if r == FALLBACK:  # (the first wake of the call: nothing else changed yet)
             f[x, F_CLEAN] = clean
@@ -566,7 +583,7 @@ def k_container_start(
     if (k[x, K_FLAGS] & B_DEAD) != 0:
         return code | S_DEAD
     if seq > arb:
-        if (k[x, K_FLAGS] & B_DORMANT) != 0:
+        if k[x, K_DORMANT] != 0:
             r = _wake_news(f, k, g, c, gr, wheel, x, now)
             if r == FALLBACK:  # (a wake after an earlier one of this call is quiet: this is the first)
                 f[x, F_CLEAN] = clean
@@ -578,7 +595,7 @@ def k_container_start(
     for r in range(n_res):
         if not (f[x, cap0 + r] - f[x, us0 + r]) + EPS >= d[r]:
             return code | S_REJECT
-    if (k[x, K_FLAGS] & B_DORMANT) != 0 and (k[x, K_NEWS] < 0 or f[x, F_ANCHOR] <= now):
+    if k[x, K_DORMANT] != 0 and (k[x, K_NEWS] < 0 or f[x, F_ANCHOR] <= now):
         r = _wake_news(f, k, g, c, gr, wheel, x, now)
         if r == FALLBACK:
             f[x, F_CLEAN] = clean
@@ -694,7 +711,8 @@ def _wake_plain(
         if k[x, K_WB] >= 0:
             _wheel_remove(k, gr, wheel, x, gi)
         k[x, K_NEWS] = -1
-        k[x, K_FLAGS] = flags & ~(B_LIGHT | B_DORMANT)
+        k[x, K_LIGHT] = 0
+        k[x, K_DORMANT] = 0
         f[x, F_FWD_TICK] = np.nan
         k[x, K_FWD_COUNT] = 0
         return a
@@ -714,7 +732,8 @@ def _wake_plain(
     if k[x, K_WB] >= 0:
         _wheel_remove(k, gr, wheel, x, gi)
     k[x, K_NEWS] = -1
-    k[x, K_FLAGS] = flags & ~(B_LIGHT | B_DORMANT)
+    k[x, K_LIGHT] = 0
+    k[x, K_DORMANT] = 0
     answered = arrived - k[x, K_FWD_COUNT]
     gr[gi, GR_NM_HB] += sent
     c[C_HB_CELL] += sent
@@ -774,7 +793,7 @@ def k_inquiry(
             cnt[5] = n_ev
             return -(p + 1)
         _replies_in(f, k, x, now)
-        dormant = (flags & B_DORMANT) != 0
+        dormant = k[x, K_DORMANT] != 0
         have_tv = False
         tv = 0.0
         if dormant and f[x, F_ANCHOR] <= now:
@@ -823,7 +842,7 @@ def k_inquiry(
                         return -(p + 1)
                     nxt = tv + hb if not tv + d_nt > now else -np.inf
                 if nxt > now + 2 * g[G_HOLD]:
-                    k[x, K_FLAGS] = k[x, K_FLAGS] | B_LIGHT
+                    k[x, K_LIGHT] = 1
                     stays = True
             if not stays:
                 was_news = k[x, K_NEWS] >= 0

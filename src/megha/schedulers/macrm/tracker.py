@@ -347,7 +347,7 @@ class ResourceTracker(Component):
     def _check(self, now: float) -> None:
         silent = (~self.dead) & (now - np.array(self.last_seen) > self.node_timeout)
         if self.cad is not None and silent.any():
-            silent &= ~np.array(self.cad.groups[self.index].dormant)  # heard from, virtually
+            silent &= np.asarray(self.cad.groups[self.index].dormant) == 0  # heard from, virtually
         if silent.any():
             idx = np.flatnonzero(silent)
             self.dead[idx] = True
@@ -420,11 +420,12 @@ class ResourceTracker(Component):
         d = self.cad.d_nt
         y = after - d - 8 * math.ulp(after)
         h = nm.hb
-        memo = nm._memo
+        memo_k, memo_t = nm.memo_k, nm.memo_t
         per = self.cad.hb
         t = nm.anchor[i]  # nm.next_virtual(i, y)
         if not t > y:
-            k0, t0 = memo[i]
+            k0 = memo_k[i]
+            t0 = memo_t[i]
             if t0 > y:
                 k0, t0 = 0, t
             fast = per._fast
@@ -438,7 +439,8 @@ class ResourceTracker(Component):
                 t = t0 + k * delta
             else:
                 k, t = per.last_le(t0, y)
-            memo[i] = (k0 + k, t)
+            memo_k[i] = k0 + k
+            memo_t[i] = t
             t = t + h
         arr = t + d
         r = nm.rank[i]
@@ -460,7 +462,7 @@ class ResourceTracker(Component):
         y = after - d - 8 * math.ulp(after)
         h = nm.hb
         anchor = nm.anchor
-        memo = nm._memo
+        memo_k, memo_t = nm.memo_k, nm.memo_t
         rank = nm.rank
         per = self.cad.hb
         last_le = per.last_le
@@ -489,7 +491,8 @@ class ResourceTracker(Component):
                             gap += h
                         if margin < gap < h - margin and y + gap + d > ba + margin:
                             continue
-                    k0, t0 = memo[i]
+                    k0 = memo_k[i]
+                    t0 = memo_t[i]
                     if t0 > y:
                         k0, t0 = 0, t
                     fast = per._fast
@@ -503,7 +506,8 @@ class ResourceTracker(Component):
                         t = t0 + k * delta
                     else:
                         k, t = last_le(t0, y)
-                    memo[i] = (k0 + k, t)
+                    memo_k[i] = k0 + k
+                    memo_t[i] = t
                     t = t + h
                 arr = t + d
                 if arr > ba:
