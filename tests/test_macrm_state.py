@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from megha.config import RunConfig
+from megha.metrics.fingerprint import fingerprint
 from megha.runner import simulate
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.state import (
@@ -91,7 +92,7 @@ def _run(cfg: RunConfig) -> tuple[int, int, int]:
     def hook(engine) -> None:
         for comp in list(engine.components.values()):
             if isinstance(comp, NodeManagers) and comp.cad is not None:
-                py = comp._deliver
+                py = comp._deliver_py  # (the handler in Python: the oracle)
                 nm = comp
 
                 def wrapped(i: int, now: float, nm=nm, py=py) -> None:
@@ -133,6 +134,38 @@ def test_k_deliver_matches_python(workers: int, jobs: int, metric: str) -> None:
     assert calm > 100, (calm, other, fell_back)
     if workers == 48:  # overloaded: calm spells end, deliveries outside them are covered too
         assert other > 100, (calm, other, fell_back)
+
+
+def _wired_run(cfg: RunConfig, kernels: bool) -> tuple[str, dict, dict]:
+    """One run with the compiled handlers on or off: its fingerprint, node-manager and tracker counters."""
+    groups: list = []
+
+    def hook(engine) -> None:
+        for comp in list(engine.components.values()):
+            if isinstance(comp, NodeManagers):
+                comp.kernels = kernels
+                groups.append(comp)
+
+    res = simulate(cfg, instrument=hook)
+    nm_stats: dict = {}
+    tr_stats: dict = {}
+    for nm in groups:
+        for key, v in nm.stats.items():
+            nm_stats[key] = nm_stats.get(key, 0) + v
+        if nm.cad is not None:
+            for key, v in nm.cad.trackers[nm.group].stats.items():
+                tr_stats[key] = tr_stats.get(key, 0) + v
+    return fingerprint(res), nm_stats, tr_stats
+
+
+@pytest.mark.parametrize(("workers", "jobs"), [(120, 40), (48, 60)])
+def test_wired_handlers_change_nothing(workers: int, jobs: int) -> None:
+    """The deployment with its compiled handlers gives the run the Python handlers give: per-task outputs,
+    message counts and every counter."""
+    cfg = RunConfig(
+        scheduler="macrm", trace="sample:GOOG_subtrace", workers=workers, resources=True, max_jobs=jobs, seed=0
+    )
+    assert _wired_run(cfg, True) == _wired_run(cfg, False)
 
 
 def _run_wake(cfg: RunConfig) -> tuple[int, int, int]:

@@ -366,7 +366,7 @@ def build(ctx: BuildContext) -> Deployment:
         )
         for g in range(n_tr)
     ]
-    share(nms)  # one packed per-node state for every group (state.py)
+    state = share(nms)  # one packed per-node state for every group (state.py)
     tracker_comps = [make_tracker(g)() for g in range(n_tr)]
     comps = [runtime, supervisor, client, arbitrator, *tracker_comps, *nms]
     for c in comps:
@@ -384,6 +384,7 @@ def build(ctx: BuildContext) -> Deployment:
             cad.add_other(c)
         cad.supervisor = supervisor
         cad.arbitrator = arbitrator
+        cad.use_state(state)
         jm_ctx.cadence = cad
     for j in range(w.n_jobs):  # job-manager addresses: dead letters until a job manager runs there
         ctx.add(JMSlot(f"{PREFIX}/jm{j}"))

@@ -32,7 +32,6 @@ by when they were scheduled; a virtual event has no such rank), which the tests 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,33 @@ import numpy as np
 
 from megha.schedulers.macrm.messages import Alive, JMHeartbeat, JMHeartbeatReply, LoadInfo, TrackerStats
 from megha.schedulers.macrm.period import Period
+from megha.schedulers.macrm.state import (
+    C_CALM,
+    C_COLS,
+    C_METRIC,
+    C_NEWS_OK,
+    C_PYWHEEL,
+    C_RANK,
+    G_D_NT,
+    G_D_TN,
+    G_FAST_D,
+    G_FAST_HI,
+    G_FAST_LO,
+    G_HB,
+    G_HB_REPLY,
+    G_HOLD,
+    G_LIM,
+    G_MARGIN,
+    G_NEED,
+    G_POW2,
+    G_STATS_H,
+    G_THR,
+    G_WHEEL_H,
+    METRIC_CPU,
+    METRIC_MAX,
+    METRIC_MEAN,
+    NodeState,
+)
 from megha.sim.component import Host
 
 if TYPE_CHECKING:
@@ -164,7 +190,9 @@ class Cadence:
         self.d = delays  # one-way delays: nm->tracker, tracker->nm, tracker->arb, arb->nm, ...
         self.groups: list = []  # NodeManagers, by group
         self.trackers: list = []  # ResourceTracker, by group (the current instances)
-        self._rank = 0
+        # run-wide counters the compiled handlers share (state.py's c; use_state): the rank counter at C_RANK
+        self.state: NodeState | None = None
+        self.cv = memoryview(np.zeros(C_COLS, dtype=np.int64))
         self.settled_at: float | None = None
         self.others: list = []  # components with virtual chains of their own (go_eager, settle)
         self.live_jms: dict[str, object] = {}  # running job-manager processes (they heartbeat their tracker)
@@ -187,6 +215,49 @@ class Cadence:
         self.calm_spells = 0
 
     # --- registration -----------------------------------------------------------------------------------------
+    def use_state(self, st: NodeState) -> None:
+        """Share the packed per-node state ``st`` (state.py) with the compiled handlers: the rank counter, the
+        trackers' undo logs (rings), the calm bound and the run-wide constants live there (after the groups and
+        trackers are registered, before the run starts)."""
+        self.state = st
+        st.c[:] = np.asarray(self.cv)
+        self.cv = memoryview(st.c)
+        nm = self.groups[0]
+        n_res = st.n_res
+        g = st.g
+        g[G_HB] = nm.hb
+        g[G_D_NT] = self.d_nt
+        g[G_D_TN] = self.d_tn
+        g[G_WHEEL_H] = nm.wheel.h
+        g[G_NEED : G_NEED + n_res] = nm._need
+        g[G_HOLD] = nm.hold_timeout
+        g[G_HB_REPLY] = nm.hb_reply_timeout
+        g[G_POW2] = 1.0 if math.frexp(self.hb.h)[0] == 0.5 else 0.0
+        fast = self.hb._fast
+        g[G_FAST_LO], g[G_FAST_HI], g[G_FAST_D] = (math.nan, math.nan, math.nan) if fast is None else fast
+        st.c[C_NEWS_OK] = int(nm._news_ok)
+        st.c[C_PYWHEEL] = 1
+        for gi, tr in enumerate(self.trackers):
+            tr.bind_state(st, tr.lo)
+            tr.use_ring(st, gi)
+
+    def _share_calm(self) -> None:
+        """A calm spell begins: its bound, limits and metric go to the shared state (the bound sum is kept there)."""
+        st = self.state
+        n_res = st.n_res
+        g = st.g
+        g[G_STATS_H] = self.stats_period.h
+        g[G_LIM] = math.nan if self._lim_max is None else self._lim_max
+        g[G_THR] = self.threshold
+        g[G_MARGIN] = self.margin
+        b0 = G_NEED + n_res
+        g[b0 : b0 + n_res] = self._bound_sum
+        g[b0 + n_res : b0 + 2 * n_res] = self._total_sum
+        self._bound_sum = memoryview(g[b0 : b0 + n_res])
+        metric = self.arbitrator.load_metric
+        st.c[C_METRIC] = METRIC_MAX if metric == "max" else METRIC_CPU if metric == "cpu" else METRIC_MEAN
+        st.c[C_CALM] = 1
+
     def add_group(self, nm: NodeManagers) -> None:
         """Register a node-manager group (its nodes' heartbeats may be virtual)."""
         self.groups.append(nm)
@@ -218,8 +289,9 @@ class Cadence:
 
     def rank(self) -> int:
         """A counter giving dormant spells the order in which they began (ties between virtual events)."""
-        self._rank += 1
-        return self._rank
+        cv = self.cv
+        cv[C_RANK] += 1
+        return cv[C_RANK]
 
     def count(self, cls: type, n: int) -> None:
         """Count ``n`` messages of type ``cls`` as sent (virtual messages)."""
@@ -271,7 +343,7 @@ class Cadence:
         if not self._below(bsum):
             return
         for tr in trs:
-            tr.undo = deque()
+            tr.undo_clear()
         self._bound_sum = bsum
         # _below's limit when it takes the largest fraction (None: use _below)
         self._lim_max = (
@@ -281,6 +353,8 @@ class Cadence:
         )
         self.calm = True
         self.calm_spells += 1
+        if self.state is not None:
+            self._share_calm()
         self.stats_chain = Chain(self.stats_period, now + self.stats_period.h)
 
     def _below(self, used: list[float]) -> bool:
@@ -295,14 +369,10 @@ class Cadence:
     def content_change(self, tr: ResourceTracker, i: int, new: list[float], now: float) -> None:
         """Tracker ``tr`` is about to record node ``i``'s new usage row ``new`` (calm only): log it, raise the
         bound. (The tracker replaces rows, never changes one in place: the logged row is the old one.)"""
-        old = tr.used[i]
+        old = tr.row_of(i)
         known = tr.known[i]
-        undo = tr.undo
-        undo.append((now, i, old, known))
-        if len(undo) > 64:  # keep what reconstructing the last two ticks needs (entries are in time order)
-            horizon = now - 3 * self.stats_period.h
-            while undo[0][0] < horizon:
-                undo.popleft()
+        # (once past 64 entries, keep what reconstructing the last two ticks needs)
+        tr.undo_log((now, i, old, known), now - 3 * self.stats_period.h)
         bsum = self._bound_sum
         raised = False
         if known and len(new) == 2:  # the loop below, unrolled for two resources
@@ -341,6 +411,8 @@ class Cadence:
         if not self.calm:
             return
         self.calm = False
+        if self.state is not None:
+            self.state.c[C_CALM] = 0
         ch = self.stats_chain
         r = ch.last_le(at)
         trs = self.trackers
@@ -368,7 +440,7 @@ class Cadence:
         ch.end = at
         self.stats_chain = None
         for tr in trs:
-            tr.undo = deque()
+            tr.undo_clear()
             tr.port.set_timer_at(nxt, ("stats",))
         for jm in list(self.dormant_jms.values()):
             self.jm_wake(jm, at)

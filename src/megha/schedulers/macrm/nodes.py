@@ -65,11 +65,15 @@ from megha.schedulers.macrm.messages import (
 )
 from megha.schedulers.macrm.rows import OVER, row_ops
 from megha.schedulers.macrm.state import (
+    C_RANK,
+    DELIVER_FREE,
     F_ANCHOR,
+    F_COLS,
     F_FWD_TICK,
     F_MEMO_T,
     F_VWAIT,
     F_WAIT_SINCE,
+    FALLBACK,
     K_ARB_SEQ,
     K_DORMANT,
     K_FWD_COUNT,
@@ -85,6 +89,7 @@ from megha.schedulers.macrm.state import (
     NM_K_COLS,
     NM_K_INIT,
     NodeState,
+    k_deliver,
 )
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
@@ -182,6 +187,7 @@ class NodeManagers(Component):
         # the per-node scalars live in packed arrays (state.py), read and written here through memoryviews
         self._rows: tuple[np.ndarray, np.ndarray] | None = None
         self.bind_state(NodeState(n, cap.shape[1], 1, 1), 0)
+        self.kernels = True  # news deliveries through the compiled handler where it covers them (use_cadence)
         self._rep_cell: list | None = None  # ... and of HeartbeatReply messages
         self._next_tick = 0.0  # the real heartbeat tick the last _wake set
         self.stats: dict[str, int] = {
@@ -231,6 +237,14 @@ class NodeManagers(Component):
         self._rows = (f, k)
         self.state = st
         self.x0 = x0
+        n_res = st.n_res
+        cap0 = F_COLS
+        f[:, cap0 : cap0 + n_res] = self.cap
+        f[:, cap0 + n_res : cap0 + 2 * n_res] = self.bg
+        us0 = cap0 + 2 * n_res
+        f[:, us0 : us0 + n_res] = np.array(self.used, dtype=np.float64).reshape(n, n_res)
+        # the ledger's used rows mirrored (_mirror) for the compiled handlers, one memoryview per resource
+        self._uf = [memoryview(f[:, us0 + r]) for r in range(n_res)]
         self.anchor = memoryview(f[:, F_ANCHOR])
         self.memo_t = memoryview(f[:, F_MEMO_T])
         self.fwd_tick = memoryview(f[:, F_FWD_TICK])
@@ -246,6 +260,12 @@ class NodeManagers(Component):
         self.missed = memoryview(k[:, K_MISSED])
         self.dormant = memoryview(k[:, K_DORMANT])
         self.light = memoryview(k[:, K_LIGHT])
+
+    def _mirror(self, i: int) -> None:
+        """Node ``i``'s ledger row changed: copy it to the packed state (the compiled handlers read it there)."""
+        row = self.used[i]
+        for col, v in zip(self._uf, row, strict=True):
+            col[i] = v
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
@@ -488,8 +508,9 @@ class NodeManagers(Component):
                 if cad.eager or self.central or not self.alive[i] or self.missed[i]:
                     self._wake(i, now)  # (not reached: faults and the switch to centralized mode wake light nodes)
                     continue
-                cad._rank += 1
-                self.rank[i] = cad._rank
+                cv = cad.cv
+                cv[C_RANK] += 1
+                self.rank[i] = cv[C_RANK]
                 if i in self.wheel.where:
                     tr = cad.trackers[self.group]
                     if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
@@ -518,8 +539,9 @@ class NodeManagers(Component):
         self.anchor[i] = tick
         self.memo_k[i] = 0
         self.memo_t[i] = tick
-        cad._rank += 1
-        self.rank[i] = cad._rank
+        cv = cad.cv
+        cv[C_RANK] += 1
+        self.rank[i] = cv[C_RANK]
         self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         if self._has_free(i):
@@ -614,8 +636,9 @@ class NodeManagers(Component):
         self.anchor[i] = a
         self.memo_k[i] = 0
         self.memo_t[i] = a
-        cad._rank += 1
-        self.rank[i] = cad._rank
+        cv = cad.cv
+        cv[C_RANK] += 1
+        self.rank[i] = cv[C_RANK]
         self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         if has_free:  # _has_free(i)
@@ -678,6 +701,7 @@ class NodeManagers(Component):
         clean = self._clean
         drows = c.demands.tolist()
         used = self.used
+        uf = self._uf
         capl = self.capl
         light, alive, dormant, news, anchor = self.light, self.alive, self.dormant, self.news, self.anchor
         arb_seq = self.arb_seq
@@ -717,6 +741,8 @@ class NodeManagers(Component):
             if dormant[i] and (news[i] < 0 or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
                 self._wake(i, now, True)  # (a heartbeat in flight carries the row before this container)
             used[i] = row  # the ledger's row (self.ledger.used)
+            for col, v in zip(uf, row, strict=True):  # self._mirror(i)
+                col[i] = v
             if over(row, cap):  # the ledger's check, inline (OVER is its tolerance)
                 self.ledger.over_row(i, now)
             user = c.users[k]
@@ -784,6 +810,7 @@ class NodeManagers(Component):
             self._wake(i, now, True)
         d = e[6]
         self.used[i] = self.ops.minus_clip(self.used[i], d)
+        self._mirror(i)
         if self.track_users:
             uu = self.users[i]
             left = uu[e[5]] - np.array(d)
@@ -813,6 +840,7 @@ class NodeManagers(Component):
                     if self.dormant[i] and (self.news[i] < 0 or self.anchor[i] <= now):
                         self._wake(i, now, True)
                     self.used[i] = self.ops.minus_clip(self.used[i], e[6])
+                    self._mirror(i)
                 fl = self.finished_by_job.get(e[3])
                 if fl is None:
                     self.finished_by_job[e[3]] = [t]
@@ -899,6 +927,7 @@ class NodeManagers(Component):
         if self.dormant[i]:
             self._wake(i, now, True)
         self.used[i] = self.ops.minus_clip(self.used[i], d)
+        self._mirror(i)
         if self.track_users:
             d = np.array(d)
             uu = self.users[i]
@@ -950,6 +979,7 @@ class NodeManagers(Component):
                 _, _, owner, _ = self.jm_containers.pop(key)
                 self.port.send(self.runtime, Terminate(owner))
             self.ledger.clear((node,))
+            self._mirror(i)
             self.users[i] = {}
         if lost:
             self.stats["tasks_lost_on_nodes"] += len(lost)
@@ -1009,8 +1039,9 @@ class NodeManagers(Component):
         self.anchor[i] = a
         self.memo_k[i] = 0
         self.memo_t[i] = a
-        cad._rank += 1  # cad.rank()
-        self.rank[i] = cad._rank
+        cv = cad.cv  # cad.rank()
+        cv[C_RANK] += 1
+        self.rank[i] = cv[C_RANK]
         self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         if self._has_free(i):
@@ -1194,8 +1225,40 @@ class NodeManagers(Component):
 
     def _deliver(self, i: int, now: float) -> None:
         """Node ``i``'s news heartbeat (tick ``anchor``) reaches its tracker: the node's side of :meth:`_hb_sleep` at
-        the tick (counted, the next spell's first tick) and the tracker's handling of the heartbeat
-        (``ResourceTracker.heard``, inlined but for a tracker with dead nodes), in one event."""
+        the tick (counted, the next spell's first tick) and the tracker's handling of the heartbeat, in one event:
+        the compiled handler (state.k_deliver) where it covers it (forwarding off and nothing armed at the tracker,
+        no dead node, a calm bound that stays below the threshold), else :meth:`_deliver_py`."""
+        cad = self.cad
+        tr = cad.trackers[self.group]
+        if self.kernels and not (tr.n_dead or tr.forward or tr._vf is not None):
+            code = k_deliver(*cad.state.args(), self.x0 + i, now)
+            if code != FALLBACK:
+                if self._clean:
+                    self._clean.pop(i, None)
+                self.stats["heartbeats"] += 1
+                ts = tr.stats
+                ts["heartbeats"] += 1
+                ts["answered"] += 1
+                cell = self._hb_cell
+                if cell is None:
+                    cell = self._hb_cell = cad.cell(Heartbeat)
+                cell[0] += 1
+                cell = self._rep_cell
+                if cell is None:
+                    cell = self._rep_cell = cad.cell(HeartbeatReply)
+                cell[0] += 1
+                if code == DELIVER_FREE:
+                    a = self.anchor[i]
+                    wheel = self.wheel  # wheel.add(i, a)
+                    b = int((math.fmod(a, wheel.h) / wheel.h) * wheel.nb) % wheel.nb
+                    wheel.buckets[b].add(i)
+                    wheel.where[i] = b
+                    wheel.size += 1
+                return
+        self._deliver_py(i, now)
+
+    def _deliver_py(self, i: int, now: float) -> None:
+        """:meth:`_deliver` in Python (``ResourceTracker.heard`` inlined but for a tracker with dead nodes)."""
         self.news[i] = -1
         cad = self.cad
         t = self.anchor[i]
@@ -1213,9 +1276,9 @@ class NodeManagers(Component):
         self.anchor[i] = a
         self.memo_k[i] = 0
         self.memo_t[i] = a
-        rank = cad._rank + 1
-        cad._rank = rank
-        self.rank[i] = rank
+        cv = cad.cv
+        cv[C_RANK] += 1
+        self.rank[i] = cv[C_RANK]
         self.fwd_tick[i] = math.nan
         self.fwd_count[i] = 0
         tr = cad.trackers[self.group]
@@ -1235,9 +1298,9 @@ class NodeManagers(Component):
             st = tr.stats
             st["heartbeats"] += 1
             tr.last_seen[j] = now
-            if cad.calm and (not tr.known[j] or tr.used[j] != row):
+            if cad.calm and (not tr.known[j] or tr.row_differs(j, row)):
                 cad.content_change(tr, j, row, now)
-            tr.used[j] = row
+            tr.set_row(j, row)
             tr.known[j] = True
             fwd_free = tr.fwd_free
             forwarded = tr.forward and (has_free or fwd_free[j])

@@ -49,9 +49,11 @@ K_PENDING = 11  # the pending sampling's token number (-1: none; pack's tokens)
 K_VR_N = 12
 # 0/1 columns the node managers read and write through memoryviews (NodeManagers.bind_state)
 K_HALVED, K_MISSED, K_DORMANT, K_LIGHT = 13, 14, 15, 16
-K_COLS = 17
+# 0/1 columns the tracker reads and writes through memoryviews (ResourceTracker.bind_state)
+K_KNOWN, K_FWD_FREE = 17, 18
+K_COLS = 19
 # bits of K_FLAGS (B_VR: more virtual replies due than VR_SLOTS, B_DEAD: the node is down)
-B_KNOWN, B_FWD_FREE, B_VR, B_DEAD = 4, 8, 64, 128
+B_VR, B_DEAD = 64, 128
 # g
 G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G_FAST_HI, G_FAST_D, G_OUT = range(12)
 G_HOLD, G_HB_REPLY = 12, 13  # the response timeout, the heartbeat reply timeout
@@ -59,7 +61,8 @@ G_POW2 = 14  # 1.0: the heartbeat period is a power of two (ticks are walked exa
 G_NEED = 15  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
 # c
 C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK, C_EAGER = range(8)
-C_COLS = 8
+C_PYWHEEL = 8  # 1: the caller keeps the free wheel (k_deliver leaves it alone and returns DELIVER_FREE)
+C_COLS = 9
 METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
 # gr
 GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
@@ -77,6 +80,7 @@ WAKE_PUSH = 2  # k_wake_news: done; push the news delivery of the tick g[G_OUT] 
 # k_container_start's result bits (with WAKE_PUSH = 2)
 S_DEAD, S_REJECT, S_OVER = 4, 8, 16
 FALLBACK = 1  # k_deliver: not covered, nothing changed (run the Python handler)
+DELIVER_FREE = 2  # k_deliver with C_PYWHEEL: done; the node has free resources (the caller adds it to its wheel)
 UNDO_CAP = 4096  # entries of each tracker's undo ring (a full ring falls back)
 
 
@@ -93,6 +97,16 @@ class NodeState:
         self.wheel = np.full((groups, buckets), -1, dtype=np.int64)
         self.undo = np.zeros((groups, UNDO_CAP, 3 + n_res))
 
+    def grow_undo(self) -> None:
+        """Twice the undo rings' capacity (each ring's live entries moved to its start)."""
+        cap = self.undo.shape[1]
+        new = np.zeros((self.undo.shape[0], 2 * cap, self.undo.shape[2]))
+        for gi in range(self.undo.shape[0]):
+            h, n = int(self.gr[gi, GR_UHEAD]), int(self.gr[gi, GR_ULEN])
+            new[gi, :n] = self.undo[gi, (h + np.arange(n)) % cap]
+            self.gr[gi, GR_UHEAD] = 0
+        self.undo = new
+
     def args(self) -> tuple:
         """The arrays in the order the kernels take them."""
         return self.f, self.k, self.g, self.c, self.gr, self.wheel, self.undo
@@ -106,6 +120,7 @@ def share(groups: list) -> NodeState:
     for gi, nm in enumerate(groups):
         nm.bind_state(st, nm.lo)
         st.k[nm.lo : nm.lo + nm.n, K_GROUP] = gi
+        st.gr[gi, GR_LO] = nm.lo
     return st
 
 
@@ -139,7 +154,7 @@ def pack(cad: Any, tokens: dict | None = None) -> NodeState:
         g[G_NEED + n_res : G_NEED + 2 * n_res] = cad._bound_sum
     if cad._total_sum is not None:
         g[G_NEED + 2 * n_res : G_NEED + 3 * n_res] = cad._total_sum
-    c[C_RANK] = cad._rank
+    c[C_RANK] = cad.cv[C_RANK]
     c[C_CALM] = int(cad.calm)
     metric = cad.arbitrator.load_metric if cad.arbitrator is not None else "max"
     c[C_METRIC] = METRIC_MAX if metric == "max" else METRIC_CPU if metric == "cpu" else METRIC_MEAN
@@ -164,15 +179,16 @@ def pack(cad: Any, tokens: dict | None = None) -> NodeState:
         gr[gi, GR_LO] = lo
         gr[gi, GR_NB] = nm.wheel.nb
         gr[gi, GR_CENTRAL] = int(nm.central)
-        if len(tr.undo) > UNDO_CAP:
+        entries = tr.undo_entries()
+        if len(entries) > UNDO_CAP:
             raise ValueError("undo log longer than the ring")
-        for q, (t, node, row, kn) in enumerate(tr.undo):
+        for q, (t, node, row, kn) in enumerate(entries):
             undo[gi, q, 0] = t
             undo[gi, q, 1] = node
             undo[gi, q, 2] = float(kn)
             undo[gi, q, 3 : 3 + n_res] = row
         gr[gi, GR_UHEAD] = 0
-        gr[gi, GR_ULEN] = len(tr.undo)
+        gr[gi, GR_ULEN] = len(entries)
         for b, members in enumerate(nm.wheel.buckets):
             for i in sorted(members):  # (the order within a bucket is not state: lookups take a minimum)
                 x = lo + i
@@ -212,10 +228,8 @@ def pack(cad: Any, tokens: dict | None = None) -> NodeState:
             flags = 0
             k[x, K_HALVED] = int(nm.halved[i])
             k[x, K_MISSED] = int(nm.missed[i])
-            if tr.known[j]:
-                flags |= B_KNOWN
-            if tr.fwd_free[j]:
-                flags |= B_FWD_FREE
+            k[x, K_KNOWN] = int(tr.known[j])
+            k[x, K_FWD_FREE] = int(tr.fwd_free[j])
             k[x, K_DORMANT] = int(nm.dormant[i])
             k[x, K_LIGHT] = int(nm.light[i])
             vr = nm._vr[i]
@@ -296,12 +310,11 @@ def k_deliver(
             big = a
     if not big > EPS:
         has_free = False
-    flags = k[x, K_FLAGS]
     calm = c[C_CALM] != 0
     change = False
     bsum = np.empty(n_res)
     if calm:
-        known = (flags & B_KNOWN) != 0
+        known = k[x, K_KNOWN] != 0
         if not known:
             change = True
         else:
@@ -339,7 +352,7 @@ def k_deliver(
     k[x, K_RANK] = c[C_RANK]
     f[x, F_FWD_TICK] = np.nan
     k[x, K_FWD_COUNT] = 0
-    if has_free:  # wheel.add(i, a)
+    if has_free and c[C_PYWHEEL] == 0:  # wheel.add(i, a)
         h = g[G_WHEEL_H]
         nb = gr[gi, GR_NB]
         b = int((np.fmod(a, h) / h) * nb) % nb  # (fmod is exact: any correct one gives math.fmod's)
@@ -359,7 +372,7 @@ def k_deliver(
         q = (gr[gi, GR_UHEAD] + gr[gi, GR_ULEN]) % cap
         undo[gi, q, 0] = now
         undo[gi, q, 1] = x - gr[gi, GR_LO]
-        undo[gi, q, 2] = 1.0 if (flags & B_KNOWN) != 0 else 0.0
+        undo[gi, q, 2] = 1.0 if k[x, K_KNOWN] != 0 else 0.0
         for r in range(n_res):
             undo[gi, q, 3 + r] = f[x, tu0 + r]
         gr[gi, GR_ULEN] += 1
@@ -372,16 +385,12 @@ def k_deliver(
             g[G_NEED + n_res + r] = bsum[r]
     for r in range(n_res):
         f[x, tu0 + r] = f[x, bg0 + r] + f[x, us0 + r]
-    flags |= B_KNOWN
-    if has_free:
-        flags |= B_FWD_FREE
-    else:
-        flags &= ~B_FWD_FREE
+    k[x, K_KNOWN] = 1
+    k[x, K_FWD_FREE] = 1 if has_free else 0
     gr[gi, GR_TR_ANSWERED] += 1
     f[x, F_VWAIT] = now + g[G_D_TN]
     c[C_REP_CELL] += 1
-    k[x, K_FLAGS] = flags
-    return 0
+    return DELIVER_FREE if has_free and c[C_PYWHEEL] != 0 else 0
 
 
 @njit(cache=True, nogil=True)

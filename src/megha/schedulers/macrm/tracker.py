@@ -42,6 +42,7 @@ from megha.schedulers.macrm.messages import (
 )
 from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.rows import row_ops
+from megha.schedulers.macrm.state import F_COLS, F_LAST_SEEN, GR_UHEAD, GR_ULEN, K_FWD_FREE, K_KNOWN, NodeState
 from megha.sim.component import Component
 
 _EPS = 1e-9
@@ -92,13 +93,12 @@ class ResourceTracker(Component):
         self.need = (self.min_alloc - _EPS).tolist()
         self.has_free = row_ops(self.phys.shape[1]).has_free  # free rows hold the smallest allocation (rows.py)
         n = self.n
-        # each node's usage row as a list of floats (rows are replaced, never changed in place) and whether it is known
-        self.used: list[list[float]] = [[0.0] * self.phys.shape[1] for _ in range(n)]
-        self.known: list[bool] = [False] * n
         self.dead = np.zeros(n, dtype=bool)
         self.n_dead = 0  # nodes marked dead (the hot paths look at dead[i] only when there are any)
-        self.last_seen: list[float] = [0.0] * n  # when each node was last heard from
-        self.fwd_free = [False] * n  # the arbitrator's view currently lists the node as free
+        # the per-node view lives in packed arrays (state.py): bind_state
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None
+        self._ring: tuple[Any, int] | None = None  # (NodeState, group) of the undo log while calm, with fast-forward
+        self.bind_state(NodeState(n, self.phys.shape[1], 1, 1), 0)
         self.node_users: list[dict[int, np.ndarray]] = [{} for _ in range(n)]
         self.user_used: dict[int, np.ndarray] = {}
         self.jms: dict[str, list] = {}  # address -> [job, attempt, last heartbeat]
@@ -112,7 +112,9 @@ class ResourceTracker(Component):
         self.check_chain: Chain | None = None
         self._check_at: tuple[float, int] | None = None  # the armed check (time, handle), fast-forward only
         self.uncovered: dict[str, float] = {}  # job-manager entries no running job manager refreshes: address -> last
-        self.undo: deque[tuple] = deque()  # while statistics are virtual: (time, node, previous usage row, was known)
+        # while statistics are virtual: (time, node, previous usage row, was known); the packed state's ring instead
+        # once bound to a deployment's (use_ring)
+        self.undo: deque[tuple] = deque()
         self._vf: tuple | None = None  # the armed virtual heartbeat to forward: (arrival, rank, node, tick, handle)
         self.stats = {
             "heartbeats": 0,
@@ -125,8 +127,102 @@ class ResourceTracker(Component):
             "heartbeats_from_dead": 0,
         }
 
+    def bind_state(self, st: NodeState, x0: int) -> None:
+        """Keep this tracker's per-node view in rows ``x0 .. x0 + n - 1`` of ``st`` (the packed arrays the compiled
+        handlers work on; the current values move there): ``used`` (each node's usage row, an ``[n, R]`` array view;
+        written through :meth:`set_row`), ``known`` (0/1: heard from), ``last_seen`` (when each node was last heard
+        from) and ``fwd_free`` (0/1: the arbitrator's view currently lists the node as free), the last three
+        memoryviews."""
+        n = self.n
+        n_res = self.phys.shape[1]
+        tu0 = F_COLS + 3 * n_res
+        f = st.f[x0 : x0 + n]
+        k = st.k[x0 : x0 + n]
+        if self._rows is not None:
+            f[:, F_LAST_SEEN] = self._rows[0][:, F_LAST_SEEN]
+            f[:, tu0 : tu0 + n_res] = self._rows[0][:, tu0 : tu0 + n_res]
+            k[:, K_KNOWN] = self._rows[1][:, K_KNOWN]
+            k[:, K_FWD_FREE] = self._rows[1][:, K_FWD_FREE]
+        self._rows = (f, k)
+        self.used = f[:, tu0 : tu0 + n_res]
+        self._tu = [memoryview(f[:, tu0 + r]) for r in range(n_res)]
+        self.last_seen = memoryview(f[:, F_LAST_SEEN])
+        self.known = memoryview(k[:, K_KNOWN])
+        self.fwd_free = memoryview(k[:, K_FWD_FREE])
+
+    def use_ring(self, st: NodeState, group: int) -> None:
+        """Keep the undo log in ``st``'s ring of group ``group`` (the one the compiled handlers write)."""
+        self._ring = (st, group)
+        st.gr[group, GR_UHEAD] = 0
+        st.gr[group, GR_ULEN] = 0
+
+    def row_differs(self, i: int, row: list[float]) -> bool:
+        """Node ``i``'s usage row as this tracker has it differs from ``row``."""
+        return any(col[i] != v for col, v in zip(self._tu, row, strict=True))
+
+    def set_row(self, i: int, row: list[float]) -> None:
+        """Node ``i``'s usage row is ``row`` now."""
+        for col, v in zip(self._tu, row, strict=True):
+            col[i] = v
+
+    def row_of(self, i: int) -> list[float]:
+        """Node ``i``'s usage row as this tracker has it (a copy)."""
+        return [col[i] for col in self._tu]
+
+    def undo_log(self, entry: tuple, horizon: float) -> None:
+        """Log ``entry`` = ``(time, node, previous usage row, was known)``; once more than 64 entries are logged, the
+        oldest before ``horizon`` go (entries are in time order)."""
+        if self._ring is None:
+            undo = self.undo
+            undo.append(entry)
+            if len(undo) > 64:
+                while undo[0][0] < horizon:
+                    undo.popleft()
+            return
+        st, gi = self._ring
+        gr = st.gr
+        cap = st.undo.shape[1]
+        if gr[gi, GR_ULEN] >= cap:
+            st.grow_undo()
+            cap = st.undo.shape[1]
+        ring = st.undo[gi]
+        q = (gr[gi, GR_UHEAD] + gr[gi, GR_ULEN]) % cap
+        t, i, row, kn = entry
+        ring[q, 0] = t
+        ring[q, 1] = i
+        ring[q, 2] = 1.0 if kn else 0.0
+        ring[q, 3:] = row
+        gr[gi, GR_ULEN] += 1
+        if gr[gi, GR_ULEN] > 64:
+            while ring[gr[gi, GR_UHEAD], 0] < horizon:
+                gr[gi, GR_UHEAD] = (gr[gi, GR_UHEAD] + 1) % cap
+                gr[gi, GR_ULEN] -= 1
+
+    def undo_clear(self) -> None:
+        """Empty the undo log (a calm spell begins or ends)."""
+        if self._ring is None:
+            self.undo = deque()
+        else:
+            st, gi = self._ring
+            st.gr[gi, GR_UHEAD] = 0
+            st.gr[gi, GR_ULEN] = 0
+
+    def undo_entries(self) -> list[tuple]:
+        """The undo log's entries in time order: ``(time, node, previous usage row, was known)``."""
+        if self._ring is None:
+            return list(self.undo)
+        st, gi = self._ring
+        cap = st.undo.shape[1]
+        h, n = int(st.gr[gi, GR_UHEAD]), int(st.gr[gi, GR_ULEN])
+        ring = st.undo[gi]
+        out = []
+        for q in range(n):
+            e = ring[(h + q) % cap]
+            out.append((float(e[0]), int(e[1]), e[3:].tolist(), bool(e[2])))
+        return out
+
     def on_start(self, now: float) -> None:
-        self.last_seen = [now] * self.n  # everyone gets a full timeout before being suspected
+        self._rows[0][:, F_LAST_SEEN] = now  # everyone gets a full timeout before being suspected
         self.port.send(self.arbitrator, TrackerUp(self.index))
         cad = self.cad
         if cad is None or cad.eager:
@@ -201,9 +297,9 @@ class ResourceTracker(Component):
                 continue
             self.last_seen[i] = now
             row = used_rows[k]
-            if self.cad is not None and self.cad.calm and (not self.known[i] or self.used[i] != row):
+            if self.cad is not None and self.cad.calm and (not self.known[i] or self.row_differs(i, row)):
                 self.cad.content_change(self, i, row, now)
-            self.used[i] = row
+            self.set_row(i, row)
             self.known[i] = True
             if users:
                 self._users(i, users[k])
@@ -287,9 +383,9 @@ class ResourceTracker(Component):
         else:
             self.last_seen[i] = now
             cad = self.cad
-            if cad is not None and cad.calm and (not self.known[i] or self.used[i] != row):
+            if cad is not None and cad.calm and (not self.known[i] or self.row_differs(i, row)):
                 cad.content_change(self, i, row, now)
-            self.used[i] = row
+            self.set_row(i, row)
             self.known[i] = True
             if users is not None:
                 self._users(i, users)
@@ -354,7 +450,7 @@ class ResourceTracker(Component):
             self.n_dead = int(self.dead.sum())
             for i in idx.tolist():
                 self.known[i] = False
-                self.used[i] = [0.0] * len(self.used[i])
+                self.set_row(i, [0.0] * len(self._tu))
                 self.fwd_free[i] = False
                 for u, v in self.node_users[i].items():
                     self.user_used[u] = self.user_used[u] - v
@@ -603,10 +699,10 @@ class ResourceTracker(Component):
 
     def content_at(self, tick: float) -> TrackerStats:
         """What this tracker's statistics said at stats tick ``tick`` (fast-forward: undo the changes logged since)."""
-        later = [e for e in self.undo if e[0] > tick]
+        later = [e for e in self.undo_entries() if e[0] > tick]
         if not later:
             return self.content(self.used, self.known)
-        used = list(self.used)
+        used = [list(r) for r in self.used.tolist()]
         known = list(self.known)
         for _, i, row, kn in reversed(later):
             used[i] = row
