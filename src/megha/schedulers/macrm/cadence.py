@@ -222,6 +222,7 @@ class Cadence:
         self.state = st
         st.c[:] = np.asarray(self.cv)
         self.cv = memoryview(st.c)
+        self.gv = memoryview(st.g)  # (a kernel's float output: g[G_OUT])
         nm = self.groups[0]
         n_res = st.n_res
         g = st.g
@@ -240,6 +241,8 @@ class Cadence:
         for gi, tr in enumerate(self.trackers):
             tr.bind_state(st, tr.lo)
             tr.use_ring(st, gi)
+        for nm in self.groups:
+            nm.kernels = True
 
     def _share_calm(self) -> None:
         """A calm spell begins: its bound, limits and metric go to the shared state (the bound sum is kept there)."""

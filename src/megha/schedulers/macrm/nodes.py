@@ -65,7 +65,9 @@ from megha.schedulers.macrm.messages import (
 )
 from megha.schedulers.macrm.rows import OVER, row_ops
 from megha.schedulers.macrm.state import (
+    C_ANSWERED,
     C_RANK,
+    C_SENT,
     DELIVER_FREE,
     F_ANCHOR,
     F_COLS,
@@ -74,6 +76,7 @@ from megha.schedulers.macrm.state import (
     F_VWAIT,
     F_WAIT_SINCE,
     FALLBACK,
+    G_OUT,
     K_ARB_SEQ,
     K_DORMANT,
     K_FWD_COUNT,
@@ -88,8 +91,11 @@ from megha.schedulers.macrm.state import (
     NM_F_INIT,
     NM_K_COLS,
     NM_K_INIT,
+    WAKE_PUSH,
+    WAKE_QUIET,
     NodeState,
     k_deliver,
+    k_wake_news,
 )
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
@@ -187,7 +193,8 @@ class NodeManagers(Component):
         # the per-node scalars live in packed arrays (state.py), read and written here through memoryviews
         self._rows: tuple[np.ndarray, np.ndarray] | None = None
         self.bind_state(NodeState(n, cap.shape[1], 1, 1), 0)
-        self.kernels = True  # news deliveries through the compiled handler where it covers them (use_cadence)
+        # the compiled handlers where they cover a call (on once the deployment's state is shared: Cadence.use_state)
+        self.kernels = False
         self._rep_cell: list | None = None  # ... and of HeartbeatReply messages
         self._next_tick = 0.0  # the real heartbeat tick the last _wake set
         self.stats: dict[str, int] = {
@@ -1101,7 +1108,55 @@ class NodeManagers(Component):
 
         With ``news`` (its content is about to change; distributed mode) its next heartbeat, the one a real timer would
         send, is a *news* heartbeat instead (:meth:`_news_at`): the node stays dormant, and a node whose news heartbeat
-        is still to come changes again at no cost (that heartbeat reads its content when it is due)."""
+        is still to come changes again at no cost (that heartbeat reads its content when it is due).
+
+        A news wake goes through the compiled handler (state.k_wake_news) where it covers it (no virtual reply due,
+        forwarding off and nothing armed at the tracker, no virtual heartbeat in flight, ...), else :meth:`_wake_py`;
+        the counters, the free wheel and the news delivery's event stay here."""
+        if news and self.kernels and not self._vr[i]:
+            cad = self.cad
+            tr = cad.trackers[self.group]
+            if tr.forward or tr._vf is not None:
+                self._wake_py(i, now, news)
+                return
+            code = k_wake_news(*cad.state.args(), self.x0 + i, now)
+            if code == WAKE_QUIET:
+                return
+            if code == WAKE_PUSH:
+                cv = cad.cv
+                sent = cv[C_SENT]
+                if sent:  # _count_virtual(i, sent, answered)
+                    answered = cv[C_ANSWERED]
+                    self.stats["heartbeats"] += sent
+                    cell = self._hb_cell
+                    if cell is None:
+                        cell = self._hb_cell = cad.cell(Heartbeat)
+                    cell[0] += sent
+                    ts = tr.stats
+                    ts["heartbeats"] += answered
+                    ts["answered"] += answered
+                    if answered:
+                        cell = self._rep_cell
+                        if cell is None:
+                            cell = self._rep_cell = cad.cell(HeartbeatReply)
+                        cell[0] += answered
+                wheel = self.wheel
+                b = wheel.where.pop(i, None)
+                if b is not None:  # wheel.discard(i)
+                    wheel.buckets[b].discard(i)
+                    wheel.size -= 1
+                self._next_tick = nxt = cad.gv[G_OUT]
+                tq = self._tq
+                if tq is None:
+                    tq = self._tq = timer_queue_of(self.port)
+                seq = tq.next_seq()
+                heappush(tq.heap, (nxt + cad.d_nt, seq, self._deliver, i))
+                self.news[i] = seq
+                return
+        self._wake_py(i, now, news)
+
+    def _wake_py(self, i: int, now: float, news: bool = False) -> None:
+        """:meth:`_wake` in Python."""
         cad = self.cad
         pend = self.news[i]
         if pend >= 0:

@@ -62,7 +62,8 @@ G_NEED = 15  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
 # c
 C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK, C_EAGER = range(8)
 C_PYWHEEL = 8  # 1: the caller keeps the free wheel (k_deliver leaves it alone and returns DELIVER_FREE)
-C_COLS = 9
+C_SENT, C_ANSWERED = 9, 10  # k_wake_news's WAKE_PUSH: the virtual heartbeats it counted as sent and answered
+C_COLS = 11
 METRIC_MAX, METRIC_CPU, METRIC_MEAN = 0, 1, 2
 # gr
 GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED, GR_WSIZE, GR_FORWARD, GR_VF, GR_DEAD, GR_UHEAD, GR_ULEN, GR_LO, GR_NB = range(11)
@@ -121,6 +122,7 @@ def share(groups: list) -> NodeState:
         nm.bind_state(st, nm.lo)
         st.k[nm.lo : nm.lo + nm.n, K_GROUP] = gi
         st.gr[gi, GR_LO] = nm.lo
+    st.k[:, K_WB] = -1  # (the node managers keep their free wheels: C_PYWHEEL)
     return st
 
 
@@ -443,6 +445,8 @@ def _wake_news(
         k[x, K_MEMO_K] = 0
         f[x, F_MEMO_T] = a
         g[G_OUT] = a
+        c[C_SENT] = 0
+        c[C_ANSWERED] = 0
         return WAKE_PUSH
     mk = k[x, K_MEMO_K]
     mt = f[x, F_MEMO_T]
@@ -466,6 +470,8 @@ def _wake_news(
     gr[gi, GR_TR_HB] += answered
     gr[gi, GR_TR_ANSWERED] += answered
     c[C_REP_CELL] += answered
+    c[C_SENT] = sent
+    c[C_ANSWERED] = answered
     f[x, F_LAST_SEEN] = arrival
     if f[x, F_FWD_TICK] == tv:  # forwarded: the arbitrator's (real) reply is to come
         k[x, K_WAITING] += 1
