@@ -17,6 +17,7 @@ import pytest
 from megha.config import RunConfig
 from megha.metrics.fingerprint import fingerprint
 from megha.runner import simulate
+from megha.schedulers.macrm import state as state_mod
 from megha.schedulers.macrm.nodes import NodeManagers
 from megha.schedulers.macrm.state import (
     C_ANSWERED,
@@ -33,6 +34,7 @@ from megha.schedulers.macrm.state import (
     S_REJECT,
     WAKE_PUSH,
     WAKE_QUIET,
+    NodeState,
     k_container_end,
     k_container_start,
     k_deliver,
@@ -123,8 +125,8 @@ def _run(cfg: RunConfig) -> tuple[int, int, int]:
     return counts[0], counts[1], counts[2]
 
 
-@pytest.mark.parametrize(("workers", "jobs", "metric"), [(120, 40, "max"), (48, 60, "mean")])
-def test_k_deliver_matches_python(workers: int, jobs: int, metric: str) -> None:
+@pytest.mark.parametrize(("workers", "jobs", "metric", "switch"), [(48, 30, "max", 0.9), (48, 60, "mean", 0.9)])
+def test_k_deliver_matches_python(workers: int, jobs: int, metric: str, switch: float) -> None:
     cfg = RunConfig(
         scheduler="macrm",
         trace="sample:GOOG_subtrace",
@@ -132,11 +134,11 @@ def test_k_deliver_matches_python(workers: int, jobs: int, metric: str) -> None:
         resources=True,
         max_jobs=jobs,
         seed=0,
-        options={"load_metric": metric},
+        options={"load_metric": metric, "switch_load": switch},
     )
     calm, other, fell_back = _run(cfg)
     assert calm > 100, (calm, other, fell_back)
-    if workers == 48:  # overloaded: calm spells end, deliveries outside them are covered too
+    if metric == "mean":  # overloaded: calm spells end, deliveries outside them are covered too
         assert other > 100, (calm, other, fell_back)
 
 
@@ -162,14 +164,31 @@ def _wired_run(cfg: RunConfig, kernels: bool) -> tuple[str, dict, dict]:
     return fingerprint(res), nm_stats, tr_stats
 
 
-@pytest.mark.parametrize(("workers", "jobs"), [(120, 40), (48, 60)])
-def test_wired_handlers_change_nothing(workers: int, jobs: int) -> None:
+@pytest.mark.parametrize(("workers", "jobs", "ring"), [(120, 40, 4096), (48, 40, 4096), (120, 40, 4)])
+def test_wired_handlers_change_nothing(workers: int, jobs: int, ring: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The deployment with its compiled handlers gives the run the Python handlers give: per-task outputs,
-    message counts and every counter."""
+    message counts and every counter (also with undo rings of 4 entries, which fill and grow)."""
+    monkeypatch.setattr(state_mod, "UNDO_CAP", ring)
     cfg = RunConfig(
         scheduler="macrm", trace="sample:GOOG_subtrace", workers=workers, resources=True, max_jobs=jobs, seed=0
     )
     assert _wired_run(cfg, True) == _wired_run(cfg, False)
+
+
+def test_undo_ring_grows_in_order() -> None:
+    """NodeState.grow_undo: twice the capacity, every ring's live entries kept in order from the start."""
+    st = NodeState(3, 2, 2, 1)
+    cap = st.undo.shape[1]
+    for gi, (head, n) in enumerate([(cap - 3, cap), (5, 7)]):
+        st.gr[gi, 7], st.gr[gi, 8] = head, n  # GR_UHEAD, GR_ULEN
+        for q in range(n):
+            st.undo[gi, (head + q) % cap, 0] = 100 * gi + q
+    before = [_undo_live(st, gi).copy() for gi in range(2)]
+    st.grow_undo()
+    assert st.undo.shape[1] == 2 * cap and st.kargs[-1] is st.undo
+    for gi in range(2):
+        assert st.gr[gi, 7] == 0
+        assert _same(_undo_live(st, gi), before[gi])
 
 
 def _run_wake(cfg: RunConfig) -> tuple[int, int, int]:
@@ -328,7 +347,7 @@ def _run_start(cfg: RunConfig) -> tuple[int, int, int]:
 
 
 def test_k_container_start_matches_python() -> None:
-    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=60, seed=0)
+    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=48, resources=True, max_jobs=30, seed=0)
     started, rejected, fell_back = _run_start(cfg)
     assert started > 100, (started, rejected, fell_back)
 

@@ -1119,7 +1119,7 @@ class NodeManagers(Component):
             if tr.forward or tr._vf is not None:
                 self._wake_py(i, now, news)
                 return
-            code = k_wake_news(*cad.state.args(), self.x0 + i, now)
+            code = k_wake_news(*self.state.kargs, self.x0 + i, now)
             if code == WAKE_QUIET:
                 return
             if code == WAKE_PUSH:
@@ -1286,7 +1286,7 @@ class NodeManagers(Component):
         cad = self.cad
         tr = cad.trackers[self.group]
         if self.kernels and not (tr.n_dead or tr.forward or tr._vf is not None):
-            code = k_deliver(*cad.state.args(), self.x0 + i, now)
+            code = k_deliver(*self.state.kargs, self.x0 + i, now)
             if code != FALLBACK:
                 if self._clean:
                     self._clean.pop(i, None)

@@ -97,6 +97,7 @@ class NodeState:
         self.gr = np.zeros((groups, GR_COLS), dtype=np.int64)
         self.wheel = np.full((groups, buckets), -1, dtype=np.int64)
         self.undo = np.zeros((groups, UNDO_CAP, 3 + n_res))
+        self.kargs = self.args()  # (kept current: grow_undo)
 
     def grow_undo(self) -> None:
         """Twice the undo rings' capacity (each ring's live entries moved to its start)."""
@@ -107,6 +108,7 @@ class NodeState:
             new[gi, :n] = self.undo[gi, (h + np.arange(n)) % cap]
             self.gr[gi, GR_UHEAD] = 0
         self.undo = new
+        self.kargs = self.args()
 
     def args(self) -> tuple:
         """The arrays in the order the kernels take them."""
