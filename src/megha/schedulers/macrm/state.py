@@ -1,7 +1,11 @@
-"""MACRM's per-node state in packed numpy arrays, for compiled handlers (simulation speed plan, step 1; prototype).
+"""MACRM's per-node state in packed numpy arrays, for compiled handlers (simulation speed plan, step 1).
 
-Not wired into the simulation yet: :func:`pack` copies the state of a running deployment (every node-manager group,
-its tracker, the cadence) into a :class:`NodeState`, and the kernels are node-manager handlers on that state, step
+A deployment shares one :class:`NodeState` (:func:`share`, ``Cadence.use_state``): the node managers' scalars, the
+trackers' view and undo rings, the calm bound and the rank counter live there, and the simulation runs
+:func:`k_deliver` and :func:`k_wake_news` on it (``NodeManagers._deliver``, ``_wake``; the caller keeps the free
+wheel, ``C_PYWHEEL``). The other kernels are not wired yet: :func:`pack` copies the state of a running deployment
+(every node-manager group, its tracker, the cadence) into a :class:`NodeState` of its own, with the free wheel as
+linked lists, for the tests. The kernels are node-manager handlers on that state, step
 for step and with the same float operations in the same order: :func:`k_deliver` (``_deliver``, a news heartbeat
 reaching its tracker), :func:`k_wake_news` (``_wake`` with news), :func:`k_container_end` and
 :func:`k_container_start` (the node's side of ``_ends_at`` and ``_start``), :func:`k_inquiry` (``_inquiry``, a
