@@ -312,7 +312,9 @@ def test_truncated_gzip_trace_is_a_clear_error(tmp_path):
 
     bad = tmp_path / "cut.tr.gz"
     bad.write_bytes(resolve("sample:YH1_sub").read_bytes()[:3000])
-    p = _cli("simulate", "-t", str(bad), "-w", "10", "--out", str(tmp_path / "o"))
+    # a path relative to the run's directory: an absolute temporary path (longer under pytest-xdist) would be
+    # folded inside the file name at 80 columns
+    p = _cli("simulate", "-t", bad.name, "-w", "10", "--out", "o", cwd=tmp_path)
     assert p.returncode == 2 and "truncated gzip" in _flat(p.stderr) and "cut.tr.gz" in _flat(p.stderr)
     assert "Aborted" not in p.stderr + p.stdout
 
@@ -320,7 +322,7 @@ def test_truncated_gzip_trace_is_a_clear_error(tmp_path):
 def test_huge_task_duration_is_rejected_at_load(tmp_path):
     bad = tmp_path / "huge.tr"
     bad.write_text("0 1 1.0 1.0\n1 2 1.0 1.0 1e12\n")
-    p = _cli("simulate", "-t", str(bad), "-w", "10", "--out", str(tmp_path / "o"))
+    p = _cli("simulate", "-t", bad.name, "-w", "10", "--out", "o", cwd=tmp_path)  # relative: see above
     assert p.returncode == 2
     assert "huge.tr:2" in _flat(p.stderr) and "duration 2" in _flat(p.stderr)
 

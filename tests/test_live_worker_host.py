@@ -51,16 +51,18 @@ def test_sleep_tasks_end_after_their_duration_in_order_and_killed_ones_never_fin
             inner(ts)
 
         h._complete_many = spy
-        h.on_message(Launch([1, 2, 3, 4], [0, 1, 2, 3], [0.06, 0.01, 0.03, 0.02], "lm"), 0.0)
+        # durations 20x the smallest that would do: between the two launches below the process may lose the CPU
+        # for tens of milliseconds on a loaded machine, and task 3's new end must still come before task 2's
+        h.on_message(Launch([1, 2, 3, 4], [0, 1, 2, 3], [1.2, 0.2, 0.6, 0.4], "lm"), 0.0)
         assert len(h.running) == 4
         h.on_message(Kill([3], "lm"), 0.0)  # its heap entry goes stale
         assert [list(m.tasks) for _, m in port.take(Killed)] == [[3]]
-        h.on_message(Launch([3], [2], [0.005], "lm"), 0.0)  # launched again: only the new run's end counts
+        h.on_message(Launch([3], [2], [0.1], "lm"), 0.0)  # launched again: only the new run's end counts
         await _until(lambda: h.counters["tasks_finished"] == 4 and not h._flush_armed)
         done = _finished(port)
         assert sorted(done) == [1, 2, 3, 4]
         assert done.index(3) < done.index(2) < done.index(4) < done.index(1)
-        dur = {1: 0.06, 2: 0.01, 3: 0.005, 4: 0.02}
+        dur = {1: 1.2, 2: 0.2, 3: 0.1, 4: 0.4}
         for t, d in dur.items():
             assert ends[t] >= d - 1e-6  # never before its own end
         assert not h.running and h.ledger.busy() == 0
