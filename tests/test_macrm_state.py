@@ -27,6 +27,7 @@ from megha.schedulers.macrm.state import (
     E_HOLD_TIMER,
     FALLBACK,
     G_D_NT,
+    G_NEED,
     G_OUT,
     K_NEWS,
     S_DEAD,
@@ -261,10 +262,16 @@ def _run_end(cfg: RunConfig) -> tuple[int, int, int]:
                     i = e[0]
                     st = pack(nm.cad)
                     before = [a.copy() for a in st.args()]
-                    code = k_container_end(*st.args(), nm.lo + i, np.array(e[6], dtype=np.float64), now)
+                    dem = slice(G_NEED + 3 * st.n_res, G_NEED + 4 * st.n_res)
+                    st.g[dem] = e[6]
+                    before[2][dem] = e[6]
+                    wired, nm.kernels = nm.kernels, False  # (the oracle: the Python handlers)
+                    code = k_container_end(*st.args(), nm.lo + i, now)
                     py(key, now)
+                    nm.kernels = wired
                     after = pack(nm.cad)
                     after.c[1:3] = st.c[1:3]
+                    after.g[dem] = st.g[dem]
                     if code == FALLBACK:
                         counts[2] += 1
                         for a, b in zip(before, st.args(), strict=True):

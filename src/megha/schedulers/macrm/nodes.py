@@ -76,6 +76,7 @@ from megha.schedulers.macrm.state import (
     F_VWAIT,
     F_WAIT_SINCE,
     FALLBACK,
+    G_NEED,
     G_OUT,
     K_ARB_SEQ,
     K_DORMANT,
@@ -94,6 +95,7 @@ from megha.schedulers.macrm.state import (
     WAKE_PUSH,
     WAKE_QUIET,
     NodeState,
+    k_container_end,
     k_deliver,
     k_wake_news,
 )
@@ -252,6 +254,8 @@ class NodeManagers(Component):
         f[:, us0 : us0 + n_res] = np.array(self.used, dtype=np.float64).reshape(n, n_res)
         # the ledger's used rows mirrored (_mirror) for the compiled handlers, one memoryview per resource
         self._uf = [memoryview(f[:, us0 + r]) for r in range(n_res)]
+        self._gv = memoryview(st.g)  # (k_container_end's input: the demand at G_DEM)
+        self._dem0 = G_NEED + 3 * n_res
         self.anchor = memoryview(f[:, F_ANCHOR])
         self.memo_t = memoryview(f[:, F_MEMO_T])
         self.fwd_tick = memoryview(f[:, F_FWD_TICK])
@@ -844,10 +848,28 @@ class NodeManagers(Component):
                     del self.containers[t]
                     if self._clean:
                         self._clean.pop(i, None)
-                    if self.dormant[i] and (self.news[i] < 0 or self.anchor[i] <= now):
-                        self._wake(i, now, True)
-                    self.used[i] = self.ops.minus_clip(self.used[i], e[6])
-                    self._mirror(i)
+                    d = e[6]
+                    code = FALLBACK
+                    if self.kernels and not self.central and not self._vr[i]:
+                        # the node's side in the compiled handler (state.k_container_end: a news wake if it needs
+                        # one, the packed row) where it covers it: forwarding off and nothing armed at the tracker
+                        tr = self.cad.trackers[self.group]
+                        if not (tr.forward or tr._vf is not None):
+                            gv = self._gv  # (the demand goes in at G_DEM)
+                            q = self._dem0
+                            for v in d:
+                                gv[q] = v
+                                q += 1
+                            code = k_container_end(*self.state.kargs, self.x0 + i, now)
+                            if code == WAKE_PUSH:
+                                self._news_pushed(i, tr)
+                    if code == FALLBACK:
+                        if self.dormant[i] and (self.news[i] < 0 or self.anchor[i] <= now):
+                            self._wake(i, now, True)
+                        self.used[i] = self.ops.minus_clip(self.used[i], d)
+                        self._mirror(i)
+                    else:  # (the kernel updated the packed row; the ledger's row, the same operations)
+                        self.used[i] = self.ops.minus_clip(self.used[i], d)
                 fl = self.finished_by_job.get(e[3])
                 if fl is None:
                     self.finished_by_job[e[3]] = [t]
@@ -1123,37 +1145,44 @@ class NodeManagers(Component):
             if code == WAKE_QUIET:
                 return
             if code == WAKE_PUSH:
-                cv = cad.cv
-                sent = cv[C_SENT]
-                if sent:  # _count_virtual(i, sent, answered)
-                    answered = cv[C_ANSWERED]
-                    self.stats["heartbeats"] += sent
-                    cell = self._hb_cell
-                    if cell is None:
-                        cell = self._hb_cell = cad.cell(Heartbeat)
-                    cell[0] += sent
-                    ts = tr.stats
-                    ts["heartbeats"] += answered
-                    ts["answered"] += answered
-                    if answered:
-                        cell = self._rep_cell
-                        if cell is None:
-                            cell = self._rep_cell = cad.cell(HeartbeatReply)
-                        cell[0] += answered
-                wheel = self.wheel
-                b = wheel.where.pop(i, None)
-                if b is not None:  # wheel.discard(i)
-                    wheel.buckets[b].discard(i)
-                    wheel.size -= 1
-                self._next_tick = nxt = cad.gv[G_OUT]
-                tq = self._tq
-                if tq is None:
-                    tq = self._tq = timer_queue_of(self.port)
-                seq = tq.next_seq()
-                heappush(tq.heap, (nxt + cad.d_nt, seq, self._deliver, i))
-                self.news[i] = seq
+                self._news_pushed(i, tr)
                 return
         self._wake_py(i, now, news)
+
+    def _news_pushed(self, i: int, tr: Any) -> None:
+        """A compiled handler woke dormant node ``i`` with news (WAKE_PUSH): the virtual heartbeats it counted
+        (``C_SENT``, ``C_ANSWERED``) go to the counters, the node leaves the free wheel, and its news delivery at tick
+        ``g[G_OUT]`` is pushed with the engine's next sequence number (tracker ``tr``: its group's)."""
+        cad = self.cad
+        cv = cad.cv
+        sent = cv[C_SENT]
+        if sent:  # _count_virtual(i, sent, answered)
+            answered = cv[C_ANSWERED]
+            self.stats["heartbeats"] += sent
+            cell = self._hb_cell
+            if cell is None:
+                cell = self._hb_cell = cad.cell(Heartbeat)
+            cell[0] += sent
+            ts = tr.stats
+            ts["heartbeats"] += answered
+            ts["answered"] += answered
+            if answered:
+                cell = self._rep_cell
+                if cell is None:
+                    cell = self._rep_cell = cad.cell(HeartbeatReply)
+                cell[0] += answered
+        wheel = self.wheel
+        b = wheel.where.pop(i, None)
+        if b is not None:  # wheel.discard(i)
+            wheel.buckets[b].discard(i)
+            wheel.size -= 1
+        self._next_tick = nxt = cad.gv[G_OUT]
+        tq = self._tq
+        if tq is None:
+            tq = self._tq = timer_queue_of(self.port)
+        seq = tq.next_seq()
+        heappush(tq.heap, (nxt + cad.d_nt, seq, self._deliver, i))
+        self.news[i] = seq
 
     def _wake_py(self, i: int, now: float, news: bool = False) -> None:
         """:meth:`_wake` in Python."""

@@ -23,7 +23,8 @@ about 0.4 us):
   view of used (``CAP``, ``BG``, ``USED``, ``TR_USED`` + resource);
 * ``k`` int64 ``[n, K_COLS]``: the int columns below (flags as bits of ``K_FLAGS``);
 * ``g`` float64: run-wide floats (``G_*``; the smallest allocation minus EPS from ``G_NEED``, the calm bound's sum
-  from ``G_BSUM``, the total capacity from ``G_TOTAL``);
+  from ``G_BSUM``, the total capacity from ``G_TOTAL``, a container's demand from ``G_DEM``: the caller's input to
+  :func:`k_container_end`);
 * ``c`` int64: run-wide counters and switches (``C_*``);
 * ``gr`` int64 ``[groups, GR_COLS]``: per group (node managers and their tracker) counters and switches;
 * ``wheel`` int64 ``[groups, buckets]``: the first node of each free-wheel bucket (-1: empty); nodes are linked
@@ -63,6 +64,7 @@ G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G
 G_HOLD, G_HB_REPLY = 12, 13  # the response timeout, the heartbeat reply timeout
 G_POW2 = 14  # 1.0: the heartbeat period is a power of two (ticks are walked exactly by _last_le_pow2)
 G_NEED = 15  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
+# and G_DEM(R) = G_NEED + 3 R: a container's demand, the caller's input to k_container_end
 # c
 C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK, C_EAGER = range(8)
 C_PYWHEEL = 8  # 1: the caller keeps the free wheel (k_deliver leaves it alone and returns DELIVER_FREE)
@@ -96,7 +98,7 @@ class NodeState:
         self.n_res = n_res
         self.f = np.zeros((n, F_COLS + 4 * n_res))
         self.k = np.zeros((n, K_COLS), dtype=np.int64)
-        self.g = np.zeros(G_NEED + 3 * n_res)
+        self.g = np.zeros(G_NEED + 4 * n_res)
         self.c = np.zeros(C_COLS, dtype=np.int64)
         self.gr = np.zeros((groups, GR_COLS), dtype=np.int64)
         self.wheel = np.full((groups, buckets), -1, dtype=np.int64)
@@ -542,14 +544,13 @@ def k_container_end(
     wheel: np.ndarray,
     undo: np.ndarray,
     x: int,
-    d: np.ndarray,
     now: float,
 ) -> int:
-    """A container of demand ``d`` ends on global node ``x`` (``NodeManagers._ends_at`` of one task, the node's side:
-    the sampling-clean mark goes, a dormant node whose news heartbeat is not still to come wakes with news
-    (:func:`k_wake_news`), ``used`` drops by ``d``, never below zero; distributed mode). Returns what
-    :func:`k_wake_news` returns (:data:`WAKE_QUIET` when the node needed no wake), :data:`FALLBACK` with nothing
-    changed."""
+    """A container of demand ``d`` (the caller puts it in ``g`` from ``G_DEM``) ends on global node ``x``
+    (``NodeManagers._ends_at`` of one task, the node's side: the sampling-clean mark goes, a dormant node whose news
+    heartbeat is not still to come wakes with news (:func:`k_wake_news`), ``used`` drops by ``d``, never below zero;
+    distributed mode). Returns what :func:`k_wake_news` returns (:data:`WAKE_QUIET` when the node needed no wake),
+    :data:`FALLBACK` with nothing changed."""
     if gr[k[x, K_GROUP], GR_CENTRAL]:  # an event-driven heartbeat follows (centralized mode): not covered
         return FALLBACK
     code = WAKE_QUIET
@@ -558,9 +559,11 @@ def k_container_end(
         if code == FALLBACK:
             return FALLBACK
     f[x, F_CLEAN] = np.nan
-    us0 = F_COLS + 2 * ((f.shape[1] - F_COLS) // 4)
-    for r in range(d.shape[0]):
-        v = f[x, us0 + r] - d[r]
+    n_res = (f.shape[1] - F_COLS) // 4
+    us0 = F_COLS + 2 * n_res
+    d0 = G_NEED + 3 * n_res
+    for r in range(n_res):
+        v = f[x, us0 + r] - g[d0 + r]
         f[x, us0 + r] = 0.0 if v < 0.0 else v
     return code
 
