@@ -200,6 +200,7 @@ def _run_wake(cfg: RunConfig) -> tuple[int, int, int]:
             if isinstance(comp, NodeManagers) and comp.cad is not None:
                 py = comp._wake_py  # (the handler in Python: the oracle)
                 nm = comp
+                comp.kernels = False  # (container starts and ends wake nodes through _wake, not their kernels)
 
                 def wrapped(i: int, now: float, news: bool = False, nm=nm, py=py, engine=engine) -> None:
                     if not news or not nm.dormant[i]:
@@ -318,8 +319,8 @@ def _run_start(cfg: RunConfig) -> tuple[int, int, int]:
                     for q, node in enumerate(c.nodes):
                         t = c.tasks[q]
                         fenced = t >= 0 and (nm.job_attempt.get(c.jobs[q], 0) > c.attempts[q] or t in running)
-                        d = np.asarray(c.demands[q], dtype=np.float64)
-                        code = k_container_start(*st.args(), node, d, c.seqs[q], fenced, now)
+                        st.g[G_NEED + 3 * st.n_res : G_NEED + 4 * st.n_res] = c.demands[q]
+                        code = k_container_start(*st.args(), node, c.seqs[q], fenced, now)
                         if code == FALLBACK:
                             fell_back = True
                             break
@@ -331,7 +332,9 @@ def _run_start(cfg: RunConfig) -> tuple[int, int, int]:
                         elif t >= 0:
                             running.add(t)
                             started += 1
+                    wired, nm.kernels = nm.kernels, False  # (the oracle: the Python handlers)
                     py(c, now, from_arbitrator)
+                    nm.kernels = wired
                     if fell_back:
                         counts[2] += 1
                         return
@@ -339,6 +342,8 @@ def _run_start(cfg: RunConfig) -> tuple[int, int, int]:
                     counts[1] += rejected
                     after = pack(nm.cad)
                     after.c[1:3] = st.c[1:3]
+                    dem = slice(G_NEED + 3 * st.n_res, G_NEED + 4 * st.n_res)
+                    after.g[dem] = st.g[dem]
                     for i, tick in pushes:
                         seq = nm.news[i]
                         at = [e[0] for e in engine._heap if e[1] == seq]

@@ -92,16 +92,21 @@ from megha.schedulers.macrm.state import (
     NM_F_INIT,
     NM_K_COLS,
     NM_K_INIT,
+    S_DEAD,
+    S_OVER,
+    S_REJECT,
     WAKE_PUSH,
     WAKE_QUIET,
     NodeState,
     k_container_end,
+    k_container_start,
     k_deliver,
     k_wake_news,
 )
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
 _EPS = 1e-9
+S_LOST = S_DEAD | S_REJECT  # k_container_start: the container does not start
 
 
 class NodeManagers(Component):
@@ -725,37 +730,63 @@ class NodeManagers(Component):
         tq = self._tq
         if tq is None and self.cad is not None:
             tq = self._tq = timer_queue_of(self.port)
+        # the node's side of a container in the compiled handler (state.k_container_start) where it covers it: a live
+        # node with no virtual reply due, forwarding off and nothing armed at the tracker, no per-user usage
+        tr = self.cad.trackers[self.group] if self.kernels and not track_users else None
+        vr = self._vr
+        gv, dem0, x0 = self._gv, self._dem0, self.x0
+        kargs = self.state.kargs
         for k, node in enumerate(c.nodes):
             i = node - lo
             if clean:
                 clean.pop(i, None)
-            if light[i]:
-                self._wake(i, now, True)  # a light node the sampling changes (_stays_dormant)
-            if not alive[i]:
-                continue  # the message reached a dead machine: lost (the failure detector handles it)
-            if seqs[k] > arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
-                if dormant[i]:
-                    self._wake(i, now, True)
-                arb_seq[i] = seqs[k]
             t = tasks[k]
             job = jobs[k]
             att = attempts[k]
             d = drows[k]
-            if t >= 0 and (job_attempt.get(job, 0) > att or t in containers):
-                rejected.append(k)  # stale job manager attempt (fenced) or already running here
-                continue
-            cap = capl[i]
-            row = place(cap, used[i], d)
-            if row is None:
-                rejected.append(k)
-                continue
-            if dormant[i] and (news[i] < 0 or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
-                self._wake(i, now, True)  # (a heartbeat in flight carries the row before this container)
-            used[i] = row  # the ledger's row (self.ledger.used)
-            for col, v in zip(uf, row, strict=True):  # self._mirror(i)
-                col[i] = v
-            if over(row, cap):  # the ledger's check, inline (OVER is its tolerance)
-                self.ledger.over_row(i, now)
+            if tr is not None and alive[i] and not vr[i] and not (tr.forward or tr._vf is not None):
+                q = dem0  # (the demand goes in at G_DEM)
+                for v in d:
+                    gv[q] = v
+                    q += 1
+                fenced = t >= 0 and (job_attempt.get(job, 0) > att or t in containers)
+                code = k_container_start(*kargs, x0 + i, seqs[k], fenced, now)
+            else:
+                code = FALLBACK
+            if code != FALLBACK:
+                if code & WAKE_PUSH:
+                    self._news_pushed(i, tr)
+                if code & S_LOST:
+                    if code & S_REJECT:
+                        rejected.append(k)  # fenced, already running here, or no room
+                    continue  # (S_DEAD: lost)
+                used[i] = [col[i] for col in uf]  # the ledger's row (self.ledger.used): the kernel's sums
+                if code & S_OVER:  # the ledger's check (OVER is its tolerance)
+                    self.ledger.over_row(i, now)
+            else:
+                if light[i]:
+                    self._wake(i, now, True)  # a light node the sampling changes (_stays_dormant)
+                if not alive[i]:
+                    continue  # the message reached a dead machine: lost (the failure detector handles it)
+                if seqs[k] > arb_seq[i]:  # an arbitrator allocation (also a sampled job-manager container)
+                    if dormant[i]:
+                        self._wake(i, now, True)
+                    arb_seq[i] = seqs[k]
+                if t >= 0 and (job_attempt.get(job, 0) > att or t in containers):
+                    rejected.append(k)  # stale job manager attempt (fenced) or already running here
+                    continue
+                cap = capl[i]
+                row = place(cap, used[i], d)
+                if row is None:
+                    rejected.append(k)
+                    continue
+                if dormant[i] and (news[i] < 0 or anchor[i] <= now):  # (a news heartbeat to come carries it anyway)
+                    self._wake(i, now, True)  # (a heartbeat in flight carries the row before this container)
+                used[i] = row  # the ledger's row (self.ledger.used)
+                for col, v in zip(uf, row, strict=True):  # self._mirror(i)
+                    col[i] = v
+                if over(row, cap):  # the ledger's check, inline (OVER is its tolerance)
+                    self.ledger.over_row(i, now)
             user = c.users[k]
             if track_users:  # per-user usage is read only for heartbeats that carry it
                 uu = self.users[i]

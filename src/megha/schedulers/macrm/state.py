@@ -24,7 +24,7 @@ about 0.4 us):
 * ``k`` int64 ``[n, K_COLS]``: the int columns below (flags as bits of ``K_FLAGS``);
 * ``g`` float64: run-wide floats (``G_*``; the smallest allocation minus EPS from ``G_NEED``, the calm bound's sum
   from ``G_BSUM``, the total capacity from ``G_TOTAL``, a container's demand from ``G_DEM``: the caller's input to
-  :func:`k_container_end`);
+  :func:`k_container_end` and :func:`k_container_start`);
 * ``c`` int64: run-wide counters and switches (``C_*``);
 * ``gr`` int64 ``[groups, GR_COLS]``: per group (node managers and their tracker) counters and switches;
 * ``wheel`` int64 ``[groups, buckets]``: the first node of each free-wheel bucket (-1: empty); nodes are linked
@@ -64,7 +64,7 @@ G_HB, G_D_NT, G_D_TN, G_WHEEL_H, G_STATS_H, G_LIM, G_THR, G_MARGIN, G_FAST_LO, G
 G_HOLD, G_HB_REPLY = 12, 13  # the response timeout, the heartbeat reply timeout
 G_POW2 = 14  # 1.0: the heartbeat period is a power of two (ticks are walked exactly by _last_le_pow2)
 G_NEED = 15  # then R values, G_BSUM(R) = G_NEED + R, G_TOTAL(R) = G_NEED + 2 R
-# and G_DEM(R) = G_NEED + 3 R: a container's demand, the caller's input to k_container_end
+# and G_DEM(R) = G_NEED + 3 R: a container's demand, the caller's input to k_container_end and k_container_start
 # c
 C_RANK, C_HB_CELL, C_REP_CELL, C_CALM, C_METRIC, C_NB, C_NEWS_OK, C_EAGER = range(8)
 C_PYWHEEL = 8  # 1: the caller keeps the free wheel (k_deliver leaves it alone and returns DELIVER_FREE)
@@ -578,22 +578,47 @@ def k_container_start(
     wheel: np.ndarray,
     undo: np.ndarray,
     x: int,
-    d: np.ndarray,
     seq: int,
     fenced: bool,
     now: float,
 ) -> int:
-    """The node's side of one container of ``NodeManagers._start`` on global node ``x`` (demand ``d``, arbitrator
-    allocation number ``seq``; ``fenced``: a stale job-manager attempt or a task already running here, which the
-    caller looks up): the sampling-clean mark goes, a light node wakes with news, a dead node loses it
-    (:data:`S_DEAD`), a newer allocation number wakes a dormant node and is recorded, a fenced container or one that
-    does not fit is rejected (:data:`S_REJECT`), else a dormant node whose news heartbeat is not still to come wakes
-    with news and ``used`` grows by ``d`` (:data:`S_OVER`: over its capacity, the ledger's error). Returns those bits
-    with :data:`WAKE_PUSH` when a wake asks for a news delivery (of tick ``g[G_OUT]``; at most one per call), or
-    :data:`FALLBACK` with nothing changed (a wake not covered, :func:`k_wake_news`)."""
+    """The node's side of one container of ``NodeManagers._start`` on global node ``x`` (demand ``d``: the caller
+    puts it in ``g`` from ``G_DEM``; arbitrator allocation number ``seq``; ``fenced``: a stale job-manager attempt or
+    a task already running here, which the caller looks up): the sampling-clean mark goes, a light node wakes with
+    news, a dead node loses it (:data:`S_DEAD`), a newer allocation number wakes a dormant node and is recorded, a
+    fenced container or one that does not fit is rejected (:data:`S_REJECT`), else a dormant node whose news
+    heartbeat is not still to come wakes with news and ``used`` grows by ``d`` (:data:`S_OVER`: over its capacity,
+    the ledger's error). Returns those bits with :data:`WAKE_PUSH` when a wake asks for a news delivery (of tick
+    ``g[G_OUT]``; at most one per call), or :data:`FALLBACK` with nothing changed (a wake not covered,
+    :func:`k_wake_news`). With :data:`WAKE_PUSH`, ``c[C_SENT]`` and ``c[C_ANSWERED]`` are the virtual
+    heartbeats its wakes counted, all together."""
+    hb0 = c[C_HB_CELL]
+    rep0 = c[C_REP_CELL]
+    code = _container_start(f, k, g, c, gr, wheel, x, seq, fenced, now)
+    if code != FALLBACK and code & WAKE_PUSH:  # (each wake set them to its own counts)
+        c[C_SENT] = c[C_HB_CELL] - hb0
+        c[C_ANSWERED] = c[C_REP_CELL] - rep0
+    return code
+
+
+@njit(cache=True, nogil=True)
+def _container_start(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    x: int,
+    seq: int,
+    fenced: bool,
+    now: float,
+) -> int:
+    """:func:`k_container_start` but for the counted virtual heartbeats."""
     n_res = (f.shape[1] - F_COLS) // 4
     cap0 = F_COLS
     us0 = F_COLS + 2 * n_res
+    d = g[G_NEED + 3 * n_res : G_NEED + 4 * n_res]
     clean = f[x, F_CLEAN]
     arb = k[x, K_ARB_SEQ]
     f[x, F_CLEAN] = np.nan
