@@ -61,10 +61,11 @@ the events, in runs of 20.8. Hence, in bit-identical steps:
 Done of step 1: the node managers' per-node scalars, the trackers' view (used rows, known, last seen, free in the
 arbitrator's view), their undo logs (rings), the calm bound and the rank counter live in one shared
 :class:`~megha.schedulers.macrm.state.NodeState` (Python reads and writes them through memoryviews; the ledger's used
-rows are mirrored there), and news deliveries and news wakes run as kernels (``k_deliver``, ``k_wake_news``; the
-counters, the free wheels and the events they ask for stay in Python). Still in Python: the free wheels (sets), the
-virtual replies, pending samplings, the ledger rows, and the other handlers (``k_container_end``,
-``k_container_start`` and ``k_inquiry`` are checked against them in tests but not wired).
+rows are mirrored there), and news deliveries, news wakes and the node's side of container ends and starts run as
+kernels (``k_deliver``, ``k_wake_news``, ``k_container_end``, ``k_container_start``; the counters, the free wheels,
+the ledger's rows and the events they ask for stay in Python). Still in Python: the free wheels (sets), the virtual
+replies, pending samplings, the ledger rows, and the inquiries (``k_inquiry`` is checked against ``_inquiry`` in
+tests but not wired).
 
 Exactness rests on the same float operations in the same order, the rank counter shared in event order, the
 ``Period`` memo being only a cache, and engine sequence numbers taken in the order Python would take them.
