@@ -154,11 +154,21 @@ class SingleQueue:
         """The first ``k`` entries of the queue, in queue order (not removed)."""
         return self.q.entries()[:k]
 
-    def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
-        """Offer queued tasks in FIFO order to ``place(entry) -> bool`` (see :func:`.jobqueue.drain_queue`)."""
+    def drain(
+        self,
+        place: Callable[[tuple], bool],
+        key: Callable[[tuple], Hashable] | None = None,
+        fits: Callable[[np.ndarray, np.ndarray, int], tuple[set, set]] | None = None,
+    ) -> int:
+        """Offer queued tasks in FIFO order to ``place(entry) -> bool`` (see :func:`.jobqueue.drain_queue`; ``fits``:
+        the masks it calls hopeless start as failed, :data:`.jobqueue.MaskFit`)."""
         from megha.schedulers.megha.jobqueue import drain_queue
 
-        return drain_queue(self.q, place, set(), None, key)
+        q = self.q
+        if key is None and fits is not None:
+            failed, hopeful = fits(q._masks, q._heads, q._n_slots)
+            return drain_queue(q, place, failed, None, key, hopeful)
+        return drain_queue(q, place, set(), None, key)
 
     def remove(self, pred: Callable[[tuple], bool]) -> list[tuple]:
         """Remove and return the entries for which ``pred`` holds."""

@@ -164,6 +164,10 @@ class GlobalMaster(Component):
         self._arrived: dict[int, float] = {}  # task -> its job's arrival (only with handoff_after)
         self._handoff_armed = False
         self._lm_for: dict[int, tuple[int, int]] = {}  # mask -> (workers that suit it, LM with the most)
+        # slot-mode drains (_queued_mask_fit): the kernel, loaded on first use, and its output buffers
+        self._mask_fit: Any = None
+        self._fit_masks = np.zeros(0, dtype=np.int64)
+        self._fit_flags = np.zeros(0, dtype=np.bool_)
         # handoff: per wait-queue slot, whether its mask is rare (valid for the slot array it was computed on)
         self._rare_masks_of: np.ndarray | None = None
         self._rare_flags = np.zeros(0, dtype=bool)
@@ -477,7 +481,27 @@ class GlobalMaster(Component):
         """``matching=scan``: place queued tasks in queue order on the view until nothing more fits."""
         if len(self.queue):
             key = (lambda e: (e[E_MASK], tuple(e[E_DEMAND]))) if self.resource_mode else None
-            self.queue.drain(lambda e: self._place(e, now), key)
+            fits = None if self.resource_mode else self._queued_mask_fit
+            self.queue.drain(lambda e: self._place(e, now), key, fits)
+
+    def _queued_mask_fit(self, masks: np.ndarray, heads: np.ndarray, n: int) -> tuple[set, set]:
+        """Slot mode (:data:`.jobqueue.MaskFit`): the queued masks that no worker free in the view satisfies — for
+        them :meth:`_place` refuses every task and changes nothing — and the others."""
+        view = self.view
+        if view.n_free <= 0:
+            return set(masks[:n][heads[:n] != _INF].tolist()), set()
+        if self._mask_fit is None:
+            from megha.schedulers.megha._scan_kernels import queued_mask_fit
+
+            self._mask_fit = queued_mask_fit
+        out_m = self._fit_masks
+        if out_m.size < n:
+            out_m = self._fit_masks = np.zeros(2 * n, dtype=np.int64)
+            self._fit_flags = np.zeros(2 * n, dtype=np.bool_)
+        idx = self.layout.idx
+        c = self._mask_fit(masks, heads, n, view.avail, idx.valid, idx.constraint_vectors, out_m, self._fit_flags)
+        fit = self._fit_flags[:c]
+        return set(out_m[:c][~fit].tolist()), set(out_m[:c][fit].tolist())
 
     def _lm_for_mask(self, mask: int) -> tuple[int, int]:
         """How many workers have every constraint of ``mask``, and the LM whose cluster has the most of them."""
@@ -1239,7 +1263,7 @@ class GlobalMaster(Component):
                         if not flag[w]:
                             view._set(w, True)
             marks = {lm: len(batch[lm]) for lm in self._dirty}
-            if not len(queue) or not queue.drain(lambda e: self._place(e, now)):
+            if not len(queue) or not queue.drain(lambda e: self._place(e, now), None, self._queued_mask_fit):
                 return
 
     def _ow_unverified(self, now: float) -> None:

@@ -145,17 +145,34 @@ class FewestTasksQueue:
         key = self._order[0]
         return self._taken(key, self._jobs[key[2]].q.pop_front())
 
-    def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
-        """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`)."""
-        failed: set = set()
-        placed = 0
+    def drain(
+        self,
+        place: Callable[[tuple], bool],
+        key: Callable[[tuple], Hashable] | None = None,
+        fits: MaskFit | None = None,
+    ) -> int:
+        """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`).
+
+        ``fits`` (slot mode, see :data:`MaskFit`): the masks no free worker satisfies start as failed, and a job with
+        none of the others queued is passed over without a look at its tasks. Without it a drain offers every queued
+        mask once and looks at every job, so a long constrained queue costs about the product of updates, jobs and
+        masks (the ``megha20`` profile's scan)."""
         a = self._all
+        failed: set = set()
+        hopeful: set | None = None
+        if key is None and fits is not None:
+            failed, hopeful = fits(a._masks, a._heads, a._n_slots)
+        placed = 0
         for k in list(self._order):
             if key is None and len(failed) >= a._n_slots - a._empty_slots:
                 break
             job = k[2]
             j = self._jobs[job]
-            took = drain_queue(j.q, place, failed, a, key)
+            if hopeful is not None:
+                hopeful = {m for m in hopeful if m not in failed}
+                if not _has_any(j.q, hopeful):
+                    continue
+            took = drain_queue(j.q, place, failed, a, key, hopeful)
             if took:
                 placed += took
                 self._order.remove(k)
@@ -203,12 +220,31 @@ class FewestTasksQueue:
         return out
 
 
+# A slot-mode drain's view of the queued constraint masks: ``fits(masks, heads, n) -> (hopeless, hopeful)``, the
+# masks of the first ``n`` wait-queue slots with a task (``heads`` not INF) that no free worker of the caller's view
+# satisfies, and the others. The caller promises that ``place`` refuses every task with a hopeless mask without any
+# side effect: the drain then starts with them as failed and offers them nothing (same placements, same order).
+MaskFit = Callable[[np.ndarray, np.ndarray, int], tuple[set, set]]
+
+
+def _has_any(q: MaskQueue, masks: set) -> bool:
+    """Whether ``q`` holds a task with one of ``masks``."""
+    slot_of = q._slot_of
+    buckets = q._buckets
+    for m in masks:
+        s = slot_of.get(m)
+        if s is not None and buckets[s]:
+            return True
+    return False
+
+
 def drain_queue(
     q: MaskQueue,
     place: Callable[[tuple], bool],
     failed: set,
     mirror: MaskQueue | None = None,
     key: Callable[[tuple], Hashable] | None = None,
+    hopeful: set | None = None,
 ) -> int:
     """Offer the tasks of ``q`` in FIFO order to ``place(entry) -> bool``; placed tasks leave ``q``.
 
@@ -216,13 +252,20 @@ def drain_queue(
     ``failed``), later tasks with it are skipped, and the scan stops when every mask queued in ``mirror``
     (default ``q``) has failed — without constraints, at the first failure. In resource mode ``key(entry)``
     (mask and demand) is what fails, and the whole queue is scanned. ``mirror`` holds a placeholder per task of
-    a larger queue that ``q`` is part of; placed tasks leave it too. Returns the number of tasks placed.
+    a larger queue that ``q`` is part of; placed tasks leave it too. ``hopeful`` (slot mode): a set holding every
+    mask of ``q``'s tasks that is not in ``failed`` (it may hold more), so only those buckets are looked at.
+    Returns the number of tasks placed.
     """
     a = q if mirror is None else mirror
     by_mask = key is None
-    heap = [(b[0][0], int(q._masks[s]), 0) for s, b in enumerate(q._buckets[: q._n_slots]) if b]
-    if by_mask:
-        heap = [h for h in heap if h[1] not in failed]
+    if by_mask and hopeful is not None:
+        slot_of = q._slot_of
+        buckets = q._buckets
+        heap = [(b[0][0], m, 0) for m in hopeful if (s := slot_of.get(m)) is not None and (b := buckets[s])]
+    else:
+        heap = [(b[0][0], int(q._masks[s]), 0) for s, b in enumerate(q._buckets[: q._n_slots]) if b]
+        if by_mask:
+            heap = [h for h in heap if h[1] not in failed]
     heapq.heapify(heap)
     took = 0
     while heap:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable
 
 from megha.schedulers.megha.fairness import E_JOB, E_MASK, E_TASK
-from megha.schedulers.megha.jobqueue import FewestTasksQueue, _Job, drain_queue
+from megha.schedulers.megha.jobqueue import FewestTasksQueue, MaskFit, _has_any, _Job, drain_queue
 
 
 class FewestRemainingQueue(FewestTasksQueue):
@@ -91,11 +91,20 @@ class FewestRemainingQueue(FewestTasksQueue):
         a._take(a._slot_of[int(e[E_MASK])])
         return e
 
-    def drain(self, place: Callable[[tuple], bool], key: Callable[[tuple], Hashable] | None = None) -> int:
-        """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`)."""
-        failed: set = set()
-        placed_total = 0
+    def drain(
+        self,
+        place: Callable[[tuple], bool],
+        key: Callable[[tuple], Hashable] | None = None,
+        fits: MaskFit | None = None,
+    ) -> int:
+        """Offer queued tasks, in service order, to ``place(entry) -> bool`` (see :func:`drain_queue`; ``fits``: as
+        :meth:`FewestTasksQueue.drain`)."""
         a = self._all
+        failed: set = set()
+        hopeful: set | None = None
+        if key is None and fits is not None:
+            failed, hopeful = fits(a._masks, a._heads, a._n_slots)
+        placed_total = 0
         placed = self._placed
 
         def place_rec(e: tuple) -> bool:
@@ -111,7 +120,12 @@ class FewestRemainingQueue(FewestTasksQueue):
                 break
             job = order[i][2]
             j = self._jobs[job]
-            took = drain_queue(j.q, place_rec, failed, a, key)
+            if hopeful is not None:
+                hopeful = {m for m in hopeful if m not in failed}
+                if not _has_any(j.q, hopeful):
+                    i += 1
+                    continue
+            took = drain_queue(j.q, place_rec, failed, a, key, hopeful)
             if took:
                 placed_total += took
                 self._left(job, j, took)
