@@ -104,49 +104,80 @@ def test_over_commit_in_the_compiled_loop_raises_the_ledger_error(monkeypatch: p
     assert_busy_ledger_error(monkeypatch, _lean, busy, cfg, want)
 
 
-def test_event_queue_order_and_growth() -> None:
-    """The compiled loop's event queue (``_post``, ``_take``) hands out events as a heap of (time, posting order)
-    does, each with its message's fields, through the heap's and the message table's growth and the reuse of freed
-    rows."""
+def test_event_queue_order_and_reuse() -> None:
+    """The compiled loop's event queue (``_post``, and ``_pop`` as the loop takes an event) hands out events as a
+    heap of (time, posting order) does, each with its message's fields, reusing freed rows of the message table."""
     import heapq
 
     import numpy as np
 
-    from megha.schedulers.megha._lean_kernel import Q_FREE, Q_HEAP, Q_ROWS, Q_SEQ, _post, _take
+    from megha.schedulers.megha._lean_kernel import _pop, _post
 
     rng = np.random.default_rng(1)
-    q = (
-        np.empty(4),
-        np.empty(4, dtype=np.int64),
-        np.empty(4, dtype=np.int64),
-        np.zeros((4, 8), dtype=np.int64),
-        np.empty(4, dtype=np.int64),
-        0,
-        0,
-        0,
-        0,
-    )
+    cap = 400
+    ht, hs, hm = np.empty(cap), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
+    msg, m_free = np.zeros((cap, 8), dtype=np.int64), np.empty(cap, dtype=np.int64)
+    hn = n_mfree = n_msg = seq = 0
     ref: list[tuple[float, int]] = []  # (time, posting order): the engine's order
     posted = 0
+
+    def take() -> tuple[float, int]:
+        nonlocal hn, n_mfree
+        t, row = float(ht[0]), int(hm[0])
+        hn = _pop(ht, hs, hm, hn)
+        m_free[n_mfree] = row
+        n_mfree += 1
+        return t, row
+
     for _ in range(60):
         for _ in range(int(rng.integers(0, 40))):
             t = float(rng.integers(0, 20))  # many ties
-            q = _post(q, t, 3, 1, 2, posted, posted + 1, 0, 0, 0)
+            assert n_mfree or n_msg < cap  # the loop asks for room before it posts (NEED_ROOM)
+            hn, n_mfree, n_msg, seq = _post(
+                ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, seq, t, 3, 1, 2, posted, posted + 1, 0, 0, 0
+            )
             heapq.heappush(ref, (t, posted))
             posted += 1
         for _ in range(int(rng.integers(0, 40))):
             if not ref:
-                assert q[Q_HEAP] == 0
+                assert hn == 0
                 break
-            t, row, q = _take(q)
-            msg = q[3]
+            t, row = take()
             assert (t, int(msg[row, 3])) == heapq.heappop(ref)
             assert msg[row, 0] == 3 and msg[row, 4] == msg[row, 3] + 1
     while ref:
-        t, row, q = _take(q)
-        assert (t, int(q[3][row, 3])) == heapq.heappop(ref)
-    assert q[Q_HEAP] == 0 and q[Q_SEQ] == posted
-    assert q[Q_FREE] == q[Q_ROWS] and 4 < q[Q_ROWS] < posted  # the table grew, and freed rows were reused
+        t, row = take()
+        assert (t, int(msg[row, 3])) == heapq.heappop(ref)
+    assert hn == 0 and seq == posted
+    assert n_mfree == n_msg and n_msg < posted  # freed rows were reused
+
+
+@pytest.mark.parametrize("category", ["R_DEC", "R_EVENTS", "R_PAYLOAD", "R_LOG", "R_SCRATCH", "R_NODES", "R_BOOK"])
+def test_full_arrays_run_again_with_more_room(monkeypatch: pytest.MonkeyPatch, category: str) -> None:
+    """An array of the compiled loop allocated too small for the run stops it (``NEED_ROOM``); it runs again from
+    the start with more room and gives the components' results."""
+    from megha.schedulers.megha import _lean_kernel as K
+
+    first = _lean._capacities
+    calls = []
+
+    def small(*args: object) -> object:
+        caps = first(*args)
+        caps[getattr(K, category)] = 1
+        return caps
+
+    real = K.run_lean
+
+    def counted(*args: object) -> int:
+        status = real(*args)
+        calls.append(status)
+        return status
+
+    monkeypatch.setattr(_lean, "_capacities", small)
+    monkeypatch.setattr(K, "run_lean", counted)
+    cfg = RunConfig(scheduler="megha", trace="sample:GOOG_subtrace", workers=600, gms=3, lms=4, max_jobs=120)
+    _same(*_both(monkeypatch, cfg))
+    assert calls[0] == K.NEED_ROOM and calls[-1] == K.OK
 
 
 def test_cold_threshold(monkeypatch: pytest.MonkeyPatch) -> None:

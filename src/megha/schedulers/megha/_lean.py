@@ -77,6 +77,34 @@ def lean_runner(
     return dispatch_hook(SWITCH, mode, ctx, functools.partial(_run, ctx, layout, gms, lms, route), extras)
 
 
+def _capacities(w: Any, n_f: int, G: int, L: int, layout: MeghaLayout, n_masks: int, batch: int) -> np.ndarray:
+    """The first capacities of the compiled loop's arrays (``_lean_kernel.R_*``): what a run of ``n_f`` feasible
+    tasks on this layout needs, with room to spare (a full one makes the loop run again with more: ``NEED_ROOM``).
+    Arrays are allocated, not touched, beyond what the run uses."""
+    from megha.schedulers.megha import _lean_kernel as K
+
+    n_workers = len(layout.lm_of)
+    caps = np.zeros(K.N_ROOM, dtype=np.int64)
+    bookings = n_f + n_f // 2 + 4096  # every task once, and the rejected ones again
+    caps[K.R_DEC] = bookings
+    caps[K.R_COMM] = 2 * bookings
+    caps[K.R_RUNS] = n_f + 16
+    caps[K.R_EVENTS] = 4 * n_workers + 4096
+    caps[K.R_PAYLOAD] = 4 * n_f + 65536
+    caps[K.R_REQUESTS] = bookings // max(G, 1) + 4096
+    caps[K.R_STORE] = bookings
+    caps[K.R_LOG] = 4 * (n_f // max(L, 1)) + 4096
+    caps[K.R_SCRATCH] = n_workers + 4096
+    caps[K.R_GAINED] = n_workers + 16
+    caps[K.R_RETRY] = min(batch, n_workers) + 16
+    caps[K.R_NODES] = n_f + 16
+    caps[K.R_GROUPS] = n_workers + 16
+    caps[K.R_BOOK] = int(np.bincount(layout.lm_of, minlength=max(L, 1)).max()) + 16
+    caps[K.R_SLOTS] = n_masks + 1
+    caps[K.R_JOB] = int(w.job_num_tasks.max()) + 1 if w.n_jobs else 1
+    return caps
+
+
 def _run(
     ctx: BuildContext,
     layout: MeghaLayout,
@@ -118,6 +146,7 @@ def _run(
     if not (d_gl > 0 and d_lg > 0 and lm0.launch_delay > 0 and lm0.report_delay >= 0):
         return False  # an event at the instant it is made: the loop's arrival order assumes none
     blocks = n_f // _BLOCK + 2
+    caps = _capacities(w, n_f, G, L, layout, mgid_mask.size, gm0.batch_size)
     while True:
         # each GM's uniform numbers, drawn from a copy of its generator (the components keep theirs)
         ubuf = uniform_blocks([gm.rnd.rng for gm in gms], blocks, _BLOCK)
@@ -125,8 +154,24 @@ def _run(
         gm_counts = np.zeros((G, 3), dtype=np.int64)
         lm_counts = np.zeros((L, 3), dtype=np.int64)
         end = np.zeros(2)
+        room = np.zeros(K.N_ROOM, dtype=np.int64)
+        logs_n = np.zeros(5, dtype=np.int64)
+        n_dec, n_comm, n_runs = int(caps[K.R_DEC]), int(caps[K.R_COMM]), int(caps[K.R_RUNS])
+        logs = (
+            np.empty(n_dec, dtype=np.int64),  # decided: ids, times
+            np.empty(n_dec),
+            np.empty(n_comm, dtype=np.int64),  # comm: ids, delays
+            np.empty(n_comm),
+            np.empty(n_runs, dtype=np.int64),  # started: ids, times, workers
+            np.empty(n_runs),
+            np.empty(n_runs, dtype=np.int64),
+            np.empty(n_runs, dtype=np.int64),  # finished: ids, times
+            np.empty(n_runs),
+            np.empty(n_runs, dtype=np.int64),  # known: ids, times
+            np.empty(n_runs),
+        )
         ledger = WorkerLedger("megha/workers", len(layout.lm_of), slot_array=True)  # what each worker runs
-        status, logs_n, *logs = K.run_lean(
+        status = K.run_lean(
             np.ascontiguousarray(source.order, dtype=np.int64),
             np.ascontiguousarray(w.job_arrival, dtype=np.float64),
             np.ascontiguousarray(w.job_first_task, dtype=np.int64),
@@ -164,14 +209,21 @@ def _run(
             float(lm0.report_delay),
             float(stall),
             ledger.task,
+            caps,
+            room,
+            logs_n,
+            *logs,
             counts,
             gm_counts,
             lm_counts,
             end,
         )
-        if status != K.NEED_UNIFORMS:
+        if status == K.NEED_UNIFORMS:
+            blocks *= 2
+        elif status == K.NEED_ROOM:
+            caps = np.maximum(caps, np.where(room > 0, np.maximum(2 * caps, room), caps))
+        else:
             break
-        blocks *= 2
     if status == K.OVER_COMMIT:
         w_over = int(counts[K.C_OVER_WORKER])
         lm = lms[int(layout.lm_of[w_over])]
@@ -179,7 +231,7 @@ def _run(
         part.over_slot(w_over, int(counts[K.C_OVER_TASK]), float(end[1]))
     if status != K.OK:
         return False
-    absorb_logs(ctx.recorder, logs_n, logs)
+    absorb_logs(ctx.recorder, logs_n, list(logs))
     t_end = float(end[0])
     # the messages modelled, the counters, the engine's clock and events (the watchdog's timers included)
     c = counts.tolist()

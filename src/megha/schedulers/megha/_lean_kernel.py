@@ -56,13 +56,31 @@ UNSUPPORTED = 1
 STALLED = 2
 NEED_UNIFORMS = 3
 OVER_COMMIT = 4  # a start on a worker that runs a task (C_OVER_WORKER, C_OVER_TASK, end[1])
+NEED_ROOM = 5  # an array is full: ``room`` says which and how large it must be; the caller runs again with more
 
-# the event queue: a tuple of its arrays (heap times, sequence numbers and message rows; the message table; its free
-# rows) and its counts at these positions (indexed with literals in the loop: numba needs constant indexes)
-Q_HEAP = 5  # events on the heap
-Q_FREE = 6  # free rows of the message table
-Q_ROWS = 7  # rows of the message table used
-Q_SEQ = 8  # the next event's sequence number
+# the loop's arrays are allocated once, at the capacities ``caps`` gives (the caller's), and never replaced inside the
+# loop: numba keeps an array that a loop may replace as a value merged at every join of the loop's branches, one
+# atomic reference count up and down per array at each (about a third of the run's time when the arrays grew in
+# place). A full array stops the loop with ``NEED_ROOM``, ``room[k]`` the size its category needs; the caller
+# grows ``caps[k]`` and runs again from the start (the arrays of one category share its capacity).
+R_DEC = 0  # the decided log (ids, times): one entry per booking
+R_COMM = 1  # the comm log (ids, delays): one per booking, launch and rejection
+R_RUNS = 2  # the started, finished and known logs: one per run of a task
+R_EVENTS = 3  # the event heap and the message table (rows and free rows): events pending at once
+R_PAYLOAD = 4  # the message payloads (appended while any message holds one)
+R_REQUESTS = 5  # the launch requests of each GM ([G, cap]: request ids from 1)
+R_STORE = 6  # the request store (workers and tasks of every launch request)
+R_LOG = 7  # the change log of each LM ([L, cap]: change numbers from 1)
+R_SCRATCH = 8  # the scratch lists of one event (workers, tasks, owners)
+R_GAINED = 9  # the workers one GM's step gains
+R_RETRY = 10  # the rejected tasks of one reply that do not fit
+R_NODES = 11  # the wait queues' nodes (queued tasks)
+R_GROUPS = 12  # the task-end groups pending at once
+R_BOOK = 13  # one step's bookings per LM ([L, cap])
+R_SLOTS = 14  # the wait queues' slots per GM ([G, cap]: one per queued constraint mask)
+R_JOB = 15  # one job's feasible tasks
+N_ROOM = 16
+
 # counts[] slots
 C_LAUNCH_REQ = 0
 C_LAUNCH_REPLY = 1
@@ -107,26 +125,6 @@ def _py_floordiv(a: float, b: float) -> float:
             fd += 1.0
         return fd
     return np.copysign(0.0, a / b)
-
-
-@njit(cache=True, nogil=True)
-def _grow(a: np.ndarray, n: int) -> np.ndarray:
-    """``a`` with room for at least ``n`` items (doubled)."""
-    if n <= a.shape[0]:
-        return a
-    out = np.empty(max(2 * a.shape[0], n, 16), dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _grow_cols(a: np.ndarray, n: int) -> np.ndarray:
-    """2-D ``a`` with room for at least ``n`` columns (doubled)."""
-    if n <= a.shape[1]:
-        return a
-    out = np.zeros((a.shape[0], max(2 * a.shape[1], n, 16)), dtype=a.dtype)
-    out[:, : a.shape[1]] = a
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -178,7 +176,15 @@ def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
 
 @njit(cache=True, nogil=True, inline="always")
 def _post(
-    q: tuple,
+    ht: np.ndarray,
+    hs: np.ndarray,
+    hm: np.ndarray,
+    msg: np.ndarray,
+    m_free: np.ndarray,
+    hn: int,
+    n_mfree: int,
+    n_msg: int,
+    s: int,
     t: float,
     kind: int,
     g: int,
@@ -188,27 +194,15 @@ def _post(
     c: int,
     d: int,
     e: int,
-) -> tuple:
-    """Send a message at ``t``: a row of the message table (from the free list, else a new row; the table doubles
-    when full) filled with ``kind, g, l, a .. e``, and its event (``t`` and the next sequence number) pushed on the
-    heap (grown when full). ``q``: the event queue (its arrays and counts, ``Q_*``). Returns the new ``q``. Inlined
-    into the loop in numba's IR, where the tuple's counts stay in registers: as a call it cost ~10 % of the loop's
-    time (the arrays' reference counts on every event)."""
-    ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, s = q
-    if hn + 1 > ht.shape[0]:
-        ht = _grow(ht, hn + 1)
-    if hn + 1 > hs.shape[0]:
-        hs = _grow(hs, hn + 1)
-    if hn + 1 > hm.shape[0]:
-        hm = _grow(hm, hn + 1)
+) -> tuple[int, int, int, int]:
+    """Send a message at ``t``: a row of the message table ``msg`` (from the free rows ``m_free``, else a new row)
+    filled with ``kind, g, l, a .. e``, and its event (``t`` and the sequence number ``s``) pushed on the heap
+    (``ht``, ``hs``, ``hm``; ``hn`` events). The caller made sure of a row (``n_mfree`` free, ``n_msg`` used; the
+    heap holds one event per row in use). Returns the new ``hn, n_mfree, n_msg`` and the next sequence number."""
     if n_mfree:
         n_mfree -= 1
         nm = m_free[n_mfree]
     else:
-        if n_msg == msg.shape[0]:
-            m2 = np.zeros((2 * n_msg, 8), dtype=np.int64)
-            m2[:n_msg] = msg
-            msg = m2
         nm = n_msg
         n_msg += 1
     msg[nm, 0] = kind
@@ -220,21 +214,7 @@ def _post(
     msg[nm, 6] = d
     msg[nm, 7] = e
     hn = _push(ht, hs, hm, hn, t, s, nm)
-    return ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, s + 1
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _take(q: tuple) -> tuple:
-    """Take the next event off the queue ``q`` (its heap must hold one): returns its time, its message's row (free
-    again from the next :func:`_post`; read it first) and the new ``q``."""
-    ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, s = q
-    t = ht[0]
-    mid = hm[0]
-    hn = _pop(ht, hs, hm, hn)
-    if n_mfree + 1 > m_free.shape[0]:
-        m_free = _grow(m_free, n_mfree + 1)
-    m_free[n_mfree] = mid
-    return t, mid, (ht, hs, hm, msg, m_free, hn, n_mfree + 1, n_msg, s)
+    return hn, n_mfree, n_msg, s + 1
 
 
 @njit(cache=True, nogil=True)
@@ -288,56 +268,61 @@ def run_lean(
     stall_timeout: float,
     # the workers: the ledger's task array (what each runs; every worker free)
     w_task: np.ndarray,
-    # results
+    # the capacities of the loop's arrays (``R_*``; the logs' are their arrays' sizes) and, on NEED_ROOM, the sizes
+    # they need
+    caps: np.ndarray,
+    room: np.ndarray,
+    # the recorder's logs (filled up to ``logs_n``) and the results
+    logs_n: np.ndarray,
+    dec_ids: np.ndarray,
+    dec_t: np.ndarray,
+    comm_ids: np.ndarray,
+    comm_d: np.ndarray,
+    st_ids: np.ndarray,
+    st_t: np.ndarray,
+    st_w: np.ndarray,
+    fin_ids: np.ndarray,
+    fin_t: np.ndarray,
+    kn_ids: np.ndarray,
+    kn_t: np.ndarray,
     counts: np.ndarray,
     gm_counts: np.ndarray,
     lm_counts: np.ndarray,
     end: np.ndarray,
-) -> tuple:
-    """Run the simulation. Returns ``(status, logs_n, logs...)``: the recorder's logs as arrays (decided ids and
-    times, comm ids and delays, started ids, times and workers, finished ids and times, known ids and times), their
-    lengths in ``logs_n``; message counts and events go to ``counts``, the GMs' and LMs' counters to ``gm_counts``
-    and ``lm_counts``, the time of the last event to ``end[0]`` (on ``OVER_COMMIT``: its instant to ``end[1]``)."""
+) -> int:
+    """Run the simulation; returns its status. The recorder's logs go to the arrays given (decided ids and times,
+    comm ids and delays, started ids, times and workers, finished ids and times, known ids and times; ``caps[R_DEC]``,
+    ``caps[R_COMM]`` and ``caps[R_RUNS]`` long), their lengths to ``logs_n``; message counts and events to
+    ``counts``, the GMs' and LMs' counters to ``gm_counts`` and ``lm_counts``, the time of the last event to
+    ``end[0]`` (on ``OVER_COMMIT``: its instant to ``end[1]``). ``NEED_ROOM``: an array was full, ``room`` has the
+    size its category needs."""
     G = avail.shape[0]
     L = phase.shape[0]
     n_workers = lm_of.shape[0]
     n_jobs = job_order.shape[0]
     T = task_dur.shape[0]
-    logs_n = np.zeros(5, dtype=np.int64)
-    cap = max(T, 16)
-    dec_ids = np.empty(cap, dtype=np.int64)
-    dec_t = np.empty(cap)
-    comm_ids = np.empty(2 * cap, dtype=np.int64)
-    comm_d = np.empty(2 * cap)
-    st_ids = np.empty(cap, dtype=np.int64)
-    st_t = np.empty(cap)
-    st_w = np.empty(cap, dtype=np.int64)
-    fin_ids = np.empty(cap, dtype=np.int64)
-    fin_t = np.empty(cap)
-    kn_ids = np.empty(cap, dtype=np.int64)
-    kn_t = np.empty(cap)
     n_dec = 0
     n_comm = 0
     n_st = 0
     n_fin = 0
     n_kn = 0
     # --- the event queue: a heap of (time, seq) over rows of the message table (kind, g, l, a, b, c, d, e) ---
-    # heap times, sequence numbers and rows; the message table; its free rows; Q_HEAP, Q_FREE, Q_ROWS, Q_SEQ
-    q = (
-        np.empty(1024),
-        np.empty(1024, dtype=np.int64),
-        np.empty(1024, dtype=np.int64),
-        np.zeros((1024, 8), dtype=np.int64),
-        np.empty(1024, dtype=np.int64),
-        0,
-        0,
-        0,
-        0,
-    )
+    # heap times, sequence numbers and rows; the message table and its free rows; their counts
+    n_ev = caps[R_EVENTS]
+    ht = np.empty(n_ev)
+    hs = np.empty(n_ev, dtype=np.int64)
+    hm = np.empty(n_ev, dtype=np.int64)
+    msg = np.zeros((n_ev, 8), dtype=np.int64)
+    m_free = np.empty(n_ev, dtype=np.int64)
+    hn = 0
+    n_mfree = 0
+    n_msg = 0
+    seq = 0
     # message payloads (lists of tasks, workers, states): appended; emptied whenever no message holds one
-    pl = np.empty(4096, dtype=np.int64)
+    pl = np.empty(caps[R_PAYLOAD], dtype=np.int64)
     n_pl = 0
     live_pl = 0
+    pl_max = 0  # the payloads' high-water mark
     # --- GMs ---
     inflight = np.zeros((G, n_workers), dtype=np.int64)
     flag = np.zeros((G, n_workers), dtype=np.uint8)
@@ -349,42 +334,44 @@ def run_lean(
     upos = np.zeros(G, dtype=np.int64)
     req_seq = np.zeros(G, dtype=np.int64)
     # requests [G, request id]: first index in the request store, count, next unacknowledged of the same (GM, LM)
-    rq_first = np.zeros((G, 1024), dtype=np.int64)
-    rq_cnt = np.zeros((G, 1024), dtype=np.int64)
-    rq_next = np.zeros((G, 1024), dtype=np.int64)
-    rs_w = np.empty(4096, dtype=np.int64)  # the request store: each request's workers and tasks
-    rs_t = np.empty(4096, dtype=np.int64)
+    rq_first = np.zeros((G, caps[R_REQUESTS]), dtype=np.int64)
+    rq_cnt = np.zeros((G, caps[R_REQUESTS]), dtype=np.int64)
+    rq_next = np.zeros((G, caps[R_REQUESTS]), dtype=np.int64)
+    rs_w = np.empty(caps[R_STORE], dtype=np.int64)  # the request store: each request's workers and tasks
+    rs_t = np.empty(caps[R_STORE], dtype=np.int64)
     n_rs = 0
     ua_head = np.zeros((G, L), dtype=np.int64)  # oldest unacknowledged request per (GM, LM); 0: none
     ua_tail = np.zeros((G, L), dtype=np.int64)
     # the wait queues (WaitQueue), one per GM: slots of queued masks; entries are nodes (task, key) linked per slot
     n_m = mgid_mask.shape[0]
     slot_of = np.full((G, n_m), -1, dtype=np.int64)
-    s_mask = np.zeros((G, 16), dtype=np.uint32)
-    s_head = np.full((G, 16), INF, dtype=np.int64)
-    s_gid = np.zeros((G, 16), dtype=np.int64)
-    s_first = np.full((G, 16), -1, dtype=np.int64)
-    s_last = np.full((G, 16), -1, dtype=np.int64)
+    s_mask = np.zeros((G, caps[R_SLOTS]), dtype=np.uint32)
+    s_head = np.full((G, caps[R_SLOTS]), INF, dtype=np.int64)
+    s_gid = np.zeros((G, caps[R_SLOTS]), dtype=np.int64)
+    s_first = np.full((G, caps[R_SLOTS]), -1, dtype=np.int64)
+    s_last = np.full((G, caps[R_SLOTS]), -1, dtype=np.int64)
     n_slots = np.zeros(G, dtype=np.int64)
     empty_slots = np.zeros(G, dtype=np.int64)
     q_back = np.zeros(G, dtype=np.int64)
     q_front = np.zeros(G, dtype=np.int64)
     q_len = np.zeros(G, dtype=np.int64)
-    nd_task = np.empty(1024, dtype=np.int64)
-    nd_key = np.empty(1024, dtype=np.int64)
-    nd_next = np.empty(1024, dtype=np.int64)
+    nd_task = np.empty(caps[R_NODES], dtype=np.int64)
+    nd_key = np.empty(caps[R_NODES], dtype=np.int64)
+    nd_next = np.empty(caps[R_NODES], dtype=np.int64)
     nd_free = -1
     n_nd = 0
     # one step's bookings (one GM's step at a time): per LM, LMs in the order of their first booking (dirty)
-    bk_t = np.zeros((L, 64), dtype=np.int64)
-    bk_w = np.zeros((L, 64), dtype=np.int64)
+    bk_t = np.zeros((L, caps[R_BOOK]), dtype=np.int64)
+    bk_w = np.zeros((L, caps[R_BOOK]), dtype=np.int64)
     n_bk = np.zeros(L, dtype=np.int64)
     dirty = np.empty(L, dtype=np.int64)
     n_dirty = 0
-    out = np.empty(16, dtype=np.int64)
-    failed = np.empty(16, dtype=np.int64)
-    gained = np.empty(64, dtype=np.int64)
-    retry = np.empty(64, dtype=np.int64)
+    out = np.empty(caps[R_JOB], dtype=np.int64)  # one job's placements, its tasks and their masks
+    failed = np.empty(caps[R_JOB], dtype=np.int64)
+    jt = np.empty(caps[R_JOB], dtype=np.int64)
+    jm = np.empty(caps[R_JOB], dtype=np.uint32)
+    gained = np.empty(caps[R_GAINED], dtype=np.int64)
+    retry = np.empty(caps[R_RETRY], dtype=np.int64)
     mark = np.zeros(n_workers, dtype=np.int64)  # membership stamps
     stamp = 0
     # --- LMs ---
@@ -395,23 +382,23 @@ def run_lean(
     lm_seq = np.zeros(L, dtype=np.int64)
     armed = np.zeros(L, dtype=np.bool_)
     # change log per LM: worker and GM of change number s (1-based); each worker's latest change number
-    log_w = np.zeros((L, 1024), dtype=np.int64)
-    log_by = np.zeros((L, 1024), dtype=np.int64)
+    log_w = np.zeros((L, caps[R_LOG]), dtype=np.int64)
+    log_by = np.zeros((L, caps[R_LOG]), dtype=np.int64)
     last_seq = np.zeros(n_workers, dtype=np.int64)
     # task-end groups: (LM, end instant) -> group; a group's tasks linked by next_in_group
     grp_of = Dict.empty(key_type=_GROUP_KEY, value_type=types.int64)
-    g_first = np.empty(1024, dtype=np.int64)
-    g_last = np.empty(1024, dtype=np.int64)
-    g_t1 = np.empty(1024)
-    g_e = np.empty(1024)
-    g_l = np.empty(1024, dtype=np.int64)
+    g_first = np.empty(caps[R_GROUPS], dtype=np.int64)
+    g_last = np.empty(caps[R_GROUPS], dtype=np.int64)
+    g_t1 = np.empty(caps[R_GROUPS])
+    g_e = np.empty(caps[R_GROUPS])
+    g_l = np.empty(caps[R_GROUPS], dtype=np.int64)
     g_free = -1
     n_grp = 0
     next_in_group = np.full(T, -1, dtype=np.int64)
     run_w = np.full(T, -1, dtype=np.int64)
-    tw = np.empty(64, dtype=np.int64)  # scratch lists
-    tt = np.empty(64, dtype=np.int64)
-    tb = np.empty(64, dtype=np.int64)
+    tw = np.empty(caps[R_SCRATCH], dtype=np.int64)  # scratch lists
+    tt = np.empty(caps[R_SCRATCH], dtype=np.int64)
+    tb = np.empty(caps[R_SCRATCH], dtype=np.int64)
     byset = np.zeros(G, dtype=np.bool_)
     outstanding = n_expected
     n_skipped = 0
@@ -426,7 +413,7 @@ def run_lean(
     while True:
         # the watchdog's checks due before the next event (one that would stop the run: the components run instead)
         if outstanding > 0:
-            nxt = q[0][0] if q[5] else np.inf  # q[5]: Q_HEAP
+            nxt = ht[0] if hn else np.inf
             if jp < jp_end:
                 nxt = now
             elif jp < n_jobs:
@@ -441,7 +428,7 @@ def run_lean(
                 break
         step = -1  # the GM whose step this event is (its queue is offered the gained workers, then it flushes)
         n_gain = 0
-        if jp < jp_end or (jp < n_jobs and (q[5] == 0 or q[0][0] > src_t)):
+        if jp < jp_end or (jp < n_jobs and (hn == 0 or ht[0] > src_t)):
             if jp >= jp_end:  # the source's timer fires: the jobs arrived by now, one JobArrival each
                 counts[C_SOURCE] += 1
                 counts[C_EVENTS] += 1
@@ -469,11 +456,9 @@ def run_lean(
             g = job_gm[j]
             step = g
             # --- GM g: _on_job_lean ---
-            if out.shape[0] < nt:
-                out = np.empty(2 * nt, dtype=np.int64)
-                failed = np.empty(2 * nt, dtype=np.int64)
-            jm = np.empty(nt, dtype=np.uint32)
-            jt = np.empty(nt, dtype=np.int64)
+            if nt > out.shape[0]:
+                room[R_JOB] = nt
+                return NEED_ROOM
             k = 0
             for t in range(lo, hi):
                 if feasible[t]:
@@ -485,7 +470,7 @@ def run_lean(
                 valid,
                 cvs,
                 n_constraints,
-                jm,
+                jm[:nt],
                 0,
                 out,
                 failed,
@@ -522,8 +507,8 @@ def run_lean(
                         dirty[n_dirty] = lm
                         n_dirty += 1
                     if n_bk[lm] == bk_t.shape[1]:
-                        bk_t = _grow_cols(bk_t, n_bk[lm] + 1)
-                        bk_w = _grow_cols(bk_w, n_bk[lm] + 1)
+                        room[R_BOOK] = n_bk[lm] + 1
+                        return NEED_ROOM
                     bk_t[lm, n_bk[lm]] = t
                     bk_w[lm, n_bk[lm]] = w
                     n_bk[lm] += 1
@@ -532,12 +517,8 @@ def run_lean(
                     s = slot_of[g, gid]
                     if s < 0:
                         if n_slots[g] == s_mask.shape[1]:
-                            c2 = 2 * s_mask.shape[1]
-                            s_mask = _grow_cols(s_mask, c2)
-                            s_gid = _grow_cols(s_gid, c2)
-                            s_first = _grow_cols(s_first, c2)
-                            s_last = _grow_cols(s_last, c2)
-                            s_head = _grow_cols(s_head, c2)
+                            room[R_SLOTS] = n_slots[g] + 1
+                            return NEED_ROOM
                         s = n_slots[g]
                         n_slots[g] += 1
                         s_mask[g, s] = mgid_mask[gid]
@@ -553,11 +534,8 @@ def run_lean(
                         nd_free = nd_next[nd]
                     else:
                         if n_nd + 1 > nd_task.shape[0]:
-                            nd_task = _grow(nd_task, n_nd + 1)
-                        if n_nd + 1 > nd_key.shape[0]:
-                            nd_key = _grow(nd_key, n_nd + 1)
-                        if n_nd + 1 > nd_next.shape[0]:
-                            nd_next = _grow(nd_next, n_nd + 1)
+                            room[R_NODES] = n_nd + 1
+                            return NEED_ROOM
                         nd = n_nd
                         n_nd += 1
                     nd_task[nd] = t
@@ -572,12 +550,15 @@ def run_lean(
                     s_last[g, s] = nd
                     q_len[g] += 1
         else:
-            if q[5] == 0:
+            if hn == 0:
                 break
             # ============ the next event of the queue ============
-            now, mid, q = _take(q)
+            now = ht[0]
+            mid = hm[0]
+            hn = _pop(ht, hs, hm, hn)
+            m_free[n_mfree] = mid  # the row is free again from the next post (read it first)
+            n_mfree += 1
             counts[C_EVENTS] += 1
-            msg = q[3]
             kind = msg[mid, 0]
             g = msg[mid, 1]
             l = msg[mid, 2]  # noqa: E741
@@ -591,11 +572,8 @@ def run_lean(
                 n_acc = 0
                 n_rej = 0
                 if mc > tw.shape[0]:
-                    tw = _grow(tw, mc)
-                if mc > tt.shape[0]:
-                    tt = _grow(tt, mc)
-                if mc > tb.shape[0]:
-                    tb = _grow(tb, mc)
+                    room[R_SCRATCH] = mc
+                    return NEED_ROOM
                 repart = 0
                 for x in range(mb, mb + mc):
                     w = rs_w[x]
@@ -611,8 +589,8 @@ def run_lean(
                         lm_seq[l] += 1
                         sq = lm_seq[l]
                         if sq >= log_w.shape[1]:
-                            log_w = _grow_cols(log_w, sq + 1)
-                            log_by = _grow_cols(log_by, sq + 1)
+                            room[R_LOG] = sq + 1
+                            return NEED_ROOM
                         log_w[l, sq] = w
                         log_by[l, sq] = g
                         last_seq[w] = sq
@@ -621,26 +599,44 @@ def run_lean(
                         n_rej += 1
                 if n_acc and not armed[l]:
                     armed[l] = True
-                    q = _post(q, _arm_at(now, phase[l], heartbeat), K_HEARTBEAT, 0, l, 0, 0, 0, 0, 0)
+                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                        room[R_EVENTS] = n_msg + 1
+                        return NEED_ROOM
+                    hn, n_mfree, n_msg, seq = _post(
+                        ht,
+                        hs,
+                        hm,
+                        msg,
+                        m_free,
+                        hn,
+                        n_mfree,
+                        n_msg,
+                        seq,
+                        _arm_at(now, phase[l], heartbeat),
+                        K_HEARTBEAT,
+                        0,
+                        l,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                    )
                 lm_counts[l, L_REPARTITIONS] += repart
                 if n_acc:
                     # _start_tasks: the workers start them one launch delay from now
                     counts[C_LAUNCH] += 1
                     start = now + launch_delay
                     if n_comm + n_acc > comm_ids.shape[0]:
-                        comm_ids = _grow(comm_ids, n_comm + n_acc)
-                    if n_comm + n_acc > comm_d.shape[0]:
-                        comm_d = _grow(comm_d, n_comm + n_acc)
+                        room[R_COMM] = n_comm + n_acc
+                        return NEED_ROOM
                     for x in range(n_acc):
                         comm_ids[n_comm] = tt[x]
                         comm_d[n_comm] = launch_delay
                         n_comm += 1
                     if n_st + n_acc > st_ids.shape[0]:
-                        st_ids = _grow(st_ids, n_st + n_acc)
-                    if n_st + n_acc > st_t.shape[0]:
-                        st_t = _grow(st_t, n_st + n_acc)
-                    if n_st + n_acc > st_w.shape[0]:
-                        st_w = _grow(st_w, n_st + n_acc)
+                        room[R_RUNS] = n_st + n_acc
+                        return NEED_ROOM
                     for x in range(n_acc):
                         w = tw[x]
                         if not claim_slot(w_task, w, tt[x], 0):  # the workers' over-commit check
@@ -669,15 +665,8 @@ def run_lean(
                                 g_free = g_first[gi]
                             else:
                                 if n_grp + 1 > g_first.shape[0]:
-                                    g_first = _grow(g_first, n_grp + 1)
-                                if n_grp + 1 > g_last.shape[0]:
-                                    g_last = _grow(g_last, n_grp + 1)
-                                if n_grp + 1 > g_t1.shape[0]:
-                                    g_t1 = _grow(g_t1, n_grp + 1)
-                                if n_grp + 1 > g_e.shape[0]:
-                                    g_e = _grow(g_e, n_grp + 1)
-                                if n_grp + 1 > g_l.shape[0]:
-                                    g_l = _grow(g_l, n_grp + 1)
+                                    room[R_GROUPS] = n_grp + 1
+                                    return NEED_ROOM
                                 gi = n_grp
                                 n_grp += 1
                             grp_of[key] = gi
@@ -692,7 +681,12 @@ def run_lean(
                             if not at >= now:
                                 status = UNSUPPORTED
                                 break
-                            q = _post(q, at, K_END, 0, l, gi, 0, 0, 0, 0)
+                            if n_mfree == 0 and n_msg >= msg.shape[0]:
+                                room[R_EVENTS] = n_msg + 1
+                                return NEED_ROOM
+                            hn, n_mfree, n_msg, seq = _post(
+                                ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, seq, at, K_END, 0, l, gi, 0, 0, 0, 0
+                            )
                         else:
                             next_in_group[g_last[gi]] = t
                             next_in_group[t] = -1
@@ -708,7 +702,8 @@ def run_lean(
                     sq_now = lm_seq[l]
                     nmax = sq_now - sent[l, g] + n_rej
                     if nmax > tw.shape[0]:
-                        tw = _grow(tw, nmax)
+                        room[R_SCRATCH] = nmax
+                        return NEED_ROOM
                     for sq in range(sent[l, g] + 1, sq_now + 1):
                         w = log_w[l, sq]
                         if last_seq[w] == sq and log_by[l, sq] != g:
@@ -723,7 +718,8 @@ def run_lean(
                             n_delta += 1
                     sent[l, g] = sq_now
                     if n_pl + n_rej + 2 * n_delta > pl.shape[0]:
-                        pl = _grow(pl, n_pl + n_rej + 2 * n_delta)
+                        room[R_PAYLOAD] = n_pl + n_rej + 2 * n_delta
+                        return NEED_ROOM
                     p_rej = n_pl
                     for x in range(n_rej):
                         pl[n_pl] = rs_t[tb[x]]
@@ -737,14 +733,35 @@ def run_lean(
                     live_pl += 1
                     counts[C_LAUNCH_REPLY] += 1
                     if n_comm + n_rej > comm_ids.shape[0]:
-                        comm_ids = _grow(comm_ids, n_comm + n_rej)
-                    if n_comm + n_rej > comm_d.shape[0]:
-                        comm_d = _grow(comm_d, n_comm + n_rej)
+                        room[R_COMM] = n_comm + n_rej
+                        return NEED_ROOM
                     for x in range(n_rej):
                         comm_ids[n_comm] = rs_t[tb[x]]
                         comm_d[n_comm] = d_lg
                         n_comm += 1
-                    q = _post(q, now + d_lg, K_REPLY, g, l, p_rej, n_rej, ma, p_delta, n_delta)
+                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                        room[R_EVENTS] = n_msg + 1
+                        return NEED_ROOM
+                    hn, n_mfree, n_msg, seq = _post(
+                        ht,
+                        hs,
+                        hm,
+                        msg,
+                        m_free,
+                        hn,
+                        n_mfree,
+                        n_msg,
+                        seq,
+                        now + d_lg,
+                        K_REPLY,
+                        g,
+                        l,
+                        p_rej,
+                        n_rej,
+                        ma,
+                        p_delta,
+                        n_delta,
+                    )
             elif kind == K_END:
                 # ---- LM l: the tasks ending at one instant on its workers ----
                 gi = ma
@@ -754,9 +771,8 @@ def run_lean(
                 t = g_first[gi]
                 while t >= 0:
                     if n_done + 1 > tt.shape[0]:
-                        tt = _grow(tt, n_done + 1)
-                    if n_done + 1 > tw.shape[0]:
-                        tw = _grow(tw, n_done + 1)
+                        room[R_SCRATCH] = n_done + 1
+                        return NEED_ROOM
                     w = run_w[t]
                     release_slot_of(w_task, w, t, 0)  # unless a later start took the worker
                     tt[n_done] = t
@@ -766,9 +782,8 @@ def run_lean(
                 g_first[gi] = g_free
                 g_free = gi
                 if n_fin + n_done > fin_ids.shape[0]:
-                    fin_ids = _grow(fin_ids, n_fin + n_done)
-                if n_fin + n_done > fin_t.shape[0]:
-                    fin_t = _grow(fin_t, n_fin + n_done)
+                    room[R_RUNS] = n_fin + n_done
+                    return NEED_ROOM
                 for x in range(n_done):
                     fin_ids[n_fin] = tt[x]
                     fin_t[n_fin] = t1
@@ -778,9 +793,32 @@ def run_lean(
                 counts[C_FINISHED] += 1
                 if not armed[l]:
                     armed[l] = True
-                    q = _post(q, _arm_at(now, phase[l], heartbeat), K_HEARTBEAT, 0, l, 0, 0, 0, 0, 0)
+                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                        room[R_EVENTS] = n_msg + 1
+                        return NEED_ROOM
+                    hn, n_mfree, n_msg, seq = _post(
+                        ht,
+                        hs,
+                        hm,
+                        msg,
+                        m_free,
+                        hn,
+                        n_mfree,
+                        n_msg,
+                        seq,
+                        _arm_at(now, phase[l], heartbeat),
+                        K_HEARTBEAT,
+                        0,
+                        l,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                    )
                 if n_done > tb.shape[0]:
-                    tb = _grow(tb, n_done)
+                    room[R_SCRATCH] = n_done
+                    return NEED_ROOM
                 for x in range(n_done):
                     w = tw[x]
                     tb[x] = cowner[w]
@@ -789,8 +827,8 @@ def run_lean(
                     lm_seq[l] += 1
                     sq = lm_seq[l]
                     if sq >= log_w.shape[1]:
-                        log_w = _grow_cols(log_w, sq + 1)
-                        log_by = _grow_cols(log_by, sq + 1)
+                        room[R_LOG] = sq + 1
+                        return NEED_ROOM
                     log_w[l, sq] = w
                     log_by[l, sq] = tb[x]
                     last_seq[w] = sq
@@ -804,7 +842,8 @@ def run_lean(
                         if tb[y] == og:
                             cnt += 1
                     if n_pl + 2 * cnt > pl.shape[0]:
-                        pl = _grow(pl, n_pl + 2 * cnt)
+                        room[R_PAYLOAD] = n_pl + 2 * cnt
+                        return NEED_ROOM
                     p0 = n_pl
                     for y in range(x, n_done):
                         if tb[y] == og:
@@ -816,7 +855,29 @@ def run_lean(
                     n_pl += cnt
                     live_pl += 1
                     counts[C_TASK_DONE] += 1
-                    q = _post(q, now + d_lg, K_DONE, og, l, p0, cnt, processed[l, og], 0, 0)
+                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                        room[R_EVENTS] = n_msg + 1
+                        return NEED_ROOM
+                    hn, n_mfree, n_msg, seq = _post(
+                        ht,
+                        hs,
+                        hm,
+                        msg,
+                        m_free,
+                        hn,
+                        n_mfree,
+                        n_msg,
+                        seq,
+                        now + d_lg,
+                        K_DONE,
+                        og,
+                        l,
+                        p0,
+                        cnt,
+                        processed[l, og],
+                        0,
+                        0,
+                    )
                     tb[x] = -1
             elif kind == K_HEARTBEAT:
                 # ---- LM l's heartbeat: the changes since each GM was last told, except the GM's own ----
@@ -832,11 +893,8 @@ def run_lean(
                     # the changes since low, oldest first (latest change of each worker only)
                     n_new = 0
                     if sq_now - low > tw.shape[0]:
-                        tw = _grow(tw, sq_now - low)
-                    if sq_now - low > tt.shape[0]:
-                        tt = _grow(tt, sq_now - low)
-                    if sq_now - low > tb.shape[0]:
-                        tb = _grow(tb, sq_now - low)
+                        room[R_SCRATCH] = sq_now - low
+                        return NEED_ROOM
                     for sq in range(low + 1, sq_now + 1):
                         w = log_w[l, sq]
                         if last_seq[w] == sq:
@@ -853,23 +911,10 @@ def run_lean(
                                 byset[tb[x]] = True
                                 n_by += 1
                             elif tb[x] < 0:
-                                return (
-                                    UNSUPPORTED,
-                                    logs_n,
-                                    dec_ids,
-                                    dec_t,
-                                    comm_ids,
-                                    comm_d,
-                                    st_ids,
-                                    st_t,
-                                    st_w,
-                                    fin_ids,
-                                    fin_t,
-                                    kn_ids,
-                                    kn_t,
-                                )
+                                return UNSUPPORTED
                         if n_pl + 3 * n_new > pl.shape[0]:
-                            pl = _grow(pl, n_pl + 3 * n_new)
+                            room[R_PAYLOAD] = n_pl + 3 * n_new
+                            return NEED_ROOM
                         p0 = n_pl
                         for x in range(n_new):
                             pl[p0 + x] = tw[x]
@@ -884,8 +929,28 @@ def run_lean(
                             n_sent += 1
                             counts[C_STATE_DELTA] += 1
                             live_pl += 1
-                            q = _post(
-                                q, now + d_lg, K_DELTA, g2, l, p0, n_new, processed[l, g2], 1 if byset[g2] else 0, 0
+                            if n_mfree == 0 and n_msg >= msg.shape[0]:
+                                room[R_EVENTS] = n_msg + 1
+                                return NEED_ROOM
+                            hn, n_mfree, n_msg, seq = _post(
+                                ht,
+                                hs,
+                                hm,
+                                msg,
+                                m_free,
+                                hn,
+                                n_mfree,
+                                n_msg,
+                                seq,
+                                now + d_lg,
+                                K_DELTA,
+                                g2,
+                                l,
+                                p0,
+                                n_new,
+                                processed[l, g2],
+                                1 if byset[g2] else 0,
+                                0,
                             )
                         lm_counts[l, L_UPDATES_SENT] += n_sent
                     else:
@@ -903,7 +968,8 @@ def run_lean(
                             lm_counts[l, L_UPDATES_SENT] += 1
                             counts[C_STATE_DELTA] += 1
                             if n_pl + 2 * cnt > pl.shape[0]:
-                                pl = _grow(pl, n_pl + 2 * cnt)
+                                room[R_PAYLOAD] = n_pl + 2 * cnt
+                                return NEED_ROOM
                             p0 = n_pl
                             for x in range(n_new):
                                 if tt[x] > since and tb[x] != g2:
@@ -912,7 +978,29 @@ def run_lean(
                                     n_pl += 1
                             n_pl += cnt
                             live_pl += 1
-                            q = _post(q, now + d_lg, K_DELTA, g2, l, p0, cnt, processed[l, g2], 0, 0)
+                            if n_mfree == 0 and n_msg >= msg.shape[0]:
+                                room[R_EVENTS] = n_msg + 1
+                                return NEED_ROOM
+                            hn, n_mfree, n_msg, seq = _post(
+                                ht,
+                                hs,
+                                hm,
+                                msg,
+                                m_free,
+                                hn,
+                                n_mfree,
+                                n_msg,
+                                seq,
+                                now + d_lg,
+                                K_DELTA,
+                                g2,
+                                l,
+                                p0,
+                                cnt,
+                                processed[l, g2],
+                                0,
+                                0,
+                            )
                 else:
                     for g2 in range(G):
                         sent[l, g2] = sq_now
@@ -931,11 +1019,11 @@ def run_lean(
                 if kind == K_DONE:
                     cnt = mb
                     if n_kn + cnt > kn_ids.shape[0]:
-                        kn_ids = _grow(kn_ids, n_kn + cnt)
-                    if n_kn + cnt > kn_t.shape[0]:
-                        kn_t = _grow(kn_t, n_kn + cnt)
+                        room[R_RUNS] = n_kn + cnt
+                        return NEED_ROOM
                     if cnt > gained.shape[0]:
-                        gained = _grow(gained, cnt)
+                        room[R_GAINED] = cnt
+                        return NEED_ROOM
                     for x in range(cnt):
                         kn_ids[n_kn] = pl[ma + x]
                         kn_t[n_kn] = now
@@ -956,7 +1044,8 @@ def run_lean(
                         has_by = 0
                     # SlotView.apply_truths: a worker busy in truth and free in the view is booked out of the view
                     if cnt > gained.shape[0]:
-                        gained = _grow(gained, cnt)
+                        room[R_GAINED] = cnt
+                        return NEED_ROOM
                     for x in range(cnt):
                         if has_by and pl[p0 + 2 * cnt + x] == g:
                             continue
@@ -975,7 +1064,8 @@ def run_lean(
                         # head of the queue (in order)
                         n_fail = 0
                         if mb > retry.shape[0]:
-                            retry = _grow(retry, mb)
+                            room[R_RETRY] = mb
+                            return NEED_ROOM
                         for x in range(mb):
                             t = pl[ma + x]
                             ok = False
@@ -1012,8 +1102,8 @@ def run_lean(
                                         dirty[n_dirty] = lm
                                         n_dirty += 1
                                     if n_bk[lm] == bk_t.shape[1]:
-                                        bk_t = _grow_cols(bk_t, n_bk[lm] + 1)
-                                        bk_w = _grow_cols(bk_w, n_bk[lm] + 1)
+                                        room[R_BOOK] = n_bk[lm] + 1
+                                        return NEED_ROOM
                                     bk_t[lm, n_bk[lm]] = t
                                     bk_w[lm, n_bk[lm]] = w
                                     n_bk[lm] += 1
@@ -1028,12 +1118,8 @@ def run_lean(
                             s = slot_of[g, gid]
                             if s < 0:
                                 if n_slots[g] == s_mask.shape[1]:
-                                    c2 = 2 * s_mask.shape[1]
-                                    s_mask = _grow_cols(s_mask, c2)
-                                    s_gid = _grow_cols(s_gid, c2)
-                                    s_first = _grow_cols(s_first, c2)
-                                    s_last = _grow_cols(s_last, c2)
-                                    s_head = _grow_cols(s_head, c2)
+                                    room[R_SLOTS] = n_slots[g] + 1
+                                    return NEED_ROOM
                                 s = n_slots[g]
                                 n_slots[g] += 1
                                 s_mask[g, s] = mgid_mask[gid]
@@ -1049,11 +1135,8 @@ def run_lean(
                                 nd_free = nd_next[nd]
                             else:
                                 if n_nd + 1 > nd_task.shape[0]:
-                                    nd_task = _grow(nd_task, n_nd + 1)
-                                if n_nd + 1 > nd_key.shape[0]:
-                                    nd_key = _grow(nd_key, n_nd + 1)
-                                if n_nd + 1 > nd_next.shape[0]:
-                                    nd_next = _grow(nd_next, n_nd + 1)
+                                    room[R_NODES] = n_nd + 1
+                                    return NEED_ROOM
                                 nd = n_nd
                                 n_nd += 1
                             nd_task[nd] = t
@@ -1066,6 +1149,7 @@ def run_lean(
                             s_head[g, s] = q_front[g]
                             q_len[g] += 1
                 if live_pl == 0:
+                    pl_max = max(pl_max, n_pl)
                     n_pl = 0
         if step >= 0:
             g = step
@@ -1124,8 +1208,8 @@ def run_lean(
                     dirty[n_dirty] = lm
                     n_dirty += 1
                 if n_bk[lm] == bk_t.shape[1]:
-                    bk_t = _grow_cols(bk_t, n_bk[lm] + 1)
-                    bk_w = _grow_cols(bk_w, n_bk[lm] + 1)
+                    room[R_BOOK] = n_bk[lm] + 1
+                    return NEED_ROOM
                 bk_t[lm, n_bk[lm]] = t
                 bk_w[lm, n_bk[lm]] = w
                 n_bk[lm] += 1
@@ -1139,13 +1223,11 @@ def run_lean(
                     req_seq[g] += 1
                     req = req_seq[g]
                     if req >= rq_first.shape[1]:
-                        rq_first = _grow_cols(rq_first, req + 1)
-                        rq_cnt = _grow_cols(rq_cnt, req + 1)
-                        rq_next = _grow_cols(rq_next, req + 1)
+                        room[R_REQUESTS] = req + 1
+                        return NEED_ROOM
                     if n_rs + cnt > rs_w.shape[0]:
-                        rs_w = _grow(rs_w, n_rs + cnt)
-                    if n_rs + cnt > rs_t.shape[0]:
-                        rs_t = _grow(rs_t, n_rs + cnt)
+                        room[R_STORE] = n_rs + cnt
+                        return NEED_ROOM
                     rq_first[g, req] = n_rs
                     rq_cnt[g, req] = cnt
                     rq_next[g, req] = 0
@@ -1155,13 +1237,11 @@ def run_lean(
                         rq_next[g, ua_tail[g, lm]] = req
                     ua_tail[g, lm] = req
                     if n_comm + cnt > comm_ids.shape[0]:
-                        comm_ids = _grow(comm_ids, n_comm + cnt)
-                    if n_comm + cnt > comm_d.shape[0]:
-                        comm_d = _grow(comm_d, n_comm + cnt)
+                        room[R_COMM] = n_comm + cnt
+                        return NEED_ROOM
                     if n_dec + cnt > dec_ids.shape[0]:
-                        dec_ids = _grow(dec_ids, n_dec + cnt)
-                    if n_dec + cnt > dec_t.shape[0]:
-                        dec_t = _grow(dec_t, n_dec + cnt)
+                        room[R_DEC] = n_dec + cnt
+                        return NEED_ROOM
                     p0 = n_rs
                     for x in range(lo2, hi2):
                         rs_w[n_rs] = bk_w[lm, x]
@@ -1174,7 +1254,29 @@ def run_lean(
                         dec_t[n_dec] = now
                         n_dec += 1
                     counts[C_LAUNCH_REQ] += 1
-                    q = _post(q, now + d_gl, K_LAUNCH, g, lm, req, p0, cnt, 0, 0)
+                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                        room[R_EVENTS] = n_msg + 1
+                        return NEED_ROOM
+                    hn, n_mfree, n_msg, seq = _post(
+                        ht,
+                        hs,
+                        hm,
+                        msg,
+                        m_free,
+                        hn,
+                        n_mfree,
+                        n_msg,
+                        seq,
+                        now + d_gl,
+                        K_LAUNCH,
+                        g,
+                        lm,
+                        req,
+                        p0,
+                        cnt,
+                        0,
+                        0,
+                    )
                 n_bk[lm] = 0
             n_dirty = 0
             if outstanding <= 0:
@@ -1187,7 +1289,15 @@ def run_lean(
     logs_n[2] = n_st
     logs_n[3] = n_fin
     logs_n[4] = n_kn
-    return status, logs_n, dec_ids, dec_t, comm_ids, comm_d, st_ids, st_t, st_w, fin_ids, fin_t, kn_ids, kn_t
+    # the high-water marks of the arrays whose use the caller cannot count (its next runs' capacities)
+    room[R_EVENTS] = n_msg
+    room[R_PAYLOAD] = max(pl_max, n_pl)
+    room[R_NODES] = n_nd
+    room[R_GROUPS] = n_grp
+    room[R_STORE] = n_rs
+    room[R_LOG] = lm_seq.max() + 1
+    room[R_REQUESTS] = req_seq.max() + 1
+    return status
 
 
 # numba cache stamp: megha.schedulers.common._ledger_kernels=2ca82caf9a23
