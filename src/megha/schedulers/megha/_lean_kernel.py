@@ -36,7 +36,7 @@ from numba import njit, types
 from numba.typed import Dict
 
 from megha.schedulers.common._ledger_kernels import claim_slot, release_slot_of
-from megha.schedulers.megha._kernels import _pick_masked, first_fit_min, place_tasks
+from megha.schedulers.megha._kernels import _pick_masked, place_tasks
 
 INF = np.iinfo(np.int64).max
 _GROUP_KEY = types.UniTuple(types.float64, 2)
@@ -350,6 +350,9 @@ def run_lean(
     s_gid = np.zeros((G, caps[R_SLOTS]), dtype=np.int64)
     s_first = np.full((G, caps[R_SLOTS]), -1, dtype=np.int64)
     s_last = np.full((G, caps[R_SLOTS]), -1, dtype=np.int64)
+    # a slot's head is its first node's key (the queue's order: distinct keys) times n_sc plus the slot's index, so
+    # that the smallest head of the slots a worker fits names its slot (INF: an empty slot)
+    n_sc = s_mask.shape[1]
     n_slots = np.zeros(G, dtype=np.int64)
     empty_slots = np.zeros(G, dtype=np.int64)
     q_back = np.zeros(G, dtype=np.int64)
@@ -542,7 +545,7 @@ def run_lean(
                     nd_key[nd] = q_back[g]
                     nd_next[nd] = -1
                     if s_first[g, s] < 0:
-                        s_head[g, s] = q_back[g]
+                        s_head[g, s] = q_back[g] * n_sc + s
                         empty_slots[g] -= 1
                         s_first[g, s] = nd
                     else:
@@ -1146,7 +1149,7 @@ def run_lean(
                                 s_last[g, s] = nd
                             nd_next[nd] = s_first[g, s]
                             s_first[g, s] = nd
-                            s_head[g, s] = q_front[g]
+                            s_head[g, s] = q_front[g] * n_sc + s
                             q_len[g] += 1
                 if live_pl == 0:
                     pl_max = max(pl_max, n_pl)
@@ -1157,8 +1160,13 @@ def run_lean(
             for x in range(n_gain):
                 w = gained[x]
                 s = -1
-                if q_len[g]:
-                    s = first_fit_min(s_mask[g], s_head[g], n_slots[g], ~worker_mask[w])
+                if q_len[g]:  # the slot of the smallest head whose mask the worker has (first_fit_min)
+                    nm = ~worker_mask[w]
+                    best = INF
+                    for i2 in range(n_slots[g]):
+                        best = min(best, s_head[g, i2] if (s_mask[g, i2] & nm) == 0 else INF)
+                    if best != INF:
+                        s = best % n_sc
                 if s < 0:
                     if not flag[g, w]:
                         b = bit_of_worker[w]
@@ -1174,7 +1182,7 @@ def run_lean(
                 nd_free = nd
                 q_len[g] -= 1
                 if s_first[g, s] >= 0:
-                    s_head[g, s] = nd_key[s_first[g, s]]
+                    s_head[g, s] = nd_key[s_first[g, s]] * n_sc + s
                 else:
                     s_last[g, s] = -1
                     s_head[g, s] = INF
@@ -1184,7 +1192,7 @@ def run_lean(
                         for i2 in range(n_slots[g]):
                             if s_first[g, i2] >= 0:
                                 s_mask[g, k] = s_mask[g, i2]
-                                s_head[g, k] = s_head[g, i2]
+                                s_head[g, k] = s_head[g, i2] - i2 + k
                                 s_gid[g, k] = s_gid[g, i2]
                                 s_first[g, k] = s_first[g, i2]
                                 s_last[g, k] = s_last[g, i2]
