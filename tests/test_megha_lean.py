@@ -111,21 +111,20 @@ def test_event_queue_order_and_reuse() -> None:
 
     import numpy as np
 
-    from megha.schedulers.megha._lean_kernel import _pop, _post
+    from megha.schedulers.megha._lean_kernel import QI_FREE, QI_ROW, QI_WIDTH, _pop, _post
 
     rng = np.random.default_rng(1)
     cap = 400
-    ht, hs, hm = np.empty(cap), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-    msg, m_free = np.zeros((cap, 8), dtype=np.int64), np.empty(cap, dtype=np.int64)
+    ht, qi = np.empty(cap), np.zeros((cap, QI_WIDTH), dtype=np.int64)
     hn = n_mfree = n_msg = seq = 0
     ref: list[tuple[float, int]] = []  # (time, posting order): the engine's order
     posted = 0
 
     def take() -> tuple[float, int]:
         nonlocal hn, n_mfree
-        t, row = float(ht[0]), int(hm[0])
-        hn = _pop(ht, hs, hm, hn)
-        m_free[n_mfree] = row
+        t, row = float(ht[0]), int(qi[0, QI_ROW])
+        hn = _pop(ht, qi, hn)
+        qi[n_mfree, QI_FREE] = row
         n_mfree += 1
         return t, row
 
@@ -133,9 +132,7 @@ def test_event_queue_order_and_reuse() -> None:
         for _ in range(int(rng.integers(0, 40))):
             t = float(rng.integers(0, 20))  # many ties
             assert n_mfree or n_msg < cap  # the loop asks for room before it posts (NEED_ROOM)
-            hn, n_mfree, n_msg, seq = _post(
-                ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, seq, t, 3, 1, 2, posted, posted + 1, 0, 0, 0
-            )
+            hn, n_mfree, n_msg, seq = _post(ht, qi, hn, n_mfree, n_msg, seq, t, 3, 1, 2, posted, posted + 1, 0, 0, 0)
             heapq.heappush(ref, (t, posted))
             posted += 1
         for _ in range(int(rng.integers(0, 40))):
@@ -143,11 +140,11 @@ def test_event_queue_order_and_reuse() -> None:
                 assert hn == 0
                 break
             t, row = take()
-            assert (t, int(msg[row, 3])) == heapq.heappop(ref)
-            assert msg[row, 0] == 3 and msg[row, 4] == msg[row, 3] + 1
+            assert (t, int(qi[row, 3])) == heapq.heappop(ref)
+            assert qi[row, 0] == 3 and qi[row, 4] == qi[row, 3] + 1
     while ref:
         t, row = take()
-        assert (t, int(msg[row, 3])) == heapq.heappop(ref)
+        assert (t, int(qi[row, 3])) == heapq.heappop(ref)
     assert hn == 0 and seq == posted
     assert n_mfree == n_msg and n_msg < posted  # freed rows were reused
 

@@ -127,60 +127,47 @@ def _py_floordiv(a: float, b: float) -> float:
     return np.copysign(0.0, a / b)
 
 
-@njit(cache=True, nogil=True)
-def _push(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int, t: float, s: int, m: int) -> int:
-    """Push event ``(t, s)`` of message ``m`` on the heap (``hn`` items; the caller made room); returns the count."""
-    pos = hn
-    while pos > 0:
-        par = (pos - 1) >> 1
-        if _less(t, s, ht[par], hs[par]):
-            ht[pos] = ht[par]
-            hs[pos] = hs[par]
-            hm[pos] = hm[par]
-            pos = par
-        else:
-            break
-    ht[pos] = t
-    hs[pos] = s
-    hm[pos] = m
-    return hn + 1
+# the event queue's integer table ``qi`` [rows, 11]: by message row, its fields (kind, g, l, a, b, c, d, e); by heap
+# position, the event's sequence number and message row; by index, the free rows. One array with the heap's times
+# ``ht``: a compiled call counts an atomic reference up and down for each array it takes
+QI_SEQ = 8
+QI_ROW = 9
+QI_FREE = 10
+QI_WIDTH = 11
 
 
 @njit(cache=True, nogil=True)
-def _pop(ht: np.ndarray, hs: np.ndarray, hm: np.ndarray, hn: int) -> int:
-    """Remove the top (read it first); returns the new count."""
+def _pop(ht: np.ndarray, qi: np.ndarray, hn: int) -> int:
+    """Remove the top of the heap (``hn`` events; read it first); returns the new count."""
     hn -= 1
     if hn > 0:
         lt = ht[hn]
-        ls = hs[hn]
-        lm = hm[hn]
+        ls = qi[hn, QI_SEQ]
+        lm = qi[hn, QI_ROW]
         pos = 0
         while True:
             c = 2 * pos + 1
             if c >= hn:
                 break
-            if c + 1 < hn and _less(ht[c + 1], hs[c + 1], ht[c], hs[c]):
+            if c + 1 < hn and _less(ht[c + 1], qi[c + 1, QI_SEQ], ht[c], qi[c, QI_SEQ]):
                 c += 1
-            if _less(ht[c], hs[c], lt, ls):
+            if _less(ht[c], qi[c, QI_SEQ], lt, ls):
                 ht[pos] = ht[c]
-                hs[pos] = hs[c]
-                hm[pos] = hm[c]
+                qi[pos, QI_SEQ] = qi[c, QI_SEQ]
+                qi[pos, QI_ROW] = qi[c, QI_ROW]
                 pos = c
             else:
                 break
         ht[pos] = lt
-        hs[pos] = ls
-        hm[pos] = lm
+        qi[pos, QI_SEQ] = ls
+        qi[pos, QI_ROW] = lm
     return hn
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _post(
     ht: np.ndarray,
-    hs: np.ndarray,
-    hm: np.ndarray,
-    msg: np.ndarray,
-    m_free: np.ndarray,
+    qi: np.ndarray,
     hn: int,
     n_mfree: int,
     n_msg: int,
@@ -195,26 +182,38 @@ def _post(
     d: int,
     e: int,
 ) -> tuple[int, int, int, int]:
-    """Send a message at ``t``: a row of the message table ``msg`` (from the free rows ``m_free``, else a new row)
-    filled with ``kind, g, l, a .. e``, and its event (``t`` and the sequence number ``s``) pushed on the heap
-    (``ht``, ``hs``, ``hm``; ``hn`` events). The caller made sure of a row (``n_mfree`` free, ``n_msg`` used; the
-    heap holds one event per row in use). Returns the new ``hn, n_mfree, n_msg`` and the next sequence number."""
+    """Send a message at ``t``: a row of the message table (a free row, else a new one) filled with ``kind, g, l,
+    a .. e``, and its event (``t`` and the sequence number ``s``) pushed on the heap (``ht`` and ``qi``'s columns;
+    ``hn`` events). The caller made sure of a row (``n_mfree`` free, ``n_msg`` used; the heap holds one event per
+    row in use). Returns the new ``hn, n_mfree, n_msg`` and the next sequence number."""
     if n_mfree:
         n_mfree -= 1
-        nm = m_free[n_mfree]
+        nm = qi[n_mfree, QI_FREE]
     else:
         nm = n_msg
         n_msg += 1
-    msg[nm, 0] = kind
-    msg[nm, 1] = g
-    msg[nm, 2] = l
-    msg[nm, 3] = a
-    msg[nm, 4] = b
-    msg[nm, 5] = c
-    msg[nm, 6] = d
-    msg[nm, 7] = e
-    hn = _push(ht, hs, hm, hn, t, s, nm)
-    return hn, n_mfree, n_msg, s + 1
+    qi[nm, 0] = kind
+    qi[nm, 1] = g
+    qi[nm, 2] = l
+    qi[nm, 3] = a
+    qi[nm, 4] = b
+    qi[nm, 5] = c
+    qi[nm, 6] = d
+    qi[nm, 7] = e
+    pos = hn
+    while pos > 0:
+        par = (pos - 1) >> 1
+        if _less(t, s, ht[par], qi[par, QI_SEQ]):
+            ht[pos] = ht[par]
+            qi[pos, QI_SEQ] = qi[par, QI_SEQ]
+            qi[pos, QI_ROW] = qi[par, QI_ROW]
+            pos = par
+        else:
+            break
+    ht[pos] = t
+    qi[pos, QI_SEQ] = s
+    qi[pos, QI_ROW] = nm
+    return hn + 1, n_mfree, n_msg, s + 1
 
 
 @njit(cache=True, nogil=True)
@@ -310,10 +309,7 @@ def run_lean(
     # heap times, sequence numbers and rows; the message table and its free rows; their counts
     n_ev = caps[R_EVENTS]
     ht = np.empty(n_ev)
-    hs = np.empty(n_ev, dtype=np.int64)
-    hm = np.empty(n_ev, dtype=np.int64)
-    msg = np.zeros((n_ev, 8), dtype=np.int64)
-    m_free = np.empty(n_ev, dtype=np.int64)
+    qi = np.zeros((n_ev, QI_WIDTH), dtype=np.int64)
     hn = 0
     n_mfree = 0
     n_msg = 0
@@ -557,19 +553,19 @@ def run_lean(
                 break
             # ============ the next event of the queue ============
             now = ht[0]
-            mid = hm[0]
-            hn = _pop(ht, hs, hm, hn)
-            m_free[n_mfree] = mid  # the row is free again from the next post (read it first)
+            mid = qi[0, QI_ROW]
+            hn = _pop(ht, qi, hn)
+            qi[n_mfree, QI_FREE] = mid  # the row is free again from the next post (read it first)
             n_mfree += 1
             counts[C_EVENTS] += 1
-            kind = msg[mid, 0]
-            g = msg[mid, 1]
-            l = msg[mid, 2]  # noqa: E741
-            ma = msg[mid, 3]
-            mb = msg[mid, 4]
-            mc = msg[mid, 5]
-            md = msg[mid, 6]
-            me = msg[mid, 7]
+            kind = qi[mid, 0]
+            g = qi[mid, 1]
+            l = qi[mid, 2]  # noqa: E741
+            ma = qi[mid, 3]
+            mb = qi[mid, 4]
+            mc = qi[mid, 5]
+            md = qi[mid, 6]
+            me = qi[mid, 7]
             if kind == K_LAUNCH:
                 # ---- LM l: a launch request of GM g (request ma, mappings rs[mb:mb+mc]) ----
                 n_acc = 0
@@ -602,15 +598,12 @@ def run_lean(
                         n_rej += 1
                 if n_acc and not armed[l]:
                     armed[l] = True
-                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                    if n_mfree == 0 and n_msg >= qi.shape[0]:
                         room[R_EVENTS] = n_msg + 1
                         return NEED_ROOM
                     hn, n_mfree, n_msg, seq = _post(
                         ht,
-                        hs,
-                        hm,
-                        msg,
-                        m_free,
+                        qi,
                         hn,
                         n_mfree,
                         n_msg,
@@ -684,11 +677,11 @@ def run_lean(
                             if not at >= now:
                                 status = UNSUPPORTED
                                 break
-                            if n_mfree == 0 and n_msg >= msg.shape[0]:
+                            if n_mfree == 0 and n_msg >= qi.shape[0]:
                                 room[R_EVENTS] = n_msg + 1
                                 return NEED_ROOM
                             hn, n_mfree, n_msg, seq = _post(
-                                ht, hs, hm, msg, m_free, hn, n_mfree, n_msg, seq, at, K_END, 0, l, gi, 0, 0, 0, 0
+                                ht, qi, hn, n_mfree, n_msg, seq, at, K_END, 0, l, gi, 0, 0, 0, 0
                             )
                         else:
                             next_in_group[g_last[gi]] = t
@@ -742,15 +735,12 @@ def run_lean(
                         comm_ids[n_comm] = rs_t[tb[x]]
                         comm_d[n_comm] = d_lg
                         n_comm += 1
-                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                    if n_mfree == 0 and n_msg >= qi.shape[0]:
                         room[R_EVENTS] = n_msg + 1
                         return NEED_ROOM
                     hn, n_mfree, n_msg, seq = _post(
                         ht,
-                        hs,
-                        hm,
-                        msg,
-                        m_free,
+                        qi,
                         hn,
                         n_mfree,
                         n_msg,
@@ -796,15 +786,12 @@ def run_lean(
                 counts[C_FINISHED] += 1
                 if not armed[l]:
                     armed[l] = True
-                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                    if n_mfree == 0 and n_msg >= qi.shape[0]:
                         room[R_EVENTS] = n_msg + 1
                         return NEED_ROOM
                     hn, n_mfree, n_msg, seq = _post(
                         ht,
-                        hs,
-                        hm,
-                        msg,
-                        m_free,
+                        qi,
                         hn,
                         n_mfree,
                         n_msg,
@@ -858,15 +845,12 @@ def run_lean(
                     n_pl += cnt
                     live_pl += 1
                     counts[C_TASK_DONE] += 1
-                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                    if n_mfree == 0 and n_msg >= qi.shape[0]:
                         room[R_EVENTS] = n_msg + 1
                         return NEED_ROOM
                     hn, n_mfree, n_msg, seq = _post(
                         ht,
-                        hs,
-                        hm,
-                        msg,
-                        m_free,
+                        qi,
                         hn,
                         n_mfree,
                         n_msg,
@@ -932,15 +916,12 @@ def run_lean(
                             n_sent += 1
                             counts[C_STATE_DELTA] += 1
                             live_pl += 1
-                            if n_mfree == 0 and n_msg >= msg.shape[0]:
+                            if n_mfree == 0 and n_msg >= qi.shape[0]:
                                 room[R_EVENTS] = n_msg + 1
                                 return NEED_ROOM
                             hn, n_mfree, n_msg, seq = _post(
                                 ht,
-                                hs,
-                                hm,
-                                msg,
-                                m_free,
+                                qi,
                                 hn,
                                 n_mfree,
                                 n_msg,
@@ -981,15 +962,12 @@ def run_lean(
                                     n_pl += 1
                             n_pl += cnt
                             live_pl += 1
-                            if n_mfree == 0 and n_msg >= msg.shape[0]:
+                            if n_mfree == 0 and n_msg >= qi.shape[0]:
                                 room[R_EVENTS] = n_msg + 1
                                 return NEED_ROOM
                             hn, n_mfree, n_msg, seq = _post(
                                 ht,
-                                hs,
-                                hm,
-                                msg,
-                                m_free,
+                                qi,
                                 hn,
                                 n_mfree,
                                 n_msg,
@@ -1262,15 +1240,12 @@ def run_lean(
                         dec_t[n_dec] = now
                         n_dec += 1
                     counts[C_LAUNCH_REQ] += 1
-                    if n_mfree == 0 and n_msg >= msg.shape[0]:
+                    if n_mfree == 0 and n_msg >= qi.shape[0]:
                         room[R_EVENTS] = n_msg + 1
                         return NEED_ROOM
                     hn, n_mfree, n_msg, seq = _post(
                         ht,
-                        hs,
-                        hm,
-                        msg,
-                        m_free,
+                        qi,
                         hn,
                         n_mfree,
                         n_msg,
