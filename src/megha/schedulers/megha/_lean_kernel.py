@@ -32,14 +32,14 @@ cache of this module does not notice a change there: after changing them, touch 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import Dict
+from numba import njit
 
 from megha.schedulers.common._ledger_kernels import claim_slot, release_slot_of
 from megha.schedulers.megha._kernels import _pick_masked, place_tasks
 
 INF = np.iinfo(np.int64).max
-_GROUP_KEY = types.UniTuple(types.float64, 2)
+_H1 = np.uint64(0x9E3779B97F4A7C15)  # the task-end groups' hash (splitmix64's constants)
+_H2 = np.uint64(0xBF58476D1CE4E5B9)
 _ONE = np.uint64(1)
 
 # message / timer kinds (fields of the message table: kind, g, l, a, b, c, d, e)
@@ -112,6 +112,17 @@ def _less(t1: float, s1: int, t2: float, s2: int) -> bool:
     return t1 < t2 or (t1 == t2 and s1 < s2)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _group_hash(l: int, bits: int, mask: int) -> int:  # noqa: E741
+    """The slot of the task-end group of LM ``l`` and the end instant whose float64 bits are ``bits`` in a table of
+    ``mask + 1`` slots (a power of two)."""
+    x = np.uint64(bits) ^ (np.uint64(l) * _H1)
+    x ^= x >> np.uint64(31)
+    x *= _H2
+    x ^= x >> np.uint64(29)
+    return np.int64(x & np.uint64(mask))
+
+
 @njit(cache=True, nogil=True)
 def _py_floordiv(a: float, b: float) -> float:
     """Python's float ``a // b`` (CPython's float_floor_div)."""
@@ -138,7 +149,8 @@ QI_WIDTH = 11
 
 @njit(cache=True, nogil=True)
 def _pop(ht: np.ndarray, qi: np.ndarray, hn: int) -> int:
-    """Remove the top of the heap (``hn`` events; read it first); returns the new count."""
+    """Remove the top of the heap (``hn`` events; read it first); returns the new count. The loop has the same
+    code written out where it takes an event (a call counts an atomic reference up and down for each array)."""
     hn -= 1
     if hn > 0:
         lt = ht[hn]
@@ -385,7 +397,15 @@ def run_lean(
     log_by = np.zeros((L, caps[R_LOG]), dtype=np.int64)
     last_seq = np.zeros(n_workers, dtype=np.int64)
     # task-end groups: (LM, end instant) -> group; a group's tasks linked by next_in_group
-    grp_of = Dict.empty(key_type=_GROUP_KEY, value_type=types.int64)
+    # and found by (LM, end instant) in an open-addressing table of group numbers (-1: empty; linear probing, deletion
+    # by backward shift), at most half full
+    n_gslot = 1
+    while n_gslot < 2 * caps[R_GROUPS]:
+        n_gslot *= 2
+    gslot = np.full(n_gslot, -1, dtype=np.int64)
+    gmask = n_gslot - 1
+    fbits = np.zeros(1)  # an end instant's float64 bits (ibits[0])
+    ibits = fbits.view(np.int64)
     g_first = np.empty(caps[R_GROUPS], dtype=np.int64)
     g_last = np.empty(caps[R_GROUPS], dtype=np.int64)
     g_t1 = np.empty(caps[R_GROUPS])
@@ -554,7 +574,29 @@ def run_lean(
             # ============ the next event of the queue ============
             now = ht[0]
             mid = qi[0, QI_ROW]
-            hn = _pop(ht, qi, hn)
+            # the heap's top removed (_pop, written out here: a call counts references to its arrays)
+            hn -= 1
+            if hn > 0:
+                lt = ht[hn]
+                ls = qi[hn, QI_SEQ]
+                lr = qi[hn, QI_ROW]
+                pos = 0
+                while True:
+                    c = 2 * pos + 1
+                    if c >= hn:
+                        break
+                    if c + 1 < hn and _less(ht[c + 1], qi[c + 1, QI_SEQ], ht[c], qi[c, QI_SEQ]):
+                        c += 1
+                    if _less(ht[c], qi[c, QI_SEQ], lt, ls):
+                        ht[pos] = ht[c]
+                        qi[pos, QI_SEQ] = qi[c, QI_SEQ]
+                        qi[pos, QI_ROW] = qi[c, QI_ROW]
+                        pos = c
+                    else:
+                        break
+                ht[pos] = lt
+                qi[pos, QI_SEQ] = ls
+                qi[pos, QI_ROW] = lr
             qi[n_mfree, QI_FREE] = mid  # the row is free again from the next post (read it first)
             n_mfree += 1
             counts[C_EVENTS] += 1
@@ -653,8 +695,15 @@ def run_lean(
                         t = tt[x]
                         e = start + task_dur[t]
                         run_w[t] = tw[x]
-                        key = (np.float64(l), e)
-                        gi = grp_of[key] if key in grp_of else np.int64(-1)
+                        fbits[0] = e + 0.0  # (-0.0 as 0.0: the instants compare equal)
+                        h = _group_hash(l, ibits[0], gmask)
+                        gi = -1
+                        while gslot[h] >= 0:
+                            c = gslot[h]
+                            if g_l[c] == l and g_e[c] == e:
+                                gi = c
+                                break
+                            h = (h + 1) & gmask
                         if gi < 0:
                             if g_free >= 0:
                                 gi = g_free
@@ -665,7 +714,7 @@ def run_lean(
                                     return NEED_ROOM
                                 gi = n_grp
                                 n_grp += 1
-                            grp_of[key] = gi
+                            gslot[h] = gi  # the empty slot that ended the search
                             t1 = start + (e - start)  # the instant the pool's timer would fire
                             g_t1[gi] = t1
                             g_e[gi] = e
@@ -759,7 +808,24 @@ def run_lean(
                 # ---- LM l: the tasks ending at one instant on its workers ----
                 gi = ma
                 t1 = g_t1[gi]
-                del grp_of[(np.float64(l), g_e[gi])]
+                # the group out of the table: its slot emptied, the entries after it shifted back over it
+                fbits[0] = g_e[gi] + 0.0
+                h = _group_hash(l, ibits[0], gmask)
+                while gslot[h] != gi:
+                    h = (h + 1) & gmask
+                j = h
+                while True:
+                    j = (j + 1) & gmask
+                    c = gslot[j]
+                    if c < 0:
+                        break
+                    fbits[0] = g_e[c] + 0.0
+                    k = _group_hash(g_l[c], ibits[0], gmask)
+                    if (h < k <= j) if h <= j else (k > h or k <= j):
+                        continue  # its home lies after the emptied slot: it stays
+                    gslot[h] = c
+                    h = j
+                gslot[h] = -1
                 n_done = 0
                 t = g_first[gi]
                 while t >= 0:
