@@ -386,7 +386,9 @@ def _run_inquiry(cfg: RunConfig) -> tuple[int, int, int]:
                     stats0 = dict(nm.stats)
                     token = tokens.setdefault(msg.token, len(tokens))
                     n_ev = k_inquiry(*st.args(), xs, msg.need - 1e-9, token, now, out, cnt, ev)
+                    nm.kernels = False  # (the handler in Python: the oracle)
                     py(msg, now)
+                    nm.kernels = True
                     if n_ev < 0:
                         counts[2] += 1
                         return

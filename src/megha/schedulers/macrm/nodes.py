@@ -66,9 +66,13 @@ from megha.schedulers.macrm.messages import (
 from megha.schedulers.macrm.rows import OVER, row_ops
 from megha.schedulers.macrm.state import (
     C_ANSWERED,
+    C_HB_CELL,
     C_RANK,
+    C_REP_CELL,
     C_SENT,
     DELIVER_FREE,
+    E_CANCEL_NEWS,
+    E_HB_TIMER,
     F_ANCHOR,
     F_COLS,
     F_FWD_TICK,
@@ -86,12 +90,18 @@ from megha.schedulers.macrm.state import (
     K_MEMO_K,
     K_MISSED,
     K_NEWS,
+    K_PENDING,
     K_RANK,
     K_WAITING,
+    N_FULL,
+    N_PENDING,
+    N_TIMEOUTS,
+    N_WAITING,
     NM_F_COLS,
     NM_F_INIT,
     NM_K_COLS,
     NM_K_INIT,
+    Q_ANSWERED,
     S_DEAD,
     S_OVER,
     S_REJECT,
@@ -101,6 +111,7 @@ from megha.schedulers.macrm.state import (
     k_container_end,
     k_container_start,
     k_deliver,
+    k_inquiry,
     k_wake_news,
 )
 from megha.sim.component import Component, TimerQueue, timer_queue_of
@@ -171,6 +182,7 @@ class NodeManagers(Component):
         self.hb_blocks = hb_blocks_sampling
         n = self.n
         self.alive = [True] * n
+        self._down = 0  # nodes crashed (the compiled inquiry handler covers groups without any)
         self.pending: list[tuple | None] = [None] * n  # token of the pending sampling service
         # its response-timeout timer: shared by the nodes that answered one inquiry, [handle, nodes still holding]
         self.hold: list[list | None] = [None] * n
@@ -276,6 +288,10 @@ class NodeManagers(Component):
         self.missed = memoryview(k[:, K_MISSED])
         self.dormant = memoryview(k[:, K_DORMANT])
         self.light = memoryview(k[:, K_LIGHT])
+        # whether a sampling is pending (0) or not (-1), for the compiled inquiry handler (the tokens stay in pending)
+        self._pend = memoryview(k[:, K_PENDING])
+        for i, p in enumerate(self.pending):
+            self._pend[i] = -1 if p is None else 0
 
     def _mirror(self, i: int) -> None:
         """Node ``i``'s ledger row changed: copy it to the packed state (the compiled handlers read it there)."""
@@ -379,16 +395,26 @@ class NodeManagers(Component):
     def _inquiry(self, msg: SampleInquiry, now: float) -> None:
         st = self.stats
         lo = self.lo
-        need = (msg.need - _EPS).tolist()
         answered: list[int] = []
         idx = [node - lo for node in msg.nodes]
-        capl = self.capl
-        used = self.used
         st["inquiries"] += len(idx)
         token = msg.token
         # one response-timeout timer for every node answering this inquiry: the per-node timers would all fire at
         # the same instant, one after the other (nothing else is scheduled for that instant in between)
         batch: list | None = None
+        # the compiled handler (state.k_inquiry) where it covers the message: heartbeats block sampling, no per-user
+        # usage, no crashed node, fast-forward on, forwarding off and nothing armed at the tracker; it answers the
+        # nodes in order up to the first it does not cover, and this loop takes the rest
+        if self.kernels and self.hb_blocks and not self.track_users and not self._down:
+            cad = self.cad
+            tr = cad.trackers[self.group]
+            if not (cad.eager or tr.forward or tr._vf is not None):
+                done, batch = self._inquiry_k(msg, idx, answered, tr, now)
+                if done:
+                    idx = idx[done:]
+        need = (msg.need - _EPS).tolist()
+        capl = self.capl
+        used = self.used
         alive, pending, dormant, anchor, fwd_tick = self.alive, self.pending, self.dormant, self.anchor, self.fwd_tick
         vr, vwait, waiting = self._vr, self.vwait, self.waiting
         hb_blocks, track_users = self.hb_blocks, self.track_users
@@ -463,6 +489,7 @@ class NodeManagers(Component):
                     if not track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
                         self._clean[i] = self._next_tick
             pending[i] = token
+            self._pend[i] = 0
             if batch is None:
                 batch = [0, 0]
                 batch[0] = self.port.set_timer(self.hold_timeout, ("hold", token, answered, batch))
@@ -474,6 +501,98 @@ class NodeManagers(Component):
             diff = self.ops.diff
             free = np.array([diff(capl[i], used[i]) for i in answered])
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
+
+    def _inquiry_k(self, msg: SampleInquiry, idx: list[int], answered: list[int], tr: Any, now: float) -> tuple:
+        """:meth:`_inquiry` through the compiled handler (state.k_inquiry) on local nodes ``idx`` in order, up to the
+        first node it does not cover: the events it asks for (a woken node's news delivery cancelled and its real
+        heartbeat timer, the shared response timeout) are made here in order, the answering nodes appended to
+        ``answered``. Returns ``(nodes done, the response-timeout batch or None)``."""
+        vr = self._vr
+        for i in idx:
+            if vr[i]:  # (the kernel's first step for each node; virtual replies stay in Python)
+                self._replies_in(i, now)
+        n = len(idx)
+        off = self.x0 - self.lo
+        xs = np.array(msg.nodes, dtype=np.int64)
+        if off:
+            xs += off
+        out = np.empty(n, dtype=np.int64)
+        cnt = np.zeros(6, dtype=np.int64)
+        ev = np.empty((2 * n + 1, 3))
+        cv = self.cad.cv
+        h0 = cv[C_HB_CELL]
+        r0 = cv[C_REP_CELL]
+        r = k_inquiry(*self.state.kargs, xs, msg.need - _EPS, 0, now, out, cnt, ev)
+        done = n if r >= 0 else -r - 1
+        c = cnt.tolist()
+        st = self.stats
+        if c[N_WAITING]:
+            st["ignored_waiting"] += c[N_WAITING]
+        if c[N_PENDING]:
+            st["ignored_pending"] += c[N_PENDING]
+        if c[N_FULL]:
+            st["ignored_full"] += c[N_FULL]
+        if c[N_TIMEOUTS]:
+            st["hb_reply_timeouts"] += c[N_TIMEOUTS]
+        batch = None
+        n_ev = c[5]
+        if n_ev:
+            port = self.port
+            sent = cv[C_HB_CELL] - h0
+            if sent:  # the woken nodes' virtual heartbeats (_count_virtual)
+                answ = cv[C_REP_CELL] - r0
+                self._count_kernel(sent, answ, tr)
+            wheel = self.wheel
+            hb_timer = self.hb_timer
+            clean = self._clean
+            token = msg.token
+            cancelled = -1
+            for kind, pos, t in ev[:n_ev].tolist():
+                p = int(pos)
+                i = idx[p]
+                if kind == E_HB_TIMER:  # (after the cancel of the same node's news delivery, if any)
+                    b = wheel.where.pop(i, None)
+                    if b is not None:  # wheel.discard(i)
+                        wheel.buckets[b].discard(i)
+                        wheel.size -= 1
+                    self._next_tick = t
+                    hb_timer[i] = port.set_timer_at(t, ("hb", i))
+                    if cancelled != p:  # not woken with news: its heartbeat content is clean (_inquiry)
+                        clean[i] = t
+                elif kind == E_CANCEL_NEWS:
+                    port.cancel_timer(int(t))
+                    cancelled = p
+                else:  # E_HOLD_TIMER (at the first answer)
+                    batch = [0, 0]
+                    batch[0] = port.set_timer(self.hold_timeout, ("hold", token, answered, batch))
+        if batch is not None:
+            pending, hold = self.pending, self.hold
+            token = msg.token
+            for p in np.flatnonzero(out[:done] == Q_ANSWERED).tolist():
+                i = idx[p]
+                pending[i] = token
+                hold[i] = batch
+                answered.append(i)
+            batch[1] = len(answered)
+        return done, batch
+
+    def _count_kernel(self, sent: int, answered: int, tr: Any) -> None:
+        """Count the virtual heartbeats a compiled handler counted in the packed state (``sent`` heartbeats, of which
+        ``answered`` answered by tracker ``tr``) in the Python counters (``_count_virtual``)."""
+        self.stats["heartbeats"] += sent
+        cad = self.cad
+        cell = self._hb_cell
+        if cell is None:
+            cell = self._hb_cell = cad.cell(Heartbeat)
+        cell[0] += sent
+        ts = tr.stats
+        ts["heartbeats"] += answered
+        ts["answered"] += answered
+        if answered:
+            cell = self._rep_cell
+            if cell is None:
+                cell = self._rep_cell = cad.cell(HeartbeatReply)
+            cell[0] += answered
 
     def _stays_dormant(self, i: int, now: float) -> bool:
         """Dormant node ``i`` answers a sampling inquiry: may it stay dormant while the sampling is pending (a *light*
@@ -515,6 +634,7 @@ class NodeManagers(Component):
             if p is None or p != token:
                 continue
             pending[i] = None
+            self._pend[i] = -1
             h = hold[i]
             if h is not None:
                 self._unhold(i, h)
@@ -1024,6 +1144,7 @@ class NodeManagers(Component):
             if self.dormant[i]:
                 self._wake(i, now)
             self.alive[i] = False
+            self._down += 1
             self.stats["nodes_crashed"] += 1
             h = self.hb_timer[i]
             if h is not None:
@@ -1032,6 +1153,7 @@ class NodeManagers(Component):
             if self.hold[i] is not None:
                 self._unhold(i, self.hold[i])
             self.pending[i] = None
+            self._pend[i] = -1
             for t in self.tasks_on(i):
                 self._remove(t, now)
                 lost.append(t)
