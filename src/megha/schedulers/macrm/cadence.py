@@ -37,15 +37,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from megha.schedulers.macrm.messages import Alive, JMHeartbeat, JMHeartbeatReply, LoadInfo, TrackerStats
+from megha.schedulers.macrm.messages import (
+    Alive,
+    Heartbeat,
+    HeartbeatReply,
+    JMHeartbeat,
+    JMHeartbeatReply,
+    LoadInfo,
+    TrackerStats,
+)
 from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.state import (
     C_CALM,
     C_COLS,
+    C_HB_CELL,
     C_METRIC,
     C_NEWS_OK,
     C_PYWHEEL,
     C_RANK,
+    C_REP_CELL,
     G_D_NT,
     G_D_TN,
     G_FAST_D,
@@ -61,6 +71,9 @@ from megha.schedulers.macrm.state import (
     G_STATS_H,
     G_THR,
     G_WHEEL_H,
+    GR_NM_HB,
+    GR_TR_ANSWERED,
+    GR_TR_HB,
     METRIC_CPU,
     METRIC_MAX,
     METRIC_MEAN,
@@ -243,6 +256,31 @@ class Cadence:
             tr.use_ring(st, gi)
         for nm in self.groups:
             nm.kernels = True
+
+    def fold_counts(self) -> None:
+        """Add the counts the compiled handlers keep in the packed state (each group's node-manager and tracker
+        heartbeats and answers, the Heartbeat and HeartbeatReply messages) to the components' counters and the
+        engine's message counts, and zero them there (they are read only at the end of a run, :meth:`settle`;
+        also before faults, :meth:`go_eager`)."""
+        st = self.state
+        if st is None:
+            return
+        gr = st.gr
+        for gi, nm in enumerate(self.groups):
+            n_hb, tr_hb, tr_ans = (int(v) for v in gr[gi, [GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED]])
+            if n_hb:
+                nm.stats["heartbeats"] += n_hb
+            ts = self.trackers[gi].stats
+            if tr_hb:
+                ts["heartbeats"] += tr_hb
+            if tr_ans:
+                ts["answered"] += tr_ans
+            gr[gi, [GR_NM_HB, GR_TR_HB, GR_TR_ANSWERED]] = 0
+        cv = self.cv
+        self.count(Heartbeat, cv[C_HB_CELL])
+        self.count(HeartbeatReply, cv[C_REP_CELL])
+        cv[C_HB_CELL] = 0
+        cv[C_REP_CELL] = 0
 
     def _share_calm(self) -> None:
         """A calm spell begins: its bound, limits and metric go to the shared state (the bound sum is kept there)."""
@@ -507,6 +545,7 @@ class Cadence:
         if self.eager:
             return
         self.eager = True
+        self.fold_counts()
         before_ = math.nextafter(now, -math.inf)
         self.leave_calm(before_)
         # what happened before this event: a periodic timer due at this very instant fires after it (it was set one
@@ -522,6 +561,7 @@ class Cadence:
         if self.settled_at is not None:
             return
         self.settled_at = now
+        self.fold_counts()
         for nm in self.groups:
             nm.settle(now)
         for c in self.others:

@@ -65,11 +65,7 @@ from megha.schedulers.macrm.messages import (
 )
 from megha.schedulers.macrm.rows import OVER, row_ops
 from megha.schedulers.macrm.state import (
-    C_ANSWERED,
-    C_HB_CELL,
     C_RANK,
-    C_REP_CELL,
-    C_SENT,
     DELIVER_FREE,
     E_CANCEL_NEWS,
     E_HB_TIMER,
@@ -519,9 +515,6 @@ class NodeManagers(Component):
         out = np.empty(n, dtype=np.int64)
         cnt = np.zeros(6, dtype=np.int64)
         ev = np.empty((2 * n + 1, 3))
-        cv = self.cad.cv
-        h0 = cv[C_HB_CELL]
-        r0 = cv[C_REP_CELL]
         r = k_inquiry(*self.state.kargs, xs, msg.need - _EPS, 0, now, out, cnt, ev)
         done = n if r >= 0 else -r - 1
         c = cnt.tolist()
@@ -537,11 +530,7 @@ class NodeManagers(Component):
         batch = None
         n_ev = c[5]
         if n_ev:
-            port = self.port
-            sent = cv[C_HB_CELL] - h0
-            if sent:  # the woken nodes' virtual heartbeats (_count_virtual)
-                answ = cv[C_REP_CELL] - r0
-                self._count_kernel(sent, answ, tr)
+            port = self.port  # (the kernel counted the woken nodes' virtual heartbeats: Cadence.fold_counts)
             wheel = self.wheel
             hb_timer = self.hb_timer
             clean = self._clean
@@ -575,24 +564,6 @@ class NodeManagers(Component):
                 answered.append(i)
             batch[1] = len(answered)
         return done, batch
-
-    def _count_kernel(self, sent: int, answered: int, tr: Any) -> None:
-        """Count the virtual heartbeats a compiled handler counted in the packed state (``sent`` heartbeats, of which
-        ``answered`` answered by tracker ``tr``) in the Python counters (``_count_virtual``)."""
-        self.stats["heartbeats"] += sent
-        cad = self.cad
-        cell = self._hb_cell
-        if cell is None:
-            cell = self._hb_cell = cad.cell(Heartbeat)
-        cell[0] += sent
-        ts = tr.stats
-        ts["heartbeats"] += answered
-        ts["answered"] += answered
-        if answered:
-            cell = self._rep_cell
-            if cell is None:
-                cell = self._rep_cell = cad.cell(HeartbeatReply)
-            cell[0] += answered
 
     def _stays_dormant(self, i: int, now: float) -> bool:
         """Dormant node ``i`` answers a sampling inquiry: may it stay dormant while the sampling is pending (a *light*
@@ -1303,27 +1274,10 @@ class NodeManagers(Component):
         self._wake_py(i, now, news)
 
     def _news_pushed(self, i: int, tr: Any) -> None:
-        """A compiled handler woke dormant node ``i`` with news (WAKE_PUSH): the virtual heartbeats it counted
-        (``C_SENT``, ``C_ANSWERED``) go to the counters, the node leaves the free wheel, and its news delivery at tick
-        ``g[G_OUT]`` is pushed with the engine's next sequence number (tracker ``tr``: its group's)."""
+        """A compiled handler woke dormant node ``i`` with news (WAKE_PUSH; it counted the virtual heartbeats in the
+        packed state, Cadence.fold_counts): the node leaves the free wheel, and its news delivery at tick ``g[G_OUT]``
+        is pushed with the engine's next sequence number (tracker ``tr``: its group's)."""
         cad = self.cad
-        cv = cad.cv
-        sent = cv[C_SENT]
-        if sent:  # _count_virtual(i, sent, answered)
-            answered = cv[C_ANSWERED]
-            self.stats["heartbeats"] += sent
-            cell = self._hb_cell
-            if cell is None:
-                cell = self._hb_cell = cad.cell(Heartbeat)
-            cell[0] += sent
-            ts = tr.stats
-            ts["heartbeats"] += answered
-            ts["answered"] += answered
-            if answered:
-                cell = self._rep_cell
-                if cell is None:
-                    cell = self._rep_cell = cad.cell(HeartbeatReply)
-                cell[0] += answered
         wheel = self.wheel
         b = wheel.where.pop(i, None)
         if b is not None:  # wheel.discard(i)
@@ -1470,20 +1424,8 @@ class NodeManagers(Component):
         if self.kernels and not (tr.n_dead or tr.forward or tr._vf is not None):
             code = k_deliver(*self.state.kargs, self.x0 + i, now)
             if code != FALLBACK:
-                if self._clean:
+                if self._clean:  # (the kernel counted the heartbeat and its reply: Cadence.fold_counts)
                     self._clean.pop(i, None)
-                self.stats["heartbeats"] += 1
-                ts = tr.stats
-                ts["heartbeats"] += 1
-                ts["answered"] += 1
-                cell = self._hb_cell
-                if cell is None:
-                    cell = self._hb_cell = cad.cell(Heartbeat)
-                cell[0] += 1
-                cell = self._rep_cell
-                if cell is None:
-                    cell = self._rep_cell = cad.cell(HeartbeatReply)
-                cell[0] += 1
                 if code == DELIVER_FREE:
                     a = self.anchor[i]
                     wheel = self.wheel  # wheel.add(i, a)
