@@ -254,6 +254,7 @@ class Cadence:
         for gi, tr in enumerate(self.trackers):
             tr.bind_state(st, tr.lo)
             tr.use_ring(st, gi)
+        st.bind_kernels()
         for nm in self.groups:
             nm.kernels = True
 

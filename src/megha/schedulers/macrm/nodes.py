@@ -104,11 +104,6 @@ from megha.schedulers.macrm.state import (
     WAKE_PUSH,
     WAKE_QUIET,
     NodeState,
-    k_container_end,
-    k_container_start,
-    k_deliver,
-    k_inquiry,
-    k_wake_news,
 )
 from megha.sim.component import Component, TimerQueue, timer_queue_of
 
@@ -515,7 +510,7 @@ class NodeManagers(Component):
         out = np.empty(n, dtype=np.int64)
         cnt = np.zeros(6, dtype=np.int64)
         ev = np.empty((2 * n + 1, 3))
-        r = k_inquiry(*self.state.kargs, xs, msg.need - _EPS, 0, now, out, cnt, ev)
+        r = self.state.inquiry(*self.state.kargs, xs, msg.need - _EPS, 0, now, out, cnt, ev)
         done = n if r >= 0 else -r - 1
         c = cnt.tolist()
         st = self.stats
@@ -827,6 +822,7 @@ class NodeManagers(Component):
         vr = self._vr
         gv, dem0, x0 = self._gv, self._dem0, self.x0
         kargs = self.state.kargs
+        kstart = self.state.container_start if tr is not None else None
         for k, node in enumerate(c.nodes):
             i = node - lo
             if clean:
@@ -841,7 +837,7 @@ class NodeManagers(Component):
                     gv[q] = v
                     q += 1
                 fenced = t >= 0 and (job_attempt.get(job, 0) > att or t in containers)
-                code = k_container_start(*kargs, x0 + i, seqs[k], fenced, now)
+                code = kstart(*kargs, x0 + i, seqs[k], fenced, now)
             else:
                 code = FALLBACK
             if code != FALLBACK:
@@ -982,7 +978,7 @@ class NodeManagers(Component):
                             for v in d:
                                 gv[q] = v
                                 q += 1
-                            code = k_container_end(*self.state.kargs, self.x0 + i, now)
+                            code = self.state.container_end(*self.state.kargs, self.x0 + i, now)
                             if code == WAKE_PUSH:
                                 self._news_pushed(i, tr)
                     if code == FALLBACK:
@@ -1265,7 +1261,7 @@ class NodeManagers(Component):
             if tr.forward or tr._vf is not None:
                 self._wake_py(i, now, news)
                 return
-            code = k_wake_news(*self.state.kargs, self.x0 + i, now)
+            code = self.state.wake_news(*self.state.kargs, self.x0 + i, now)
             if code == WAKE_QUIET:
                 return
             if code == WAKE_PUSH:
@@ -1422,7 +1418,7 @@ class NodeManagers(Component):
         cad = self.cad
         tr = cad.trackers[self.group]
         if self.kernels and not (tr.n_dead or tr.forward or tr._vf is not None):
-            code = k_deliver(*self.state.kargs, self.x0 + i, now)
+            code = self.state.deliver(*self.state.kargs, self.x0 + i, now)
             if code != FALLBACK:
                 if self._clean:  # (the kernel counted the heartbeat and its reply: Cadence.fold_counts)
                     self._clean.pop(i, None)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -119,6 +120,23 @@ class NodeState:
     def args(self) -> tuple:
         """The arrays in the order the kernels take them."""
         return self.f, self.k, self.g, self.c, self.gr, self.wheel, self.undo
+
+    def bind_kernels(self) -> None:
+        """The wired kernels' compiled entry points for this state's argument types, as attributes ``deliver``,
+        ``wake_news``, ``container_end``, ``container_start`` and ``inquiry`` (compiled, or loaded from numba's
+        cache, now): a call without the dispatcher's type resolution, about 0.8 us less per call. The arguments must
+        have exactly the types of the signature (the state's arrays, ints, floats, a bool; C-contiguous int64 and
+        float64 arrays for :func:`k_inquiry`): nothing converts or checks them."""
+        ty = tuple(numba.typeof(a) for a in self.kargs)
+        i64, f64, b1 = numba.int64, numba.float64, numba.boolean
+        ai = numba.typeof(np.zeros(1, dtype=np.int64))
+        af = numba.typeof(np.zeros(1))
+        af2 = numba.typeof(np.zeros((1, 3)))
+        self.deliver = k_deliver.compile((*ty, i64, f64))
+        self.wake_news = k_wake_news.compile((*ty, i64, f64))
+        self.container_end = k_container_end.compile((*ty, i64, f64))
+        self.container_start = k_container_start.compile((*ty, i64, i64, b1, f64))
+        self.inquiry = k_inquiry.compile((*ty, ai, af, i64, f64, ai, ai, af2))
 
 
 def share(groups: list) -> NodeState:
