@@ -33,6 +33,7 @@ from megha.schedulers.macrm.state import (
     S_DEAD,
     S_OVER,
     S_REJECT,
+    VF_FOUND,
     WAKE_PUSH,
     WAKE_QUIET,
     NodeState,
@@ -40,9 +41,11 @@ from megha.schedulers.macrm.state import (
     k_container_start,
     k_deliver,
     k_inquiry,
+    k_vf_arm,
     k_wake_news,
     pack,
 )
+from megha.schedulers.macrm.tracker import ResourceTracker
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -439,3 +442,42 @@ def test_last_le_pow2_matches_period() -> None:
             at = t0 + float(rng.random() * 10 ** rng.uniform(-2, 6.5))
             for a in (at, per.advance(t0, int(rng.integers(0, 50))), t0):
                 assert _last_le_pow2(t0, a, h) == (True, *per.last_le(t0, a)), (h, t0, a)
+
+
+def _run_vf_arm(cfg: RunConfig) -> tuple[int, int]:
+    counts = [0, 0]  # scans compared, of which found a node
+
+    def hook(engine) -> None:
+        for comp in list(engine.components.values()):
+            if isinstance(comp, ResourceTracker) and comp.cad is not None:
+                py = comp._vf_arm
+                tr = comp
+
+                def wrapped(after: float, after_rank: int, tr=tr, py=py) -> None:
+                    nm = tr.cad.groups[tr.index]
+                    st = pack(tr.cad)
+                    out = np.zeros(4)
+                    d = tr.cad.d_nt
+                    code = k_vf_arm(*st.args(), tr.index, after, after_rank, after - d - 8 * math.ulp(after), d, out)
+                    nm.kernels = False  # (the scan in Python, over the packed wheel's buckets: the oracle)
+                    py(after, after_rank)
+                    nm.kernels = True
+                    assert code != FALLBACK
+                    counts[0] += 1
+                    if code == VF_FOUND:
+                        counts[1] += 1
+                        assert tr._vf is not None and tuple(out.tolist()) == tr._vf[:4]
+                    else:
+                        assert tr._vf is None
+
+                comp._vf_arm = wrapped
+
+    simulate(cfg, instrument=hook)
+    return counts[0], counts[1]
+
+
+def test_k_vf_arm_matches_python() -> None:
+    """The compiled scan of the packed free wheel arms the virtual heartbeat the Python scan arms."""
+    cfg = RunConfig(scheduler="macrm", trace="sample:GOOG_subtrace", workers=120, resources=True, max_jobs=40, seed=0)
+    scans, found = _run_vf_arm(cfg)
+    assert found > 50, (scans, found)

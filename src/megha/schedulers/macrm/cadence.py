@@ -71,6 +71,7 @@ from megha.schedulers.macrm.state import (
     G_STATS_H,
     G_THR,
     G_WHEEL_H,
+    GR_NB,
     GR_NM_HB,
     GR_TR_ANSWERED,
     GR_TR_HB,
@@ -78,6 +79,7 @@ from megha.schedulers.macrm.state import (
     METRIC_MAX,
     METRIC_MEAN,
     NodeState,
+    PackedWheel,
 )
 from megha.sim.component import Host
 
@@ -113,12 +115,18 @@ class FreeWheel:
         self.where[node] = b
         self.size += 1
 
-    def discard(self, node: int) -> None:
-        """Remove ``node`` from the wheel, if it is there."""
+    def discard(self, node: int) -> bool:
+        """Remove ``node`` from the wheel, if it is there (whether it was)."""
         b = self.where.pop(node, None)
-        if b is not None:
-            self.buckets[b].discard(node)
-            self.size -= 1
+        if b is None:
+            return False
+        self.buckets[b].discard(node)
+        self.size -= 1
+        return True
+
+    def has(self, node: int) -> bool:
+        """``node`` is in the wheel."""
+        return node in self.where
 
     def next_after(self, y: float, key: Callable[[int, float], tuple]) -> tuple | None:
         """The smallest ``key(node, y)`` over the wheel's nodes, scanning buckets in phase order from ``y``.
@@ -254,6 +262,17 @@ class Cadence:
         for gi, tr in enumerate(self.trackers):
             tr.bind_state(st, tr.lo)
             tr.use_ring(st, gi)
+        if g[G_POW2] == 1.0:  # the free wheels in the packed state: the kernels keep them, k_vf_arm scans them
+            nb = max(nm.wheel.nb for nm in self.groups)
+            st.wheel = np.full((len(self.groups), nb), -1, dtype=np.int64)
+            st.kargs = st.args()
+            for gi, nm in enumerate(self.groups):
+                if nm.wheel.size:
+                    raise RuntimeError("the free wheels move to the packed state before the run starts")
+                st.gr[gi, GR_NB] = nm.wheel.nb
+                nm.wheel = PackedWheel(st, gi, nm.lo, nm.wheel.h, nm.wheel.nb)
+                nm.pywheel = False
+            st.c[C_PYWHEEL] = 0
         st.bind_kernels()
         for nm in self.groups:
             nm.kernels = True

@@ -198,7 +198,8 @@ class NodeManagers(Component):
         self._news_ok = False  # news heartbeats in use (fast-forward, no per-user usage in heartbeats)
         self._tq: TimerQueue | None = None
         self._need = (self.min_alloc - _EPS).tolist()
-        self.wheel: FreeWheel | None = None
+        self.wheel: FreeWheel | Any = None  # (a PackedWheel once the deployment's state is shared, Cadence.use_state)
+        self.pywheel = True  # the free wheel is a FreeWheel (sets), kept here; else the kernels keep it
         self._hb_cell: list | None = None  # the engine's count cell of Heartbeat messages
         # the per-node scalars live in packed arrays (state.py), read and written here through memoryviews
         self._rows: tuple[np.ndarray, np.ndarray] | None = None
@@ -527,6 +528,7 @@ class NodeManagers(Component):
         if n_ev:
             port = self.port  # (the kernel counted the woken nodes' virtual heartbeats: Cadence.fold_counts)
             wheel = self.wheel
+            pywheel = self.pywheel
             hb_timer = self.hb_timer
             clean = self._clean
             token = msg.token
@@ -535,10 +537,8 @@ class NodeManagers(Component):
                 p = int(pos)
                 i = idx[p]
                 if kind == E_HB_TIMER:  # (after the cancel of the same node's news delivery, if any)
-                    b = wheel.where.pop(i, None)
-                    if b is not None:  # wheel.discard(i)
-                        wheel.buckets[b].discard(i)
-                        wheel.size -= 1
+                    if pywheel:  # (else the kernel removed it from the packed wheel)
+                        wheel.discard(i)
                     self._next_tick = t
                     hb_timer[i] = port.set_timer_at(t, ("hb", i))
                     if cancelled != p:  # not woken with news: its heartbeat content is clean (_inquiry)
@@ -613,7 +613,7 @@ class NodeManagers(Component):
                 cv = cad.cv
                 cv[C_RANK] += 1
                 self.rank[i] = cv[C_RANK]
-                if i in self.wheel.where:
+                if self.wheel.has(i):
                     tr = cad.trackers[self.group]
                     if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
                         tr.vf_added(i, now)
@@ -1274,11 +1274,12 @@ class NodeManagers(Component):
         packed state, Cadence.fold_counts): the node leaves the free wheel, and its news delivery at tick ``g[G_OUT]``
         is pushed with the engine's next sequence number (tracker ``tr``: its group's)."""
         cad = self.cad
-        wheel = self.wheel
-        b = wheel.where.pop(i, None)
-        if b is not None:  # wheel.discard(i)
-            wheel.buckets[b].discard(i)
-            wheel.size -= 1
+        if self.pywheel:  # (else the kernel removed it from the packed wheel)
+            wheel = self.wheel
+            b = wheel.where.pop(i, None)
+            if b is not None:  # wheel.discard(i)
+                wheel.buckets[b].discard(i)
+                wheel.size -= 1
         self._next_tick = nxt = cad.gv[G_OUT]
         tq = self._tq
         if tq is None:
@@ -1303,13 +1304,8 @@ class NodeManagers(Component):
         if self._vr[i]:
             self._replies_in(i, now)
         tr = cad.trackers[self.group]
-        wheel = self.wheel
-        b = wheel.where.pop(i, None)
-        if b is not None:  # wheel.discard(i)
-            wheel.buckets[b].discard(i)
-            wheel.size -= 1
-            if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
-                tr.vf_removed(i, now)
+        if self.wheel.discard(i) and (tr.forward or tr._vf is not None):  # tr.vf_changed(now): else nothing to do
+            tr.vf_removed(i, now)
         a = self.anchor[i]
         if a > now:  # no virtual heartbeat yet (_virtual_tallies, _count_virtual: nothing to count)
             self.fwd_tick[i] = math.nan
@@ -1458,11 +1454,7 @@ class NodeManagers(Component):
         self.fwd_count[i] = 0
         tr = cad.trackers[self.group]
         if has_free:
-            wheel = self.wheel  # wheel.add(i, a)
-            b = int((math.fmod(a, wheel.h) / wheel.h) * wheel.nb) % wheel.nb
-            wheel.buckets[b].add(i)
-            wheel.where[i] = b
-            wheel.size += 1
+            self.wheel.add(i, a)
             if tr.forward or tr._vf is not None:  # tr.vf_changed(now): nothing to do otherwise
                 tr.vf_added(i, now)
         node = self.lo + i

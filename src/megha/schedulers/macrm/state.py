@@ -123,10 +123,11 @@ class NodeState:
 
     def bind_kernels(self) -> None:
         """The wired kernels' compiled entry points for this state's argument types, as attributes ``deliver``,
-        ``wake_news``, ``container_end``, ``container_start`` and ``inquiry`` (compiled, or loaded from numba's
-        cache, now): a call without the dispatcher's type resolution, about 0.8 us less per call. The arguments must
-        have exactly the types of the signature (the state's arrays, ints, floats, a bool; C-contiguous int64 and
-        float64 arrays for :func:`k_inquiry`): nothing converts or checks them."""
+        ``wake_news``, ``container_end``, ``container_start``, ``inquiry`` and ``vf_arm`` (compiled, or loaded from
+        numba's cache, now): a call without the dispatcher's type resolution, about 0.8 us less per call. The
+        arguments must have exactly the types of the signature (the state's arrays, ints, floats, a bool;
+        C-contiguous int64 and float64 arrays for :func:`k_inquiry` and :func:`k_vf_arm`): nothing converts or checks
+        them."""
         ty = tuple(numba.typeof(a) for a in self.kargs)
         i64, f64, b1 = numba.int64, numba.float64, numba.boolean
         ai = numba.typeof(np.zeros(1, dtype=np.int64))
@@ -137,6 +138,7 @@ class NodeState:
         self.container_end = k_container_end.compile((*ty, i64, f64))
         self.container_start = k_container_start.compile((*ty, i64, i64, b1, f64))
         self.inquiry = k_inquiry.compile((*ty, ai, af, i64, f64, ai, ai, af2))
+        self.vf_arm = k_vf_arm.compile((*ty, i64, f64, i64, f64, f64, af))
 
 
 def share(groups: list) -> NodeState:
@@ -939,3 +941,193 @@ def k_inquiry(
         out[p] = Q_ANSWERED
     cnt[5] = n_ev
     return n_ev
+
+
+class PackedWheel:
+    """A group's free wheel (``cadence.FreeWheel``: the dormant nodes with free resources, bucketed by heartbeat
+    phase) kept in the packed state as per-bucket linked lists (``wheel``, ``K_WB``, ``K_WNEXT``, ``K_WPREV``,
+    ``GR_WSIZE``), so that the kernels keep it themselves (``C_PYWHEEL`` 0) and :func:`k_vf_arm` scans it; Python
+    adds and removes nodes (local indices) through memoryviews, the same list operations as the kernels."""
+
+    def __init__(self, st: NodeState, gi: int, lo: int, h: float, nb: int) -> None:
+        self.h = h
+        self.nb = nb
+        self.gi = gi
+        self.lo = lo
+        self._st = st
+        self._head = memoryview(st.wheel[gi])
+        self._wb = memoryview(st.k[:, K_WB])
+        self._next = memoryview(st.k[:, K_WNEXT])
+        self._prev = memoryview(st.k[:, K_WPREV])
+        self._gr = memoryview(st.gr[gi])
+
+    @property
+    def size(self) -> int:
+        """Nodes in the wheel."""
+        return self._gr[GR_WSIZE]
+
+    def bucket(self, t: float) -> int:
+        """The phase bucket of a heartbeat tick at ``t`` (``FreeWheel.bucket``)."""
+        return int((math.fmod(t, self.h) / self.h) * self.nb) % self.nb
+
+    def has(self, node: int) -> bool:
+        """Local node ``node`` is in the wheel."""
+        return self._wb[self.lo + node] >= 0
+
+    def add(self, node: int, tick: float) -> None:
+        """Local node ``node`` joins the wheel in the bucket of its next virtual tick ``tick``."""
+        x = self.lo + node
+        b = int((math.fmod(tick, self.h) / self.h) * self.nb) % self.nb
+        head = self._head[b]
+        self._next[x] = head
+        self._prev[x] = -1
+        if head >= 0:
+            self._prev[head] = x
+        self._head[b] = x
+        self._wb[x] = b
+        self._gr[GR_WSIZE] += 1
+
+    def discard(self, node: int) -> bool:
+        """Remove local node ``node`` from the wheel if it is there (whether it was)."""
+        x = self.lo + node
+        b = self._wb[x]
+        if b < 0:
+            return False
+        nx = self._next[x]
+        pv = self._prev[x]
+        if pv >= 0:
+            self._next[pv] = nx
+        else:
+            self._head[b] = nx
+        if nx >= 0:
+            self._prev[nx] = pv
+        self._wb[x] = -1
+        self._next[x] = -1
+        self._prev[x] = -1
+        self._gr[GR_WSIZE] -= 1
+        return True
+
+    def members(self, b: int) -> list[int]:
+        """The local nodes of bucket ``b``, in list order."""
+        out = []
+        x = self._head[b]
+        while x >= 0:
+            out.append(x - self.lo)
+            x = self._next[x]
+        return out
+
+    @property
+    def buckets(self) -> list[set[int]]:
+        """Each bucket's local nodes (a copy: inspection and the tests' packing)."""
+        return [set(self.members(b)) for b in range(self.nb)]
+
+    @property
+    def where(self) -> dict[int, int]:
+        """Local node -> its bucket (a copy: inspection and the tests' packing)."""
+        return {i: b for b in range(self.nb) for i in self.members(b)}
+
+
+VF_NONE = 0  # k_vf_arm: the wheel has no candidate
+VF_FOUND = 2  # k_vf_arm: out holds (arrival, rank, local node, tick)
+
+
+@njit(cache=True, nogil=True)
+def k_vf_arm(
+    f: np.ndarray,
+    k: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    gr: np.ndarray,
+    wheel: np.ndarray,
+    undo: np.ndarray,
+    gi: int,
+    after: float,
+    after_rank: int,
+    y: float,
+    d: float,
+    out: np.ndarray,
+) -> int:
+    """``ResourceTracker._vf_arm`` of group ``gi`` on its packed wheel: the smallest key ``(arrival, rank, node,
+    tick)`` of a wheel node's first virtual heartbeat arriving after ``(after, after_rank)`` (``y`` is ``after - d -
+    8 ulp(after)``, ``d`` the node-to-tracker delay), the same bucket scan, prefilter, tick lookups (memos updated)
+    and float operations. Returns :data:`VF_FOUND` with the key in ``out`` (the node local to the group),
+    :data:`VF_NONE`, or :data:`FALLBACK` when a tick lookup is not covered (only memos changed)."""
+    if gr[gi, GR_WSIZE] == 0:
+        return VF_NONE
+    lo = gr[gi, GR_LO]
+    nb = gr[gi, GR_NB]
+    wh = g[G_WHEEL_H]
+    h = g[G_HB]
+    width = wh / nb
+    b0 = ((int((np.fmod(y, wh) / wh) * nb) % nb) - 2) % nb  # (fmod is exact: np's is math's)
+    pow2 = g[G_POW2] == 1.0
+    margin = 1e-6 if pow2 and h < 16.0 else np.inf
+    limit = np.inf if margin < np.inf else -np.inf
+    yph = np.fmod(y, h)
+    flo = g[G_FAST_LO]
+    fhi = g[G_FAST_HI]
+    fd = g[G_FAST_D]
+    found = False
+    ba = np.inf
+    br = 0
+    bi = 0
+    bt = 0.0
+    for j in range(nb + 4):
+        if (j - 4) * width > ba - y:
+            break
+        x = wheel[gi, (b0 + j) % nb]
+        while x >= 0:
+            nxt = k[x, K_WNEXT]
+            i = x - lo
+            t = f[x, F_ANCHOR]
+            if not t > y:
+                if ba < limit:  # its next tick (its anchor's phase) arrives clearly after the best: skip it
+                    gap = np.fmod(t, h) - yph
+                    if gap <= 0.0:
+                        gap += h
+                    if margin < gap < h - margin and y + gap + d > ba + margin:
+                        x = nxt
+                        continue
+                k0 = k[x, K_MEMO_K]
+                t0 = f[x, F_MEMO_T]
+                if t0 > y:
+                    k0 = 0
+                    t0 = t
+                if flo <= t0 and y + h < fhi:  # Period.last_le's first case
+                    kk = int((y - t0) / fd)
+                    while kk > 0 and t0 + kk * fd > y:
+                        kk -= 1
+                    while t0 + (kk + 1) * fd <= y:
+                        kk += 1
+                    tt = t0 + kk * fd
+                elif pow2:
+                    ok, kk, tt = _last_le_pow2(t0, y, h)
+                    if not ok:
+                        return FALLBACK
+                else:
+                    return FALLBACK
+                k[x, K_MEMO_K] = k0 + kk
+                f[x, F_MEMO_T] = tt
+                t = tt + h
+            arr = t + d
+            if arr > ba:
+                x = nxt
+                continue
+            r = k[x, K_RANK]
+            while arr < after or (arr == after and r <= after_rank):
+                t = t + h
+                arr = t + d
+            if not found or arr < ba or (arr == ba and (r < br or (r == br and (i < bi or (i == bi and t < bt))))):
+                found = True
+                ba = arr
+                br = r
+                bi = i
+                bt = t
+            x = nxt
+    if not found:
+        return VF_NONE
+    out[0] = ba
+    out[1] = br
+    out[2] = bi
+    out[3] = bt
+    return VF_FOUND

@@ -42,7 +42,17 @@ from megha.schedulers.macrm.messages import (
 )
 from megha.schedulers.macrm.period import Period
 from megha.schedulers.macrm.rows import row_ops
-from megha.schedulers.macrm.state import F_COLS, F_LAST_SEEN, GR_UHEAD, GR_ULEN, K_FWD_FREE, K_KNOWN, NodeState
+from megha.schedulers.macrm.state import (
+    F_COLS,
+    F_LAST_SEEN,
+    FALLBACK,
+    GR_UHEAD,
+    GR_ULEN,
+    K_FWD_FREE,
+    K_KNOWN,
+    VF_FOUND,
+    NodeState,
+)
 from megha.sim.component import Component
 
 _EPS = 1e-9
@@ -115,6 +125,7 @@ class ResourceTracker(Component):
         # while statistics are virtual: (time, node, previous usage row, was known); the packed state's ring instead
         # once bound to a deployment's (use_ring)
         self.undo: deque[tuple] = deque()
+        self._vf_out = np.empty(4)  # (k_vf_arm's output)
         self._vf: tuple | None = None  # the armed virtual heartbeat to forward: (arrival, rank, node, tick, handle)
         self.stats = {
             "heartbeats": 0,
@@ -556,6 +567,18 @@ class ResourceTracker(Component):
             return
         d = self.cad.d_nt
         y = after - d - 8 * math.ulp(after)
+        if nm.kernels and not nm.pywheel:  # the packed wheel's compiled scan (k_vf_arm), unless a lookup is not covered
+            st = self.cad.state
+            out = self._vf_out
+            r = st.vf_arm(*st.kargs, self.index, after, after_rank, y, d, out)
+            if r != FALLBACK:
+                if r == VF_FOUND:
+                    arrival, rank_, i, tick = out.tolist()
+                    i = int(i)
+                    rank_ = int(rank_)
+                    handle = self.port.set_timer_at(arrival, ("vhb", i, rank_, tick))
+                    self._vf = (arrival, rank_, i, tick, handle)
+                return
         h = nm.hb
         anchor = nm.anchor
         memo_k, memo_t = nm.memo_k, nm.memo_t
