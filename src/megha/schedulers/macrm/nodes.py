@@ -197,6 +197,7 @@ class NodeManagers(Component):
         self._vr: list[list[float]] = [[] for _ in range(n)]  # when the tracker's (virtual) replies arrive
         self._news_ok = False  # news heartbeats in use (fast-forward, no per-user usage in heartbeats)
         self._tq: TimerQueue | None = None
+        self._routes: dict | None = None  # the port's route cache (SimHooks.routes), once the run starts
         self._need = (self.min_alloc - _EPS).tolist()
         self.wheel: FreeWheel | Any = None  # (a PackedWheel once the deployment's state is shared, Cadence.use_state)
         self.pywheel = True  # the free wheel is a FreeWheel (sets), kept here; else the kernels keep it
@@ -293,6 +294,7 @@ class NodeManagers(Component):
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def on_start(self, now: float) -> None:
+        self._routes = getattr(self.port, "routes", None)
         phases = self.port.rng.random(self.n) * self.hb
         for i in range(self.n):
             self.hb_timer[i] = self.port.set_timer(float(phases[i]), ("hb", i))
@@ -490,8 +492,12 @@ class NodeManagers(Component):
             answered.append(i)
         if answered:
             st["answered"] += len(answered)
-            diff = self.ops.diff
-            free = np.array([diff(capl[i], used[i]) for i in answered])
+            # the answering nodes' free rows, capacity minus the ledger's rows, from their packed copies (_mirror)
+            f = self.state.f
+            xs = np.array(answered, dtype=np.int64)
+            xs += self.x0
+            n_res = self.state.n_res
+            free = f[xs, F_COLS : F_COLS + n_res] - f[xs, F_COLS + 2 * n_res : F_COLS + 3 * n_res]
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
 
     def _inquiry_k(self, msg: SampleInquiry, idx: list[int], answered: list[int], tr: Any, now: float) -> tuple:
@@ -823,6 +829,12 @@ class NodeManagers(Component):
         gv, dem0, x0 = self._gv, self._dem0, self.x0
         kargs = self.state.kargs
         kstart = self.state.container_start if tr is not None else None
+        if tr is not None:
+            pywheel = self.pywheel
+            gvo = self.cad.gv
+            d_nt = self.cad.d_nt
+            if tq is None:
+                tq = self._tq = timer_queue_of(self.port)
         for k, node in enumerate(c.nodes):
             i = node - lo
             if clean:
@@ -841,8 +853,13 @@ class NodeManagers(Component):
             else:
                 code = FALLBACK
             if code != FALLBACK:
-                if code & WAKE_PUSH:
-                    self._news_pushed(i, tr)
+                if code & WAKE_PUSH:  # self._news_pushed(i, tr), inlined
+                    if pywheel:
+                        self.wheel.discard(i)
+                    self._next_tick = nxt = gvo[G_OUT]
+                    seq = tq.next_seq()
+                    heappush(tq.heap, (nxt + d_nt, seq, self._deliver, i))
+                    news[i] = seq
                 if code & S_LOST:
                     if code & S_REJECT:
                         rejected.append(k)  # fenced, already running here, or no room
@@ -979,8 +996,17 @@ class NodeManagers(Component):
                                 gv[q] = v
                                 q += 1
                             code = self.state.container_end(*self.state.kargs, self.x0 + i, now)
-                            if code == WAKE_PUSH:
-                                self._news_pushed(i, tr)
+                            if code == WAKE_PUSH:  # self._news_pushed(i, tr), inlined
+                                if self.pywheel:
+                                    self.wheel.discard(i)
+                                cad = self.cad
+                                self._next_tick = nxt = cad.gv[G_OUT]
+                                tq = self._tq
+                                if tq is None:
+                                    tq = self._tq = timer_queue_of(self.port)
+                                seq = tq.next_seq()
+                                heappush(tq.heap, (nxt + cad.d_nt, seq, self._deliver, i))
+                                self.news[i] = seq
                     if code == FALLBACK:
                         if self.dormant[i] and (self.news[i] < 0 or self.anchor[i] <= now):
                             self._wake(i, now, True)
@@ -997,7 +1023,9 @@ class NodeManagers(Component):
                     self._container_exit(i, now)
                 self.rec.finished_one(t, now)
                 owner = e[2]
-                route = self.port.route(owner, "on_message_finished_one", Finished)
+                route = self._routes.get((owner, "on_message_finished_one")) if self._routes is not None else None
+                if route is None:
+                    route = self.port.route(owner, "on_message_finished_one", Finished)
                 if route:  # the job manager's handler of a Finished message, without the message (same event)
                     append, handler, d, seq, cell, _ = route
                     append((now + d, seq(), handler, t))
