@@ -1,20 +1,24 @@
 """MACRM's per-node state in packed numpy arrays, for compiled handlers (simulation speed plan, step 1).
 
 A deployment shares one :class:`NodeState` (:func:`share`, ``Cadence.use_state``): the node managers' scalars, the
-trackers' view and undo rings, the calm bound and the rank counter live there, and the simulation runs
-:func:`k_deliver`, :func:`k_wake_news`, :func:`k_container_end` and :func:`k_container_start` on it
-(``NodeManagers._deliver``, ``_wake``, ``_ends_at``, ``_start``; the caller keeps the free wheel, ``C_PYWHEEL``).
-:func:`k_inquiry` is not wired yet. :func:`pack` copies the state of a running deployment (every node-manager group, its
-tracker, the cadence) into a :class:`NodeState` of its own, with the free wheel as linked lists, for the tests. The
-kernels are node-manager handlers on that state, step for step and with the same float operations in the same order:
-:func:`k_deliver` (``_deliver``, a news heartbeat reaching its tracker), :func:`k_wake_news` (``_wake`` with news),
-:func:`k_container_end` and :func:`k_container_start` (the node's side of ``_ends_at`` and ``_start``),
-:func:`k_inquiry` (``_inquiry``, a whole message). Each covers the common case (forwarding off and nothing armed at the
-tracker, no dead node, a calm bound that stays below the threshold, distributed mode, a power-of-two period or the
-cached binade) and otherwise returns :data:`FALLBACK` (or stops at the node it does not cover) without changing
-anything; the events a handler makes (news deliveries, timers, cancellations) come back for the caller to make, in
-order, with the engine's sequence numbers. ``tests/test_macrm_state.py`` runs each beside the Python handler on a packed
-copy at every call in whole simulations and compares the states and the events.
+trackers' view and undo rings, the calm bound, the rank counter, the kernels' counts (``GR_NM_HB``, ``GR_TR_HB``,
+``GR_TR_ANSWERED``, ``C_HB_CELL``, ``C_REP_CELL``: added to the Python counters when they are read,
+``Cadence.fold_counts``) and, with a power-of-two heartbeat period, the free wheels (:class:`PackedWheel`,
+``C_PYWHEEL`` 0; else the node managers keep them as sets) live there, and the simulation runs :func:`k_deliver`,
+:func:`k_wake_news`, :func:`k_container_end`, :func:`k_container_start`, :func:`k_inquiry` and :func:`k_vf_arm` on it
+(``NodeManagers._deliver``, ``_wake``, ``_ends_at``, ``_start``, ``_inquiry``, ``ResourceTracker._vf_arm``) through
+their compiled entry points (:meth:`NodeState.bind_kernels`). :func:`pack` copies the state of a running deployment
+(every node-manager group, its tracker, the cadence) into a :class:`NodeState` of its own, with the free wheel as linked
+lists, for the tests. The kernels are handlers on that state, step for step and with the same float operations in the
+same order: :func:`k_deliver` (``_deliver``, a news heartbeat reaching its tracker), :func:`k_wake_news` (``_wake`` with
+news), :func:`k_container_end` and :func:`k_container_start` (the node's side of ``_ends_at`` and ``_start``),
+:func:`k_inquiry` (``_inquiry``, a whole message), :func:`k_vf_arm` (the tracker's scan of the free wheel for the next
+virtual heartbeat to forward). Each covers the common case (forwarding off and nothing armed at the tracker, no dead
+node, a calm bound that stays below the threshold, distributed mode, a power-of-two period or the cached binade) and
+otherwise returns :data:`FALLBACK` (or stops at the node it does not cover) without changing anything; the events a
+handler makes (news deliveries, timers, cancellations) come back for the caller to make, in order, with the engine's
+sequence numbers. ``tests/test_macrm_state.py`` runs each beside the Python handler on a packed copy at every call in
+whole simulations and compares the states and the events.
 
 Layout (global node index ``node``; ``R`` resources; a few arrays, since every array argument costs a compiled call
 about 0.4 us):
