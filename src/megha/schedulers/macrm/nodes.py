@@ -600,16 +600,19 @@ class NodeManagers(Component):
 
     def _release_sampling(self, nodes: Iterable[int], token: tuple, now: float) -> None:
         """The sampling ``token`` ends on each of ``nodes`` (local indices, in order) that it is still pending on."""
-        pending, hold, light = self.pending, self.hold, self.light
+        pending, hold, light, pend = self.pending, self.hold, self.light, self._pend
         for i in nodes:
             p = pending[i]
             if p is None or p != token:
                 continue
             pending[i] = None
-            self._pend[i] = -1
+            pend[i] = -1
             h = hold[i]
-            if h is not None:
-                self._unhold(i, h)
+            if h is not None:  # self._unhold(i, h), inlined
+                hold[i] = None
+                h[1] -= 1
+                if not h[1]:
+                    self.port.cancel_timer(h[0])
             if light[i]:  # released unchanged while dormant: a new dormant spell (_resleep), same ticks and chain
                 light[i] = False
                 cad = self.cad
