@@ -6,7 +6,9 @@ two modules beside its components:
 * ``_lean_kernel.py``: the loop itself, one ``@njit(cache=True)`` function ``run_lean`` that takes the trace, the
   deployment's parameters and its generators' state as arrays, and returns ``(status, log sizes, *logs)`` — the
   recorder's five logs first (decided, comm, started, finished, known; see :func:`absorb_logs`), then any of the
-  family's own. It makes the same decisions, random draws and events in the same order as the components, so the
+  family's own (Megha's loop instead fills log arrays its runner allocates and returns a status, with
+  ``NEED_ROOM`` when one is full: arrays a compiled loop may replace cost an atomic reference count at every join of
+  its branches). It makes the same decisions, random draws and events in the same order as the components, so the
   per-task columns (and the fingerprint), the event count, the end time, the message counts and the counters are
   the same. What it cannot reproduce (a stall the watchdog would report, a run that runs out of events) makes it
   stop with a status other than OK before the caller touches anything; an over-commit stops it with the worker, the
