@@ -172,6 +172,24 @@ def test_in_flight_groups_ends_like_the_pool_timers():
     assert fl.last() is None and not fl.open
 
 
+def test_in_flight_reports_of_one_instant_come_by_end_timer_then_creation():
+    """Groups whose reports arrive at the same instant (one heap entry) come out in (end timer, creation) order, as
+    the pool's reports would, whatever the order they were filed in."""
+    fl = InFlight(D, D)
+    groups = [[1.0, at, seq, 10.0 + seq, [seq], [seq], None] for seq, at in enumerate([0.5, 0.4, 0.5, 0.3, 0.45])]
+    for g in groups:
+        fl.open[g[3]] = g
+        fl.tasks += 1
+        fl.file(g)
+    later = [2.0, 1.5, 9, 99.0, [9], [9], None]
+    fl.open[later[3]] = later
+    fl.tasks += 1
+    fl.file(later)
+    assert len(fl.heap) == 2 and fl.first() is groups[3] and fl.last() is later
+    out = [fl.pop()[2] for _ in range(6)]
+    assert out == [3, 1, 4, 0, 2, 9] and fl.tasks == 0 and not fl.open and not fl.due
+
+
 def test_over_commit_raises_the_ledger_error(monkeypatch):
     """A policy that places a task on a busy worker is caught by the in-process workers' ledger."""
 

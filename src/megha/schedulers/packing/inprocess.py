@@ -70,19 +70,40 @@ def min_duration(d_sw: float, d_ws: float) -> float:
 class InFlight:
     """The in-flight tasks of in-process workers, grouped by end instant as the pool's end timers group them.
 
-    A group is a list ``[T_F, at, seq, end, tasks, workers]``: the report's arrival time, the end timer's time, the
-    group's creation number, the end instant (the pool's timer key), and its tasks and their workers in launch order.
-    :attr:`heap` orders the groups as their reports reach the scheduler; :attr:`open` finds a group by end instant.
-    Sans-I/O: times are passed in.
+    A group is a list ``[T_F, at, seq, end, tasks, workers, next]``: the report's arrival time, the end timer's time,
+    the group's creation number, the end instant (the pool's timer key), its tasks and their workers in launch order,
+    and the next group with the same ``T_F`` (None). The groups reach the scheduler in ``(T_F, at, seq)`` order:
+    :attr:`heap` holds each distinct ``T_F`` once (plain floats: a heap of floats compares far faster than one of
+    lists) and :attr:`due` the first group of each ``T_F``, chained to the others of that ``T_F`` in ``(at, seq)``
+    order (almost always none); :attr:`open` finds a group by end instant. Sans-I/O: times are passed in.
     """
 
     def __init__(self, d_sw: float, d_ws: float) -> None:
         self.d_sw = float(d_sw)
         self.d_ws = float(d_ws)
-        self.heap: list[list] = []
+        self.heap: list[float] = []
+        self.due: dict[float, list] = {}
         self.open: dict[float, list] = {}
         self.seq = 0
         self.tasks = 0  # tasks in flight
+
+    def file(self, g: list) -> None:
+        """Queue a new group by its report's arrival ``g[0]``, after the groups of the same ``T_F`` whose end timer
+        comes first (its ``seq`` is the newest)."""
+        tf = g[0]
+        h = self.due.get(tf)
+        if h is None:
+            self.due[tf] = g
+            heapq.heappush(self.heap, tf)
+            return
+        if g[1] < h[1]:  # an earlier end timer created later (rounding): it goes first
+            g[6] = h
+            self.due[tf] = g
+            return
+        while h[6] is not None and h[6][1] <= g[1]:
+            h = h[6]
+        g[6] = h[6]
+        h[6] = g
 
     def launch(self, tasks: list[int], workers: list[int], durations: list[float], now: float) -> float:
         """Tasks sent to their workers at ``now``: they start at ``now + d_sw`` (returned) and join their end groups."""
@@ -95,23 +116,38 @@ class InFlight:
             if g is None:
                 at = start + (e - start)  # the instant the pool's end timer would fire
                 self.seq += 1
-                g = open_[e] = [at + self.d_ws, at, self.seq, e, [t], [workers[i]]]
-                heapq.heappush(self.heap, g)
+                g = open_[e] = [at + self.d_ws, at, self.seq, e, [t], [workers[i]], None]
+                self.file(g)
             else:
                 g[4].append(t)
                 g[5].append(workers[i])
         return start
 
+    def first(self) -> list | None:
+        """The group whose report comes first (None if nothing is in flight)."""
+        return self.due[self.heap[0]] if self.heap else None
+
     def pop(self) -> list:
         """Remove and return the group whose report comes first."""
-        g = heapq.heappop(self.heap)
+        tf = self.heap[0]
+        g = self.due[tf]
+        if g[6] is None:
+            del self.due[tf]
+            heapq.heappop(self.heap)
+        else:
+            self.due[tf] = g[6]
         del self.open[g[3]]
         self.tasks -= len(g[4])
         return g
 
     def last(self) -> list | None:
         """The group whose report comes last (None if nothing is in flight)."""
-        return max(self.heap) if self.heap else None
+        if not self.heap:
+            return None
+        g = self.due[max(self.heap)]
+        while g[6] is not None:
+            g = g[6]
+        return g
 
 
 class InProcessPackingScheduler(PackingScheduler):
@@ -177,6 +213,7 @@ class InProcessPackingScheduler(PackingScheduler):
         the report's arrival)."""
         fl = self.flight
         heap = fl.heap
+        due = fl.due
         open_ = fl.open
         rec = self.rec
         logs = self._logs
@@ -186,12 +223,18 @@ class InProcessPackingScheduler(PackingScheduler):
         cell = self._n_finished
         pop = heapq.heappop
         while heap:
-            g = heap[0]
-            tf = g[0]
-            if tf > until or (tf == until and g[1] > a):
+            tf = heap[0]
+            if tf > until:
                 return
-            pop(heap)
-            _, at, _, e, ts, ws = g
+            g = due[tf]
+            if tf == until and g[1] > a:
+                return
+            _, at, _, e, ts, ws, nxt = g
+            if nxt is None:
+                pop(heap)
+                del due[tf]
+            else:
+                due[tf] = nxt
             del open_[e]
             fl.tasks -= len(ts)
             cell[0] += 1
@@ -244,7 +287,7 @@ class InProcessPackingScheduler(PackingScheduler):
         fl = self.flight
         if not fl.heap:
             return
-        self._arm_at(fl.heap[0][0])
+        self._arm_at(fl.heap[0])
         if not self._last_set and self._stops and fl.tasks >= self.rec.outstanding and not self.policy.queue_len():
             self._last_set = True
             heapq.heappush(self._heap, (fl.last()[0], self._next(), self._on_last, None))
@@ -256,7 +299,7 @@ class InProcessPackingScheduler(PackingScheduler):
             super().on_message(msg, now)
             return
         heap = self.flight.heap
-        if heap and heap[0][0] <= now:
+        if heap and heap[0] <= now:
             self._report(now, _INF)
         self._admit(msg, now)
         p = self._pending
@@ -276,7 +319,7 @@ class InProcessPackingScheduler(PackingScheduler):
         self._pending = None
         fl = self.flight
         heap = fl.heap
-        if heap and heap[0][0] <= now:
+        if heap and heap[0] <= now:
             self._report(now, a)
             if self._stops and self.rec.outstanding <= 0:
                 return  # the last completion is known: the run ends here
@@ -302,7 +345,7 @@ class InProcessPackingScheduler(PackingScheduler):
             if not self._last_set and self._stops and fl.tasks >= self.rec.outstanding and not q:
                 self._rearm()
                 return
-            a = heap[0][0]
+            a = heap[0]
             k = math.floor(a / self.slot + 1e-9) + 1
             at = a + max(0.0, k * self.slot - a)
             seq = self._next()
@@ -320,8 +363,13 @@ class InProcessPackingScheduler(PackingScheduler):
         if g is None:
             at = start + (e - start)
             fl.seq += 1
-            g = fl.open[e] = [at + fl.d_ws, at, fl.seq, e, [t], [w]]
-            heapq.heappush(fl.heap, g)
+            tf = at + fl.d_ws
+            g = fl.open[e] = [tf, at, fl.seq, e, [t], [w], None]
+            if tf in fl.due:
+                fl.file(g)
+            else:  # InFlight.file's common case, inline
+                fl.due[tf] = g
+                heapq.heappush(fl.heap, tf)
         else:
             g[4].append(t)
             g[5].append(w)
@@ -378,7 +426,7 @@ class InProcessPackingScheduler(PackingScheduler):
         if p is not None and p[2] == now:
             self._report(now, p[0])
             heap = self.flight.heap
-            if heap and heap[0][0] <= now:  # reports after the pass: once it has run
+            if heap and heap[0] <= now:  # reports after the pass: once it has run
                 heapq.heappush(self._heap, (now, self._next(), self._on_last, key))
             return
         self._report(now, _INF)
