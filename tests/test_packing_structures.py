@@ -177,3 +177,52 @@ def test_masked_jobs_groups_match_a_positional_scan(seed, prefix):
                 m.size, m.mask, m.alive, 0, hi, np.array(rooms, dtype=np.int64), np.array(invs, dtype=np.uint32)
             )
             assert m.fit_departed(rooms, invs, hi) == list(zip(m.ids[pos].tolist(), srv.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("prefix", [0, 3, 64])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_masked_jobs_take_oldest_is_fit_departed_on_one_server(seed, prefix):
+    """take_oldest (one compiled call that also dequeues) places what fit_departed over that one server places, and
+    leaves the queue as removing those jobs would."""
+    rng = np.random.default_rng(seed)
+    a, b = MaskedJobs(capacity=4), MaskedJobs(capacity=4)
+    for m in (a, b):
+        m.SMALL = 0
+        m.PREFIX = prefix
+    order: list[int] = []
+    sizes = [1, 3, 5, UNIT // 2, UNIT]
+    nxt = 0
+    for _ in range(2000):
+        op = rng.choice(["add", "job", "remove", "take"], p=[0.3, 0.1, 0.2, 0.4])
+        if op == "add":
+            x, mk, t = sizes[rng.integers(5)], int(rng.integers(8)), int(rng.integers(3))
+            for m in (a, b):
+                m.add(nxt, x, mk, t)
+            order.append(nxt)
+            nxt += 1
+        elif op == "job":  # a job's tasks alike, or not: add_many's two ways of finding the groups
+            k = int(rng.integers(1, 6))
+            mk = int(rng.integers(8))
+            xs = [UNIT // 2] * k if rng.random() < 0.5 else [sizes[rng.integers(5)] for _ in range(k)]
+            jobs = list(range(nxt, nxt + k))
+            for m in (a, b):
+                m.add_many(jobs, xs, [mk] * k)
+            order += jobs
+            nxt += k
+        elif op == "remove" and order:
+            j = order.pop(int(rng.integers(len(order))))
+            a.remove(j)
+            b.remove(j)
+        elif op == "take":
+            room = [1, 4, UNIT // 2, UNIT][rng.integers(4)]
+            inv = ~int(rng.integers(8)) & 0xFFFFFFFF
+            want = [j for j, _ in b.fit_departed([room], [inv], b.top)]
+            for j in want:
+                b.remove(j)
+                order.remove(j)
+            rows = a.take_oldest(room, inv)
+            assert [j for j, _ in rows] == want
+            assert all(x in sizes for _, x in rows)
+        assert list(a.live) == list(b.live) == order
+        assert a.pos == b.pos
+        assert a.best(UNIT, 0) == b.best(UNIT, 0)

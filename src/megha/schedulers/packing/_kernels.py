@@ -639,3 +639,72 @@ def k_mj_fill(
             room -= x
             n += 1
     return k
+
+
+@njit(cache=True, nogil=True)
+def _mj_oldest_pos(
+    st: np.ndarray, prefix: int, P: np.ndarray, A: np.ndarray, abits: np.ndarray, room: int, inv: int
+) -> int:
+    """The position of the oldest live job of size <= room whose mask fits ``inv``, or -1: the ``prefix`` oldest
+    positions first (every position below ``st[1]`` is dead, so a hit there is the oldest), else the oldest head of
+    the non-empty groups whose mask fits (the complement of the per-mask-bit slot sets ``abits`` of ``inv``'s bits)."""
+    lo = st[1]
+    hi = min(st[0], lo + prefix)
+    for p in range(lo, hi):
+        if P[P_ALIVE, p] != 0 and P[P_SIZE, p] <= room and (P[P_MASK, p] & inv) == 0:
+            return p
+    nact = st[2]
+    best = -1
+    nb = 0
+    bl = np.empty(32, dtype=np.int64)
+    for b in range(32):
+        if (inv >> b) & 1:
+            bl[nb] = b
+            nb += 1
+    for w in range((nact + 63) >> 6):
+        bad = np.uint64(0)
+        for i in range(nb):
+            bad |= abits[bl[i], w]
+        good = ~bad
+        rest = nact - (w << 6)
+        if rest < 64:
+            good &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+        while good:
+            low = good & (~good + np.uint64(1))
+            good ^= low
+            k = (w << 6) + int(np.log2(np.float64(low)))
+            if A[A_SIZE, k] <= room:
+                h = A[A_HEAD, k]
+                if best < 0 or h < best:
+                    best = h
+    return best
+
+
+@njit(cache=True, nogil=True)
+def k_mj_take_oldest(
+    st: np.ndarray,
+    prefix: int,
+    P: np.ndarray,
+    G: np.ndarray,
+    A: np.ndarray,
+    abits: np.ndarray,
+    room: int,
+    inv: int,
+    out: np.ndarray,
+) -> int:
+    """One server (free ``room``, complemented mask ``inv``) takes the queued jobs in insertion order, each that fits
+    what room is left (BF-J's step over the servers with departures when there is one such server: a job that does
+    not fit now never fits later, rooms only shrink); each job leaves the queue. Writes ``[job id, size]`` rows in
+    placement order to ``out`` (room for every live job) and returns their number."""
+    k = 0
+    while room > 0:
+        p = _mj_oldest_pos(st, prefix, P, A, abits, room, inv)
+        if p < 0:
+            break
+        x = P[P_SIZE, p]
+        out[k, 0] = P[P_ID, p]
+        out[k, 1] = x
+        k += 1
+        k_mj_remove(p, st, P, G, A, abits)
+        room -= x
+    return k

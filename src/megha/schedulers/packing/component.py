@@ -135,8 +135,8 @@ class PackingScheduler(Component):
             if self.dem is None:
                 self.dem = np.zeros((self.dur.size, msg.demands.shape[1]))
             self.dem[tasks] = msg.demands
-        if self.constraints is not None:
-            self.constraints.set(tasks.tolist(), msg.masks.tolist())
+        if self.constraints is not None:  # Constraints.set, with the masks already Python ints
+            self.constraints.mask.update(zip(tasks.tolist(), msg.masks.tolist(), strict=True))
         self.policy.arrive(tasks.tolist(), self.sizer.sizes(msg))
         self._q_mark(now)
 

@@ -402,6 +402,18 @@ class BFJ(_BestFitFamily):
         there — then the new arrivals go, in arrival order, over all servers."""
         srv = self.servers
         size = self.size
+        if not self._new and len(self._departed) == 1:
+            # the common pass: one server had departures and nothing arrived: it takes the old jobs that fit, found
+            # and dequeued by one compiled call
+            for s in self._departed:
+                rows = self.masked.take_oldest(srv.room_np.item(s), self.compat.inv[s])
+                if rows:
+                    out = self._out
+                    for j, x in rows:
+                        srv.add(s, x)
+                        out.append((j, s))
+                    self.nqueued -= len(rows)
+            return
         if self._departed:
             dep = sorted(self._departed)
             masked = self.masked
@@ -448,6 +460,16 @@ class BFJS(_BestFitFamily):
     needs = ("residual", "size")
 
     def _schedule(self) -> None:
+        if not self._new:  # the common pass: departures only (BF-S over those servers)
+            if len(self._departed) == 1:
+                for s in self._departed:
+                    self._fill_server(s)
+            else:
+                for s in sorted(self._departed):
+                    if not self.nqueued:
+                        break
+                    self._fill_server(s)
+            return
         if self._departed:
             for s in sorted(self._departed):
                 if not self.nqueued:
@@ -522,14 +544,15 @@ class VQS(_VirtualQueues):
         # servers waiting for jobs of type j, keyed by the room they have for them
         self.by_avail: list[SortedList] = [SortedList() for _ in range(self.T)]
         self.wait_res = SortedList()  # mixed-configuration servers without their reserved job
-        self.empty = SortedList(range(n))
-        self._empty_np: np.ndarray | None = None  # constrained runs: empty servers as a boolean array
+        self.empty: SortedList | None = SortedList(range(n))  # unconstrained runs: empty servers in index order
+        self._empty_np: np.ndarray | None = None  # constrained runs: empty servers as a boolean array (in their place)
         self._inv_np: np.ndarray | None = None
         # constrained runs: the servers' state mirrored in arrays for the compiled scan of the servers to fill
         # (``k_vqs_next``: free room, configuration room, other type, waiting for the reserved job) and the
         # virtual queues' heads (size, -1 if empty; mask)
         self._used_np: np.ndarray | None = None
         if isinstance(self.compat, Constraints):
+            self.empty = None  # step 1 scans _empty_np
             self._empty_np = np.ones(n, dtype=bool)
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
             self._used_np = np.zeros(n, dtype=np.int64)
@@ -643,8 +666,9 @@ class VQS(_VirtualQueues):
         self.cfg[s] = -1
         self.occ[s] = 0
         self.has_res[s] = 0
-        self.empty.add(s)
-        if self._empty_np is not None:
+        if self._empty_np is None:
+            self.empty.add(s)
+        else:
             self._empty_np[s] = True
             if self._miss is not None:
                 self._emptied.append(s)
@@ -704,8 +728,9 @@ class VQS(_VirtualQueues):
         c = self.cs.best(self.nq)
         if c < 0:
             return False
-        self.empty.remove(s)
-        if self._empty_np is not None:
+        if self._empty_np is None:
+            self.empty.remove(s)
+        else:
             self._empty_np[s] = False
         self.cfg[s] = c
         conf = self.cs.configs[c]
@@ -721,8 +746,9 @@ class VQS(_VirtualQueues):
         if self._used_np is None:
             self.by_avail[conf.other].remove((conf.space << _SERVER_BITS) | s)
         self.cfg[s] = -1
-        self.empty.add(s)
-        if self._empty_np is not None:
+        if self._empty_np is None:
+            self.empty.add(s)
+        else:
             self._empty_np[s] = True
             self._mirror(s)
         return False
@@ -880,6 +906,9 @@ class VQSBF(_VirtualQueues):
         if self.masked is not None:
             self._room_np = np.full(self.n, UNIT, dtype=np.int64)
             self._lims = np.zeros((3, 2), dtype=np.int64)  # _visit_masked's limits
+            # ... and, per configuration (-1: none), the limits of an empty server (it holds no job of any type),
+            # built once; None where they depend on the server's counts
+            self._lims_empty = {c: self._limits_of_empty(c) for c in range(-1, len(self.cs.configs))}
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
 
     def _enqueue(self, job: int, x: int) -> None:
@@ -1019,16 +1048,27 @@ class VQSBF(_VirtualQueues):
         else:
             self.tree.set(s, room)
 
+    def _limits_of_empty(self, c: int) -> np.ndarray:
+        """:meth:`_visit_masked`'s ``(type, limit)`` rows for an empty server in configuration ``c`` (no job counted
+        yet): each type of the configuration up to its count, then any type until none fits."""
+        if c < 0:
+            return _ANY_JOB
+        conf = self.cs.configs[c]
+        rows = [(t, k) for t, k in ((conf.res, conf.k_res), (conf.other, conf.k_other)) if t >= 0]
+        return np.array([*rows, (-1, UNIT + 1)], dtype=np.int64) if rows else _ANY_JOB
+
     def _visit_masked(self, s: int) -> None:
         """:meth:`_visit` under constraints (configuration renewal included): the same placements, found and taken by
         one compiled call."""
-        if not self.njobs[s]:
-            self.cfg[s] = self.cs.best(self.nq)
-        room = UNIT - self.used[s]
         base = s * self.T
-        c = self.cfg[s]
-        lims = _ANY_JOB
-        if c >= 0:
+        room = UNIT - self.used[s]
+        if not self.njobs[s]:  # an empty server renews its configuration: its limits are the configuration's own
+            c = self.cfg[s] = self.cs.best(self.nq)
+            lims = self._lims_empty[c]
+        else:
+            c = self.cfg[s]
+            lims = None if c >= 0 else _ANY_JOB
+        if lims is None:
             buf = self._lims  # (type, limit) rows written in place: no array built per visit
             n = 0
             conf = self.cs.configs[c]
@@ -1041,6 +1081,8 @@ class VQSBF(_VirtualQueues):
                 buf[n, 0] = -1  # then any type, until none fits
                 buf[n, 1] = UNIT + 1
                 lims = buf[: n + 1]
+            else:
+                lims = _ANY_JOB
         rows = self.masked.fill(room, self.compat.inv[s], lims)
         if rows:
             nq, cnt, out = self.nq, self.cnt, self._out

@@ -448,6 +448,7 @@ class MaskedJobs:
         self._k_fill = _kernels().k_mj_fill
         self._fit_out = np.empty((64, 2), dtype=np.int64)  # fit_departed_on's result rows (grown with the queue)
         self._k_fit = _kernels().k_fit_departed_bits
+        self._k_take = _kernels().k_mj_take_oldest
 
     @staticmethod
     def _positions(cap: int) -> np.ndarray:
@@ -545,16 +546,23 @@ class MaskedJobs:
         if self.st[0] + n > self.P.shape[1]:
             self._rebuild(n)
         gid = self.gid
-        gs = []
-        for key in zip(xs, masks, typs, strict=True):  # _group's lookup inline; a new group may grow the arrays
+        key = (xs[0], masks[0], typs[0])
+        if n > 1 and xs.count(key[0]) == n and masks.count(key[1]) == n and typs.count(key[2]) == n:
+            # a job's tasks alike (the common arrival): one group lookup
             g = gid.get(key)
-            gs.append(self._group(*key) if g is None else g)
+            gs = np.full(n, self._group(*key) if g is None else g, dtype=np.int64)
+        else:
+            gs = []
+            for key in zip(xs, masks, typs, strict=True):  # _group's lookup inline; a new group may grow the arrays
+                g = gid.get(key)
+                gs.append(self._group(*key) if g is None else g)
+            gs = np.array(gs, dtype=np.int64)
         pos = _kernels().k_mj_add_many(
             np.array(jobs, dtype=np.int64),
             np.array(xs, dtype=np.int64),
             np.array(masks, dtype=np.int64),
             np.array(typs, dtype=np.int64),
-            np.array(gs, dtype=np.int64),
+            gs,
             self.st,
             self.P,
             self.G,
@@ -600,6 +608,24 @@ class MaskedJobs:
         rows = out[:k].tolist()
         pos = self.pos
         for j, _, _ in rows:
+            del pos[j]
+            del live[j]
+        return rows
+
+    def take_oldest(self, room: int, inv: int) -> list[list[int]]:
+        """A server with free ``room`` and complemented mask ``inv`` takes the queued jobs in insertion order, each
+        that fits the room left (one compiled call; the jobs leave the queue): ``[[job, size], ...]``, the same
+        placements as :meth:`fit_departed` over that one server followed by :meth:`remove` of each."""
+        live = self.live
+        out = self._fit_out
+        if out.shape[0] < len(live):  # a row for every queued job: the kernel never runs out of room
+            out = self._fit_out = np.empty((2 * len(live), 2), dtype=np.int64)
+        k = self._k_take(self.st, self.PREFIX, self.P, self.G, self.A, self.abits, room, inv, out)
+        if not k:
+            return []
+        rows = out[:k].tolist()
+        pos = self.pos
+        for j, _ in rows:
             del pos[j]
             del live[j]
         return rows
