@@ -226,3 +226,46 @@ def test_masked_jobs_take_oldest_is_fit_departed_on_one_server(seed, prefix):
         assert list(a.live) == list(b.live) == order
         assert a.pos == b.pos
         assert a.best(UNIT, 0) == b.best(UNIT, 0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_masked_jobs_take_best_fit_is_best_fit_mask_then_remove(seed):
+    """take_best_fit (one compiled call) places the jobs where best_fit_mask and add would, one after the other, and
+    dequeues them as remove would; the block bounds end the same."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    server_masks = rng.integers(0, 8, n).tolist()
+    inv = [~m & 0xFFFFFFFF for m in server_masks]
+    a, b = LineServers(n), LineServers(n)
+    a.enable_masks(inv)
+    b.enable_masks(inv)
+    qa, qb = MaskedJobs(), MaskedJobs()
+    sizes = [1, UNIT // 3, UNIT // 2, UNIT]
+    nxt = 0
+    for _ in range(40):
+        k = int(rng.integers(1, 30))
+        jobs = list(range(nxt, nxt + k))
+        nxt += k
+        xs = [sizes[rng.integers(4)] for _ in jobs]
+        ms = [int(rng.integers(8)) for _ in jobs]
+        qa.add_many(jobs, xs, ms)
+        qb.add_many(jobs, xs, ms)
+        want = []
+        for j, x, m in zip(jobs, xs, ms, strict=True):
+            s = b.best_fit_mask(x, m, inv)
+            if s >= 0:
+                b.add(s, x)
+                qb.remove(j)
+                want.append([jobs.index(j), s])
+        got = qa.take_best_fit(jobs, xs, ms, a.room_np, a.inv_np, a.bmax_np)
+        assert got == want
+        for i, s in got:  # the rest of LineServers.add (the kernel lowered the room)
+            a.used[s] += xs[i]
+            a.njobs[s] += 1
+        assert a.room_np.tolist() == b.room_np.tolist() and a.bmax_np.tolist() == b.bmax_np.tolist()
+        assert list(qa.live) == list(qb.live) and qa.pos == qb.pos
+        for s in rng.choice(n, 20, replace=False).tolist():  # departures
+            if a.used[s]:
+                x = a.used[s]
+                a.sub(s, x)
+                b.sub(s, x)

@@ -708,3 +708,34 @@ def k_mj_take_oldest(
         k_mj_remove(p, st, P, G, A, abits)
         room -= x
     return k
+
+
+@njit(cache=True, nogil=True)
+def k_best_fit_take_many(
+    room: np.ndarray,
+    inv: np.ndarray,
+    bmax: np.ndarray,
+    jobs: np.ndarray,
+    st: np.ndarray,
+    P: np.ndarray,
+    G: np.ndarray,
+    A: np.ndarray,
+    abits: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """BF-J over queued jobs in order, as a loop of :func:`k_best_fit_blocks` calls would do it: each job (row ``i`` of
+    ``jobs``: ``[position in MaskedJobs, size, mask]``) goes to the compatible server with the least room that fits
+    it (lowest id on ties), whose room falls by its size, and leaves the queue (:func:`k_mj_remove`); a job that fits
+    nowhere stays. Writes ``[i, server]`` rows in placement order to ``out`` and returns their number."""
+    k = 0
+    for i in range(jobs.shape[0]):
+        x = jobs[i, 1]
+        s = k_best_fit_blocks(room, inv, bmax, x, jobs[i, 2])
+        if s < 0:
+            continue
+        room[s] -= x
+        k_mj_remove(jobs[i, 0], st, P, G, A, abits)
+        out[k, 0] = i
+        out[k, 1] = s
+        k += 1
+    return k

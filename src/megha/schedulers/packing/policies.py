@@ -303,6 +303,31 @@ class _BestFitFamily(PackingPolicy):
                 return
             self._place(j, s, size[j])
 
+    def _best_fit_new(self, jobs: list[int]) -> None:
+        """BF-J on the queued ``jobs`` in order, as :meth:`_best_fit_job` on each would place them: under constraints
+        on single-resource servers one compiled call finds, books the room and dequeues every placement."""
+        if not jobs:
+            return
+        srv = self.servers
+        c = self.compat
+        if self.masked is None or type(c) is not Constraints or type(srv) is not LineServers or srv.room_np is None:
+            for j in jobs:
+                self._best_fit_job(j)
+            return
+        size = self.size
+        mask = c.mask
+        xs = [size[j] for j in jobs]
+        rows = self.masked.take_best_fit(jobs, xs, [mask.get(j, 0) for j in jobs], srv.room_np, srv.inv_np, srv.bmax_np)
+        if rows:
+            used = srv.used
+            njobs = srv.njobs
+            out = self._out
+            for i, s in rows:  # LineServers.add without the room (the kernel lowered it)
+                used[s] += xs[i]
+                njobs[s] += 1
+                out.append((jobs[i], s))
+            self.nqueued -= len(rows)
+
     def _best_fit_job(self, j: int) -> bool:
         """BF-J on one queued job: to the feasible server with least residual (best alignment)."""
         x = self.size[j]
@@ -420,10 +445,11 @@ class BFJ(_BestFitFamily):
             hi = masked.pos[self._new[0]] if self._new else masked.top  # the older jobs only
             for j, i in masked.fit_departed_on(np.array(dep, dtype=np.int64), srv.room_np, srv.inv_np, hi):
                 self._place(j, dep[i], size[j])
-        placed = {j for j, _ in self._out} if self._out else ()
-        for j in self._new:
-            if j not in placed:
-                self._best_fit_job(j)
+        if self._out:
+            placed = {j for j, _ in self._out}
+            self._best_fit_new([j for j in self._new if j not in placed])
+        else:
+            self._best_fit_new(self._new)
 
 
 class BFS(_BestFitFamily):
@@ -475,12 +501,12 @@ class BFJS(_BestFitFamily):
                 if not self.nqueued:
                     break
                 self._fill_server(s)
-        placed = {j for j, _ in self._out} if self._out else ()
-        for j in self._new:
-            if not self.nqueued:
-                break
-            if j not in placed:  # not already placed by the BF-S step
-                self._best_fit_job(j)
+        if self.nqueued:  # BF-J over the new jobs the BF-S step did not place
+            if self._out:
+                placed = {j for j, _ in self._out}
+                self._best_fit_new([j for j in self._new if j not in placed])
+            else:
+                self._best_fit_new(self._new)
 
 
 # ------------------------------------------------------------------------------------------------------

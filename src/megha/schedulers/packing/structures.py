@@ -449,6 +449,7 @@ class MaskedJobs:
         self._fit_out = np.empty((64, 2), dtype=np.int64)  # fit_departed_on's result rows (grown with the queue)
         self._k_fit = _kernels().k_fit_departed_bits
         self._k_take = _kernels().k_mj_take_oldest
+        self._k_best_fit = _kernels().k_best_fit_take_many
 
     @staticmethod
     def _positions(cap: int) -> np.ndarray:
@@ -629,6 +630,35 @@ class MaskedJobs:
             del pos[j]
             del live[j]
         return rows
+
+    def take_best_fit(
+        self, jobs: list[int], xs: list[int], masks: list[int], room: np.ndarray, inv: np.ndarray, bmax: np.ndarray
+    ) -> list[list[int]]:
+        """BF-J over the queued ``jobs`` in order (sizes ``xs``, constraint ``masks``) on a cluster whose free room,
+        complemented masks and block room bounds are the arrays ``room``, ``inv`` and ``bmax``
+        (:meth:`LineServers.enable_masks`): each job to the compatible server with the least room that fits it (lowest
+        id on ties), as :meth:`LineServers.best_fit_mask` would find it, that server's ``room`` lowered by its size, and
+        the job dequeued (one compiled call). Returns ``[[index in jobs, server], ...]`` in placement order; the caller
+        books the rest of each placement on the servers."""
+        n = len(jobs)
+        pos = self.pos
+        rows = np.empty((n, 3), dtype=np.int64)
+        rows[:, 0] = [pos[j] for j in jobs]
+        rows[:, 1] = xs
+        rows[:, 2] = masks
+        out = self._fit_out
+        if out.shape[0] < n:
+            out = self._fit_out = np.empty((2 * n, 2), dtype=np.int64)
+        k = self._k_best_fit(room, inv, bmax, rows, self.st, self.P, self.G, self.A, self.abits, out)
+        if not k:
+            return []
+        res = out[:k].tolist()
+        live = self.live
+        for i, _ in res:
+            j = jobs[i]
+            del pos[j]
+            del live[j]
+        return res
 
     def fitting_any(self, rooms: list[tuple[int, int]], hi: int | None = None) -> list[int]:
         """Ids (in insertion order) of the jobs that fit at least one of the ``(room, inv)`` servers (only the jobs
