@@ -226,6 +226,9 @@ def test_masked_jobs_take_oldest_is_fit_departed_on_one_server(seed, prefix):
         assert list(a.live) == list(b.live) == order
         assert a.pos == b.pos
         assert a.best(UNIT, 0) == b.best(UNIT, 0)
+        for m in (a, b):  # the per-bit counts of non-empty groups agree with the per-bit slot sets
+            counts = [sum(bin(int(w)).count("1") for w in m.abits[bit]) for bit in range(32)]
+            assert m.st[3:].tolist() == counts
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

@@ -268,46 +268,68 @@ def k_slot_bits(bits: np.ndarray, k: int, mask: int, on: bool) -> None:
                 bits[b, w] &= ~one
 
 
+#: st[ST_BITS + b]: how many non-empty groups' masks have bit ``b`` (a bit no group has is skipped by the scans)
+ST_BITS = 3
+ST_LEN = ST_BITS + 32
+# the index of a power of two's bit by a de Bruijn multiplication (a float log2 per group cost more)
+_DEBRUIJN = np.uint64(0x03F79D71B4CA8B09)
+_CTZ = np.zeros(64, dtype=np.int64)
+for _i in range(64):
+    _CTZ[(((1 << _i) * 0x03F79D71B4CA8B09) & 0xFFFFFFFFFFFFFFFF) >> 58] = _i
+
+
 @njit(cache=True, nogil=True)
-def k_group_best_bits(
-    nact: int,
-    bits: np.ndarray,
-    asize: np.ndarray,
-    atyp: np.ndarray,
-    ahead: np.ndarray,
-    room: int,
-    inv: int,
-    t: int,
-) -> int:
-    """Over groups of interchangeable jobs (size, mask, type and oldest live position ``ahead`` dense in the
-    ``nact`` active slots): the oldest position of the group with the largest size <= room (oldest among equals) whose
-    mask fits ``inv`` and of type ``t`` (any if ``t < 0``), or -1. Only the groups whose mask fits are visited:
-    ``bits[b]`` is the set of slots whose mask has bit ``b``, so the slots with no bit of ``inv`` are the complement
-    of the union of ``inv``'s sets."""
-    bl = np.empty(32, dtype=np.int64)
-    nb = 0
+def _bit_index(low: np.uint64) -> int:
+    """The index of the single bit set in ``low``."""
+    return _CTZ[(low * _DEBRUIJN) >> np.uint64(58)]
+
+
+@njit(cache=True, nogil=True)
+def _count_bits(st: np.ndarray, mask: int, d: int) -> None:
+    """Add ``d`` to the per-bit counts of non-empty groups (``st[ST_BITS + b]``) of every bit ``b`` of ``mask``."""
     for b in range(32):
-        if (inv >> b) & 1:
-            bl[nb] = b
-            nb += 1
+        if (mask >> b) & 1:
+            st[ST_BITS + b] += d
+
+
+@njit(cache=True, nogil=True)
+def _compat_words(st: np.ndarray, abits: np.ndarray, inv: int) -> np.ndarray:
+    """The non-empty groups' slots whose mask fits a server with complemented mask ``inv``, as words of 64 slots: the
+    complement of the union of the per-mask-bit slot sets ``abits[b]`` of ``inv``'s bits (only the bits some group
+    has), the slots past the ``st[2]`` non-empty ones cleared. One pass per bit over contiguous words."""
+    nact = st[2]
+    nw = (nact + 63) >> 6
+    good = np.empty(nw, dtype=np.uint64)
+    ones = ~np.uint64(0)
+    for w in range(nw):
+        good[w] = ones
+    for b in range(32):
+        if (inv >> b) & 1 and st[ST_BITS + b] > 0:
+            for w in range(nw):
+                good[w] &= ~abits[b, w]
+    rest = nact & 63
+    if rest:
+        good[nw - 1] &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+    return good
+
+
+@njit(cache=True, nogil=True)
+def _group_best(st: np.ndarray, abits: np.ndarray, A: np.ndarray, room: int, inv: int, t: int) -> int:
+    """Over the non-empty groups of interchangeable jobs: the oldest position of the group with the largest size <=
+    room (oldest among equals) whose mask fits ``inv`` and of type ``t`` (any if ``t < 0``), or -1. Only the groups
+    whose mask fits are visited (:func:`_compat_words`)."""
+    good = _compat_words(st, abits, inv)
     best = -1
     bx = 0
-    nw = (nact + 63) >> 6
-    for w in range(nw):
-        bad = np.uint64(0)
-        for i in range(nb):
-            bad |= bits[bl[i], w]
-        good = ~bad
-        rest = nact - (w << 6)
-        if rest < 64:
-            good &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
-        while good:
-            low = good & (~good + np.uint64(1))
-            good ^= low
-            k = (w << 6) + int(np.log2(np.float64(low)))
-            x = asize[k]
-            if 0 < x <= room and x >= bx and (t < 0 or atyp[k] == t):
-                h = ahead[k]
+    for w in range(good.size):
+        g = good[w]
+        while g:
+            low = g & (~g + np.uint64(1))
+            g ^= low
+            k = (w << 6) + _bit_index(low)
+            x = A[A_SIZE, k]
+            if 0 < x <= room and x >= bx and (t < 0 or A[A_TYP, k] == t):
+                h = A[A_HEAD, k]
                 if x > bx or h < best:
                     best = h
                     bx = x
@@ -324,7 +346,8 @@ G_ROWS = 8
 # A[row, slot]: the non-empty groups, dense (G_ACT[slot] is the group, G_SLOT[group] its slot)
 A_SIZE, A_MASK, A_TYP, A_HEAD = 0, 1, 2, 3
 A_ROWS = 4
-# st: top (next free position), lo (no live job below it), nact (non-empty groups)
+# st: top (next free position), lo (no live job below it), nact (non-empty groups), then per mask bit the number of
+# non-empty groups whose mask has it (ST_BITS)
 
 
 @njit(cache=True, nogil=True)
@@ -367,7 +390,6 @@ def k_fit_departed_bits(
         dep_room[d] = room_all[servers[d]]
         dep_inv[d] = inv_all[servers[d]]
     k = 0
-    nact = st[2]
     lo = st[1]
     top = min(st[0], hi)
     pend = min(top, lo + prefix)
@@ -375,8 +397,6 @@ def k_fit_departed_bits(
     ovk = np.empty(4, dtype=np.int64)
     ovp = np.empty(4, dtype=np.int64)
     nov = 0
-    bl = np.empty(32, dtype=np.int64)
-    nw = (nact + 63) >> 6
     while True:
         rmax = 0
         for d in range(nd):
@@ -413,24 +433,13 @@ def k_fit_departed_bits(
                 room = dep_room[d]
                 if room <= 0:
                     continue
-                inv = dep_inv[d]
-                nb = 0
-                for b in range(32):
-                    if (inv >> b) & 1:
-                        bl[nb] = b
-                        nb += 1
-                for w in range(nw):
-                    bad = np.uint64(0)
-                    for i in range(nb):
-                        bad |= abits[bl[i], w]
-                    good = ~bad
-                    rest = nact - (w << 6)
-                    if rest < 64:
-                        good &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+                words = _compat_words(st, abits, dep_inv[d])
+                for w in range(words.size):
+                    good = words[w]
                     while good:
                         low = good & (~good + np.uint64(1))
                         good ^= low
-                        kk = (w << 6) + int(np.log2(np.float64(low)))
+                        kk = (w << 6) + _bit_index(low)
                         if A[A_SIZE, kk] > room:
                             continue
                         cand = A[A_HEAD, kk]
@@ -493,6 +502,7 @@ def _mj_link(p: int, g: int, st: np.ndarray, P: np.ndarray, G: np.ndarray, A: np
         st[2] = k + 1
         if m:
             k_slot_bits(abits, k, m, True)
+            _count_bits(st, m, 1)
     else:
         P[P_NEXT, G[G_TAIL, g]] = p
     G[G_TAIL, g] = p
@@ -562,6 +572,7 @@ def k_mj_remove(p: int, st: np.ndarray, P: np.ndarray, G: np.ndarray, A: np.ndar
         ml = A[A_MASK, last]
         if mk:
             k_slot_bits(abits, k, mk, False)
+            _count_bits(st, mk, -1)
         if ml:
             k_slot_bits(abits, last, ml, False)
             if k != last:
@@ -601,7 +612,7 @@ def _mj_best_pos(
     hi = min(st[0], lo + prefix)
     p, _ = k_best_job(P[P_SIZE], P[P_MASK], P[P_TYP], P[P_ALIVE], lo, hi, room, inv, t)
     if p < 0 or P[P_SIZE, p] != room:
-        p = k_group_best_bits(st[2], abits, A[A_SIZE], A[A_TYP], A[A_HEAD], room, inv, t)
+        p = _group_best(st, abits, A, room, inv, t)
     return p
 
 
@@ -653,26 +664,14 @@ def _mj_oldest_pos(
     for p in range(lo, hi):
         if P[P_ALIVE, p] != 0 and P[P_SIZE, p] <= room and (P[P_MASK, p] & inv) == 0:
             return p
-    nact = st[2]
+    good = _compat_words(st, abits, inv)
     best = -1
-    nb = 0
-    bl = np.empty(32, dtype=np.int64)
-    for b in range(32):
-        if (inv >> b) & 1:
-            bl[nb] = b
-            nb += 1
-    for w in range((nact + 63) >> 6):
-        bad = np.uint64(0)
-        for i in range(nb):
-            bad |= abits[bl[i], w]
-        good = ~bad
-        rest = nact - (w << 6)
-        if rest < 64:
-            good &= (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
-        while good:
-            low = good & (~good + np.uint64(1))
-            good ^= low
-            k = (w << 6) + int(np.log2(np.float64(low)))
+    for w in range(good.size):
+        g = good[w]
+        while g:
+            low = g & (~g + np.uint64(1))
+            g ^= low
+            k = (w << 6) + _bit_index(low)
             if A[A_SIZE, k] <= room:
                 h = A[A_HEAD, k]
                 if best < 0 or h < best:

@@ -430,7 +430,8 @@ class MaskedJobs:
 
     The state lives in three packed int64 arrays (rows named in :mod:`~megha.schedulers.packing._kernels`): ``P``
     per queued position, ``G`` per group, ``A`` per non-empty group (dense), plus ``abits`` (per mask bit, the
-    non-empty groups' slots whose mask has it) and ``st`` (top, lo, nact), so each compiled call takes few arguments.
+    non-empty groups' slots whose mask has it) and ``st`` (top, lo, nact, then per mask bit the number of non-empty
+    groups whose mask has it), so each compiled call takes few arguments.
     """
 
     SMALL = 48  # at most this many queued jobs: a Python loop beats a compiled call's overhead
@@ -441,7 +442,7 @@ class MaskedJobs:
         self.P = self._positions(capacity)
         # top (next free position), lo (no live job below it), nact (non-empty groups): one array that the compiled
         # bookkeeping updates in place
-        self.st = np.zeros(3, dtype=np.int64)
+        self.st = np.zeros(_kernels().ST_LEN, dtype=np.int64)
         self.pos: dict[int, int] = {}
         self._groups_init(64)
         self._fill_out = np.empty((64, 3), dtype=np.int64)  # fill's result rows (grown with the queue)
@@ -507,7 +508,7 @@ class MaskedJobs:
         self.G[[k.G_HEAD, k.G_TAIL, k.G_SLOT]] = -1
         self.A = np.zeros((k.A_ROWS, cap), dtype=np.int64)
         self.abits = np.zeros((32, (cap + 63) // 64), dtype=np.uint64)  # per mask bit: the slots whose mask has it
-        self.st[2] = 0
+        self.st[2:] = 0  # no non-empty group, so no mask bit counted
 
     def _group(self, x: int, mask: int, typ: int) -> int:
         key = (x, mask, typ)
