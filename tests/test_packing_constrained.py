@@ -46,6 +46,8 @@ def _drive(name: str, n_servers: int, seed: int, slots: int, unit_sizes: bool) -
             p.arrive(jobs, sizes)
             log.append(p.schedule())
         assert logs[0][-1] == logs[1][-1], f"{name} seed {seed}: slot {len(logs[0]) - 1} differs"
+        if getattr(fast, "_empty_np", None) is not None:  # VQS counts its empty servers beside the array
+            assert fast._n_empty == int(fast._empty_np.sum())
         for j in gone:
             del running[j]
             fast_cons.forget(j)

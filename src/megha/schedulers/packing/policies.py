@@ -580,6 +580,7 @@ class VQS(_VirtualQueues):
         if isinstance(self.compat, Constraints):
             self.empty = None  # step 1 scans _empty_np
             self._empty_np = np.ones(n, dtype=bool)
+            self._n_empty = n  # its number of True entries (no scan when no server is empty)
             self._inv_np = np.array(self.compat.inv, dtype=np.uint32)
             self._used_np = np.zeros(n, dtype=np.int64)
             self._avail_np = np.zeros(n, dtype=np.int64)
@@ -696,6 +697,7 @@ class VQS(_VirtualQueues):
             self.empty.add(s)
         else:
             self._empty_np[s] = True
+            self._n_empty += 1
             if self._miss is not None:
                 self._emptied.append(s)
                 if len(self._emptied) > self.n:  # long without a renewal: forget the last miss instead
@@ -749,15 +751,18 @@ class VQS(_VirtualQueues):
             self._mirror(s)
         return placed
 
-    def _renew(self, s: int) -> bool:
-        """Empty server ``s`` takes the max-weight configuration and serves it; False if it stays empty."""
-        c = self.cs.best(self.nq)
+    def _renew(self, s: int, c: int | None = None) -> bool:
+        """Empty server ``s`` takes the max-weight configuration (``c`` if the caller chose it for the queues as they
+        are) and serves it; False if it stays empty."""
+        if c is None:
+            c = self.cs.best(self.nq)
         if c < 0:
             return False
         if self._empty_np is None:
             self.empty.remove(s)
         else:
             self._empty_np[s] = False
+            self._n_empty -= 1
         self.cfg[s] = c
         conf = self.cs.configs[c]
         if conf.res >= 0:
@@ -776,6 +781,7 @@ class VQS(_VirtualQueues):
             self.empty.add(s)
         else:
             self._empty_np[s] = True
+            self._n_empty += 1
             self._mirror(s)
         return False
 
@@ -821,13 +827,13 @@ class VQS(_VirtualQueues):
                 if s < 0:
                     self._emptied.clear()  # each is busy again or does not fit these heads
             else:
-                s = scan(empty, inv, lo, ma, use_a, mb, use_b)
+                s = scan(empty, inv, lo, ma, use_a, mb, use_b) if self._n_empty else -1
                 if s < 0 and lo == 0:
                     self._miss = key
                     self._emptied.clear()
             if s < 0:
                 return
-            placed = self._renew(s)
+            placed = self._renew(s, c)  # the queues did not change since c was chosen
             assert placed, "VQS: a renewal the scan found possible placed nothing"
             lo = s + 1
 
@@ -896,7 +902,11 @@ class VQS(_VirtualQueues):
             x = size[q[0]]
             last = no_room[t]
             if last is not None and x >= last:
-                keys = {(int(avail[s]) << _SERVER_BITS) | s for s in self._dirty if oth[s] == t and avail[s] >= x}
+                oth_at, avail_at = oth.item, avail.item  # Python ints: no numpy scalar per comparison
+                keys = {(avail_at(s) << _SERVER_BITS) | s for s in self._dirty if oth_at(s) == t and avail_at(s) >= x}
+                if not keys:  # the common case: no server mirrored since has room for the head
+                    no_room[t] = x
+                    continue
                 cand = np.array([k & _SERVER_MASK for k in sorted(keys, reverse=True)], dtype=np.int64)
             else:
                 cand = _kernels().k_vqs_room(oth, avail, t, x, _SERVER_BITS)
@@ -953,17 +963,28 @@ class VQSBF(_VirtualQueues):
             return super().arrive(jobs, sizes)
         eff = self.partition.effective
         jobs = list(jobs)
-        xs = [eff(x) for x in sizes]
-        self.size.update(zip(jobs, xs, strict=True))
+        sizes = list(sizes)
+        n = len(jobs)
         type_of = self.partition.type_of
         typ = self.typ
         nq = self.nq
-        ts = []
-        for j, x in zip(jobs, xs, strict=True):  # _enqueue with the masked queue in place of the virtual queues
+        if n and sizes.count(sizes[0]) == n:  # a job's tasks alike (every task in slot mode): one size, one type
+            x = eff(sizes[0])
             t = type_of(x)
-            typ[j] = t
-            nq[t] += 1
-            ts.append(t)
+            xs = [x] * n
+            ts = [t] * n
+            self.size.update(dict.fromkeys(jobs, x))
+            typ.update(dict.fromkeys(jobs, t))
+            nq[t] += n
+        else:
+            xs = [eff(x) for x in sizes]
+            self.size.update(zip(jobs, xs, strict=True))
+            ts = []
+            for j, x in zip(jobs, xs, strict=True):  # _enqueue with the masked queue in place of the virtual queues
+                t = type_of(x)
+                typ[j] = t
+                nq[t] += 1
+                ts.append(t)
         masked.add_many(jobs, xs, [self.compat.mask.get(j, 0) for j in jobs], ts)
         self.nqueued += len(jobs)
         self._new.extend(jobs)
