@@ -272,3 +272,25 @@ def test_masked_jobs_take_best_fit_is_best_fit_mask_then_remove(seed):
                 x = a.used[s]
                 a.sub(s, x)
                 b.sub(s, x)
+
+
+def test_masked_jobs_rebuild_numbers_groups_by_first_appearance():
+    """A compaction keeps the live jobs in order and numbers their groups by first appearance (as a per-position
+    loop would), each position linked to its own group."""
+    rng = np.random.default_rng(5)
+    m = MaskedJobs()
+    jobs = list(range(500))
+    keys = [(int(rng.choice([1, UNIT])), int(rng.integers(6)), int(rng.integers(2))) for _ in jobs]
+    for j, (x, mk, t) in zip(jobs, keys, strict=True):
+        m.add(j, x, mk, t)
+    for j in rng.choice(500, 200, replace=False).tolist():
+        m.remove(j)
+    live = [j for j in jobs if j in m.pos]
+    m._rebuild()
+    want: dict[tuple[int, int, int], int] = {}
+    for j in live:
+        want.setdefault(keys[j], len(want))
+    assert m.gid == want
+    assert m.ids[: len(live)].tolist() == live and m.pos == {j: p for p, j in enumerate(live)}
+    assert m.P[5, : len(live)].tolist() == [want[keys[j]] for j in live]  # P_GRP
+    assert m.best(UNIT, 0) == max(live, key=lambda j: (keys[j][0], -j))

@@ -41,6 +41,7 @@ from sortedcontainers import SortedList
 from megha.errors import InputError
 from megha.schedulers.packing.partition import ConfigSet, Partition, universal_partition
 from megha.schedulers.packing.structures import (
+    _BLOCK_BITS,
     _JOB_BITS,
     _JOB_MASK,
     _SERVER_BITS,
@@ -89,6 +90,7 @@ class PackingPolicy:
         self._out: list[tuple[int, int]] = []
         self._departed: set[int] = set()
         self._new: list[int] = []
+        self._visit_one: Callable[[int], None] | bool | None = False  # False: not asked yet (_one_server_visit)
 
     # --- driver API ---------------------------------------------------------------------------------
     def arrive(self, jobs: Sequence[int], sizes: Sequence) -> None:
@@ -108,12 +110,28 @@ class PackingPolicy:
 
     def schedule(self) -> list[tuple[int, int]]:
         """Decide this slot's placements; returns ``[(job, server), ...]``."""
+        dep = self._departed
+        if len(dep) == 1 and not self._new:  # the common slot: one server had departures, nothing arrived
+            visit = self._visit_one
+            if visit is False:
+                visit = self._visit_one = self._one_server_visit()
+            if visit is not None:
+                self._out = out = []
+                s = dep.pop()
+                if self.nqueued:
+                    visit(s)
+                return out
         self._out = out = []
         if self.nqueued:
             self._schedule()
-        self._departed.clear()
+        dep.clear()
         self._new.clear()
         return out
+
+    def _one_server_visit(self) -> Callable[[int], None] | None:
+        """What :meth:`_schedule` does in a slot where only server ``s`` had departures and nothing arrived, as a
+        method of ``s`` that :meth:`schedule` calls directly (fewer calls on the common path); None: no shortcut."""
+        return None
 
     def queue_len(self) -> int:
         """The number of queued jobs."""
@@ -234,6 +252,9 @@ class _BestFitFamily(PackingPolicy):
         if self.masked is not None:  # the constrained paths query the masked queue and the flat room array only
             self.by_size = self.by_arrival = None
             servers.tree = None
+        # the servers' room as the one flat array LineServers.add/sub keep (only with constraints), for depart
+        flat = type(servers) is LineServers and servers.sorted is None and servers.tree is None
+        self._flat_room: np.ndarray | None = servers.room_np if flat else None
 
     def residual(self, s: int) -> Size:
         return self.servers.room(s)
@@ -266,7 +287,20 @@ class _BestFitFamily(PackingPolicy):
 
     def depart(self, job: int, server: int) -> None:
         """A running job left its server (:meth:`PackingPolicy.depart` without the indirection)."""
-        self.servers.sub(server, self.size.pop(job))
+        x = self.size.pop(job)
+        srv = self.servers
+        room = self._flat_room
+        if room is None:
+            srv.sub(server, x)
+        else:  # LineServers.sub when only the flat arrays are kept (constraints)
+            used = srv.used
+            new = UNIT - used[server] + x
+            used[server] -= x
+            srv.njobs[server] -= 1
+            room[server] = new
+            b = server >> _BLOCK_BITS
+            if new > srv.bmax_np[b]:
+                srv.bmax_np[b] = new
         self._departed.add(server)
 
     def _place(self, j: int, s: int, x: Size) -> None:
@@ -421,6 +455,26 @@ class BFJ(_BestFitFamily):
             self._best_fit_job(j)  # may fail for vectors or constraints: the room test is necessary only
             p += 1
 
+    def _one_server_visit(self) -> Callable[[int], None] | None:
+        return self._take_oldest if self.masked is not None else None
+
+    def _take_oldest(self, s: int) -> None:
+        """The constrained pass when only server ``s`` had departures and nothing arrived: it takes the old jobs that
+        fit it, oldest first, found and dequeued by one compiled call."""
+        srv = self.servers
+        rows = self.masked.take_oldest(srv.room_np.item(s), self.compat.inv[s])
+        if rows:
+            out = self._out
+            used = srv.used
+            njobs = srv.njobs
+            room = srv.room_np
+            for j, x in rows:  # LineServers.add on the flat room array
+                used[s] += x
+                njobs[s] += 1
+                room[s] = UNIT - used[s]
+                out.append((j, s))
+            self.nqueued -= len(rows)
+
     def _schedule_constrained(self) -> None:
         """Same decisions with placement constraints: after a slot no queued job fits any compatible server,
         so older jobs can only go to servers that had departures — one compiled pass over the queue places them
@@ -428,16 +482,8 @@ class BFJ(_BestFitFamily):
         srv = self.servers
         size = self.size
         if not self._new and len(self._departed) == 1:
-            # the common pass: one server had departures and nothing arrived: it takes the old jobs that fit, found
-            # and dequeued by one compiled call
             for s in self._departed:
-                rows = self.masked.take_oldest(srv.room_np.item(s), self.compat.inv[s])
-                if rows:
-                    out = self._out
-                    for j, x in rows:
-                        srv.add(s, x)
-                        out.append((j, s))
-                    self.nqueued -= len(rows)
+                self._take_oldest(s)
             return
         if self._departed:
             dep = sorted(self._departed)
@@ -473,6 +519,9 @@ class BFS(_BestFitFamily):
             self._fill_server(s)
             lo = s + 1
 
+    def _one_server_visit(self) -> Callable[[int], None] | None:
+        return self._fill_server if self.masked is not None else None  # _visit_changed's first case
+
     def _schedule_constrained(self) -> None:
         """Same decisions with placement constraints, visiting only the servers that can take a job."""
         srv = self.servers
@@ -484,6 +533,9 @@ class BFJS(_BestFitFamily):
 
     name = "bf-js"
     needs = ("residual", "size")
+
+    def _one_server_visit(self) -> Callable[[int], None] | None:
+        return self._fill_server
 
     def _schedule(self) -> None:
         if not self._new:  # the common pass: departures only (BF-S over those servers)
@@ -1143,6 +1195,9 @@ class VQSBF(_VirtualQueues):
             self.njobs[s] += n
             self.used[s] = UNIT - room
         self._room_np[s] = room
+
+    def _one_server_visit(self) -> Callable[[int], None] | None:
+        return self._visit_masked if self.masked is not None else None  # _visit_changed's first case
 
     def _schedule(self) -> None:
         if not self._departed and not self._new:

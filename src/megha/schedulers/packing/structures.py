@@ -708,13 +708,16 @@ class MaskedJobs:
         ids = P[k.P_ID, :n].tolist()
         self.pos = {j: p for p, j in enumerate(ids)}
         self._groups_init(max(64, self.G.shape[1]))
-        grps = np.array(
-            [
+        # the groups numbered by first appearance, as _group called on every position in order would number them,
+        # found by one np.unique (thousands of groups for tens of thousands of queued jobs)
+        keys = P[[k.P_SIZE, k.P_MASK, k.P_TYP], :n].T
+        grps = np.zeros(n, dtype=np.int64)
+        if n:
+            uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")
+            rank = np.empty(order.size, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            grps = rank[inverse.reshape(-1)]
+            for x, m, t in uniq[order].tolist():
                 self._group(x, m, t)
-                for x, m, t in zip(
-                    P[k.P_SIZE, :n].tolist(), P[k.P_MASK, :n].tolist(), P[k.P_TYP, :n].tolist(), strict=True
-                )
-            ],
-            dtype=np.int64,
-        )
         k.k_mj_relink(n, grps, self.st, self.P, self.G, self.A, self.abits)
