@@ -708,16 +708,31 @@ class MaskedJobs:
         ids = P[k.P_ID, :n].tolist()
         self.pos = {j: p for p, j in enumerate(ids)}
         self._groups_init(max(64, self.G.shape[1]))
-        # the groups numbered by first appearance, as _group called on every position in order would number them,
-        # found by one np.unique (thousands of groups for tens of thousands of queued jobs)
-        keys = P[[k.P_SIZE, k.P_MASK, k.P_TYP], :n].T
         grps = np.zeros(n, dtype=np.int64)
         if n:
-            uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-            order = np.argsort(first, kind="stable")
-            rank = np.empty(order.size, dtype=np.int64)
-            rank[order] = np.arange(order.size)
-            grps = rank[inverse.reshape(-1)]
-            for x, m, t in uniq[order].tolist():
-                self._group(x, m, t)
+            grps, first = _groups_by_first_appearance(P[k.P_SIZE, :n], P[k.P_MASK, :n], P[k.P_TYP, :n])
+            for x, m, t in zip(
+                P[k.P_SIZE, first].tolist(), P[k.P_MASK, first].tolist(), P[k.P_TYP, first].tolist(), strict=True
+            ):
+                self._group(x, m, t)  # numbered 0, 1, ... in this order
         k.k_mj_relink(n, grps, self.st, self.P, self.G, self.A, self.abits)
+
+
+def _groups_by_first_appearance(size: np.ndarray, mask: np.ndarray, typ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The group of each position (equal ``(size, mask, typ)``), groups numbered by first appearance as a loop over
+    the positions in order would number them, and each group's first position: one sort (a compaction regroups tens
+    of thousands of queued jobs)."""
+    n = size.size
+    o = np.lexsort((typ, mask, size))
+    ss, mm, tt = size[o], mask[o], typ[o]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    new[1:] = (ss[1:] != ss[:-1]) | (mm[1:] != mm[:-1]) | (tt[1:] != tt[:-1])
+    gsorted = np.cumsum(new) - 1  # group per sorted position, numbered by key order
+    first = o[new]  # a stable sort: the first position of each key is its group's first appearance
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    grps = np.empty(n, dtype=np.int64)
+    grps[o] = rank[gsorted]
+    return grps, first[order]
