@@ -294,3 +294,24 @@ def test_masked_jobs_rebuild_numbers_groups_by_first_appearance():
     assert m.ids[: len(live)].tolist() == live and m.pos == {j: p for p, j in enumerate(live)}
     assert m.P[5, : len(live)].tolist() == [want[keys[j]] for j in live]  # P_GRP
     assert m.best(UNIT, 0) == max(live, key=lambda j: (keys[j][0], -j))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_first_empty_fit_matches_a_plain_scan(seed):
+    """k_first_empty_fit (branch-free blocks, an unused mask as all ones) answers as the plain per-server scan."""
+    from megha.schedulers.packing import _kernels as k
+
+    rng = np.random.default_rng(seed)
+    n = 300
+    for _ in range(300):
+        empty = rng.random(n) < rng.choice([0.01, 0.3, 0.9])
+        inv = rng.integers(0, 16, n).astype(np.uint32)
+        inv[rng.random(n) < 0.05] = 0  # servers with every attribute
+        lo = int(rng.integers(0, n))
+        ma, mb = int(rng.integers(16)), int(rng.integers(16))
+        ua, ub = bool(rng.integers(2)), bool(rng.integers(2))
+        want = next(
+            (s for s in range(lo, n) if empty[s] and ((ua and not int(inv[s]) & ma) or (ub and not int(inv[s]) & mb))),
+            -1,
+        )
+        assert k.k_first_empty_fit(empty, inv, lo, ma, ua, mb, ub) == want
