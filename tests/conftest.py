@@ -9,6 +9,7 @@ worker runs the deterministic tests. ``-n 0`` runs everything in one process as 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,28 @@ def runs_serially(path: Path) -> bool:
     if name in _NOT_SERIAL:
         return False
     return name.startswith("test_live_") or name == "test_sweep_run.py"
+
+
+# xdist workers start with COLUMNS=80 and LINES=24 in their environment where the controlling run has none; the
+# CLI's consoles, made when megha.cli_common is imported, would then wrap tables at 80 columns instead of 160 and
+# the output checks would depend on the worker. The controller passes its own values and each worker takes them.
+_TERMINAL_VARS = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """Controller: hand each xdist worker this process's terminal size variables (None: not set)."""
+    node.workerinput["terminal_env"] = {k: os.environ.get(k) for k in _TERMINAL_VARS}  # type: ignore[attr-defined]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Worker: the same terminal size variables as the controlling run, before any test module is imported."""
+    given = getattr(config, "workerinput", {}).get("terminal_env")
+    for key, value in (given or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.hookimpl(optionalhook=True)
