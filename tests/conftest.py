@@ -21,13 +21,17 @@ DATA = Path(__file__).parent / "data"
 # a fake port) are left out: they can run anywhere.
 SERIAL_GROUP = "serial"
 _NOT_SERIAL = {"test_live_wire.py", "test_live_seeding.py", "test_live_client_resubmit.py"}
+# Single tests of other files that run a live deployment (in-process bus, killed and restarted hosts)
+_SERIAL_TESTS = {"test_counters.py::test_a_live_run_reports_only_declared_counters"}
 
 
-def runs_serially(path: Path) -> bool:
-    """Whether the tests of ``path`` belong to the ``serial`` xdist group."""
+def runs_serially(path: Path, test: str = "") -> bool:
+    """Whether the tests of ``path`` (or its test named ``test``, parameters stripped) join the ``serial`` group."""
     name = path.name
     if name in _NOT_SERIAL:
         return False
+    if f"{name}::{test}" in _SERIAL_TESTS:
+        return True
     return name.startswith("test_live_") or name == "test_sweep_run.py"
 
 
@@ -64,7 +68,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class SerialGroupScheduling(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if runs_serially(Path(nodeid.split("::", 1)[0])):
+            path, _, test = nodeid.partition("::")
+            if runs_serially(Path(path), test.split("[", 1)[0]):
                 return SERIAL_GROUP
             return super()._split_scope(nodeid)
 
