@@ -58,9 +58,11 @@ from megha.schedulers.macrm.messages import (
 )
 from megha.schedulers.macrm.multicast import Multicast, send_all
 from megha.schedulers.macrm.policy import ROUND_ENDS, adaptive_rate, round_action, round_rate, samples_for
+from megha.schedulers.macrm.smallassign import assign_alike, assign_scan
 from megha.sim.component import Component
 
 _EPS = 1e-9
+_SMALL = 16  # rounds of at most this many tasks take the Python forms of the small array steps
 UNPLACED, SAMPLING, RUNNING, REQUESTED, DONE, STRANDED = range(6)
 
 
@@ -110,11 +112,15 @@ class JMContext:
     cadence: Any = None  # fast-forward of periodic messages (cadence.py), simulator only
     multicast: Multicast | None = None  # one event for a message to every group (multicast.py), simulator only
     runs_of_groups: bool = field(init=False, default=False)  # group_of never decreases (set from it)
+    group_of_l: list[int] = field(init=False, default_factory=list)  # group_of as a list (set from it)
+    worker_masks_l: list[int] = field(init=False, default_factory=list)  # worker_masks as a list (set from it)
 
     def __post_init__(self) -> None:
         # node ids in order give groups in order (the deployment's contiguous shares): a sorted node list splits into
         # one run per group
         g = np.asarray(self.group_of)
+        self.group_of_l = g.tolist()
+        self.worker_masks_l = np.asarray(self.worker_masks).tolist()
         self.runs_of_groups = bool(g.size < 2 or (np.diff(g) >= 0).all())
         if self.per_responder not in ("fill", "one"):
             raise ValueError(f"per_responder must be 'fill' or 'one', got {self.per_responder!r}")
@@ -165,6 +171,7 @@ class JobManager(Component):
         else:
             self.demands = np.asarray(spec.demands, dtype=np.float64).reshape(self.n, -1)
         self.masks = np.asarray(spec.masks, dtype=np.uint32)
+        self._lists: tuple = ()  # (demands, masks, their rows as lists): see _as_lists
         self.state = [UNPLACED] * self.n
         self.node_of = [-1] * self.n
         self.runs = [0] * self.n  # how many times each task had to be placed again
@@ -321,27 +328,45 @@ class JobManager(Component):
     def _start_round(self, todo: list[int], now: float) -> None:
         ctx = self.ctx
         d = self.current_rate()
-        masks = self.masks[todo]
-        if not masks.any():
-            gmasks = [0]
-            counts = [len(todo)]
+        # the tasks' distinct masks in increasing order and their counts (np.unique; in Python for a round of a few
+        # tasks, the usual one)
+        if len(todo) <= _SMALL:
+            ml = self._as_lists()[1]
+            ml = [ml[i] for i in todo]
+            m0 = ml[0]
+            if all(m == m0 for m in ml):
+                gmasks = [m0]
+                counts = [len(ml)]
+            else:
+                gmasks = sorted(set(ml))
+                counts = [ml.count(m) for m in gmasks]
         else:
-            u, cnt = np.unique(masks, return_counts=True)
-            gmasks = u.tolist()
-            counts = cnt.tolist()
+            masks = self.masks[todo]
+            if not masks.any():
+                gmasks = [0]
+                counts = [len(todo)]
+            else:
+                u, cnt = np.unique(masks, return_counts=True)
+                gmasks = u.tolist()
+                counts = cnt.tolist()
         want = [samples_for(d, c, ctx.sampler.eligible_count(m)) for m, c in zip(gmasks, counts, strict=True)]
         workers, _ = ctx.sampler.sample(self.port.rng, gmasks, want, [0] * len(gmasks))
-        nodes = np.unique(workers)
-        if nodes.size == 0:  # nothing eligible to sample: central queue
+        if workers.size <= 4 * _SMALL:  # np.unique(workers), in Python
+            nl = sorted(set(workers.tolist()))
+            nodes = np.array(nl, dtype=workers.dtype)
+        else:
+            nodes = np.unique(workers)
+            nl = nodes.tolist()
+        if not nl:  # nothing eligible to sample: central queue
             self.stats["leftover_to_central"] += len(todo)
             self._request(todo)
             return
         self.round_no += 1
         token = (self.job, self.attempt, self.round_no)
-        need = self.demands[todo].min(axis=0)
+        need = self.demands[todo[0]].copy() if len(todo) == 1 else self.demands[todo].min(axis=0)
         if ctx.runs_of_groups:  # nodes sorted, groups contiguous: each group's nodes are one run
-            nl = nodes.tolist()
-            gl = ctx.group_of[nodes].tolist()
+            gl = ctx.group_of_l
+            gl = [gl[x] for x in nl] if len(nl) <= 4 * _SMALL else ctx.group_of[nodes].tolist()
             a = 0
             n_nodes = len(nl)
             for b in range(1, n_nodes + 1):
@@ -395,6 +420,8 @@ class JobManager(Component):
         if not r.resp:
             return nodes, assigned
         todo = r.todo
+        if len(todo) <= _SMALL and len(r.resp) <= 4 * _SMALL and self._assign_small(r, assigned):
+            return nodes, assigned
         free = np.concatenate(r.free).astype(np.float64)
         cap = np.concatenate(r.cap).astype(np.float64)
         wm = self.ctx.worker_masks[nodes]
@@ -410,6 +437,36 @@ class JobManager(Component):
             return nodes, assigned
         self._assign_mixed(todo, free, cap, safe, wm, dem, one, assigned)
         return nodes, assigned
+
+    def _as_lists(self) -> tuple[list[list[float]], list[int]]:
+        """The tasks' demand rows and masks as lists (made once, again if the arrays were replaced)."""
+        got = self._lists
+        if not got or got[0] is not self.demands or got[1] is not self.masks:
+            got = self._lists = (self.demands, self.masks, self.demands.tolist(), self.masks.tolist())
+        return got[2], got[3]
+
+    def _assign_small(self, r: _Round, assigned: dict[int, int]) -> bool:
+        """:meth:`_assign` of a small round of one demand in plain Python (smallassign.py: the same placements, step
+        for step); False (nothing done) for several demands."""
+        todo = r.todo
+        dl, ml = self._as_lists()
+        d = dl[todo[0]]
+        if any(dl[i] != d for i in todo):
+            return False
+        free = [row for part in r.free for row in part.tolist()]
+        cap = [row for part in r.cap for row in part.tolist()]
+        safe = [[c if c > 0 else 1.0 for c in row] for row in cap]
+        wml = self.ctx.worker_masks_l
+        wm = [wml[x] for x in r.resp]
+        one = self.ctx.per_responder == "one"
+        m0 = ml[todo[0]]
+        if all(ml[i] == m0 for i in todo):
+            assign_alike(todo, free, cap, safe, wm, d, m0, one, assigned)
+        else:
+            for i, j in zip(todo, assign_scan(free, cap, safe, wm, d, [ml[i] for i in todo], one), strict=True):
+                if j >= 0:
+                    assigned[i] = j
+        return True
 
     @staticmethod
     def _assign_masked(
