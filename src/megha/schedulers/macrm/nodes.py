@@ -264,6 +264,7 @@ class NodeManagers(Component):
         f[:, us0 : us0 + n_res] = np.array(self.used, dtype=np.float64).reshape(n, n_res)
         # the ledger's used rows mirrored (_mirror) for the compiled handlers, one memoryview per resource
         self._uf = [memoryview(f[:, us0 + r]) for r in range(n_res)]
+        self._uf2 = n_res == 2  # (the hot paths read two resources' columns without a loop)
         self._gv = memoryview(st.g)  # (k_container_end's input: the demand at G_DEM)
         self._dem0 = G_NEED + 3 * n_res
         self.anchor = memoryview(f[:, F_ANCHOR])
@@ -832,6 +833,10 @@ class NodeManagers(Component):
         gv, dem0, x0 = self._gv, self._dem0, self.x0
         kargs = self.state.kargs
         kstart = self.state.container_start if tr is not None else None
+        uf2 = self._uf2
+        if uf2:
+            uf0, uf1 = uf
+        ends_at = self._ends_at
         if tr is not None:
             pywheel = self.pywheel
             gvo = self.cad.gv
@@ -847,10 +852,14 @@ class NodeManagers(Component):
             att = attempts[k]
             d = drows[k]
             if tr is not None and alive[i] and not vr[i] and not (tr.forward or tr._vf is not None):
-                q = dem0  # (the demand goes in at G_DEM)
-                for v in d:
-                    gv[q] = v
-                    q += 1
+                if uf2:  # (the demand goes in at G_DEM)
+                    gv[dem0] = d[0]
+                    gv[dem0 + 1] = d[1]
+                else:
+                    q = dem0
+                    for v in d:
+                        gv[q] = v
+                        q += 1
                 fenced = t >= 0 and (job_attempt.get(job, 0) > att or t in containers)
                 code = kstart(*kargs, x0 + i, seqs[k], fenced, now)
             else:
@@ -867,7 +876,8 @@ class NodeManagers(Component):
                     if code & S_REJECT:
                         rejected.append(k)  # fenced, already running here, or no room
                     continue  # (S_DEAD: lost)
-                used[i] = [col[i] for col in uf]  # the ledger's row (self.ledger.used): the kernel's sums
+                # the ledger's row (self.ledger.used): the kernel's sums
+                used[i] = [uf0[i], uf1[i]] if uf2 else [col[i] for col in uf]
                 if code & S_OVER:  # the ledger's check (OVER is its tolerance)
                     self.ledger.over_row(i, now)
             else:
@@ -917,7 +927,7 @@ class NodeManagers(Component):
             if lst is None:
                 ends[end] = [t]
                 if tq is not None:  # self.port.set_timer(end - now, ("end", end)) with _ends_at as its handler
-                    heappush(tq.heap, (now + (end - now), tq.next_seq(), self._ends_at, end))
+                    heappush(tq.heap, (now + (end - now), tq.next_seq(), ends_at, end))
                 else:
                     self.port.set_timer(end - now, ("end", end))
             else:
@@ -995,9 +1005,13 @@ class NodeManagers(Component):
                         if not (tr.forward or tr._vf is not None):
                             gv = self._gv  # (the demand goes in at G_DEM)
                             q = self._dem0
-                            for v in d:
-                                gv[q] = v
-                                q += 1
+                            if self._uf2:
+                                gv[q] = d[0]
+                                gv[q + 1] = d[1]
+                            else:
+                                for v in d:
+                                    gv[q] = v
+                                    q += 1
                             code = self.state.container_end(*self.state.kargs, self.x0 + i, now)
                             if code == WAKE_PUSH:  # self._news_pushed(i, tr), inlined
                                 if self.pywheel:
@@ -1015,8 +1029,11 @@ class NodeManagers(Component):
                             self._wake(i, now, True)
                         self.used[i] = self.ops.minus_clip(self.used[i], d)
                         self._mirror(i)
-                    else:  # (the kernel updated the packed row; the ledger's row, the same operations)
-                        self.used[i] = self.ops.minus_clip(self.used[i], d)
+                    elif self._uf2:  # the kernel updated the packed row (minus_clip's operations): the ledger's row
+                        uf0, uf1 = self._uf
+                        self.used[i] = [uf0[i], uf1[i]]
+                    else:
+                        self.used[i] = [col[i] for col in self._uf]
                 fl = self.finished_by_job.get(e[3])
                 if fl is None:
                     self.finished_by_job[e[3]] = [t]
