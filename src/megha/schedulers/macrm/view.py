@@ -49,7 +49,10 @@ class FreeView:
             pend = self._pending(node, acks[k])
             if pend is not None:
                 f = f - pend
-            if not self.present[node] or (f > self.free[node] + _EPS).any():
+            # (f > free[node] + eps).any() on floats: a heartbeat is one node's row, where NumPy's calls cost more
+            if not self.present[node] or any(
+                a > b + _EPS for a, b in zip(f.tolist(), self.free[node].tolist(), strict=True)
+            ):
                 grew.append(node)
             self.free[node] = f
             self.present[node] = True
