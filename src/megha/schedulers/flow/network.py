@@ -70,8 +70,12 @@ class FlowNetwork:
     def __init__(self, node_capacity: int = 256, arc_capacity: int = 1024, balance_node: int | None = None) -> None:
         nc = max(16, int(node_capacity))
         ac = max(16, int(arc_capacity))
-        self.N = np.zeros((K.NF, nc), dtype=np.int64)
-        self.A = np.zeros((K.AF, ac), dtype=np.int64)
+        # the node and arc tables are column-major: the fields of one node (one arc) sit together, so a search
+        # reads one or two cache lines per node it labels and per arc it scans instead of one per field (each
+        # kernel indexes them as ``N[row, v]``, ``A[row, a]`` either way); the half-arc table stays row-major
+        # (adjacency lists are walked mostly in id order: its rows stream)
+        self.N = np.zeros((K.NF, nc), dtype=np.int64, order="F")
+        self.A = np.zeros((K.AF, ac), dtype=np.int64, order="F")
         self.H = np.full((K.HF, 2 * ac), -1, dtype=np.int64)
         self.M = np.zeros(K.MF, dtype=np.int64)
         self.FN = np.zeros(nc, dtype=np.int64)
@@ -366,7 +370,8 @@ class FlowNetwork:
 
 
 def _grow(a: np.ndarray, n: int, fill: int) -> np.ndarray:
-    out = np.full((a.shape[0], n), fill, dtype=a.dtype)
+    """``a`` with ``n`` columns (the new ones ``fill``), in ``a``'s memory order."""
+    out = np.full((a.shape[0], n), fill, dtype=a.dtype, order="F" if a.flags.f_contiguous else "C")
     out[:, : a.shape[1]] = a
     return out
 
