@@ -1679,4 +1679,4 @@ def k_place_update_packed(
     )  # fmt: skip
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=c647c71cd784
+# numba cache stamp: megha.schedulers.flow._kernels=57b83dffebbd

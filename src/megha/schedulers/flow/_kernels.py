@@ -623,6 +623,58 @@ def _hpop(hd, ht, hv, n):
     return n
 
 
+@njit(cache=True)
+def _hpush3(hp, n, d, t, v):
+    """:func:`_hpush` on a heap stored flat in ``hp``: entry ``i`` is ``hp[3i:3i+3]`` (distance, tie, node), so
+    an entry's fields share a cache line. The same comparisons and moves: the same heap after every operation."""
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        pd = hp[3 * p]
+        if pd < d or (pd == d and hp[3 * p + 1] <= t):
+            break
+        hp[3 * i] = pd
+        hp[3 * i + 1] = hp[3 * p + 1]
+        hp[3 * i + 2] = hp[3 * p + 2]
+        i = p
+    hp[3 * i] = d
+    hp[3 * i + 1] = t
+    hp[3 * i + 2] = v
+    return n + 1
+
+
+@njit(cache=True)
+def _hpop3(hp, n):
+    """:func:`_hpop` on a heap stored flat as for :func:`_hpush3`."""
+    n -= 1
+    if n == 0:
+        return 0
+    d = hp[3 * n]
+    t = hp[3 * n + 1]
+    v = hp[3 * n + 2]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        dc = hp[3 * c]
+        if c + 1 < n:
+            d1 = hp[3 * c + 3]
+            if d1 < dc or (d1 == dc and hp[3 * c + 4] < hp[3 * c + 1]):
+                c += 1
+                dc = d1
+        if dc > d or (dc == d and hp[3 * c + 1] >= t):
+            break
+        hp[3 * i] = dc
+        hp[3 * i + 1] = hp[3 * c + 1]
+        hp[3 * i + 2] = hp[3 * c + 2]
+        i = c
+    hp[3 * i] = d
+    hp[3 * i + 1] = t
+    hp[3 * i + 2] = v
+    return n
+
+
 # ------------------------------------------------------------------------------------------------ solver
 @njit(cache=True)
 def _residual(A, h):
@@ -650,7 +702,7 @@ def _push_half(N, A, H, h, delta):
 
 
 @njit(cache=True)
-def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack, top):
+def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
     """Dijkstra on reduced costs from ``src`` (forward from an excess, backward from a deficit).
 
     Stops when the nearest node of opposite imbalance is known; updates the potentials of the settled nodes
@@ -667,7 +719,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack, top):
     N[N_STAMP, src] = cur
     N[N_DIST, src] = 0
     N[N_PRED, src] = -1
-    n = _hpush(hd, ht, hv, 0, 0, 0, src)
+    n = _hpush3(hp, 0, 0, 0, src)
     ub = INF
     best = -1
     ns = 0
@@ -681,9 +733,9 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack, top):
             sp -= 1
             u = stack[top - sp]
         else:
-            d = hd[0]
-            u = hv[0]
-            n = _hpop(hd, ht, hv, n)
+            d = hp[0]
+            u = hp[2]
+            n = _hpop3(hp, n)
         if d >= ub:
             break
         if N[N_DONE, u] == cur or N[N_DIST, u] != d:
@@ -717,7 +769,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack, top):
                                 stack[top - sp] = w
                                 sp += 1
                             else:
-                                n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
+                                n = _hpush3(hp, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
         else:
             while h >= 0:
@@ -744,7 +796,7 @@ def _search(N, A, H, M, hd, ht, hv, settled, src, forward, tie, stack, top):
                                 stack[top - sp] = w
                                 sp += 1
                             else:
-                                n = _hpush(hd, ht, hv, n, nd, _tie_key(N, w, tie, seq), w)
+                                n = _hpush3(hp, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
     M[M_SCANS] += scans
     M[M_SETTLED] += ns
@@ -920,7 +972,12 @@ def k_solve(
     """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal),
     or −1 if the searches scanned more than ``budget`` arcs (``budget`` ≤ 0: no limit) before all imbalances were
     gone: the state is then valid (reduced-cost optimal, the imbalances left recorded as changes) but unsolved.
-    ``tie`` orders the nodes of equal distance in each search (``TIE_*``; every order gives an optimal flow)."""
+    ``tie`` orders the nodes of equal distance in each search (``TIE_*``; every order gives an optimal flow).
+
+    Scratch: ``hd`` holds the searches' heap, three int64 per entry (:func:`_hpush3`), when it has room for
+    3·(2·live arcs + 2) of them (:meth:`FlowNetwork.search_heap` sizes one); a shorter ``hd`` (three arrays of one
+    size, as ``IncrementalSolver.solve`` passes) gets a buffer per call instead. ``ht`` is not used; ``hv`` holds
+    the ``TIE_LIFO`` stack; ``settled`` and ``active`` one entry per node."""
     # 1. price new nodes
     nd = M[M_NDN]
     for i in range(nd):
@@ -959,10 +1016,15 @@ def k_solve(
     left = 0
     stop = False
     limit = M[M_SCANS] + budget
-    # the LIFO stack of a search shares hv with its heap, growing down from the top: every heap entry and every
-    # stack entry is a label set by a scan of a distinct residual half-arc (each node is settled once), plus the
-    # source's, so together they never exceed 2·(live arcs) + 1 entries; a smaller hv gets an array of its own
+    # every heap entry and every stack entry of a search is a label set by a scan of a distinct residual half-arc
+    # (each node is settled once), plus the source's, so together they never exceed 2·(live arcs) + 1 entries
+    # the heap lives in hd, three int64 per entry (see _hpush3) when hd holds that many, else in a buffer of this
+    # call; the LIFO stack lives in hv, growing down from the top, or in an array of its own if hv is smaller
     # (each node goes on the stack at most once per search: its label there is the least it can get)
+    need = 3 * (2 * M[M_AALIVE] + 2)
+    hp = hd
+    if hd.size < need:
+        hp = np.empty(need if k > 0 else 3, dtype=np.int64)
     stack = hv
     if hv.size < 2 * M[M_AALIVE] + 2:
         stack = np.empty(N.shape[1] if tie == TIE_LIFO and k > 0 else 1, dtype=np.int64)
@@ -973,7 +1035,7 @@ def k_solve(
         if stop:
             continue
         while N[N_EXC, v] != 0:
-            moved = _search(N, A, H, M, hd, ht, hv, settled, v, N[N_EXC, v] > 0, tie, stack, top)
+            moved = _search(N, A, H, M, hp, settled, v, N[N_EXC, v] > 0, tie, stack, top)
             if moved == 0:
                 break
             if budget > 0 and M[M_SCANS] > limit:

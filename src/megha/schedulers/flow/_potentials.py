@@ -171,4 +171,4 @@ def k_install_potentials(
     return work
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=c647c71cd784
+# numba cache stamp: megha.schedulers.flow._kernels=57b83dffebbd

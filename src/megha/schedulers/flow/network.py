@@ -84,6 +84,7 @@ class FlowNetwork:
         self.DA = np.zeros(ac, dtype=np.int64)
         self.balance_node = balance_node
         self._one = np.zeros(2, dtype=np.int64)  # scratch: the balance node's id and new supply
+        self._heap = np.zeros(0, dtype=np.int64)  # see search_heap
         self.solution_owner: str | None = None  # which solver's state the flow/potentials are
 
     # ------------------------------------------------------------------------------------ capacity
@@ -117,6 +118,14 @@ class FlowNetwork:
         self.H = _grow(self.H, 2 * new, -1)
         self.FA = _grow1(self.FA, new)
         self.DA = _grow1(self.DA, new)
+
+    def search_heap(self) -> np.ndarray:
+        """The incremental solver's heap storage for this network (``hd`` of ``K.k_solve``: three int64 per entry,
+        room for every entry a search can push at the current arc capacity); reallocated when the tables grew."""
+        need = 3 * (2 * self.A.shape[1] + 2)
+        if self._heap.size < need:
+            self._heap = np.zeros(need, dtype=np.int64)
+        return self._heap
 
     # ------------------------------------------------------------------------------------ edits
     def add_nodes(self, supplies: ArrayLike | int) -> np.ndarray:

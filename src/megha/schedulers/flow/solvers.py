@@ -188,9 +188,10 @@ class IncrementalSolver(Solver):
         if self.bulk_units > 0 and ndn >= self.bulk_units:  # the balance node's change made it a large one
             res = self.solve(net)
             return res.seconds if res.status == OPTIMAL else -1.0
-        hd, ht, hv, settled, active = self._arrays(net)
+        _, ht, hv, settled, active = self._arrays(net)
+        hp = net.search_heap()  # the heap's entries as triples (k_solve's flat heap: no buffer per call)
         budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
-        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hd, ht, hv, settled, active, budget, self._tie)
+        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hp, ht, hv, settled, active, budget, self._tie)
         net.solution_owner = self.name
         if left < 0:  # over budget: finish from scratch (as solve)
             self._over_ndn = max(ndn, 2)
