@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from megha.schedulers.flow._kernels import (
+    A_ALIVE,
     A_CAP,
     A_COST,
     A_FLOW,
@@ -30,6 +31,9 @@ from megha.schedulers.flow._kernels import (
     H_TO,
     M_AFREE,
     M_AHW,
+    M_NDA,
+    M_NTL,
+    MF,
     N_FIRST,
     N_FLAG,
     N_POT,
@@ -37,6 +41,7 @@ from megha.schedulers.flow._kernels import (
     _add_arc,
     _add_flow,
     _lo,
+    _log_flow,
     _mark_arc,
     _remove_arc,
     _remove_node,
@@ -109,7 +114,9 @@ GM_FAIR = 17  # 1: fair shares
 GM_GROLE = 18  # node role of a task group
 GM_EROLE = 19  # node role of a class aggregator
 GM_UPD = 20  # k_update's out (UPD_F fields from here: GM[GM_UPD + UPD_*])
-GMF = 23
+GM_PSCAN = 23  # machines' sink arcs k_place read looking for flow (over all calls)
+GM_PLOG = 24  # k_place calls that read the flow log instead of every free machine's sink arc
+GMF = 25
 
 # machine table MT (rows, one column per machine): the per-machine arrays of the update kernels in one array
 MT_FREE = 0  # free slots
@@ -1060,19 +1067,49 @@ def k_place(
     nm = m_arc.size
     total = 0
     nroots = 0
-    nfl = GM[GM_NFREE]  # only a machine with a free slot can carry flow to the sink
-    # with most machines free, every machine in machine order (their sink arcs were added in that order: one
-    # sequential pass) finds the same machines as the free list in its own order (scattered reads)
-    every = 2 * nfl > nm
-    n_scan = nm if every else nfl
-    found = np.empty(n_scan, dtype=np.int64)  # the machines carrying flow, in one pass
-    for i in range(n_scan):
-        m = i if every else free_list[i]
-        f = A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]]
-        if f > 0:
-            total += f
-            found[nroots] = m
-            nroots += 1
+    ntl = M[M_NTL]
+    if ntl >= 0:
+        # the flow log lists every arc whose flow a solve set or moved since the last call (and the machines left
+        # carrying flow by it); with the arcs edited since the last solve, they are the only sink arcs of machines
+        # that may carry flow: read those instead of every free machine's
+        nda = M[M_NDA]
+        cand = np.empty(ntl + nda, dtype=np.int64)
+        nc = 0
+        for i in range(ntl + nda):
+            a = M[MF + i] if i < ntl else DA[i - ntl]
+            if A[A_ALIVE, a] == 0:
+                continue
+            u = H[H_TO, 2 * a + 1]
+            m = node_ref[u]
+            if 0 <= m < nm and m_arc[m] == a and m_node[m] == u and A[A_FLOW, a] + A[A_LOW, a] > 0:
+                cand[nc] = m
+                nc += 1
+        GM[GM_PSCAN] += ntl + nda
+        GM[GM_PLOG] += 1
+        cand = np.sort(cand[:nc])
+        found = np.empty(nc, dtype=np.int64)
+        for i in range(nc):
+            m = cand[i]
+            if i == 0 or m != cand[i - 1]:
+                total += A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]]
+                found[nroots] = m
+                nroots += 1
+    else:
+        nfl = GM[GM_NFREE]  # only a machine with a free slot can carry flow to the sink
+        # with most machines free, every machine in machine order (their sink arcs were added in that order: one
+        # sequential pass) finds the same machines as the free list in its own order (scattered reads)
+        every = 2 * nfl > nm
+        n_scan = nm if every else nfl
+        found = np.empty(n_scan, dtype=np.int64)  # the machines carrying flow, in one pass
+        for i in range(n_scan):
+            m = i if every else free_list[i]
+            f = A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]]
+            if f > 0:
+                total += f
+                found[nroots] = m
+                nroots += 1
+        GM[GM_PSCAN] += n_scan
+    M[M_NTL] = 0  # a new log: the machines left carrying flow (see the end), then the next solves' arcs
     tasks = np.empty(total, dtype=np.int64)
     machines = np.empty(total, dtype=np.int64)
     if total == 0:
@@ -1132,6 +1169,8 @@ def k_place(
         m = node_ref[roots[x]]
         if m_free[m] <= 0 and A[A_FLOW, m_arc[m]] == 0:
             N[N_POT, roots[x]] = low
+        if A[A_FLOW, m_arc[m]] + A[A_LOW, m_arc[m]] > 0:  # flow the decomposition left: read again next time
+            _log_flow(M, m_arc[m])
     for x in range(n_empty):
         g = empty[x]
         _remove_node(N, A, H, M, FN, FA, DN, GT[GT_NODE, g])
@@ -1679,4 +1718,4 @@ def k_place_update_packed(
     )  # fmt: skip
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=57b83dffebbd
+# numba cache stamp: megha.schedulers.flow._kernels=2e488877d006

@@ -72,7 +72,9 @@ M_SETTLED = 12
 M_FAILED = 13
 M_FIXES = 14  # arcs saturated or emptied by the optimality repair
 M_SUPSUM = 15  # sum of the supplies of live nodes
-MF = 16
+M_NTL = 16  # entries in the flow log M[MF : MF + M_NTL] (−1: not kept; see _log_flow)
+MF = 17
+TL_CAP = 4096  # room of the flow log (M has MF + TL_CAP entries)
 
 # flags
 F_NEW = 1
@@ -99,6 +101,20 @@ def _mark_arc(A, M, DA, a):
         A[A_FLAG, a] = f | F_DIRTY
         DA[M[M_NDA]] = a
         M[M_NDA] += 1
+
+
+@njit(cache=True)
+def _log_flow(M, a):
+    """Record that arc ``a`` may carry flow: the flow log (``M[MF : MF + M[M_NTL]]``) lists every arc whose flow a
+    solve set or moved, so a reader that empties it (see ``k_place`` of the compiled graph) need not scan every arc
+    for flow. When full the log is dropped (``M[M_NTL] = −1``) until its reader starts a new one."""
+    n = M[M_NTL]
+    if n >= 0:
+        if MF + n < M.size:
+            M[MF + n] = a
+            M[M_NTL] = n + 1
+        else:
+            M[M_NTL] = -1
 
 
 @njit(cache=True)
@@ -824,6 +840,7 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
         while x != src:
             hh = N[N_PRED, x]
             _push_half(N, A, H, hh, delta)
+            _log_flow(M, hh >> 1)
             x = H[H_TO, hh ^ 1]
         N[N_EXC, src] -= delta
         N[N_EXC, best] += delta
@@ -840,6 +857,7 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
         while x != src:
             hh = N[N_PRED, x]
             _push_half(N, A, H, hh, delta)
+            _log_flow(M, hh >> 1)
             x = H[H_TO, hh]
         N[N_EXC, best] -= delta
         N[N_EXC, src] += delta
@@ -992,6 +1010,8 @@ def k_solve(
         A[A_FLAG, a] &= ~F_DIRTY
         if A[A_ALIVE, a] == 1:
             _fix_arc(N, A, H, M, DN, a)
+            if A[A_FLOW, a] + A[A_LOW, a] > 0:  # edited since the last solve and carrying flow: logged
+                _log_flow(M, a)
     M[M_NDA] = 0
     # 3. imbalanced nodes, lowest degree first
     nd = M[M_NDN]

@@ -73,4 +73,4 @@ def k_add_residual_flow(A: np.ndarray, refs: np.ndarray, flows: np.ndarray) -> i
     return n
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=57b83dffebbd
+# numba cache stamp: megha.schedulers.flow._kernels=2e488877d006

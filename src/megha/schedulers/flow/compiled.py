@@ -737,8 +737,13 @@ class CompiledGraph:
         return bool(GK.k_unserved(self.CT, self._cdirty, self.GM))
 
     def solve(self, solver: Solver) -> SolveResult:
-        """Run ``solver`` on the graph's network: the min-cost flow whose task arcs are this round's placements."""
-        return solver.solve(self.net)
+        """Run ``solver`` on the graph's network: the min-cost flow whose task arcs are this round's placements.
+
+        The solver may write flow outside the network's kernels (a bulk or from-scratch solve): the flow log is
+        dropped, so the next placement reads every free machine once (see ``k_place``)."""
+        res = solver.solve(self.net)
+        self.net.forget_flow_log()
+        return res
 
     def _place_scratch(self) -> FlowNetwork:
         """Size the placement kernels' scratch (cursors, arc marks, node roles) to the network; returns it."""

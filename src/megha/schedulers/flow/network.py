@@ -77,7 +77,8 @@ class FlowNetwork:
         self.N = np.zeros((K.NF, nc), dtype=np.int64, order="F")
         self.A = np.zeros((K.AF, ac), dtype=np.int64, order="F")
         self.H = np.full((K.HF, 2 * ac), -1, dtype=np.int64)
-        self.M = np.zeros(K.MF, dtype=np.int64)
+        # the counters, then the flow log (see K._log_flow): the arcs whose flow the solves set or moved
+        self.M = np.zeros(K.MF + K.TL_CAP, dtype=np.int64)
         self.FN = np.zeros(nc, dtype=np.int64)
         self.FA = np.zeros(ac, dtype=np.int64)
         self.DN = np.zeros(nc, dtype=np.int64)
@@ -347,9 +348,15 @@ class FlowNetwork:
         """Install a solution computed elsewhere (flows balanced; potentials become invalid)."""
         arc_ids = np.asarray(arc_ids, dtype=np.int64)
         self.A[K.A_FLOW, arc_ids] = np.asarray(true_flows, dtype=np.int64) - self.A[K.A_LOW, arc_ids]
+        self.forget_flow_log()
         nodes = self.alive_nodes()
         self.N[K.N_EXC, nodes] = 0
         self.solution_owner = owner
+
+    def forget_flow_log(self) -> None:
+        """Drop the flow log (after flow was written outside the solver's kernels: the log no longer lists every
+        arc that may carry flow); its reader falls back to scanning every arc once and starts a new one."""
+        self.M[K.M_NTL] = -1
 
     def check(self) -> None:
         """Raise AssertionError unless bounds, conservation and reduced-cost optimality hold everywhere."""

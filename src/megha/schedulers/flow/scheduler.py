@@ -456,10 +456,15 @@ class FlowScheduler(Component):
         passes = 0
         ts: list[np.ndarray] = []
         ms: list[np.ndarray] = []
+        solver = self.solver
+        assert isinstance(solver, IncrementalSolver)
         while True:
+            bulk = solver.bulk_solves
             sec = solve(net)
             if sec < 0:
                 raise SimulationError(f"{self.address}: the scheduling graph has no feasible flow (infeasible)")
+            if solver.bulk_solves != bulk:  # flow written outside the kernels: the placement reads every machine
+                net.forget_flow_log()
             solve_s += sec
             passes += 1
             t, m, again = place_pass()
