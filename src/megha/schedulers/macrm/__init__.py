@@ -37,7 +37,8 @@ Choices where the thesis leaves room (also listed in the module docstrings):
 * Network partitions (Table 4.5's last column) are not simulated.
 
 Simulation speed, the plan in progress (issue #14: GOOG_subtrace on 10,000 nodes at 10,000 tasks per CPU-second or
-more; 8k-12.7k now). The profile is flat over Python handlers that share one per-node state (news heartbeats
+more; 16k-18k on the afternoon of 2026-11-27, 8k-12.7k on slower hours of the same day). The profile is flat
+over Python handlers that share one per-node state (news heartbeats
 ``NodeManagers._deliver``, ``_wake``, container ends, the tracker's free wheel and forwarding, the calm bound), so
 fewer Python calls do not help and one handler moved to numpy while the others read the state from Python is
 slower. What ``benchmarks/bench_macrm.py --event-runs`` measures (first 2,000 jobs, 5.08 events per task): news
