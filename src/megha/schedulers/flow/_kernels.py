@@ -595,54 +595,10 @@ def _tie_key(N, w, tie, seq):
 
 
 @njit(cache=True)
-def _hpush(hd, ht, hv, n, d, t, v):
-    i = n
-    while i > 0:
-        p = (i - 1) >> 1
-        if hd[p] < d or (hd[p] == d and ht[p] <= t):
-            break
-        hd[i] = hd[p]
-        ht[i] = ht[p]
-        hv[i] = hv[p]
-        i = p
-    hd[i] = d
-    ht[i] = t
-    hv[i] = v
-    return n + 1
-
-
-@njit(cache=True)
-def _hpop(hd, ht, hv, n):
-    """Remove the root of a heap of size ``n`` (the caller reads the root first); returns the new size."""
-    n -= 1
-    if n == 0:
-        return 0
-    d = hd[n]
-    t = ht[n]
-    v = hv[n]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and (hd[c + 1] < hd[c] or (hd[c + 1] == hd[c] and ht[c + 1] < ht[c])):
-            c += 1
-        if hd[c] > d or (hd[c] == d and ht[c] >= t):
-            break
-        hd[i] = hd[c]
-        ht[i] = ht[c]
-        hv[i] = hv[c]
-        i = c
-    hd[i] = d
-    ht[i] = t
-    hv[i] = v
-    return n
-
-
-@njit(cache=True)
 def _hpush3(hp, n, d, t, v):
-    """:func:`_hpush` on a heap stored flat in ``hp``: entry ``i`` is ``hp[3i:3i+3]`` (distance, tie, node), so
-    an entry's fields share a cache line. The same comparisons and moves: the same heap after every operation."""
+    """Push (distance ``d``, tie ``t``, node ``v``) on a binary heap of size ``n`` stored flat in ``hp``: entry ``i``
+    is ``hp[3i:3i+3]``, so an entry's fields share a cache line; ordered by distance, then tie key (an entry does not
+    rise above an equal parent). Returns the new size."""
     i = n
     while i > 0:
         p = (i - 1) >> 1
@@ -661,7 +617,8 @@ def _hpush3(hp, n, d, t, v):
 
 @njit(cache=True)
 def _hpop3(hp, n):
-    """:func:`_hpop` on a heap stored flat as for :func:`_hpush3`."""
+    """Remove the root of a heap of size ``n`` stored flat as for :func:`_hpush3` (the caller reads the root
+    first); returns the new size."""
     n -= 1
     if n == 0:
         return 0
@@ -980,7 +937,6 @@ def k_solve(
     DN: np.ndarray,
     DA: np.ndarray,
     hd: np.ndarray,
-    ht: np.ndarray,
     hv: np.ndarray,
     settled: np.ndarray,
     active: np.ndarray,
@@ -993,9 +949,8 @@ def k_solve(
     ``tie`` orders the nodes of equal distance in each search (``TIE_*``; every order gives an optimal flow).
 
     Scratch: ``hd`` holds the searches' heap, three int64 per entry (:func:`_hpush3`), when it has room for
-    3·(2·live arcs + 2) of them (:meth:`FlowNetwork.search_heap` sizes one); a shorter ``hd`` (three arrays of one
-    size, as ``IncrementalSolver.solve`` passes) gets a buffer per call instead. ``ht`` is not used; ``hv`` holds
-    the ``TIE_LIFO`` stack; ``settled`` and ``active`` one entry per node."""
+    3·(2·live arcs + 2) of them (:meth:`FlowNetwork.search_heap` sizes one); a shorter ``hd`` gets a buffer per
+    call instead. ``hv`` holds the ``TIE_LIFO`` stack; ``settled`` and ``active`` one entry per node."""
     # 1. price new nodes
     nd = M[M_NDN]
     for i in range(nd):

@@ -73,4 +73,4 @@ def k_add_residual_flow(A: np.ndarray, refs: np.ndarray, flows: np.ndarray) -> i
     return n
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=2e488877d006
+# numba cache stamp: megha.schedulers.flow._kernels=7c9a48733845

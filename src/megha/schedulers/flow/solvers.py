@@ -123,18 +123,17 @@ class IncrementalSolver(Solver):
         self._tie = K.TIE_NAMES[tie_break]
 
     def _arrays(self, net: FlowNetwork) -> tuple[np.ndarray, ...]:
+        """``k_solve``'s scratch for ``net``: the search heap (the network's own, :meth:`FlowNetwork.search_heap`),
+        the LIFO stack, and the settled and active lists."""
         cap = (net.N.shape[1], net.A.shape[1])
         if self._scratch is None or cap != self._cap:
-            heap = 2 * cap[1] + cap[0] + 8
             self._scratch = (
-                np.zeros(heap, dtype=np.int64),
-                np.zeros(heap, dtype=np.int64),
-                np.zeros(heap, dtype=np.int64),
+                np.zeros(2 * cap[1] + cap[0] + 8, dtype=np.int64),
                 np.zeros(cap[0] + 1, dtype=np.int64),
                 np.zeros(cap[0] + 1, dtype=np.int64),
             )
             self._cap = cap
-        return self._scratch
+        return (net.search_heap(), *self._scratch)
 
     def solve(self, net: FlowNetwork) -> SolveResult:
         """Repair the previous optimum of ``net`` after its edits, or solve in bulk with OR-Tools when the change or
@@ -156,9 +155,9 @@ class IncrementalSolver(Solver):
         if self._stale is net and not self._price(net):
             return self._bulk(net, t0)
         before = M[_STATS].copy()
-        hd, ht, hv, settled, active = self._arrays(net)
+        hp, hv, settled, active = self._arrays(net)
         budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
-        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hd, ht, hv, settled, active, budget, self._tie)
+        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hp, hv, settled, active, budget, self._tie)
         net.solution_owner = self.name
         if left < 0:  # over budget: the state is valid but unsolved; finish from scratch
             self._over_ndn = max(ndn, 2)
@@ -188,10 +187,9 @@ class IncrementalSolver(Solver):
         if self.bulk_units > 0 and ndn >= self.bulk_units:  # the balance node's change made it a large one
             res = self.solve(net)
             return res.seconds if res.status == OPTIMAL else -1.0
-        _, ht, hv, settled, active = self._arrays(net)
-        hp = net.search_heap()  # the heap's entries as triples (k_solve's flat heap: no buffer per call)
+        hp, hv, settled, active = self._arrays(net)
         budget = max(1, int(self.bulk_work * (net.n_arcs + 1024))) if self.bulk_work > 0 else 0
-        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hp, ht, hv, settled, active, budget, self._tie)
+        left = K.k_solve(net.N, net.A, net.H, M, net.DN, net.DA, hp, hv, settled, active, budget, self._tie)
         net.solution_owner = self.name
         if left < 0:  # over budget: finish from scratch (as solve)
             self._over_ndn = max(ndn, 2)
