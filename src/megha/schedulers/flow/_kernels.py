@@ -7,6 +7,7 @@ Storage (all ``int64``, grown by the Python wrapper :class:`megha.schedulers.flo
   ``true flow − lower`` (the standard lower-bound transformation);
 * ``H[row, h]`` — half-arcs: ``h = 2a`` is the forward residual arc of arc ``a``, ``h = 2a + 1`` its reverse;
   each half-arc sits in the doubly linked adjacency list of its tail, so adding or removing an arc is O(1);
+  rows from ``H_POS`` on hold the index of the residual half-arcs of high-degree nodes (see ``INDEX_DEGREE``);
 * ``M`` — counters (high-water marks, free-stack tops, dirty-list lengths, search stamp, statistics);
 * ``FN``/``FA`` — free stacks of node and arc ids; ``DN``/``DA`` — dirty node and arc lists.
 
@@ -17,7 +18,8 @@ optimality on the touched arcs by saturating or emptying them, which leaves imba
 nodes, then removes the imbalances by successive shortest paths — a Dijkstra on reduced costs from one
 imbalanced node (forward from an excess, backward from a deficit, whichever node has the smaller degree so the
 search stays local), stopped as soon as a node of the opposite sign is settled — and updates only the
-potentials of the nodes that search settled. Each search leaves reduced-cost optimality intact, so when no
+potentials of the nodes that search settled. A search reads a hub's residual half-arcs from its index (same order
+as its list) and never the others. Each search leaves reduced-cost optimality intact, so when no
 imbalance is left the flow is optimal (it equals a from-scratch solve's cost).
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 # node rows
 N_ALIVE = 0
@@ -38,7 +41,8 @@ N_DIST = 7  # search scratch
 N_PRED = 8
 N_STAMP = 9
 N_DONE = 10
-NF = 11
+N_HUB = 11  # 1 + the first slot of the node's half-arc index region (see INDEX_DEGREE), 0 if not indexed
+NF = 12
 
 # arc rows
 A_CAP = 0  # upper − lower
@@ -53,7 +57,14 @@ AF = 6
 H_TO = 0
 H_NEXT = 1
 H_PREV = 2
-HF = 3
+# the half-arc index of high-degree nodes (see INDEX_DEGREE); these rows share the half-arc table's columns but
+# only H_POS is per half-arc: H_SLOT is a pool of slots, H_WRF/H_WRB/H_META are indexed by 64-slot word
+H_POS = 3  # the index slot of half-arc h in its tail's region, −1 if its tail is not indexed
+H_SLOT = 4  # the half-arc in a slot, −1 for a hole
+H_WRF = 5  # per word: bit s & 63 set if slot s holds a half-arc with residual capacity (forward scans)
+H_WRB = 6  # per word: bit set if the reverse of the slot's half-arc has residual capacity (backward scans)
+H_META = 7  # a region starting at slot b (b a multiple of 64): slots used, slots allocated at 3·(b >> 6) + 0, 1
+HF = 8
 
 # meta counters
 M_NHW = 0
@@ -73,7 +84,9 @@ M_FAILED = 13
 M_FIXES = 14  # arcs saturated or emptied by the optimality repair
 M_SUPSUM = 15  # sum of the supplies of live nodes
 M_NTL = 16  # entries in the flow log M[MF : MF + M_NTL] (−1: not kept; see _log_flow)
-MF = 17
+M_VISITS = 17  # adjacency-list entries the searches passed (indexed or not): the measure of the work budget
+M_HBUMP = 18  # first free slot of the index pool (H_SLOT)
+MF = 19
 TL_CAP = 4096  # room of the flow log (M has MF + TL_CAP entries)
 
 # flags
@@ -138,6 +151,7 @@ def k_add_nodes(
         N[N_DEG, v] = 0
         N[N_STAMP, v] = 0
         N[N_DONE, v] = 0
+        N[N_HUB, v] = 0
         f = N[N_FLAG, v]
         N[N_FLAG, v] = (f & F_DIRTY) | F_NEW
         _mark_node(N, M, DN, v)
@@ -145,8 +159,147 @@ def k_add_nodes(
         out[i] = v
 
 
+# ------------------------------------------------------------------------------------------------ half-arc index
+# A search scanning a node relaxes its residual half-arcs in adjacency-list order (the heap history, hence the
+# placements, depends on that order), and most half-arcs of a hub have no residual capacity in the search's
+# direction (the sink's in-arcs from busy machines, a class's arcs to machines it sends nothing to). A node of at
+# least INDEX_DEGREE half-arcs therefore keeps an index: a region of slots in the pool ``H[H_SLOT]``, one per
+# half-arc in the order of linking (a new half-arc goes to the list head and to the next slot, so decreasing slots
+# are list order; a removed half-arc leaves a hole), and two bitsets over the slots (``H_WRF``: the half-arc has
+# residual capacity, for forward scans; ``H_WRB``: its reverse has, for backward scans). A search walks the set
+# bits from the highest slot down: the residual half-arcs in list order, the others never read. Every write of an
+# arc's flow or capacity calls :func:`_sync_arc`. A full region is compacted in place when half of it is holes,
+# else moved to a region twice the size at the end of the pool; a full pool is repacked from the adjacency lists,
+# and a node that finds no room is scanned through its list as before (same order, same result).
+INDEX_DEGREE = 64
+"""Half-arcs from which a node's adjacency list gets an index of its residual half-arcs."""
+
+
 @njit(cache=True)
-def _link(N, H, v, h):
+def _set_bit(H, row, s, on):
+    w = s >> 6
+    m = np.int64(1) << (s & 63)
+    if on:
+        H[row, w] |= m
+    else:
+        H[row, w] &= ~m
+
+
+@njit(cache=True)
+def _sync_arc(A, H, a):
+    """Bring the index bits of both halves of arc ``a`` in line with its flow and capacity (after any write)."""
+    r = A[A_CAP, a] - A[A_FLOW, a]
+    f = A[A_FLOW, a]
+    s = H[H_POS, 2 * a]
+    if s >= 0:
+        _set_bit(H, H_WRF, s, r > 0)
+        _set_bit(H, H_WRB, s, f > 0)
+    s = H[H_POS, 2 * a + 1]
+    if s >= 0:
+        _set_bit(H, H_WRF, s, f > 0)
+        _set_bit(H, H_WRB, s, r > 0)
+
+
+@njit(cache=True)
+def _residual_fwd(A, h):
+    if h & 1 == 0:
+        return A[A_CAP, h >> 1] - A[A_FLOW, h >> 1] > 0
+    return A[A_FLOW, h >> 1] > 0
+
+
+@njit(cache=True)
+def _put_slot(A, H, s, h):
+    H[H_SLOT, s] = h
+    H[H_POS, h] = s
+    _set_bit(H, H_WRF, s, _residual_fwd(A, h))
+    _set_bit(H, H_WRB, s, _residual_fwd(A, h ^ 1))
+
+
+@njit(cache=True)
+def _region_alloc(H, M, cap):
+    """A fresh region of ``cap`` slots (a multiple of 64) at the end of the pool, bits cleared; −1 if no room."""
+    b = M[M_HBUMP]
+    if b + cap > H.shape[1]:
+        return -1
+    M[M_HBUMP] = b + cap
+    for w in range(b >> 6, (b + cap) >> 6):
+        H[H_WRF, w] = 0
+        H[H_WRB, w] = 0
+    return b
+
+
+@njit(cache=True)
+def _index_build(N, A, H, v, b, cap):
+    """Fill region ``b`` (``cap`` slots, bits cleared) with ``v``'s adjacency list, the head in the highest slot."""
+    deg = N[N_DEG, v]
+    m = 3 * (b >> 6)
+    H[H_META, m] = deg
+    H[H_META, m + 1] = cap
+    s = b + deg - 1
+    h = N[N_FIRST, v]
+    while h >= 0:
+        _put_slot(A, H, s, h)
+        s -= 1
+        h = H[H_NEXT, h]
+    N[N_HUB, v] = b + 1
+
+
+@njit(cache=True)
+def _index_drop(N, H, v):
+    """Forget ``v``'s index (its list is scanned in full again)."""
+    N[N_HUB, v] = 0
+    h = N[N_FIRST, v]
+    while h >= 0:
+        H[H_POS, h] = -1
+        h = H[H_NEXT, h]
+
+
+@njit(cache=True)
+def _region_size(deg):
+    return max(64, ((2 * deg + 63) >> 6) << 6)
+
+
+@njit(cache=True)
+def _index_repack(N, A, H, M):
+    """Rebuild every index from the adjacency lists into a pool without garbage (nodes that no longer fit lose
+    theirs)."""
+    M[M_HBUMP] = 0
+    for v in range(M[M_NHW]):
+        if N[N_HUB, v] > 0:
+            cap = _region_size(N[N_DEG, v])
+            b = _region_alloc(H, M, cap)
+            if b < 0:
+                _index_drop(N, H, v)
+            else:
+                _index_build(N, A, H, v, b, cap)
+
+
+@njit(cache=True)
+def _index_place(N, A, H, M, v):
+    """Index ``v`` (again) from its adjacency list: in place when its region has room for the list twice over,
+    else in a new region (after a repack if the pool is full)."""
+    hub = N[N_HUB, v]
+    deg = N[N_DEG, v]
+    if hub > 0:
+        b = hub - 1
+        cap = H[H_META, 3 * (b >> 6) + 1]
+        if 2 * deg <= cap:
+            for w in range(b >> 6, (b + cap) >> 6):
+                H[H_WRF, w] = 0
+                H[H_WRB, w] = 0
+            _index_build(N, A, H, v, b, cap)
+            return
+    cap = _region_size(deg)
+    b = _region_alloc(H, M, cap)
+    if b < 0:
+        N[N_HUB, v] = 1  # repacked with the others (its region is rebuilt from the list)
+        _index_repack(N, A, H, M)
+        return
+    _index_build(N, A, H, v, b, cap)
+
+
+@njit(cache=True)
+def _link(N, A, H, M, v, h):
     first = N[N_FIRST, v]
     H[H_NEXT, h] = first
     H[H_PREV, h] = -1
@@ -154,6 +307,20 @@ def _link(N, H, v, h):
         H[H_PREV, first] = h
     N[N_FIRST, v] = h
     N[N_DEG, v] += 1
+    hub = N[N_HUB, v]
+    if hub > 0:
+        b = hub - 1
+        m = 3 * (b >> 6)
+        top = H[H_META, m]
+        if top < H[H_META, m + 1]:
+            H[H_META, m] = top + 1
+            _put_slot(A, H, b + top, h)
+        else:
+            _index_place(N, A, H, M, v)
+    else:
+        H[H_POS, h] = -1
+        if N[N_DEG, v] == INDEX_DEGREE:  # once per crossing: a node that found no room is not retried each time
+            _index_place(N, A, H, M, v)
 
 
 @njit(cache=True)
@@ -167,6 +334,12 @@ def _unlink(N, H, v, h):
     if n >= 0:
         H[H_PREV, n] = p
     N[N_DEG, v] -= 1
+    s = H[H_POS, h]
+    if s >= 0:
+        H[H_POS, h] = -1
+        H[H_SLOT, s] = -1
+        _set_bit(H, H_WRF, s, False)
+        _set_bit(H, H_WRB, s, False)
 
 
 @njit(cache=True)
@@ -186,8 +359,10 @@ def _add_arc(N, A, H, M, FA, DN, DA, u, w, lo, up, cost):
     h = 2 * a
     H[H_TO, h] = w
     H[H_TO, h + 1] = u
-    _link(N, H, u, h)
-    _link(N, H, w, h + 1)
+    H[H_POS, h] = -1
+    H[H_POS, h + 1] = -1
+    _link(N, A, H, M, u, h)
+    _link(N, A, H, M, w, h + 1)
     if lo != 0:
         N[N_EXC, u] -= lo
         N[N_EXC, w] += lo
@@ -266,6 +441,7 @@ def _remove_node(N, A, H, M, FN, FA, DN, v):
     """Remove a live node with all its arcs."""
     while N[N_FIRST, v] >= 0:  # each removal unlinks the list head (both halves of a self-loop)
         _remove_arc(N, A, H, M, FA, DN, N[N_FIRST, v] >> 1)
+    N[N_HUB, v] = 0  # its region is garbage until the next repack
     N[N_ALIVE, v] = 0
     N[N_EXC, v] = 0
     M[M_SUPSUM] -= N[N_SUP, v]
@@ -332,6 +508,7 @@ def k_unwind(
                 a = found >> 1
                 w = H[H_TO, found]
                 A[A_FLOW, a] -= 1
+                _sync_arc(A, H, a)
                 N[N_EXC, x] += 1
                 N[N_EXC, w] -= 1
                 _mark_node(N, M, DN, x)
@@ -371,6 +548,7 @@ def _set_bound(N, A, H, M, DN, DA, a, lo, up):
         A[A_FLOW, a] = cap
         N[N_EXC, u] += d
         N[N_EXC, w] -= d
+    _sync_arc(A, H, a)
     _mark_arc(A, M, DA, a)
     _mark_node(N, M, DN, u)
     _mark_node(N, M, DN, w)
@@ -426,6 +604,7 @@ def _add_flow(N, A, H, M, DN, DA, a, delta):
     d = f - A[A_FLOW, a]
     if d != 0:
         A[A_FLOW, a] = f
+        _sync_arc(A, H, a)
         u = H[H_TO, 2 * a + 1]
         w = H[H_TO, 2 * a]
         N[N_EXC, u] -= d
@@ -557,6 +736,7 @@ def k_reset_solution(
     for a in range(M[M_AHW]):
         if A[A_ALIVE, a] == 1:
             A[A_FLOW, a] = 0
+            _sync_arc(A, H, a)
             lo = A[A_LOW, a]
             if lo != 0:
                 u = H[H_TO, 2 * a + 1]
@@ -672,6 +852,7 @@ def _push_half(N, A, H, h, delta):
         A[A_FLOW, a] += delta
     else:
         A[A_FLOW, a] -= delta
+    _sync_arc(A, H, a)
 
 
 @njit(cache=True)
@@ -696,7 +877,9 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
     ub = INF
     best = -1
     ns = 0
-    scans = 0
+    scans = 0  # half-arcs read in lists walked in full
+    hscans = 0  # residual half-arcs read from an index
+    visits = 0  # list entries the indexed scans passed (read or skipped)
     seq = 0
     sp = 0
     lifo = tie == TIE_LIFO
@@ -717,6 +900,57 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
         settled[ns] = u
         ns += 1
         pu = N[N_POT, u]
+        hub = N[N_HUB, u]
+        if hub > 0:  # the residual half-arcs from the index, in list order (see INDEX_DEGREE)
+            b = hub - 1
+            used = H[H_META, 3 * (b >> 6)]
+            wlo = b >> 6
+            wi = (b + used - 1) >> 6
+            row = H_WRF if forward else H_WRB
+            stop_at = -1  # the slot whose label ended the scan
+            while wi >= wlo and stop_at < 0:
+                word = H[row, wi]
+                while word != 0:
+                    k = 63 - leading_zeros(word)
+                    word ^= np.int64(1) << k
+                    slot = (wi << 6) + k
+                    h = H[H_SLOT, slot]
+                    hscans += 1
+                    a = h >> 1
+                    w = H[H_TO, h]
+                    if forward:
+                        c = A[A_COST, a] if h & 1 == 0 else -A[A_COST, a]
+                        nd = d + c + pu - N[N_POT, w]
+                        hp_ = h
+                    else:
+                        c = A[A_COST, a] if h & 1 == 1 else -A[A_COST, a]
+                        nd = d + c + N[N_POT, w] - pu
+                        hp_ = h ^ 1
+                    if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
+                        N[N_STAMP, w] = cur
+                        N[N_DIST, w] = nd
+                        N[N_PRED, w] = hp_
+                        if (N[N_EXC, w] < 0) if forward else (N[N_EXC, w] > 0):
+                            ub = nd
+                            best = w
+                            if nd == d:  # no label below d is left: the rest of u's arcs cannot improve on it
+                                stop_at = slot
+                                break
+                        else:
+                            seq += 1
+                            if lifo and nd == d:
+                                stack[top - sp] = w
+                                sp += 1
+                            else:
+                                n = _hpush3(hp, n, nd, _tie_key(N, w, tie, seq), w)
+                wi -= 1
+            if stop_at < 0:
+                visits += N[N_DEG, u]
+            else:  # the list entries up to the one that ended it: the slots used from there up
+                for t in range(stop_at, b + used):
+                    if H[H_SLOT, t] >= 0:
+                        visits += 1
+            continue
         h = N[N_FIRST, u]
         if forward:
             while h >= 0:
@@ -771,7 +1005,8 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
                             else:
                                 n = _hpush3(hp, n, nd, _tie_key(N, w, tie, seq), w)
                 h = H[H_NEXT, h]
-    M[M_SCANS] += scans
+    M[M_SCANS] += scans + hscans
+    M[M_VISITS] += scans + visits
     M[M_SETTLED] += ns
     if best < 0:
         M[M_FAILED] += 1
@@ -921,6 +1156,7 @@ def _fix_arc(N, A, H, M, DN, a):
     d = target - f
     if d != 0:
         A[A_FLOW, a] = target
+        _sync_arc(A, H, a)
         N[N_EXC, u] -= d
         N[N_EXC, w] += d
         _mark_node(N, M, DN, u)
@@ -944,8 +1180,9 @@ def k_solve(
     tie: int = TIE_DEGREE,
 ) -> int:
     """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal),
-    or −1 if the searches scanned more than ``budget`` arcs (``budget`` ≤ 0: no limit) before all imbalances were
-    gone: the state is then valid (reduced-cost optimal, the imbalances left recorded as changes) but unsolved.
+    or −1 if the searches passed more than ``budget`` adjacency-list entries (``M_VISITS``: read, or skipped by a
+    hub's index; ``budget`` ≤ 0: no limit) before all imbalances were gone: the state is then valid (reduced-cost
+    optimal, the imbalances left recorded as changes) but unsolved.
     ``tie`` orders the nodes of equal distance in each search (``TIE_*``; every order gives an optimal flow).
 
     Scratch: ``hd`` holds the searches' heap, three int64 per entry (:func:`_hpush3`), when it has room for
@@ -990,7 +1227,7 @@ def k_solve(
     # 4. successive shortest paths
     left = 0
     stop = False
-    limit = M[M_SCANS] + budget
+    limit = M[M_VISITS] + budget
     # every heap entry and every stack entry of a search is a label set by a scan of a distinct residual half-arc
     # (each node is settled once), plus the source's, so together they never exceed 2·(live arcs) + 1 entries
     # the heap lives in hd, three int64 per entry (see _hpush3) when hd holds that many, else in a buffer of this
@@ -1013,7 +1250,7 @@ def k_solve(
             moved = _search(N, A, H, M, hp, settled, v, N[N_EXC, v] > 0, tie, stack, top)
             if moved == 0:
                 break
-            if budget > 0 and M[M_SCANS] > limit:
+            if budget > 0 and M[M_VISITS] > limit:
                 stop = True
                 break
     for i in range(k):
@@ -1028,8 +1265,68 @@ def k_solve(
 
 
 @njit(cache=True)
+def k_sync_arcs(A: np.ndarray, H: np.ndarray, ids: np.ndarray) -> None:
+    """Bring the half-arc index in line with flows written outside the kernels (see ``FlowNetwork.write_flows``)."""
+    for i in range(ids.size):
+        _sync_arc(A, H, ids[i])
+
+
+@njit(cache=True)
+def _bit(H, row, s):
+    return (H[row, s >> 6] >> (s & 63)) & 1
+
+
+@njit(cache=True)
+def k_check_index(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) -> int:
+    """Verify the half-arc index against the adjacency lists and the flows; returns −1, or the first node whose
+    index disagrees (an indexed node: its list in decreasing slots of its region, each slot's bits equal to the
+    residual capacities, holes clear; any other node: no half-arc with a slot)."""
+    for v in range(M[M_NHW]):
+        if N[N_ALIVE, v] == 0:
+            continue
+        hub = N[N_HUB, v]
+        h = N[N_FIRST, v]
+        if hub == 0:
+            while h >= 0:
+                if H[H_POS, h] != -1:
+                    return v
+                h = H[H_NEXT, h]
+            continue
+        b = hub - 1
+        used = H[H_META, 3 * (b >> 6)]
+        cap = H[H_META, 3 * (b >> 6) + 1]
+        if b & 63 != 0 or used > cap or b + cap > M[M_HBUMP] or b + cap > H.shape[1]:
+            return v
+        last = b + used
+        n = 0
+        while h >= 0:
+            s = H[H_POS, h]
+            if s < b or s >= last or H[H_SLOT, s] != h:
+                return v
+            if _bit(H, H_WRF, s) != (1 if _residual(A, h) > 0 else 0):
+                return v
+            if _bit(H, H_WRB, s) != (1 if _residual(A, h ^ 1) > 0 else 0):
+                return v
+            last = s
+            n += 1
+            h = H[H_NEXT, h]
+        if n != N[N_DEG, v]:
+            return v
+        k = 0
+        for s in range(b, b + cap):
+            if s < b + used and H[H_SLOT, s] >= 0:
+                k += 1
+            elif _bit(H, H_WRF, s) != 0 or _bit(H, H_WRB, s) != 0:
+                return v
+        if k != n:
+            return v
+    return -1
+
+
+@njit(cache=True)
 def k_check(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) -> tuple[int, int]:
-    """Verify bounds, conservation and reduced-cost optimality; returns an error code (0 = fine) and an id."""
+    """Verify bounds, conservation, reduced-cost optimality and the half-arc index; returns an error code (0 = fine)
+    and an id."""
     nhw = M[M_NHW]
     bal = np.zeros(nhw, dtype=np.int64)
     for v in range(nhw):
@@ -1052,4 +1349,7 @@ def k_check(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) -> tuple
     for v in range(nhw):
         if N[N_ALIVE, v] == 1 and bal[v] != N[N_EXC, v]:
             return 3, v
+    v = k_check_index(N, A, H, M)
+    if v >= 0:
+        return 4, v
     return 0, -1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from megha.schedulers.flow._kernels import A_ALIVE, A_CAP, A_COST, A_FLOW, H_TO, M_AHW, N_POT
+from megha.schedulers.flow._kernels import A_ALIVE, A_CAP, A_COST, A_FLOW, H_TO, M_AHW, N_POT, _sync_arc
 
 
 @njit(cache=True)
@@ -57,7 +57,7 @@ def k_residual_arcs(
 
 
 @njit(cache=True)
-def k_add_residual_flow(A: np.ndarray, refs: np.ndarray, flows: np.ndarray) -> int:
+def k_add_residual_flow(A: np.ndarray, H: np.ndarray, refs: np.ndarray, flows: np.ndarray) -> int:
     """Add the flow found on each residual arc to its arc (forward: more flow, backward: less); returns the number
     of arcs changed."""
     n = 0
@@ -69,8 +69,9 @@ def k_add_residual_flow(A: np.ndarray, refs: np.ndarray, flows: np.ndarray) -> i
                 A[A_FLOW, a] += d
             else:
                 A[A_FLOW, a] -= d
+            _sync_arc(A, H, a)
             n += 1
     return n
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=7c9a48733845
+# numba cache stamp: megha.schedulers.flow._kernels=f48463781ac9

@@ -13,7 +13,10 @@ COUNTERS = CounterSet(
         "rounds": "scheduling rounds (one min-cost flow solve and placement each)",
         "passes": "solver passes (a round may solve more than once)",
         "searches": "shortest-path searches of the solver",
-        "arc_scans": "arcs scanned by the solver's searches (its deterministic work; 0 for from-scratch solves)",
+        "arc_scans": (
+            "half-arcs the solver's searches read (its deterministic work; 0 for from-scratch solves): every entry of"
+            " a short adjacency list, only the residual ones of a high-degree node's list (read from its index)"
+        ),
         "settled": "nodes settled by the solver's searches",
         "launched": "tasks placed (launched) by the rounds",
         "preemptions": "running tasks killed by preemption (the flow solution moved them; they wait again)",

@@ -348,6 +348,7 @@ class FlowNetwork:
         """Install a solution computed elsewhere (flows balanced; potentials become invalid)."""
         arc_ids = np.asarray(arc_ids, dtype=np.int64)
         self.A[K.A_FLOW, arc_ids] = np.asarray(true_flows, dtype=np.int64) - self.A[K.A_LOW, arc_ids]
+        K.k_sync_arcs(self.A, self.H, arc_ids)
         self.forget_flow_log()
         nodes = self.alive_nodes()
         self.N[K.N_EXC, nodes] = 0
@@ -367,6 +368,8 @@ class FlowNetwork:
             raise AssertionError(f"arc {idx}: reduced-cost optimality violated")
         if code == 3:
             raise AssertionError(f"node {idx}: stored excess differs from the recomputed balance")
+        if code == 4:
+            raise AssertionError(f"node {idx}: its half-arc index disagrees with its adjacency list or the flows")
         nodes = self.alive_nodes()
         exc = self.N[K.N_EXC, nodes]
         if (exc != 0).any():
@@ -378,6 +381,7 @@ class FlowNetwork:
         return {
             "searches": int(m[K.M_SEARCHES]),
             "arc_scans": int(m[K.M_SCANS]),
+            "list_visits": int(m[K.M_VISITS]),
             "settled": int(m[K.M_SETTLED]),
             "augments": int(m[K.M_AUGMENTS]),
             "failed_searches": int(m[K.M_FAILED]),

@@ -39,8 +39,8 @@ from megha.schedulers.flow._residual import k_add_residual_flow, k_residual_arcs
 from megha.schedulers.flow.network import Exported, FlowNetwork
 
 OPTIMAL = "optimal"
-_STATS = np.array([K.M_SEARCHES, K.M_SCANS, K.M_SETTLED, K.M_AUGMENTS, K.M_FAILED, K.M_FIXES])
-_STAT_NAMES = ("searches", "arc_scans", "settled", "augments", "failed_searches", "arc_fixes")
+_STATS = np.array([K.M_SEARCHES, K.M_SCANS, K.M_SETTLED, K.M_AUGMENTS, K.M_FAILED, K.M_FIXES, K.M_VISITS])
+_STAT_NAMES = ("searches", "arc_scans", "settled", "augments", "failed_searches", "arc_fixes", "list_visits")
 """The solver counters of ``FlowNetwork.stats`` (same names, same order), read as one slice per solve."""
 INFEASIBLE = "infeasible"
 BULK_UNITS = 50_000
@@ -51,7 +51,8 @@ BULK_MODES = ("scratch", "residual")
 """How a bulk solve runs: OR-Tools on the whole network from scratch, or on the residual network of the current
 flow with the imbalances as supplies (see :func:`solve_ortools_residual`)."""
 BULK_WORK = 32.0
-"""An incremental solve whose searches scan more than this many times the live arcs stops and finishes with a bulk
+"""An incremental solve whose searches pass more than this many times the live arcs in adjacency-list entries
+(``list_visits``: every entry of each list scanned, read or skipped by a hub's index) stops and finishes with a bulk
 solve (a from-scratch solve plus potentials costs about 25 arc scans per arc). Successive shortest paths cost one
 search per unit of imbalance and, in an overloaded graph (more tasks than slots: each new task displaces others),
 each search settles a share of the whole graph, so a round's work grows with the square of the graph's size; the
@@ -102,7 +103,7 @@ class IncrementalSolver(Solver):
         self._cap = (0, 0)
         self.compute_cost = compute_cost  # False: SolveResult.cost is 0 (saves an O(arcs) pass per round)
         self.bulk_units = bulk_units  # imbalance from which a solve starts with a bulk solve (0: never)
-        self.bulk_work = bulk_work  # arc scans per live arc after which a solve finishes in bulk (0: never)
+        self.bulk_work = bulk_work  # list entries passed per live arc after which a solve finishes in bulk (0: never)
         self.bulk_solves = 0
         # how a bulk solve runs (BULK_MODES): "scratch" (default) OR-Tools on the whole network from scratch;
         # "residual" OR-Tools on the residual network of the current flow, with the imbalances as supplies (same
@@ -340,7 +341,7 @@ def solve_ortools_residual(net: FlowNetwork) -> str:
             return INFEASIBLE
         raise RuntimeError(f"OR-Tools min-cost flow failed with status {status}")
     flows = np.asarray(smcf.flows(np.arange(k, dtype=np.int32)), dtype=np.int64)
-    k_add_residual_flow(net.A, refs[:k], flows)
+    k_add_residual_flow(net.A, net.H, refs[:k], flows)
     return OPTIMAL
 
 
