@@ -17,7 +17,7 @@ The cold start (the first solve of the whole graph) is seeded by a bulk solve wh
 ``--bulk-units`` units of imbalance (OR-Tools from scratch + potentials; 0: incremental from the first task on);
 its wall time and CPU seconds are printed. With ``--potentials lazy`` (default) a bulk solve leaves the potentials
 to the next solve that goes incremental (none is computed while every round is a bulk solve); ``eager``: at once.
-A round whose searches scan more than ``--bulk-work`` times the arcs
+A round whose searches pass more than ``--bulk-work`` times the arcs in adjacency-list entries
 (an overloaded graph at Google scale: each search settles a share of the graph) finishes with a bulk solve too;
 the rounds that did are counted. ``--bulk residual`` (default here) runs every bulk solve on the residual network
 of the current flow, routing only the round's imbalances (``scratch``: the whole network, the solver's default);
@@ -104,6 +104,7 @@ def run(
     o_cost, o_tot, o_sol = _ortools_timed(g.net)
     assert o_cost == cold.cost, (o_cost, cold.cost)
     inc_total, inc_solve, ort_total, ort_solve, searches, inc_cpu, bulk = [], [], [], [], [], [], 0
+    scans, visits = [], []
     for _ in range(rounds):
         c0 = time.process_time()
         t0 = time.perf_counter()
@@ -121,6 +122,8 @@ def run(
         ort_total.append(o_tot)
         ort_solve.append(o_sol)
         searches.append(res.stats["searches"])
+        scans.append(res.stats.get("arc_scans", 0))
+        visits.append(res.stats.get("list_visits", 0))
         bulk += res.stats.get("bulk", 0)
     med = statistics.median
     out = {
@@ -140,6 +143,10 @@ def run(
         f"(p90 edit+solve {np.percentile(inc_total, 90) * 1e3:.2f} ms, {med(searches):.0f} searches/round)"
     )
     print(f"                edit+solve {out['inc_total_cpu_ms']:8.2f} CPU-ms (median; wall varies with load)")
+    print(
+        f"   searches read {sum(scans):,} half-arcs over the rounds (arc_scans) and passed {sum(visits):,} "
+        "adjacency-list entries (list_visits: the residual ones read from the nodes' indexes, the others skipped)"
+    )
     if bulk:
         print(f"   {bulk} of {rounds} rounds ended in a bulk solve (over the work budget, or as large as one that was)")
     print(f"   OR-Tools     from scratch {out['ortools_total_ms']:7.2f} ms   solve {out['ortools_solve_ms']:8.2f} ms")
@@ -168,7 +175,7 @@ def main() -> None:
         "--bulk-work",
         type=float,
         default=BULK_WORK,
-        help="a solve whose searches scan more than this many times the arcs finishes in bulk (0: never)",
+        help="a solve whose searches pass more list entries than this many times the arcs finishes in bulk (0: never)",
     )
     ap.add_argument(
         "--potentials",

@@ -1,4 +1,4 @@
-"""The half-arc index of high-degree nodes (``_kernels.INDEX_DEGREE``): it always agrees with a full scan of the
+"""The half-arc index of the adjacency lists (``_kernels.INDEX_DEGREE``): it always agrees with a full scan of the
 adjacency lists and flows, through random edits, flow changes and solves; the searches give the same flows,
 potentials and list visits with and without it; and every write of an arc's flow or capacity updates it."""
 
@@ -20,12 +20,13 @@ from megha.schedulers.flow.solvers import IncrementalSolver, OrToolsSolver, solv
 def _index_order(net: FlowNetwork, v: int, row: int) -> list[int]:
     """The half-arcs of indexed node ``v`` whose bit is set in ``row``, highest slot first (the search's order)."""
     H = net.H
+    pool = H[K.H_POOL :].reshape(-1)
     b = int(net.N[K.N_HUB, v]) - 1
-    used = int(H[K.H_META, 3 * (b >> 6)])
+    used = int(net.N[K.N_HUSED, v])
     out = []
     for s in range(b + used - 1, b - 1, -1):
         if (int(H[row, s >> 6]) >> (s & 63)) & 1:
-            out.append(int(H[K.H_SLOT, s]))
+            out.append(int(pool[s]))
     return out
 
 
@@ -159,14 +160,18 @@ def test_a_full_pool_is_repacked_and_nodes_without_room_scan_their_lists() -> No
             net.remove_arcs(live[rng.random(live.size) < 0.8])
         _assert_index_agrees(net)
     assert moved_down, "no repack happened"
-    # a pool too small for the region a node needs: the node stays unindexed (its list is scanned in full)
+    # a pool with no room left: the node reaching the index degree triggers a repack and finds room
     small = FlowNetwork(node_capacity=16, arc_capacity=32, balance_node=None)
-    v = int(small.add_node(0))
-    loops = np.full(K.INDEX_DEGREE // 2, v)  # self-loops: both halves in v's list
-    small.add_arcs(loops, loops, np.ones(loops.size, dtype=np.int64), np.ones(loops.size, dtype=np.int64))
-    assert small.N[K.N_DEG, v] == K.INDEX_DEGREE and small.H.shape[1] < 2 * K.INDEX_DEGREE
-    assert small.N[K.N_HUB, v] == 0
-    assert K.k_check_index(small.N, small.A, small.H, small.M) == -1
+    v = small.add_nodes(np.zeros(K.INDEX_DEGREE + 1, dtype=np.int64))
+    small.M[K.M_HBUMP] = K.POOL_ROWS * small.H.shape[1]
+    k = K.INDEX_DEGREE
+    small.add_arcs(v[1:], np.full(k, v[0]), np.ones(k, dtype=np.int64), np.ones(k, dtype=np.int64))
+    assert small.N[K.N_HUB, v[0]] > 0
+    assert small.M[K.M_HBUMP] < K.POOL_ROWS * small.H.shape[1]
+    _assert_index_agrees(small)
+    # a node whose index is dropped is scanned through its list; the index stays consistent
+    K._index_drop(small.N, small.H, int(v[0]))
+    _assert_index_agrees(small)
 
 
 def _drop_all(net: FlowNetwork) -> None:

@@ -1718,4 +1718,4 @@ def k_place_update_packed(
     )  # fmt: skip
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=f48463781ac9
+# numba cache stamp: megha.schedulers.flow._kernels=dc900927ba95

@@ -7,7 +7,7 @@ Storage (all ``int64``, grown by the Python wrapper :class:`megha.schedulers.flo
   ``true flow − lower`` (the standard lower-bound transformation);
 * ``H[row, h]`` — half-arcs: ``h = 2a`` is the forward residual arc of arc ``a``, ``h = 2a + 1`` its reverse;
   each half-arc sits in the doubly linked adjacency list of its tail, so adding or removing an arc is O(1);
-  rows from ``H_POS`` on hold the index of the residual half-arcs of high-degree nodes (see ``INDEX_DEGREE``);
+  rows from ``H_POS`` on hold the index of the residual half-arcs of every list of ``INDEX_DEGREE`` entries or more;
 * ``M`` — counters (high-water marks, free-stack tops, dirty-list lengths, search stamp, statistics);
 * ``FN``/``FA`` — free stacks of node and arc ids; ``DN``/``DA`` — dirty node and arc lists.
 
@@ -18,9 +18,10 @@ optimality on the touched arcs by saturating or emptying them, which leaves imba
 nodes, then removes the imbalances by successive shortest paths — a Dijkstra on reduced costs from one
 imbalanced node (forward from an excess, backward from a deficit, whichever node has the smaller degree so the
 search stays local), stopped as soon as a node of the opposite sign is settled — and updates only the
-potentials of the nodes that search settled. A search reads a hub's residual half-arcs from its index (same order
-as its list) and never the others. Each search leaves reduced-cost optimality intact, so when no
-imbalance is left the flow is optimal (it equals a from-scratch solve's cost).
+potentials of the nodes that search settled. A search reads the residual half-arcs of a node with an index (a
+list of ``INDEX_DEGREE`` entries or more) from it, in list order, and never its other half-arcs. Each search
+leaves reduced-cost optimality intact, so when no imbalance is left the flow is optimal (it equals a from-scratch
+solve's cost).
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ N_PRED = 8
 N_STAMP = 9
 N_DONE = 10
 N_HUB = 11  # 1 + the first slot of the node's half-arc index region (see INDEX_DEGREE), 0 if not indexed
-NF = 12
+N_HUSED = 12  # slots of the region used (holes included)
+N_HCAP = 13  # slots of the region
+NF = 14
 
 # arc rows
 A_CAP = 0  # upper − lower
@@ -57,14 +60,13 @@ AF = 6
 H_TO = 0
 H_NEXT = 1
 H_PREV = 2
-# the half-arc index of high-degree nodes (see INDEX_DEGREE); these rows share the half-arc table's columns but
-# only H_POS is per half-arc: H_SLOT is a pool of slots, H_WRF/H_WRB/H_META are indexed by 64-slot word
+# the half-arc index (see INDEX_DEGREE); these rows share the half-arc table's columns but only H_POS is per
+# half-arc: H_WRF/H_WRB are bitset words over the pool's slots, the rows from H_POOL on are the pool
 H_POS = 3  # the index slot of half-arc h in its tail's region, −1 if its tail is not indexed
-H_SLOT = 4  # the half-arc in a slot, −1 for a hole
-H_WRF = 5  # per word: bit s & 63 set if slot s holds a half-arc with residual capacity (forward scans)
-H_WRB = 6  # per word: bit set if the reverse of the slot's half-arc has residual capacity (backward scans)
-H_META = 7  # a region starting at slot b (b a multiple of 64): slots used, slots allocated at 3·(b >> 6) + 0, 1
-HF = 8
+H_WRF = 4  # bit s & 63 of word s >> 6: slot s holds a half-arc with residual capacity (forward scans)
+H_WRB = 5  # bit set if the reverse of the slot's half-arc has residual capacity (backward scans)
+H_POOL = 6  # the pool: slot → half-arc (−1: a hole), flat over the last POOL_ROWS rows
+HF = 10
 
 # meta counters
 M_NHW = 0
@@ -85,7 +87,7 @@ M_FIXES = 14  # arcs saturated or emptied by the optimality repair
 M_SUPSUM = 15  # sum of the supplies of live nodes
 M_NTL = 16  # entries in the flow log M[MF : MF + M_NTL] (−1: not kept; see _log_flow)
 M_VISITS = 17  # adjacency-list entries the searches passed (indexed or not): the measure of the work budget
-M_HBUMP = 18  # first free slot of the index pool (H_SLOT)
+M_HBUMP = 18  # first free slot of the index pool (see _pool)
 MF = 19
 TL_CAP = 4096  # room of the flow log (M has MF + TL_CAP entries)
 
@@ -152,6 +154,8 @@ def k_add_nodes(
         N[N_STAMP, v] = 0
         N[N_DONE, v] = 0
         N[N_HUB, v] = 0
+        N[N_HUSED, v] = 0
+        N[N_HCAP, v] = 0
         f = N[N_FLAG, v]
         N[N_FLAG, v] = (f & F_DIRTY) | F_NEW
         _mark_node(N, M, DN, v)
@@ -161,18 +165,30 @@ def k_add_nodes(
 
 # ------------------------------------------------------------------------------------------------ half-arc index
 # A search scanning a node relaxes its residual half-arcs in adjacency-list order (the heap history, hence the
-# placements, depends on that order), and most half-arcs of a hub have no residual capacity in the search's
-# direction (the sink's in-arcs from busy machines, a class's arcs to machines it sends nothing to). A node of at
-# least INDEX_DEGREE half-arcs therefore keeps an index: a region of slots in the pool ``H[H_SLOT]``, one per
-# half-arc in the order of linking (a new half-arc goes to the list head and to the next slot, so decreasing slots
-# are list order; a removed half-arc leaves a hole), and two bitsets over the slots (``H_WRF``: the half-arc has
-# residual capacity, for forward scans; ``H_WRB``: its reverse has, for backward scans). A search walks the set
-# bits from the highest slot down: the residual half-arcs in list order, the others never read. Every write of an
-# arc's flow or capacity calls :func:`_sync_arc`. A full region is compacted in place when half of it is holes,
-# else moved to a region twice the size at the end of the pool; a full pool is repacked from the adjacency lists,
-# and a node that finds no room is scanned through its list as before (same order, same result).
-INDEX_DEGREE = 64
+# placements, depends on that order), but most half-arcs have no residual capacity in the search's direction (the
+# sink's in-arcs from busy machines, a machine's in-arcs that carry nothing), and walking a list chases one pointer
+# per entry. A node of at least INDEX_DEGREE half-arcs therefore keeps an index: a region of slots in a pool (the
+# rows from H_POOL on, read as one flat array, see _pool), one per half-arc in the order of linking (a new half-arc
+# goes to the list head and to the next slot, so decreasing slots are list order; a removed half-arc leaves a
+# hole), and two bitsets over the pool (H_WRF: the slot's half-arc has residual capacity, for forward scans; H_WRB:
+# its reverse has, for backward scans; bit s & 63 of word s >> 6). A search walks the set bits of the region from
+# the highest slot down: the residual half-arcs in list order, from consecutive slots; the others are never read.
+# Every write of an arc's flow or capacity calls _sync_arc. Regions hold a power of two slots (at least
+# MIN_REGION; one of fewer than 64 lies inside one bitset word); a full region is compacted in place when half of it
+# is holes, else the node moves to a region twice the size at the end of the pool; a full pool is repacked from
+# the adjacency lists (as after the table grew: see k_index_rebuild), and a node that finds no room then is scanned
+# through its list as before (same order, same result).
+INDEX_DEGREE = 4
 """Half-arcs from which a node's adjacency list gets an index of its residual half-arcs."""
+MIN_REGION = 8
+POOL_ROWS = 4
+"""Rows of the half-arc table that hold the index pool (room for ``POOL_ROWS`` slots per half-arc column)."""
+
+
+@njit(cache=True)
+def _pool(H):
+    """The index pool: the rows from ``H_POOL`` on as one flat array (a view)."""
+    return H.reshape(H.size)[H_POOL * H.shape[1] :]
 
 
 @njit(cache=True)
@@ -208,37 +224,57 @@ def _residual_fwd(A, h):
 
 
 @njit(cache=True)
-def _put_slot(A, H, s, h):
-    H[H_SLOT, s] = h
+def _put_slot(A, H, pool, s, h):
+    pool[s] = h
     H[H_POS, h] = s
     _set_bit(H, H_WRF, s, _residual_fwd(A, h))
     _set_bit(H, H_WRB, s, _residual_fwd(A, h ^ 1))
 
 
 @njit(cache=True)
+def _clear_region(H, b, cap):
+    """Clear both bitsets over the slots ``[b, b + cap)`` (a region)."""
+    if cap >= 64:
+        for w in range(b >> 6, (b + cap) >> 6):
+            H[H_WRF, w] = 0
+            H[H_WRB, w] = 0
+    else:
+        m = ~(((np.int64(1) << cap) - 1) << (b & 63))
+        H[H_WRF, b >> 6] &= m
+        H[H_WRB, b >> 6] &= m
+
+
+@njit(cache=True)
 def _region_alloc(H, M, cap):
-    """A fresh region of ``cap`` slots (a multiple of 64) at the end of the pool, bits cleared; −1 if no room."""
-    b = M[M_HBUMP]
-    if b + cap > H.shape[1]:
+    """A fresh region of ``cap`` slots (a power of two, aligned to ``min(cap, 64)``) at the end of the pool, bits
+    cleared; −1 if no room."""
+    align = min(cap, 64)
+    b = (M[M_HBUMP] + align - 1) & ~(align - 1)
+    if b + cap > POOL_ROWS * H.shape[1]:
         return -1
     M[M_HBUMP] = b + cap
-    for w in range(b >> 6, (b + cap) >> 6):
-        H[H_WRF, w] = 0
-        H[H_WRB, w] = 0
+    _clear_region(H, b, cap)
     return b
 
 
 @njit(cache=True)
-def _index_build(N, A, H, v, b, cap):
+def _region_size(deg):
+    c = MIN_REGION
+    while c < 2 * deg:
+        c *= 2
+    return c
+
+
+@njit(cache=True)
+def _index_build(N, A, H, pool, v, b, cap):
     """Fill region ``b`` (``cap`` slots, bits cleared) with ``v``'s adjacency list, the head in the highest slot."""
     deg = N[N_DEG, v]
-    m = 3 * (b >> 6)
-    H[H_META, m] = deg
-    H[H_META, m + 1] = cap
+    N[N_HUSED, v] = deg
+    N[N_HCAP, v] = cap
     s = b + deg - 1
     h = N[N_FIRST, v]
     while h >= 0:
-        _put_slot(A, H, s, h)
+        _put_slot(A, H, pool, s, h)
         s -= 1
         h = H[H_NEXT, h]
     N[N_HUB, v] = b + 1
@@ -255,14 +291,10 @@ def _index_drop(N, H, v):
 
 
 @njit(cache=True)
-def _region_size(deg):
-    return max(64, ((2 * deg + 63) >> 6) << 6)
-
-
-@njit(cache=True)
 def _index_repack(N, A, H, M):
     """Rebuild every index from the adjacency lists into a pool without garbage (nodes that no longer fit lose
     theirs)."""
+    pool = _pool(H)
     M[M_HBUMP] = 0
     for v in range(M[M_NHW]):
         if N[N_HUB, v] > 0:
@@ -271,7 +303,13 @@ def _index_repack(N, A, H, M):
             if b < 0:
                 _index_drop(N, H, v)
             else:
-                _index_build(N, A, H, v, b, cap)
+                _index_build(N, A, H, pool, v, b, cap)
+
+
+@njit(cache=True)
+def k_index_rebuild(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) -> None:
+    """Rebuild the half-arc index from the adjacency lists (after the half-arc table grew: the pool's rows moved)."""
+    _index_repack(N, A, H, M)
 
 
 @njit(cache=True)
@@ -282,12 +320,10 @@ def _index_place(N, A, H, M, v):
     deg = N[N_DEG, v]
     if hub > 0:
         b = hub - 1
-        cap = H[H_META, 3 * (b >> 6) + 1]
+        cap = N[N_HCAP, v]
         if 2 * deg <= cap:
-            for w in range(b >> 6, (b + cap) >> 6):
-                H[H_WRF, w] = 0
-                H[H_WRB, w] = 0
-            _index_build(N, A, H, v, b, cap)
+            _clear_region(H, b, cap)
+            _index_build(N, A, H, _pool(H), v, b, cap)
             return
     cap = _region_size(deg)
     b = _region_alloc(H, M, cap)
@@ -295,7 +331,7 @@ def _index_place(N, A, H, M, v):
         N[N_HUB, v] = 1  # repacked with the others (its region is rebuilt from the list)
         _index_repack(N, A, H, M)
         return
-    _index_build(N, A, H, v, b, cap)
+    _index_build(N, A, H, _pool(H), v, b, cap)
 
 
 @njit(cache=True)
@@ -309,12 +345,10 @@ def _link(N, A, H, M, v, h):
     N[N_DEG, v] += 1
     hub = N[N_HUB, v]
     if hub > 0:
-        b = hub - 1
-        m = 3 * (b >> 6)
-        top = H[H_META, m]
-        if top < H[H_META, m + 1]:
-            H[H_META, m] = top + 1
-            _put_slot(A, H, b + top, h)
+        used = N[N_HUSED, v]
+        if used < N[N_HCAP, v]:
+            N[N_HUSED, v] = used + 1
+            _put_slot(A, H, _pool(H), hub - 1 + used, h)
         else:
             _index_place(N, A, H, M, v)
     else:
@@ -337,7 +371,7 @@ def _unlink(N, H, v, h):
     s = H[H_POS, h]
     if s >= 0:
         H[H_POS, h] = -1
-        H[H_SLOT, s] = -1
+        _pool(H)[s] = -1
         _set_bit(H, H_WRF, s, False)
         _set_bit(H, H_WRB, s, False)
 
@@ -870,6 +904,7 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
     M[M_STAMP] += 1
     cur = M[M_STAMP]
     M[M_SEARCHES] += 1
+    pool = _pool(H)
     N[N_STAMP, src] = cur
     N[N_DIST, src] = 0
     N[N_PRED, src] = -1
@@ -903,33 +938,38 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
         hub = N[N_HUB, u]
         if hub > 0:  # the residual half-arcs from the index, in list order (see INDEX_DEGREE)
             b = hub - 1
-            used = H[H_META, 3 * (b >> 6)]
+            used = N[N_HUSED, u]
+            cap = N[N_HCAP, u]
             wlo = b >> 6
             wi = (b + used - 1) >> 6
             row = H_WRF if forward else H_WRB
             stop_at = -1  # the slot whose label ended the scan
             while wi >= wlo and stop_at < 0:
                 word = H[row, wi]
+                sb = wi << 6
+                if cap < 64:  # a small region: its bits of the word
+                    word = (word >> (b & 63)) & ((np.int64(1) << cap) - 1)
+                    sb = b
                 while word != 0:
                     k = 63 - leading_zeros(word)
                     word ^= np.int64(1) << k
-                    slot = (wi << 6) + k
-                    h = H[H_SLOT, slot]
+                    slot = sb + k
+                    h = pool[slot]
                     hscans += 1
                     a = h >> 1
                     w = H[H_TO, h]
                     if forward:
                         c = A[A_COST, a] if h & 1 == 0 else -A[A_COST, a]
                         nd = d + c + pu - N[N_POT, w]
-                        hp_ = h
+                        pred = h
                     else:
                         c = A[A_COST, a] if h & 1 == 1 else -A[A_COST, a]
                         nd = d + c + N[N_POT, w] - pu
-                        hp_ = h ^ 1
+                        pred = h ^ 1
                     if nd < ub and not (N[N_STAMP, w] == cur and (N[N_DONE, w] == cur or N[N_DIST, w] <= nd)):
                         N[N_STAMP, w] = cur
                         N[N_DIST, w] = nd
-                        N[N_PRED, w] = hp_
+                        N[N_PRED, w] = pred
                         if (N[N_EXC, w] < 0) if forward else (N[N_EXC, w] > 0):
                             ub = nd
                             best = w
@@ -948,7 +988,7 @@ def _search(N, A, H, M, hp, settled, src, forward, tie, stack, top):
                 visits += N[N_DEG, u]
             else:  # the list entries up to the one that ended it: the slots used from there up
                 for t in range(stop_at, b + used):
-                    if H[H_SLOT, t] >= 0:
+                    if pool[t] >= 0:
                         visits += 1
             continue
         h = N[N_FIRST, u]
@@ -1281,6 +1321,7 @@ def k_check_index(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) ->
     """Verify the half-arc index against the adjacency lists and the flows; returns −1, or the first node whose
     index disagrees (an indexed node: its list in decreasing slots of its region, each slot's bits equal to the
     residual capacities, holes clear; any other node: no half-arc with a slot)."""
+    pool = _pool(H)
     for v in range(M[M_NHW]):
         if N[N_ALIVE, v] == 0:
             continue
@@ -1293,15 +1334,15 @@ def k_check_index(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) ->
                 h = H[H_NEXT, h]
             continue
         b = hub - 1
-        used = H[H_META, 3 * (b >> 6)]
-        cap = H[H_META, 3 * (b >> 6) + 1]
-        if b & 63 != 0 or used > cap or b + cap > M[M_HBUMP] or b + cap > H.shape[1]:
+        used = N[N_HUSED, v]
+        cap = N[N_HCAP, v]
+        if b % min(cap, 64) != 0 or used > cap or b + cap > M[M_HBUMP] or b + cap > pool.size:
             return v
         last = b + used
         n = 0
         while h >= 0:
             s = H[H_POS, h]
-            if s < b or s >= last or H[H_SLOT, s] != h:
+            if s < b or s >= last or pool[s] != h:
                 return v
             if _bit(H, H_WRF, s) != (1 if _residual(A, h) > 0 else 0):
                 return v
@@ -1314,7 +1355,7 @@ def k_check_index(N: np.ndarray, A: np.ndarray, H: np.ndarray, M: np.ndarray) ->
             return v
         k = 0
         for s in range(b, b + cap):
-            if s < b + used and H[H_SLOT, s] >= 0:
+            if s < b + used and pool[s] >= 0:
                 k += 1
             elif _bit(H, H_WRF, s) != 0 or _bit(H, H_WRB, s) != 0:
                 return v

@@ -171,4 +171,4 @@ def k_install_potentials(
     return work
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=f48463781ac9
+# numba cache stamp: megha.schedulers.flow._kernels=dc900927ba95

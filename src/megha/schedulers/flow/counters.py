@@ -15,7 +15,8 @@ COUNTERS = CounterSet(
         "searches": "shortest-path searches of the solver",
         "arc_scans": (
             "half-arcs the solver's searches read (its deterministic work; 0 for from-scratch solves): every entry of"
-            " a short adjacency list, only the residual ones of a high-degree node's list (read from its index)"
+            " an adjacency list shorter than flow._kernels.INDEX_DEGREE, only the residual ones of a longer list (read"
+            " from its index; the entries a search passed, read or not, are the solver's list_visits)"
         ),
         "settled": "nodes settled by the solver's searches",
         "launched": "tasks placed (launched) by the rounds",

@@ -117,6 +117,7 @@ class FlowNetwork:
         new = max(need, 2 * cap)
         self.A = _grow(self.A, new, 0)
         self.H = _grow(self.H, 2 * new, -1)
+        K.k_index_rebuild(self.N, self.A, self.H, self.M)  # the index pool spans rows that just got longer
         self.FA = _grow1(self.FA, new)
         self.DA = _grow1(self.DA, new)
 
