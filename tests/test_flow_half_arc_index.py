@@ -170,14 +170,14 @@ def test_a_full_pool_is_repacked_and_nodes_without_room_scan_their_lists() -> No
     assert small.M[K.M_HBUMP] < K.POOL_ROWS * small.H.shape[1]
     _assert_index_agrees(small)
     # a node whose index is dropped is scanned through its list; the index stays consistent
-    K._index_drop(small.N, small.H, int(v[0]))
+    K._index_drop(small.N, small.H, small.M, int(v[0]))
     _assert_index_agrees(small)
 
 
 def _drop_all(net: FlowNetwork) -> None:
     for v in net.alive_nodes():
         if net.N[K.N_HUB, v] > 0:
-            K._index_drop(net.N, net.H, int(v))
+            K._index_drop(net.N, net.H, net.M, int(v))
 
 
 @pytest.mark.parametrize("tie", ["degree", "lifo", "lifo-hub"])
@@ -280,3 +280,29 @@ def test_the_write_check_catches_a_forgotten_update(tmp_path: Path) -> None:
     writers = _writers(src)
     assert set(writers) == {"f", "g"}
     assert not writers["f"] & set(_SYNC) and writers["g"] & set(_SYNC)
+
+
+def test_the_regions_of_removed_and_moved_nodes_are_reused() -> None:
+    net = FlowNetwork(node_capacity=256, arc_capacity=4096, balance_node=None)
+    hubs = net.add_nodes(np.zeros(4, dtype=np.int64))
+    leaves = net.add_nodes(np.zeros(120, dtype=np.int64))  # one or two arcs each: never indexed
+    ones = np.ones(10, dtype=np.int64)
+    for i, hb in enumerate(hubs):  # four nodes of 10 half-arcs: regions of 32 slots (their first of 8 freed)
+        net.add_arcs(leaves[10 * i : 10 * i + 10], np.full(10, hb), ones, ones)
+    bump = int(net.M[K.M_HBUMP])
+    net.remove_nodes(hubs[:2], unwind=False)
+    again = net.add_nodes(np.zeros(2, dtype=np.int64))
+    for i, hb in enumerate(again):  # the same sizes: the freed regions, not the end of the pool
+        net.add_arcs(leaves[10 * i : 10 * i + 10], np.full(10, hb), ones, ones)
+    assert int(net.M[K.M_HBUMP]) == bump
+    _assert_index_agrees(net)
+    # a node that outgrows its region moves, and the next node of the old size takes the old region
+    b0 = int(net.N[K.N_HUB, again[0]])
+    more = leaves[40:70]
+    net.add_arcs(more, np.full(30, again[0]), np.ones(30, dtype=np.int64), np.ones(30, dtype=np.int64))
+    assert int(net.N[K.N_HUB, again[0]]) != b0
+    bump = int(net.M[K.M_HBUMP])
+    late = net.add_node(0)
+    net.add_arcs(leaves[70:80], np.full(10, late), ones, ones)
+    assert int(net.N[K.N_HUB, late]) == b0 and int(net.M[K.M_HBUMP]) == bump
+    _assert_index_agrees(net)

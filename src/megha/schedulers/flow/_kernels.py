@@ -88,7 +88,9 @@ M_SUPSUM = 15  # sum of the supplies of live nodes
 M_NTL = 16  # entries in the flow log M[MF : MF + M_NTL] (−1: not kept; see _log_flow)
 M_VISITS = 17  # adjacency-list entries the searches passed (indexed or not): the measure of the work budget
 M_HBUMP = 18  # first free slot of the index pool (see _pool)
-MF = 19
+M_RFREE = 19  # M_RFREE + k: 1 + the first free region of 8·2^k slots (its first slot links the next), 0 if none
+N_RCLASS = 40
+MF = M_RFREE + N_RCLASS
 TL_CAP = 4096  # room of the flow log (M has MF + TL_CAP entries)
 
 # flags
@@ -175,9 +177,10 @@ def k_add_nodes(
 # the highest slot down: the residual half-arcs in list order, from consecutive slots; the others are never read.
 # Every write of an arc's flow or capacity calls _sync_arc. Regions hold a power of two slots (at least
 # MIN_REGION; one of fewer than 64 lies inside one bitset word); a full region is compacted in place when half of it
-# is holes, else the node moves to a region twice the size at the end of the pool; a full pool is repacked from
-# the adjacency lists (as after the table grew: see k_index_rebuild), and a node that finds no room then is scanned
-# through its list as before (same order, same result).
+# is holes, else the node moves to a region twice the size; freed regions (a moved or removed node's) are reused by
+# size before the end of the pool is; a full pool is repacked from the adjacency lists (as after the table grew: see
+# k_index_rebuild), and a node that finds no room then is scanned through its list as before (same order, same
+# result).
 INDEX_DEGREE = 4
 """Half-arcs from which a node's adjacency list gets an index of its residual half-arcs."""
 MIN_REGION = 8
@@ -245,9 +248,29 @@ def _clear_region(H, b, cap):
 
 
 @njit(cache=True)
+def _region_class(cap):
+    return 60 - leading_zeros(np.int64(cap))  # cap = 8 · 2^k
+
+
+@njit(cache=True)
+def _region_free(H, M, b, cap):
+    """Put region ``b`` of ``cap`` slots on the free list of its size (its bits are cleared when it is reused)."""
+    k = _region_class(cap)
+    _pool(H)[b] = M[M_RFREE + k]
+    M[M_RFREE + k] = b + 1
+
+
+@njit(cache=True)
 def _region_alloc(H, M, cap):
-    """A fresh region of ``cap`` slots (a power of two, aligned to ``min(cap, 64)``) at the end of the pool, bits
-    cleared; −1 if no room."""
+    """A region of ``cap`` slots (a power of two, aligned to ``min(cap, 64)``), bits cleared: a freed one of that
+    size, else one at the end of the pool; −1 if no room."""
+    k = _region_class(cap)
+    head = M[M_RFREE + k]
+    if head > 0:
+        b = head - 1
+        M[M_RFREE + k] = _pool(H)[b]
+        _clear_region(H, b, cap)
+        return b
     align = min(cap, 64)
     b = (M[M_HBUMP] + align - 1) & ~(align - 1)
     if b + cap > POOL_ROWS * H.shape[1]:
@@ -281,8 +304,10 @@ def _index_build(N, A, H, pool, v, b, cap):
 
 
 @njit(cache=True)
-def _index_drop(N, H, v):
-    """Forget ``v``'s index (its list is scanned in full again)."""
+def _index_drop(N, H, M, v):
+    """Forget ``v``'s index (its list is scanned in full again); its region is freed."""
+    if N[N_HUB, v] > 0:
+        _region_free(H, M, N[N_HUB, v] - 1, N[N_HCAP, v])
     N[N_HUB, v] = 0
     h = N[N_FIRST, v]
     while h >= 0:
@@ -296,12 +321,15 @@ def _index_repack(N, A, H, M):
     theirs)."""
     pool = _pool(H)
     M[M_HBUMP] = 0
+    for k in range(N_RCLASS):
+        M[M_RFREE + k] = 0
     for v in range(M[M_NHW]):
         if N[N_HUB, v] > 0:
             cap = _region_size(N[N_DEG, v])
             b = _region_alloc(H, M, cap)
             if b < 0:
-                _index_drop(N, H, v)
+                N[N_HUB, v] = 0  # no region to free: the pool is being rebuilt
+                _index_drop(N, H, M, v)
             else:
                 _index_build(N, A, H, pool, v, b, cap)
 
@@ -325,13 +353,17 @@ def _index_place(N, A, H, M, v):
             _clear_region(H, b, cap)
             _index_build(N, A, H, _pool(H), v, b, cap)
             return
-    cap = _region_size(deg)
-    b = _region_alloc(H, M, cap)
+    new = _region_size(deg)
+    b = _region_alloc(H, M, new)
     if b < 0:
         N[N_HUB, v] = 1  # repacked with the others (its region is rebuilt from the list)
         _index_repack(N, A, H, M)
         return
-    _index_build(N, A, H, _pool(H), v, b, cap)
+    old = hub - 1
+    cap = N[N_HCAP, v]
+    _index_build(N, A, H, _pool(H), v, b, new)
+    if hub > 0:
+        _region_free(H, M, old, cap)
 
 
 @njit(cache=True)
@@ -475,7 +507,9 @@ def _remove_node(N, A, H, M, FN, FA, DN, v):
     """Remove a live node with all its arcs."""
     while N[N_FIRST, v] >= 0:  # each removal unlinks the list head (both halves of a self-loop)
         _remove_arc(N, A, H, M, FA, DN, N[N_FIRST, v] >> 1)
-    N[N_HUB, v] = 0  # its region is garbage until the next repack
+    if N[N_HUB, v] > 0:
+        _region_free(H, M, N[N_HUB, v] - 1, N[N_HCAP, v])
+        N[N_HUB, v] = 0
     N[N_ALIVE, v] = 0
     N[N_EXC, v] = 0
     M[M_SUPSUM] -= N[N_SUP, v]

@@ -171,4 +171,4 @@ def k_install_potentials(
     return work
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=dc900927ba95
+# numba cache stamp: megha.schedulers.flow._kernels=0df9435eb9fe
