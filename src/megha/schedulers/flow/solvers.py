@@ -399,6 +399,9 @@ def warm_up() -> None:
     net.remove_nodes(s[1:2])
     sol.solve(net)
     net.reset_solution()
+    grown = FlowNetwork(arc_capacity=16, balance_node=None)  # the table grows: the half-arc index is rebuilt
+    v = grown.add_nodes(np.zeros(K.INDEX_DEGREE + 1, dtype=np.int64))
+    grown.add_arcs(np.repeat(v[1:], 5), np.full(5 * K.INDEX_DEGREE, v[0]), 0, 1)
 
 
 def warm_up_residual() -> None:
