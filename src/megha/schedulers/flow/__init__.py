@@ -51,12 +51,13 @@ class FlowOptions(SchedulerOptions):
         ),
     )
     tie_break: Literal["degree", "lifo", "lifo-hub"] = Field(
-        "degree",
+        "lifo",
         description=(
             "incremental solver: order of the nodes at equal distance in each shortest-path search; every order "
-            "gives an optimal flow, but where several flows are optimal each may pick another placement. degree = "
-            "lowest degree first; lifo = the node reached last first (depth first: fewer nodes settled); lifo-hub "
-            "= lifo with nodes of more than 256 arcs last"
+            "gives an optimal flow, but where several flows are optimal each may pick another placement (the paper "
+            "leaves it open). lifo = the node reached last first (depth first: fewer nodes settled; the default); "
+            "degree = lowest degree first (the default until 2026-11; its results stay reproducible with it); "
+            "lifo-hub = lifo with nodes of more than 256 arcs last"
         ),
     )
     slots_per_machine: int = Field(1, ge=1, description="K consecutive workers form one machine of K slots")

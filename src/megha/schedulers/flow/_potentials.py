@@ -171,4 +171,4 @@ def k_install_potentials(
     return work
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=0df9435eb9fe
+# numba cache stamp: megha.schedulers.flow._kernels=809e86bb15b3

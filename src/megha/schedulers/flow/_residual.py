@@ -74,4 +74,4 @@ def k_add_residual_flow(A: np.ndarray, H: np.ndarray, refs: np.ndarray, flows: n
     return n
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=0df9435eb9fe
+# numba cache stamp: megha.schedulers.flow._kernels=809e86bb15b3

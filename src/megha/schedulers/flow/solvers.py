@@ -10,11 +10,12 @@
   duals); the rounds after it are incremental again. A solve whose searches scan more than ``bulk_work`` times
   the live arcs (overloaded graphs at Google scale, where each search settles a share of the graph) stops there
   and finishes with a bulk solve too (see :data:`BULK_WORK`). ``tie_break`` orders the nodes at equal distance
-  in each search (``degree``: lowest degree first, the default; ``lifo``: the node labelled last first, which
-  settles fewer nodes on the traces; ``lifo-hub``): every order gives an optimal flow, but where several flows
-  are optimal each may find another one (other placements, same total cost). ``bulk="residual"`` runs each bulk
-  solve on the residual network of the current flow instead (only the imbalances routed: about 20 % less CPU at
-  Google scale; same cost, possibly another optimal flow); the default ``scratch`` keeps the results as they were.
+  in each search (``lifo``: the node labelled last first, which settles fewer nodes on the traces, the default;
+  ``degree``: lowest degree first, the default until 2026-11; ``lifo-hub``): every order gives an optimal flow,
+  but where several flows are optimal each may find another one (other placements, same total cost).
+  ``bulk="residual"`` runs each bulk solve on the residual network of the current flow instead (only the
+  imbalances routed: about 20 % less CPU at Google scale; same cost, possibly another optimal flow); the default
+  ``scratch`` keeps the results as they were.
 * :class:`OrToolsSolver` (``ortools``) — the baseline: OR-Tools ``SimpleMinCostFlow`` built and solved from
   scratch on an export of the network each time (OR-Tools never warm-starts).
 
@@ -96,7 +97,7 @@ class IncrementalSolver(Solver):
         bulk_units: int = BULK_UNITS,
         bulk_work: float = BULK_WORK,
         lazy_potentials: bool = False,
-        tie_break: str = "degree",
+        tie_break: str = "lifo",
         bulk: str = "scratch",
     ) -> None:
         self._scratch: tuple[np.ndarray, ...] | None = None
@@ -364,7 +365,7 @@ class OrToolsSolver(Solver):
 SOLVERS = {"incremental": IncrementalSolver, "ortools": OrToolsSolver}
 
 
-def make_solver(name: str, bulk_work: float = BULK_WORK, tie_break: str = "degree") -> Solver:
+def make_solver(name: str, bulk_work: float = BULK_WORK, tie_break: str = "lifo") -> Solver:
     """A solver by name: ``incremental`` (finishing in bulk past ``bulk_work`` arc scans per arc, ordering equal
     distances by ``tie_break``) or ``ortools``."""
     cls = SOLVERS.get(name)
