@@ -393,7 +393,6 @@ class NodeManagers(Component):
         answered: list[int] = []
         idx = [node - lo for node in msg.nodes]
         st["inquiries"] += len(idx)
-        token = msg.token
         # one response-timeout timer for every node answering this inquiry: the per-node timers would all fire at
         # the same instant, one after the other (nothing else is scheduled for that instant in between)
         batch: list | None = None
@@ -408,91 +407,7 @@ class NodeManagers(Component):
                 if done:
                     idx = idx[done:]
         if idx:  # nodes the compiled handler did not take (or all of them, without it)
-            need = (msg.need - _EPS).tolist()
-            capl = self.capl
-            used = self.used
-            alive, pending, dormant = self.alive, self.pending, self.dormant
-            anchor, fwd_tick = self.anchor, self.fwd_tick
-            vr, vwait, waiting = self._vr, self.vwait, self.waiting
-            hb_blocks, track_users = self.hb_blocks, self.track_users
-            cad = self.cad
-            hold = self.hold
-            memo_k, memo_t = self.memo_k, self.memo_t
-            room_min = self.ops.room_min
-            if cad is not None:
-                per = cad.hb
-                per_h = per.h
-            for i in idx:
-                if not alive[i]:
-                    continue
-                tv = None  # the node's last virtual heartbeat, once looked up
-                if hb_blocks:  # self._waiting(i, now), inlined
-                    if vr[i]:
-                        self._replies_in(i, now)
-                    if dormant[i] and anchor[i] <= now:
-                        k0 = memo_k[i]  # tv = self._last_tick(i, now)[1], inlined
-                        t0 = memo_t[i]
-                        if t0 > now:
-                            k0, t0 = 0, anchor[i]
-                        fast = per._fast
-                        if fast is not None and fast[0] <= t0 and now + per_h < fast[1]:  # per.last_le, first case
-                            delta = fast[2]
-                            j = int((now - t0) / delta)
-                            while j > 0 and t0 + j * delta > now:
-                                j -= 1
-                            while t0 + (j + 1) * delta <= now:
-                                j += 1
-                            tv = t0 + j * delta
-                        else:
-                            j, tv = per.last_le(t0, now)
-                        memo_k[i] = k0 + j
-                        memo_t[i] = tv
-                        # forwarded (the arbitrator's reply is to come) or the tracker's reply is to come
-                        if fwd_tick[i] == tv or now < tv + cad.d_nt + cad.d_tn:
-                            st["ignored_waiting"] += 1
-                            continue
-                    elif now < vwait[i]:
-                        st["ignored_waiting"] += 1
-                        continue
-                    if waiting[i]:
-                        if now - self.wait_since[i] > self.hb_reply_timeout:
-                            waiting[i] = 0  # the reply is lost (tracker or arbitrator down): stop waiting for it
-                            st["hb_reply_timeouts"] += 1
-                        else:
-                            st["ignored_waiting"] += 1
-                            continue
-                if pending[i] is not None:
-                    st["ignored_pending"] += 1
-                    continue
-                if not room_min(capl[i], used[i], need):
-                    st["ignored_full"] += 1
-                    continue
-                if dormant[i]:
-                    # self._stays_dormant(i, now), inlined (with the tick looked up above)
-                    stays = False
-                    if not track_users and not cad.eager and fwd_tick[i] != fwd_tick[i]:
-                        a = anchor[i]
-                        if a > now:
-                            nxt = a
-                        else:
-                            if tv is None:
-                                tv = self._last_tick(i, now)[1]
-                            nxt = tv + self.hb if not tv + cad.d_nt > now else -math.inf
-                        if nxt > now + 2 * self.hold_timeout:
-                            self.light[i] = stays = True
-                    if not stays:
-                        was_news = self.news[i] >= 0
-                        self._wake(i, now)
-                        if not track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
-                            self._clean[i] = self._next_tick
-                pending[i] = token
-                self._pend[i] = 0
-                if batch is None:
-                    batch = [0, 0]
-                    batch[0] = self.port.set_timer(self.hold_timeout, ("hold", token, answered, batch))
-                batch[1] += 1
-                hold[i] = batch
-                answered.append(i)
+            batch = self._inquiry_py(msg, idx, answered, batch, now)
         if answered:
             st["answered"] += len(answered)
             # the answering nodes' free rows, capacity minus the ledger's rows, from their packed copies (_mirror)
@@ -502,6 +417,102 @@ class NodeManagers(Component):
             n_res = self.state.n_res
             free = f[xs, F_COLS : F_COLS + n_res] - f[xs, F_COLS + 2 * n_res : F_COLS + 3 * n_res]
             self.port.send(msg.jm, SampleReply(msg.token, [lo + i for i in answered], free, self.phys[answered]))
+
+    def _inquiry_py(
+        self, msg: SampleInquiry, idx: list[int], answered: list[int], batch: list | None, now: float
+    ) -> list | None:
+        """:meth:`_inquiry` in Python on local nodes ``idx`` in order (the nodes the compiled handler did not take, or
+        all of them without it): each node that is up, not waiting for a heartbeat reply, not holding another
+        inquiry's answer and with room for ``msg.need`` is woken if dormant, held for ``msg.token`` and appended to
+        ``answered``. Returns the shared response-timeout batch (made here if ``batch`` is None and a node answers)."""
+        st = self.stats
+        token = msg.token
+        need = (msg.need - _EPS).tolist()
+        capl = self.capl
+        used = self.used
+        alive, pending, dormant = self.alive, self.pending, self.dormant
+        anchor, fwd_tick = self.anchor, self.fwd_tick
+        vr, vwait, waiting = self._vr, self.vwait, self.waiting
+        hb_blocks, track_users = self.hb_blocks, self.track_users
+        cad = self.cad
+        hold = self.hold
+        memo_k, memo_t = self.memo_k, self.memo_t
+        room_min = self.ops.room_min
+        if cad is not None:
+            per = cad.hb
+            per_h = per.h
+        for i in idx:
+            if not alive[i]:
+                continue
+            tv = None  # the node's last virtual heartbeat, once looked up
+            if hb_blocks:  # self._waiting(i, now), inlined
+                if vr[i]:
+                    self._replies_in(i, now)
+                if dormant[i] and anchor[i] <= now:
+                    k0 = memo_k[i]  # tv = self._last_tick(i, now)[1], inlined
+                    t0 = memo_t[i]
+                    if t0 > now:
+                        k0, t0 = 0, anchor[i]
+                    fast = per._fast
+                    if fast is not None and fast[0] <= t0 and now + per_h < fast[1]:  # per.last_le, first case
+                        delta = fast[2]
+                        j = int((now - t0) / delta)
+                        while j > 0 and t0 + j * delta > now:
+                            j -= 1
+                        while t0 + (j + 1) * delta <= now:
+                            j += 1
+                        tv = t0 + j * delta
+                    else:
+                        j, tv = per.last_le(t0, now)
+                    memo_k[i] = k0 + j
+                    memo_t[i] = tv
+                    # forwarded (the arbitrator's reply is to come) or the tracker's reply is to come
+                    if fwd_tick[i] == tv or now < tv + cad.d_nt + cad.d_tn:
+                        st["ignored_waiting"] += 1
+                        continue
+                elif now < vwait[i]:
+                    st["ignored_waiting"] += 1
+                    continue
+                if waiting[i]:
+                    if now - self.wait_since[i] > self.hb_reply_timeout:
+                        waiting[i] = 0  # the reply is lost (tracker or arbitrator down): stop waiting for it
+                        st["hb_reply_timeouts"] += 1
+                    else:
+                        st["ignored_waiting"] += 1
+                        continue
+            if pending[i] is not None:
+                st["ignored_pending"] += 1
+                continue
+            if not room_min(capl[i], used[i], need):
+                st["ignored_full"] += 1
+                continue
+            if dormant[i]:
+                # self._stays_dormant(i, now), inlined (with the tick looked up above)
+                stays = False
+                if not track_users and not cad.eager and fwd_tick[i] != fwd_tick[i]:
+                    a = anchor[i]
+                    if a > now:
+                        nxt = a
+                    else:
+                        if tv is None:
+                            tv = self._last_tick(i, now)[1]
+                        nxt = tv + self.hb if not tv + cad.d_nt > now else -math.inf
+                    if nxt > now + 2 * self.hold_timeout:
+                        self.light[i] = stays = True
+                if not stays:
+                    was_news = self.news[i] >= 0
+                    self._wake(i, now)
+                    if not track_users and not was_news:  # (a real heartbeat re-adds per-user usage: rounding)
+                        self._clean[i] = self._next_tick
+            pending[i] = token
+            self._pend[i] = 0
+            if batch is None:
+                batch = [0, 0]
+                batch[0] = self.port.set_timer(self.hold_timeout, ("hold", token, answered, batch))
+            batch[1] += 1
+            hold[i] = batch
+            answered.append(i)
+        return batch
 
     def _inquiry_k(self, msg: SampleInquiry, idx: list[int], answered: list[int], tr: Any, now: float) -> tuple:
         """:meth:`_inquiry` through the compiled handler (state.k_inquiry) on local nodes ``idx`` in order, up to the
