@@ -1718,4 +1718,4 @@ def k_place_update_packed(
     )  # fmt: skip
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=809e86bb15b3
+# numba cache stamp: megha.schedulers.flow._kernels=43ca31ad2daf

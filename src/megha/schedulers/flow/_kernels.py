@@ -1253,7 +1253,7 @@ def k_solve(
     settled: np.ndarray,
     active: np.ndarray,
     budget: int,
-    tie: int = TIE_DEGREE,
+    tie: int = TIE_LIFO,
 ) -> int:
     """Repair the last solution after the recorded changes; returns the remaining total |excess| (0 = optimal),
     or −1 if the searches passed more than ``budget`` adjacency-list entries (``M_VISITS``: read, or skipped by a

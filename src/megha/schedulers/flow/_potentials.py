@@ -171,4 +171,4 @@ def k_install_potentials(
     return work
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=809e86bb15b3
+# numba cache stamp: megha.schedulers.flow._kernels=43ca31ad2daf
