@@ -306,3 +306,45 @@ def test_the_regions_of_removed_and_moved_nodes_are_reused() -> None:
     net.add_arcs(leaves[70:80], np.full(10, late), ones, ones)
     assert int(net.N[K.N_HUB, late]) == b0 and int(net.M[K.M_HBUMP]) == bump
     _assert_index_agrees(net)
+
+
+# --------------------------------------------------------------------------- nodes kept out of the index
+def test_a_node_flagged_noindex_is_never_indexed_and_the_check_says_so() -> None:
+    net = FlowNetwork(balance_node=None)
+    plain, flagged = (int(v) for v in net.add_nodes(np.zeros(2, dtype=np.int64)))
+    net.N[K.N_FLAG, flagged] |= K.F_NOINDEX
+    leaves = net.add_nodes(np.zeros(40, dtype=np.int64))
+    for hub in (plain, flagged):
+        net.add_arcs(np.full(40, hub), leaves, np.arange(40, dtype=np.int64), np.ones(40, dtype=np.int64))
+    assert net.N[K.N_HUB, plain] > 0  # past INDEX_DEGREE: indexed
+    assert net.N[K.N_HUB, flagged] == 0  # same degree, flagged: its list is scanned as before
+    assert K.k_check_index(net.N, net.A, net.H, net.M) == -1
+    K._index_place(net.N, net.A, net.H, net.M, flagged)  # an index where none may be: the check finds it
+    assert K.k_check_index(net.N, net.A, net.H, net.M) == flagged
+
+
+def test_the_scheduling_graph_keeps_its_class_aggregators_out_of_the_index(monkeypatch) -> None:
+    from megha.config import RunConfig
+    from megha.runner import simulate
+    from megha.schedulers.flow.compiled import CompiledGraph
+    from megha.schedulers.flow.graph import ROLE_EC
+
+    seen = {"rounds": 0, "classes": 0, "wide": 0}
+    prepare = CompiledGraph.prepare
+
+    def checked(self: CompiledGraph, now: float) -> None:
+        prepare(self, now)
+        net = self.net
+        top = int(net.M[K.M_NHW])
+        nodes = np.flatnonzero((self.node_role[:top] == ROLE_EC) & (net.N[K.N_ALIVE, :top] == 1))
+        assert (net.N[K.N_FLAG, nodes] & K.F_NOINDEX != 0).all()
+        assert (net.N[K.N_HUB, nodes] == 0).all()
+        seen["rounds"] += 1
+        seen["classes"] += nodes.size
+        seen["wide"] += int((net.N[K.N_DEG, nodes] >= K.INDEX_DEGREE).sum())
+        assert K.k_check_index(net.N, net.A, net.H, net.M) == -1
+
+    monkeypatch.setattr(CompiledGraph, "prepare", checked)
+    simulate(RunConfig(scheduler="flow", trace="sample:GOOG_subtrace", workers=400, max_jobs=60))
+    assert seen["rounds"] > 20
+    assert seen["wide"] > 0  # class aggregators that an index would have taken

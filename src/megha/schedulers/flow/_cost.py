@@ -31,4 +31,4 @@ def k_total_cost(A: np.ndarray, M: np.ndarray) -> tuple[int, bool]:
     return total, not over and float(flows) * float(top) < 2.0**62
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=43ca31ad2daf
+# numba cache stamp: megha.schedulers.flow._kernels=78fb17ad863d

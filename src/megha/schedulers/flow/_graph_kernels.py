@@ -27,6 +27,7 @@ from megha.schedulers.flow._kernels import (
     A_FLOW,
     A_LOW,
     F_NEW,
+    F_NOINDEX,
     H_NEXT,
     H_TO,
     M_AFREE,
@@ -1421,6 +1422,7 @@ def k_add_tasks(
             node_role[v] = ec_role
             node_ref[v] = c
             CT[CT_NODE, c] = v
+            N[N_FLAG, v] |= F_NOINDEX  # its targets churn: scanned through its list (see INDEX_DEGREE)
             if CT[CT_FLAG, c] & CF_FULL != 0:
                 for r in range(rack_nodes.size):
                     _add_arc(N, A, H, M, FA, DN, DA, v, rack_nodes[r], 0, big, 0)
@@ -1718,4 +1720,4 @@ def k_place_update_packed(
     )  # fmt: skip
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=43ca31ad2daf
+# numba cache stamp: megha.schedulers.flow._kernels=78fb17ad863d

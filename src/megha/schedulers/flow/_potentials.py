@@ -171,4 +171,4 @@ def k_install_potentials(
     return work
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=43ca31ad2daf
+# numba cache stamp: megha.schedulers.flow._kernels=78fb17ad863d

@@ -74,4 +74,4 @@ def k_add_residual_flow(A: np.ndarray, H: np.ndarray, refs: np.ndarray, flows: n
     return n
 
 
-# numba cache stamp: megha.schedulers.flow._kernels=43ca31ad2daf
+# numba cache stamp: megha.schedulers.flow._kernels=78fb17ad863d
