@@ -436,11 +436,7 @@ class NodeManagers(Component):
         hb_blocks, track_users = self.hb_blocks, self.track_users
         cad = self.cad
         hold = self.hold
-        memo_k, memo_t = self.memo_k, self.memo_t
         room_min = self.ops.room_min
-        if cad is not None:
-            per = cad.hb
-            per_h = per.h
         for i in idx:
             if not alive[i]:
                 continue
@@ -449,23 +445,7 @@ class NodeManagers(Component):
                 if vr[i]:
                     self._replies_in(i, now)
                 if dormant[i] and anchor[i] <= now:
-                    k0 = memo_k[i]  # tv = self._last_tick(i, now)[1], inlined
-                    t0 = memo_t[i]
-                    if t0 > now:
-                        k0, t0 = 0, anchor[i]
-                    fast = per._fast
-                    if fast is not None and fast[0] <= t0 and now + per_h < fast[1]:  # per.last_le, first case
-                        delta = fast[2]
-                        j = int((now - t0) / delta)
-                        while j > 0 and t0 + j * delta > now:
-                            j -= 1
-                        while t0 + (j + 1) * delta <= now:
-                            j += 1
-                        tv = t0 + j * delta
-                    else:
-                        j, tv = per.last_le(t0, now)
-                    memo_k[i] = k0 + j
-                    memo_t[i] = tv
+                    tv = self._last_tick(i, now)[1]
                     # forwarded (the arbitrator's reply is to come) or the tracker's reply is to come
                     if fwd_tick[i] == tv or now < tv + cad.d_nt + cad.d_tn:
                         st["ignored_waiting"] += 1
