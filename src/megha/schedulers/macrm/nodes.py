@@ -431,35 +431,15 @@ class NodeManagers(Component):
         capl = self.capl
         used = self.used
         alive, pending, dormant = self.alive, self.pending, self.dormant
-        anchor, fwd_tick = self.anchor, self.fwd_tick
-        vr, vwait, waiting = self._vr, self.vwait, self.waiting
         hb_blocks, track_users = self.hb_blocks, self.track_users
-        cad = self.cad
         hold = self.hold
         room_min = self.ops.room_min
         for i in idx:
             if not alive[i]:
                 continue
-            tv = None  # the node's last virtual heartbeat, once looked up
-            if hb_blocks:  # self._waiting(i, now), inlined
-                if vr[i]:
-                    self._replies_in(i, now)
-                if dormant[i] and anchor[i] <= now:
-                    tv = self._last_tick(i, now)[1]
-                    # forwarded (the arbitrator's reply is to come) or the tracker's reply is to come
-                    if fwd_tick[i] == tv or now < tv + cad.d_nt + cad.d_tn:
-                        st["ignored_waiting"] += 1
-                        continue
-                elif now < vwait[i]:
-                    st["ignored_waiting"] += 1
-                    continue
-                if waiting[i]:
-                    if now - self.wait_since[i] > self.hb_reply_timeout:
-                        waiting[i] = 0  # the reply is lost (tracker or arbitrator down): stop waiting for it
-                        st["hb_reply_timeouts"] += 1
-                    else:
-                        st["ignored_waiting"] += 1
-                        continue
+            if hb_blocks and self._waiting(i, now):
+                st["ignored_waiting"] += 1
+                continue
             if pending[i] is not None:
                 st["ignored_pending"] += 1
                 continue
@@ -467,18 +447,7 @@ class NodeManagers(Component):
                 st["ignored_full"] += 1
                 continue
             if dormant[i]:
-                # self._stays_dormant(i, now), inlined (with the tick looked up above)
-                stays = False
-                if not track_users and not cad.eager and fwd_tick[i] != fwd_tick[i]:
-                    a = anchor[i]
-                    if a > now:
-                        nxt = a
-                    else:
-                        if tv is None:
-                            tv = self._last_tick(i, now)[1]
-                        nxt = tv + self.hb if not tv + cad.d_nt > now else -math.inf
-                    if nxt > now + 2 * self.hold_timeout:
-                        self.light[i] = stays = True
+                stays = not track_users and self._stays_dormant(i, now)
                 if not stays:
                     was_news = self.news[i] >= 0
                     self._wake(i, now)
